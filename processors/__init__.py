@@ -1,0 +1,1 @@
+"""Pure logic of predigest: data in, data out, no I/O."""

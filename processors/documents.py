@@ -1,0 +1,265 @@
+"""Turn one raw file into a Document: decoding, front matter, kind, time, sections, ids."""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from datetime import UTC, date, datetime, time
+from zoneinfo import ZoneInfo
+
+import yaml
+
+from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
+from processors.errors import ParseError
+from processors.models import Document, Kind, RawFile, Section
+from processors.text import text_hash
+
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+_FM_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
+_BASELINE_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[-T]\d{4})?-)?(?P<axis>.+?)-e1prep$")
+_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SECTION_NO_RE = re.compile(r"§\s*(\d+(?:\.\d+)*)")
+_PLAIN_NO_RE = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)\.?(?=\s|$)")
+_VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
+# A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").
+_FM_NODE_BUDGET = 10_000
+
+
+def _kind_of(path: str) -> tuple[Kind, str | None]:
+    parts = path.split("/")
+    top = parts[0] if parts else ""
+    if top == "inbox" and len(parts) >= 3 and parts[1]:
+        return "inbox", parts[1]
+    if len(parts) >= 2 and parts[-1]:
+        if top == "paper_cards":
+            return "paper_card", None
+        if top == "work-queue":
+            return "work_queue", None
+        if top == "living":
+            return "living", None
+    raise ParseError(f"{path}: not under inbox/<writer>/, paper_cards/, work-queue/ or living/; ignored")
+
+
+def _decode(content: bytes, warnings: list[str]) -> str:
+    try:
+        return content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = content.decode("gb18030")
+        warnings.append("file is not valid UTF-8; decoded as GB18030")
+        return text
+    except UnicodeDecodeError:
+        warnings.append("file is not valid UTF-8; undecodable bytes replaced")
+        return content.decode("utf-8", errors="replace")
+
+
+def _json_safe(value: object, budget: list[int]) -> object:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("front matter too large")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, budget) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_safe(v, budget) for v in value]
+    return str(value)
+
+
+def _split_front_matter(text: str, warnings: list[str]) -> tuple[dict[str, object], object, str]:
+    """(JSON-safe front matter, raw `date` value, body)."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return {}, None, text
+    m = _FM_RE.match(text)
+    if not m:
+        warnings.append("front matter has no closing '---'; read as body")
+        return {}, None, text
+    body = text[m.end() :]
+    try:
+        data = yaml.safe_load(m.group(1))
+    except Exception as exc:  # PyYAML raises YAMLError, but deep nesting can raise others
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        warnings.append(f"front matter is not valid YAML ({first}); ignored")
+        return {}, None, body
+    if data is None:
+        return {}, None, body
+    if not isinstance(data, dict):
+        warnings.append("front matter is not a mapping; ignored")
+        return {}, None, body
+    try:
+        safe = _json_safe(data, [_FM_NODE_BUDGET])
+    except (ValueError, RecursionError):
+        warnings.append("front matter is too large or too deeply nested; ignored")
+        return {}, None, body
+    assert isinstance(safe, dict)
+    return safe, data.get("date"), body
+
+
+def _as_strings(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else [value]
+    return tuple(s for s in (str(v).strip() for v in items) if s)
+
+
+def _to_zone(value: datetime, zone: ZoneInfo) -> datetime:
+    return value.replace(tzinfo=zone) if value.tzinfo is None else value.astimezone(zone)
+
+
+def _front_matter_time(value: object, zone: ZoneInfo, warnings: list[str]) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _to_zone(value, zone)
+    if isinstance(value, date):
+        return datetime.combine(value, time(0, 0), tzinfo=zone)
+    if isinstance(value, str):
+        try:
+            return _to_zone(datetime.fromisoformat(value.strip()), zone)
+        except ValueError:
+            pass
+    warnings.append(f"front matter date {str(value)[:40]!r} is not ISO 8601; ignored")
+    return None
+
+
+def _stamp_time(stem: str, zone: ZoneInfo) -> datetime | None:
+    m = _STAMP_RE.match(stem)
+    if not m:
+        return None
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    hh, mm = (int(m.group(4)), int(m.group(5))) if m.group(4) else (0, 0)
+    try:
+        return datetime(y, mo, d, hh, mm, tzinfo=zone)
+    except ValueError:
+        return None
+
+
+def _section_number(heading: str) -> str | None:
+    m = _SECTION_NO_RE.search(heading) or _PLAIN_NO_RE.match(heading)
+    return f"§{m.group(1)}" if m else None
+
+
+def split_sections(body: str) -> list[Section]:
+    """Split markdown on ATX headings, ignoring `#` lines inside fenced code blocks."""
+    sections: list[Section] = []
+    heading, level, lines = "", 0, []
+    fence: str | None = None
+    for line in body.splitlines():
+        fm = _FENCE_RE.match(line)
+        if fm:
+            marker = fm.group(1)
+            if fence is None:
+                fence = marker[0] * 3
+            elif marker.startswith(fence):
+                fence = None
+        hm = _HEADING_RE.match(line) if fence is None and not fm else None
+        if hm is None:
+            lines.append(line)
+            continue
+        text = "\n".join(lines).strip("\n")
+        if level > 0 or text.strip():
+            sections.append(Section(number=_section_number(heading), heading=heading, level=level, text=text))
+        # A closing run of #s is only markup when separated from the text by a space.
+        heading = re.sub(r"(?:^|[ \t]+)#+$", "", hm.group(2) or "").strip()
+        level, lines = len(hm.group(1)), []
+    text = "\n".join(lines).strip("\n")
+    if level > 0 or text.strip():
+        sections.append(Section(number=_section_number(heading), heading=heading, level=level, text=text))
+    return sections
+
+
+def parse_document(raw: RawFile, *, zone: ZoneInfo, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Parse a raw file; raises ParseError (and nothing else) when it cannot become a document."""
+    try:
+        return _parse(raw, zone, max_bytes)
+    except ParseError:
+        raise
+    except Exception as exc:  # the fuzz contract: any bytes give a Document or a ParseError
+        raise ParseError(f"{raw.path}: could not be parsed ({type(exc).__name__}: {exc})") from exc
+
+
+def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
+    size = max(raw.size, len(raw.content))
+    if size > max_bytes:
+        raise ParseError(
+            f"{raw.path}: file is {size} bytes, over the limit of {max_bytes}; "
+            "split it or raise PREDIGEST_MAX_BYTES"
+        )
+    if b"\x00" in raw.content:
+        raise ParseError(f"{raw.path}: file contains NUL bytes; binary files are not notes")
+    kind, writer = _kind_of(raw.path)
+    name = raw.path.rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    warnings: list[str] = []
+    text = _decode(raw.content, warnings)
+    front, raw_date, body = _split_front_matter(text, warnings)
+
+    baseline_axis = None
+    if kind == "inbox":
+        bm = _BASELINE_RE.match(stem)
+        if bm:
+            kind, baseline_axis = "baseline", bm.group("axis")
+    if writer is None and isinstance(front.get("writer"), str):
+        writer = str(front["writer"])
+
+    event_time = _front_matter_time(raw_date, zone, warnings) or _stamp_time(stem, zone)
+    if event_time is None:
+        event_time = datetime.fromtimestamp(raw.mtime, tz=UTC).astimezone(zone)
+        if kind in ("inbox", "baseline", "work_queue"):
+            warnings.append("file name has no date stamp; event time taken from the file's mtime")
+
+    sections = split_sections(body)
+    headings = tuple(s.heading for s in sections if s.level > 0)
+    title_fm = front.get("title")
+    title = str(title_fm).strip() if title_fm not in (None, "") else (headings[0] if headings else stem)
+    if not title:
+        title = stem
+
+    version = None
+    if kind == "living":
+        vm = _VERSION_RE.search(headings[0]) if headings else None
+        if vm:
+            version = vm.group(0)
+        elif front.get("version") not in (None, ""):
+            version = str(front["version"]).strip()
+            version = f"v{version}" if version[:1].isdigit() else version
+
+    ids: list[str] = []
+    if kind == "paper_card":
+        card_id = arxiv_id_from_card_name(name)
+        if card_id:
+            ids.append(card_id)
+    if front.get("arxiv") is not None:
+        ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
+    ids.extend(extract_arxiv_ids(body))
+
+    return Document(
+        path=raw.path,
+        sha256=raw.sha256,
+        writer=writer,
+        kind=kind,
+        event_time=event_time,
+        bytes=raw.size,
+        title=title,
+        axes=_as_strings(front.get("axes")),
+        tags=_as_strings(front.get("tags")),
+        headings=headings,
+        sections=tuple(sections),
+        arxiv_ids=tuple(dict.fromkeys(ids)),
+        text=body,
+        text_hash=text_hash(body),
+        front_matter=front,
+        warnings=tuple(warnings),
+        baseline_axis=baseline_axis,
+        version=version,
+    )

@@ -1,0 +1,205 @@
+"""Data exchanged between the pipeline stages, and the briefing schema v1."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Kind = Literal["inbox", "paper_card", "work_queue", "baseline", "living"]
+SourceStatus = Literal["used", "no_increment", "duplicate", "superseded"]
+Trigger = Literal["close", "flush"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AxisSpec(Frozen):
+    """One topic axis: its name, keywords and living document (root-relative path)."""
+
+    name: str
+    keywords: tuple[str, ...] = ()
+    living_doc: str | None = None
+
+
+class RawFile(Frozen):
+    """What the watcher publishes to `predigest.raw`: one file's bytes and stat."""
+
+    path: str  # root-relative, POSIX separators
+    content: bytes  # JSON-encoded as base64 by pydantic (ser_json_bytes)
+    size: int
+    mtime: float  # seconds since the epoch
+    sha256: str
+    deleted: bool = False
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+
+class Section(Frozen):
+    """A heading of a document and the text under it."""
+
+    number: str | None  # "§3.3" or "§2.4" if the heading carries one, else None
+    heading: str
+    level: int
+    text: str
+
+
+class Document(Frozen):
+    """A parsed file, before axis assignment."""
+
+    path: str
+    sha256: str
+    writer: str | None
+    kind: Kind
+    event_time: datetime  # timezone-aware
+    bytes: int
+    title: str
+    axes: tuple[str, ...] = ()  # from front matter, if any
+    tags: tuple[str, ...] = ()
+    headings: tuple[str, ...] = ()
+    sections: tuple[Section, ...] = ()
+    arxiv_ids: tuple[str, ...] = ()  # normalised, without version, in order of first appearance
+    text: str
+    text_hash: str  # sha256 of the normalised text (exact-duplicate key)
+    front_matter: dict[str, object] = Field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
+    version: str | None = None  # living documents: "v3.44"
+
+
+class AxisDocument(Frozen):
+    """A document as seen by one axis: what `predigest.documents` carries (key: axis)."""
+
+    axis: str
+    document: Document
+
+
+class Rejection(Frozen):
+    path: str
+    reason: str
+
+
+class ControlCommand(Frozen):
+    """A close or flush order on `predigest.control` (key: axis)."""
+
+    axis: str
+    trigger: Trigger
+    end: datetime
+    requested_at: datetime
+    request_id: str
+
+
+# ---- briefing v1 -------------------------------------------------------------
+
+
+class WindowBounds(Frozen):
+    start: datetime
+    end: datetime
+
+
+class LivingDocRef(Frozen):
+    path: str | None
+    version: str | None
+
+
+class Summary(Frozen):
+    increment_count: int
+    target_range: tuple[int, int]
+    new_arxiv: list[str]
+    continued_arxiv: list[str]
+
+
+class Relevance(Frozen):
+    label: str
+    stars: int
+    score: float
+
+
+class SourceEntry(Frozen):
+    path: str
+    writer: str | None
+    kind: Kind
+    event_time: datetime
+    bytes: int
+    title: str
+    relevance: Relevance
+    status: SourceStatus
+    duplicate_of: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Increment(Frozen):
+    rank: int
+    title: str
+    stars: int
+    arxiv: list[str]
+    sources: list[str]
+    urls: list[str]
+    points: list[str]
+    thesis: str
+    credibility: str
+    novelty: Literal["new", "continued"]
+    related_sections: list[str]
+    suggested_sections: list[str]
+
+
+class Claim(Frozen):
+    text: str
+    source: str
+
+
+class Discrepancy(Frozen):
+    id: str
+    kind: Literal["version_conflict", "arxiv_id_conflict", "future_arxiv_id", "unsourced_claim", "flagged"]
+    subject: str
+    claims: list[Claim]
+    suggestion: str
+
+
+class ArxivMetadata(Frozen):
+    source: Literal["arxiv_api", "cache", "document"]
+    published: str | None = None
+    primary_category: str | None = None
+
+
+class ArxivEntry(Frozen):
+    id: str
+    title: str
+    status: Literal["new", "continued"]
+    credibility: str
+    sections: list[str]
+    metadata: ArxivMetadata
+
+
+class NoIncrementSource(Frozen):
+    path: str
+    reason: str
+
+
+class Priority(Frozen):
+    level: Literal["highest", "medium", "low"]
+    content: str
+    action: str
+
+
+class Briefing(Frozen):
+    """The machine-readable briefing, `predigest.briefing/v1`."""
+
+    schema_: Literal["predigest.briefing/v1"] = Field("predigest.briefing/v1", alias="schema")
+    axis: str
+    trigger: Trigger
+    generated_at: datetime
+    window: WindowBounds
+    living_doc: LivingDocRef
+    summary: Summary
+    sources: list[SourceEntry]
+    increments: list[Increment]
+    discrepancies: list[Discrepancy]
+    arxiv: list[ArxivEntry]
+    no_increment_sources: list[NoIncrementSource]
+    priorities: list[Priority]
+    rejected: list[Rejection]
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

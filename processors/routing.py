@@ -1,0 +1,65 @@
+"""From a raw file to the events the window stage stores: one per axis, a deletion, or a rejection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from processors.axes import assign_axes
+from processors.documents import parse_document
+from processors.errors import ParseError
+from processors.models import AxisSpec, Document, Frozen, RawFile
+
+REJECTED_KEY = "_rejected"
+
+
+class DocumentEvent(Frozen):
+    """What `predigest.documents` carries, keyed by axis (rejections under `_rejected`)."""
+
+    type: Literal["document", "deletion", "rejection"]
+    path: str
+    sha256: str
+    seen_at: datetime
+    axis: str | None = None
+    document: Document | None = None
+    reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.axis or REJECTED_KEY
+
+
+def route_raw(
+    raw: RawFile, axes: Sequence[AxisSpec], *, zone: ZoneInfo, max_bytes: int, seen_at: datetime
+) -> list[DocumentEvent]:
+    """Parse a raw file and fan it out to its axes; a bad file becomes one rejection event."""
+    if raw.deleted:
+        return [
+            DocumentEvent(type="deletion", path=raw.path, sha256=raw.sha256, seen_at=seen_at, axis=a.name)
+            for a in axes
+        ]
+    try:
+        doc = parse_document(raw, zone=zone, max_bytes=max_bytes)
+    except ParseError as exc:
+        return [
+            DocumentEvent(
+                type="rejection", path=raw.path, sha256=raw.sha256, seen_at=seen_at, reason=str(exc)
+            )
+        ]
+    return [
+        DocumentEvent(
+            type="document", path=raw.path, sha256=raw.sha256, seen_at=seen_at, axis=name, document=doc
+        )
+        for name in assign_axes(doc, axes)
+    ]
+
+
+def rejection_reason_label(reason: str) -> str:
+    """A low-cardinality label for the rejected-documents metric."""
+    lowered = reason.lower()
+    for label in ("binary", "limit", "outside", "symlink", "vanished", "decode"):
+        if label in lowered:
+            return label
+    return "parse"

@@ -1,0 +1,1 @@
+"""What predigest writes: DuckDB state, the watcher's ledger, briefing files, metrics."""

@@ -1,0 +1,41 @@
+"""The watcher's ledger: what Kafka acknowledged per path, so a restart republishes nothing unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from sinks.errors import StateLockedError
+
+
+class Ledger:
+    """One row per root-relative path: size, mtime and sha256 of the last acknowledged version."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            raise StateLockedError(
+                f"cannot open watcher ledger {path}: {exc}. Is another watcher running on this root?"
+            ) from exc
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)"
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, path: str) -> tuple[int, float, str] | None:
+        row = self._db.execute("SELECT size, mtime, sha256 FROM ledger WHERE path=?", [path]).fetchone()
+        return (int(row[0]), float(row[1]), str(row[2])) if row else None
+
+    def acknowledge(self, path: str, size: int, mtime: float, sha256: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?)", [path, size, mtime, sha256])
+
+    def forget(self, path: str) -> None:
+        self._db.execute("DELETE FROM ledger WHERE path=?", [path])
+
+    def paths(self) -> set[str]:
+        return {str(r[0]) for r in self._db.execute("SELECT path FROM ledger").fetchall()}

@@ -1,0 +1,1 @@
+"""Faust wiring of predigest: app, topics, agents, watcher, web views, CLI."""

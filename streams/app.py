@@ -1,0 +1,148 @@
+"""The Faust app: topics, agents, the close timer and web views, built from settings."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+from uuid import uuid4
+
+import faust
+
+from processors.models import ControlCommand, RawFile
+from processors.routing import DocumentEvent
+from processors.window import due_closes
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.kafka_io import MAX_MESSAGE_BYTES
+from streams.pipeline import Pipeline
+from streams.settings import Settings, load_settings
+from streams.web import register_views
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings) -> faust.App:
+    """A worker app; settings must carry a concrete Kafka bootstrap."""
+    app = faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.kafka.bootstrap}",
+        store="memory://",
+        autodiscover=False,
+        web_host=settings.web_host,
+        web_bind=settings.web_host,
+        web_port=settings.web_port,
+        topic_partitions=settings.kafka.partitions,
+        topic_replication_factor=settings.kafka.replication_factor,
+        topic_allow_declare=False,
+        producer_acks=-1,
+        producer_compression_type="gzip",
+        producer_max_request_size=MAX_MESSAGE_BYTES,
+        consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_every=1,
+        broker_commit_interval=0.5,
+        stream_wait_empty=True,
+    )
+    metrics = Metrics()
+    holder: dict[str, Pipeline] = {}
+
+    def pipeline() -> Pipeline:
+        # Opened lazily, in the worker process only: DuckDB allows one writer per file.
+        if "p" not in holder:
+            holder["p"] = Pipeline(settings, StateStore(settings.state_file), metrics)
+        return holder["p"]
+
+    raw_topic = app.topic(
+        settings.kafka.topic("raw"),
+        key_type=bytes,
+        value_type=bytes,
+        value_serializer="raw",
+        key_serializer="raw",
+    )
+    docs_topic = app.topic(
+        settings.kafka.topic("documents"),
+        key_type=bytes,
+        value_type=bytes,
+        value_serializer="raw",
+        key_serializer="raw",
+    )
+    control_topic = app.topic(
+        settings.kafka.topic("control"),
+        key_type=bytes,
+        value_type=bytes,
+        value_serializer="raw",
+        key_serializer="raw",
+    )
+    briefings_topic = app.topic(
+        settings.kafka.topic("briefings"),
+        key_type=bytes,
+        value_type=bytes,
+        value_serializer="raw",
+        key_serializer="raw",
+    )
+
+    # concurrency stays 1: with more, Faust can commit past an unfinished message (faust-streaming #606).
+    @app.agent(raw_topic)
+    async def parse(stream: Any) -> None:
+        async for value in stream:
+            raw = RawFile.model_validate_json(value)
+            for event in pipeline().route(raw):
+                await docs_topic.send(key=event.key.encode(), value=event.model_dump_json().encode())
+
+    @app.agent(docs_topic)
+    async def window(stream: Any) -> None:
+        async for value in stream:
+            pipeline().store(DocumentEvent.model_validate_json(value))
+
+    @app.agent(control_topic)
+    async def control(stream: Any) -> None:
+        async for value in stream:
+            command = ControlCommand.model_validate_json(value)
+            briefing = pipeline().brief(command)
+            if briefing is not None:
+                await briefings_topic.send(
+                    key=command.axis.encode(), value=briefing.model_dump_json(by_alias=True).encode()
+                )
+
+    async def send_command(axis: str, trigger: str, end: datetime) -> ControlCommand:
+        command = ControlCommand(
+            axis=axis,
+            trigger=trigger,
+            end=end,
+            requested_at=datetime.now(UTC),  # type: ignore[arg-type]
+            request_id=uuid4().hex,
+        )
+        await control_topic.send(key=axis.encode(), value=command.model_dump_json().encode())
+        return command
+
+    @app.timer(interval=30.0, on_leader=True)
+    async def close_windows() -> None:
+        # Crontab does not catch up missed runs, so every tick compares the schedule with what was emitted.
+        if not settings.close_enabled:
+            return
+        now = datetime.now(UTC)
+        for axis in settings.axes:
+            last = pipeline().state.last_close_end(axis.name)
+            for end in due_closes(last, now, settings.close_at, settings.tz, settings.grace):
+                if pipeline().state.emission(axis.name, end, "close") is None:
+                    log.info("sending close for %s window ending %s", axis.name, end.isoformat())
+                    await send_command(axis.name, "close", end)
+
+    register_views(app, settings, metrics, pipeline, send_command)
+    return app
+
+
+def _app_from_env() -> faust.App:
+    from streams.kafka_local import resolve_bootstrap
+
+    return create_app(resolve_bootstrap(load_settings()))
+
+
+def __getattr__(name: str) -> Any:
+    # `faust -A streams.app worker` finds `app` here; built on first access so imports stay cheap.
+    if name == "app":
+        value = _app_from_env()
+        globals()["app"] = value
+        return value
+    raise AttributeError(name)

@@ -1,0 +1,124 @@
+"""aiokafka clients configured from settings: strong producer defaults, large messages, topic setup."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Documents up to 4 MiB must pass; base64 in JSON grows them by a third.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+STAGES = ("raw", "documents", "control", "briefings")
+
+
+def client_kwargs(settings: Settings) -> dict[str, Any]:
+    k = settings.kafka
+    kwargs: dict[str, Any] = {"bootstrap_servers": k.bootstrap, "security_protocol": k.security_protocol}
+    if k.sasl_mechanism:
+        kwargs["sasl_mechanism"] = k.sasl_mechanism
+        kwargs["sasl_plain_username"] = k.sasl_username
+        kwargs["sasl_plain_password"] = k.sasl_password.get_secret_value() if k.sasl_password else None
+    if k.security_protocol in ("SSL", "SASL_SSL"):
+        kwargs["ssl_context"] = ssl.create_default_context(cafile=str(k.ssl_cafile) if k.ssl_cafile else None)
+    return kwargs
+
+
+def make_producer(settings: Settings) -> AIOKafkaProducer:
+    """An idempotent producer with acks=all: aiokafka's defaults (acks=1, no idempotence) lose data."""
+    return AIOKafkaProducer(
+        **client_kwargs(settings),
+        acks="all",
+        enable_idempotence=True,
+        compression_type="gzip",
+        max_request_size=MAX_MESSAGE_BYTES,
+        max_batch_size=1024 * 1024,
+        linger_ms=5,
+        request_timeout_ms=30000,
+    )
+
+
+def make_consumer(settings: Settings, *topics: str, group_id: str | None = None) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        *topics,
+        **client_kwargs(settings),
+        group_id=group_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=MAX_MESSAGE_BYTES,
+        fetch_max_bytes=4 * MAX_MESSAGE_BYTES,
+    )
+
+
+async def ensure_topics(settings: Settings) -> None:
+    """Create the pipeline's topics with retention ≥ window + grace + margin and large messages."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await admin.start()
+    try:
+        retention_ms = str(settings.kafka.retention_hours * 3600 * 1000)
+        existing = set(await admin.list_topics())
+        wanted = [
+            NewTopic(
+                name=settings.kafka.topic(stage),
+                num_partitions=settings.kafka.partitions,
+                replication_factor=settings.kafka.replication_factor,
+                topic_configs={"max.message.bytes": str(MAX_MESSAGE_BYTES), "retention.ms": retention_ms},
+            )
+            for stage in STAGES
+            if settings.kafka.topic(stage) not in existing
+        ]
+        if wanted:
+            try:
+                await admin.create_topics(wanted)
+            except TopicAlreadyExistsError:
+                pass
+            log.info("created topics %s", [t.name for t in wanted])
+    finally:
+        await admin.close()
+
+
+async def group_caught_up(settings: Settings, group_id: str, topics: list[str]) -> bool:
+    """True when the group's committed offsets reach the end of every partition of the topics."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    consumer = AIOKafkaConsumer(**client_kwargs(settings))
+    await admin.start()
+    await consumer.start()
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())]
+        if not parts:
+            await consumer.client.force_metadata_update()
+            parts = [
+                TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())
+            ]
+        ends = await consumer.end_offsets(parts)
+        committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
+        for tp in parts:
+            meta = committed.get(tp)
+            done = meta.offset if meta is not None and meta.offset >= 0 else 0
+            if done < ends[tp]:
+                return False
+        return True
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+async def wait_caught_up(settings: Settings, group_id: str, topics: list[str], timeout: float) -> None:
+    """Wait until the group has processed everything, seen twice in a row (a stage can still be sending)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    streak = 0
+    while loop.time() < deadline:
+        streak = streak + 1 if await group_caught_up(settings, group_id, topics) else 0
+        if streak >= 2:
+            return
+        await asyncio.sleep(1.0)
+    raise TimeoutError(f"consumer group {group_id} did not catch up on {topics} within {timeout:.0f}s")

@@ -1,0 +1,51 @@
+"""The embedded default: start the project's local KRaft broker when no bootstrap is configured."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+
+from streams.errors import BrokerUnavailableError
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "kafka" / "kafka.sh"
+
+
+def _run(args: list[str], cache: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        env={"PREDIGEST_KAFKA_CACHE": str(cache.resolve()), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ensure_local_broker(settings: Settings) -> str:
+    """Return the bootstrap of the local broker, starting it (and fetching Kafka) if needed."""
+    log.info("no Kafka bootstrap configured: starting the local broker (cache %s)", settings.kafka_cache)
+    result = _run(["start", str((settings.kafka_cache / "run").resolve())], settings.kafka_cache, 900)
+    bootstrap = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 0 or not bootstrap:
+        raise BrokerUnavailableError(
+            f"could not start the local Kafka broker ({SCRIPT} start exited {result.returncode}): "
+            f"{result.stderr.strip()[-2000:]}. Set PREDIGEST_KAFKA__BOOTSTRAP to use an existing broker."
+        )
+    log.info("local Kafka broker at %s", bootstrap)
+    return bootstrap
+
+
+def stop_local_broker(settings: Settings) -> None:
+    _run(["stop", str((settings.kafka_cache / "run").resolve())], settings.kafka_cache, 60)
+
+
+def resolve_bootstrap(settings: Settings) -> Settings:
+    """Settings with a concrete bootstrap: the configured one, or the embedded local broker's."""
+    if settings.kafka.bootstrap:
+        return settings
+    bootstrap = ensure_local_broker(settings)
+    return settings.model_copy(update={"kafka": settings.kafka.model_copy(update={"bootstrap": bootstrap})})

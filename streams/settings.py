@@ -1,0 +1,150 @@
+"""The one configuration model: a TOML file plus PREDIGEST_* environment overrides."""
+
+from __future__ import annotations
+
+from datetime import time, timedelta
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from processors.models import AxisSpec
+
+DEFAULT_AXES = (
+    AxisSpec(
+        name="inference",
+        keywords=("inference", "推理", "vLLM", "SGLang", "KV cache", "TTFT", "serving", "speculative"),
+        living_doc="living/inference.md",
+    ),
+    AxisSpec(
+        name="llm-infra",
+        keywords=("GPU", "cluster", "training", "Kubernetes", "K8s", "llm-d", "基础设施"),
+        living_doc="living/llm-infra.md",
+    ),
+    AxisSpec(
+        name="risk", keywords=("security", "attack", "安全", "攻击", "风险"), living_doc="living/risk.md"
+    ),
+    AxisSpec(
+        name="llm-application",
+        keywords=("agent", "RAG", "LangGraph", "应用"),
+        living_doc="living/llm-application.md",
+    ),
+)
+
+
+class KafkaSettings(BaseModel):
+    """Where Kafka is and how to talk to it; no bootstrap means the embedded local broker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bootstrap: str | None = None
+    topic_prefix: str = "predigest"
+    partitions: int = 1
+    replication_factor: int = 1
+    retention_hours: int = 24 * 7
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+
+    def topic(self, stage: str) -> str:
+        return f"{self.topic_prefix}.{stage}"
+
+
+class ArxivSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enabled: bool = False
+    base_url: str = "https://export.arxiv.org/api/query"
+    min_interval_seconds: float = 3.0
+    timeout_seconds: float = 20.0
+    max_retries: int = 3
+
+
+class Settings(BaseSettings):
+    """All of predigest's configuration; frozen once loaded."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PREDIGEST_", env_nested_delimiter="__", frozen=True, extra="forbid"
+    )
+    toml_file: ClassVar[Path | None] = None
+
+    root: Path = Path("examples/root")
+    zone: str = "Asia/Shanghai"
+    window_hours: float = 24.0
+    close_at: time = time(22, 20)
+    close_enabled: bool = True
+    grace_seconds: float = 300.0
+    axes: tuple[AxisSpec, ...] = DEFAULT_AXES
+    increment_min: int = 3
+    increment_max: int = 8
+    lang: Literal["zh", "en"] = "zh"
+    max_bytes: int = 4 * 1024 * 1024
+    quiet_seconds: float = 1.0
+    rescan_seconds: float = 60.0
+
+    app_id: str = "predigest"
+    state_dir: Path = Path(".cache/state")
+    out_dir: Path = Path("out")
+    kafka_cache: Path = Path(".cache/kafka")
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+
+    web_host: str = "127.0.0.1"
+    web_port: int = 6066
+    watcher_metrics_port: int = 6067
+    token: SecretStr | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls.toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_file))
+        return tuple(sources)
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.zone)
+
+    @property
+    def window_length(self) -> timedelta:
+        return timedelta(hours=self.window_hours)
+
+    @property
+    def grace(self) -> timedelta:
+        return timedelta(seconds=self.grace_seconds)
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "worker.duckdb"
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.state_dir / "watcher-ledger.duckdb"
+
+    def axis(self, name: str) -> AxisSpec | None:
+        return next((a for a in self.axes if a.name == name), None)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Load settings: explicit overrides, then PREDIGEST_* env, then the TOML file."""
+    Settings.toml_file = config_file
+    try:
+        return Settings(**overrides)
+    finally:
+        Settings.toml_file = None

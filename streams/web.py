@@ -1,0 +1,81 @@
+"""Web views on the worker's Faust server: metrics, health, flush, latest briefing."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import faust
+from faust.web import Request, Response, View
+
+from processors.models import ControlCommand
+from sinks.metrics import Metrics
+from streams.pipeline import Pipeline
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SendCommand = Callable[[str, str, datetime], Awaitable[ControlCommand]]
+
+
+def authorised(settings: Settings, header: str | None) -> bool:
+    """State-changing routes need the bearer token when one is configured."""
+    if settings.token is None:
+        return True
+    expected = f"Bearer {settings.token.get_secret_value()}"
+    return header is not None and hmac.compare_digest(header.encode(), expected.encode())
+
+
+def register_views(
+    app: faust.App,
+    settings: Settings,
+    metrics: Metrics,
+    pipeline: Callable[[], Pipeline],
+    send_command: SendCommand,
+) -> None:
+    @app.page("/metrics")
+    class MetricsView(View):  # type: ignore[misc]
+        async def get(self, request: Request) -> Response:
+            return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.page("/healthz")
+    class Health(View):  # type: ignore[misc]
+        async def get(self, request: Request) -> Response:
+            return self.json({"status": "ok", "documents": pipeline().state.document_count()})
+
+    @app.page("/flush")
+    class Flush(View):  # type: ignore[misc]
+        async def post(self, request: Request) -> Response:
+            if not authorised(settings, request.headers.get("Authorization")):
+                return self.json({"error": "missing or wrong bearer token"}, status=401)
+            axis = request.query.get("axis")
+            names = [a.name for a in settings.axes] if axis in (None, "", "all") else [axis]
+            unknown = [n for n in names if settings.axis(n) is None]
+            if unknown:
+                return self.json(
+                    {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
+                )
+            try:
+                end = (
+                    datetime.fromisoformat(request.query["end"])
+                    if "end" in request.query
+                    else datetime.now(UTC)
+                )
+            except ValueError:
+                return self.json({"error": "end must be ISO 8601 with an offset"}, status=400)
+            if end.tzinfo is None:
+                return self.json({"error": "end must carry a UTC offset"}, status=400)
+            sent = [(await send_command(n, "flush", end)).model_dump(mode="json") for n in names]
+            return self.json({"queued": sent}, status=202)
+
+    @app.page("/briefings/{axis}/latest")
+    class Latest(View):  # type: ignore[misc]
+        async def get(self, request: Request, axis: str) -> Response:
+            briefing = pipeline().state.latest_emission(axis)
+            if briefing is None:
+                return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)
+            body: Any = briefing.model_dump(mode="json", by_alias=True)
+            return self.json(body)

@@ -1,0 +1,67 @@
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.documents import parse_document
+from processors.living_doc import parse_living_doc, sections_citing
+from processors.models import Document, RawFile
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+
+LIVING = """# inference.md v3.44
+intro cites 2601.00001
+## §3 Methods
+### §3.3 Cache Compression
+SnapKV arXiv:2404.14469v2 and https://arxiv.org/abs/2306.14048
+### §3.4 Quantization
+KIVI 2402.02750, again 2404.14469
+## Unnumbered notes
+hep-th/9901001
+"""
+
+
+def parse(path: str, text: str) -> Document:
+    data = text.encode("utf-8")
+    raw = RawFile(
+        path=path,
+        content=data,
+        size=len(data),
+        mtime=datetime(2026, 9, 26, tzinfo=UTC).timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    return parse_document(raw, zone=ZoneInfo("Asia/Shanghai"))
+
+
+def test_living_doc_name_version_and_sections() -> None:
+    living = parse_living_doc(parse("living/inference.md", LIVING))
+    assert living.name == "inference"
+    assert living.version == "v3.44"
+    assert [s.number for s in living.sections] == [None, "§3", "§3.3", "§3.4", None]
+    assert living.sections[2].arxiv_ids == ("2404.14469", "2306.14048")
+    assert living.cited_ids == {
+        "2601.00001", "2404.14469", "2306.14048", "2402.02750", "hep-th/9901001",
+    }  # fmt: skip
+
+
+def test_sections_citing_uses_numbers_then_headings() -> None:
+    living = parse_living_doc(parse("living/inference.md", LIVING))
+    assert sections_citing(living, "2404.14469v1") == ["§3.3", "§3.4"]
+    assert sections_citing(living, "hep-th/9901001") == ["Unnumbered notes"]
+    assert sections_citing(living, "2601.00001") == ["inference.md v3.44"]
+    assert sections_citing(living, "2609.99999") == []
+
+
+def test_real_awesome_readme() -> None:
+    path = CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md"
+    if not path.exists():
+        pytest.skip("corpus not available")
+    living = parse_living_doc(parse("living/kv-cache.md", path.read_text(encoding="utf-8")))
+    assert living.version is None
+    assert len(living.cited_ids) >= 150
+    headings = [s.heading for s in living.sections]
+    assert "1️⃣ Pruning / Evicting / Sparse" in headings
+    assert all(s.number is None for s in living.sections)
+    assert sections_citing(living, "2404.14469") == ["1️⃣ Pruning / Evicting / Sparse"]
