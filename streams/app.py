@@ -34,7 +34,6 @@ def create_app(settings: Settings) -> faust.App:
         web_port=settings.web_port,
         topic_partitions=settings.kafka.partitions,
         topic_replication_factor=settings.kafka.replication_factor,
-        topic_allow_declare=False,
         producer_acks=-1,
         producer_compression_type="gzip",
         producer_max_request_size=MAX_MESSAGE_BYTES,
@@ -110,7 +109,7 @@ def create_app(settings: Settings) -> faust.App:
             axis=axis,
             trigger=trigger,
             end=end,
-            requested_at=datetime.now(UTC),  # type: ignore[arg-type]
+            requested_at=datetime.now(UTC),
             request_id=uuid4().hex,
         )
         await control_topic.send(key=axis.encode(), value=command.model_dump_json().encode())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from processors.models import Briefing, ControlCommand
+from processors.models import Briefing, ControlCommand, Trigger
 from processors.naming import briefing_basename
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
@@ -134,7 +134,7 @@ def _spawn_worker(settings: Settings, workdir: Path) -> subprocess.Popen[bytes]:
     cfg = dump_settings(settings, workdir / "worker-settings.json")
     log_file = (workdir / "worker.log").open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "worker", "--settings-json", str(cfg)],
+        [sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "worker"],
         stdout=log_file,
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).resolve().parents[1],
@@ -155,7 +155,7 @@ async def send_command(settings: Settings, axis: str, trigger: str, end: datetim
         axis=axis,
         trigger=trigger,
         end=end,
-        requested_at=datetime.now(UTC),  # type: ignore[arg-type]
+        requested_at=datetime.now(UTC),
         request_id=uuid4().hex,
     )
     producer = kafka_io.make_producer(settings)
@@ -188,7 +188,7 @@ async def _await_briefing(
     raise StreamsError(f"no briefing for {axis} ending {end.isoformat()} arrived")
 
 
-async def _once(settings: Settings, axis: str, end: datetime, trigger: str, timeout: float) -> Path:
+async def _once(settings: Settings, axis: str, end: datetime, trigger: Trigger, timeout: float) -> Path:
     """Scan the root into fresh topics, let a worker ingest it, close the window, wait for the briefing."""
     await kafka_io.ensure_topics(settings)
     count = await publish_root(settings, settings.ledger_file, follow=False, stop=asyncio.Event())
@@ -205,7 +205,7 @@ async def _once(settings: Settings, axis: str, end: datetime, trigger: str, time
         await _await_briefing(settings, axis, end, trigger, timeout)
     finally:
         _stop_worker(worker)
-    return settings.out_dir / axis / f"{briefing_basename(axis, end, trigger, settings.tz)}.md"  # type: ignore[arg-type]
+    return settings.out_dir / axis / f"{briefing_basename(axis, end, trigger, settings.tz)}.md"
 
 
 async def _run(settings: Settings, end: datetime, exit_after: bool) -> None:

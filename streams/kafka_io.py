@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from streams.settings import Settings
 
@@ -76,10 +77,8 @@ async def ensure_topics(settings: Settings) -> None:
             if settings.kafka.topic(stage) not in existing
         ]
         if wanted:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(wanted)
-            except TopicAlreadyExistsError:
-                pass
             log.info("created topics %s", [t.name for t in wanted])
     finally:
         await admin.close()
@@ -92,14 +91,15 @@ async def group_caught_up(settings: Settings, group_id: str, topics: list[str]) 
     await admin.start()
     await consumer.start()
     try:
+        await consumer.topics()  # refreshes metadata so that partitions are known
         parts = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())]
-        if not parts:
-            await consumer.client.force_metadata_update()
-            parts = [
-                TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())
-            ]
+        if len({tp.topic for tp in parts}) < len(topics):
+            return False
         ends = await consumer.end_offsets(parts)
-        committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
+        try:
+            committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
+        except KafkaError:
+            return False  # the group has not joined yet
         for tp in parts:
             meta = committed.get(tp)
             done = meta.offset if meta is not None and meta.offset >= 0 else 0

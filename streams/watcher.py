@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
@@ -162,10 +163,8 @@ class Watcher:
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
                     await self.scan()
                     last_rescan = self._clock()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=0.2)
-                except TimeoutError:
-                    pass
         finally:
             watch_task.cancel()
 

@@ -37,22 +37,22 @@ def register_views(
     send_command: SendCommand,
 ) -> None:
     @app.page("/metrics")
-    class MetricsView(View):  # type: ignore[misc]
+    class MetricsView(View):
         async def get(self, request: Request) -> Response:
             return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.page("/healthz")
-    class Health(View):  # type: ignore[misc]
+    class Health(View):
         async def get(self, request: Request) -> Response:
             return self.json({"status": "ok", "documents": pipeline().state.document_count()})
 
     @app.page("/flush")
-    class Flush(View):  # type: ignore[misc]
+    class Flush(View):
         async def post(self, request: Request) -> Response:
             if not authorised(settings, request.headers.get("Authorization")):
                 return self.json({"error": "missing or wrong bearer token"}, status=401)
             axis = request.query.get("axis")
-            names = [a.name for a in settings.axes] if axis in (None, "", "all") else [axis]
+            names: list[str] = [a.name for a in settings.axes] if not axis or axis == "all" else [axis]
             unknown = [n for n in names if settings.axis(n) is None]
             if unknown:
                 return self.json(
@@ -72,7 +72,7 @@ def register_views(
             return self.json({"queued": sent}, status=202)
 
     @app.page("/briefings/{axis}/latest")
-    class Latest(View):  # type: ignore[misc]
+    class Latest(View):
         async def get(self, request: Request, axis: str) -> Response:
             briefing = pipeline().state.latest_emission(axis)
             if briefing is None:

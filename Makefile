@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: venv run test lint kafka-fetch clean
+
+$(BIN)/predigest: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/predigest
+
+kafka-fetch:
+	bash deploy/kafka/kafka.sh fetch
+
+run: venv kafka-fetch
+	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint kafka-fetch
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) .cache out

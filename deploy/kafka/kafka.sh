@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The local Apache Kafka broker (KRaft, one combined broker+controller on 127.0.0.1), fetched from Maven Central.
+# Usage: kafka.sh fetch | start [DATA_DIR] | stop [DATA_DIR] | status [DATA_DIR]
+# start prints the bootstrap address (and only that) on stdout.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/pom.xml")"
+CACHE="${PREDIGEST_KAFKA_CACHE:-$HERE/../../.cache/kafka}"
+LIBS="$CACHE/libs-$VERSION"
+JAVA="${JAVA:-java}"
+
+say() { echo "kafka.sh: $*" >&2; }
+
+fetch() {
+  if [ -f "$LIBS/.complete" ]; then return 0; fi
+  say "fetching Apache Kafka $VERSION from Maven Central into $LIBS"
+  mkdir -p "$LIBS"
+  mvn -q -B -f "$HERE/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$LIBS" -DincludeScope=runtime >&2
+  touch "$LIBS/.complete"
+}
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+answers() {  # $1 = host:port; true when a Kafka ApiVersions round trip works
+  python3 - "$1" <<'PY'
+import socket, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+try:
+    s = socket.create_connection((host, int(port)), timeout=2)
+    req = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+    s.sendall(struct.pack(">i", len(req)) + req)
+    size = struct.unpack(">i", s.recv(4))[0]
+    body = s.recv(size)
+    sys.exit(0 if len(body) >= 6 and struct.unpack(">h", body[4:6])[0] == 0 else 1)
+except Exception:
+    sys.exit(1)
+PY
+}
+
+running() {  # $1 = data dir
+  [ -f "$1/kafka.pid" ] && kill -0 "$(cat "$1/kafka.pid")" 2>/dev/null && [ -f "$1/bootstrap" ] && answers "$(cat "$1/bootstrap")"
+}
+
+start() {
+  local data="${1:-$CACHE/run}"
+  mkdir -p "$data"
+  data="$(cd "$data" && pwd)"
+  if running "$data"; then cat "$data/bootstrap"; return 0; fi
+  fetch
+  local port cport
+  port="$(free_port)"; cport="$(free_port)"
+  while [ "$cport" = "$port" ]; do cport="$(free_port)"; done
+  cat > "$data/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$data/logs
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+message.max.bytes=8388608
+replica.fetch.max.bytes=8388608
+log.retention.hours=168
+PROPS
+  # The ports change each start, so storage is formatted afresh with the new quorum.
+  rm -rf "$data/logs"
+  local opts=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$HERE/log4j2.xml")
+  "$JAVA" "${opts[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format --standalone \
+    --cluster-id "$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')" \
+    --config "$data/server.properties" >&2
+  nohup "$JAVA" "${opts[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" > "$data/kafka.log" 2>&1 &
+  echo $! > "$data/kafka.pid"
+  echo "127.0.0.1:$port" > "$data/bootstrap"
+  for _ in $(seq 1 180); do
+    if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; return 0; fi
+    if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
+      say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  say "broker did not answer on 127.0.0.1:$port within 90 s; see $data/kafka.log"; return 1
+}
+
+stop() {
+  local data="${1:-$CACHE/run}"
+  [ -f "$data/kafka.pid" ] || return 0
+  local pid; pid="$(cat "$data/kafka.pid")"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$data/kafka.pid"
+}
+
+case "${1:-}" in
+  fetch) fetch ;;
+  start) start "${2:-}" ;;
+  stop) stop "${2:-}" ;;
+  status) data="${2:-$CACHE/run}"; if running "$data"; then cat "$data/bootstrap"; else exit 1; fi ;;
+  *) echo "usage: $0 fetch | start [DATA_DIR] | stop [DATA_DIR] | status [DATA_DIR]" >&2; exit 2 ;;
+esac
