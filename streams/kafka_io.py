@@ -84,6 +84,17 @@ async def ensure_topics(settings: Settings) -> None:
         await admin.close()
 
 
+async def topic_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> list[TopicPartition]:
+    """Every partition of the topics; a topic the broker does not know yet contributes none."""
+    # The consumer's `topics()` fetches metadata into a throwaway cluster object, so
+    # `partitions_for_topic` stays None for unsubscribed topics; the admin answer is the reliable one.
+    found: list[TopicPartition] = []
+    for meta in await admin.describe_topics(topics):
+        if meta.get("error_code", 0) == 0:
+            found.extend(TopicPartition(meta["topic"], p["partition"]) for p in meta.get("partitions", []))
+    return found
+
+
 async def group_caught_up(settings: Settings, group_id: str, topics: list[str]) -> bool:
     """True when the group's committed offsets reach the end of every partition of the topics."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
@@ -91,8 +102,7 @@ async def group_caught_up(settings: Settings, group_id: str, topics: list[str]) 
     await admin.start()
     await consumer.start()
     try:
-        await consumer.topics()  # refreshes metadata so that partitions are known
-        parts = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or set())]
+        parts = await topic_partitions(admin, topics)
         if len({tp.topic for tp in parts}) < len(topics):
             return False
         ends = await consumer.end_offsets(parts)
