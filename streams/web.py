@@ -10,6 +10,7 @@ from typing import Any
 
 import faust
 from faust.web import Request, Response, View
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
 from sinks.metrics import Metrics
@@ -39,7 +40,8 @@ def register_views(
     @app.page("/metrics")
     class MetricsView(View):
         async def get(self, request: Request) -> Response:
-            return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")
+            # aiohttp refuses a charset inside content_type=, so the exposition type goes in as a header.
+            return self.bytes(metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     @app.page("/healthz")
     class Health(View):
