@@ -25,22 +25,33 @@ def _run(args: list[str], cache: Path, timeout: float) -> subprocess.CompletedPr
     )
 
 
-def ensure_local_broker(settings: Settings) -> str:
-    """Return the bootstrap of the local broker, starting it (and fetching Kafka) if needed."""
-    log.info("no Kafka bootstrap configured: starting the local broker (cache %s)", settings.kafka_cache)
-    result = _run(["start", str((settings.kafka_cache / "run").resolve())], settings.kafka_cache, 900)
+def start_broker(cache: Path, data_dir: Path) -> str:
+    """Start (or find running) the local broker keeping its data in `data_dir`; returns its bootstrap."""
+    result = _run(["start", str(data_dir.resolve())], cache, 900)
     bootstrap = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if result.returncode != 0 or not bootstrap:
         raise BrokerUnavailableError(
             f"could not start the local Kafka broker ({SCRIPT} start exited {result.returncode}): "
             f"{result.stderr.strip()[-2000:]}. Set PREDIGEST_KAFKA__BOOTSTRAP to use an existing broker."
         )
+    return bootstrap
+
+
+def stop_broker(cache: Path, data_dir: Path) -> None:
+    """Stop the local broker of `data_dir` (SIGTERM, then SIGKILL after 30 s); its data stays."""
+    _run(["stop", str(data_dir.resolve())], cache, 60)
+
+
+def ensure_local_broker(settings: Settings) -> str:
+    """Return the bootstrap of the embedded broker, starting it (and fetching Kafka) if needed."""
+    log.info("no Kafka bootstrap configured: starting the local broker (cache %s)", settings.kafka_cache)
+    bootstrap = start_broker(settings.kafka_cache, settings.kafka_cache / "run")
     log.info("local Kafka broker at %s", bootstrap)
     return bootstrap
 
 
 def stop_local_broker(settings: Settings) -> None:
-    _run(["stop", str((settings.kafka_cache / "run").resolve())], settings.kafka_cache, 60)
+    stop_broker(settings.kafka_cache, settings.kafka_cache / "run")
 
 
 def resolve_bootstrap(settings: Settings) -> Settings:

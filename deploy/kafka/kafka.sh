@@ -43,12 +43,41 @@ running() {  # $1 = data dir
   [ -f "$1/kafka.pid" ] && kill -0 "$(cat "$1/kafka.pid")" 2>/dev/null && [ -f "$1/bootstrap" ] && answers "$(cat "$1/bootstrap")"
 }
 
+port_free() { python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1",int(sys.argv[1])))' "$1" 2>/dev/null; }
+
+launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answers
+  local data="$1" port="$2"
+  nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 &
+  echo $! > "$data/kafka.pid"
+  echo "127.0.0.1:$port" > "$data/bootstrap"
+  for _ in $(seq 1 180); do
+    if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; return 0; fi
+    if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
+      say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  say "broker did not answer on 127.0.0.1:$port within 90 s; see $data/kafka.log"; return 1
+}
+
 start() {
   local data="${1:-$CACHE/run}"
   mkdir -p "$data"
   data="$(cd "$data" && pwd)"
   if running "$data"; then cat "$data/bootstrap"; return 0; fi
   fetch
+  OPTS=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$HERE/log4j2.xml")
+  # A restart keeps the topics: same storage, same ports, when both ports are still free.
+  if [ -f "$data/server.properties" ] && [ -f "$data/logs/meta.properties" ]; then
+    local oport ocport
+    oport="$(sed -n 's/^listeners=PLAINTEXT:\/\/127.0.0.1:\([0-9]*\),.*/\1/p' "$data/server.properties")"
+    ocport="$(sed -n 's/^controller.quorum.bootstrap.servers=127.0.0.1:\([0-9]*\)$/\1/p' "$data/server.properties")"
+    if [ -n "$oport" ] && [ -n "$ocport" ] && port_free "$oport" && port_free "$ocport"; then
+      say "restarting the broker on its previous storage and port $oport"
+      launch "$data" "$oport"; return $?
+    fi
+    say "previous ports taken; formatting fresh storage"
+  fi
   local port cport
   port="$(free_port)"; cport="$(free_port)"
   while [ "$cport" = "$port" ]; do cport="$(free_port)"; done
@@ -73,23 +102,12 @@ message.max.bytes=8388608
 replica.fetch.max.bytes=8388608
 log.retention.hours=168
 PROPS
-  # The ports change each start, so storage is formatted afresh with the new quorum.
+  # New ports mean a new quorum address, so storage is formatted afresh.
   rm -rf "$data/logs"
-  local opts=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$HERE/log4j2.xml")
-  "$JAVA" "${opts[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format --standalone \
+  "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format --standalone \
     --cluster-id "$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')" \
     --config "$data/server.properties" >&2
-  nohup "$JAVA" "${opts[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" > "$data/kafka.log" 2>&1 &
-  echo $! > "$data/kafka.pid"
-  echo "127.0.0.1:$port" > "$data/bootstrap"
-  for _ in $(seq 1 180); do
-    if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; return 0; fi
-    if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
-      say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
-    fi
-    sleep 0.5
-  done
-  say "broker did not answer on 127.0.0.1:$port within 90 s; see $data/kafka.log"; return 1
+  launch "$data" "$port"
 }
 
 stop() {
