@@ -8,7 +8,7 @@ import re
 from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
-import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
@@ -16,7 +16,6 @@ from processors.models import Document, Kind, RawFile, Section
 from processors.text import text_hash
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
-_FM_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
 _BASELINE_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[-T]\d{4})?-)?(?P<axis>.+?)-e1prep$")
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -24,6 +23,7 @@ _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SECTION_NO_RE = re.compile(r"§\s*(\d+(?:\.\d+)*)")
 _PLAIN_NO_RE = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)\.?(?=\s|$)")
 _VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
+_YAML = YAMLHandler()
 # A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").
 _FM_NODE_BUDGET = 10_000
 
@@ -78,15 +78,16 @@ def _json_safe(value: object, budget: list[int]) -> object:
 
 def _split_front_matter(text: str, warnings: list[str]) -> tuple[dict[str, object], object, str]:
     """(JSON-safe front matter, raw `date` value, body)."""
-    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+    if not _YAML.detect(text):
         return {}, None, text
-    m = _FM_RE.match(text)
-    if not m:
+    try:
+        fm, body = _YAML.split(text)
+        body = body.removeprefix("\r\n").removeprefix("\n")  # the closing line's own break
+    except ValueError:
         warnings.append("front matter has no closing '---'; read as body")
         return {}, None, text
-    body = text[m.end() :]
     try:
-        data = yaml.safe_load(m.group(1))
+        data = _YAML.load(fm)  # yaml.SafeLoader: no Python object construction
     except Exception as exc:  # PyYAML raises YAMLError, but deep nesting can raise others
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         warnings.append(f"front matter is not valid YAML ({first}); ignored")
