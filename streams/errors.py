@@ -9,3 +9,7 @@ class StreamsError(PredigestError):
 
 class BrokerUnavailableError(StreamsError):
     """No Kafka broker could be reached or started."""
+
+
+class ConfigError(StreamsError):
+    """The configuration or a command-line argument is not usable."""

@@ -16,6 +16,7 @@ from pydantic_settings import (
 )
 
 from processors.models import AxisSpec
+from streams.errors import ConfigError
 
 DEFAULT_AXES = (
     AxisSpec(
@@ -98,6 +99,8 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
 
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
     web_host: str = "127.0.0.1"
     web_port: int = 6066
     watcher_metrics_port: int = 6067
@@ -139,6 +142,16 @@ class Settings(BaseSettings):
 
     def axis(self, name: str) -> AxisSpec | None:
         return next((a for a in self.axes if a.name == name), None)
+
+    def require_axis(self, name: str) -> AxisSpec:
+        """The configured axis `name`, or an error that lists the configured ones."""
+        spec = self.axis(name)
+        if spec is None:
+            names = ", ".join(a.name for a in self.axes)
+            raise ConfigError(
+                f"axis {name!r} is not configured (configured: {names}); check --axis or [[axes]]"
+            )
+        return spec
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
@@ -16,6 +17,7 @@ from aiokafka import AIOKafkaProducer
 from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
+from streams import kafka_io
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -153,8 +155,6 @@ class Watcher:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
         count = await self.scan()
         log.info("startup scan published %d file(s) from %s", count, self._root)
-        for top in WATCHED:
-            (self._root / top).mkdir(parents=True, exist_ok=True)
         watch_task = asyncio.create_task(self._watch(stop))
         last_rescan = self._clock()
         try:
@@ -169,9 +169,47 @@ class Watcher:
             watch_task.cancel()
 
     async def _watch(self, stop: asyncio.Event) -> None:
-        dirs = [str(self._root / top) for top in WATCHED]
-        async for changes in watchfiles.awatch(*dirs, stop_event=stop, debounce=200, step=50):
+        # The root itself is watched, so folders created later (or renamed) are seen without a restart.
+        async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
             for _change, name in changes:
                 rel = self._rel(Path(name))
                 if rel is not None and not Path(name).is_dir():
                     self.mark(rel)
+
+
+async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
+    """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
+    metrics = Metrics()
+    producer = kafka_io.make_producer(settings)
+    await producer.start()
+    ledger = Ledger(settings.ledger_file)
+    try:
+        watcher = Watcher(settings, producer, ledger, metrics)
+        if not follow:
+            return await watcher.scan()
+        server = _serve_metrics(settings, metrics)
+        try:
+            await watcher.run(stop)
+        finally:
+            if server is not None:
+                server.shutdown()
+        return 0
+    finally:
+        ledger.close()
+        await producer.stop()
+
+
+def _serve_metrics(settings: Settings, metrics: Metrics) -> Any:
+    from prometheus_client import start_http_server
+
+    try:
+        server, _thread = start_http_server(
+            settings.watcher_metrics_port, settings.web_host, metrics.registry
+        )
+    except OSError as exc:
+        log.warning(
+            "watcher metrics not served on %s:%d: %s", settings.web_host, settings.watcher_metrics_port, exc
+        )
+        return None
+    log.info("watcher metrics at http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
+    return server

@@ -1,0 +1,60 @@
+"""Talk to the workers through Kafka: send close/flush commands, wait for the briefing they emit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from uuid import uuid4
+
+from processors.models import Briefing, ControlCommand, Trigger
+from streams import kafka_io
+from streams.errors import StreamsError
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def new_command(axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
+    return ControlCommand(
+        axis=axis, trigger=trigger, end=end, requested_at=datetime.now(UTC), request_id=uuid4().hex
+    )
+
+
+async def send_command(settings: Settings, axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
+    """Put one command on `predigest.control` (key: axis) and wait for Kafka's acknowledgement."""
+    command = new_command(axis, trigger, end)
+    producer = kafka_io.make_producer(settings)
+    await producer.start()
+    try:
+        await (
+            await producer.send(
+                settings.kafka.topic("control"), key=axis.encode(), value=command.model_dump_json().encode()
+            )
+        )
+    finally:
+        await producer.stop()
+    log.info("sent %s for %s window ending %s", trigger, axis, end.isoformat())
+    return command
+
+
+async def await_briefing(
+    settings: Settings, axis: str, end: datetime, trigger: Trigger, timeout: float
+) -> Briefing:
+    """The first briefing on `predigest.briefings` for (axis, end, trigger), reading from the start."""
+    consumer = kafka_io.make_consumer(settings, settings.kafka.topic("briefings"))
+    await consumer.start()
+    try:
+        async with asyncio.timeout(timeout):
+            async for msg in consumer:
+                b = Briefing.model_validate_json(msg.value)
+                if b.axis == axis and b.window.end == end and b.trigger == trigger:
+                    return b
+    except TimeoutError:
+        pass
+    finally:
+        await consumer.stop()
+    raise StreamsError(
+        f"no briefing for {axis} ending {end.isoformat()} ({trigger}) arrived within {timeout:.0f}s; "
+        "is a worker running? its log is next to its state file"
+    )
