@@ -1,0 +1,59 @@
+"""Fixtures: one local Kafka broker for the whole session, fresh topics and groups per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from streams.kafka_local import start_broker, stop_broker
+from streams.settings import KafkaSettings, Settings
+from tests.support import free_port
+
+PROJECT = Path(__file__).resolve().parents[1]
+KAFKA_CACHE = PROJECT / ".cache" / "kafka"
+
+
+@pytest.fixture(scope="session")
+def kafka_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kafka-broker")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_data_dir: Path) -> Iterator[str]:
+    """The session's real broker (KRaft, 127.0.0.1), started by the project's own script."""
+    bootstrap = start_broker(KAFKA_CACHE, kafka_data_dir)
+    yield bootstrap
+    stop_broker(KAFKA_CACHE, kafka_data_dir)
+
+
+@pytest.fixture
+def make_settings(kafka_bootstrap: str, tmp_path: Path) -> Callable[..., Settings]:
+    """Settings on the session broker with topic and group names no other test uses."""
+
+    def make(**overrides: Any) -> Settings:
+        run = uuid4().hex[:10]
+        root = overrides.pop("root", tmp_path / "root")
+        for top in ("inbox", "paper_cards", "work-queue", "living"):
+            (root / top).mkdir(parents=True, exist_ok=True)
+        kafka = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=f"t{run}")
+        values: dict[str, Any] = {
+            "root": root,
+            "state_dir": tmp_path / "state",
+            "out_dir": tmp_path / "out",
+            "app_id": f"t{run}",
+            "kafka": kafka,
+            "web_port": free_port(),
+            "watcher_metrics_port": free_port(),
+            "close_enabled": False,
+            "quiet_seconds": 0.3,
+            "rescan_seconds": 5.0,
+            "kafka_cache": KAFKA_CACHE,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make

@@ -1,0 +1,85 @@
+"""The worker's DuckDB state on a real file: idempotent writes, supersede, deletions, emissions."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.documents import parse_document
+from processors.models import Document, RawFile
+from processors.window import window_bounds
+from sinks.errors import StateLockedError
+from sinks.state import StateStore
+
+SH = ZoneInfo("Asia/Shanghai")
+WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+
+
+def parsed(path: str, text: str) -> Document:
+    data = text.encode()
+    raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
+    return parse_document(raw, zone=SH)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StateStore:
+    return StateStore(tmp_path / "worker.duckdb")
+
+
+def test_a_replayed_document_changes_nothing(state: StateStore) -> None:
+    doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nvLLM")
+    assert state.put_document("inference", doc) is True
+    assert state.put_document("inference", doc) is False
+    assert [d.path for d in state.window_documents("inference", WINDOW)] == [doc.path]
+
+
+def test_a_new_version_of_a_path_supersedes_the_old_one(state: StateStore) -> None:
+    old = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nfirst")
+    new = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nsecond, edited")
+    state.put_document("inference", old)
+    state.put_document("inference", new)
+    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
+    assert [d.sha256 for d in state.superseded_documents("inference", WINDOW)] == [old.sha256]
+    # Replaying the old version after the new one must not bring it back.
+    state.put_document("inference", old)
+    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
+
+
+def test_a_deleted_path_leaves_the_window(state: StateStore) -> None:
+    doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a")
+    state.put_document("inference", doc)
+    state.delete_path("inference", doc.path, datetime.now(UTC))
+    assert state.window_documents("inference", WINDOW) == []
+
+
+def test_documents_outside_the_window_are_left_out(state: StateStore) -> None:
+    state.put_document("inference", parsed("inbox/tom/2026-09-20-0900-old.md", "# old"))
+    state.put_document("inference", parsed("inbox/tom/2026-09-27-2220-at-end.md", "# end is open"))
+    state.put_document("inference", parsed("inbox/tom/2026-09-26-2220-at-start.md", "# start is closed"))
+    assert [d.path for d in state.window_documents("inference", WINDOW)] == [
+        "inbox/tom/2026-09-26-2220-at-start.md"
+    ]
+
+
+def test_a_second_process_gets_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    held = StateStore(path)
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        message = pool.apply(_open_in_child, (str(path),))
+    assert "Only the worker opens it" in message
+    held.close()
+
+
+def _open_in_child(path: str) -> str:
+    try:
+        StateStore(Path(path))
+    except StateLockedError as exc:
+        return str(exc)
+    return "opened"

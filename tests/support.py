@@ -1,0 +1,105 @@
+"""Helpers shared by the integration tests: ports, topic reads, a worker process, polling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from subprocess import Popen
+
+import httpx
+from aiokafka import AIOKafkaConsumer
+
+from streams import kafka_io
+from streams.settings import Settings
+from streams.worker_process import spawn_worker, stop_worker
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def read_topic(settings: Settings, stage: str) -> list[tuple[bytes | None, bytes]]:
+    """Every record of a stage's topic, from the beginning to its current end."""
+    topic = settings.kafka.topic(stage)
+    admin_parts = await _partitions(settings, topic)
+    consumer = AIOKafkaConsumer(
+        **kafka_io.client_kwargs(settings), enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    try:
+        consumer.assign(admin_parts)
+        ends = await consumer.end_offsets(admin_parts)
+        await consumer.seek_to_beginning(*admin_parts)
+        out: list[tuple[bytes | None, bytes]] = []
+        while [tp for tp in admin_parts if await consumer.position(tp) < ends[tp]]:
+            batch = await consumer.getmany(timeout_ms=1000)
+            for records in batch.values():
+                out.extend((r.key, r.value) for r in records if r.value is not None)
+        return out
+    finally:
+        await consumer.stop()
+
+
+async def _partitions(settings: Settings, topic: str) -> list[kafka_io.TopicPartition]:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))
+    await admin.start()
+    try:
+        return await kafka_io.topic_partitions(admin, [topic])
+    finally:
+        await admin.close()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+async def async_wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.2
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def worker_url(settings: Settings, path: str) -> str:
+    return f"http://{settings.web_host}:{settings.web_port}{path}"
+
+
+def _healthy(settings: Settings) -> bool:
+    try:
+        return httpx.get(worker_url(settings, "/healthz"), timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextlib.contextmanager
+def running_worker(settings: Settings, workdir: Path, name: str = "worker") -> Iterator[Popen[bytes]]:
+    """A real `predigest worker` process; its log is printed when the block fails."""
+    proc = spawn_worker(settings, workdir, name=name)
+    try:
+        wait_for(lambda: proc.poll() is not None or _healthy(settings), 90, "the worker's /healthz")
+        assert proc.poll() is None, (workdir / f"{name}.log").read_text(errors="replace")[-3000:]
+        yield proc
+    except BaseException:
+        log = workdir / f"{name}.log"
+        if log.exists():
+            print(f"--- {log} ---\n" + log.read_text(errors="replace")[-5000:])  # noqa: T201
+        raise
+    finally:
+        stop_worker(proc)
