@@ -1,0 +1,182 @@
+"""Phrases of the briefing in each language; processors and the renderer take them from here."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Lang = Literal["zh", "en"]
+
+PHRASES: dict[str, dict[Lang, str]] = {
+    # D-items
+    "d.version.subject": {
+        "zh": "{product} {a} 与 {b} 版本号差异",
+        "en": "{product} {a} vs {b}: version mismatch",
+    },
+    "d.version.claim_living": {
+        "zh": "活文档已锚定 {product} {version}",
+        "en": "the living document anchors {product} {version}",
+    },
+    "d.version.suggest": {
+        "zh": "归入{where}时标注「{product} {a} 与 {b} 版本号差异待核实」；建议核验 {product} 官方 releases 页",
+        "en": "when filing it{where}, mark '{product} {a} vs {b} to verify'; check {product}'s official release page",
+    },
+    "d.id.subject_title": {
+        "zh": "同一标题「{title}」对应两个 arXiv 号 {ids}",
+        "en": "one title '{title}' under two arXiv ids {ids}",
+    },
+    "d.id.subject_id": {"zh": "arXiv {id} 对应两个标题", "en": "arXiv {id} under two titles"},
+    "d.id.suggest": {
+        "zh": "核验 arxiv.org/abs 页面，只保留正确的号与标题",
+        "en": "check the arxiv.org/abs page and keep only the right id and title",
+    },
+    "d.future.subject": {
+        "zh": "arXiv {id} 的年月晚于引用它的文档（{month}）",
+        "en": "arXiv {id} is dated after the note citing it ({month})",
+    },
+    "d.future.suggest": {
+        "zh": "多半是笔误：核验 arXiv 号后再引用",
+        "en": "most likely a typo: verify the id before citing it",
+    },
+    "d.unsourced.subject": {"zh": "{what} 数字来源", "en": "source of the figures in {what}"},
+    "d.unsourced.suggest": {
+        "zh": "归入{where}时标注「{figures} 数字来源待核实」；找到原始论文或官方数据后再写入",
+        "en": "when filing it{where}, mark '{figures}: source to verify'; find the original paper or vendor data first",
+    },
+    "d.flagged.subject": {"zh": "作者标注待核实：{what}", "en": "marked to verify by its writer: {what}"},
+    "d.flagged.suggest": {
+        "zh": "归入{where}时保留「待核实」标注；核验原始来源",
+        "en": "keep the 'to verify' mark when filing it{where}; check the original source",
+    },
+    "d.where": {"zh": " {section} ", "en": " into {section}"},
+    # credibility
+    "cred.arxiv": {"zh": "arXiv {month}", "en": "arXiv {month}"},
+    "cred.vendor": {"zh": "厂商/官方文档", "en": "vendor or official documentation"},
+    "cred.community": {"zh": "技术社区博客", "en": "community blog"},
+    "cred.unknown": {"zh": "来源类型不明", "en": "unknown kind of source"},
+    "cred.support": {"zh": "{n} 个来源交叉印证", "en": "{n} sources agree"},
+    "cred.flagged": {"zh": "含待核实说法⚠", "en": "carries claims to verify ⚠"},
+    "cred.api": {"zh": "arXiv API 已核验", "en": "verified against the arXiv API"},
+    "cred.unverified": {"zh": "未经 arXiv API 核验", "en": "not verified against the arXiv API"},
+    # no-increment reasons
+    "why.duplicate": {"zh": "与 {of} 重复", "en": "duplicate of {of}"},
+    "why.baseline": {
+        "zh": "昨日锚定基线：用于续用锚定与 D 编号",
+        "en": "yesterday's baseline: used for anchored ids and D numbering",
+    },
+    "why.reference": {
+        "zh": "{axis} 主轴简报，由其实例独立维护",
+        "en": "{axis} briefing, kept by its own instance",
+    },
+    "why.work_queue": {
+        "zh": "工作队列：无 {axis} 主分类专项",
+        "en": "work queue: no item filed under {axis}",
+    },
+    "why.work_queue_has": {
+        "zh": "工作队列：{axis} 相关项 {n} 条，无新增内容",
+        "en": "work queue: {n} item(s) on {axis}, nothing new",
+    },
+    "why.adjacent": {
+        "zh": "主要属于 {other} 主轴（邻接 {axis}）",
+        "en": "mainly {other} (adjacent to {axis})",
+    },
+    "why.low": {"zh": "与 {axis} 相关度低（{score}）", "en": "low relevance to {axis} ({score})"},
+    "why.covered": {
+        "zh": "内容已被活文档覆盖（{ids}）",
+        "en": "already covered by the living document ({ids})",
+    },
+    "why.not_selected": {
+        "zh": "未入选：排在前 {n} 条增量之后",
+        "en": "not selected: ranked below the top {n} increments",
+    },
+    "why.no_content": {"zh": "无可用的新增内容", "en": "nothing new to add"},
+    "why.adjacent_axis_unknown": {"zh": "其他主轴", "en": "another axis"},
+    # priorities
+    "pri.write": {"zh": "写入 {sections}", "en": "write into {sections}"},
+    "pri.tbd": {"zh": "写入（章节待定）", "en": "write (section to decide)"},
+    "pri.annotate": {"zh": "§附录标注", "en": "annotate in the appendix"},
+    "pri.d_content": {
+        "zh": "{span} 矛盾/待核实标注（{subjects}）",
+        "en": "{span} contradictions and claims to verify ({subjects})",
+    },
+    # topics of sources
+    "topic.card": {
+        "zh": "新卡 {card} {title} · 主分类 {primary}",
+        "en": "new card {card} {title} · primary {primary}",
+    },
+    "topic.anchor": {"zh": "锚入 {axis} {sections}", "en": "anchored into {axis} {sections}"},
+    "topic.baseline": {"zh": "昨日锚定基线", "en": "yesterday's baseline"},
+}
+
+# Labels of the Markdown briefing: the example's headings in zh, the same structure in en.
+LABELS: dict[Lang, dict[str, str]] = {
+    "zh": {
+        "title": "{axis} · E1 预消化简报({date})",
+        "summary": "状态摘要", "s1": "一、检查过的来源清单", "s2": "二、增量条目",
+        "s3": "三、值得警惕的矛盾或待核实说法", "s4": "四、可引用 arXiv 号列表",
+        "s5": "五、检查过的来源汇总（可审计）", "s6": "六、本次无显著新增量的来源说明",
+        "s7": "七、建议今晚 E2 活文档更新优先级",
+        "count": "增量条数：{n} 条主增量（{where} {lo}-{hi} 目标区间内；{window} 滑动窗口）",
+        "inside": "在", "outside": "不在", "core": "核心新增：", "empty_window": "本窗口没有任何来源：简报照常生成，无增量可列",
+        "ids": "涉及 arXiv 号：本次新增 {x} 个（{new}）；续用锚定 {y} 个",
+        "unverified": "未经 arXiv API 核验的号：{n} 个（标题取自文档）",
+        "srcs": "来源：{s} 个（已用 {u}，重复 {d}，已取代 {sup}，拒收 {r}）；活文档 {living}",
+        "t1": "| 来源目录 | 关键文件 | {axis} 相关度 |",
+        "inc_id": "增量 {rank}：arXiv {ids} — {title}（{stars}）", "inc_doc": "增量 {rank}：{title}（{stars}）",
+        "source": "来源", "original": "原始来源", "url": "URL", "arxiv": "arXiv 号", "points": "要点",
+        "thesis": "核心论点", "cred": "可信度", "relation": "与活文档现有脉络的关系", "suggest": "建议归入章节",
+        "rel_anchored": "{sec}（{title}）已锚定 {names}", "rel_plain": "{sec}（{title}）相关",
+        "rel_new": "本条为本次新增", "rel_cont": "本条是承接延续", "rel_figures": "新增具体数字：{figures}",
+        "rel_none": "{doc} 尚无相关章节；本条为本次新增",
+        "kind": "类型", "claim": "说法", "advice": "建议",
+        "k.version_conflict": "版本号冲突", "k.arxiv_id_conflict": "arXiv 号与标题不一致",
+        "k.future_arxiv_id": "arXiv 号晚于引用文档", "k.unsourced_claim": "数字无来源", "k.flagged": "作者标注待核实",
+        "t4": "| arXiv 号 | 标题 | 可信度 | 与 {doc} 关系 |", "new": "本次新增", "continued": "续立", "unverified_mark": "（未核验）",
+        "t7": "| 优先级 | 内容 | 动作 |", "highest": "🔴 最高", "medium": "🟡 中", "low": "🟢 低",
+        "used": "已用", "no_increment": "无增量", "duplicate": "重复（与 {of} 重复）", "superseded": "已被新版本取代",
+        "rejected": "拒收", "none": "（无）", "tbd": "待定",
+        "footer": "本报告由 predigest 自动生成 · {at} · 增量条目：{n} 条（{titles}） · 涉及 arXiv 号：{x}+{y}（本次新增 {x} 个；续用锚定 {y} 个） · 来源 {s} 个（重复 {d}，拒收 {r}）",
+        "sep": "、",
+    },
+    "en": {
+        "title": "{axis} · E1 pre-digest briefing ({date})",
+        "summary": "Status summary", "s1": "1. Sources checked", "s2": "2. Increments",
+        "s3": "3. Contradictions and claims to verify", "s4": "4. Citable arXiv ids",
+        "s5": "5. Audit list of sources", "s6": "6. Sources without a significant increment",
+        "s7": "7. Recommended E2 update priorities tonight",
+        "count": "Increments: {n} ({where} the {lo}-{hi} target range; sliding window {window})",
+        "inside": "inside", "outside": "outside", "core": "Core additions: ", "empty_window": "No source in this window: the briefing is emitted with no increment",
+        "ids": "arXiv ids: {x} new ({new}); {y} continued",
+        "unverified": "ids not verified against the arXiv API: {n} (titles from the documents)",
+        "srcs": "Sources: {s} ({u} used, {d} duplicate, {sup} superseded, {r} rejected); living document {living}",
+        "t1": "| Folder | Key file | {axis} relevance |",
+        "inc_id": "Increment {rank}: arXiv {ids} — {title} ({stars})", "inc_doc": "Increment {rank}: {title} ({stars})",
+        "source": "Sources", "original": "original source", "url": "URL", "arxiv": "arXiv ids", "points": "Key points",
+        "thesis": "Thesis", "cred": "Credibility", "relation": "Relation to the living document", "suggest": "Suggested sections",
+        "rel_anchored": "{sec} ({title}) already anchors {names}", "rel_plain": "{sec} ({title}) is related",
+        "rel_new": "this is new", "rel_cont": "this continues it", "rel_figures": "new figures: {figures}",
+        "rel_none": "{doc} has no related section yet; this is new",
+        "kind": "Kind", "claim": "Claim", "advice": "Suggestion",
+        "k.version_conflict": "version conflict", "k.arxiv_id_conflict": "arXiv id and title disagree",
+        "k.future_arxiv_id": "arXiv id later than the citing note", "k.unsourced_claim": "figure without a source", "k.flagged": "marked to verify by its writer",
+        "t4": "| arXiv id | Title | Credibility | Relation to {doc} |", "new": "new", "continued": "continued", "unverified_mark": " (unverified)",
+        "t7": "| Priority | Content | Action |", "highest": "🔴 highest", "medium": "🟡 medium", "low": "🟢 low",
+        "used": "used", "no_increment": "no increment", "duplicate": "duplicate of {of}", "superseded": "superseded by a newer version",
+        "rejected": "rejected", "none": "(none)", "tbd": "TBD",
+        "footer": "Generated by predigest · {at} · increments: {n} ({titles}) · arXiv ids: {x}+{y} ({x} new; {y} continued) · sources {s} ({d} duplicate, {r} rejected)",
+        "sep": ", ",
+    },
+}  # fmt: skip
+
+RELEVANCE_EN = {
+    "极高": "very high",
+    "高": "high",
+    "中": "medium",
+    "基线": "baseline",
+    "邻接": "adjacent",
+    "参考": "reference",
+}
+
+
+def say(key: str, lang: Lang, **values: object) -> str:
+    """The phrase `key` in `lang`, formatted with `values`."""
+    return PHRASES[key][lang].format(**values)

@@ -1,0 +1,132 @@
+"""Key points, thesis and number highlights taken from note text, keeping every figure intact."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)、](?!\d))\s+")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
+_SOURCE_LINE = re.compile(r"^\s*(?:来源|原始来源|source|sources|url|链接)\s*[:：]", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^。！？；!?;]+[。！？；!?;]?")
+_EN_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+# A figure: 98.6%, 1.7%→92.2%, 3.8×, 2-4×, 46 倍, 5200 万, -72.4%, 0.36%, 4.7x.
+_UNIT = r"(?:%|×|x(?![a-z])|倍|万|亿|ms|s(?![a-z])|GB|GiB|MB|KB|B(?![a-z]))"
+NUMBER = re.compile(
+    rf"(?<![A-Za-z0-9.])[-+−]?\d+(?:\.\d+)?\s*{_UNIT}?"
+    r"(?:(?:\s*(?:→|->|~|–|升至|降至|提升至|到|至)\s*|-)\d+(?:\.\d+)?\s*(?:%|×|x(?![a-z])|倍)?)?",
+    re.IGNORECASE,
+)
+STRIKING = re.compile(r"\d(?:\.\d+)?\s*(?:%|×|倍)|\d\s*x(?![a-z0-9])", re.IGNORECASE)
+_THESIS_MARKERS = (
+    "核心", "关键", "意味着", "范式", "表明", "证明", "结论", "首次", "标杆",
+    "key", "shows", "show that", "demonstrat", "conclude", "first",
+)  # fmt: skip
+_MARKUP = re.compile(r"\*\*|__|`|^#+\s*")
+MAX_POINT = 160
+
+
+def clean_line(line: str) -> str:
+    """A Markdown line as plain text: bullets, emphasis and table pipes removed; '' for rules."""
+    line = line.strip()
+    if not line or _TABLE_RULE.match(line) or set(line) <= set("-=*_ "):
+        return ""
+    if line.startswith("|"):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        return " · ".join(c for c in cells if c)
+    return _MARKUP.sub("", _BULLET.sub("", line)).strip()
+
+
+def _clip(text: str, limit: int = MAX_POINT) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a paragraph, Chinese or English punctuation."""
+    out: list[str] = []
+    for part in _SENTENCE.findall(text):
+        out.extend(s.strip() for s in _EN_SENTENCE.split(part) if s.strip())
+    return out
+
+
+def has_figure(text: str) -> bool:
+    """True when the text carries a striking figure (a %, ×, x or 倍 after a digit)."""
+    return bool(STRIKING.search(text))
+
+
+def key_points(texts: Iterable[str], limit: int = 6) -> list[str]:
+    """A section's opening sentence, its bullets and its sentences with figures, in document order."""
+    out: list[str] = []
+
+    def add(point: str) -> None:
+        point = _clip(point)
+        if point not in out and not any(point in other for other in out):
+            out.append(point)
+
+    for text in texts:
+        lead = True
+        for raw in text.splitlines():
+            line = clean_line(raw)
+            if not line or _SOURCE_LINE.match(line):
+                continue
+            if _BULLET.match(raw) or raw.strip().startswith("|"):
+                add(line)
+            elif lead:
+                add(sentences(line)[0] if sentences(line) else line)  # the lead says what the section is
+                for s in sentences(line)[1:]:
+                    if any(ch.isdigit() for ch in s):
+                        add(s)
+            else:
+                for s in sentences(line):
+                    if any(ch.isdigit() for ch in s):
+                        add(s)
+            lead = False
+    return out[:limit]
+
+
+def thesis(texts: Iterable[str]) -> str:
+    """The sentence that states the claim: one with a thesis marker, else the first sentence."""
+    first = ""
+    for text in texts:
+        for raw in text.splitlines():
+            line = clean_line(raw)
+            if not line or _SOURCE_LINE.match(line):
+                continue
+            for sentence in sentences(line):
+                first = first or sentence
+                lowered = sentence.lower()
+                if any(m in lowered for m in _THESIS_MARKERS):
+                    return _clip(sentence, 200)
+    return _clip(first, 200)
+
+
+def highlights(points: Iterable[str], limit: int = 4) -> list[str]:
+    """Short `context figure` phrases for the summary line, e.g. `吞吐量提升 3.8×`."""
+    out: list[str] = []
+    for point in points:
+        for m in NUMBER.finditer(point):
+            figure = m.group(0).strip()
+            if not STRIKING.search(figure):
+                continue
+            before = re.split(r"[，,；;：:（(。、/]", point[: m.start()])[-1].strip()
+            if len(before) > 16:
+                # Cut to the last 16 characters without leaving half a Latin word in front.
+                before = (
+                    re.sub(r"^[A-Za-z0-9.-]+\s*", "", before[-16:]) if before[-17].isalnum() else before[-16:]
+                )
+            phrase = f"{before} {figure}".strip()
+            if phrase not in out:
+                out.append(phrase)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def figures(text: str) -> set[str]:
+    """The striking figures of a text, normalised (`92.2%`, `3.8×`), to compare against the living doc."""
+    found: set[str] = set()
+    for m in NUMBER.finditer(text):
+        fig = re.sub(r"\s+", "", m.group(0)).replace("x", "×").replace("X", "×")
+        if STRIKING.search(m.group(0)):
+            found.add(fig)
+    return found

@@ -1,0 +1,39 @@
+from processors.credibility import CredibilityRules, assess
+
+RULES = CredibilityRules()
+
+
+def _stars(**kw: object) -> int:
+    base: dict[str, object] = dict(
+        ids=[], urls=[], titles=[], supporting_docs=1, flagged=False, verified=None, rules=RULES, lang="zh"
+    )
+    base.update(kw)
+    return assess(**base).stars  # type: ignore[arg-type]
+
+
+def test_an_arxiv_paper_outranks_a_community_blog() -> None:
+    assert _stars(ids=["2609.23130"]) == 4
+    assert _stars(urls=["https://blog.csdn.net/x/article/1"]) == 3
+    assert _stars(titles=["CSDN 推理工程化"]) == 3
+    assert _stars() == 2
+
+
+def test_agreement_raises_and_a_flagged_claim_lowers_the_stars() -> None:
+    assert _stars(ids=["2609.23130"], supporting_docs=3) == 5
+    assert _stars(urls=["https://blog.csdn.net/x"], flagged=True) == 2
+
+
+def test_the_rules_are_configurable_and_the_text_says_why() -> None:
+    strict = CredibilityRules(arxiv=3)
+    result = assess(
+        ids=["2607.20468"],
+        urls=[],
+        titles=[],
+        supporting_docs=1,
+        flagged=False,
+        verified=False,
+        rules=strict,
+        lang="en",
+    )
+    assert result.stars == 3
+    assert result.text == "★★★ — arXiv 2026-07; not verified against the arXiv API"
