@@ -102,6 +102,7 @@ class WindowBounds(Frozen):
 class LivingDocRef(Frozen):
     path: str | None
     version: str | None
+    sections: dict[str, str] = Field(default_factory=dict)  # § label → section title, for readers
 
 
 class Summary(Frozen):
@@ -128,6 +129,25 @@ class SourceEntry(Frozen):
     status: SourceStatus
     duplicate_of: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    topic: str = ""  # one line built from the source's headings
+
+
+class SectionRelation(Frozen):
+    """A living-document section that already covers an increment, and what it anchors there."""
+
+    section: str
+    title: str
+    anchored: list[str] = Field(default_factory=list)
+    via: Literal["arxiv_id", "text"]
+
+
+class SectionSuggestion(Frozen):
+    """A section an increment should go into, and the point that goes there."""
+
+    section: str
+    title: str
+    reason: str
+    via: Literal["anchor", "arxiv_id", "text"]
 
 
 class Increment(Frozen):
@@ -143,6 +163,10 @@ class Increment(Frozen):
     novelty: Literal["new", "continued"]
     related_sections: list[str]
     suggested_sections: list[str]
+    highlights: list[str] = Field(default_factory=list)  # `吞吐量提升 3.8×`: the figures for the summary
+    relations: list[SectionRelation] = Field(default_factory=list)
+    suggestions: list[SectionSuggestion] = Field(default_factory=list)
+    score: float = 0.0
 
 
 class Claim(Frozen):
@@ -150,9 +174,14 @@ class Claim(Frozen):
     source: str
 
 
+DiscrepancyKind = Literal[
+    "version_conflict", "arxiv_id_conflict", "future_arxiv_id", "unsourced_claim", "flagged"
+]
+
+
 class Discrepancy(Frozen):
     id: str
-    kind: Literal["version_conflict", "arxiv_id_conflict", "future_arxiv_id", "unsourced_claim", "flagged"]
+    kind: DiscrepancyKind
     subject: str
     claims: list[Claim]
     suggestion: str
@@ -176,10 +205,14 @@ class ArxivEntry(Frozen):
 class NoIncrementSource(Frozen):
     path: str
     reason: str
+    code: str = ""  # duplicate | baseline | reference | work_queue | adjacent | low | covered | not_selected
+
+
+PriorityLevel = Literal["highest", "medium", "low"]
 
 
 class Priority(Frozen):
-    level: Literal["highest", "medium", "low"]
+    level: PriorityLevel
     content: str
     action: str
 

@@ -1,0 +1,96 @@
+"""Which title goes with which arXiv id, as the documents state it: cards, headings, table rows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from processors.arxiv_ids import extract_arxiv_ids
+from processors.key_points import clean_line
+from processors.models import Document
+from processors.units import section_ref
+
+_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+_ID_NOISE = re.compile(
+    r"(?:arxiv\s*[: ]?\s*)?\d{4}\.\d{4,5}(?:v\d+)?|https?://\S+|[（(]\s*[)）]", re.IGNORECASE
+)
+
+
+_BEFORE_ID = re.compile(
+    r"([^/；;，,、。|：:]{2,60}?)\s*[（(]?\s*(?:arxiv\s*[: ]?\s*)?(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE
+)
+
+
+class TitledId(NamedTuple):
+    """A title a document gives an id; strong when it comes from a card, a table row or an id heading."""
+
+    id: str
+    title: str
+    source: str
+    strong: bool
+
+
+def _tidy(title: str) -> str:
+    title = _ID_NOISE.sub(" ", _NUMBERING.sub("", title))
+    return re.sub(r"\s+", " ", title).strip(" ：:—-·|（()）")
+
+
+def titled_ids(doc: Document) -> list[TitledId]:
+    """The (id, title) pairs a document states: its card title, id headings, id table rows."""
+    out: list[TitledId] = []
+    if doc.kind == "paper_card":
+        out.extend(TitledId(i, doc.title, doc.path, True) for i in doc.arxiv_ids[:1])
+    for section in doc.sections:
+        ref = section_ref(doc, section)
+        heading_ids = extract_arxiv_ids(section.heading)
+        heading = _tidy(section.heading)
+        if len(heading_ids) == 1 and heading and section.level >= 2:
+            out.append(TitledId(heading_ids[0], heading, ref, True))
+        first = next((clean_line(r) for r in section.text.splitlines() if clean_line(r)), "")
+        first_ids = extract_arxiv_ids(first)
+        if not heading_ids and len(first_ids) == 1 and section.level >= 2:
+            # "Detokenization Leaks（arXiv 2609.06674）：…" names the paper before its id; the heading
+            # above it may be a topic ("安全事件关联") rather than a title, so both are weak.
+            named = lead_name(first, first_ids[0])
+            out.extend(
+                TitledId(first_ids[0], t, ref, False) for t in dict.fromkeys(x for x in (named, heading) if x)
+            )
+        for raw in section.text.splitlines():
+            if not raw.strip().startswith("|"):
+                continue
+            cells = [c.strip() for c in raw.strip().strip("|").split("|")]
+            if len(cells) >= 2:
+                ids = extract_arxiv_ids(cells[0])
+                if len(ids) == 1 and _tidy(cells[1]):
+                    out.append(TitledId(ids[0], _tidy(cells[1]), ref, True))
+    return out
+
+
+def lead_name(line: str, arxiv_id: str) -> str:
+    """The words right before `arxiv_id` in a line (`Detokenization Leaks（arXiv 2609.06674）`), or ''."""
+    for m in _BEFORE_ID.finditer(line):
+        if m.group(2) == arxiv_id.split("v")[0]:
+            name = _tidy(m.group(1))
+            return name if 2 <= len(name) <= 60 and not name.lower().startswith(("http", "来源")) else ""
+    return ""
+
+
+def inline_names(doc: Document) -> list[TitledId]:
+    """Weak (id, name) pairs for every id with a short name right before it, anywhere in the text."""
+    out: list[TitledId] = []
+    for raw in doc.text.splitlines():
+        line = clean_line(raw)
+        for arxiv_id in extract_arxiv_ids(line):
+            name = lead_name(line, arxiv_id)
+            if name:
+                out.append(TitledId(arxiv_id, name, doc.path, False))
+    return out
+
+
+def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
+    """The first strong title of each id, else its first weak one."""
+    titles: dict[str, str] = {}
+    for p in sorted(pairs, key=lambda p: not p.strong):
+        titles.setdefault(p.id, p.title)
+    return titles

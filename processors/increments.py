@@ -1,0 +1,306 @@
+"""Increments: units clustered by arXiv id or by near-identical text, ranked, and turned into entries."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from processors.credibility import CredibilityRules, assess
+from processors.i18n import Lang
+from processors.key_points import figures, has_figure, highlights, key_points, thesis
+from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
+from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
+from processors.tfidf import Vector, cosine
+from processors.units import Unit
+
+_HEADING_NUMBER = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+_FLAG = ("⚠", "待核实")
+
+
+class IncrementRules(Frozen):
+    """How units cluster and how increments are chosen."""
+
+    min_count: int = 3
+    max_count: int = 8
+    attach_similarity: float = 0.55  # an id-less section this close to an id's sections joins them
+    merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
+    covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
+    max_points: int = 6
+    relevance_floor: float = 0.03
+    score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
+
+
+@dataclass
+class Cluster:
+    key: str
+    units: list[Unit]
+    ids: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(f"{u.heading}\n{u.text}" for u in self.units)
+
+    @property
+    def docs(self) -> list[str]:
+        return list(dict.fromkeys(u.doc_path for u in self.units))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What building increments needs to know about the axis, its living document and the window."""
+
+    axis: str
+    vectorise: Callable[[str], Vector]
+    profile: Vector
+    new_ids: Collection[str]
+    matcher: SectionMatcher
+    living_text: str
+    titles: Mapping[str, str]  # arXiv id → best known title (API, paper card, heading)
+    verified: Mapping[str, bool]  # arXiv id → answered by the arXiv API (absent: enrichment off)
+    credibility: CredibilityRules
+    lang: Lang
+
+
+def _find(parent: dict[str, str], x: str) -> str:
+    while parent.setdefault(x, x) != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) -> list[Cluster]:
+    """Units about the same arXiv id form one cluster; id-less units join a close one or their note's."""
+    parent: dict[str, str] = {}
+    for u in units:
+        for other in u.primary_ids[1:]:
+            parent[_find(parent, other)] = _find(parent, u.primary_ids[0])
+    by_id: dict[str, Cluster] = {}
+    loose: list[Unit] = []
+    for u in units:
+        if not u.primary_ids:
+            loose.append(u)
+            continue
+        root = _find(parent, u.primary_ids[0])
+        cluster = by_id.setdefault(root, Cluster(key=f"arxiv:{root}", units=[]))
+        cluster.units.append(u)
+        cluster.ids.extend(i for i in u.primary_ids if i not in cluster.ids)
+    id_vectors = {key: ctx.vectorise(c.text) for key, c in by_id.items()}
+    per_doc: dict[str, Cluster] = {}
+    for u in loose:
+        vec = ctx.vectorise(f"{u.heading}\n{u.text}")
+        best = max(id_vectors, key=lambda k: cosine(vec, id_vectors[k]), default=None)
+        if best is not None and cosine(vec, id_vectors[best]) >= rules.attach_similarity:
+            by_id[best].units.append(u)
+        elif _has_substance([u]):
+            per_doc.setdefault(u.doc_path, Cluster(key=f"doc:{u.doc_path}", units=[])).units.append(u)
+    merged: list[tuple[Cluster, Vector]] = []
+    for cluster in per_doc.values():
+        vec = ctx.vectorise(cluster.text)
+        target = next((m for m in merged if cosine(vec, m[1]) >= rules.merge_similarity), None)
+        if target is None:
+            merged.append((cluster, vec))
+        else:
+            target[0].units.extend(cluster.units)
+    return [*by_id.values(), *(c for c, _ in merged)]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    cluster: Cluster
+    relevance: float
+    novelty: str
+    adds_figures: bool
+    substance: bool
+    score: float
+
+
+def _has_substance(units: Sequence[Unit]) -> bool:
+    """Figures, versions or at least two bullet points: something an editor could write down."""
+    points = key_points((u.text for u in units), limit=3)
+    return any(any(ch.isdigit() for ch in p) for p in points) or len(points) >= 2
+
+
+def _substance(cluster: Cluster) -> bool:
+    return bool(cluster.ids) or _has_substance(cluster.units)
+
+
+def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate:
+    """Relevance, novelty and support of a cluster, and its ranking score."""
+    rel = cosine(ctx.vectorise(cluster.text), ctx.profile)
+    if cluster.ids:
+        novel = any(i in ctx.new_ids for i in cluster.ids)
+    else:
+        best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
+        novel = not best or best[0][1] < rules.covered_similarity
+    adds = bool(figures(cluster.text) - figures(ctx.living_text))
+    # A section of a note that is squarely on the axis borrows some of the note's relevance.
+    rel_blend = max(rel, 0.6 * max(u.score for u in cluster.units))
+    novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
+    points = key_points((u.text for u in cluster.units), limit=8)
+    richness = 0.5 * min(1.0, len(points) / 4) + 0.5 * min(1.0, len(figures(cluster.text)) / 3)
+    stars = max(u.stars for u in cluster.units)
+    support = len(cluster.docs)
+    score = (
+        0.35 * min(1.0, rel_blend / 0.15)
+        + 0.25 * novelty
+        + 0.10 * (1.0 if cluster.ids else 0.0)
+        + 0.20 * richness
+        + 0.05 * max(0, stars - 3) / 2
+        + 0.05 * min(1.0, math.log2(support) / 2 if support > 1 else 0.0)
+        + (0.05 if any(u.anchors for u in cluster.units) else 0.0)
+    )
+    return Candidate(
+        cluster=cluster,
+        relevance=round(rel, 4),
+        novelty="new" if novel else "continued",
+        adds_figures=adds,
+        substance=_substance(cluster),
+        score=round(score, 4),
+    )
+
+
+def select(candidates: Sequence[Candidate], rules: IncrementRules) -> list[Candidate]:
+    """The best `max_count` candidates that add something; below `min_count`, weaker ones fill in."""
+    ranked = sorted(candidates, key=lambda c: (-c.score, c.cluster.key))
+    strong = [
+        c
+        for c in ranked
+        if c.substance
+        and c.relevance >= rules.relevance_floor
+        and c.score >= rules.score_floor
+        and (c.novelty == "new" or c.adds_figures)
+    ]
+    chosen = strong[: rules.max_count]
+    for c in ranked:
+        if len(chosen) >= rules.min_count:
+            break
+        if c not in chosen and c.relevance >= rules.relevance_floor:
+            chosen.append(c)
+    return sorted(chosen, key=lambda c: (-c.score, c.cluster.key))
+
+
+def _title(cluster: Cluster, ctx: Context) -> str:
+    if cluster.ids:
+        known = next((ctx.titles[i] for i in cluster.ids if i in ctx.titles), "")
+        if known:
+            return known
+        for u in cluster.units:
+            heading = _HEADING_NUMBER.sub("", u.heading).strip()
+            if heading and u.primary_ids and not heading.lower().startswith("arxiv"):
+                return heading
+        return cluster.ids[0]
+    doc_title = cluster.units[0].doc_title
+    parts = [_HEADING_NUMBER.sub("", u.heading).strip() for u in cluster.units if u.heading != u.doc_title]
+    parts = list(dict.fromkeys(p for p in parts if p))[:4]
+    return f"{doc_title} — {' / '.join(parts)}" if parts else doc_title
+
+
+def _points(cluster: Cluster, limit: int) -> list[str]:
+    per_unit = [key_points([u.text], limit=limit) for u in cluster.units]
+    out: list[str] = []
+    depth = 0
+    while len(out) < limit and any(depth < len(p) for p in per_unit):
+        for points in per_unit:
+            if depth < len(points) and points[depth] not in out and len(out) < limit:
+                out.append(points[depth])
+        depth += 1
+    return out
+
+
+def _relation(s: LivingSection, via: Literal["arxiv_id", "text"]) -> SectionRelation:
+    return SectionRelation(
+        section=section_label(s), title=section_title(s), anchored=anchored_names(s), via=via
+    )
+
+
+def _suggestions(cluster: Cluster, points: Sequence[str], ctx: Context) -> list[SectionSuggestion]:
+    """Card anchors first, then sections citing the ids, then each section's clearly closest sections."""
+    out: dict[str, SectionSuggestion] = {}
+    ids = " · ".join(cluster.ids)
+    for u in cluster.units:
+        for label in u.anchors:
+            s = ctx.matcher.by_label(label)
+            reason = ids or (ctx.matcher.closest(s, points) if s else "") or (points[0] if points else "")
+            out.setdefault(
+                label,
+                SectionSuggestion(
+                    section=label, title=section_title(s) if s else "", reason=reason, via="anchor"
+                ),
+            )
+    for s in ctx.matcher.citing(cluster.ids):
+        out.setdefault(
+            section_label(s),
+            SectionSuggestion(section=section_label(s), title=section_title(s), reason=ids, via="arxiv_id"),
+        )
+    for u in cluster.units:
+        unit_points = key_points([u.text], limit=4) or list(points)
+        for s, _score in ctx.matcher.ranked(f"{u.heading}\n{u.text}", ratio=0.7, limit=2):
+            reason = ctx.matcher.closest(s, unit_points) or ids
+            out.setdefault(
+                section_label(s),
+                SectionSuggestion(
+                    section=section_label(s), title=section_title(s), reason=reason, via="text"
+                ),
+            )
+    for point in points:
+        for s, _score in ctx.matcher.ranked(point, floor=0.08, limit=1):
+            out.setdefault(
+                section_label(s),
+                SectionSuggestion(section=section_label(s), title=section_title(s), reason=point, via="text"),
+            )
+    return list(out.values())[:4]
+
+
+def _relations(
+    cluster: Cluster, suggestions: Sequence[SectionSuggestion], ctx: Context
+) -> list[SectionRelation]:
+    """Sections that cite the cluster's ids, then the sections it was matched to by text."""
+    out = {section_label(s): _relation(s, "arxiv_id") for s in ctx.matcher.citing(cluster.ids)}
+    for sug in suggestions:
+        s = ctx.matcher.by_label(sug.section)
+        if s is not None:
+            out.setdefault(sug.section, _relation(s, "text"))
+    return list(out.values())[:4]
+
+
+def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) -> Increment:
+    """The briefing entry of a chosen cluster."""
+    cluster = candidate.cluster
+    points = _points(cluster, rules.max_points)
+    urls = list(dict.fromkeys(url for u in cluster.units for url in u.urls))
+    if cluster.ids and not any("arxiv.org" in url for url in urls):
+        urls.insert(0, f"https://arxiv.org/abs/{cluster.ids[0]}")
+    cred = assess(
+        ids=cluster.ids,
+        urls=urls,
+        titles=[u.doc_title for u in cluster.units],
+        supporting_docs=len(cluster.docs),
+        flagged=any(flag in cluster.text for flag in _FLAG),
+        verified=ctx.verified.get(cluster.ids[0]) if cluster.ids else None,
+        rules=ctx.credibility,
+        lang=ctx.lang,
+    )
+    suggestions = _suggestions(cluster, points, ctx)
+    relations = _relations(cluster, suggestions, ctx)
+    texts = [u.text for u in cluster.units if has_figure(u.text)] + [u.text for u in cluster.units]
+    return Increment(
+        rank=rank,
+        title=_title(cluster, ctx),
+        stars=max(1, min(5, round((max(u.stars for u in cluster.units) + cred.stars) / 2 + 0.01))),
+        arxiv=list(cluster.ids),
+        sources=list(dict.fromkeys(u.ref for u in cluster.units)),
+        urls=urls,
+        points=points,
+        thesis=thesis(texts),
+        credibility=cred.text,
+        novelty="new" if candidate.novelty == "new" else "continued",
+        related_sections=[r.section for r in relations],
+        suggested_sections=[s.section for s in suggestions],
+        highlights=highlights(points),
+        relations=relations,
+        suggestions=suggestions,
+        score=candidate.score,
+    )

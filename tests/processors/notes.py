@@ -1,0 +1,116 @@
+"""Small real notes for processor tests: Markdown text parsed by the real parser."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from processors.briefing import BriefingRules, assemble_briefing, max_d_number
+from processors.documents import parse_document
+from processors.i18n import Lang
+from processors.models import AxisSpec, Briefing, Document, RawFile
+from processors.window import window_bounds
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+WINDOW = window_bounds(END, timedelta(hours=24))
+EXAMPLE_ROOT = Path(__file__).resolve().parents[2] / "examples" / "root"
+AXES = (
+    AxisSpec(
+        name="inference",
+        keywords=("inference", "推理", "vLLM", "SGLang", "KV cache", "TTFT", "serving", "speculative"),
+        living_doc="living/inference.md",
+    ),
+    AxisSpec(name="llm-infra", keywords=("GPU", "cluster", "training", "Kubernetes", "基础设施")),
+    AxisSpec(name="risk", keywords=("security", "attack", "安全", "攻击", "风险")),
+    AxisSpec(name="llm-application", keywords=("agent", "RAG", "LangGraph", "应用")),
+)
+INFERENCE = AXES[0]
+
+LIVING = """# inference.md v3.44
+
+## §1 推理框架
+
+### §1.1 框架格局
+vLLM v0.30.0 / SGLang v0.5.20 / TensorRT-LLM v1.2.1；推理引擎吞吐与部署。
+
+### §1.5 推理可靠性与可观测性
+SWE-Serve（arXiv:2509.15000）推理 Serving 工程基准。
+
+## §3 KV Cache
+
+### §3.3 Cache Compression
+KVTC（arXiv:2511.01815，20× 压缩）/ GEAR（arXiv 2403.05527）KV cache 压缩与量化。
+
+### §3.8 KV Cache 安全新维度
+Shadow in the Cache（arXiv:2508.09442）KV cache 侧信道与泄露攻击。
+
+## §4 解码
+
+### §4.1 投机解码
+EAGLE / Medusa 投机解码 speculative decoding 加速。
+"""
+
+
+def note(path: str, text: str, mtime: datetime | None = None) -> Document:
+    data = text.encode("utf-8")
+    raw = RawFile(
+        path=path,
+        content=data,
+        size=len(data),
+        mtime=(mtime or datetime(2026, 9, 27, tzinfo=UTC)).timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    return parse_document(raw, zone=SH)
+
+
+def living(text: str = LIVING) -> Document:
+    return note("living/inference.md", text)
+
+
+def brief(
+    docs: Sequence[Document],
+    *,
+    living_doc: Document | None = None,
+    lang: Lang = "zh",
+    earlier: Sequence[str] = (),
+    last_d: int | None = None,
+    increment_range: tuple[int, int] = (3, 8),
+    rules: BriefingRules | None = None,
+    superseded: Sequence[Document] = (),
+) -> Briefing:
+    baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline")
+    given = next((d for d in docs if d.path == INFERENCE.living_doc), None)
+    living_doc = living_doc or given
+    return assemble_briefing(
+        axis=INFERENCE,
+        axes=AXES,
+        trigger="close",
+        window=WINDOW,
+        generated_at=END,
+        documents=docs,
+        living=living_doc if living_doc is not None else living(),
+        earlier_cited_ids=earlier,
+        zone=SH,
+        lang=lang,
+        last_d_number=baseline_d if last_d is None else last_d,
+        increment_range=increment_range,
+        rules=rules,
+        superseded=superseded,
+    )
+
+
+def example_documents() -> list[Document]:
+    """Every file of the repository's example root, parsed."""
+    docs = []
+    for p in sorted(EXAMPLE_ROOT.rglob("*.md")):
+        data = p.read_bytes()
+        rel = p.relative_to(EXAMPLE_ROOT).as_posix()
+        raw = RawFile(
+            path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest()
+        )
+        docs.append(parse_document(raw, zone=SH))
+    return docs
