@@ -1,0 +1,234 @@
+"""D-items: contradictions and claims to verify, found across the window and the living document."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from processors.arxiv_ids import extract_arxiv_ids, yymm
+from processors.i18n import Lang, say
+from processors.id_titles import TitledId
+from processors.key_points import STRIKING, clean_line, figures
+from processors.living_doc import LivingDoc, section_label
+from processors.models import Claim, Discrepancy, DiscrepancyKind
+from processors.tokens import terms
+from processors.units import Unit, urls_in
+
+# `vLLM 0.3.3`, `vLLM v0.30.0`, `Claude Code 2.1.114`, `TensorRT-LLM v1.2.1`; not `>= 1.2.4` constraints.
+_VERSION = re.compile(
+    r"(?<![\w.>=<~^!])(?P<product>[A-Za-z][A-Za-z0-9+_-]*(?: [A-Z][A-Za-z0-9+_-]*)?)\s+"
+    r"(?P<op>[><=~^!]=?\s*)?v?(?P<version>\d+(?:\.\d+){1,3})(?![\w.+%×倍])"
+)
+_NOT_PRODUCTS = frozenset(
+    {"v", "version", "in", "at", "to", "and", "or", "from", "on", "the", "of", "by", "arxiv"}
+)
+_ARXIV_LIKE = re.compile(r"\d{4}\.\d{4,5}")
+_FLAGS = ("⚠", "待核实", "待确认", "[verify]", "unverified")
+_KIND_ORDER: tuple[DiscrepancyKind, ...] = (
+    "version_conflict",
+    "arxiv_id_conflict",
+    "future_arxiv_id",
+    "flagged",
+    "unsourced_claim",
+)
+
+
+@dataclass(frozen=True)
+class _Item:
+    kind: DiscrepancyKind
+    subject: str
+    claims: tuple[Claim, ...]
+    suggestion: str
+
+
+def ids_of(item: _Item) -> set[str]:
+    """The arXiv ids an item's claims cite."""
+    return {i for c in item.claims for i in extract_arxiv_ids(c.text)}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def versions_in(text: str) -> list[tuple[str, str, str]]:
+    """(product key, product as written, version) for every product version that is not a constraint."""
+    out: list[tuple[str, str, str]] = []
+    for m in _VERSION.finditer(text):
+        product = m.group("product").strip()
+        if m.group("op") or product.lower() in _NOT_PRODUCTS or _ARXIV_LIKE.fullmatch(m.group("version")):
+            continue
+        out.append((product.lower(), product, m.group("version")))
+    return out
+
+
+def _same_version(a: str, b: str) -> bool:
+    pa, pb = a.split("."), b.split(".")
+    n = min(len(pa), len(pb))
+    return pa[:n] == pb[:n]
+
+
+def version_conflicts(units: Sequence[Unit], living: LivingDoc | None, lang: Lang) -> list[_Item]:
+    """One product named with different versions: in the window against the living document, or across writers."""
+    anchored: dict[str, tuple[str, str, str]] = {}  # product key → (as written, version, section)
+    if living is not None:
+        for s in living.sections:
+            for key, product, version in versions_in(f"{s.heading}\n{s.text}"):
+                anchored.setdefault(key, (product, version, section_label(s)))
+    seen: dict[str, list[tuple[str, str, Unit, str]]] = {}
+    for u in units:
+        for raw in u.text.splitlines():
+            line = clean_line(raw)
+            for key, product, version in versions_in(line):
+                seen.setdefault(key, []).append((product, version, u, line))
+    items: list[_Item] = []
+    for key, uses in seen.items():
+        if key in anchored:
+            a_product, a_version, section = anchored[key]
+            for product, version, u, line in uses:
+                if not _same_version(version, a_version):
+                    claims = (
+                        Claim(text=line, source=u.ref),
+                        Claim(
+                            text=say(
+                                "d.version.claim_living", lang, product=a_product, version=f"v{a_version}"
+                            ),
+                            source=section,
+                        ),
+                    )
+                    items.append(_Item("version_conflict", say("d.version.subject", lang, product=product, a=version, b=f"v{a_version}"), claims,
+                                       say("d.version.suggest", lang, where=say("d.where", lang, section=section), product=product, a=version, b=f"v{a_version}")))  # fmt: skip
+                    break
+            continue
+        distinct = {v for _, v, _, _ in uses}
+        writers = {u.writer for _, _, u, _ in uses}
+        if len(writers) > 1 and any(not _same_version(a, b) for a in distinct for b in distinct):
+            first, other = uses[0], next(x for x in uses if not _same_version(x[1], uses[0][1]))
+            claims = (Claim(text=first[3], source=first[2].ref), Claim(text=other[3], source=other[2].ref))
+            items.append(_Item("version_conflict", say("d.version.subject", lang, product=first[0], a=first[1], b=other[1]), claims,
+                               say("d.version.suggest", lang, where="", product=first[0], a=first[1], b=other[1])))  # fmt: skip
+    return items
+
+
+def _title_key(title: str) -> frozenset[str]:
+    return frozenset(terms(title))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[_Item]:
+    """Same title under two ids (any pairs), or one id under two unrelated titles (strong pairs only)."""
+    pairs = [(p, _title_key(p.title)) for p in titled if len(_title_key(p.title)) >= 2]
+    items: list[_Item] = []
+    reported: set[frozenset[str]] = set()
+    for n, (a, key_a) in enumerate(pairs):
+        for b, key_b in pairs[n + 1 :]:
+            sim = _jaccard(key_a, key_b)
+            pair = frozenset({a.id, b.id, a.title.lower(), b.title.lower()})
+            if pair in reported or (a.id == b.id and a.source == b.source):
+                continue
+            claims = (
+                Claim(text=f"{a.title}（arXiv {a.id}）", source=a.source),
+                Claim(text=f"{b.title}（arXiv {b.id}）", source=b.source),
+            )
+            if a.id != b.id and sim >= 0.75:
+                reported.add(pair)
+                subject = say("d.id.subject_title", lang, title=_short(a.title, 50), ids=f"{a.id} / {b.id}")
+                items.append(_Item("arxiv_id_conflict", subject, claims, say("d.id.suggest", lang)))
+            elif a.id == b.id and a.strong and b.strong and sim < 0.2 and min(len(key_a), len(key_b)) >= 3:
+                reported.add(pair)
+                items.append(
+                    _Item(
+                        "arxiv_id_conflict",
+                        say("d.id.subject_id", lang, id=a.id),
+                        claims,
+                        say("d.id.suggest", lang),
+                    )
+                )
+    return items
+
+
+def future_ids(
+    units: Sequence[Unit], times: Mapping[str, datetime], zone: ZoneInfo, lang: Lang
+) -> list[_Item]:
+    """Ids whose YYMM is later than the month of the document citing them."""
+    items: list[_Item] = []
+    done: set[tuple[str, str]] = set()
+    for u in units:
+        local = times[u.doc_path].astimezone(zone)
+        for arxiv_id in u.ids:
+            ym = yymm(arxiv_id)
+            if ym and ym > (local.year, local.month) and (arxiv_id, u.doc_path) not in done:
+                done.add((arxiv_id, u.doc_path))
+                line = next((clean_line(r) for r in u.text.splitlines() if arxiv_id in r), arxiv_id)
+                subject = say("d.future.subject", lang, id=arxiv_id, month=f"{local:%Y-%m}")
+                items.append(
+                    _Item(
+                        "future_arxiv_id",
+                        subject,
+                        (Claim(text=line, source=u.ref),),
+                        say("d.future.suggest", lang),
+                    )
+                )
+    return items
+
+
+def flagged_and_unsourced(
+    units: Sequence[Unit], where: Mapping[str, str], lang: Lang, limit: int = 6
+) -> list[_Item]:
+    """Lines their writer marked ⚠/待核实, and striking figures in sections citing no id or URL."""
+    items: list[_Item] = []
+    for u in units:
+        section = where.get(u.ref, "")
+        at = say("d.where", lang, section=section) if section else ""
+        # The note's own source line does not count: a blog citing a figure is not the figure's source.
+        sourced = bool(u.primary_ids or urls_in(u.text))
+        unsourced: list[str] = []
+        for raw in u.text.splitlines():
+            line = clean_line(raw)
+            if not line:
+                continue
+            if any(flag in line for flag in _FLAGS):
+                what = _short(re.sub(r"⚠\s*|待核实|待确认", "", line).strip(" ，,；;"), 40)
+                items.append(_Item("flagged", say("d.flagged.subject", lang, what=what), (Claim(text=line, source=u.ref),),
+                                   say("d.flagged.suggest", lang, where=at)))  # fmt: skip
+            elif not sourced and STRIKING.search(line) and not extract_arxiv_ids(line) and "http" not in line:
+                unsourced.append(line)
+        if unsourced and sum(1 for i in items if i.kind == "unsourced_claim") < limit:
+            figs = " / ".join(
+                sorted({f for line in unsourced for f in figures(line)}, key=unsourced[0].find)[:4]
+            )
+            heading = re.sub(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+", "", u.heading) or u.doc_title
+            items.append(_Item("unsourced_claim", say("d.unsourced.subject", lang, what=_short(heading, 40)),
+                               tuple(Claim(text=line, source=u.ref) for line in unsourced[:4]),
+                               say("d.unsourced.suggest", lang, where=at, figures=figs)))  # fmt: skip
+    return items
+
+
+def number_items(items: Iterable[_Item], last_d_number: int) -> list[Discrepancy]:
+    """Order by kind, drop repeats of the same claim, and number from `last_d_number + 1`."""
+    ordered = sorted(items, key=lambda i: _KIND_ORDER.index(i.kind))
+    out: list[Discrepancy] = []
+    seen: set[tuple[str, str]] = set()
+    for item in ordered:
+        key = (item.kind, item.subject)
+        claims_seen = {(c.text, c.source) for d in out for c in d.claims}
+        if key in seen or (
+            item.kind == "unsourced_claim" and all((c.text, c.source) in claims_seen for c in item.claims)
+        ):
+            continue
+        seen.add(key)
+        out.append(
+            Discrepancy(
+                id=f"D{last_d_number + len(out) + 1}",
+                kind=item.kind,
+                subject=item.subject,
+                claims=list(item.claims),
+                suggestion=item.suggestion,
+            )
+        )
+    return out
