@@ -56,12 +56,14 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
 
     by_path = {s.path: s for s in briefing.sources}
     assert "inbox/tom/2026-09-20-0900-old-inference-note.md" not in by_path  # a week old: outside the window
-    repost = by_path["inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"]
-    assert repost.status == "duplicate"
-    assert repost.duplicate_of == "inbox/jay/2026-09-27-1620-csdn-inference-engineering-sep27.md"
-    assert by_path["inbox/jay/2026-09-27-1335-jay-security-inference-rag-stack-sep27.md"].writer == "jay"
-    assert {"2607.20468", "2609.23130", "2609.06674"} <= set(briefing.summary.new_arxiv)
+    assert by_path["inbox/tom/2026-09-26-inference-e1prep.md"].relevance.label == "基线"
+    assert by_path["inbox/jay/2026-09-27-1335-jay-security-inference-rag-stack-sep27.md"].status == "used"
+    assert {"2607.20468", "2609.23130", "2609.06674", "2609.19969"} <= set(briefing.summary.new_arxiv)
     assert "2511.01815" in briefing.summary.continued_arxiv  # the living document cites KVTC
+    increments = {i: inc for inc in briefing.increments for i in inc.arxiv}
+    assert increments["2609.19969"].suggested_sections[0] == "§3.3"  # the card's anchor
+    assert "§3.8" in increments["2609.06674"].suggested_sections
+    assert briefing.discrepancies[0].id == "D195"  # yesterday's baseline ended at D194
     assert briefing.living_doc.version == "v3.44"
     for heading in ("状态摘要", "一、检查过的来源清单", "二、增量条目", "七、建议今晚 E2 活文档更新优先级"):
         assert heading in markdown

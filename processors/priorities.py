@@ -1,0 +1,53 @@
+"""七: what to update first tonight — 🔴 new high-relevance increments, 🟡 the rest, 🟢 D-item notes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from processors.i18n import Lang, say
+from processors.models import Discrepancy, Increment, Priority, PriorityLevel
+
+
+def _level(inc: Increment) -> PriorityLevel:
+    if inc.stars <= 3:
+        return "low"
+    if inc.novelty == "new" and inc.arxiv and inc.stars >= 5:
+        return "highest"
+    return "medium"
+
+
+def _write(sections: Sequence[str], lang: Lang) -> str:
+    return say("pri.write", lang, sections="/".join(sections)) if sections else say("pri.tbd", lang)
+
+
+def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], lang: Lang) -> list[Priority]:
+    """One row per increment (per suggested section for an id-less one), then one row for the D-items."""
+    rows: list[Priority] = []
+    for inc in increments:
+        level = _level(inc)
+        if not inc.arxiv and len([s for s in inc.suggestions if s.via == "text"]) >= 2:
+            for s in inc.suggestions:
+                rows.append(Priority(level=level, content=s.reason, action=_write([s.section], lang)))
+            continue
+        figures = f"（{' / '.join(inc.highlights)}）" if inc.highlights else ""
+        head = f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else ""
+        rows.append(
+            Priority(
+                level=level,
+                content=f"{head}{inc.title}{figures}",
+                action=_write(inc.suggested_sections, lang),
+            )
+        )
+    order = {"highest": 0, "medium": 1, "low": 2}
+    rows.sort(key=lambda p: order[p.level])
+    if items:
+        span = items[0].id if len(items) == 1 else f"{items[0].id}-{items[-1].id}"
+        subjects = " / ".join(d.subject for d in items[:5]) + (" …" if len(items) > 5 else "")
+        rows.append(
+            Priority(
+                level="low",
+                content=say("pri.d_content", lang, span=span, subjects=subjects),
+                action=say("pri.annotate", lang),
+            )
+        )
+    return rows
