@@ -108,6 +108,15 @@ class StateStore:
             [axis, window.start, window.end],
         )
 
+    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
+        """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""
+        docs = self._docs(
+            f"axis=? AND current AND kind='baseline' AND event_time >= ? AND event_time < ? AND {self._NOT_DELETED}",
+            [axis, since, before],
+        )
+        own = [d for d in docs if d.baseline_axis == axis]
+        return own[-1] if own else None
+
     def living_document(self, axis: str) -> Document | None:
         docs = self._docs(f"axis=? AND current AND kind='living' AND {self._NOT_DELETED}", [axis])
         return docs[-1] if docs else None

@@ -91,11 +91,17 @@ class Pipeline:
             return None
         window = window_bounds(command.end, self.settings.window_length)
         documents = self.state.window_documents(axis.name, window)
+        # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
+        baseline = self.state.latest_baseline(
+            axis.name, window.start, window.start - self.settings.window_length
+        )
+        if baseline is not None:
+            documents.append(baseline)
         earlier = self.state.earlier_briefings(axis.name, command.end)
         earlier_ids: set[str] = set()
         for b in earlier:
             earlier_ids |= cited_ids_of(b)
-        baseline_texts = [d.text for d in documents if d.kind == "baseline"]
+        baseline_texts = [d.text for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
         last_d = max(
             [max_d_number(baseline_texts)] + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
@@ -106,12 +112,18 @@ class Pipeline:
             generated_at=self.clock(),
             documents=documents,
             living=self.state.living_document(axis.name),
+            axes=self.settings.axes,
+            other_living={
+                a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
+            },
             earlier_cited_ids=earlier_ids,
             superseded=self.state.superseded_documents(axis.name, window),
             rejected=self.state.rejections(window),
             increment_range=(self.settings.increment_min, self.settings.increment_max),
             last_d_number=last_d,
             zone=self.settings.tz,
+            lang=self.settings.lang,
+            rules=self.settings.rules,
         )
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)

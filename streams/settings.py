@@ -15,6 +15,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from processors.briefing import BriefingRules
 from processors.models import AxisSpec
 from streams.errors import ConfigError
 
@@ -88,6 +89,7 @@ class Settings(BaseSettings):
     increment_min: int = 3
     increment_max: int = 8
     lang: Literal["zh", "en"] = "zh"
+    rules: BriefingRules = Field(default_factory=BriefingRules)  # relevance, increments, credibility
     max_bytes: int = 4 * 1024 * 1024
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
