@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
+from sinks.enrichment import Enricher
 from sinks.metrics import Metrics
 from tests.arxiv_server import Fail, FakeArxiv, Stall, fake_arxiv
 from tests.support import free_port
@@ -168,13 +171,20 @@ async def test_timeouts_every_time_give_an_empty_result_not_an_exception(
     assert outcomes(metrics) == {"timeout": 2.0}
 
 
-async def test_nonexistent_id_is_absent_and_reported_as_not_found(
-    server: FakeArxiv, make_client: Callable[..., ArxivClient], metrics: Metrics
+async def test_nonexistent_id_is_absent_and_negatively_cached(
+    server: FakeArxiv, make_client: Callable[..., ArxivClient], tmp_path: Path, metrics: Metrics
 ) -> None:
-    lookup = await make_client().lookup(["0000.0000"])
-    assert lookup.found == {}
-    assert lookup.not_found == {"0000.0000"}  # what the enricher will cache negatively
+    assert await make_client().fetch(["0000.0000"]) == {}
     assert outcomes(metrics) == {"not_found": 1.0}
+
+    # Through the enricher: a real id arXiv does not know is asked once, then remembered.
+    cache = ArxivCache(tmp_path / "arxiv-cache.duckdb")
+    server.recordings[frozenset({"2609.99999"})] = server.recordings[frozenset({"0000.0000"})]
+    enricher = Enricher(cache, make_client(), metrics)
+    assert await enricher.enrich(["2609.99999"]) == {}
+    assert await enricher.enrich(["2609.99999"]) == {}
+    assert server.id_lists.count("2609.99999") == 1
+    assert cache.known_missing(["2609.99999"]) == {"2609.99999"}
 
 
 async def test_an_unreachable_api_gives_an_empty_result_and_stops_early(
