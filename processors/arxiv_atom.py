@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal
 from xml.etree.ElementTree import Element
 
@@ -12,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from processors.arxiv_ids import strip_version
 from processors.errors import ProcessorError
+from processors.models import ArxivMetadata
 
 _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
@@ -50,6 +53,14 @@ class EnrichedId(BaseModel):
 
     record: ArxivRecord
     source: MetadataSource
+
+    def metadata(self) -> ArxivMetadata:
+        return ArxivMetadata(
+            source=self.source, published=self.record.published, primary_category=self.record.primary_category
+        )
+
+
+NO_RECORDS: Mapping[str, EnrichedId] = MappingProxyType({})
 
 
 class AtomFeed(BaseModel):

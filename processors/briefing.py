@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
+from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.models import (
     ArxivEntry,
     ArxivMetadata,
@@ -250,6 +251,7 @@ def assemble_briefing(
     increment_range: tuple[int, int] = (3, 8),
     last_d_number: int = 0,
     zone: ZoneInfo,
+    arxiv_records: Mapping[str, EnrichedId] = NO_RECORDS,
 ) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window."""
     docs = sorted(
@@ -319,11 +321,13 @@ def assemble_briefing(
     arxiv = [
         ArxivEntry(
             id=i,
-            title=by_id[i].title if i in by_id else card_titles.get(i, i),
+            title=arxiv_records[i].record.title
+            if i in arxiv_records
+            else (by_id[i].title if i in by_id else card_titles.get(i, i)),
             status="new" if i in new_ids else "continued",
             credibility=ARXIV_CREDIBILITY,
             sections=by_id[i].suggested_sections if i in by_id else _living_sections_citing(living, i),
-            metadata=ArxivMetadata(source="document"),
+            metadata=arxiv_records[i].metadata() if i in arxiv_records else ArxivMetadata(source="document"),
         )
         for i in window_ids
     ]

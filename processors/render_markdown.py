@@ -28,6 +28,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "outside": "不在",
         "core": "核心新增：",
         "ids": "涉及 arXiv 号：本次新增 {x} 个（{new}）；续用锚定 {y} 个",
+        "unverified": "未核验 arXiv 号：{u} 个（共 {n} 个；标题取自文档，未经 arXiv API 或缓存核实）：{ids}",
+        "unverified_mark": " · 未核验（标题取自文档）",
         "srcs": "来源：{s} 个（重复 {d}，已取代 {sup}，拒收 {r}）",
         "living": "活文档：{doc}",
         "t1": "| 来源目录 | 关键文件 | 时间 · 大小 | 状态 | {axis} 相关度 |",
@@ -80,6 +82,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "outside": "outside",
         "core": "Core additions: ",
         "ids": "arXiv ids: {x} new ({new}); {y} continued",
+        "unverified": "Unverified arXiv ids: {u} of {n} (titles from the documents, not checked with the arXiv API or cache): {ids}",
+        "unverified_mark": " · unverified (title from the documents)",
         "srcs": "Sources: {s} ({d} duplicate, {sup} superseded, {r} rejected)",
         "living": "Living document: {doc}",
         "t1": "| Folder | File | Time · size | Status | {axis} relevance |",
@@ -224,6 +228,10 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     )
     out.append(f"- {t['core']}{core or (t['empty'] if empty else t['none'])}")
     out.append("- " + t["ids"].format(x=len(new), new=esc(" / ".join(new)) or "—", y=len(cont)))
+    unverified = [a.id for a in b.arxiv if a.metadata.source == "document"]
+    if b.arxiv:
+        ids = esc(" / ".join(unverified)) or "—"
+        out.append("- " + t["unverified"].format(u=len(unverified), n=len(b.arxiv), ids=ids))
     out.append("- " + t["srcs"].format(s=len(b.sources), d=dup, sup=sup, r=len(b.rejected)))
     out.append("- " + t["living"].format(doc=living))
     if empty:
@@ -256,7 +264,8 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         out.extend([t["t4"].format(doc=living), "|---|---|---|---|"])
         for a in b.arxiv:
             rel = t[a.status] + (" → " + "/".join(esc(x) for x in a.sections) if a.sections else "")
-            out.append(f"| {esc(a.id)} | {esc(a.title)} | {esc(a.credibility)} | {rel} |")
+            mark = t["unverified_mark"] if a.metadata.source == "document" else ""
+            out.append(f"| {esc(a.id)} | {esc(a.title)} | {esc(a.credibility)}{mark} | {rel} |")
         out.append("")
 
     section("s5")
