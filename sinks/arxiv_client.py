@@ -115,6 +115,9 @@ class ArxivClient:
         self._clock, self._sleep = clock, sleep
         self.limiter = RateLimiter(min_interval_seconds, clock, sleep)
 
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
     async def fetch(self, ids: Iterable[str]) -> dict[str, ArxivRecord]:
         """Records by id (without version) for the ids arXiv knows; the rest are absent."""
         return (await self.lookup(ids)).found

@@ -54,3 +54,9 @@ class Enricher:
             log.exception("arXiv cache not written; the next window asks the API again")
         result.update({i: EnrichedId(record=r, source="arxiv_api") for i, r in lookup.found.items()})
         return result
+
+    async def aclose(self) -> None:
+        """Close the API client's connections and the cache file (the worker is stopping)."""
+        if self.client is not None:
+            await self.client.aclose()
+        self.cache.close()
