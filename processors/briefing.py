@@ -8,6 +8,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from processors import discrepancies as dx
+from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
 from processors.id_titles import best_titles, inline_names, titled_ids
@@ -116,6 +117,7 @@ def assemble_briefing(
     zone: ZoneInfo,
     lang: Lang = "zh",
     rules: BriefingRules | None = None,
+    arxiv_records: Mapping[str, EnrichedId] = NO_RECORDS,
 ) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window."""
     rules = rules or BriefingRules()
@@ -160,6 +162,8 @@ def assemble_briefing(
     sources_of_titles = [*kept, *([living] if living else [])]
     pairs = [p for d in sources_of_titles for p in titled_ids(d)]
     titles = best_titles([*pairs, *(p for d in sources_of_titles for p in inline_names(d))])
+    titles.update({i: e.record.title for i, e in arxiv_records.items()})  # the API is authoritative
+    verified = {i: i in arxiv_records for i in window_ids} if arxiv_records else {}
     matcher = SectionMatcher(living_doc, space.vector_of_text)
     id_items = dx.id_conflicts(pairs, lang)
     times = {d.path: d.event_time for d in docs}
@@ -177,7 +181,7 @@ def assemble_briefing(
         matcher=matcher,
         living_text=living.text if living else "",
         titles=titles,
-        verified={},
+        verified=verified,
         credibility=rules.credibility,
         lang=lang,
     )
@@ -253,14 +257,14 @@ def assemble_briefing(
                 titles=[],
                 supporting_docs=1,
                 flagged=False,
-                verified=None,
+                verified=verified.get(i),
                 rules=rules.credibility,
                 lang=lang,
             ).text,
             sections=by_id[i].suggested_sections
             if i in by_id
             else (sections_citing(living_doc, i) if living_doc else []),
-            metadata=ArxivMetadata(source="document"),
+            metadata=arxiv_records[i].metadata() if i in arxiv_records else ArxivMetadata(source="document"),
         )
         for i in window_ids
     ]

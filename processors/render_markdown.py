@@ -45,7 +45,7 @@ def _size(n: int) -> str:
     return f"{kb:.1f}KB" if kb < 10 else f"{round(kb)}KB"
 
 
-def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo, enrichment_on: bool = False) -> str:
+def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
     t = LABELS[lang]
     start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
@@ -117,8 +117,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo, enrichmen
         in_range=lo <= b.summary.increment_count <= hi,
         living=living,
         core=core,
-        unverified=sum(1 for a in b.arxiv if a.metadata.source == "document") if enrichment_on else 0,
-        enrichment_on=enrichment_on,
+        unverified=[a.id for a in b.arxiv if a.metadata.source == "document"],
         footer=footer,
         count=count,
         folder=lambda p: p.rpartition("/")[0] or ".",

@@ -57,6 +57,21 @@ class Metrics:
             registry=r,
         )
         self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
+        self.arxiv_requests = Counter(
+            "predigest_arxiv_requests_total",
+            "arXiv API requests by outcome (ok, not_found, bad_request, error, timeout)",
+            ["outcome"],
+            registry=r,
+        )
+        self.arxiv_cache_hits = Counter(
+            "predigest_arxiv_cache_hits_total", "arXiv ids answered from the DuckDB cache", registry=r
+        )
+        self.arxiv_request_seconds = Histogram(
+            "predigest_arxiv_request_seconds",
+            "Duration of one arXiv API request",
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30),
+            registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

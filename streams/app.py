@@ -15,7 +15,7 @@ from processors.window import due_closes
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.kafka_io import MAX_MESSAGE_BYTES
-from streams.pipeline import Pipeline
+from streams.pipeline import Pipeline, make_enricher
 from streams.settings import Settings, load_settings
 from streams.web import register_views
 
@@ -49,8 +49,16 @@ def create_app(settings: Settings) -> faust.App:
     def pipeline() -> Pipeline:
         # Opened lazily, in the worker process only: DuckDB allows one writer per file.
         if "p" not in holder:
-            holder["p"] = Pipeline(settings, StateStore(settings.state_file), metrics)
+            state = StateStore(settings.state_file)
+            holder["p"] = Pipeline(settings, state, metrics, enricher=make_enricher(settings, metrics))
         return holder["p"]
+
+    async def close_enricher(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
+        if "p" in holder and holder["p"].enricher is not None:
+            await holder["p"].enricher.aclose()
+
+    # mode's SignalHandlerT makes mypy reject even a handler of exactly its own signature.
+    app.on_before_shutdown.connect(close_enricher)  # type: ignore[arg-type]
 
     raw_topic = app.topic(
         settings.kafka.topic("raw"),
@@ -98,7 +106,7 @@ def create_app(settings: Settings) -> faust.App:
     async def control(stream: Any) -> None:
         async for value in stream:
             command = ControlCommand.model_validate_json(value)
-            briefing = pipeline().brief(command)
+            briefing = await pipeline().brief(command)
             if briefing is not None:
                 await briefings_topic.send(
                     key=command.axis.encode(), value=briefing.model_dump_json(by_alias=True).encode()

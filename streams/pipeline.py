@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 
+import httpx
+
+from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
-from processors.models import Briefing, ControlCommand, RawFile
+from processors.models import Briefing, ControlCommand, Document, RawFile
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
 from processors.routing import DocumentEvent, rejection_reason_label, route_raw
 from processors.window import window_bounds
+from sinks.arxiv_cache import ArxivCache
+from sinks.arxiv_client import ArxivClient
+from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -19,9 +25,31 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
+USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
+
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def make_enricher(settings: Settings, metrics: Metrics) -> Enricher:
+    """The worker's arXiv enricher: its cache always, the API only when `arxiv.enabled`."""
+    arxiv = settings.arxiv
+    cache = ArxivCache(settings.arxiv_cache_file, negative_ttl=timedelta(hours=arxiv.negative_ttl_hours))
+    client = None
+    if arxiv.enabled:
+        http = httpx.AsyncClient(headers={"User-Agent": USER_AGENT}, follow_redirects=True)
+        client = ArxivClient(
+            http,
+            base_url=arxiv.base_url,
+            batch_size=arxiv.batch_size,
+            min_interval_seconds=arxiv.min_interval_seconds,
+            timeout_seconds=arxiv.timeout_seconds,
+            max_retries=arxiv.max_retries,
+            backoff_seconds=arxiv.backoff_seconds,
+            metrics=metrics,
+        )
+    return Enricher(cache, client, metrics)
 
 
 class Pipeline:
@@ -33,12 +61,14 @@ class Pipeline:
         state: StateStore,
         metrics: Metrics,
         clock: Callable[[], datetime] = _utcnow,
+        enricher: Enricher | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
         self.metrics = metrics
         self.files = BriefingFiles(settings.out_dir)
         self.clock = clock
+        self.enricher = enricher
 
     def route(self, raw: RawFile) -> list[DocumentEvent]:
         events = route_raw(
@@ -70,7 +100,19 @@ class Pipeline:
                 Rejection(path=event.path, reason=event.reason or "rejected"), event.sha256, event.seen_at
             )
 
-    def brief(self, command: ControlCommand) -> Briefing | None:
+    async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:
+        """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
+        ids = list(dict.fromkeys(i for d in documents if d.kind != "living" for i in d.arxiv_ids))
+        if self.enricher is None or not ids:
+            return {}
+        try:
+            return await self.enricher.enrich(ids)
+        except Exception:
+            # Enrichment is an extra: a bug in it must not cost the operator the briefing.
+            log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
+            return {}
+
+    async def brief(self, command: ControlCommand) -> Briefing | None:
         """Emit the briefing a command asks for, once per (axis, window end, trigger)."""
         axis = self.settings.axis(command.axis)
         if axis is None:
@@ -105,6 +147,7 @@ class Pipeline:
         last_d = max(
             [max_d_number(baseline_texts)] + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
+        arxiv_records = await self._arxiv_records(documents)
         briefing = assemble_briefing(
             axis=axis,
             trigger=command.trigger,
@@ -124,6 +167,7 @@ class Pipeline:
             zone=self.settings.tz,
             lang=self.settings.lang,
             rules=self.settings.rules,
+            arxiv_records=arxiv_records,
         )
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
@@ -136,9 +180,11 @@ class Pipeline:
         if dupes:
             self.metrics.duplicates.labels(axis=axis.name, kind="exact").inc(dupes)
         log.info(
-            "emitted briefing %s (%d sources, %d increments)",
+            "emitted briefing %s (%d sources, %d increments, %d of %d arXiv ids verified)",
             md,
             len(briefing.sources),
             len(briefing.increments),
+            sum(1 for a in briefing.arxiv if a.metadata.source != "document"),
+            len(briefing.arxiv),
         )
         return briefing

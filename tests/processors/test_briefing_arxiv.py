@@ -1,0 +1,112 @@
+"""The briefing's `arxiv` entries and Markdown with arXiv API records: titles, sources, unverified ids."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from processors.arxiv_atom import ArxivRecord, EnrichedId
+from processors.briefing import assemble_briefing
+from processors.models import AxisSpec, Briefing, Document, Section
+from processors.render_markdown import render_markdown
+from processors.window import window_bounds
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+AXIS = AxisSpec(name="inference", keywords=("vllm", "inference"), living_doc="living/inference.md")
+HEAT_BATH = ArxivRecord(
+    id="1605.08386",
+    version=1,
+    title="Heat-bath random walks with Markov bases",
+    published="2016-05-26",
+    primary_category="math.CO",
+)
+
+
+def note(path: str, ids: tuple[str, ...], heading: str) -> Document:
+    body = " ".join(f"arXiv:{i}" for i in ids) + " vllm inference serving"
+    return Document(
+        path=path,
+        sha256=path,
+        writer="jay",
+        kind="inbox",
+        event_time=datetime(2026, 9, 27, 12, 0, tzinfo=SH),
+        bytes=2048,
+        title=heading,
+        sections=(Section(number=None, heading=heading, level=2, text=body),),
+        arxiv_ids=ids,
+        text=body,
+        text_hash=path,
+    )
+
+
+def build(records: dict[str, EnrichedId] | None = None) -> Briefing:
+    docs = [note("inbox/jay/2026-09-27-1200-a.md", ("1605.08386", "2609.23130"), "笔记里写的标题")]
+    kwargs = {} if records is None else {"arxiv_records": records}
+    return assemble_briefing(
+        axis=AXIS,
+        trigger="flush",
+        window=window_bounds(END, timedelta(hours=24)),
+        generated_at=END,
+        documents=docs,
+        living=None,
+        earlier_cited_ids=set(),
+        zone=SH,
+        **kwargs,
+    )
+
+
+def test_without_records_every_entry_comes_from_the_documents() -> None:
+    b = build()
+    # A heading over a list of two ids is the title of neither: the id stands in until the API answers.
+    assert [(a.id, a.title, a.metadata.source) for a in b.arxiv] == [
+        ("1605.08386", "1605.08386", "document"),
+        ("2609.23130", "2609.23130", "document"),
+    ]
+
+
+def test_an_api_record_gives_the_title_and_metadata() -> None:
+    b = build({"1605.08386": EnrichedId(record=HEAT_BATH, source="arxiv_api")})
+    entry, other = b.arxiv
+    assert entry.title == "Heat-bath random walks with Markov bases"
+    assert entry.metadata.model_dump() == {
+        "source": "arxiv_api",
+        "published": "2016-05-26",
+        "primary_category": "math.CO",
+    }
+    assert (other.title, other.metadata.source) == ("2609.23130", "document")
+    assert "Heat-bath random walks with Markov bases" in [i.title for i in b.increments]
+
+
+def test_a_cached_record_says_cache() -> None:
+    b = build({"1605.08386": EnrichedId(record=HEAT_BATH, source="cache")})
+    assert b.arxiv[0].metadata.source == "cache"
+
+
+def test_markdown_marks_unverified_ids_in_table_four_and_counts_them_in_the_summary() -> None:
+    md = render_markdown(build({"1605.08386": EnrichedId(record=HEAT_BATH, source="arxiv_api")}), zone=SH)
+    summary = md.split("## 一、")[0]
+    assert (
+        "- 未核验 arXiv 号：1 个（共 2 个；" in summary and summary.rstrip().endswith("2609.23130") is False
+    )
+    assert "：2609.23130" in summary
+    rows = {
+        line.split(" | ")[0]: line
+        for line in md.splitlines()
+        if line.startswith("| 1605") or line.startswith("| 2609")
+    }
+    assert "Heat-bath random walks with Markov bases" in rows["| 1605.08386"]
+    assert "未核验" not in rows["| 1605.08386"]
+    assert "未核验（标题取自文档）" in rows["| 2609.23130"]
+
+    en = render_markdown(build(), lang="en", zone=SH)
+    assert "- Unverified arXiv ids: 2 of 2 (" in en and ": 1605.08386 / 2609.23130" in en
+    assert en.count("unverified (title from the documents)") == 2
+
+
+def test_markdown_says_zero_unverified_when_all_are_verified() -> None:
+    api = EnrichedId(record=HEAT_BATH, source="arxiv_api")
+    other = EnrichedId(record=ArxivRecord(id="2609.23130", title="Mooncake"), source="cache")
+    md = render_markdown(build({"1605.08386": api, "2609.23130": other}), zone=SH)
+    assert "- 未核验 arXiv 号：0 个（共 2 个；标题取自文档，未经 arXiv API 或缓存核实）：—" in md
+    assert "未核验（标题取自文档）" not in md
