@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint kafka-fetch clean
+.PHONY: venv run test lint kafka-fetch tools clean
 
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,11 @@ venv: $(BIN)/predigest
 kafka-fetch:
 	bash deploy/kafka/kafka.sh fetch
 
+# promtool and a Prometheus server (Debian's package), and the compose-go validator (Go module proxy).
+tools:
+	bash deploy/prometheus/ensure-promtool.sh
+	bash deploy/compose-check/ensure-compose-check.sh
+
 run: venv kafka-fetch
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00
 
@@ -25,7 +30,7 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint kafka-fetch
+test: lint kafka-fetch tools
 	$(BIN)/pytest -q
 
 clean:

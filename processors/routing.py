@@ -25,6 +25,7 @@ class DocumentEvent(Frozen):
     axis: str | None = None
     document: Document | None = None
     reason: str | None = None
+    mtime: float | None = None  # the file's mtime, for the end-to-end lag metric
 
     @property
     def key(self) -> str:
@@ -50,7 +51,13 @@ def route_raw(
         ]
     return [
         DocumentEvent(
-            type="document", path=raw.path, sha256=raw.sha256, seen_at=seen_at, axis=name, document=doc
+            type="document",
+            path=raw.path,
+            sha256=raw.sha256,
+            seen_at=seen_at,
+            axis=name,
+            document=doc,
+            mtime=raw.mtime,
         )
         for name in assign_axes(doc, axes)
     ]

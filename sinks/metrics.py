@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
+LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
+WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+TRIGGERS = ("close", "flush")
+DUPLICATE_KINDS = ("exact", "near")
+
+
+def _version() -> str:
+    try:
+        return version("predigest")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class Metrics:
@@ -12,10 +28,16 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.documents_seen = Counter(
-            "predigest_documents_seen_total", "Files the watcher saw change", ["kind"], registry=r
+            "predigest_documents_seen_total",
+            "Files the watcher read after they changed",
+            ["kind", "writer"],
+            registry=r,
         )
         self.documents_published = Counter(
-            "predigest_documents_published_total", "Files acknowledged by Kafka", ["kind"], registry=r
+            "predigest_documents_published_total",
+            "Files acknowledged by Kafka",
+            ["kind", "writer"],
+            registry=r,
         )
         self.documents_stored = Counter(
             "predigest_documents_stored_total",
@@ -48,14 +70,52 @@ class Metrics:
             registry=r,
         )
         self.window_documents = Gauge(
-            "predigest_window_documents", "Documents in the last emitted window", ["axis"], registry=r
+            "predigest_window_documents",
+            "Documents in the sliding window ending now (what a flush would brief)",
+            ["axis"],
+            registry=r,
         )
         self.watcher_lag = Histogram(
             "predigest_watcher_lag_seconds",
             "File mtime to Kafka acknowledgement",
-            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300),
+            buckets=LAG_BUCKETS,
             registry=r,
         )
+        # --- operations (issue 5): lag, state writes, schedule, build ---
+        self.end_to_end_lag = Histogram(
+            "predigest_end_to_end_lag_seconds",
+            "File mtime to the document's row in the worker's DuckDB state",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.duckdb_write = Histogram(
+            "predigest_duckdb_write_duration_seconds",
+            "Time of one write to the worker's DuckDB state",
+            ["operation"],
+            buckets=WRITE_BUCKETS,
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "predigest_consumer_lag_messages",
+            "End offset minus the worker group's committed offset, per partition",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.last_close_end = Gauge(
+            "predigest_last_close_window_end_timestamp_seconds",
+            "End of the last window closed by schedule (0: none yet)",
+            ["axis"],
+            registry=r,
+        )
+        self.close_due = Gauge(
+            "predigest_close_due_timestamp_seconds",
+            "End of the latest scheduled window whose close (end + grace) is due",
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "predigest_build_info", "Always 1; the running version as a label", ["version"], registry=r
+        )
+        self.build_info.labels(version=_version()).set(1)
         self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
         self.arxiv_requests = Counter(
             "predigest_arxiv_requests_total",
@@ -75,3 +135,12 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def declare_axes(self, axes: Iterable[str]) -> None:
+        """Create the per-axis series at zero, so that rate() and the alerts see them before the first event."""
+        for axis in axes:
+            for trigger in TRIGGERS:
+                self.briefings_emitted.labels(axis=axis, trigger=trigger)
+            for kind in DUPLICATE_KINDS:
+                self.duplicates.labels(axis=axis, kind=kind)
+            self.window_documents.labels(axis=axis)

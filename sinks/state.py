@@ -172,3 +172,18 @@ class StateStore:
         ).fetchone()
         value = row[0] if row else None
         return value if isinstance(value, datetime) else None
+
+    def window_document_count(self, axis: str, window: WindowBounds) -> int:
+        """How many documents `window_documents` would return, without decoding them."""
+        row = self._db.execute(
+            "SELECT count(*) FROM documents d WHERE axis=? AND current AND kind <> 'living' "
+            f"AND event_time >= ? AND event_time < ? AND {self._NOT_DELETED}",
+            [axis, window.start, window.end],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def last_emitted_at(self, axis: str) -> datetime | None:
+        """When the axis's latest briefing (any trigger) was recorded."""
+        row = self._db.execute("SELECT max(emitted_at) FROM emissions WHERE axis=?", [axis]).fetchone()
+        value = row[0] if row else None
+        return value if isinstance(value, datetime) else None

@@ -14,6 +14,7 @@ from processors.routing import DocumentEvent
 from processors.window import due_closes
 from sinks.metrics import Metrics
 from sinks.state import StateStore
+from streams import gauges
 from streams.kafka_io import MAX_MESSAGE_BYTES
 from streams.pipeline import Pipeline, make_enricher
 from streams.settings import Settings, load_settings
@@ -44,6 +45,7 @@ def create_app(settings: Settings) -> faust.App:
         stream_wait_empty=True,
     )
     metrics = Metrics()
+    metrics.declare_axes(a.name for a in settings.axes)
     holder: dict[str, Pipeline] = {}
 
     def pipeline() -> Pipeline:
@@ -135,6 +137,15 @@ def create_app(settings: Settings) -> faust.App:
                 if pipeline().state.emission(axis.name, end, "close") is None:
                     log.info("sending close for %s window ending %s", axis.name, end.isoformat())
                     await send_command(axis.name, "close", end)
+
+    @app.timer(interval=settings.metrics_interval_seconds)
+    async def refresh_gauges() -> None:
+        # Window size, the schedule and consumer lag move without any event arriving, so they are polled.
+        try:
+            gauges.refresh_state_gauges(settings, pipeline().state, metrics, datetime.now(UTC))
+            await gauges.refresh_consumer_lag(settings, metrics)
+        except Exception:  # a monitoring tick must never take the worker down
+            log.exception("refreshing the polled gauges failed")
 
     register_views(app, settings, metrics, pipeline, send_command)
     return app

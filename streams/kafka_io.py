@@ -132,3 +132,29 @@ async def wait_caught_up(settings: Settings, group_id: str, topics: list[str], t
             return
         await asyncio.sleep(1.0)
     raise TimeoutError(f"consumer group {group_id} did not catch up on {topics} within {timeout:.0f}s")
+
+
+async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dict[TopicPartition, int]:
+    """Per partition of the topics: end offset minus the group's committed offset (or the log start)."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    consumer = AIOKafkaConsumer(**client_kwargs(settings))
+    try:
+        # Both are closed even when start fails, so an unreachable broker leaks no connections.
+        await admin.start()
+        await consumer.start()
+        parts = await topic_partitions(admin, topics)
+        if not parts:
+            return {}
+        ends = await consumer.end_offsets(parts)
+        starts = await consumer.beginning_offsets(parts)
+        committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
+    finally:
+        await consumer.stop()
+        await admin.close()
+    lag: dict[TopicPartition, int] = {}
+    for tp in parts:
+        meta = committed.get(tp)
+        # With no commit yet (or one below what retention kept) the group still has to read from the log start.
+        done = max(meta.offset if meta is not None else -1, starts[tp])
+        lag[tp] = max(0, ends[tp] - done)
+    return lag

@@ -10,6 +10,7 @@ import httpx
 
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
+from processors.labels import duplicate_kinds
 from processors.models import Briefing, ControlCommand, Document, RawFile
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
@@ -88,17 +89,23 @@ class Pipeline:
 
     def store(self, event: DocumentEvent) -> None:
         if event.type == "document" and event.document is not None and event.axis:
-            if self.state.put_document(event.axis, event.document):
+            with self.metrics.duckdb_write.labels(operation="document").time():
+                stored = self.state.put_document(event.axis, event.document)
+            if stored:
                 self.metrics.documents_stored.labels(axis=event.axis, kind=event.document.kind).inc()
+                if event.mtime is not None:
+                    self.metrics.end_to_end_lag.observe(max(0.0, self.clock().timestamp() - event.mtime))
                 log.info("stored %s for axis %s", event.path, event.axis)
         elif event.type == "deletion" and event.axis:
-            self.state.delete_path(event.axis, event.path, event.seen_at)
+            with self.metrics.duckdb_write.labels(operation="deletion").time():
+                self.state.delete_path(event.axis, event.path, event.seen_at)
         elif event.type == "rejection":
             from processors.models import Rejection
 
-            self.state.put_rejection(
-                Rejection(path=event.path, reason=event.reason or "rejected"), event.sha256, event.seen_at
-            )
+            with self.metrics.duckdb_write.labels(operation="rejection").time():
+                self.state.put_rejection(
+                    Rejection(path=event.path, reason=event.reason or "rejected"), event.sha256, event.seen_at
+                )
 
     async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:
         """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
@@ -172,13 +179,13 @@ class Pipeline:
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
         md, _ = self.files.write(briefing, basename, markdown)
-        self.state.record_emission(briefing, basename)
+        with self.metrics.duckdb_write.labels(operation="emission").time():
+            self.state.record_emission(briefing, basename)
         self.metrics.briefings_emitted.labels(axis=axis.name, trigger=command.trigger).inc()
         self.metrics.last_briefing.labels(axis=axis.name).set(self.clock().timestamp())
         self.metrics.window_documents.labels(axis=axis.name).set(len(documents))
-        dupes = sum(1 for s in briefing.sources if s.status == "duplicate")
-        if dupes:
-            self.metrics.duplicates.labels(axis=axis.name, kind="exact").inc(dupes)
+        for kind, count in duplicate_kinds(briefing.sources, documents).items():
+            self.metrics.duplicates.labels(axis=axis.name, kind=kind).inc(count)
         log.info(
             "emitted briefing %s (%d sources, %d increments, %d of %d arXiv ids verified)",
             md,

@@ -120,6 +120,7 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     web_port: int = 6066
     watcher_metrics_port: int = 6067
+    metrics_interval_seconds: float = 15.0  # how often polled gauges (lag, window size) are refreshed
     token: SecretStr | None = None
 
     @classmethod

@@ -13,7 +13,9 @@ from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
+from processors.labels import writer_label
 from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
@@ -23,6 +25,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 WATCHED = ("inbox", "paper_cards", "work-queue", "living")
+PROBE_TIMEOUT_SECONDS = 10.0
 
 
 def _ignored(name: str) -> bool:
@@ -96,7 +99,13 @@ class Watcher:
             if not force and now - since < self._s.quiet_seconds:
                 continue
             del self._pending[rel]
-            published += await self._publish(rel)
+            try:
+                published += await self._publish(rel)
+            except KafkaError as exc:
+                # The ledger has not moved: keep the path pending and retry once the broker answers again.
+                self._pending[rel] = (size, mtime, since)
+                log.warning("Kafka unreachable, %s stays pending: %s", rel, exc)
+                break
         return published
 
     async def scan(self) -> int:
@@ -128,7 +137,8 @@ class Watcher:
             self._metrics.documents_rejected.labels(reason="outside").inc()
             return 0
         st = path.stat()
-        self._metrics.documents_seen.labels(kind=kind).inc()
+        writer = writer_label(rel)
+        self._metrics.documents_seen.labels(kind=kind, writer=writer).inc()
         # An oversized file travels without its bytes so that the parser records the rejection.
         data = b"" if st.st_size > self._s.max_bytes else path.read_bytes()
         digest = hashlib.sha256(data).hexdigest() if data else f"size-{st.st_size}"
@@ -139,30 +149,48 @@ class Watcher:
         raw = RawFile(path=rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest)
         await self._send(raw)
         self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
-        self._metrics.documents_published.labels(kind=kind).inc()
+        self._metrics.documents_published.labels(kind=kind, writer=writer).inc()
         self._metrics.watcher_lag.observe(max(0.0, self._clock() - st.st_mtime))
         log.info("published %s (%d bytes)", rel, st.st_size)
         return 1
 
     async def _send(self, raw: RawFile) -> None:
-        fut = await self._producer.send(
-            self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
-        )
-        await fut
+        try:
+            fut = await self._producer.send(
+                self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
+            )
+            await fut
+        except KafkaError:
+            self._metrics.kafka_up.set(0)
+            raise
         self._metrics.kafka_up.set(1)
+
+    async def probe(self) -> bool:
+        """A metadata round trip, so that `predigest_kafka_up` stays true to life while nothing is sent."""
+        try:
+            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
+        except (KafkaError, TimeoutError, OSError) as exc:
+            log.warning("Kafka unreachable: %s", exc)
+            self._metrics.kafka_up.set(0)
+            return False
+        self._metrics.kafka_up.set(1)
+        return True
 
     async def run(self, stop: asyncio.Event) -> None:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
         count = await self.scan()
         log.info("startup scan published %d file(s) from %s", count, self._root)
         watch_task = asyncio.create_task(self._watch(stop))
-        last_rescan = self._clock()
+        last_rescan = last_probe = self._clock()
         try:
             while not stop.is_set():
                 await self.settle()
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
                     await self.scan()
                     last_rescan = self._clock()
+                if self._clock() - last_probe >= self._s.metrics_interval_seconds:
+                    await self.probe()
+                    last_probe = self._clock()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=0.2)
         finally:
@@ -182,6 +210,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     metrics = Metrics()
     producer = kafka_io.make_producer(settings)
     await producer.start()
+    metrics.kafka_up.set(1)  # start() has fetched the cluster's metadata
     ledger = Ledger(settings.ledger_file)
     try:
         watcher = Watcher(settings, producer, ledger, metrics)

@@ -83,7 +83,10 @@ async def test_the_briefing_carries_the_api_titles_then_the_cached_ones(
     assert 'predigest_arxiv_requests_total{outcome="ok"} 2.0' in metrics
     assert "predigest_arxiv_cache_hits_total 2.0" in metrics
     markdown = (s.out_dir / "inference" / "2026-09-27-inference-e1prep-flush-2220.md").read_text()
-    assert "| 1605.08386 | Heat-bath random walks with Markov bases | ★★★★ — arXiv 2016-05；arXiv API 已核验 |" in markdown
+    assert (
+        "| 1605.08386 | Heat-bath random walks with Markov bases | ★★★★ — arXiv 2016-05；arXiv API 已核验 |"
+        in markdown
+    )
     assert "未核验 arXiv 号：0 个" in markdown
     assert (s.state_dir / "arxiv-cache.duckdb").exists()
 

@@ -1,0 +1,53 @@
+"""The worker's polled gauges: window size, last briefings, the close schedule, consumer lag, Kafka up."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+from aiokafka.errors import KafkaError
+
+from processors.window import due_closes, window_bounds
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams import kafka_io
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CONSUMED_STAGES = ("raw", "documents", "control")
+LAG_TIMEOUT_SECONDS = 10.0
+
+
+def refresh_state_gauges(settings: Settings, state: StateStore, metrics: Metrics, now: datetime) -> None:
+    """Gauges read from this worker's state; they change with the clock, not only with events."""
+    window = window_bounds(now, settings.window_length)
+    for axis in settings.axes:
+        name = axis.name
+        metrics.window_documents.labels(axis=name).set(state.window_document_count(name, window))
+        emitted = state.last_emitted_at(name)
+        if emitted is not None:  # after a restart the gauge comes back from state, not from zero
+            metrics.last_briefing.labels(axis=name).set(emitted.timestamp())
+        closed = state.last_close_end(name)
+        metrics.last_close_end.labels(axis=name).set(closed.timestamp() if closed else 0.0)
+    if settings.close_enabled:
+        due = due_closes(None, now, settings.close_at, settings.tz, settings.grace)
+        if due:
+            metrics.close_due.set(due[-1].timestamp())
+
+
+async def refresh_consumer_lag(settings: Settings, metrics: Metrics) -> None:
+    """Ask the broker for the group's lag; the round trip doubles as the worker's Kafka reachability."""
+    topics = [settings.kafka.topic(stage) for stage in CONSUMED_STAGES]
+    try:
+        lag = await asyncio.wait_for(
+            kafka_io.group_lag(settings, settings.app_id, topics), LAG_TIMEOUT_SECONDS
+        )
+    except (KafkaError, TimeoutError, OSError) as exc:
+        metrics.kafka_up.set(0)
+        log.warning("Kafka at %s unreachable while reading consumer lag: %s", settings.kafka.bootstrap, exc)
+        return
+    metrics.kafka_up.set(1)
+    for tp, value in lag.items():
+        metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(value)

@@ -1,0 +1,177 @@
+"""The observation points without Kafka: what the pipeline, the polled gauges and the watcher report."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+from zoneinfo import ZoneInfo
+
+import pytest
+from aiokafka.errors import KafkaConnectionError
+
+from processors.models import ControlCommand, RawFile
+from sinks.ledger import Ledger
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.gauges import refresh_state_gauges
+from streams.pipeline import Pipeline
+from streams.settings import KafkaSettings, Settings
+from streams.watcher import Watcher
+
+SH = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 9, 27, 22, 30, tzinfo=SH)  # ten minutes after the 22:20 close, five after its grace
+
+
+def _settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "root": tmp_path / "root",
+        "state_dir": tmp_path / "state",
+        "out_dir": tmp_path / "out",
+        "kafka": KafkaSettings(bootstrap="127.0.0.1:9"),
+        "quiet_seconds": 0.0,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def _raw(path: str, text: str, mtime: float) -> RawFile:
+    data = text.encode()
+    return RawFile(
+        path=path, content=data, size=len(data), mtime=mtime, sha256=hashlib.sha256(data).hexdigest()
+    )
+
+
+def value(m: Metrics, name: str, **labels: str) -> float | None:
+    return m.registry.get_sample_value(name, labels)
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Pipeline:
+    s = _settings(tmp_path)
+    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: NOW)
+
+
+def test_storing_a_note_observes_end_to_end_lag_and_the_duckdb_write(pipeline: Pipeline) -> None:
+    m = pipeline.metrics
+    mtime = NOW.timestamp() - 42.0
+    for event in pipeline.route(
+        _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime)
+    ):
+        pipeline.store(event)
+    assert value(m, "predigest_end_to_end_lag_seconds_count") == 1
+    assert value(m, "predigest_end_to_end_lag_seconds_sum") == pytest.approx(42.0)
+    assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="30.0") == 0
+    assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="60.0") == 1
+    assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="document") == 1
+    # A replayed record writes no row, so it is no new end-to-end observation.
+    for event in pipeline.route(
+        _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime)
+    ):
+        pipeline.store(event)
+    assert value(m, "predigest_end_to_end_lag_seconds_count") == 1
+
+
+async def test_a_briefing_counts_exact_duplicates_and_times_the_emission_write(pipeline: Pipeline) -> None:
+    m = pipeline.metrics
+    text = "# vLLM 推理\nKV cache serving arXiv:2609.23130\n"
+    for path in ("inbox/jay/2026-09-27-1000-a.md", "inbox/tom/2026-09-27-1100-b.md"):
+        for event in pipeline.route(_raw(path, text, NOW.timestamp())):
+            pipeline.store(event)
+    end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+    command = ControlCommand(
+        axis="inference", trigger="close", end=end, requested_at=NOW, request_id=uuid4().hex
+    )
+    assert await pipeline.brief(command) is not None
+    assert value(m, "predigest_duplicates_total", axis="inference", kind="exact") == 1
+    assert value(m, "predigest_briefings_emitted_total", axis="inference", trigger="close") == 1
+    assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="emission") == 1
+
+
+async def test_polled_gauges_follow_the_clock_and_come_back_from_state(pipeline: Pipeline) -> None:
+    s, state, m = pipeline.settings, pipeline.state, pipeline.metrics
+    for event in pipeline.route(_raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache", 0.0)):
+        pipeline.store(event)
+    refresh_state_gauges(s, state, m, NOW)
+    assert value(m, "predigest_window_documents", axis="inference") == 1
+    assert value(m, "predigest_window_documents", axis="risk") == 0
+    # The 22:20 close is due once its five-minute grace has passed; never closed yet: 0, so the alert sees it.
+    assert (
+        value(m, "predigest_close_due_timestamp_seconds")
+        == datetime(2026, 9, 27, 22, 20, tzinfo=SH).timestamp()
+    )
+    assert value(m, "predigest_last_close_window_end_timestamp_seconds", axis="inference") == 0
+    # Within the grace the previous day's close is the due one.
+    refresh_state_gauges(s, state, m, datetime(2026, 9, 27, 22, 23, tzinfo=SH))
+    assert (
+        value(m, "predigest_close_due_timestamp_seconds")
+        == datetime(2026, 9, 26, 22, 20, tzinfo=SH).timestamp()
+    )
+
+    end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+    await pipeline.brief(
+        ControlCommand(axis="inference", trigger="close", end=end, requested_at=NOW, request_id="r")
+    )
+    fresh = Metrics()  # a restarted worker: the gauges come back from the state file
+    refresh_state_gauges(s, state, fresh, NOW + timedelta(days=1, hours=1))
+    assert (
+        value(fresh, "predigest_last_close_window_end_timestamp_seconds", axis="inference") == end.timestamp()
+    )
+    emitted = value(fresh, "predigest_last_briefing_timestamp_seconds", axis="inference")
+    assert emitted is not None and abs(emitted - datetime.now(UTC).timestamp()) < 60
+    assert value(fresh, "predigest_window_documents", axis="inference") == 0  # a day later: out of the window
+
+
+def test_without_scheduled_closes_no_close_is_ever_due(tmp_path: Path) -> None:
+    s = _settings(tmp_path, close_enabled=False)
+    m = Metrics()
+    refresh_state_gauges(s, StateStore(s.state_file), m, NOW)
+    assert value(m, "predigest_close_due_timestamp_seconds") == 0
+
+
+class FlakyProducer:
+    """Refuses while `down`; records what it sent otherwise."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.sent: list[bytes] = []
+        self.client = self
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
+        if self.down:
+            raise KafkaConnectionError("broker down")
+        self.sent.append(key)
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    async def fetch_all_metadata(self) -> None:
+        if self.down:
+            raise KafkaConnectionError("broker down")
+
+
+async def test_the_watcher_keeps_a_file_pending_while_kafka_is_down(tmp_path: Path) -> None:
+    s = _settings(tmp_path)
+    rel = "inbox/jay/2026-09-27-1000-a.md"
+    (s.root / "inbox" / "jay").mkdir(parents=True)
+    (s.root / rel).write_text("# a\nvLLM\n", encoding="utf-8")
+    producer, m = FlakyProducer(), Metrics()
+    ledger = Ledger(s.ledger_file)
+    watcher = Watcher(s, producer, ledger, m)  # type: ignore[arg-type]
+    watcher.mark(rel)
+    assert await watcher.settle(force=True) == 0
+    assert value(m, "predigest_kafka_up") == 0
+    assert await watcher.probe() is False
+    assert ledger.get(rel) is None
+
+    producer.down = False
+    assert await watcher.probe() is True
+    assert value(m, "predigest_kafka_up") == 1
+    assert await watcher.settle(force=True) == 1  # the same path, still pending, goes out now
+    assert producer.sent == [rel.encode()]
+    assert value(m, "predigest_documents_published_total", kind="inbox", writer="jay") == 1
+    assert value(m, "predigest_watcher_lag_seconds_count") == 1
+    ledger.close()
