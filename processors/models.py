@@ -63,6 +63,7 @@ class Document(Frozen):
     arxiv_ids: tuple[str, ...] = ()  # normalised, without version, in order of first appearance
     text: str
     text_hash: str  # sha256 of the normalised text (exact-duplicate key)
+    signature: tuple[int, ...] = ()  # MinHash of the text's shingles (processors.near_duplicates); () if tiny
     front_matter: dict[str, object] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
