@@ -30,6 +30,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
+from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates
 from processors.window import in_window
 
 ARXIV_CREDIBILITY = "★★★★ — arXiv"
@@ -250,19 +251,17 @@ def assemble_briefing(
     increment_range: tuple[int, int] = (3, 8),
     last_d_number: int = 0,
     zone: ZoneInfo,
+    near_duplicate_threshold: float = 0.8,
 ) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window."""
     docs = sorted(
         (d for d in documents if d.kind != "living" and in_window(d.event_time, window)), key=_sort_key
     )
     relevance = {d.path: _relevance(d, axis) for d in docs}
-    kept_by_hash: dict[str, str] = {}
-    duplicate_of: dict[str, str] = {}
-    for d in docs:
-        if d.text_hash in kept_by_hash:
-            duplicate_of[d.path] = kept_by_hash[d.text_hash]
-        else:
-            kept_by_hash[d.text_hash] = d.path
+    dups = find_duplicates(
+        (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs), near_duplicate_threshold
+    )
+    duplicate_of = {path: dup.kept for path, dup in dups.items()}
     kept = [d for d in docs if d.path not in duplicate_of]
 
     anchored: set[str] = set(earlier_cited_ids)
@@ -309,7 +308,7 @@ def assemble_briefing(
         elif d.path not in contributed:
             status = "no_increment"
             no_increment.append(NoIncrementSource(path=d.path, reason=NO_INCREMENT_REASON))
-        sources.append(_source_entry(d, relevance[d.path], status, duplicate_of.get(d.path)))
+        sources.append(_source_entry(d, relevance[d.path], status, dups.get(d.path)))
     for d in sorted(superseded, key=_sort_key):
         sources.append(_source_entry(d, _relevance(d, axis), "superseded", None))
 
@@ -352,7 +351,7 @@ def assemble_briefing(
     )
 
 
-def _source_entry(d: Document, rel: Relevance, status: SourceStatus, dup: str | None) -> SourceEntry:
+def _source_entry(d: Document, rel: Relevance, status: SourceStatus, dup: DuplicateOf | None) -> SourceEntry:
     return SourceEntry(
         path=d.path,
         writer=d.writer,
@@ -362,7 +361,9 @@ def _source_entry(d: Document, rel: Relevance, status: SourceStatus, dup: str | 
         title=d.title,
         relevance=rel,
         status=status,
-        duplicate_of=dup,
+        duplicate_of=dup.kept if dup else None,
+        duplicate_kind=dup.kind if dup else None,
+        similarity=dup.similarity if dup else None,
         warnings=list(d.warnings),
     )
 

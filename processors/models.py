@@ -128,6 +128,8 @@ class SourceEntry(Frozen):
     relevance: Relevance
     status: SourceStatus
     duplicate_of: str | None = None
+    duplicate_kind: Literal["exact", "near"] | None = None
+    similarity: float | None = None  # estimated Jaccard with `duplicate_of`
     warnings: list[str] = Field(default_factory=list)
 
 

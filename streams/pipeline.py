@@ -112,6 +112,7 @@ class Pipeline:
             increment_range=(self.settings.increment_min, self.settings.increment_max),
             last_d_number=last_d,
             zone=self.settings.tz,
+            near_duplicate_threshold=self.settings.near_duplicate_threshold,
         )
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
@@ -120,9 +121,9 @@ class Pipeline:
         self.metrics.briefings_emitted.labels(axis=axis.name, trigger=command.trigger).inc()
         self.metrics.last_briefing.labels(axis=axis.name).set(self.clock().timestamp())
         self.metrics.window_documents.labels(axis=axis.name).set(len(documents))
-        dupes = sum(1 for s in briefing.sources if s.status == "duplicate")
-        if dupes:
-            self.metrics.duplicates.labels(axis=axis.name, kind="exact").inc(dupes)
+        for s in briefing.sources:
+            if s.status == "duplicate":
+                self.metrics.duplicates.labels(axis=axis.name, kind=s.duplicate_kind or "exact").inc()
         log.info(
             "emitted briefing %s (%d sources, %d increments)",
             md,
