@@ -15,10 +15,12 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from processors import near_duplicates as nd
 from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates, signature, similarity
-from processors.text import text_hash
+from processors.text import normalise_text, text_hash
 from tests.processors.near_dup_samples import (
     EN_NOTE,
     EN_NOTE_EDITED,
@@ -48,6 +50,17 @@ def test_cjk_runs_become_character_bigrams_and_latin_runs_words() -> None:
 
 def test_shingles_are_taken_after_normalisation() -> None:
     assert nd.shingles("**ＫＶ　Cache**（压缩）") == nd.shingles("kv cache (压缩)")
+
+
+_MARKDOWNISH = st.text(
+    alphabet=st.sampled_from(list("ab Z9_*`#>|~[]-=+.\n\t\u3000ＫＶ（）压缩の한éİﬁ²")), max_size=80
+)
+
+
+@given(_MARKDOWNISH)
+def test_shingles_equal_those_of_normalise_text(text: str) -> None:
+    # shingles() skips normalise_text's noise and whitespace passes: they must never change a token.
+    assert nd.shingles(text) == nd._tokens(normalise_text(text))
 
 
 def test_signature_is_a_json_serialisable_digest_of_num_perm_ints() -> None:
