@@ -121,7 +121,7 @@ def find_duplicates(items: Iterable[Fingerprint], threshold: float = 0.8) -> dic
         if kept is not f:
             result[f.key] = DuplicateOf(kept=kept.key, kind="exact", similarity=1.0, matched=kept.key)
 
-    bands, rows = lsh_bands(threshold)
+    bands, rows = lsh_bands(threshold, NUM_PERM)
     # One dict per band: hash of the band's values -> the first document that had them. Keeping only the
     # first keeps memory at one entry per band and document, and a tight cluster of near-identical
     # documents costs one check per band instead of one per member.
