@@ -82,7 +82,7 @@ def signature(text: str) -> Signature:
 def signatures(texts: Iterable[str]) -> list[Signature]:
     """`signature` of many texts."""
     # rensa's batch API (RMinHash.digests_from_token_sets) measured slower here: shingling in Python is
-    # over 90 % of the time, and the batch call only adds list copies (bench/near_dup_eval.py).
+    # over 90 % of the time, and the batch call only adds list copies (bench/near_dup_speed.py).
     return [signature(t) for t in texts]
 
 
