@@ -230,3 +230,13 @@ def test_lsh_keeps_a_large_window_sub_quadratic(monkeypatch: pytest.MonkeyPatch)
     assert all(d.kept == "c0" for d in dups.values())
     pairs = len(items) * (len(items) - 1) // 2
     assert calls[0] < 50 * len(items) < pairs // 20
+
+
+def test_signatures_of_another_scheme_fall_back_to_exact_dedup() -> None:
+    # e.g. documents parsed before NUM_PERM changed: never compared slot by slot with the new ones.
+    old = Fingerprint("a", T0, text_hash(ZH_NOTE), signature(ZH_NOTE)[:64])
+    new = fp("b", ZH_NOTE_EDITED, 1)
+    copy = Fingerprint("c", T0 + timedelta(minutes=2), text_hash(ZH_NOTE), signature(ZH_NOTE)[:64])
+    assert find_duplicates([old, new, copy]) == {
+        "c": DuplicateOf(kept="a", kind="exact", similarity=1.0, matched="a")
+    }
