@@ -36,6 +36,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
+from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, RelevanceRules, declared_axes, is_low, relevance
 from processors.sources import no_increment, source_entry, work_queue_items
@@ -55,16 +56,11 @@ class BriefingRules(Frozen):
     credibility: CredibilityRules = CredibilityRules()
 
 
-def _duplicates(docs: Sequence[Document]) -> dict[str, str]:
-    """path → the earliest path with the same normalised text."""
-    kept: dict[str, str] = {}
-    dup: dict[str, str] = {}
-    for d in docs:
-        if d.text_hash in kept:
-            dup[d.path] = kept[d.text_hash]
-        else:
-            kept[d.text_hash] = d.path
-    return dup
+def _duplicates(docs: Sequence[Document], threshold: float) -> dict[str, DuplicateOf]:
+    """path → the earliest document with the same, or nearly the same, text (MinHash Jaccard ≥ threshold)."""
+    return find_duplicates(
+        (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs), threshold
+    )
 
 
 def _other_axis(doc: Document, axis: str, scores: Mapping[str, float]) -> str | None:
@@ -118,6 +114,7 @@ def assemble_briefing(
     lang: Lang = "zh",
     rules: BriefingRules | None = None,
     arxiv_records: Mapping[str, EnrichedId] = NO_RECORDS,
+    near_duplicate_threshold: float = 0.8,
 ) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window."""
     rules = rules or BriefingRules()
@@ -133,8 +130,8 @@ def assemble_briefing(
         return d.kind != "living" and (in_window(d.event_time, window) or own_baseline)
 
     docs = sorted((d for d in documents if belongs(d)), key=lambda d: (d.event_time, d.path))
-    duplicate_of = _duplicates(docs)
-    kept = [d for d in docs if d.path not in duplicate_of]
+    duplicates = _duplicates(docs, near_duplicate_threshold)
+    kept = [d for d in docs if d.path not in duplicates]
 
     living_map = dict(other_living or {})
     living_map[axis.name] = living
@@ -205,7 +202,7 @@ def assemble_briefing(
         if d.path in used:
             sources.append(source_entry(d, axis.name, rel[d.path], "used", None, lang))
             continue
-        dup = duplicate_of.get(d.path)
+        dup = duplicates.get(d.path)
         sources.append(
             source_entry(d, axis.name, rel[d.path], "duplicate" if dup else "no_increment", dup, lang)
         )
@@ -214,7 +211,7 @@ def assemble_briefing(
                 d,
                 axis=axis.name,
                 rel=rel[d.path],
-                duplicate_of=dup,
+                duplicate=dup,
                 low=d.path in low,
                 other_axis=_other_axis(d, axis.name, scores[d.path]),
                 anchored=anchored,

@@ -13,6 +13,7 @@ from frontmatter.default_handlers import YAMLHandler
 from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
 from processors.models import Document, Kind, RawFile, Section
+from processors.near_duplicates import signature
 from processors.text import text_hash
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -259,6 +260,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
         arxiv_ids=tuple(dict.fromkeys(ids)),
         text=body,
         text_hash=text_hash(body),
+        signature=signature(body),
         front_matter=front,
         warnings=tuple(warnings),
         baseline_axis=baseline_axis,

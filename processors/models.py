@@ -63,6 +63,7 @@ class Document(Frozen):
     arxiv_ids: tuple[str, ...] = ()  # normalised, without version, in order of first appearance
     text: str
     text_hash: str  # sha256 of the normalised text (exact-duplicate key)
+    signature: tuple[int, ...] = ()  # MinHash of the text's shingles (processors.near_duplicates); () if tiny
     front_matter: dict[str, object] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
@@ -128,6 +129,8 @@ class SourceEntry(Frozen):
     relevance: Relevance
     status: SourceStatus
     duplicate_of: str | None = None
+    duplicate_kind: Literal["exact", "near"] | None = None
+    similarity: float | None = None  # estimated Jaccard with `duplicate_of`
     warnings: list[str] = Field(default_factory=list)
     topic: str = ""  # one line built from the source's headings
 

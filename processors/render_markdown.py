@@ -56,6 +56,8 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         return f"{s.event_time.astimezone(zone):%H:%M} · {_size(s.bytes)}"
 
     def status(s: SourceEntry) -> str:
+        if s.status == "duplicate" and s.duplicate_kind == "near":
+            return t["near_duplicate"].format(of=s.duplicate_of or "?", similarity=f"{s.similarity or 0:.2f}")
         return t["duplicate"].format(of=s.duplicate_of or "?") if s.status == "duplicate" else t[s.status]
 
     def file_cell(s: SourceEntry) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from processors.arxiv_ids import card_number_from_name
 from processors.i18n import Lang, say
 from processors.models import Document, NoIncrementSource, Relevance, SourceEntry, SourceStatus
+from processors.near_duplicates import DuplicateOf
 from processors.units import card_anchors
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
@@ -32,7 +33,7 @@ def topic_line(doc: Document, axis: str, lang: Lang, limit: int = 90) -> str:
 
 
 def source_entry(
-    doc: Document, axis: str, rel: Relevance, status: SourceStatus, duplicate_of: str | None, lang: Lang
+    doc: Document, axis: str, rel: Relevance, status: SourceStatus, duplicate: DuplicateOf | None, lang: Lang
 ) -> SourceEntry:
     return SourceEntry(
         path=doc.path,
@@ -43,7 +44,9 @@ def source_entry(
         title=doc.title,
         relevance=rel,
         status=status,
-        duplicate_of=duplicate_of,
+        duplicate_of=duplicate.kept if duplicate else None,
+        duplicate_kind=duplicate.kind if duplicate else None,
+        similarity=duplicate.similarity if duplicate else None,
         warnings=list(doc.warnings),
         topic=topic_line(doc, axis, lang),
     )
@@ -54,7 +57,7 @@ def no_increment(
     *,
     axis: str,
     rel: Relevance,
-    duplicate_of: str | None,
+    duplicate: DuplicateOf | None,
     low: bool,
     other_axis: str | None,
     anchored: Collection[str],
@@ -68,8 +71,12 @@ def no_increment(
     def out(code: str, key: str, **values: object) -> NoIncrementSource:
         return NoIncrementSource(path=doc.path, reason=say(key, lang, **values), code=code)
 
-    if duplicate_of is not None:
-        return out("duplicate", "why.duplicate", of=duplicate_of)
+    if duplicate is not None and duplicate.kind == "near":
+        return out(
+            "duplicate", "why.near_duplicate", of=duplicate.kept, similarity=f"{duplicate.similarity:.2f}"
+        )
+    if duplicate is not None:
+        return out("duplicate", "why.duplicate", of=duplicate.kept)
     if rel.label == "基线":
         return out("baseline", "why.baseline")
     if doc.kind == "baseline":

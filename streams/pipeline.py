@@ -10,7 +10,6 @@ import httpx
 
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
-from processors.labels import duplicate_kinds
 from processors.models import Briefing, ControlCommand, Document, RawFile
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
@@ -175,6 +174,7 @@ class Pipeline:
             lang=self.settings.lang,
             rules=self.settings.rules,
             arxiv_records=arxiv_records,
+            near_duplicate_threshold=self.settings.near_duplicate_threshold,
         )
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
@@ -184,8 +184,9 @@ class Pipeline:
         self.metrics.briefings_emitted.labels(axis=axis.name, trigger=command.trigger).inc()
         self.metrics.last_briefing.labels(axis=axis.name).set(self.clock().timestamp())
         self.metrics.window_documents.labels(axis=axis.name).set(len(documents))
-        for kind, count in duplicate_kinds(briefing.sources, documents).items():
-            self.metrics.duplicates.labels(axis=axis.name, kind=kind).inc(count)
+        for s in briefing.sources:
+            if s.status == "duplicate":
+                self.metrics.duplicates.labels(axis=axis.name, kind=s.duplicate_kind or "exact").inc()
         log.info(
             "emitted briefing %s (%d sources, %d increments, %d of %d arXiv ids verified)",
             md,

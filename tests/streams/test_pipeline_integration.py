@@ -57,6 +57,12 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
     by_path = {s.path: s for s in briefing.sources}
     assert "inbox/tom/2026-09-20-0900-old-inference-note.md" not in by_path  # a week old: outside the window
     assert by_path["inbox/tom/2026-09-26-inference-e1prep.md"].relevance.label == "基线"
+    repost = by_path["inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"]
+    assert (repost.status, repost.duplicate_kind) == ("duplicate", "near")
+    assert (
+        repost.duplicate_of
+        == "inbox/jay/2026-09-27-1620-csdn-inference-engineering-llmops-speculative-decoding-sep27.md"
+    )
     assert by_path["inbox/jay/2026-09-27-1335-jay-security-inference-rag-stack-sep27.md"].status == "used"
     assert {"2607.20468", "2609.23130", "2609.06674", "2609.19969"} <= set(briefing.summary.new_arxiv)
     assert "2511.01815" in briefing.summary.continued_arxiv  # the living document cites KVTC
