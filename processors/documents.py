@@ -22,7 +22,8 @@ _BASELINE_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[-T]\d{4})?-)?(?P<axis>.+?)-
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SECTION_NO_RE = re.compile(r"§\s*(\d+(?:\.\d+)*)")
-_PLAIN_NO_RE = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)\.?(?=\s|$)")
+# `2.4 Title`, `3. Title`, and keycap numbers like `1️⃣ Pruning` (digit, optional VS16, U+20E3).
+_PLAIN_NO_RE = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)(?:\ufe0f?\u20e3)?\.?(?=\s|$)")
 _VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
 _YAML = YAMLHandler()
 # A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").

@@ -210,10 +210,9 @@ def _points(cluster: Cluster, limit: int) -> list[str]:
     return out
 
 
-def _relation(s: LivingSection, via: Literal["arxiv_id", "text"]) -> SectionRelation:
-    return SectionRelation(
-        section=section_label(s), title=section_title(s), anchored=anchored_names(s), via=via
-    )
+def _relation(s: LivingSection, via: Literal["arxiv_id", "text"], ids: Sequence[str]) -> SectionRelation:
+    names = anchored_names(s, first=ids)
+    return SectionRelation(section=section_label(s), title=section_title(s), anchored=names, via=via)
 
 
 def _suggestions(cluster: Cluster, points: Sequence[str], ctx: Context) -> list[SectionSuggestion]:
@@ -258,11 +257,11 @@ def _relations(
     cluster: Cluster, suggestions: Sequence[SectionSuggestion], ctx: Context
 ) -> list[SectionRelation]:
     """Sections that cite the cluster's ids, then the sections it was matched to by text."""
-    out = {section_label(s): _relation(s, "arxiv_id") for s in ctx.matcher.citing(cluster.ids)}
+    out = {section_label(s): _relation(s, "arxiv_id", cluster.ids) for s in ctx.matcher.citing(cluster.ids)}
     for sug in suggestions:
         s = ctx.matcher.by_label(sug.section)
         if s is not None:
-            out.setdefault(sug.section, _relation(s, "text"))
+            out.setdefault(sug.section, _relation(s, "text", cluster.ids))
     return list(out.values())[:4]
 
 

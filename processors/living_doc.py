@@ -66,7 +66,7 @@ def section_title(section: LivingSection) -> str:
     title = section.heading
     if section.number:
         title = re.sub(rf"^\s*{re.escape(section.number)}\.?\s*", "", title)
-        title = re.sub(r"^\s*\d+(?:\.\d+)*\.?\s+", "", title)
+        title = re.sub(r"^\s*\d+(?:\.\d+)*(?:\ufe0f?\u20e3)?\.?\s+", "", title)
     return title.strip() or section.heading
 
 
@@ -77,11 +77,33 @@ def sections_citing(living: LivingDoc, arxiv_id: str) -> list[str]:
     return list(dict.fromkeys(labels))
 
 
-def anchored_names(section: LivingSection, limit: int = 6) -> list[str]:
-    """Short names of what a section already anchors: the words right before each cited id."""
+_LINK = re.compile(r"\[([^\]]{2,200})\]\(([^)\s]+)\)")
+
+
+def _link_names(text: str) -> dict[str, str]:
+    """arXiv id → the text of the Markdown link that points at it (`[**SnapKV: …**](…/abs/2404.14469)`)."""
+    out: dict[str, str] = {}
+    for m in _LINK.finditer(text):
+        for arxiv_id in extract_arxiv_ids(m.group(2)):
+            name = m.group(1).strip(" *_.")
+            out.setdefault(arxiv_id, name.split(":")[0].strip() if len(name) > 40 and ":" in name else name)
+    return out
+
+
+def anchored_names(section: LivingSection, limit: int = 6, first: Collection[str] = ()) -> list[str]:
+    """Short names of what a section already anchors (the ids in `first` leading): link texts, else the
+    words right before each id."""
     names: list[str] = []
-    for arxiv_id in section.arxiv_ids:
+    links = _link_names(section.text)
+    wanted = {strip_version(i) for i in first}
+    for arxiv_id in sorted(section.arxiv_ids, key=lambda i: i not in wanted):
         pos = section.text.find(arxiv_id)
+        if arxiv_id in links:
+            if links[arxiv_id] not in names:
+                names.append(links[arxiv_id][:40])
+            if len(names) >= limit:
+                break
+            continue
         if pos < 0:
             continue
         before = _OPEN.sub("", section.text[:pos])

@@ -59,5 +59,32 @@ def test_real_awesome_readme() -> None:
     assert len(living.cited_ids) >= 150
     headings = [s.heading for s in living.sections]
     assert "1️⃣ Pruning / Evicting / Sparse" in headings
-    assert all(s.number is None for s in living.sections)
-    assert sections_citing(living, "2404.14469") == ["1️⃣ Pruning / Evicting / Sparse"]
+    # Keycap digits number the method sections: 1️⃣ … 8️⃣ are §1 … §8.
+    assert [s.number for s in living.sections if s.number] == [f"§{n}" for n in range(1, 9)]
+    assert sections_citing(living, "2404.14469") == ["§1"]
+
+
+def test_known_vs_new_and_sections_against_the_real_kv_cache_living_document() -> None:
+    from tests.processors.notes import brief, note
+
+    real = (CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md").read_text()
+    living_doc = note("living/inference.md", real)
+    snap = note(
+        "inbox/jay/2026-09-27-1000-snapkv.md",
+        "# KV 剪枝笔记\n\n## SnapKV 复现\narXiv:2404.14469 SnapKV 在 vLLM 推理上复现：KV cache 内存降低 3.6×，"
+        "pruning / evicting 的 observation window 有效。\n",
+    )
+    fresh = note(
+        "inbox/jay/2026-09-27-1100-new.md",
+        "# 新论文\n\n## KV cache quantization 新方法\narXiv:2609.11111 提出 2-bit KV cache quantization，"
+        "吞吐量提升 2.1×，精度损失 0.3%。\n",
+    )
+    b = brief([snap, fresh], living_doc=living_doc)
+    assert b.summary.continued_arxiv == ["2404.14469"] and b.summary.new_arxiv == ["2609.11111"]
+    sections = b.living_doc.sections
+    assert sections["§1"] == "Pruning / Evicting / Sparse" and sections["§5"] == "Quantization"
+    by_id = {i: inc for inc in b.increments for i in inc.arxiv}
+    snapkv = by_id["2404.14469"]  # continued, but it brings a figure the document does not have
+    assert snapkv.related_sections[0] == "§1" and snapkv.relations[0].via == "arxiv_id"
+    assert "SnapKV" in snapkv.relations[0].anchored[0]
+    assert "§5" in by_id["2609.11111"].suggested_sections  # a quantization paper goes to 5️⃣ Quantization
