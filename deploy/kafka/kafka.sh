@@ -47,7 +47,8 @@ port_free() { python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1
 
 launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answers
   local data="$1" port="$2"
-  nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 &
+  # setsid: a Ctrl-C in the terminal that started it must not take the shared broker down with it.
+  setsid nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 &
   echo $! > "$data/kafka.pid"
   echo "127.0.0.1:$port" > "$data/bootstrap"
   for _ in $(seq 1 180); do
