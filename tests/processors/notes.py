@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from processors.axes import assign_axes
 from processors.briefing import BriefingRules, assemble_briefing, max_d_number
 from processors.documents import parse_document
 from processors.i18n import Lang
@@ -104,7 +105,7 @@ def brief(
 
 
 def example_documents() -> list[Document]:
-    """Every file of the repository's example root, parsed."""
+    """The example root's files that the pipeline routes to the inference axis, parsed."""
     docs = []
     for p in sorted(EXAMPLE_ROOT.rglob("*.md")):
         data = p.read_bytes()
@@ -112,5 +113,7 @@ def example_documents() -> list[Document]:
         raw = RawFile(
             path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest()
         )
-        docs.append(parse_document(raw, zone=SH))
+        doc = parse_document(raw, zone=SH)
+        if INFERENCE.name in assign_axes(doc, AXES):
+            docs.append(doc)
     return docs

@@ -67,9 +67,20 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
     assert {"2607.20468", "2609.23130", "2609.06674", "2609.19969"} <= set(briefing.summary.new_arxiv)
     assert "2511.01815" in briefing.summary.continued_arxiv  # the living document cites KVTC
     increments = {i: inc for inc in briefing.increments for i in inc.arxiv}
+    assert {"2609.23130", "2607.20468", "2609.06674", "2609.19969"} <= set(increments)
+    assert "2511.01815" not in increments  # continued and nothing new about it
+    assert any(inc.title.startswith("CSDN 推理工程化") and not inc.arxiv for inc in briefing.increments)
     assert increments["2609.19969"].suggested_sections[0] == "§3.3"  # the card's anchor
-    assert "§3.8" in increments["2609.06674"].suggested_sections
-    assert briefing.discrepancies[0].id == "D195"  # yesterday's baseline ended at D194
+    assert "§3.6" in increments["2609.23130"].suggested_sections  # Mooncake's figures: tiered offloading
+    assert "§3.8" in increments["2609.06674"].suggested_sections  # a side channel: KV cache security
+    # Yesterday's baseline ended at D194; the D series goes on, version conflict first.
+    assert [(d.id, d.kind) for d in briefing.discrepancies][:4] == [
+        ("D195", "version_conflict"),
+        ("D196", "arxiv_id_conflict"),
+        ("D197", "future_arxiv_id"),
+        ("D198", "flagged"),
+    ]
+    assert "vLLM 0.3.3" in briefing.discrepancies[0].subject
     assert briefing.living_doc.version == "v3.44"
     for heading in ("状态摘要", "一、检查过的来源清单", "二、增量条目", "七、建议今晚 E2 活文档更新优先级"):
         assert heading in markdown
