@@ -71,7 +71,8 @@ def assess(
     rules: CredibilityRules,
     lang: Lang,
 ) -> Credibility:
-    """Stars from the kind of source, +1 when independent notes agree, −1 when a claim is flagged."""
+    """Stars from the kind of source, +1 when independent notes agree; a flagged claim is noted, and the
+    D-items carry it, rather than marking the whole increment down."""
     kind = source_kind(ids, urls, titles, rules)
     stars = getattr(rules, kind)
     notes: list[str] = []
@@ -86,7 +87,6 @@ def assess(
         stars += 1
         notes.append(say("cred.support", lang, n=supporting_docs))
     if flagged:
-        stars -= 1
         notes.append(say("cred.flagged", lang))
     stars = max(1, min(5, stars))
     sep = "；" if lang == "zh" else "; "

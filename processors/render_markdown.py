@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,11 +21,14 @@ class _Trusted(str):
     """Text the template wrote itself (a table header); `esc` leaves it alone."""
 
 
+_SPACE = re.compile(r"\s+")
+
+
 def esc(value: Any) -> str:
-    """Escape a value for Markdown tables and HTML: `|`, newlines, `<`, `>`, `&`."""
+    """Escape a value for Markdown tables and HTML: `|`, newlines (to one space), `<`, `>`, `&`."""
     if isinstance(value, _Trusted):
         return str(value)
-    flat = " ".join(str(value).split()) if value is not None else ""
+    flat = _SPACE.sub(" ", str(value)) if value is not None else ""
     return html.escape(flat, quote=False).replace("|", "\\|")
 
 
@@ -63,7 +67,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     def file_cell(s: SourceEntry) -> str:
         name = s.path.rpartition("/")[2]
         extra = "" if s.status in ("used", "no_increment") else f" · {status(s)}"
-        return f"{name}（{when(s)} · {s.topic or s.title}{extra}）"
+        return f"{name}{t['lp']}{when(s)} · {s.topic or s.title}{extra}{t['rp']}"
 
     def relevance(s: SourceEntry) -> str:
         label = RELEVANCE_EN.get(s.relevance.label, s.relevance.label) if lang == "en" else s.relevance.label
@@ -87,13 +91,13 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         tail = t["rel_new"] if inc.novelty == "new" else t["rel_cont"]
         if inc.highlights:
             tail += sep + t["rel_figures"].format(figures=" / ".join(inc.highlights))
-        return f"{living} " + "；".join(parts) + "；" + tail
+        return f"{living} " + t["semi"].join(parts) + t["semi"] + tail
 
     core = " ".join(
         f"{_CIRCLED[i] if i < len(_CIRCLED) else i + 1} "
         + (f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else "")
         + inc.title
-        + (f"（{' / '.join(inc.highlights)}）" if inc.highlights else "")
+        + (f"{t['lp']}{' / '.join(inc.highlights)}{t['rp']}" if inc.highlights else "")
         for i, inc in enumerate(b.increments)
     )
     new, cont = b.summary.new_arxiv, b.summary.continued_arxiv

@@ -18,9 +18,11 @@ def test_an_arxiv_paper_outranks_a_community_blog() -> None:
     assert _stars() == 2
 
 
-def test_agreement_raises_and_a_flagged_claim_lowers_the_stars() -> None:
+def test_agreement_raises_the_stars_and_a_flagged_claim_is_noted() -> None:
     assert _stars(ids=["2609.23130"], supporting_docs=3) == 5
-    assert _stars(urls=["https://blog.csdn.net/x"], flagged=True) == 2
+    flagged = assess(ids=[], urls=["https://blog.csdn.net/x"], titles=[], supporting_docs=1, flagged=True,
+                     verified=None, rules=RULES, lang="zh")  # fmt: skip
+    assert (flagged.stars, flagged.text) == (3, "★★★ — 技术社区博客；含待核实说法⚠")
 
 
 def test_the_rules_are_configurable_and_the_text_says_why() -> None:
