@@ -46,7 +46,9 @@ def ensure_local_broker(settings: Settings) -> str:
     """Return the bootstrap of the embedded broker, starting it (and fetching Kafka) if needed."""
     log.info("no Kafka bootstrap configured: starting the local broker (cache %s)", settings.kafka_cache)
     bootstrap = start_broker(settings.kafka_cache, settings.kafka_cache / "run")
-    log.info("local Kafka broker at %s; it outlives this command (`predigest kafka stop` stops it)", bootstrap)
+    log.info(
+        "local Kafka broker at %s; it outlives this command (`predigest kafka stop` stops it)", bootstrap
+    )
     return bootstrap
 
 
