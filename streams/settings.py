@@ -117,6 +117,7 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = False  # one JSON object per log line, with path and axis fields on document lines
 
     web_host: str = "127.0.0.1"
     web_port: int = 6066
