@@ -192,23 +192,29 @@ class StateStore:
         *,
         raw_offset: int | None,
         position: Position | None = None,
-    ) -> None:
-        """Record that the path was deleted, unless a newer version of it is already stored."""
+    ) -> bool:
+        """Record that the path was deleted; True unless the axis never held it or holds a newer version."""
         with self._transaction():
             if self._seen(position):
-                return
-            newest = self._db.execute(
-                "SELECT max(raw_offset) FROM documents WHERE axis=? AND path=?", [axis, path]
-            ).fetchone()
+                return False
+            held, newest = self._db.execute(
+                "SELECT count(*), max(raw_offset) FROM documents WHERE axis=? AND path=?", [axis, path]
+            ).fetchone() or (0, None)
             previous = self._db.execute(
                 "SELECT raw_offset FROM deletions WHERE axis=? AND path=?", [axis, path]
             ).fetchone()
-            stale = newest is not None and not _newer(raw_offset, newest[0])
-            if not stale and (previous is None or _newer(raw_offset, previous[0])):
+            # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
+            applies = (
+                held > 0
+                and _newer(raw_offset, newest)
+                and (previous is None or _newer(raw_offset, previous[0]))
+            )
+            if applies:
                 self._db.execute(
                     "INSERT OR REPLACE INTO deletions VALUES (?, ?, ?, ?)", [axis, path, when, raw_offset]
                 )
             self._advance(position)
+            return applies
 
     def put_rejection(
         self, rejection: Rejection, sha256: str, seen_at: datetime, position: Position | None = None

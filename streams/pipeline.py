@@ -113,17 +113,13 @@ class Pipeline:
             return stored
         if event.type == "deletion" and event.axis:
             with self.metrics.duckdb_write.labels(operation="deletion").time():
-                self.state.delete_path(
+                deleted = self.state.delete_path(
                     event.axis, event.path, event.seen_at, raw_offset=event.raw_offset, position=position
                 )
-            log.log(
-                logging.DEBUG if replaying else logging.INFO,
-                "deleted %s from axis %s",
-                event.path,
-                event.axis,
-                extra=ctx,
-            )
-            return True
+            if deleted:
+                level = logging.DEBUG if replaying else logging.INFO
+                log.log(level, "deleted %s from axis %s", event.path, event.axis, extra=ctx)
+            return deleted
         if event.type == "rejection":
             with self.metrics.duckdb_write.labels(operation="rejection").time():
                 self.state.put_rejection(
