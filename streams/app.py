@@ -66,7 +66,7 @@ def create_app(settings: Settings) -> faust.App:
 
     ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
     sync = StateSync(settings, pipeline, ownership, metrics)
-    docs_name = settings.kafka.topic("documents")
+    docs_name, control_name = settings.kafka.topic("documents"), settings.kafka.topic("control")
 
     async def close_enricher(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
         if "p" in holder and holder["p"].enricher is not None:
@@ -76,7 +76,10 @@ def create_app(settings: Settings) -> faust.App:
     app.on_before_shutdown.connect(close_enricher)  # type: ignore[arg-type]
 
     async def on_assigned(sender: Any, assigned: set[Any], *args: Any, **kwargs: Any) -> None:
-        sync.on_assigned({tp.partition for tp in assigned if tp.topic == docs_name})
+        sync.on_assigned(
+            {tp.partition for tp in assigned if tp.topic == docs_name},
+            {tp.partition for tp in assigned if tp.topic == control_name},
+        )
 
     async def on_revoked(sender: Any, revoked: set[Any], *args: Any, **kwargs: Any) -> None:
         sync.on_revoked({tp.partition for tp in revoked if tp.topic == docs_name})
@@ -204,7 +207,7 @@ def create_app(settings: Settings) -> faust.App:
         except Exception:  # a monitoring tick must never take the worker down
             log.exception("refreshing the polled gauges failed")
 
-    register_views(app, settings, metrics, pipeline, send_command, ownership, sync)
+    register_views(app, settings, metrics, pipeline, send_command, ownership)
     return app
 
 

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 # Documents up to 4 MiB must pass; base64 in JSON grows them by a third.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 STAGES = ("raw", "documents", "control", "briefings")
+TOPIC_VISIBLE_SECONDS = 10.0
 
 
 def client_kwargs(settings: Settings) -> dict[str, Any]:
@@ -172,6 +173,22 @@ async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dic
     return lag
 
 
+async def committed_offsets(settings: Settings, topic: str, partitions: list[int]) -> dict[int, int]:
+    """The worker group's committed offset per partition of a topic; 0 where it has committed nothing."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await admin.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        committed = await admin.list_consumer_group_offsets(settings.app_id, partitions=tps)
+    finally:
+        await admin.close()
+    out: dict[int, int] = {}
+    for tp in tps:
+        meta = committed.get(tp)
+        out[tp.partition] = meta.offset if meta is not None and meta.offset >= 0 else 0
+    return out
+
+
 async def partition_numbers(settings: Settings, topic: str) -> list[int]:
     """The partition numbers of one topic; none when the broker does not know it."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
@@ -202,8 +219,15 @@ async def check_topics(settings: Settings) -> int:
     await admin.start()
     try:
         names = {stage: settings.kafka.topic(stage) for stage in STAGES}
-        parts = await topic_partitions(admin, list(names.values()))
-        counts = {stage: sum(1 for tp in parts if tp.topic == name) for stage, name in names.items()}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TOPIC_VISIBLE_SECONDS
+        while True:
+            parts = await topic_partitions(admin, list(names.values()))
+            counts = {stage: sum(1 for tp in parts if tp.topic == name) for stage, name in names.items()}
+            # Topics created a moment ago take a while to show in the metadata.
+            if (counts["documents"] and counts["control"]) or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.5)
         if counts["documents"] == 0 or counts["documents"] != counts["control"]:
             raise ConfigError(
                 f"{names['documents']} has {counts['documents']} partition(s) and {names['control']} "

@@ -29,6 +29,7 @@ class Ownership:
         self._axes = list(axes)
         self._owned: set[int] = set()
         self._ready: dict[int, asyncio.Event] = {}
+        self.control_partitions: set[int] = set()  # what Faust assigned of the control topic, for status
 
     def partition_of(self, axis: str) -> int:
         return key_partition(axis, self.partitions)
@@ -45,6 +46,10 @@ class Ownership:
 
     def owned_axes(self) -> list[str]:
         return [a for a in self._axes if self.owns(a)]
+
+    def catching_up(self) -> set[int]:
+        """Owned partitions whose state is still being replayed."""
+        return {p for p in self._owned if not self.is_ready(p)}
 
     def is_ready(self, partition: int) -> bool:
         event = self._ready.get(partition)

@@ -8,7 +8,7 @@ committed offset, so a fresh worker, a takeover and a deleted state file all reb
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -99,9 +99,18 @@ async def _replay(
 
 
 async def replay_documents(
-    settings: Settings, pipeline: Pipeline, partitions: Iterable[int], progress: Progress | None = None
+    settings: Settings,
+    pipeline: Pipeline,
+    partitions: Iterable[int],
+    progress: Progress | None = None,
+    new_from: Mapping[int, int] | None = None,
 ) -> int:
-    """Apply the documents partitions' records this state does not hold yet; how many were read."""
+    """Apply the documents partitions' records this state does not hold yet; how many were read.
+
+    `new_from` is the group's committed offset per partition: records from there on were never applied by
+    any worker, so they are logged and timed (end-to-end lag) as the live agent would; the ones below are
+    a replay of what an earlier owner (or a deleted state) held.
+    """
 
     def apply(position: Position, value: bytes | None) -> None:
         try:
@@ -111,7 +120,8 @@ async def replay_documents(
             log.error("%s[%d]@%d is not a document event, skipped: %s", *_where(position), exc)
             pipeline.state.mark_applied(position)
             return
-        pipeline.store(event, position, replaying=True)
+        first_time = new_from is not None and position.offset >= new_from.get(position.partition, 0)
+        pipeline.store(event, position, replaying=not first_time)
 
     topic = settings.kafka.topic("documents")
     return await _replay(settings, pipeline.state, topic, partitions, apply, progress)

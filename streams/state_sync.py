@@ -17,6 +17,7 @@ from collections.abc import Callable
 from aiokafka.errors import KafkaError
 
 from sinks.metrics import Metrics
+from streams import kafka_io
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.replay import replay_briefings, replay_documents
@@ -41,12 +42,20 @@ class StateSync:
         self._task: asyncio.Task[None] | None = None
         self._briefings_lock = asyncio.Lock()
         self._last_progress = 0.0
-        self.catching_up: set[int] = set()
 
-    def on_assigned(self, partitions: set[int]) -> None:
-        """A new assignment of documents partitions (Kafka's eager rebalance: the whole assignment)."""
+    def on_assigned(self, partitions: set[int], control: set[int]) -> None:
+        """A new assignment (Kafka's eager rebalance: the whole of it) of documents and control partitions."""
         self._cancel()
         self._ownership.assign(partitions)
+        self._ownership.control_partitions = set(control)
+        if control != partitions:
+            # Faust's assignor keeps co-partitioned topics together; this means the counts differ.
+            log.error(
+                "assigned documents partitions %s but control partitions %s: commands for the axes of the "
+                "difference are refused here",
+                sorted(partitions),
+                sorted(control),
+            )
         for axis, partition in self._ownership.axis_map().items():
             self._metrics.axis_owned.labels(axis=axis).set(1 if partition in partitions else 0)
         log.info(
@@ -54,13 +63,11 @@ class StateSync:
             sorted(partitions),
             self._ownership.owned_axes() or "none",
         )
-        self.catching_up = set(partitions)
         self._task = asyncio.create_task(self._catch_up(sorted(partitions)))
 
     def on_revoked(self, partitions: set[int]) -> None:
         self._cancel()
         self._ownership.revoke(partitions)
-        self.catching_up -= partitions
 
     async def stop(self) -> None:
         task = self._task
@@ -79,13 +86,16 @@ class StateSync:
         while True:
             try:
                 emitted = await self.refresh_briefings()
+                docs = self._settings.kafka.topic("documents")
+                committed = await kafka_io.committed_offsets(self._settings, docs, partitions)
                 total = 0
                 for p in partitions:
-                    n = await replay_documents(self._settings, self._pipeline(), [p], self._progress)
+                    n = await replay_documents(
+                        self._settings, self._pipeline(), [p], self._progress, new_from=committed
+                    )
                     self._metrics.state_replayed.labels(stage="documents").inc(n)
                     total += n
                     self._ownership.mark_ready(p)
-                    self.catching_up.discard(p)
                 break
             except (KafkaError, OSError, TimeoutError) as exc:
                 # Until the state is caught up the partitions' records wait; answering from half a state is worse.

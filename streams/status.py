@@ -84,16 +84,13 @@ def _last_briefing(state: StateStore, axis: str) -> dict[str, Any] | None:
 
 
 async def worker_status(
-    settings: Settings,
-    state: StateStore,
-    ownership: Ownership,
-    catching_up: set[int],
-    now: datetime,
+    settings: Settings, state: StateStore, ownership: Ownership, now: datetime
 ) -> dict[str, Any]:
     """The JSON body of `GET /status` (read-only)."""
     window = window_bounds(now, settings.window_length)
+    lags = await _lags(settings, state, ownership.owned_partitions)
+    # Nothing is awaited from here on: a rebalance cannot slip between the fields of one answer.
     owned = ownership.owned_partitions
-    lags = await _lags(settings, state, owned)
     axes = []
     for axis in ownership.owned_axes():
         partition = ownership.partition_of(axis)
@@ -107,7 +104,7 @@ async def worker_status(
                 "duplicates": _duplicates(settings, state, axis, now),
                 "stored": state.axis_summary(axis),
                 "last_briefing": _last_briefing(state, axis),
-                "lag": lags.get(partition) if lags is not None else None,
+                "lag": (lags or {}).get(partition),
             }
         )
     return {
@@ -115,7 +112,8 @@ async def worker_status(
         "app_id": settings.app_id,
         "partitions": ownership.partitions,
         "owned_partitions": sorted(owned),
-        "catching_up": sorted(catching_up),
+        "control_partitions": sorted(ownership.control_partitions),
+        "catching_up": sorted(ownership.catching_up()),
         "axis_partitions": ownership.axis_map(),
         "next_close": (
             (

@@ -17,7 +17,6 @@ from sinks.metrics import Metrics
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
-from streams.state_sync import StateSync
 from streams.status import worker_status
 
 log = logging.getLogger(__name__)
@@ -40,7 +39,6 @@ def register_views(
     pipeline: Callable[[], Pipeline],
     send_command: SendCommand,
     ownership: Ownership,
-    sync: StateSync,
 ) -> None:
     @app.page("/metrics")
     class MetricsView(View):
@@ -56,9 +54,7 @@ def register_views(
     @app.page("/status")
     class Status(View):
         async def get(self, request: Request) -> Response:
-            body = await worker_status(
-                settings, pipeline().state, ownership, sync.catching_up, datetime.now(UTC)
-            )
+            body = await worker_status(settings, pipeline().state, ownership, datetime.now(UTC))
             return self.json(body)
 
     @app.page("/flush")
