@@ -172,7 +172,7 @@ def create_app(settings: Settings) -> faust.App:
 
     sent_closes: set[tuple[str, datetime]] = set()
 
-    @app.timer(interval=30.0, on_leader=True)
+    @app.timer(interval=settings.close_check_seconds, on_leader=True)
     async def close_windows() -> None:
         # Crontab does not catch up missed runs, so every tick compares the schedule with what was emitted.
         if not settings.close_enabled:

@@ -86,7 +86,9 @@ async def test_deleted_rebuilt_or_unreadable_state_gives_the_same_briefing(
         first = await await_briefing(s, "inference", END, "flush", 60)
         before = _ready(s)["axes"][0]
 
-    # 1. The file deleted (the group's committed offsets are at the end): the worker replays the topics.
+    # 1. The file deleted. The group has committed every record: Faust alone would deliver none of them
+    # again (it seeks to the committed offset), so the worker must replay them itself.
+    assert await kafka_io.group_caught_up(s, s.app_id, [s.kafka.topic("documents")])
     s.state_file.unlink()
     with running_worker(s, tmp_path / "run2", "worker"):
         assert _ready(s)["axes"][0]["stored"] == before["stored"]

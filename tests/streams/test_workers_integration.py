@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.integration
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 PARTITIONS = 4
+CLOSE_AFTER_SECONDS = 30
 # With 4 partitions these land on 0, 2 and 3 (murmur2, as Kafka's default partitioner): each of two
 # workers holding two partitions owns at least one of them.
 AXES = {"inference": "vLLM serving KV cache", "risk": "security attack", "llm-application": "agent RAG"}
@@ -77,7 +78,12 @@ def test_the_three_axes_land_on_three_partitions() -> None:
 async def test_a_killed_workers_axes_are_rebuilt_by_the_survivor(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    base = make_settings()
+    # The scheduled close falls due once both workers run: the leader sends it for every axis, the owners
+    # answer. (close_at has whole seconds; the grace period is left out.)
+    close_end = (datetime.now(SH) + timedelta(seconds=CLOSE_AFTER_SECONDS)).replace(microsecond=0)
+    base = make_settings(
+        close_enabled=True, close_at=close_end.time(), grace_seconds=0.0, close_check_seconds=1.0
+    )
     kafka = base.kafka.model_copy(update={"partitions": PARTITIONS, "session_timeout_seconds": 8.0})
     s = base.model_copy(update={"kafka": kafka})
     workers = [
@@ -126,6 +132,32 @@ async def test_a_killed_workers_axes_are_rebuilt_by_the_survivor(
             return set(AXES) <= set(owners) and {owners[a] for a in AXES} == {0, 1}
 
         await async_wait_for(owned_by_both, 60, "both workers to report their axes")
+
+        def closes() -> list[list[float]]:
+            return [
+                [
+                    _metric(w, f'predigest_briefings_emitted_total{{axis="{a.name}",trigger="close"}}')
+                    for w in workers
+                ]
+                for a in s.axes
+            ]
+
+        # At start the leader caught up with yesterday's close (the schedule's catch-up, whoever owned what).
+        await async_wait_for(
+            lambda: all(sum(c) == 1 for c in closes()), 30, "yesterday's close of every axis"
+        )
+        assert datetime.now(SH) < close_end, "the workers took too long to start: today's close came first"
+        before = closes()
+        await async_wait_for(lambda: all(sum(c) == 2 for c in closes()), 60, "today's close of every axis")
+        for a, was, now in zip(s.axes, before, closes(), strict=True):
+            # Sent once by the leader, answered by the owner alone.
+            owner = next(
+                i for i, w in enumerate(workers) if a.name in {e["axis"] for e in _status(w)["axes"]}
+            )
+            assert [n - b for n, b in zip(now, was, strict=True)] == [
+                1.0 if j == owner else 0.0 for j in (0, 1)
+            ]
+
         victim = owners["risk"]
         survivor = 1 - victim
         taken = sorted(a for a, i in owners.items() if i == victim)
@@ -168,10 +200,16 @@ async def test_a_killed_workers_axes_are_rebuilt_by_the_survivor(
             return _metric(workers[survivor], line) == 1.0
 
         await async_wait_for(refused, 30, "the misrouted command to be refused")
-        await asyncio.sleep(2)
+        await asyncio.sleep(3)  # a few more close checks, by the leader that took over if it was the victim
         records = await read_topic(s, "briefings")
 
-    assert sorted(k.decode() for k, _ in records if k) == sorted(AXES)  # exactly one briefing per axis
+    emitted = sorted(
+        (b.axis, b.trigger, b.window.end) for b in (Briefing.model_validate_json(v) for _, v in records)
+    )
+    # Exactly one briefing per axis, trigger and window: the flushes, and two scheduled closes of every axis.
+    yesterday = close_end - timedelta(days=1)
+    closes_sent = [(a.name, "close", end) for a in s.axes for end in (yesterday, close_end)]
+    assert emitted == sorted([(a, "flush", END) for a in AXES] + closes_sent)
     for axis, briefing in briefings.items():
         _check_sources(briefing, axis, notes[axis])
     assert briefings["risk"].living_doc.version == "v1.2"
