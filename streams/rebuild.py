@@ -18,7 +18,7 @@ from sinks.state import StateStore
 from sinks.state_files import set_aside
 from streams import kafka_io
 from streams.pipeline import Pipeline
-from streams.replay import replay_briefings, replay_documents
+from streams.replay import replay_briefings, replay_documents, warn_missing_living
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ async def rebuild(settings: Settings) -> Rebuilt:
         docs = await replay_documents(settings, pipeline, partitions, progress)
         log.info("replaying %s", settings.kafka.topic("briefings"))
         briefings = await replay_briefings(settings, state, progress)
+        warn_missing_living(settings, state, (a.name for a in settings.axes))
         return Rebuilt(aside, docs, briefings, state.document_count())
     finally:
         state.close()

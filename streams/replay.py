@@ -146,5 +146,22 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
     return await _replay(settings, state, topic, partitions, apply, progress)
 
 
+def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> list[str]:
+    """Log the axes whose configured living document the state lacks after a replay; their names."""
+    missing = []
+    for name in axes:
+        spec = settings.axis(name)
+        if spec is not None and spec.living_doc and state.living_document(name) is None:
+            missing.append(name)
+            log.warning(
+                "axis %s has no living document in its state (%s never published, or older than the documents "
+                "topic's retention): its briefings lack living-document context until the file changes",
+                name,
+                spec.living_doc,
+                extra=doc_context(spec.living_doc, name),
+            )
+    return missing
+
+
 def _where(position: Position) -> tuple[str, int, int]:
     return position.topic, position.partition, position.offset

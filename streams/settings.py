@@ -103,7 +103,9 @@ class Settings(BaseSettings):
     close_at: time = time(22, 20)
     close_enabled: bool = True
     grace_seconds: float = 300.0
-    close_check_seconds: float = Field(30.0, gt=0)  # how often the leader compares the schedule with emissions
+    close_check_seconds: float = Field(
+        30.0, gt=0
+    )  # how often the leader compares the schedule with emissions
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8

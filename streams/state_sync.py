@@ -20,7 +20,7 @@ from sinks.metrics import Metrics
 from streams import kafka_io
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
-from streams.replay import replay_briefings, replay_documents
+from streams.replay import replay_briefings, replay_documents, warn_missing_living
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,7 @@ class StateSync:
             emitted,
             time.monotonic() - started,
         )
+        warn_missing_living(self._settings, self._pipeline().state, self._ownership.owned_axes())
 
     async def refresh_briefings(self) -> int:
         """Restore every emission on `predigest.briefings` the state does not hold yet; how many records."""
