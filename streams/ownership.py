@@ -75,11 +75,15 @@ class Ownership:
 
     async def wait_ready(self, partition: int) -> bool:
         """Wait until the partition's state is caught up; False if the partition is not (or no longer) ours."""
-        event = self._ready.get(partition)
-        if event is None:
-            return False
-        await event.wait()
-        return partition in self._owned
+        while True:
+            # Re-read after every wake-up: a revocation followed by a new assignment brings a new catch-up,
+            # and applying a record before it would make the replay skip the records below it.
+            event = self._ready.get(partition)
+            if event is None:
+                return False
+            if event.is_set():
+                return partition in self._owned
+            await event.wait()
 
     def refusal(self, axis: str, partition: int) -> str | None:
         """Why a command for `axis` read from `partition` must not be answered here; None if it may."""

@@ -43,3 +43,17 @@ async def test_records_wait_for_the_catch_up_and_a_revocation_releases_them() ->
     assert await o.wait_ready(3) is False  # never owned
     o.assign({3})  # a new assignment starts over: nothing is ready before its catch-up
     assert not o.is_ready(0) and not o.is_ready(3)
+
+
+async def test_a_waiter_woken_by_a_revocation_waits_for_the_next_catch_up() -> None:
+    # Revoked and assigned again before the waiter runs: it must wait for the new catch-up, not apply.
+    o = Ownership(AXES, 4)
+    o.assign({0})
+    waiting = asyncio.create_task(o.wait_ready(0))
+    await asyncio.sleep(0.01)
+    o.revoke({0})
+    o.assign({0})
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    o.mark_ready(0)
+    assert await waiting is True

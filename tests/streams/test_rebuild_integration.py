@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -40,6 +41,17 @@ def _comparable(b: Briefing) -> dict[str, Any]:
     body = b.model_dump(mode="json", by_alias=True)
     del body["generated_at"], body["trigger"]
     return body
+
+
+def _check_json_log(path: Path) -> None:
+    """With log_json every log line of the worker is a JSON object; lines about a document name it."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(records) > 20
+    assert not [line for line in lines if line.startswith("[20")], "Faust's text handler is still there"
+    stored = [r for r in records if r["message"].startswith("stored ")]
+    assert len(stored) >= len(NOTES) - 1
+    assert all(r["path"] in NOTES and r["axis"] == "inference" and r["offset"] >= 0 for r in stored)
 
 
 def _metric(settings: Settings, line_start: str) -> float:
@@ -80,11 +92,12 @@ async def test_deleted_rebuilt_or_unreadable_state_gives_the_same_briefing(
     (s.root / "inbox/tom/2026-09-27-1100-edited.md").write_text("# Draft\n\ninference draft, edited\n")
     await publish_root(s, follow=False, stop=asyncio.Event())
 
-    with running_worker(s, tmp_path / "run1", "worker"):
+    with running_worker(s.model_copy(update={"log_json": True}), tmp_path / "run1", "worker"):
         await wait_ingested(s, 60)
         await send_command(s, "inference", "flush", END)
         first = await await_briefing(s, "inference", END, "flush", 60)
         before = _ready(s)["axes"][0]
+    _check_json_log(tmp_path / "run1" / "worker.log")
 
     # 1. The file deleted. The group has committed every record: Faust alone would deliver none of them
     # again (it seeks to the committed offset), so the worker must replay them itself.
