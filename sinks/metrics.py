@@ -148,7 +148,7 @@ class Metrics:
         )
         self.state_set_aside = Counter(
             "predigest_state_set_aside_total",
-            "State files set aside: unreadable (DuckDB could not open it) or rebuild (by the operator)",
+            "State files set aside by the worker: unreadable (DuckDB could not open it, e.g. its WAL)",
             ["reason"],
             registry=r,
         )
