@@ -16,7 +16,7 @@ REJECTED_KEY = "_rejected"
 
 
 class DocumentEvent(Frozen):
-    """What `predigest.documents` carries, keyed by axis (rejections under `_rejected`)."""
+    """What `predigest.documents` carries, keyed by axis: one axis's view of one raw record."""
 
     type: Literal["document", "deletion", "rejection"]
     path: str
@@ -26,6 +26,9 @@ class DocumentEvent(Frozen):
     document: Document | None = None
     reason: str | None = None
     mtime: float | None = None  # the file's mtime, for the end-to-end lag metric
+    # Offset of the raw record on `predigest.raw`. Raw is keyed by path, so this orders the versions of
+    # one path totally (content cannot: a file can be restored to earlier bytes). None: from before 0.2.
+    raw_offset: int | None = None
 
     @property
     def key(self) -> str:
@@ -33,21 +36,42 @@ class DocumentEvent(Frozen):
 
 
 def route_raw(
-    raw: RawFile, axes: Sequence[AxisSpec], *, zone: ZoneInfo, max_bytes: int, seen_at: datetime
+    raw: RawFile,
+    axes: Sequence[AxisSpec],
+    *,
+    zone: ZoneInfo,
+    max_bytes: int,
+    seen_at: datetime,
+    raw_offset: int | None = None,
 ) -> list[DocumentEvent]:
-    """Parse a raw file and fan it out to its axes; a bad file becomes one rejection event."""
+    """Parse a raw file and fan it out to its axes; deletions and rejections go to every axis."""
     if raw.deleted:
         return [
-            DocumentEvent(type="deletion", path=raw.path, sha256=raw.sha256, seen_at=seen_at, axis=a.name)
+            DocumentEvent(
+                type="deletion",
+                path=raw.path,
+                sha256=raw.sha256,
+                seen_at=seen_at,
+                axis=a.name,
+                raw_offset=raw_offset,
+            )
             for a in axes
         ]
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes)
     except ParseError as exc:
+        # Every briefing lists the window's rejections, and each axis's window may live on another worker.
         return [
             DocumentEvent(
-                type="rejection", path=raw.path, sha256=raw.sha256, seen_at=seen_at, reason=str(exc)
+                type="rejection",
+                path=raw.path,
+                sha256=raw.sha256,
+                seen_at=seen_at,
+                axis=a.name,
+                reason=str(exc),
+                raw_offset=raw_offset,
             )
+            for a in axes
         ]
     return [
         DocumentEvent(
@@ -58,6 +82,7 @@ def route_raw(
             axis=name,
             document=doc,
             mtime=raw.mtime,
+            raw_offset=raw_offset,
         )
         for name in assign_axes(doc, axes)
     ]

@@ -9,3 +9,7 @@ class SinkError(PredigestError):
 
 class StateLockedError(SinkError):
     """Another process holds the DuckDB state file (DuckDB allows one writer per file)."""
+
+
+class StateUnreadableError(SinkError):
+    """DuckDB cannot open the state file (e.g. a WAL it fails to replay, duckdb#19712); rebuild it from Kafka."""

@@ -133,6 +133,32 @@ class Metrics:
             registry=r,
         )
 
+        # --- several workers (issue 5): ownership, catch-up and rebuilds of the state ---
+        self.axis_owned = Gauge(
+            "predigest_axis_owned",
+            "1 when this worker owns the axis (its documents and control partition)",
+            ["axis"],
+            registry=r,
+        )
+        self.state_replayed = Counter(
+            "predigest_state_replayed_records_total",
+            "Records replayed from a retained topic into the state (takeover, fresh or rebuilt state)",
+            ["stage"],
+            registry=r,
+        )
+        self.state_set_aside = Counter(
+            "predigest_state_set_aside_total",
+            "State files set aside by the worker: unreadable (DuckDB could not open it, e.g. its WAL)",
+            ["reason"],
+            registry=r,
+        )
+        self.commands_ignored = Counter(
+            "predigest_commands_ignored_total",
+            "Close/flush commands not answered here: not_owned (partition moved) or misrouted (wrong partition)",
+            ["reason"],
+            registry=r,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -144,3 +170,4 @@ class Metrics:
             for kind in DUPLICATE_KINDS:
                 self.duplicates.labels(axis=axis, kind=kind)
             self.window_documents.labels(axis=axis)
+            self.axis_owned.labels(axis=axis)

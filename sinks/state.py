@@ -1,16 +1,18 @@
-"""The worker's DuckDB state: a materialised view of the documents and control topics."""
+"""The worker's DuckDB state: a materialised view of the documents and briefings topics."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 from processors.models import Briefing, Document, Rejection, WindowBounds
-from sinks.errors import StateLockedError
+from sinks.errors import StateLockedError, StateUnreadableError
 
 log = logging.getLogger(__name__)
 
@@ -40,52 +42,191 @@ CREATE TABLE IF NOT EXISTS emissions (
     basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,
     PRIMARY KEY (axis, window_end, trigger)
 );
+CREATE TABLE IF NOT EXISTS applied (
+    topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,
+    PRIMARY KEY (topic, part)
+);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
+ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
 """
 
 
+@dataclass(frozen=True)
+class Position:
+    """Where a record sits in Kafka: the state remembers the last one applied per (topic, partition)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+def _newer(offset: int | None, than: int | None) -> bool:
+    """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
+    return offset is None or than is None or offset > than
+
+
 class StateStore:
-    """Idempotent writes keyed by (axis, path, sha256): a replayed record changes nothing."""
+    """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = duckdb.connect(str(path))
         except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
             raise StateLockedError(
                 f"cannot open state file {path}: {exc}. Only the worker opens it; ask the worker over "
                 "HTTP (predigest status/flush) or stop the other process."
             ) from exc
-        self._db.execute("SET TimeZone = 'UTC'")
-        self._db.execute(_SCHEMA)
+        except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
+            raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
+        try:
+            self._db.execute("SET TimeZone = 'UTC'")
+            self._db.execute(_SCHEMA)
+            # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
+            self._db.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            self._db.close()
+            raise StateUnreadableError(f"state file {path} does not take the schema: {exc}") from exc
 
     def close(self) -> None:
         self._db.close()
 
-    def put_document(self, axis: str, doc: Document) -> bool:
-        """Store one version of a document; True if it was new. The newest version becomes current."""
-        exists = self._db.execute(
-            "SELECT current FROM documents WHERE axis=? AND path=? AND sha256=?", [axis, doc.path, doc.sha256]
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.begin()
+        try:
+            yield
+        except BaseException:
+            self._db.rollback()
+            raise
+        self._db.commit()
+
+    def applied_offset(self, topic: str, partition: int) -> int | None:
+        """The offset of the last record of (topic, partition) this state holds; None when none."""
+        row = self._db.execute(
+            "SELECT last_offset FROM applied WHERE topic=? AND part=?", [topic, partition]
         ).fetchone()
-        if exists is not None:
+        return int(row[0]) if row else None
+
+    def applied_offsets(self) -> dict[tuple[str, int], int]:
+        rows = self._db.execute("SELECT topic, part, last_offset FROM applied").fetchall()
+        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+    def _seen(self, position: Position | None) -> bool:
+        if position is None:
             return False
-        self._db.execute("BEGIN")
-        self._db.execute("UPDATE documents SET current=false WHERE axis=? AND path=?", [axis, doc.path])
-        self._db.execute(
-            "INSERT INTO documents VALUES (?, ?, ?, nextval('doc_seq'), ?, ?, true, ?)",
-            [axis, doc.path, doc.sha256, doc.event_time, doc.kind, doc.model_dump_json()],
-        )
-        self._db.execute("DELETE FROM deletions WHERE axis=? AND path=?", [axis, doc.path])
-        self._db.execute("COMMIT")
-        return True
+        last = self.applied_offset(position.topic, position.partition)
+        return last is not None and position.offset <= last
 
-    def delete_path(self, axis: str, path: str, when: datetime) -> None:
-        self._db.execute("INSERT OR REPLACE INTO deletions VALUES (?, ?, ?)", [axis, path, when])
+    def _advance(self, position: Position | None) -> None:
+        if position is not None:
+            self._db.execute(
+                "INSERT OR REPLACE INTO applied VALUES (?, ?, ?)",
+                [position.topic, position.partition, position.offset],
+            )
 
-    def put_rejection(self, rejection: Rejection, sha256: str, seen_at: datetime) -> None:
+    def mark_applied(self, position: Position) -> None:
+        """Remember a record that writes nothing (an event for no axis), so a replay starts after it."""
+        with self._transaction():
+            if not self._seen(position):
+                self._advance(position)
+
+    def put_document(
+        self, axis: str, doc: Document, *, raw_offset: int | None, position: Position | None = None
+    ) -> bool:
+        """Store one version of a document; True if it became current. The highest raw offset is current."""
+        with self._transaction():
+            if self._seen(position):
+                return False
+            row = self._db.execute(
+                "SELECT raw_offset FROM documents WHERE axis=? AND path=? AND sha256=?",
+                [axis, doc.path, doc.sha256],
+            ).fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO documents VALUES (?, ?, ?, nextval('doc_seq'), ?, ?, false, ?, ?)",
+                    [axis, doc.path, doc.sha256, doc.event_time, doc.kind, doc.model_dump_json(), raw_offset],
+                )
+            elif raw_offset is not None and (row[0] is None or raw_offset > row[0]):
+                # The same bytes again, later: a file restored to an earlier version is current again.
+                self._db.execute(
+                    "UPDATE documents SET raw_offset=? WHERE axis=? AND path=? AND sha256=?",
+                    [raw_offset, axis, doc.path, doc.sha256],
+                )
+            else:
+                self._advance(position)
+                return False  # a replay of a version already held
+            current = self._refresh_current(axis, doc.path) == doc.sha256
+            deletion = self._db.execute(
+                "SELECT raw_offset FROM deletions WHERE axis=? AND path=?", [axis, doc.path]
+            ).fetchone()
+            if current and deletion is not None:
+                if _newer(raw_offset, deletion[0]):
+                    self._db.execute("DELETE FROM deletions WHERE axis=? AND path=?", [axis, doc.path])
+                else:
+                    current = False  # deleted after this version was written
+            self._advance(position)
+            return current
+
+    def _refresh_current(self, axis: str, path: str) -> str | None:
+        """Mark the path's newest version current (highest raw offset, then arrival); its sha256."""
+        row = self._db.execute(
+            "SELECT sha256 FROM documents WHERE axis=? AND path=? "
+            "ORDER BY raw_offset DESC NULLS LAST, seq DESC LIMIT 1",
+            [axis, path],
+        ).fetchone()
+        if row is None:
+            return None
         self._db.execute(
-            "INSERT OR IGNORE INTO rejected VALUES (?, ?, ?, ?)",
-            [rejection.path, sha256, rejection.reason, seen_at],
+            "UPDATE documents SET current = (sha256 = ?) WHERE axis=? AND path=?", [row[0], axis, path]
         )
+        return str(row[0])
+
+    def delete_path(
+        self,
+        axis: str,
+        path: str,
+        when: datetime,
+        *,
+        raw_offset: int | None,
+        position: Position | None = None,
+    ) -> bool:
+        """Record that the path was deleted; True unless the axis never held it or holds a newer version."""
+        with self._transaction():
+            if self._seen(position):
+                return False
+            held, newest = self._db.execute(
+                "SELECT count(*), max(raw_offset) FROM documents WHERE axis=? AND path=?", [axis, path]
+            ).fetchone() or (0, None)
+            previous = self._db.execute(
+                "SELECT raw_offset FROM deletions WHERE axis=? AND path=?", [axis, path]
+            ).fetchone()
+            # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
+            applies = (
+                held > 0
+                and _newer(raw_offset, newest)
+                and (previous is None or _newer(raw_offset, previous[0]))
+            )
+            if applies:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO deletions VALUES (?, ?, ?, ?)", [axis, path, when, raw_offset]
+                )
+            self._advance(position)
+            return applies
+
+    def put_rejection(
+        self, rejection: Rejection, sha256: str, seen_at: datetime, position: Position | None = None
+    ) -> None:
+        with self._transaction():
+            if self._seen(position):
+                return
+            self._db.execute(
+                "INSERT OR IGNORE INTO rejected VALUES (?, ?, ?, ?)",
+                [rejection.path, sha256, rejection.reason, seen_at],
+            )
+            self._advance(position)
 
     def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
         rows = self._db.execute(
@@ -187,3 +328,39 @@ class StateStore:
         row = self._db.execute("SELECT max(emitted_at) FROM emissions WHERE axis=?", [axis]).fetchone()
         value = row[0] if row else None
         return value if isinstance(value, datetime) else None
+
+    def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:
+        """Record an emission read back from `predigest.briefings`; True if this state did not hold it."""
+        with self._transaction():
+            if self._seen(position):
+                return False
+            known = self.emission(briefing.axis, briefing.window.end, briefing.trigger) is not None
+            if not known:
+                self._db.execute(
+                    "INSERT INTO emissions (axis, window_end, trigger, basename, emitted_at, briefing_json) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        briefing.axis,
+                        briefing.window.end,
+                        briefing.trigger,
+                        basename,
+                        briefing.generated_at,
+                        briefing.model_dump_json(by_alias=True),
+                    ],
+                )
+            self._advance(position)
+            return not known
+
+    def axis_summary(self, axis: str) -> dict[str, int]:
+        """Counts for `predigest status`: current documents, superseded versions and deleted paths."""
+        row = self._db.execute(
+            "SELECT count(*) FILTER (WHERE current), count(*) FILTER (WHERE NOT current) FROM documents "
+            "WHERE axis=?",
+            [axis],
+        ).fetchone()
+        deleted = self._db.execute("SELECT count(*) FROM deletions WHERE axis=?", [axis]).fetchone()
+        return {
+            "documents": int(row[0]) if row else 0,
+            "superseded": int(row[1]) if row else 0,
+            "deleted": int(deleted[0]) if deleted else 0,
+        }

@@ -13,11 +13,14 @@ from processors.models import ControlCommand, RawFile
 from processors.routing import DocumentEvent
 from processors.window import due_closes
 from sinks.metrics import Metrics
-from sinks.state import StateStore
+from sinks.state import Position
+from sinks.state_files import open_state
 from streams import gauges
 from streams.kafka_io import MAX_MESSAGE_BYTES
+from streams.ownership import Ownership
 from streams.pipeline import Pipeline, make_enricher
 from streams.settings import Settings, load_settings
+from streams.state_sync import StateSync
 from streams.web import register_views
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,10 @@ def create_app(settings: Settings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         broker_commit_every=1,
         broker_commit_interval=0.5,
+        broker_session_timeout=settings.kafka.session_timeout_seconds,
+        broker_heartbeat_interval=min(3.0, settings.kafka.session_timeout_seconds / 4),
+        # On revocation Faust clears the agents' buffers and waits for what they started (stream_wait_empty),
+        # then commits: the next owner of an axis never answers a command this worker already answered.
         stream_wait_empty=True,
     )
     metrics = Metrics()
@@ -51,9 +58,15 @@ def create_app(settings: Settings) -> faust.App:
     def pipeline() -> Pipeline:
         # Opened lazily, in the worker process only: DuckDB allows one writer per file.
         if "p" not in holder:
-            state = StateStore(settings.state_file)
+            state, aside = open_state(settings.state_file, datetime.now(UTC))
+            if aside is not None:
+                metrics.state_set_aside.labels(reason="unreadable").inc()
             holder["p"] = Pipeline(settings, state, metrics, enricher=make_enricher(settings, metrics))
         return holder["p"]
+
+    ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
+    sync = StateSync(settings, pipeline, ownership, metrics)
+    docs_name, control_name = settings.kafka.topic("documents"), settings.kafka.topic("control")
 
     async def close_enricher(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
         if "p" in holder and holder["p"].enricher is not None:
@@ -61,6 +74,18 @@ def create_app(settings: Settings) -> faust.App:
 
     # mode's SignalHandlerT makes mypy reject even a handler of exactly its own signature.
     app.on_before_shutdown.connect(close_enricher)  # type: ignore[arg-type]
+
+    async def on_assigned(sender: Any, assigned: set[Any], *args: Any, **kwargs: Any) -> None:
+        sync.on_assigned(
+            {tp.partition for tp in assigned if tp.topic == docs_name},
+            {tp.partition for tp in assigned if tp.topic == control_name},
+        )
+
+    async def on_revoked(sender: Any, revoked: set[Any], *args: Any, **kwargs: Any) -> None:
+        sync.on_revoked({tp.partition for tp in revoked if tp.topic == docs_name})
+
+    app.on_partitions_assigned.connect(on_assigned)  # type: ignore[arg-type]
+    app.on_partitions_revoked.connect(on_revoked)  # type: ignore[arg-type]
 
     raw_topic = app.topic(
         settings.kafka.topic("raw"),
@@ -94,20 +119,40 @@ def create_app(settings: Settings) -> faust.App:
     # concurrency stays 1: with more, Faust can commit past an unfinished message (faust-streaming #606).
     @app.agent(raw_topic)
     async def parse(stream: Any) -> None:
-        async for value in stream:
-            raw = RawFile.model_validate_json(value)
-            for event in pipeline().route(raw):
-                await docs_topic.send(key=event.key.encode(), value=event.model_dump_json().encode())
+        async for event in stream.events():
+            raw = RawFile.model_validate_json(event.value)
+            # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
+            for doc_event in pipeline().route(raw, raw_offset=event.message.offset):
+                await docs_topic.send(key=doc_event.key.encode(), value=doc_event.model_dump_json().encode())
 
     @app.agent(docs_topic)
     async def window(stream: Any) -> None:
-        async for value in stream:
-            pipeline().store(DocumentEvent.model_validate_json(value))
+        async for event in stream.events():
+            msg = event.message
+            # Until the catch-up has replayed this partition, its records wait; then those it applied are skipped.
+            if await ownership.wait_ready(msg.partition):
+                position = Position(msg.topic, msg.partition, msg.offset)
+                pipeline().store(DocumentEvent.model_validate_json(event.value), position)
 
     @app.agent(control_topic)
     async def control(stream: Any) -> None:
-        async for value in stream:
-            command = ControlCommand.model_validate_json(value)
+        async for event in stream.events():
+            command = ControlCommand.model_validate_json(event.value)
+            refusal = ownership.refusal(command.axis, event.message.partition)
+            if refusal is None and not await ownership.wait_ready(event.message.partition):
+                refusal = "not_owned"  # the partition moved while its state was catching up
+            if refusal is not None:
+                log.warning(
+                    "%s command for %s on control partition %d not answered here: %s (axis partition %d)",
+                    command.trigger,
+                    command.axis,
+                    event.message.partition,
+                    refusal,
+                    ownership.partition_of(command.axis),
+                    extra={"axis": command.axis},
+                )
+                metrics.commands_ignored.labels(reason=refusal).inc()
+                continue
             briefing = await pipeline().brief(command)
             if briefing is not None:
                 await briefings_topic.send(
@@ -125,16 +170,29 @@ def create_app(settings: Settings) -> faust.App:
         await control_topic.send(key=axis.encode(), value=command.model_dump_json().encode())
         return command
 
-    @app.timer(interval=30.0, on_leader=True)
+    sent_closes: set[tuple[str, datetime]] = set()
+
+    @app.timer(interval=settings.close_check_seconds, on_leader=True)
     async def close_windows() -> None:
         # Crontab does not catch up missed runs, so every tick compares the schedule with what was emitted.
         if not settings.close_enabled:
+            return
+        try:
+            # Other workers own other axes: their emissions reach this state through the briefings topic.
+            await sync.refresh_briefings()
+        except Exception:
+            log.exception("reading the briefings topic failed; closes are checked on the next tick")
             return
         now = datetime.now(UTC)
         for axis in settings.axes:
             last = pipeline().state.last_close_end(axis.name)
             for end in due_closes(last, now, settings.close_at, settings.tz, settings.grace):
-                if pipeline().state.emission(axis.name, end, "close") is None:
+                # Sent once per leader: the owner answers it, or dedups it if an earlier leader sent it too.
+                if (
+                    pipeline().state.emission(axis.name, end, "close") is None
+                    and (axis.name, end) not in sent_closes
+                ):
+                    sent_closes.add((axis.name, end))
                     log.info("sending close for %s window ending %s", axis.name, end.isoformat())
                     await send_command(axis.name, "close", end)
 
@@ -142,12 +200,14 @@ def create_app(settings: Settings) -> faust.App:
     async def refresh_gauges() -> None:
         # Window size, the schedule and consumer lag move without any event arriving, so they are polled.
         try:
-            gauges.refresh_state_gauges(settings, pipeline().state, metrics, datetime.now(UTC))
+            gauges.refresh_state_gauges(
+                settings, pipeline().state, metrics, datetime.now(UTC), owned=set(ownership.owned_axes())
+            )
             await gauges.refresh_consumer_lag(settings, metrics)
         except Exception:  # a monitoring tick must never take the worker down
             log.exception("refreshing the polled gauges failed")
 
-    register_views(app, settings, metrics, pipeline, send_command)
+    register_views(app, settings, metrics, pipeline, send_command, ownership)
     return app
 
 

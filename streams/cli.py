@@ -1,9 +1,10 @@
-"""The `predigest` command: watch, worker, flush, once, run, kafka."""
+"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, kafka."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import socket
 import sys
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from streams import kafka_io, kafka_local, oneshot
+from sinks.errors import SinkError
+from streams import kafka_io, kafka_local, logs, oneshot, status_table
 from streams.control import send_command
 from streams.errors import StreamsError
+from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
 from streams.worker_process import load_dumped_settings
 
@@ -53,8 +56,39 @@ def _run_worker(settings: Settings) -> None:
     from streams.app import create_app
 
     asyncio.run(kafka_io.ensure_topics(settings))
+    # The topics decide which axis lives on which partition, whatever kafka.partitions says now.
+    partitions = asyncio.run(kafka_io.check_topics(settings))
+    settings = settings.model_copy(
+        update={"kafka": settings.kafka.model_copy(update={"partitions": partitions})}
+    )
     app = create_app(settings)
-    Worker(app, loglevel=settings.log_level).execute_from_commandline()
+    logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
+    Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
+
+
+def _status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
+    urls = workers or [f"http://{settings.web_host}:{settings.web_port}"]
+    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls)))
+    text = (
+        json.dumps(report, indent=2, ensure_ascii=False)
+        if as_json
+        else status_table.render(report, settings.tz)
+    )
+    sys.stdout.write(text + "\n")
+    answered = [w for w in report["workers"] if "error" not in w]
+    return 0 if answered else 1
+
+
+def _rebuild(settings: Settings) -> int:
+    done = asyncio.run(rebuild(settings))
+    log.info(
+        "rebuilt %s: %d documents record(s) and %d briefing(s) replayed, %d current document version(s)",
+        settings.state_file,
+        done.documents_records,
+        done.briefings_records,
+        done.documents,
+    )
+    return 0
 
 
 def _once_settings(args: argparse.Namespace) -> Settings:
@@ -85,6 +119,19 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("flush", help="ask the owning worker for the briefing of the window ending now")
     f.add_argument("--axis", required=True)
     f.add_argument("--end", help="window end, ISO 8601 with offset (default: now)")
+    st = sub.add_parser(
+        "status", help="per axis: window, documents, duplicates, last briefing, lag (asks the workers)"
+    )
+    st.add_argument(
+        "--worker",
+        action="append",
+        metavar="URL",
+        help="a worker's web address, repeatable (default: http://<web_host>:<web_port>)",
+    )
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    sub.add_parser(
+        "rebuild", help="stop-the-world: set the stopped worker's state aside and replay the topics"
+    )
     o = sub.add_parser("once", help="run the pipeline over a root once and write one briefing")
     o.add_argument("--root", required=True)
     o.add_argument("--axis", required=True)
@@ -103,13 +150,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(log_json=False, level="DEBUG" if args.verbose else "INFO")
     try:
         return _dispatch(args)
-    except (StreamsError, TimeoutError) as exc:
+    except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2
 
@@ -124,6 +168,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "once":
         settings = _once_settings(args)
+        if settings.log_json:
+            logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
         settings.require_axis(args.axis)
         settings = kafka_local.resolve_bootstrap(settings)
         end = _parse_end(args.end)
@@ -131,7 +177,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         log.info("briefing written: %s (and .json)", path)
         return 0
     root = Path(args.root) if getattr(args, "root", None) else None
-    settings = kafka_local.resolve_bootstrap(_settings(args, root=root))
+    settings = _settings(args, root=root)
+    if settings.log_json:
+        logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
+    if args.command == "status":  # HTTP only: no broker needed
+        return _status(settings, args.worker, args.json)
+    settings = kafka_local.resolve_bootstrap(settings)
+    if args.command == "rebuild":
+        return _rebuild(settings)
     if args.command == "watch":
         asyncio.run(oneshot.watch(settings))
     elif args.command == "worker":

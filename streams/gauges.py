@@ -20,12 +20,19 @@ CONSUMED_STAGES = ("raw", "documents", "control")
 LAG_TIMEOUT_SECONDS = 10.0
 
 
-def refresh_state_gauges(settings: Settings, state: StateStore, metrics: Metrics, now: datetime) -> None:
-    """Gauges read from this worker's state; they change with the clock, not only with events."""
+def refresh_state_gauges(
+    settings: Settings, state: StateStore, metrics: Metrics, now: datetime, owned: set[str] | None = None
+) -> None:
+    """Gauges read from this worker's state; they change with the clock, not only with events.
+
+    With several workers, `owned` names this worker's axes: another axis's window reads 0 here, since
+    this state may hold a stale copy of it, and dashboards take the max across workers.
+    """
     window = window_bounds(now, settings.window_length)
     for axis in settings.axes:
         name = axis.name
-        metrics.window_documents.labels(axis=name).set(state.window_document_count(name, window))
+        size = state.window_document_count(name, window) if owned is None or name in owned else 0
+        metrics.window_documents.labels(axis=name).set(size)
         emitted = state.last_emitted_at(name)
         if emitted is not None:  # after a restart the gauge comes back from state, not from zero
             metrics.last_briefing.labels(axis=name).set(emitted.timestamp())

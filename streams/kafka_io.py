@@ -10,8 +10,10 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from streams.errors import ConfigError
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -19,6 +21,7 @@ log = logging.getLogger(__name__)
 # Documents up to 4 MiB must pass; base64 in JSON grows them by a third.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 STAGES = ("raw", "documents", "control", "briefings")
+TOPIC_VISIBLE_SECONDS = 10.0
 
 
 def client_kwargs(settings: Settings) -> dict[str, Any]:
@@ -59,19 +62,29 @@ def make_consumer(settings: Settings, *topics: str, group_id: str | None = None)
     )
 
 
+def retention_ms(settings: Settings, stage: str) -> int:
+    """The project's retention of a stage's topic: briefings are kept (-1) unless configured otherwise."""
+    hours = (
+        settings.kafka.briefings_retention_hours if stage == "briefings" else settings.kafka.retention_hours
+    )
+    return -1 if hours < 0 else int(hours * 3600 * 1000)
+
+
 async def ensure_topics(settings: Settings) -> None:
     """Create the pipeline's topics with retention ≥ window + grace + margin and large messages."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
     await admin.start()
     try:
-        retention_ms = str(settings.kafka.retention_hours * 3600 * 1000)
         existing = set(await admin.list_topics())
         wanted = [
             NewTopic(
                 name=settings.kafka.topic(stage),
                 num_partitions=settings.kafka.partitions,
                 replication_factor=settings.kafka.replication_factor,
-                topic_configs={"max.message.bytes": str(MAX_MESSAGE_BYTES), "retention.ms": retention_ms},
+                topic_configs={
+                    "max.message.bytes": str(MAX_MESSAGE_BYTES),
+                    "retention.ms": str(retention_ms(settings, stage)),
+                },
             )
             for stage in STAGES
             if settings.kafka.topic(stage) not in existing
@@ -158,3 +171,86 @@ async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dic
         done = max(meta.offset if meta is not None else -1, starts[tp])
         lag[tp] = max(0, ends[tp] - done)
     return lag
+
+
+async def committed_offsets(settings: Settings, topic: str, partitions: list[int]) -> dict[int, int]:
+    """The worker group's committed offset per partition of a topic; 0 where it has committed nothing."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await admin.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        committed = await admin.list_consumer_group_offsets(settings.app_id, partitions=tps)
+    finally:
+        await admin.close()
+    out: dict[int, int] = {}
+    for tp in tps:
+        meta = committed.get(tp)
+        out[tp.partition] = meta.offset if meta is not None and meta.offset >= 0 else 0
+    return out
+
+
+async def partition_numbers(settings: Settings, topic: str) -> list[int]:
+    """The partition numbers of one topic; none when the broker does not know it."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await admin.start()
+    try:
+        return sorted(tp.partition for tp in await topic_partitions(admin, [topic]))
+    finally:
+        await admin.close()
+
+
+async def _retentions(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t, {"retention.ms": None}) for t in topics]
+    found: dict[str, int] = {}
+    for response in await admin.describe_configs(resources):
+        for _code, _msg, _type, name, entries in response.resources:
+            for entry in entries:
+                if entry[0] == "retention.ms" and entry[1] is not None:
+                    found[name] = int(entry[1])
+    return found
+
+
+async def check_topics(settings: Settings) -> int:
+    """Refuse documents and control topics that are not co-partitioned; warn of short retention.
+
+    Returns the documents topic's partition count, which decides which axis lives on which partition.
+    """
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await admin.start()
+    try:
+        names = {stage: settings.kafka.topic(stage) for stage in STAGES}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TOPIC_VISIBLE_SECONDS
+        while True:
+            parts = await topic_partitions(admin, list(names.values()))
+            counts = {stage: sum(1 for tp in parts if tp.topic == name) for stage, name in names.items()}
+            # Topics created a moment ago take a while to show in the metadata.
+            if (counts["documents"] and counts["control"]) or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        if counts["documents"] == 0 or counts["documents"] != counts["control"]:
+            raise ConfigError(
+                f"{names['documents']} has {counts['documents']} partition(s) and {names['control']} "
+                f"{counts['control']}: both are keyed by axis and must have the same count, so that the "
+                "worker owning an axis's documents also gets its commands. Recreate them with "
+                "kafka.partitions, or add partitions to the smaller one (the axes then move: rebuild)."
+            )
+        if counts["documents"] != settings.kafka.partitions:
+            log.warning(
+                "the topics have %d partitions, kafka.partitions says %d; the topics decide",
+                counts["documents"],
+                settings.kafka.partitions,
+            )
+        retentions = await _retentions(admin, [names["documents"], names["briefings"]])
+        floor = settings.retention_floor_ms
+        short = {t: ms for t, ms in retentions.items() if 0 <= ms < floor}
+        for topic, ms in short.items():
+            log.warning(
+                "%s keeps records %.1f h only; a rebuild needs at least window + grace + margin (%.1f h)",
+                topic,
+                ms / 3_600_000,
+                floor / 3_600_000,
+            )
+        return counts["documents"]
+    finally:
+        await admin.close()

@@ -10,7 +10,7 @@ import httpx
 
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
-from processors.models import Briefing, ControlCommand, Document, RawFile
+from processors.models import Briefing, ControlCommand, Document, RawFile, Rejection
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
 from processors.routing import DocumentEvent, rejection_reason_label, route_raw
@@ -20,7 +20,8 @@ from sinks.arxiv_client import ArxivClient
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
-from sinks.state import StateStore
+from sinks.state import Position, StateStore
+from streams.logs import doc_context
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -70,41 +71,67 @@ class Pipeline:
         self.clock = clock
         self.enricher = enricher
 
-    def route(self, raw: RawFile) -> list[DocumentEvent]:
+    def route(self, raw: RawFile, raw_offset: int | None = None) -> list[DocumentEvent]:
         events = route_raw(
             raw,
             self.settings.axes,
             zone=self.settings.tz,
             max_bytes=self.settings.max_bytes,
             seen_at=self.clock(),
+            raw_offset=raw_offset,
         )
-        for ev in events:
-            if ev.type == "rejection":
-                log.warning("rejected %s: %s", ev.path, ev.reason)
-                self.metrics.documents_rejected.labels(reason=rejection_reason_label(ev.reason or "")).inc()
+        rejected = next((ev for ev in events if ev.type == "rejection"), None)
+        if rejected is not None:  # one event per axis, one rejection of the file
+            log.warning("rejected %s: %s", raw.path, rejected.reason, extra=doc_context(raw.path))
+            self.metrics.documents_rejected.labels(reason=rejection_reason_label(rejected.reason or "")).inc()
         if not events:
-            log.info("%s matches no configured axis; not stored", raw.path)
+            log.info("%s matches no configured axis; not stored", raw.path, extra=doc_context(raw.path))
         return events
 
-    def store(self, event: DocumentEvent) -> None:
+    def store(
+        self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False
+    ) -> bool:
+        """Apply one documents record to the state; True if it changed what a briefing sees."""
+        ctx = doc_context(event.path, event.axis, position)
         if event.type == "document" and event.document is not None and event.axis:
             with self.metrics.duckdb_write.labels(operation="document").time():
-                stored = self.state.put_document(event.axis, event.document)
+                stored = self.state.put_document(
+                    event.axis, event.document, raw_offset=event.raw_offset, position=position
+                )
             if stored:
                 self.metrics.documents_stored.labels(axis=event.axis, kind=event.document.kind).inc()
-                if event.mtime is not None:
+                if event.mtime is not None and not replaying:
                     self.metrics.end_to_end_lag.observe(max(0.0, self.clock().timestamp() - event.mtime))
-                log.info("stored %s for axis %s", event.path, event.axis)
-        elif event.type == "deletion" and event.axis:
+                # A replay after a takeover stores thousands: those lines are for debugging only.
+                log.log(
+                    logging.DEBUG if replaying else logging.INFO,
+                    "stored %s for axis %s",
+                    event.path,
+                    event.axis,
+                    extra=ctx,
+                )
+            return stored
+        if event.type == "deletion" and event.axis:
             with self.metrics.duckdb_write.labels(operation="deletion").time():
-                self.state.delete_path(event.axis, event.path, event.seen_at)
-        elif event.type == "rejection":
-            from processors.models import Rejection
-
+                deleted = self.state.delete_path(
+                    event.axis, event.path, event.seen_at, raw_offset=event.raw_offset, position=position
+                )
+            if deleted:
+                level = logging.DEBUG if replaying else logging.INFO
+                log.log(level, "deleted %s from axis %s", event.path, event.axis, extra=ctx)
+            return deleted
+        if event.type == "rejection":
             with self.metrics.duckdb_write.labels(operation="rejection").time():
                 self.state.put_rejection(
-                    Rejection(path=event.path, reason=event.reason or "rejected"), event.sha256, event.seen_at
+                    Rejection(path=event.path, reason=event.reason or "rejected"),
+                    event.sha256,
+                    event.seen_at,
+                    position=position,
                 )
+            return True
+        if position is not None:
+            self.state.mark_applied(position)
+        return False
 
     async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:
         """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""

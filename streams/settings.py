@@ -49,9 +49,13 @@ class KafkaSettings(BaseModel):
 
     bootstrap: str | None = None
     topic_prefix: str = "predigest"
-    partitions: int = 1
+    partitions: int = Field(1, ge=1)
     replication_factor: int = 1
-    retention_hours: int = 24 * 7
+    # raw, documents and control: a rebuild replays documents, so they must outlive window + grace + margin.
+    retention_hours: float = 24 * 7
+    # briefings: "already emitted", D numbers and ids cited earlier are rebuilt from them; -1 keeps them all.
+    briefings_retention_hours: float = -1
+    session_timeout_seconds: float = Field(60.0, gt=0)  # a SIGKILLed worker's partitions move after this
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
@@ -99,6 +103,9 @@ class Settings(BaseSettings):
     close_at: time = time(22, 20)
     close_enabled: bool = True
     grace_seconds: float = 300.0
+    close_check_seconds: float = Field(
+        30.0, gt=0
+    )  # how often the leader compares the schedule with emissions
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8
@@ -117,6 +124,7 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = False  # one JSON object per log line, with path and axis fields on document lines
 
     web_host: str = "127.0.0.1"
     web_port: int = 6066
@@ -137,6 +145,22 @@ class Settings(BaseSettings):
         if cls.toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_file))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _retention_covers_the_window(self) -> Settings:
+        # A rebuild replays the retained documents: they must cover the window, its grace and a margin.
+        if self.kafka.retention_hours * 3_600_000 < self.retention_floor_ms:
+            raise ValueError(
+                f"kafka.retention_hours={self.kafka.retention_hours} is shorter than window + grace + "
+                f"margin ({self.retention_floor_ms / 3_600_000:.1f} h): a rebuild would miss documents"
+            )
+        return self
+
+    @property
+    def retention_floor_ms(self) -> int:
+        """Window + grace + a margin of one more window (at least a day): a worker down for a day still rebuilds."""
+        margin = max(self.window_length, timedelta(days=1))
+        return int((self.window_length + self.grace + margin).total_seconds() * 1000)
 
     @property
     def tz(self) -> ZoneInfo:

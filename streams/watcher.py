@@ -20,6 +20,7 @@ from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
 from streams import kafka_io
+from streams.logs import doc_context
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Watcher:
             except KafkaError as exc:
                 # The ledger has not moved: keep the path pending and retry once the broker answers again.
                 self._pending[rel] = (size, mtime, since)
-                log.warning("Kafka unreachable, %s stays pending: %s", rel, exc)
+                log.warning("Kafka unreachable, %s stays pending: %s", rel, exc, extra=doc_context(rel))
                 break
         return published
 
@@ -129,11 +130,13 @@ class Watcher:
             raw = RawFile(path=rel, content=b"", size=0, mtime=self._clock(), sha256="", deleted=True)
             await self._send(raw)
             self._ledger.forget(rel)
-            log.info("published deletion of %s", rel)
+            log.info("published deletion of %s", rel, extra=doc_context(rel))
             return 1
         resolved = path.resolve()
         if not resolved.is_relative_to(self._root):
-            log.warning("refusing %s: it resolves outside the root (%s)", rel, resolved)
+            log.warning(
+                "refusing %s: it resolves outside the root (%s)", rel, resolved, extra=doc_context(rel)
+            )
             self._metrics.documents_rejected.labels(reason="outside").inc()
             return 0
         st = path.stat()
@@ -151,7 +154,7 @@ class Watcher:
         self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
         self._metrics.documents_published.labels(kind=kind, writer=writer).inc()
         self._metrics.watcher_lag.observe(max(0.0, self._clock() - st.st_mtime))
-        log.info("published %s (%d bytes)", rel, st.st_size)
+        log.info("published %s (%d bytes)", rel, st.st_size, extra=doc_context(rel))
         return 1
 
     async def _send(self, raw: RawFile) -> None:

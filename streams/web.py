@@ -1,4 +1,4 @@
-"""Web views on the worker's Faust server: metrics, health, flush, latest briefing."""
+"""Web views on the worker's Faust server: metrics, health, status, flush, latest briefing."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
 from sinks.metrics import Metrics
+from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
+from streams.status import worker_status
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ def register_views(
     metrics: Metrics,
     pipeline: Callable[[], Pipeline],
     send_command: SendCommand,
+    ownership: Ownership,
 ) -> None:
     @app.page("/metrics")
     class MetricsView(View):
@@ -47,6 +50,12 @@ def register_views(
     class Health(View):
         async def get(self, request: Request) -> Response:
             return self.json({"status": "ok", "documents": pipeline().state.document_count()})
+
+    @app.page("/status")
+    class Status(View):
+        async def get(self, request: Request) -> Response:
+            body = await worker_status(settings, pipeline().state, ownership, datetime.now(UTC))
+            return self.json(body)
 
     @app.page("/flush")
     class Flush(View):

@@ -32,34 +32,38 @@ def state(tmp_path: Path) -> StateStore:
 
 def test_a_replayed_document_changes_nothing(state: StateStore) -> None:
     doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nvLLM")
-    assert state.put_document("inference", doc) is True
-    assert state.put_document("inference", doc) is False
+    assert state.put_document("inference", doc, raw_offset=7) is True
+    assert state.put_document("inference", doc, raw_offset=7) is False
     assert [d.path for d in state.window_documents("inference", WINDOW)] == [doc.path]
 
 
 def test_a_new_version_of_a_path_supersedes_the_old_one(state: StateStore) -> None:
     old = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nfirst")
     new = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nsecond, edited")
-    state.put_document("inference", old)
-    state.put_document("inference", new)
+    state.put_document("inference", old, raw_offset=1)
+    state.put_document("inference", new, raw_offset=2)
     assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
     assert [d.sha256 for d in state.superseded_documents("inference", WINDOW)] == [old.sha256]
     # Replaying the old version after the new one must not bring it back.
-    state.put_document("inference", old)
+    assert state.put_document("inference", old, raw_offset=1) is False
     assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
 
 
 def test_a_deleted_path_leaves_the_window(state: StateStore) -> None:
     doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a")
-    state.put_document("inference", doc)
-    state.delete_path("inference", doc.path, datetime.now(UTC))
+    state.put_document("inference", doc, raw_offset=1)
+    state.delete_path("inference", doc.path, datetime.now(UTC), raw_offset=2)
     assert state.window_documents("inference", WINDOW) == []
 
 
 def test_documents_outside_the_window_are_left_out(state: StateStore) -> None:
-    state.put_document("inference", parsed("inbox/tom/2026-09-20-0900-old.md", "# old"))
-    state.put_document("inference", parsed("inbox/tom/2026-09-27-2220-at-end.md", "# end is open"))
-    state.put_document("inference", parsed("inbox/tom/2026-09-26-2220-at-start.md", "# start is closed"))
+    state.put_document("inference", parsed("inbox/tom/2026-09-20-0900-old.md", "# old"), raw_offset=1)
+    state.put_document(
+        "inference", parsed("inbox/tom/2026-09-27-2220-at-end.md", "# end is open"), raw_offset=2
+    )
+    state.put_document(
+        "inference", parsed("inbox/tom/2026-09-26-2220-at-start.md", "# start is closed"), raw_offset=3
+    )
     assert [d.path for d in state.window_documents("inference", WINDOW)] == [
         "inbox/tom/2026-09-26-2220-at-start.md"
     ]

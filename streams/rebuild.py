@@ -1,0 +1,71 @@
+"""`predigest rebuild`: stop-the-world rebuild of a worker's state from the retained topics.
+
+The worker must be stopped (DuckDB allows one writer per file, so a running worker makes this fail).
+The old file is set aside, never deleted; every documents partition and the briefings topic are replayed,
+so the rebuilt state can take over any axis when the worker starts again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from sinks.state_files import set_aside
+from streams import kafka_io
+from streams.pipeline import Pipeline
+from streams.replay import replay_briefings, replay_documents, warn_missing_living
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+PROGRESS_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    set_aside: Path | None
+    documents_records: int
+    briefings_records: int
+    documents: int  # current document versions held afterwards
+
+
+class _Progress:
+    """Logs a line per partition at most every PROGRESS_SECONDS, and when it completes."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], float] = {}
+
+    def __call__(self, topic: str, partition: int, done: int, todo: int) -> None:
+        now = time.monotonic()
+        key = (topic, partition)
+        if done == todo or now - self._last.get(key, 0.0) >= PROGRESS_SECONDS:
+            self._last[key] = now
+            pct = 100.0 * done / todo if todo else 100.0
+            log.info("%s[%d]: %d/%d record(s) (%.0f%%)", topic, partition, done, todo, pct)
+
+
+async def rebuild(settings: Settings) -> Rebuilt:
+    """Set the state file aside and replay the topics into a fresh one."""
+    path = settings.state_file
+    StateStore(path).close()  # fails with StateLockedError while a worker holds the file
+    aside = set_aside(path, datetime.now(UTC), "rebuild")
+    if aside is not None:
+        log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
+    state = StateStore(path)
+    try:
+        pipeline = Pipeline(settings, state, Metrics())
+        progress = _Progress()
+        partitions = await kafka_io.partition_numbers(settings, settings.kafka.topic("documents"))
+        log.info("replaying %s, partitions %s", settings.kafka.topic("documents"), partitions)
+        docs = await replay_documents(settings, pipeline, partitions, progress)
+        log.info("replaying %s", settings.kafka.topic("briefings"))
+        briefings = await replay_briefings(settings, state, progress)
+        warn_missing_living(settings, state, (a.name for a in settings.axes))
+        return Rebuilt(aside, docs, briefings, state.document_count())
+    finally:
+        state.close()

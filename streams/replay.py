@@ -1,0 +1,167 @@
+"""Replay retained topics into the state: documents partitions and the briefings topic, from the last applied offset.
+
+A plain consumer outside the group reads each partition from the offset after the one the state last applied
+(the log start when none) up to the end offset seen when the replay starts. It never depends on the group's
+committed offset, so a fresh worker, a takeover and a deleted state file all rebuild the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import ValidationError
+
+from processors.models import Briefing
+from processors.naming import briefing_basename
+from processors.routing import DocumentEvent
+from sinks.state import Position, StateStore
+from streams import kafka_io
+from streams.logs import doc_context
+from streams.pipeline import Pipeline
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int, int], None]  # topic, partition, records done, records to do
+Apply = Callable[[Position, bytes | None], None]
+
+
+def _consumer(settings: Settings) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        **kafka_io.client_kwargs(settings),
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=kafka_io.MAX_MESSAGE_BYTES,
+        fetch_max_bytes=4 * kafka_io.MAX_MESSAGE_BYTES,
+    )
+
+
+async def _replay(
+    settings: Settings,
+    state: StateStore,
+    topic: str,
+    partitions: Iterable[int],
+    apply: Apply,
+    progress: Progress | None,
+) -> int:
+    """Feed every record after the state's applied offset, up to today's end, to `apply`; how many."""
+    tps = [TopicPartition(topic, p) for p in sorted(set(partitions))]
+    if not tps:
+        return 0
+    consumer = _consumer(settings)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        ends: dict[Any, int] = await consumer.end_offsets(tps)
+        starts: dict[Any, int] = await consumer.beginning_offsets(tps)
+        todo: dict[TopicPartition, int] = {}
+        for tp in tps:
+            applied = state.applied_offset(topic, tp.partition)
+            first = 0 if applied is None else applied + 1
+            if first < starts[tp]:
+                if applied is not None:
+                    log.warning(
+                        "%s[%d]: records %d..%d expired before this state applied them (retention); "
+                        "replaying from %d",
+                        topic,
+                        tp.partition,
+                        first,
+                        starts[tp] - 1,
+                        starts[tp],
+                    )
+                first = starts[tp]
+            if first < ends[tp]:
+                consumer.seek(tp, first)
+                todo[tp] = first
+        done = dict.fromkeys(todo, 0)
+        count = 0
+        while todo:
+            batch = await consumer.getmany(*todo, timeout_ms=1000)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset >= ends[tp]:
+                        break
+                    apply(Position(topic, tp.partition, record.offset), record.value)
+                    done[tp] += 1
+                    count += 1
+                if progress is not None and tp in todo:
+                    progress(topic, tp.partition, done[tp], ends[tp] - todo[tp])
+            for tp in list(todo):
+                if await consumer.position(tp) >= ends[tp]:
+                    del todo[tp]
+        return count
+    finally:
+        await consumer.stop()
+
+
+async def replay_documents(
+    settings: Settings,
+    pipeline: Pipeline,
+    partitions: Iterable[int],
+    progress: Progress | None = None,
+    new_from: Mapping[int, int] | None = None,
+) -> int:
+    """Apply the documents partitions' records this state does not hold yet; how many were read.
+
+    `new_from` is the group's committed offset per partition: records from there on were never applied by
+    any worker, so they are logged and timed (end-to-end lag) as the live agent would; the ones below are
+    a replay of what an earlier owner (or a deleted state) held.
+    """
+
+    def apply(position: Position, value: bytes | None) -> None:
+        try:
+            event = DocumentEvent.model_validate_json(value or b"")
+        except ValidationError as exc:
+            # The live agent would stop on it as well; skipping keeps every other record of the partition.
+            log.error("%s[%d]@%d is not a document event, skipped: %s", *_where(position), exc)
+            pipeline.state.mark_applied(position)
+            return
+        first_time = new_from is not None and position.offset >= new_from.get(position.partition, 0)
+        pipeline.store(event, position, replaying=not first_time)
+
+    topic = settings.kafka.topic("documents")
+    return await _replay(settings, pipeline.state, topic, partitions, apply, progress)
+
+
+async def replay_briefings(settings: Settings, state: StateStore, progress: Progress | None = None) -> int:
+    """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover."""
+    topic = settings.kafka.topic("briefings")
+
+    def apply(position: Position, value: bytes | None) -> None:
+        try:
+            briefing = Briefing.model_validate_json(value or b"")
+        except ValidationError as exc:
+            log.error("%s[%d]@%d is not a briefing, skipped: %s", *_where(position), exc)
+            state.mark_applied(position)
+            return
+        basename = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, settings.tz)
+        if state.restore_emission(briefing, basename, position):
+            log.debug("restored emission %s", basename, extra=doc_context(basename, briefing.axis, position))
+
+    partitions = await kafka_io.partition_numbers(settings, topic)
+    return await _replay(settings, state, topic, partitions, apply, progress)
+
+
+def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> list[str]:
+    """Log the axes whose configured living document the state lacks after a replay; their names."""
+    missing = []
+    for name in axes:
+        spec = settings.axis(name)
+        if spec is not None and spec.living_doc and state.living_document(name) is None:
+            missing.append(name)
+            log.warning(
+                "axis %s has no living document in its state (%s never published, or older than the documents "
+                "topic's retention): its briefings lack living-document context until the file changes",
+                name,
+                spec.living_doc,
+                extra=doc_context(spec.living_doc, name),
+            )
+    return missing
+
+
+def _where(position: Position) -> tuple[str, int, int]:
+    return position.topic, position.partition, position.offset

@@ -1,0 +1,178 @@
+"""The state as a materialised view of Kafka: applied offsets, raw-offset order, restored emissions, set-aside."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import duckdb
+import pytest
+
+from processors.documents import parse_document
+from processors.models import Briefing, Document, RawFile
+from processors.window import window_bounds
+from sinks.errors import StateUnreadableError
+from sinks.state import Position, StateStore
+from sinks.state_files import open_state, set_aside
+
+SH = ZoneInfo("Asia/Shanghai")
+WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+PATH = "inbox/jay/2026-09-27-1000-a.md"
+NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
+
+
+def parsed(text: str, path: str = PATH) -> Document:
+    data = text.encode()
+    raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
+    return parse_document(raw, zone=SH)
+
+
+def at(offset: int, topic: str = "p.documents", partition: int = 2) -> Position:
+    return Position(topic, partition, offset)
+
+
+def current(state: StateStore) -> list[str]:
+    return [d.text for d in state.window_documents("inference", WINDOW)]
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StateStore:
+    return StateStore(tmp_path / "worker.duckdb")
+
+
+def test_records_at_or_below_the_applied_offset_are_skipped(state: StateStore) -> None:
+    assert state.applied_offset("p.documents", 2) is None
+    assert state.put_document("inference", parsed("# a\nfirst"), raw_offset=10, position=at(0)) is True
+    assert state.applied_offset("p.documents", 2) == 0
+    # Offset 0 again, whatever it carries, is a replay: the state already holds it.
+    assert state.put_document("inference", parsed("# a\nother"), raw_offset=11, position=at(0)) is False
+    assert current(state) == ["# a\nfirst"]
+    state.mark_applied(at(5))
+    assert state.applied_offsets() == {("p.documents", 2): 5}
+    state.mark_applied(at(3))  # never backwards
+    assert state.applied_offset("p.documents", 2) == 5
+
+
+def test_versions_follow_the_raw_offset_whatever_order_they_arrive_in(state: StateStore) -> None:
+    # A takeover can re-parse raw records: their versions reach the documents topic a second time, later.
+    v1, v2 = parsed("# a\nfirst"), parsed("# a\nsecond")
+    state.put_document("inference", v2, raw_offset=21, position=at(0))
+    assert state.put_document("inference", v1, raw_offset=20, position=at(1)) is False
+    assert current(state) == ["# a\nsecond"]
+    assert [d.text for d in state.superseded_documents("inference", WINDOW)] == ["# a\nfirst"]
+
+
+def test_a_deletion_orders_with_the_versions(state: StateStore) -> None:
+    state.put_document("inference", parsed("# a\nfirst"), raw_offset=1)
+    state.delete_path("inference", PATH, NOW, raw_offset=3)
+    state.put_document("inference", parsed("# a\nbefore the deletion"), raw_offset=2)  # late replay
+    assert current(state) == []
+    state.put_document("inference", parsed("# a\nrewritten"), raw_offset=4)
+    assert current(state) == ["# a\nrewritten"]
+    state.delete_path("inference", PATH, NOW, raw_offset=3)  # the old deletion replayed: stale
+    assert current(state) == ["# a\nrewritten"]
+
+
+def test_events_without_a_raw_offset_keep_arrival_order(state: StateStore) -> None:
+    # Records written before raw offsets travelled on the documents topic.
+    state.put_document("inference", parsed("# a\nfirst"), raw_offset=None)
+    state.put_document("inference", parsed("# a\nsecond"), raw_offset=None)
+    assert current(state) == ["# a\nsecond"]
+    state.put_document("inference", parsed("# a\nthird"), raw_offset=40)
+    assert current(state) == ["# a\nthird"]
+
+
+def _briefing() -> Briefing:
+    return Briefing.model_validate(
+        {
+            "schema": "predigest.briefing/v1",
+            "axis": "inference",
+            "trigger": "close",
+            "generated_at": "2026-09-27T22:25:00+08:00",
+            "window": {"start": "2026-09-26T22:20:00+08:00", "end": "2026-09-27T22:20:00+08:00"},
+            "living_doc": {"path": None, "version": None},
+            "summary": {"increment_count": 0, "target_range": [3, 8], "new_arxiv": [], "continued_arxiv": []},
+            "sources": [],
+            "increments": [],
+            "discrepancies": [],
+            "arxiv": [],
+            "no_increment_sources": [],
+            "priorities": [],
+            "rejected": [],
+        }
+    )
+
+
+def test_emissions_restored_from_the_briefings_topic(state: StateStore) -> None:
+    b = _briefing()
+    pos = at(0, topic="p.briefings", partition=0)
+    assert state.restore_emission(b, "2026-09-27-inference-e1prep", pos) is True
+    assert state.restore_emission(b, "2026-09-27-inference-e1prep", at(1, "p.briefings", 0)) is False
+    assert state.emission("inference", b.window.end, "close") == b
+    assert state.last_emitted_at("inference") == b.generated_at
+    assert state.applied_offset("p.briefings", 0) == 1
+
+
+def test_a_state_file_of_the_previous_schema_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    db = duckdb.connect(str(path))
+    db.execute(
+        "CREATE SEQUENCE doc_seq; CREATE TABLE documents (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, "
+        "sha256 VARCHAR NOT NULL, seq BIGINT NOT NULL, event_time TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, "
+        "current BOOLEAN NOT NULL, doc_json VARCHAR NOT NULL, PRIMARY KEY (axis, path, sha256));"
+        "CREATE TABLE deletions (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL,"
+        " PRIMARY KEY (axis, path));"
+    )
+    old = parsed("# a\nold")
+    db.execute(
+        "INSERT INTO documents VALUES ('inference', ?, ?, nextval('doc_seq'), ?, ?, true, ?)",
+        [old.path, old.sha256, old.event_time, old.kind, old.model_dump_json()],
+    )
+    db.close()
+    state = StateStore(path)
+    assert current(state) == ["# a\nold"]
+    state.put_document("inference", parsed("# a\nnew"), raw_offset=3)
+    assert current(state) == ["# a\nnew"]
+
+
+def _leave_a_corrupt_wal(path: Path) -> None:
+    # A writer killed before its checkpoint leaves the WAL; flipped bits make DuckDB refuse to replay it.
+    code = (
+        "import duckdb, os, sys\n"
+        "c = duckdb.connect(sys.argv[1])\n"
+        "c.execute(\"SET wal_autocheckpoint='1GB'\")\n"
+        "c.execute('CREATE TABLE t(a INT PRIMARY KEY, b VARCHAR)')\n"
+        "c.execute('CHECKPOINT')\n"
+        "for i in range(50): c.execute('INSERT INTO t VALUES (?, ?)', [i, 'x' * 100])\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+    wal = path.with_name(path.name + ".wal")
+    data = bytearray(wal.read_bytes())
+    for i in range(200, len(data) - 100, 7):
+        data[i] ^= 0x5A
+    wal.write_bytes(bytes(data))
+
+
+def test_a_wal_duckdb_cannot_replay_is_set_aside(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _leave_a_corrupt_wal(path)
+    with pytest.raises(StateUnreadableError, match="WAL"):
+        StateStore(path)
+    state, aside = open_state(path, NOW)
+    assert aside is not None and aside.name == "worker.duckdb.unreadable-20260928T010203000000Z"
+    assert aside.exists() and aside.with_name(aside.name + ".wal").exists()
+    assert state.applied_offsets() == {} and state.document_count() == 0
+
+
+def test_a_file_that_is_not_duckdb_is_set_aside(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    path.write_bytes(b"not a database" * 100)
+    state, aside = open_state(path, NOW)
+    assert aside is not None and aside.read_bytes().startswith(b"not a database")
+    assert state.document_count() == 0
+    assert set_aside(tmp_path / "absent.duckdb", NOW, "rebuild") is None

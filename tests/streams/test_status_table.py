@@ -1,0 +1,74 @@
+"""`predigest status` without workers: merging their answers and the table an operator reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.settings import KafkaSettings, Settings
+from streams.status_table import fetch, merge, render
+from tests.support import free_port
+
+ANSWER: dict[str, Any] = {
+    "worker": "http://127.0.0.1:6066",
+    "owned_partitions": [0, 1],
+    "axis_partitions": {"inference": 0, "llm-infra": 0, "risk": 2, "llm-application": 3},
+    "axes": [
+        {
+            "axis": "inference",
+            "partition": 0,
+            "ready": True,
+            "window": {"start": "2026-09-26T14:20:00+00:00", "end": "2026-09-27T14:20:00+00:00"},
+            "documents": 12,
+            "duplicates": {"exact": 1, "near": 2},
+            "last_briefing": {
+                "window_end": "2026-09-27T14:20:00+00:00",
+                "trigger": "close",
+                "generated_at": "2026-09-27T14:25:00+00:00",
+                "sources": 14,
+                "increments": 5,
+            },
+            "lag": {"documents": 0, "control": 1},
+        },
+        {
+            "axis": "llm-infra",
+            "partition": 0,
+            "ready": False,
+            "window": {"start": "2026-09-26T14:20:00+00:00", "end": "2026-09-27T14:20:00+00:00"},
+            "documents": 0,
+            "duplicates": {"exact": 0, "near": 0},
+            "last_briefing": None,
+            "lag": None,
+        },
+    ],
+}
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(root=tmp_path, state_dir=tmp_path / "state", kafka=KafkaSettings())
+
+
+def test_the_table_has_a_row_per_axis_and_names_who_is_missing(tmp_path: Path) -> None:
+    s = _settings(tmp_path)
+    down = {"worker": "http://127.0.0.1:6068", "error": "connection refused"}
+    report = merge(s, [ANSWER, down])
+    assert [row["axis"] for row in report["axes"]] == [a.name for a in s.axes]
+    text = render(report, s.tz)
+    lines = text.splitlines()
+    assert lines[0].split() == ["AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "LAST", "BRIEFING", "LAG"]
+    inference = next(line for line in lines if line.startswith("inference"))
+    assert "09-26 22:20 → 09-27 22:20" in inference  # shown in the configured zone
+    assert "12" in inference and "1+2" in inference and "2026-09-27 22:20 close" in inference
+    assert "docs 0 / ctl 1" in inference
+    assert "unknown (catching up)" in next(line for line in lines if line.startswith("llm-infra"))
+    risk = next(line for line in lines if line.startswith("risk"))
+    assert risk.split()[1] == "2" and "no worker answered for it" in risk
+    assert "worker http://127.0.0.1:6068 did not answer: connection refused" in text
+
+
+@pytest.mark.parametrize("path", ["/", ""])
+async def test_an_unreachable_worker_is_reported_not_raised(path: str) -> None:
+    answers = await fetch([f"http://127.0.0.1:{free_port()}{path}"])
+    assert len(answers) == 1 and answers[0]["error"]
