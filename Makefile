@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
 venv: $(BIN)/predigest
