@@ -145,8 +145,11 @@ def _fresh(i: int, rng: random.Random) -> tuple[str, str]:
     size = len(head.encode()) + sum(len(b.encode()) for b in body)
     while size < target:
         part = _section(rng, zh)
+        grown = size + len(part.encode())
+        if grown > MAX_BYTES - 256 and size >= MIN_BYTES:  # room left for a repost's added line
+            break
         body.append(part)
-        size += len(part.encode())
+        size = grown
     return rel, head + "\n".join(body)
 
 

@@ -106,11 +106,11 @@ class CpuMeter:
 def spawn(
     settings: Settings, workdir: Path, name: str, *command: str, profile: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """`predigest <command>` with these settings, optionally under pyinstrument; output to <workdir>/<name>.log."""
+    """`predigest <command>` with these settings, optionally under pyinstrument (a session file); log to <name>.log."""
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
     prefix = [sys.executable]
     if profile is not None:
-        prefix += ["-m", "pyinstrument", "-r", "text", "-o", str(profile)]
+        prefix += ["-m", "pyinstrument", "-r", "pyisession", "-o", str(profile)]
     log_file = (workdir / f"{name}.log").open("ab")
     return subprocess.Popen(
         [*prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
@@ -163,3 +163,15 @@ def metric_sum(settings: Settings, name: str) -> float:
 
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def render_profile(session: Path, out: Path, *, libraries: bool) -> None:
+    """A pyinstrument session as text: the call tree of our frames, or every function (libraries too) by self time."""
+    extra = ["--show-all", "-p", "flat=true"] if libraries else []
+    with out.open("w") as f:
+        subprocess.run(
+            [sys.executable, "-m", "pyinstrument", "--load", str(session), "-r", "text", *extra],
+            stdout=f,
+            check=True,
+            cwd=PROJECT,
+        )
