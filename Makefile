@@ -3,12 +3,12 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint kafka-fetch tools clean
+.PHONY: venv run test lint kafka-fetch tools bench clean
 
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
 venv: $(BIN)/predigest
@@ -32,6 +32,10 @@ lint: venv
 
 test: lint kafka-fetch tools
 	$(BIN)/pytest -q
+
+# The end-to-end benchmark (issue 6), under 15 minutes: `make bench N=1000,10000` for a quicker run.
+bench: venv kafka-fetch
+	$(BIN)/python -m bench.run $(if $(N),--n $(N))
 
 clean:
 	rm -rf $(VENV) .cache out

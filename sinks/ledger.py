@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -33,6 +34,21 @@ class Ledger:
 
     def acknowledge(self, path: str, size: int, mtime: float, sha256: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?)", [path, size, mtime, sha256])
+
+    def acknowledge_many(self, rows: Sequence[tuple[str, int, float, str]]) -> None:
+        """Many acknowledgements in one statement: row at a time costs milliseconds per row."""
+        if not rows:
+            return
+        paths, sizes, mtimes, digests = (list(col) for col in zip(*rows, strict=True))
+        self._db.execute(
+            "INSERT OR REPLACE INTO ledger SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
+            [paths, sizes, mtimes, digests],
+        )
+
+    def entries(self) -> dict[str, tuple[int, float, str]]:
+        """Every acknowledged path with its (size, mtime, sha256), in one query."""
+        rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
+        return {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
 
     def forget(self, path: str) -> None:
         self._db.execute("DELETE FROM ledger WHERE path=?", [path])

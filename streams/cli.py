@@ -15,7 +15,7 @@ from typing import Any
 from uuid import uuid4
 
 from sinks.errors import SinkError
-from streams import kafka_io, kafka_local, logs, oneshot, status_table
+from streams import backfill, kafka_io, kafka_local, logs, oneshot, status_table
 from streams.control import send_command
 from streams.errors import StreamsError
 from streams.rebuild import rebuild
@@ -143,6 +143,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--root")
     r.add_argument("--end", help="window end of the first flush (default: now)")
     r.add_argument("--exit", action="store_true", help="stop after the first briefings")
+    b = sub.add_parser("backfill", help="publish a large archive to Kafka fast, with a progress bar")
+    b.add_argument("--root", required=True)
+    b.add_argument("--compression", choices=("zstd", "lz4", "gzip", "snappy", "none"), default="zstd")
+    b.add_argument(
+        "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
+    )
     k = sub.add_parser("kafka", help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -192,6 +198,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "flush":
         settings.require_axis(args.axis)
         asyncio.run(send_command(settings, args.axis, "flush", _parse_end(args.end)))
+    elif args.command == "backfill":
+        asyncio.run(
+            backfill.run_cli(settings, args.compression, show=not args.no_progress and sys.stderr.isatty())
+        )
     elif args.command == "run":
         asyncio.run(oneshot.run(settings, _parse_end(args.end), args.exit))
     return 0

@@ -1,0 +1,34 @@
+"""Time one flush briefing over a stopped worker's DuckDB state: `python -m bench.brief_state SETTINGS AXIS END`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from processors.models import ControlCommand
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.pipeline import Pipeline
+from streams.worker_process import load_dumped_settings
+
+
+async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
+    settings = load_dumped_settings(cfg)
+    state = StateStore(settings.state_file)
+    pipeline = Pipeline(settings, state, Metrics())
+    command = ControlCommand(
+        axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"
+    )
+    t = time.perf_counter()
+    briefing = await pipeline.brief(command)
+    seconds = time.perf_counter() - t
+    state.close()
+    return {"briefing_s": round(seconds, 2), "briefing_sources": len(briefing.sources) if briefing else 0}
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(Path(sys.argv[1]), sys.argv[2], datetime.fromisoformat(sys.argv[3])))))

@@ -1,0 +1,320 @@
+"""`predigest backfill`: publish a large archive to `predigest.raw` fast, skipping what the ledger acknowledged."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from aiokafka import AIOKafkaProducer
+
+from processors.models import RawFile
+from sinks.ledger import Ledger
+from streams import kafka_io
+from streams.settings import Settings
+from streams.watcher import WATCHED, _ignored
+
+log = logging.getLogger(__name__)
+
+Compression = Literal["gzip", "lz4", "zstd", "snappy", "none"]
+# Measured (README "Performance"): zstd at level 3 compresses the archive 5:1 at ~200 MB/s; aiokafka runs
+# gzip and lz4 at level 9 (25-35 MB/s), which costs more CPU than everything else the backfill does.
+DEFAULT_COMPRESSION: Compression = "zstd"
+# One batch per partition is in flight at a time (aiokafka's sender), so a batch must hold many notes.
+DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
+DEFAULT_LINGER_MS = 50
+CHUNK = 512  # files read and hashed together while the previous chunk is being sent
+LEDGER_FLUSH = 2000  # acknowledged files written to the ledger in one statement
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file under the root with the stat the ledger is compared with."""
+
+    rel: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A file read and hashed, with its record encoded, or the reason it is not sent."""
+
+    rel: str
+    size: int
+    mtime: float
+    sha256: str
+    value: bytes | None  # None: unchanged bytes, vanished, or outside the root
+
+
+@dataclass
+class BackfillReport:
+    """What a backfill did."""
+
+    files: int = 0  # files under the watched folders
+    skipped: int = 0  # unchanged since the ledger's acknowledgement
+    published: int = 0
+    unchanged_bytes: int = 0  # stat changed, content did not: ledger updated, nothing sent
+    refused: int = 0  # vanished before read, or resolving outside the root
+    bytes: int = 0  # file bytes of the published ones
+    seconds: float = 0.0
+
+
+Progress = Callable[[int, int], None]  # (files done, file bytes done), called as acknowledgements arrive
+
+
+def make_bulk_producer(
+    settings: Settings,
+    compression: Compression = DEFAULT_COMPRESSION,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    linger_ms: int = DEFAULT_LINGER_MS,
+) -> AIOKafkaProducer:
+    """Idempotent, acks=all, like the watcher's, but with batches that hold hundreds of notes."""
+    return AIOKafkaProducer(
+        **kafka_io.client_kwargs(settings),
+        acks="all",
+        enable_idempotence=True,
+        compression_type=None if compression == "none" else compression,
+        max_request_size=kafka_io.MAX_MESSAGE_BYTES,
+        max_batch_size=batch_bytes,
+        linger_ms=linger_ms,
+        request_timeout_ms=60000,
+    )
+
+
+def walk(root: Path) -> Iterator[Candidate]:
+    """Files the watcher would publish, with their stat; os.scandir gives the stat without another call."""
+    stack = [root / top for top in WATCHED if (root / top).is_dir()]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if _ignored(e.name):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif e.is_file():
+                    st = e.stat()
+                    rel = Path(e.path).relative_to(root).as_posix()
+                    yield Candidate(rel, st.st_size, st.st_mtime)
+
+
+def _prepare(root: Path, c: Candidate, max_bytes: int, known_digest: str | None) -> Prepared:
+    """Read, hash and encode one file (in a worker thread: file reads and sha256 release the GIL)."""
+    path = root / c.rel
+    try:
+        if not path.resolve().is_relative_to(root):
+            log.warning("refusing %s: it resolves outside the root", c.rel)
+            return Prepared(c.rel, c.size, c.mtime, "", None)
+        st = path.stat()
+        # An oversized file travels without its bytes so that the parser records the rejection.
+        data = b"" if st.st_size > max_bytes else path.read_bytes()
+    except FileNotFoundError:
+        log.warning("%s vanished before it was read", c.rel)
+        return Prepared(c.rel, c.size, c.mtime, "", None)
+    digest = hashlib.sha256(data).hexdigest() if data else f"size-{st.st_size}"
+    if digest == known_digest:
+        return Prepared(c.rel, st.st_size, st.st_mtime, digest, None)
+    raw = RawFile(path=c.rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest)
+    return Prepared(c.rel, st.st_size, st.st_mtime, digest, raw.model_dump_json().encode())
+
+
+def _prepare_many(
+    root: Path, chunk: list[Candidate], max_bytes: int, known: dict[str, tuple[int, float, str]]
+) -> list[Prepared]:
+    return [_prepare(root, c, max_bytes, (known.get(c.rel) or (0, 0.0, None))[2]) for c in chunk]
+
+
+class _Acks:
+    """Acknowledged files, written to the ledger in large statements: one per file would cap the rate."""
+
+    def __init__(self, ledger: Ledger, report: BackfillReport, progress: Progress | None) -> None:
+        self._ledger = ledger
+        self._report = report
+        self._progress = progress
+        self._rows: list[tuple[str, int, float, str]] = []
+
+    def add(self, p: Prepared, *, sent: bool) -> None:
+        self._rows.append((p.rel, p.size, p.mtime, p.sha256))
+        if sent:
+            self._report.published += 1
+            self._report.bytes += p.size
+        if len(self._rows) >= LEDGER_FLUSH:
+            self.flush()
+        if self._progress is not None:
+            self._progress(1, p.size)
+
+    def flush(self) -> None:
+        if self._rows:
+            self._ledger.acknowledge_many(self._rows)
+            self._rows = []
+
+
+async def backfill(
+    settings: Settings,
+    *,
+    compression: Compression = DEFAULT_COMPRESSION,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    linger_ms: int = DEFAULT_LINGER_MS,
+    threads: int = 4,
+    on_total: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
+) -> BackfillReport:
+    """Publish every file under the root that the ledger has not acknowledged in its current form."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    root = settings.root.resolve()
+    report = BackfillReport()
+    await kafka_io.ensure_topics(settings)
+    ledger = Ledger(settings.ledger_file)
+    prod = make_bulk_producer(settings, compression, batch_bytes, linger_ms)
+    try:
+        known = ledger.entries()
+        todo: list[Candidate] = []
+        for c in walk(root):
+            report.files += 1
+            entry = known.get(c.rel)
+            if entry is not None and entry[0] == c.size and entry[1] == c.mtime:
+                report.skipped += 1
+            else:
+                todo.append(c)
+        todo.sort(key=lambda c: c.rel)  # a stable order: the same archive backfills the same way
+        if on_total is not None:
+            on_total(len(todo), sum(c.size for c in todo))
+        log.info("backfill of %s: %d file(s), %d already acknowledged", root, report.files, report.skipped)
+        await prod.start()
+        acks = _Acks(ledger, report, progress)
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="backfill-read") as pool:
+
+            def read(chunk: list[Candidate]) -> Awaitable[list[list[Prepared]]]:
+                # One task per slice, not per file: a future per file costs more than reading the file.
+                step = -(-len(chunk) // threads)
+                return asyncio.gather(
+                    *(
+                        loop.run_in_executor(
+                            pool, _prepare_many, root, chunk[i : i + step], settings.max_bytes, known
+                        )
+                        for i in range(0, len(chunk), step)
+                    )
+                )
+
+            await _send_all(prod, settings.kafka.topic("raw"), todo, read, acks, report)
+        acks.flush()
+    finally:
+        await prod.stop()  # stopping a producer that never started is a no-op
+        ledger.close()
+    report.seconds = loop.time() - started
+    return report
+
+
+async def _send_all(
+    prod: AIOKafkaProducer,
+    topic: str,
+    todo: list[Candidate],
+    read: Callable[[list[Candidate]], Awaitable[list[list[Prepared]]]],
+    acks: _Acks,
+    report: BackfillReport,
+) -> None:
+    """Read chunk k+1 while chunk k is handed to the producer; delivery futures are awaited as they land."""
+    chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+    in_flight: list[tuple[Prepared, asyncio.Future[object]]] = []
+    next_read = asyncio.ensure_future(read(chunks[0])) if chunks else None
+    try:
+        for k in range(len(chunks)):
+            assert next_read is not None
+            prepared = [p for part in await next_read for p in part]
+            next_read = asyncio.ensure_future(read(chunks[k + 1])) if k + 1 < len(chunks) else None
+            for p in prepared:
+                if p.value is None:
+                    if p.sha256:
+                        report.unchanged_bytes += 1
+                        acks.add(p, sent=False)
+                    else:
+                        report.refused += 1
+                    continue
+                # send() waits only while the accumulator is full, so many batches stay in the pipe.
+                fut = await prod.send(topic, key=p.rel.encode(), value=p.value)
+                in_flight.append((p, fut))
+            in_flight = await _settle(in_flight, acks, wait=False)
+        await _settle(in_flight, acks, wait=True)
+    finally:
+        if next_read is not None:
+            next_read.cancel()
+        acks.flush()  # whatever Kafka acknowledged is remembered, even when a later send failed
+
+
+async def _settle(
+    in_flight: list[tuple[Prepared, asyncio.Future[object]]], acks: _Acks, *, wait: bool
+) -> list[tuple[Prepared, asyncio.Future[object]]]:
+    """Record the acknowledged prefix in order; raise the first failure; return what is still pending."""
+    done = 0
+    for p, fut in in_flight:
+        if not fut.done():
+            if not wait:
+                break
+            await fut
+        fut.result()  # a failed delivery raises here, after the acknowledged ones before it are recorded
+        acks.add(p, sent=True)
+        done += 1
+    return in_flight[done:]
+
+
+async def backfill_with_bar(
+    settings: Settings, *, show: bool, compression: Compression = DEFAULT_COMPRESSION
+) -> BackfillReport:
+    """`backfill` with a rich progress bar on stderr: files, bytes, rate and time left."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]backfill"),
+        BarColumn(),
+        TextColumn("{task.fields[done]}/{task.fields[count]} files"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        disable=not show,
+    )
+    # The bar advances by bytes (notes range from a few KB to MB); the file count rides along as fields.
+    task = bar.add_task("backfill", total=None, done=0, count="?")
+    done = [0]
+
+    def on_total(count: int, size: int) -> None:
+        bar.update(task, total=size, count=count)
+
+    def advance(count: int, size: int) -> None:
+        done[0] += count
+        bar.update(task, advance=size, done=done[0])
+
+    with bar:
+        return await backfill(settings, compression=compression, on_total=on_total, progress=advance)
+
+
+async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
+    """The command: the bar, then one summary line (also when stderr is not a terminal)."""
+    report = await backfill_with_bar(settings, show=show, compression=compression)
+    rate = report.published / report.seconds if report.seconds else 0.0
+    log.info(
+        "backfill done: %d published (%.1f MB, %.0f files/s), %d already acknowledged, %d unchanged, %d refused",
+        report.published,
+        report.bytes / 1e6,
+        rate,
+        report.skipped,
+        report.unchanged_bytes,
+        report.refused,
+    )
+    return report

@@ -1,0 +1,1 @@
+"""Smoke tests of the benchmark harness pieces (the benchmark itself runs only in `make bench`)."""
