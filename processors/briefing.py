@@ -41,7 +41,7 @@ from processors.priorities import priorities
 from processors.relevance import AxisSpace, RelevanceRules, declared_axes, is_low, relevance
 from processors.sources import no_increment, source_entry, work_queue_items
 from processors.tfidf import cosine
-from processors.units import Unit, mention_units, units_of
+from processors.units import Unit, card_anchors, mention_units, units_of
 from processors.window import in_window
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
@@ -95,6 +95,15 @@ def _units(
     return out
 
 
+def _most_relevant(
+    eligible: Sequence[tuple[Document, Relevance]], axis: str, limit: int
+) -> list[tuple[Document, Relevance]]:
+    """The `limit` most relevant sources, cards anchored into the axis first, in their original order."""
+    ranked = sorted(eligible, key=lambda dr: (not card_anchors(dr[0], axis), -dr[1].score, dr[0].path))
+    chosen = {d.path for d, _ in ranked[:limit]}
+    return [(d, r) for d, r in eligible if d.path in chosen]
+
+
 def assemble_briefing(
     *,
     axis: AxisSpec,
@@ -145,13 +154,14 @@ def assemble_briefing(
     own_baselines = [d for d in kept if rel[d.path].label == "基线"]
     for d in own_baselines:
         anchored.update(d.arxiv_ids)
-    contributors = [
+    eligible = [
         (d, rel[d.path])
         for d in kept
         if d.kind in ("inbox", "paper_card") and rel[d.path].label not in _ROLES and d.path not in low
     ]
+    contributors = _most_relevant(eligible, axis.name, inc_rules.max_contributors)
     window_ids = list(
-        dict.fromkeys(i for d in [*(c for c, _ in contributors), *own_baselines] for i in d.arxiv_ids)
+        dict.fromkeys(i for d in [*(c for c, _ in eligible), *own_baselines] for i in d.arxiv_ids)
     )
     new_ids = [i for i in window_ids if i not in anchored]
     continued_ids = [i for i in window_ids if i in anchored]

@@ -13,7 +13,7 @@ from processors.i18n import Lang
 from processors.key_points import figures, has_figure, highlights, key_points, thesis
 from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
 from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
-from processors.tfidf import Vector, cosine
+from processors.tfidf import NearestIndex, Vector, cosine
 from processors.units import Unit
 
 _HEADING_NUMBER = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
@@ -31,6 +31,8 @@ class IncrementRules(Frozen):
     max_points: int = 6
     relevance_floor: float = 0.03
     score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
+    # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
+    max_contributors: int = 300
 
 
 @dataclass
@@ -87,24 +89,27 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
         cluster = by_id.setdefault(root, Cluster(key=f"arxiv:{root}", units=[]))
         cluster.units.append(u)
         cluster.ids.extend(i for i in u.primary_ids if i not in cluster.ids)
-    id_vectors = {key: ctx.vectorise(c.text) for key, c in by_id.items()}
+    ids = NearestIndex()
+    for key, c in by_id.items():
+        ids.add(key, ctx.vectorise(c.text))
     per_doc: dict[str, Cluster] = {}
     for u in loose:
-        vec = ctx.vectorise(f"{u.heading}\n{u.text}")
-        best = max(id_vectors, key=lambda k: cosine(vec, id_vectors[k]), default=None)
-        if best is not None and cosine(vec, id_vectors[best]) >= rules.attach_similarity:
-            by_id[best].units.append(u)
+        hit = ids.nearest(ctx.vectorise(f"{u.heading}\n{u.text}"), rules.attach_similarity)
+        if hit is not None:
+            by_id[hit[0]].units.append(u)
         elif _has_substance([u]):
             per_doc.setdefault(u.doc_path, Cluster(key=f"doc:{u.doc_path}", units=[])).units.append(u)
-    merged: list[tuple[Cluster, Vector]] = []
-    for cluster in per_doc.values():
+    notes = NearestIndex()
+    merged: dict[str, Cluster] = {}
+    for key, cluster in per_doc.items():
         vec = ctx.vectorise(cluster.text)
-        target = next((m for m in merged if cosine(vec, m[1]) >= rules.merge_similarity), None)
-        if target is None:
-            merged.append((cluster, vec))
+        hit = notes.nearest(vec, rules.merge_similarity)
+        if hit is None:
+            merged[key] = cluster
+            notes.add(key, vec)
         else:
-            target[0].units.extend(cluster.units)
-    return [*by_id.values(), *(c for c, _ in merged)]
+            merged[hit[0]].units.extend(cluster.units)
+    return [*by_id.values(), *merged.values()]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from processors.tfidf import TfIdf, Vector, combine, cosine
 from processors.tokens import term_counts, terms
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
+VECTOR_TERMS = 64  # terms kept per document or section vector
 KEYWORD_WEIGHT = 0.6
 LIVING_WEIGHT = 0.4
 
@@ -43,6 +44,7 @@ class AxisSpace:
         living_counts = {name: doc_counts(d) for name, d in living.items() if d is not None}
         self.model = TfIdf([*self._counts.values(), *living_counts.values()])
         self.profiles: dict[str, Vector] = {}
+        self._text_vectors: dict[str, Vector] = {}
         for axis in axes:
             keywords = Counter(t for k in (*axis.keywords, axis.name) for t in terms(k))
             parts = [(KEYWORD_WEIGHT, self.model.vector(keywords))]
@@ -52,10 +54,14 @@ class AxisSpace:
 
     def vector_of(self, doc: Document) -> Vector:
         counts = self._counts.get(doc.path)
-        return self.model.vector(counts if counts is not None else doc_counts(doc))
+        return self.model.vector(counts if counts is not None else doc_counts(doc), top=VECTOR_TERMS)
 
     def vector_of_text(self, text: str) -> Vector:
-        return self.model.vector(term_counts(text))
+        # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
+        vec = self._text_vectors.get(text)
+        if vec is None:
+            vec = self._text_vectors[text] = self.model.vector(term_counts(text), top=VECTOR_TERMS)
+        return vec
 
     def scores(self, doc: Document) -> dict[str, float]:
         """Cosine of the document against every axis profile."""

@@ -25,9 +25,12 @@ class TfIdf:
         # Smoothed: a term the corpus never saw still gets a finite, high weight.
         return math.log((self._n + 1) / (self._df.get(term, 0) + 1)) + 1.0
 
-    def vector(self, counts: Mapping[str, int]) -> Vector:
-        """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
+    def vector(self, counts: Mapping[str, int], top: int | None = None) -> Vector:
+        """The L2-normalised vector of `counts`, cut to its `top` heaviest terms when given."""
         raw = {t: (1.0 + math.log(c)) * self.idf(t) for t, c in counts.items() if c > 0}
+        if top is not None and len(raw) > top:
+            # The tail of a long note's vector barely moves a cosine but dominates its cost.
+            raw = dict(sorted(raw.items(), key=lambda kv: -kv[1])[:top])
         return normalise(raw)
 
 
@@ -50,3 +53,32 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     if len(a) > len(b):
         a, b = b, a
     return sum(v * b.get(t, 0.0) for t, v in a.items())
+
+
+class NearestIndex:
+    """Nearest vector by cosine, comparing only vectors that share one of the query's heaviest terms.
+
+    Two unit vectors can only be close if they share weight, so candidates from an inverted index of
+    terms stand in for a scan of every vector; `probe` bounds the terms looked up per query.
+    """
+
+    def __init__(self, probe: int = 16) -> None:
+        self._vectors: dict[str, Vector] = {}
+        self._postings: dict[str, set[str]] = {}
+        self._probe = probe
+
+    def add(self, key: str, vec: Vector) -> None:
+        self._vectors[key] = vec
+        for term in vec:
+            self._postings.setdefault(term, set()).add(key)
+
+    def nearest(self, vec: Vector, min_score: float) -> tuple[str, float] | None:
+        """The closest stored key at or above `min_score`, or None."""
+        heavy = sorted(vec, key=lambda t: -vec[t])[: self._probe]
+        candidates = set().union(*(self._postings.get(t, set()) for t in heavy)) if heavy else set()
+        best: tuple[str, float] | None = None
+        for key in sorted(candidates):
+            score = cosine(vec, self._vectors[key])
+            if score >= min_score and (best is None or score > best[1]):
+                best = (key, score)
+        return best
