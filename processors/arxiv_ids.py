@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Old-style archives (identifiers up to 0703); subject classes like math.AG are allowed after them.
 _ARCHIVES = (
@@ -18,6 +19,7 @@ _ARCHIVE_ALT = "|".join(sorted((re.escape(a) for a in _ARCHIVES), key=len, rever
 # IP addresses and longer digit runs from being read as ids.  CJK next to an id is fine.
 _NEW_RE = re.compile(r"(?<![0-9A-Za-z_.])(\d{4})\.(\d{4,5})(?:v(\d+))?(?![0-9])(?!\.[0-9])")
 _OLD_RE = re.compile(rf"(?<![0-9A-Za-z_.\-])({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v(\d+))?(?![0-9])")
+_OLD_HINT = re.compile(r"/\d{7}")
 _NEW_FULL = re.compile(r"(\d{4})\.(\d{4,5})(?:v\d+)?")
 _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
@@ -61,11 +63,18 @@ def strip_version(arxiv_id: str) -> str:
 
 def extract_arxiv_ids(text: str) -> list[str]:
     """Every valid arXiv id in `text`, without version, unique, in order of first appearance."""
+    return list(_extract(text))
+
+
+@lru_cache(maxsize=8192)
+def _extract(text: str) -> tuple[str, ...]:
+    # A briefing asks about the same sections and lines from several angles; the answer never changes.
     found: list[tuple[int, str]] = []
     for m in _NEW_RE.finditer(text):
         if _new_style_ok(m.group(1), m.group(2)):
             found.append((m.start(), f"{m.group(1)}.{m.group(2)}"))
-    for m in _OLD_RE.finditer(text):
+    # Old-style ids need "/" and seven digits; most notes have none, and the archive alternation is slow.
+    for m in _OLD_RE.finditer(text) if _OLD_HINT.search(text) else ():
         if _old_style_ok(m.group(3)):
             # Canonical old-style id is archive/YYMMNNN; the subject class is not part of it.
             found.append((m.start(), f"{m.group(1)}/{m.group(3)}"))
@@ -73,7 +82,7 @@ def extract_arxiv_ids(text: str) -> list[str]:
     seen: dict[str, None] = {}
     for _, arxiv_id in found:
         seen.setdefault(arxiv_id, None)
-    return list(seen)
+    return tuple(seen)
 
 
 def arxiv_urls(text: str) -> list[str]:

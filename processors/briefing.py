@@ -166,16 +166,16 @@ def assemble_briefing(
     new_ids = [i for i in window_ids if i not in anchored]
     continued_ids = [i for i in window_ids if i in anchored]
 
-    sources_of_titles = [*kept, *([living] if living else [])]
+    # Titles as the notes state them, from the notes that can feed the briefing: over every note of a
+    # 100k window this alone would take minutes.
+    sources_of_titles = [*own_baselines, *([living] if living else []), *(d for d, _ in contributors)]
     pairs = [p for d in sources_of_titles for p in titled_ids(d)]
     titles = best_titles([*pairs, *(p for d in sources_of_titles for p in inline_names(d))])
     titles.update({i: e.record.title for i, e in arxiv_records.items()})  # the API is authoritative
     verified = {i: i in arxiv_records for i in window_ids} if arxiv_records else {}
     matcher = SectionMatcher(living_doc, space.vector_of_text)
     id_items = dx.id_conflicts(pairs, lang)
-    times = {d.path: d.event_time for d in docs}
-    audited = [u for d in kept if d.kind in ("inbox", "paper_card") for u in units_of(d, axis.name, 0, 0.0)]
-    future_items = dx.future_ids(audited, times, zone, lang)
+    future_items = dx.future_ids([d for d in kept if d.kind in ("inbox", "paper_card")], zone, lang)
     # A new id titled like an anchored one, or dated after its note, is most likely a typo: a D-item,
     # never an increment.
     suspect = {i for item in id_items for i in dx.ids_of(item) if i in new_ids and dx.ids_of(item) & anchored}

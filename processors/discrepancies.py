@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_ids import extract_arxiv_ids, yymm
@@ -13,9 +14,9 @@ from processors.i18n import Lang, say
 from processors.id_titles import TitledId
 from processors.key_points import STRIKING, clean_line, figures
 from processors.living_doc import LivingDoc, section_label
-from processors.models import Claim, Discrepancy, DiscrepancyKind
+from processors.models import Claim, Discrepancy, DiscrepancyKind, Document
 from processors.tokens import terms
-from processors.units import Unit, urls_in
+from processors.units import Unit, section_ref, urls_in
 
 # `vLLM 0.3.3`, `vLLM v0.30.0`, `Claude Code 2.1.114`, `TensorRT-LLM v1.2.1`; not `>= 1.2.4` constraints.
 _VERSION = re.compile(
@@ -120,60 +121,74 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+def _similar_title_pairs(keys: Sequence[frozenset[str]], threshold: float) -> Iterable[tuple[int, int]]:
+    """Index pairs whose token sets have Jaccard ≥ threshold, via prefix filtering (rare tokens first).
+
+    Two sets that similar must share one of the first |A| - ceil(t·|A|) + 1 of A's tokens in a global order,
+    so only those tokens are indexed and probed instead of comparing every pair.
+    """
+    freq = Counter(t for k in keys for t in k)
+    postings: dict[str, list[int]] = {}
+    for n, key in enumerate(keys):
+        ordered = sorted(key, key=lambda t: (freq[t], t))
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
+        seen: set[int] = set()
+        for token in prefix:
+            for m in postings.get(token, ()):
+                if m not in seen and _jaccard(keys[m], key) >= threshold:
+                    seen.add(m)
+                    yield m, n
+            postings.setdefault(token, []).append(n)
+
+
 def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[_Item]:
     """Same title under two ids (any pairs), or one id under two unrelated titles (strong pairs only)."""
     pairs = [(p, _title_key(p.title)) for p in titled if len(_title_key(p.title)) >= 2]
     items: list[_Item] = []
     reported: set[frozenset[str]] = set()
-    for n, (a, key_a) in enumerate(pairs):
-        for b, key_b in pairs[n + 1 :]:
-            sim = _jaccard(key_a, key_b)
-            pair = frozenset({a.id, b.id, a.title.lower(), b.title.lower()})
-            if pair in reported or (a.id == b.id and a.source == b.source):
-                continue
+
+    def report(a: TitledId, b: TitledId, subject: str) -> None:
+        key = frozenset({a.id, b.id, a.title.lower(), b.title.lower()})
+        if key not in reported:
+            reported.add(key)
             claims = (
                 Claim(text=f"{a.title}（arXiv {a.id}）", source=a.source),
                 Claim(text=f"{b.title}（arXiv {b.id}）", source=b.source),
             )
-            if a.id != b.id and sim >= 0.75:
-                reported.add(pair)
-                subject = say("d.id.subject_title", lang, title=_short(a.title, 50), ids=f"{a.id} / {b.id}")
-                items.append(_Item("arxiv_id_conflict", subject, claims, say("d.id.suggest", lang)))
-            elif a.id == b.id and a.strong and b.strong and sim < 0.2 and min(len(key_a), len(key_b)) >= 3:
-                reported.add(pair)
-                items.append(
-                    _Item(
-                        "arxiv_id_conflict",
-                        say("d.id.subject_id", lang, id=a.id),
-                        claims,
-                        say("d.id.suggest", lang),
-                    )
-                )
+            items.append(_Item("arxiv_id_conflict", subject, claims, say("d.id.suggest", lang)))
+
+    for m, n in _similar_title_pairs([k for _, k in pairs], 0.75):
+        a, b = pairs[m][0], pairs[n][0]
+        if a.id != b.id:
+            report(a, b, say("d.id.subject_title", lang, title=_short(a.title, 50), ids=f"{a.id} / {b.id}"))
+    by_id: dict[str, list[tuple[TitledId, frozenset[str]]]] = {}
+    for p, key in pairs:
+        if p.strong and min(len(key), 3) == 3:
+            by_id.setdefault(p.id, []).append((p, key))
+    for same in by_id.values():
+        for i, (a, key_a) in enumerate(same):
+            for b, key_b in same[i + 1 :]:
+                if a.source != b.source and _jaccard(key_a, key_b) < 0.2:
+                    report(a, b, say("d.id.subject_id", lang, id=a.id))
     return items
 
 
-def future_ids(
-    units: Sequence[Unit], times: Mapping[str, datetime], zone: ZoneInfo, lang: Lang
-) -> list[_Item]:
-    """Ids whose YYMM is later than the month of the document citing them."""
+def future_ids(docs: Sequence[Document], zone: ZoneInfo, lang: Lang) -> list[_Item]:
+    """Ids whose YYMM is later than the month of the document citing them (from each note's id list)."""
     items: list[_Item] = []
-    done: set[tuple[str, str]] = set()
-    for u in units:
-        local = times[u.doc_path].astimezone(zone)
-        for arxiv_id in u.ids:
+    for doc in docs:
+        local = doc.event_time.astimezone(zone)
+        for arxiv_id in doc.arxiv_ids:
             ym = yymm(arxiv_id)
-            if ym and ym > (local.year, local.month) and (arxiv_id, u.doc_path) not in done:
-                done.add((arxiv_id, u.doc_path))
-                line = next((clean_line(r) for r in u.text.splitlines() if arxiv_id in r), arxiv_id)
-                subject = say("d.future.subject", lang, id=arxiv_id, month=f"{local:%Y-%m}")
-                items.append(
-                    _Item(
-                        "future_arxiv_id",
-                        subject,
-                        (Claim(text=line, source=u.ref),),
-                        say("d.future.suggest", lang),
-                    )
-                )
+            if not ym or ym <= (local.year, local.month):
+                continue
+            # Only for the rare hit is the text searched for the line and section that cite it.
+            section = next((s for s in doc.sections if arxiv_id in s.text or arxiv_id in s.heading), None)
+            lines = (section.text if section else doc.text).splitlines()
+            line = next((clean_line(r) for r in lines if arxiv_id in r), arxiv_id)
+            subject = say("d.future.subject", lang, id=arxiv_id, month=f"{local:%Y-%m}")
+            claim = Claim(text=line, source=section_ref(doc, section))
+            items.append(_Item("future_arxiv_id", subject, (claim,), say("d.future.suggest", lang)))
     return items
 
 

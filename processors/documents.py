@@ -13,8 +13,9 @@ from frontmatter.default_handlers import YAMLHandler
 from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
 from processors.models import Document, Kind, RawFile, Section
-from processors.near_duplicates import signature
-from processors.text import text_hash
+from processors.near_duplicates import signature_of
+from processors.text import hash_normalised
+from processors.tokens import index_terms, normalise, token_counts
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
@@ -246,6 +247,13 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
     ids.extend(extract_arxiv_ids(body))
 
+    # One normalisation and one token pass serve the exact hash, the MinHash and the relevance terms.
+    norm = normalise(body)
+    counts = token_counts(norm)
+    index = counts.copy()
+    index.update(
+        {t: 2 * c for t, c in token_counts(normalise(title)).items()}
+    )  # the title says what it is about
     return Document(
         path=raw.path,
         sha256=raw.sha256,
@@ -260,8 +268,9 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
         sections=tuple(sections),
         arxiv_ids=tuple(dict.fromkeys(ids)),
         text=body,
-        text_hash=text_hash(body),
-        signature=signature(body),
+        text_hash=hash_normalised(norm),
+        signature=signature_of(counts.keys()),
+        terms=index_terms(index),
         front_matter=front,
         warnings=tuple(warnings),
         baseline_axis=baseline_axis,

@@ -159,7 +159,7 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
     )
     return Candidate(
         cluster=cluster,
-        relevance=round(rel, 4),
+        relevance=round(rel_blend, 4),  # the floor and the score see the same relevance
         novelty="new" if novel else "continued",
         adds_figures=adds,
         substance=_substance(cluster),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)、](?!\d))\s+")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
@@ -56,6 +57,12 @@ def has_figure(text: str) -> bool:
 
 def key_points(texts: Iterable[str], limit: int = 6) -> list[str]:
     """A section's opening sentence, its bullets and its sentences with figures, in document order."""
+    return list(_key_points(tuple(texts), limit))
+
+
+@lru_cache(maxsize=4096)
+def _key_points(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    # Ranking, substance checks and building all ask for the same sections' points.
     out: list[str] = []
 
     def add(point: str) -> None:
@@ -81,7 +88,7 @@ def key_points(texts: Iterable[str], limit: int = 6) -> list[str]:
                     if any(ch.isdigit() for ch in s):
                         add(s)
             lead = False
-    return out[:limit]
+    return tuple(out[:limit])
 
 
 def thesis(texts: Iterable[str]) -> str:

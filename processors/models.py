@@ -68,6 +68,9 @@ class Document(Frozen):
     warnings: tuple[str, ...] = ()
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
     version: str | None = None  # living documents: "v3.44"
+    terms: dict[str, int] = Field(
+        default_factory=dict
+    )  # top index terms (title counted thrice), for relevance
 
 
 class AxisDocument(Frozen):

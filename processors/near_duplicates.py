@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import operator
-import re
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Literal
 
 import rensa
+
+from processors.tokens import normalise, token_counts
 
 # Measured on tests/corpus (bench/near_dup_eval.py, README "Near-duplicates"): CJK character bigrams and
 # Latin word unigrams keep every re-translated revision pair above 0.8 while different days stay below 0.22.
@@ -23,9 +23,6 @@ MIN_SHINGLES = 10
 # LSH bands are chosen so that a pair exactly at the threshold becomes a candidate with this probability.
 _LSH_RECALL_AT_THRESHOLD = 0.99
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_{_CJK}]+")  # letters and digits, CJK excluded
 
 DuplicateKind = Literal["exact", "near"]
 Signature = tuple[int, ...]
@@ -55,28 +52,26 @@ def shingles(text: str) -> set[str]:
     """CJK runs as character bigrams, other letter/digit runs as words, of the normalised text."""
     # Equal to the shingles of processors.text.normalise_text(text) (a test checks it): its markdown-noise and
     # whitespace passes only touch characters that never belong to a token, and cost half the time of a note.
-    return _tokens(unicodedata.normalize("NFKC", text).lower())
+    return _tokens(normalise(text))
 
 
 def _tokens(norm: str) -> set[str]:
     """The shingles of a text already NFKC-normalised and lower-cased."""
-    out = set(_WORD.findall(norm))
-    for run in _CJK_RUN.findall(norm):
-        if len(run) < CJK_NGRAM:
-            out.add(run)
-        else:
-            out.update(map(operator.add, run[:-1], run[1:]))
-    return out
+    return set(token_counts(norm))
 
 
-def signature(text: str) -> Signature:
-    """The MinHash digest of the text's shingles; () when it has fewer than MIN_SHINGLES."""
-    tokens = shingles(text)
+def signature_of(tokens: Collection[str]) -> Signature:
+    """The MinHash digest of a set of shingles; () when there are fewer than MIN_SHINGLES."""
     if len(tokens) < MIN_SHINGLES:
         return ()
     sketch = rensa.RMinHash(NUM_PERM, SEED)
     sketch.update(list(tokens))
     return tuple(sketch.digest())
+
+
+def signature(text: str) -> Signature:
+    """The MinHash digest of the text's shingles; () when it has fewer than MIN_SHINGLES."""
+    return signature_of(shingles(text))
 
 
 def signatures(texts: Iterable[str]) -> list[Signature]:

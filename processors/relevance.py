@@ -10,7 +10,6 @@ from processors.tfidf import TfIdf, Vector, combine, cosine
 from processors.tokens import term_counts, terms
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
-VECTOR_TERMS = 64  # terms kept per document or section vector
 KEYWORD_WEIGHT = 0.6
 LIVING_WEIGHT = 0.4
 
@@ -24,10 +23,12 @@ class RelevanceRules(Frozen):
     adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source 邻接
 
 
-def doc_counts(doc: Document) -> Counter[str]:
-    """Term counts of a document's title (counted twice: it says what the note is about) and text."""
+def doc_counts(doc: Document) -> Mapping[str, int]:
+    """A document's index terms: computed at parse time, or now for a record parsed before they were."""
+    if doc.terms:
+        return doc.terms
     counts = term_counts(doc.text)
-    counts.update(terms(doc.title) * 2)
+    counts.update(terms(doc.title) * 3)
     return counts
 
 
@@ -41,7 +42,8 @@ class AxisSpace:
         living: Mapping[str, Document | None],
     ) -> None:
         self._counts = {d.path: doc_counts(d) for d in documents}
-        living_counts = {name: doc_counts(d) for name, d in living.items() if d is not None}
+        # The living document is the axis's vocabulary: all of it, not only its top terms.
+        living_counts = {name: term_counts(d.text) for name, d in living.items() if d is not None}
         self.model = TfIdf([*self._counts.values(), *living_counts.values()])
         self.profiles: dict[str, Vector] = {}
         self._text_vectors: dict[str, Vector] = {}
@@ -54,13 +56,13 @@ class AxisSpace:
 
     def vector_of(self, doc: Document) -> Vector:
         counts = self._counts.get(doc.path)
-        return self.model.vector(counts if counts is not None else doc_counts(doc), top=VECTOR_TERMS)
+        return self.model.vector(counts if counts is not None else doc_counts(doc))
 
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
         vec = self._text_vectors.get(text)
         if vec is None:
-            vec = self._text_vectors[text] = self.model.vector(term_counts(text), top=VECTOR_TERMS)
+            vec = self._text_vectors[text] = self.model.vector(term_counts(text))
         return vec
 
     def scores(self, doc: Document) -> dict[str, float]:

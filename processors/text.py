@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
+
+from processors.tokens import normalise
 
 # Markdown markup that does not change what a note says: emphasis, code ticks, headings, quotes, tables.
 _NOISE_RE = re.compile(r"[*_`#>|~\[\]]+|-{3,}|={3,}|^\s*[-+]\s+", re.MULTILINE)
 _SPACE_RE = re.compile(r"\s+")
 
 
+def strip_markup(norm: str) -> str:
+    """Markdown noise removed and whitespace collapsed, from text already NFKC-normalised and lower-cased."""
+    return _SPACE_RE.sub(" ", _NOISE_RE.sub(" ", norm)).strip()
+
+
 def normalise_text(text: str) -> str:
     """NFKC, lowercase, markdown noise removed, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = _NOISE_RE.sub(" ", text)
-    return _SPACE_RE.sub(" ", text).strip()
+    return strip_markup(normalise(text))
+
+
+def hash_normalised(norm: str) -> str:
+    """sha256 hex digest of already normalised text, after `strip_markup`."""
+    return hashlib.sha256(strip_markup(norm).encode("utf-8", errors="replace")).hexdigest()
 
 
 def text_hash(text: str) -> str:
     """sha256 hex digest of the normalised text."""
-    return hashlib.sha256(normalise_text(text).encode("utf-8", errors="replace")).hexdigest()
+    return hash_normalised(normalise(text))

@@ -25,13 +25,17 @@ class TfIdf:
         # Smoothed: a term the corpus never saw still gets a finite, high weight.
         return math.log((self._n + 1) / (self._df.get(term, 0) + 1)) + 1.0
 
-    def vector(self, counts: Mapping[str, int], top: int | None = None) -> Vector:
-        """The L2-normalised vector of `counts`, cut to its `top` heaviest terms when given."""
+    def vector(self, counts: Mapping[str, int]) -> Vector:
+        """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
         raw = {t: (1.0 + math.log(c)) * self.idf(t) for t, c in counts.items() if c > 0}
-        if top is not None and len(raw) > top:
-            # The tail of a long note's vector barely moves a cosine but dominates its cost.
-            raw = dict(sorted(raw.items(), key=lambda kv: -kv[1])[:top])
         return normalise(raw)
+
+
+def heaviest(vec: Mapping[str, float], top: int) -> Vector:
+    """`vec` cut to its `top` heaviest terms and renormalised."""
+    if len(vec) <= top:
+        return dict(vec)
+    return normalise(dict(sorted(vec.items(), key=lambda kv: -kv[1])[:top]))
 
 
 def normalise(vec: Mapping[str, float]) -> Vector:
@@ -62,20 +66,31 @@ class NearestIndex:
     terms stand in for a scan of every vector; `probe` bounds the terms looked up per query.
     """
 
-    def __init__(self, probe: int = 16) -> None:
+    def __init__(self, probe: int = 16, common: int = 64, terms: int = 64) -> None:
         self._vectors: dict[str, Vector] = {}
         self._postings: dict[str, set[str]] = {}
         self._probe = probe
+        self._common = common  # a term in more vectors than this finds everything and decides nothing
+        # Between two notes the rare terms decide; the tail of a long vector only adds cost.
+        self._terms = terms
 
     def add(self, key: str, vec: Vector) -> None:
+        vec = heaviest(vec, self._terms)
         self._vectors[key] = vec
         for term in vec:
             self._postings.setdefault(term, set()).add(key)
 
     def nearest(self, vec: Vector, min_score: float) -> tuple[str, float] | None:
         """The closest stored key at or above `min_score`, or None."""
+        vec = heaviest(vec, self._terms)
         heavy = sorted(vec, key=lambda t: -vec[t])[: self._probe]
-        candidates = set().union(*(self._postings.get(t, set()) for t in heavy)) if heavy else set()
+        hits: Counter[str] = Counter()
+        for t in heavy:
+            posting = self._postings.get(t)
+            if posting and len(posting) <= self._common:
+                hits.update(posting)
+        # Sharing a single heavy term rarely makes two unit vectors close; with many candidates, ask for two.
+        candidates = set(hits) if len(hits) <= 8 else {k for k, n in hits.items() if n >= 2}
         best: tuple[str, float] | None = None
         for key in sorted(candidates):
             score = cosine(vec, self._vectors[key])
