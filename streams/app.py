@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from uuid import uuid4
 
 import faust
+from pydantic import ValidationError
 
 from processors.models import ControlCommand, RawFile
 from processors.routing import DocumentEvent
@@ -15,8 +17,9 @@ from processors.window import due_closes
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams import gauges
-from streams.kafka_io import MAX_MESSAGE_BYTES
-from streams.pipeline import Pipeline, make_enricher
+from streams.failstop import must_finish
+from streams.kafka_io import MAX_MESSAGE_BYTES, faust_broker_kwargs
+from streams.pipeline import Emission, Pipeline, make_enricher
 from streams.settings import Settings, load_settings
 from streams.web import register_views
 
@@ -27,12 +30,14 @@ def create_app(settings: Settings) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
     app = faust.App(
         settings.app_id,
-        broker=f"kafka://{settings.kafka.bootstrap}",
+        **faust_broker_kwargs(settings),  # every bootstrap server, SASL and TLS as for the other clients
         store="memory://",
         autodiscover=False,
         web_host=settings.web_host,
         web_bind=settings.web_host,
         web_port=settings.web_port,
+        web_router_enabled=False,  # Faust's own table/router views: unauthenticated, and nothing we use
+        web_tables_enabled=False,
         topic_partitions=settings.kafka.partitions,
         topic_replication_factor=settings.kafka.replication_factor,
         producer_acks=-1,
@@ -91,28 +96,53 @@ def create_app(settings: Settings) -> faust.App:
         key_serializer="raw",
     )
 
-    # concurrency stays 1: with more, Faust can commit past an unfinished message (faust-streaming #606).
+    # Commit safety (README "Guarantees"): concurrency stays 1, since with more Faust can commit past an
+    # unfinished message (faust-streaming #606); Faust acks a record only once the loop body has returned
+    # and commits acked offsets after flushing its producer; a step that raises would still be acked, so
+    # each one runs under must_finish (retry, else exit without acking) and the sends await their ack.
+    def decoded(model: Any, value: bytes, topic: str) -> Any:
+        try:
+            return model.model_validate_json(value)
+        except ValidationError as exc:  # never readable, however often it is delivered: skip it, loudly
+            log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
+            return None
+
+    async def forward(records: list[tuple[bytes, bytes]]) -> None:
+        for key, record in records:
+            await (await docs_topic.send(key=key, value=record))
+
+    async def store(event: DocumentEvent) -> None:
+        pipeline().store(event)
+
+    async def deliver(emission: Emission) -> None:
+        await (await briefings_topic.send(key=emission.axis.encode(), value=emission.briefing_json.encode()))
+        pipeline().delivered(emission)
+
     @app.agent(raw_topic)
     async def parse(stream: Any) -> None:
         async for value in stream:
-            raw = RawFile.model_validate_json(value)
-            for event in pipeline().route(raw):
-                await docs_topic.send(key=event.key.encode(), value=event.model_dump_json().encode())
+            raw = decoded(RawFile, value, raw_topic.get_topic_name())
+            if raw is not None:
+                records = pipeline().encode(pipeline().route(raw))
+                await must_finish(partial(forward, records), f"forwarding {raw.path} to the documents topic")
 
     @app.agent(docs_topic)
     async def window(stream: Any) -> None:
         async for value in stream:
-            pipeline().store(DocumentEvent.model_validate_json(value))
+            event = decoded(DocumentEvent, value, docs_topic.get_topic_name())
+            if event is not None:
+                await must_finish(partial(store, event), f"storing {event.path} in {settings.state_file}")
 
     @app.agent(control_topic)
     async def control(stream: Any) -> None:
         async for value in stream:
-            command = ControlCommand.model_validate_json(value)
-            briefing = await pipeline().brief(command)
-            if briefing is not None:
-                await briefings_topic.send(
-                    key=command.axis.encode(), value=briefing.model_dump_json(by_alias=True).encode()
-                )
+            command = decoded(ControlCommand, value, control_topic.get_topic_name())
+            if command is None:
+                continue
+            what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
+            emission = await must_finish(partial(pipeline().brief, command), f"emitting {what}")
+            if emission is not None and not emission.delivered:
+                await must_finish(partial(deliver, emission), f"sending {what} to the briefings topic")
 
     async def send_command(axis: str, trigger: str, end: datetime) -> ControlCommand:
         command = ControlCommand(
