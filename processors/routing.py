@@ -21,8 +21,8 @@ _REJECTION_LABELS = (
     ("over the limit", "limit"),
     ("message limit", "limit"),
     ("is empty", "empty"),
+    ("outside the root", "outside"),  # before "symlink": the reason names the symlinked folder
     ("symlink", "symlink"),
-    ("outside the root", "outside"),
     ("not a regular file", "special"),
     ("unreadable", "unreadable"),
     ("vanished", "vanished"),

@@ -51,7 +51,8 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 class KafkaSettings(BaseModel):
     """Where Kafka is and how to talk to it; no bootstrap means the embedded local broker."""
 
-    model_config = ConfigDict(frozen=True)
+    # A validation error would otherwise print the input, the SASL password with it.
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
     bootstrap: str | None = None  # host:port[,host:port…]
     topic_prefix: str = "predigest"
@@ -127,7 +128,11 @@ class Settings(BaseSettings):
     """All of predigest's configuration; frozen once loaded."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PREDIGEST_", env_nested_delimiter="__", frozen=True, extra="forbid"
+        env_prefix="PREDIGEST_",
+        env_nested_delimiter="__",
+        frozen=True,
+        extra="forbid",
+        hide_input_in_errors=True,  # a bad value must not echo the token or the SASL password into a log
     )
     toml_file: ClassVar[Path | None] = None
 
