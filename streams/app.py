@@ -45,6 +45,7 @@ def create_app(settings: Settings) -> faust.App:
         producer_max_request_size=MAX_MESSAGE_BYTES,
         consumer_max_fetch_size=MAX_MESSAGE_BYTES,
         consumer_auto_offset_reset="earliest",
+        broker_session_timeout=settings.kafka.session_timeout_seconds,
         broker_commit_every=1,
         broker_commit_interval=0.5,
         stream_wait_empty=True,

@@ -59,6 +59,8 @@ class KafkaSettings(BaseModel):
     partitions: int = 1
     replication_factor: int = 1
     retention_hours: int = 24 * 7
+    # How long a worker that died without leaving keeps its partitions before the group moves them on.
+    session_timeout_seconds: float = Field(60.0, ge=6.0, le=300.0)
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None

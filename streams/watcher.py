@@ -9,14 +9,14 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.labels import writer_label
 from processors.models import RawFile
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 WATCHED = ("inbox", "paper_cards", "work-queue", "living")
 PROBE_TIMEOUT_SECONDS = 10.0
+RENEW_INTERVAL_SECONDS = 1.0
 
 
 def _ignored(name: str) -> bool:
@@ -61,10 +62,14 @@ class Watcher:
         ledger: Ledger,
         metrics: Metrics,
         clock: Callable[[], float] = time.time,
+        renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
         self._s = settings
         self._root = settings.root.resolve()
-        self._producer = producer
+        self.producer = producer
+        self._renew = renew
+        self._stale = False  # the last send failed: the producer's idempotence sequence is suspect
+        self._last_renew = 0.0
         self._ledger = ledger
         self._metrics = metrics
         self._clock = clock
@@ -246,19 +251,36 @@ class Watcher:
 
     async def _send(self, raw: RawFile) -> None:
         try:
-            fut = await self._producer.send(
+            if self._stale:
+                await self._renew_producer()
+            fut = await self.producer.send(
                 self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
             )
             await fut
         except KafkaError:
             self._metrics.kafka_up.set(0)
+            self._stale = self._renew is not None
             raise
         self._metrics.kafka_up.set(1)
+
+    async def _renew_producer(self) -> None:
+        """A fresh producer id after a failed send: aiokafka keeps counting sequence numbers past a batch that
+        expired, and the broker then refuses every later one (OutOfOrderSequenceNumber) until a restart."""
+        assert self._renew is not None
+        if self._clock() - self._last_renew < RENEW_INTERVAL_SECONDS:
+            raise KafkaConnectionError("waiting before the next attempt to reconnect")
+        self._last_renew = self._clock()
+        fresh = await self._renew()  # raises while the broker is still away; the old one stays for the probe
+        old, self.producer = self.producer, fresh
+        self._stale = False
+        log.info("a new Kafka producer replaces the one whose send failed")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(old.stop(), PROBE_TIMEOUT_SECONDS)
 
     async def probe(self) -> bool:
         """A metadata round trip, so that `predigest_kafka_up` stays true to life while nothing is sent."""
         try:
-            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self.producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
         except (KafkaError, TimeoutError, OSError) as exc:
             log.warning("Kafka unreachable: %s", exc)
             self._metrics.kafka_up.set(0)
@@ -318,15 +340,25 @@ class Watcher:
         return any(p.startswith(prefix) for p in (*self._pending, *self._ledger.paths()))
 
 
+async def started_producer(settings: Settings) -> AIOKafkaProducer:
+    """An idempotent producer, started (start() fetches the cluster's metadata, so it fails while Kafka is away)."""
+    producer = kafka_io.make_producer(settings)
+    try:
+        await producer.start()
+    except BaseException:
+        await producer.stop()
+        raise
+    return producer
+
+
 async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
     metrics = Metrics()
-    producer = kafka_io.make_producer(settings)
-    await producer.start()
-    metrics.kafka_up.set(1)  # start() has fetched the cluster's metadata
+    producer = await started_producer(settings)
+    metrics.kafka_up.set(1)
     ledger = Ledger(settings.ledger_file)
+    watcher = Watcher(settings, producer, ledger, metrics, renew=lambda: started_producer(settings))
     try:
-        watcher = Watcher(settings, producer, ledger, metrics)
         if not follow:
             return await watcher.scan() + await watcher.drain()
         server = _serve_metrics(settings, metrics)
@@ -338,7 +370,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
         return 0
     finally:
         ledger.close()
-        await producer.stop()
+        await watcher.producer.stop()
 
 
 def _serve_metrics(settings: Settings, metrics: Metrics) -> Any:

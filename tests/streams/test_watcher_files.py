@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
 
 from processors.models import RawFile
 from sinks.ledger import Ledger
@@ -190,3 +191,43 @@ def test_hidden_and_temporary_names_are_not_watched(parts: tuple[Any, ...], root
     for rel in ("inbox/jay/.x.md.swp", "inbox/jay/x.md.tmp", "inbox/.obsidian/cache.md", "other/x.md"):
         assert watcher._rel(root / rel) is None
     assert watcher._rel(root / "inbox/jay/2026-09-27-x.md") == "inbox/jay/2026-09-27-x.md"
+
+
+class PoisonedProducer(FakeProducer):
+    """Refuses every send, as aiokafka's idempotent producer does once a batch expired mid-outage."""
+
+    stopped = False
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
+        raise OutOfOrderSequenceNumber()
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Path, tmp_path: Path) -> None:
+    s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
+    poisoned, fresh, ledger, m = PoisonedProducer(), FakeProducer(), Ledger(s.ledger_file), Metrics()
+    renewals: list[float] = []
+    now = [1000.0]
+
+    async def renew() -> FakeProducer:
+        renewals.append(now[0])
+        if len(renewals) == 1:
+            raise KafkaConnectionError("broker still away")
+        return fresh
+
+    watcher = Watcher(s, poisoned, ledger, m, clock=lambda: now[0], renew=renew)  # type: ignore[arg-type]
+    write_old(root / "inbox/jay/2026-09-27-a.md", "# a\n")
+    watcher.mark("inbox/jay/2026-09-27-a.md")
+    assert await watcher.settle(force=True) == 0  # OutOfOrderSequenceNumber: the file stays pending
+    assert m.registry.get_sample_value("predigest_kafka_up") == 0
+    assert await watcher.settle(force=True) == 0  # the first renewal fails: the broker is still away
+    assert await watcher.settle(force=True) == 0  # and the next waits a second
+    assert renewals == [1000.0]
+    now[0] += 1.5
+    assert await watcher.settle(force=True) == 1
+    assert watcher.producer is fresh and poisoned.stopped
+    assert [r.path for r in fresh.sent] == ["inbox/jay/2026-09-27-a.md"]
+    assert ledger.get("inbox/jay/2026-09-27-a.md") is not None
+    ledger.close()
