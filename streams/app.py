@@ -156,7 +156,7 @@ def create_app(settings: Settings) -> faust.App:
         await control_topic.send(key=axis.encode(), value=command.model_dump_json().encode())
         return command
 
-    @app.timer(interval=30.0, on_leader=True)
+    @app.timer(interval=settings.close_check_seconds, on_leader=True)
     async def close_windows() -> None:
         # Crontab does not catch up missed runs, so every tick compares the schedule with what was emitted.
         if not settings.close_enabled:
