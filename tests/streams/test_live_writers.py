@@ -58,7 +58,9 @@ async def test_only_complete_versions_reach_the_briefing(
         stop = asyncio.Event()
         watcher = asyncio.create_task(publish_root(s, follow=True, stop=stop))
         try:
-            await async_wait_for(lambda: metric(watcher_metrics(s), "predigest_kafka_up") == 1, 30, "the watcher")
+            await async_wait_for(
+                lambda: metric(watcher_metrics(s), "predigest_kafka_up") == 1, 30, "the watcher"
+            )
             # 1. written in five chunks over two seconds; 2. written under a temp name, renamed into place;
             # 3. deleted before the watcher could read it.
             temp = root / "inbox/tom/.2026-09-27-1100-renamed.md.tmp"
@@ -73,7 +75,9 @@ async def test_only_complete_versions_reach_the_briefing(
 
             (root / EDITED).parent.mkdir(parents=True, exist_ok=True)
             (root / EDITED).write_text("# vLLM 推理 first version\nTTFT 120 ms.\n", encoding="utf-8")
-            await asyncio.gather(write_in_chunks(root / CHUNKED, CHUNKS, 0.4), rename_into_place(), write_then_delete())
+            await asyncio.gather(
+                write_in_chunks(root / CHUNKED, CHUNKS, 0.4), rename_into_place(), write_then_delete()
+            )
 
             async def seen(path: str, versions: int = 1) -> bool:
                 return len((await raw_versions(s)).get(path, [])) >= versions
@@ -85,7 +89,9 @@ async def test_only_complete_versions_reach_the_briefing(
                     await asyncio.sleep(0.3)
             # 4. edited "an hour later": new bytes and an mtime an hour on.
             first_mtime = (root / EDITED).stat().st_mtime
-            (root / EDITED).write_text("# vLLM 推理 second version\nTTFT 80 ms after the fix.\n", encoding="utf-8")
+            (root / EDITED).write_text(
+                "# vLLM 推理 second version\nTTFT 80 ms after the fix.\n", encoding="utf-8"
+            )
             os.utime(root / EDITED, (first_mtime + 3600, first_mtime + 3600))
             deadline = asyncio.get_running_loop().time() + 30
             while not await seen(EDITED, 2):

@@ -28,7 +28,9 @@ GRACE = 15.0
 def note(root: Path, rel: str, when: datetime, title: str) -> str:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ndate: {when.isoformat()}\n---\n# {title}\nvLLM 推理 serving note.\n", encoding="utf-8")
+    path.write_text(
+        f"---\ndate: {when.isoformat()}\n---\n# {title}\nvLLM 推理 serving note.\n", encoding="utf-8"
+    )
     return rel
 
 
@@ -61,7 +63,9 @@ async def test_edges_grace_and_a_document_later_than_its_close(
         # After the window's end, within its grace: a note dated inside the window.
         within = note(s.root, "inbox/tom/late-within-grace.md", end - timedelta(minutes=10), "late, in grace")
         await publish(s)
-        assert datetime.now(SH) < end + timedelta(seconds=GRACE), "too slow: the grace was over before the note"
+        assert datetime.now(SH) < end + timedelta(seconds=GRACE), (
+            "too slow: the grace was over before the note"
+        )
         close = await await_briefing(s, "inference", end, "close", 60)  # sent by the worker's close timer
         # After the close was emitted: a note dated inside the same window.
         after = note(s.root, "inbox/tom/late-after-close.md", end - timedelta(minutes=5), "late, after close")
