@@ -143,7 +143,8 @@ class Settings(BaseSettings):
     window_hours: float = 24.0
     close_at: time = time(22, 20)
     close_enabled: bool = True
-    close_check_seconds: float = Field(30.0, gt=0)  # how often the leader compares the schedule with what was emitted
+    # How often the leader compares the close schedule with what was emitted.
+    close_check_seconds: float = Field(30.0, gt=0)
     grace_seconds: float = 300.0
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
