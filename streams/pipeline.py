@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -200,7 +201,9 @@ class Pipeline:
         if record is None:
             briefing, documents = await self._assemble(axis, command)
             basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
-            markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
+            markdown = await asyncio.to_thread(
+                render_markdown, briefing, lang=self.settings.lang, zone=self.settings.tz
+            )
             with self.metrics.duckdb_write.labels(operation="emission").time():
                 self.state.record_emission(briefing, basename, markdown, emitted_at=self.clock())
             record = self.state.emission_record(axis.name, command.end, command.trigger)
@@ -279,7 +282,10 @@ class Pipeline:
             [max_d_number(baseline_texts)] + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
         arxiv_records = await self._arxiv_records(documents)
-        briefing = assemble_briefing(
+        # In a thread: a window of large notes takes seconds (about 10 s per MB of text), and the event loop
+        # must keep heartbeating to the consumer group meanwhile, or the worker is evicted mid-briefing.
+        briefing = await asyncio.to_thread(
+            assemble_briefing,
             axis=axis,
             trigger=command.trigger,
             window=window,
