@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from streams.app import create_app
-from streams.kafka_io import client_kwargs, faust_broker_kwargs
+from streams.kafka_io import MAX_MESSAGE_BYTES, client_kwargs, faust_broker_kwargs, make_producer
 from streams.settings import KafkaSettings, Settings, load_settings
 from streams.web import authorised
 from streams.worker_process import dump_settings
@@ -118,6 +118,20 @@ def test_the_faust_app_gets_the_same_security_and_every_bootstrap_server(tmp_pat
     assert isinstance(tls_only["broker_credentials"], faust.SSLCredentials)
     plain = faust_broker_kwargs(Settings(kafka=KafkaSettings(bootstrap="127.0.0.1:9092")))
     assert plain == {"broker": ["kafka://127.0.0.1:9092"]}
+
+
+async def test_producers_are_idempotent_with_acks_all_and_large_messages(tmp_path: Path) -> None:
+    # aiokafka's defaults (acks=1, no idempotence, 1 MiB) lose and refuse data (DESIGN §6).
+    producer = make_producer(Settings(kafka=KafkaSettings(bootstrap="127.0.0.1:9")))
+    try:
+        assert producer._txn_manager is not None  # idempotence: a producer id and sequence numbers
+        assert producer._sender._acks == -1
+        assert producer._max_request_size == MAX_MESSAGE_BYTES
+    finally:
+        await producer.stop()
+    app = create_app(Settings(state_dir=tmp_path, kafka=KafkaSettings(bootstrap="127.0.0.1:9")))
+    assert (app.conf.producer_acks, app.conf.producer_max_request_size) == (-1, MAX_MESSAGE_BYTES)
+    assert app.conf.consumer_max_fetch_size == MAX_MESSAGE_BYTES
 
 
 def test_the_web_server_binds_loopback_unless_configured(tmp_path: Path) -> None:
