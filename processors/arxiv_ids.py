@@ -25,6 +25,11 @@ _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
 _URL_RE = re.compile(r"https?://(?:www\.|export\.)?arxiv\.org/[^\s<>()\[\]\"'|`]*", re.IGNORECASE)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
+# Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots.
+_MENTION_RE = re.compile(
+    r"(?:(?<![A-Za-z])arxiv\s*[: ]\s*|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
+    re.IGNORECASE,
+)
 
 
 def _new_style_ok(yymm_part: str, number: str) -> bool:
@@ -83,6 +88,15 @@ def _extract(text: str) -> tuple[str, ...]:
     for _, arxiv_id in found:
         seen.setdefault(arxiv_id, None)
     return tuple(seen)
+
+
+def invalid_arxiv_mentions(text: str) -> list[str]:
+    """Strings announced as arXiv ids (`arXiv:…`, an arxiv.org URL) that are not valid ids, unique, in order."""
+    seen: dict[str, None] = {}
+    for m in _MENTION_RE.finditer(text):
+        if not is_valid_arxiv_id(m.group(1)):
+            seen.setdefault(m.group(1), None)
+    return list(seen)
 
 
 def arxiv_urls(text: str) -> list[str]:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from frontmatter.default_handlers import YAMLHandler
 
-from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
+from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids, invalid_arxiv_mentions
 from processors.errors import ParseError
 from processors.models import Document, Kind, RawFile, Section
 from processors.near_duplicates import signature_of
@@ -29,6 +29,8 @@ _VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
 _YAML = YAMLHandler()
 # A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").
 _FM_NODE_BUDGET = 10_000
+# A note full of broken ids gets a few warnings, not thousands.
+_MAX_ID_WARNINGS = 5
 
 
 def _kind_of(path: str) -> tuple[Kind, str | None]:
@@ -193,6 +195,8 @@ def parse_document(raw: RawFile, *, zone: ZoneInfo, max_bytes: int = DEFAULT_MAX
 
 
 def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
+    if raw.refused:
+        raise ParseError(f"{raw.path}: {raw.refused}")
     size = max(raw.size, len(raw.content))
     if size > max_bytes:
         raise ParseError(
@@ -243,9 +247,13 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
         card_id = arxiv_id_from_card_name(name)
         if card_id:
             ids.append(card_id)
+        else:
+            warnings.append("paper card file name carries no valid arXiv id (<card>-<yymm>-<nnnnn>.md)")
     if front.get("arxiv") is not None:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
     ids.extend(extract_arxiv_ids(body))
+    for bad in invalid_arxiv_mentions(body)[:_MAX_ID_WARNINGS]:
+        warnings.append(f"{bad!r} is written as an arXiv id but is not a valid one; not cited")
 
     # One normalisation and one token pass serve the exact hash, the MinHash and the relevance terms.
     norm = normalise(body)

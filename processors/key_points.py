@@ -73,6 +73,10 @@ def _key_points(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
     for text in texts:
         lead = True
         for raw in text.splitlines():
+            if len(out) >= limit:
+                # Points are only ever appended, so the first `limit` are final: checking every further line
+                # against all of them was quadratic (a minute for a 10,000-line note).
+                return tuple(out[:limit])
             line = clean_line(raw)
             if not line or _SOURCE_LINE.match(line):
                 continue

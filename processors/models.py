@@ -33,6 +33,8 @@ class RawFile(Frozen):
     mtime: float  # seconds since the epoch
     sha256: str
     deleted: bool = False
+    # Why the watcher refused the file (a symlink, outside the root …); it then travels without its bytes.
+    refused: str | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 

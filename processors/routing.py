@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
@@ -13,6 +14,26 @@ from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile
 
 REJECTED_KEY = "_rejected"
+
+# Phrases of the rejection reasons (processors.documents, the watcher's refusals) → metric label.
+_REJECTION_LABELS = (
+    ("nul bytes", "binary"),
+    ("over the limit", "limit"),
+    ("message limit", "limit"),
+    ("is empty", "empty"),
+    ("outside the root", "outside"),  # before "symlink": the reason names the symlinked folder
+    ("symlink", "symlink"),
+    ("not a regular file", "special"),
+    ("unreadable", "unreadable"),
+    ("vanished", "vanished"),
+)
+# Phrases of a kept document's warnings → metric label.
+_WARNING_LABELS = (
+    ("not valid utf-8", "decode"),
+    ("front matter", "front_matter"),
+    ("no date stamp", "no_stamp"),
+    ("arxiv id", "arxiv_id"),
+)
 
 
 class DocumentEvent(Frozen):
@@ -59,6 +80,9 @@ def route_raw(
         ]
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes)
+        if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
+            # Usually a note caught between create and first write; its next version is stored as usual.
+            raise ParseError(f"{raw.path}: file is empty; nothing to brief")
     except ParseError as exc:
         # Every briefing lists the window's rejections, and each axis's window may live on another worker.
         return [
@@ -88,10 +112,17 @@ def route_raw(
     ]
 
 
-def rejection_reason_label(reason: str) -> str:
-    """A low-cardinality label for the rejected-documents metric."""
-    lowered = reason.lower()
-    for label in ("binary", "limit", "outside", "symlink", "vanished", "decode"):
-        if label in lowered:
-            return label
-    return "parse"
+def _label(text: str, path: str, table: tuple[tuple[str, str], ...], default: str) -> str:
+    # Reasons start with the path; a path like `inbox/jay/binary-search.md` must not pick the label.
+    lowered = text.removeprefix(f"{path}: ").lower() if path else text.lower()
+    return next((label for phrase, label in table if phrase in lowered), default)
+
+
+def rejection_reason_label(reason: str, path: str = "") -> str:
+    """A low-cardinality label for `predigest_documents_rejected_total`."""
+    return _label(reason, path, _REJECTION_LABELS, "parse")
+
+
+def warning_reason_label(warning: str) -> str:
+    """A low-cardinality label for `predigest_documents_warned_total` (kept documents)."""
+    return _label(warning, "", _WARNING_LABELS, "other")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,6 +22,21 @@ def _atomic_write(target: Path, data: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # The rename itself is durable only once the directory entry is on disk.
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def pretty_json(briefing_json: str) -> str:
+    """The `.json` file's text: the recorded JSON, indented; the same bytes every time it is written."""
+    return json.dumps(json.loads(briefing_json), ensure_ascii=False, indent=2) + "\n"
 
 
 class BriefingFiles:
@@ -29,9 +45,25 @@ class BriefingFiles:
     def __init__(self, out_dir: Path) -> None:
         self._out = out_dir
 
+    def paths(self, axis: str, basename: str) -> tuple[Path, Path]:
+        folder = self._out / axis
+        return folder / f"{basename}.md", folder / f"{basename}.json"
+
+    def ensure(self, axis: str, basename: str, briefing_json: str, markdown: str) -> list[Path]:
+        """Write whichever file is missing or differs from the recorded bytes; returns the ones written."""
+        md, js = self.paths(axis, basename)
+        written: list[Path] = []
+        for target, text in ((js, pretty_json(briefing_json)), (md, markdown)):
+            try:
+                current: str | None = target.read_text(encoding="utf-8")
+            except (FileNotFoundError, UnicodeDecodeError):
+                current = None
+            if current != text:
+                _atomic_write(target, text)
+                written.append(target)
+        return written
+
     def write(self, briefing: Briefing, basename: str, markdown: str) -> tuple[Path, Path]:
-        folder = self._out / briefing.axis
-        md, js = folder / f"{basename}.md", folder / f"{basename}.json"
-        _atomic_write(js, briefing.model_dump_json(by_alias=True, indent=2))
-        _atomic_write(md, markdown)
-        return md, js
+        """Write both files of a briefing."""
+        self.ensure(briefing.axis, basename, briefing.model_dump_json(by_alias=True), markdown)
+        return self.paths(briefing.axis, basename)

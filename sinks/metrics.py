@@ -48,6 +48,12 @@ class Metrics:
         self.documents_rejected = Counter(
             "predigest_documents_rejected_total", "Files refused at the door", ["reason"], registry=r
         )
+        self.documents_warned = Counter(
+            "predigest_documents_warned_total",
+            "Documents kept with a warning (decode fallback, bad front matter, no stamp, bad arXiv id)",
+            ["reason"],
+            registry=r,
+        )
         self.duplicates = Counter(
             "predigest_duplicates_total",
             "Documents marked duplicate in a briefing",

@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS applied (
 );
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
 ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
+-- The recorded Markdown and when the briefing reached its topic (files and topic are re-done from the record).
+ALTER TABLE emissions ADD COLUMN IF NOT EXISTS markdown VARCHAR;
+ALTER TABLE emissions ADD COLUMN IF NOT EXISTS delivered_at TIMESTAMPTZ;
 """
 
 
@@ -63,6 +66,20 @@ class Position:
 def _newer(offset: int | None, than: int | None) -> bool:
     """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
     return offset is None or than is None or offset > than
+
+
+@dataclass(frozen=True)
+class EmissionRecord:
+    """One recorded briefing, byte for byte: the source of truth for its files and its topic message."""
+
+    basename: str
+    briefing_json: str
+    markdown: str | None  # None: recorded without it (before it was kept); such rows count as delivered
+    delivered_at: datetime | None  # None until the briefing topic acknowledged it
+
+    @property
+    def delivered(self) -> bool:
+        return self.delivered_at is not None or self.markdown is None
 
 
 class StateStore:
@@ -281,17 +298,47 @@ class StateStore:
         ).fetchone()
         return Briefing.model_validate_json(row[0]) if row else None
 
-    def record_emission(self, briefing: Briefing, basename: str) -> None:
-        self._db.execute(
-            "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?)",
+    def record_emission(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str | None = None,
+        emitted_at: datetime | None = None,
+    ) -> bool:
+        """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
+        inserted = self._db.execute(
+            "INSERT OR IGNORE INTO emissions "
+            "(axis, window_end, trigger, basename, emitted_at, briefing_json, markdown) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING axis",
             [
                 briefing.axis,
                 briefing.window.end,
                 briefing.trigger,
                 basename,
-                datetime.now(UTC),
+                emitted_at or datetime.now(UTC),
                 briefing.model_dump_json(by_alias=True),
+                markdown,
             ],
+        ).fetchall()
+        return bool(inserted)
+
+    def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
+        """The recorded bytes of an emission, or None if it was never recorded."""
+        row = self._db.execute(
+            "SELECT basename, briefing_json, markdown, delivered_at FROM emissions "
+            "WHERE axis=? AND window_end=? AND trigger=?",
+            [axis, window_end, trigger],
+        ).fetchone()
+        if row is None:
+            return None
+        return EmissionRecord(basename=row[0], briefing_json=row[1], markdown=row[2], delivered_at=row[3])
+
+    def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
+        """Note that the briefing topic acknowledged the recorded briefing."""
+        self._db.execute(
+            "UPDATE emissions SET delivered_at=? WHERE axis=? AND window_end=? AND trigger=? "
+            "AND delivered_at IS NULL",
+            [when, axis, window_end, trigger],
         )
 
     def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from uuid import uuid4
 
 import faust
+from pydantic import ValidationError
 
 from processors.models import ControlCommand, RawFile
 from processors.routing import DocumentEvent
@@ -16,9 +18,10 @@ from sinks.metrics import Metrics
 from sinks.state import Position
 from sinks.state_files import open_state
 from streams import gauges
-from streams.kafka_io import MAX_MESSAGE_BYTES
+from streams.failstop import must_finish
+from streams.kafka_io import MAX_MESSAGE_BYTES, faust_broker_kwargs
 from streams.ownership import Ownership
-from streams.pipeline import Pipeline, make_enricher
+from streams.pipeline import Emission, Pipeline, make_enricher
 from streams.settings import Settings, load_settings
 from streams.state_sync import StateSync
 from streams.web import register_views
@@ -30,12 +33,14 @@ def create_app(settings: Settings) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
     app = faust.App(
         settings.app_id,
-        broker=f"kafka://{settings.kafka.bootstrap}",
+        **faust_broker_kwargs(settings),  # every bootstrap server, SASL and TLS as for the other clients
         store="memory://",
         autodiscover=False,
         web_host=settings.web_host,
         web_bind=settings.web_host,
         web_port=settings.web_port,
+        web_router_enabled=False,  # Faust's own table/router views: unauthenticated, and nothing we use
+        web_tables_enabled=False,
         topic_partitions=settings.kafka.partitions,
         topic_replication_factor=settings.kafka.replication_factor,
         producer_acks=-1,
@@ -116,28 +121,56 @@ def create_app(settings: Settings) -> faust.App:
         key_serializer="raw",
     )
 
-    # concurrency stays 1: with more, Faust can commit past an unfinished message (faust-streaming #606).
+    # Commit safety (README "Guarantees"): concurrency stays 1, since with more Faust can commit past an
+    # unfinished message (faust-streaming #606); Faust acks a record only once the loop body has returned
+    # and commits acked offsets after flushing its producer; a step that raises would still be acked, so
+    # each one runs under must_finish (retry, else exit without acking) and the sends await their ack.
+    def decoded(model: Any, value: bytes, topic: str) -> Any:
+        try:
+            return model.model_validate_json(value)
+        except ValidationError as exc:  # never readable, however often it is delivered: skip it, loudly
+            log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
+            return None
+
+    async def forward(records: list[tuple[bytes, bytes]]) -> None:
+        for key, record in records:
+            await (await docs_topic.send(key=key, value=record))
+
+    async def store(event: DocumentEvent, position: Position) -> None:
+        pipeline().store(event, position)
+
+    async def deliver(emission: Emission) -> None:
+        await (await briefings_topic.send(key=emission.axis.encode(), value=emission.briefing_json.encode()))
+        pipeline().delivered(emission)
+
     @app.agent(raw_topic)
     async def parse(stream: Any) -> None:
         async for event in stream.events():
-            raw = RawFile.model_validate_json(event.value)
-            # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
-            for doc_event in pipeline().route(raw, raw_offset=event.message.offset):
-                await docs_topic.send(key=doc_event.key.encode(), value=doc_event.model_dump_json().encode())
+            raw = decoded(RawFile, event.value, raw_topic.get_topic_name())
+            if raw is not None:
+                # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
+                records = pipeline().encode(pipeline().route(raw, raw_offset=event.message.offset))
+                await must_finish(partial(forward, records), f"forwarding {raw.path} to the documents topic")
 
     @app.agent(docs_topic)
     async def window(stream: Any) -> None:
         async for event in stream.events():
             msg = event.message
             # Until the catch-up has replayed this partition, its records wait; then those it applied are skipped.
-            if await ownership.wait_ready(msg.partition):
+            if not await ownership.wait_ready(msg.partition):
+                continue
+            doc_event = decoded(DocumentEvent, event.value, docs_topic.get_topic_name())
+            if doc_event is not None:
                 position = Position(msg.topic, msg.partition, msg.offset)
-                pipeline().store(DocumentEvent.model_validate_json(event.value), position)
+                what = f"storing {doc_event.path} in {settings.state_file}"
+                await must_finish(partial(store, doc_event, position), what)
 
     @app.agent(control_topic)
     async def control(stream: Any) -> None:
         async for event in stream.events():
-            command = ControlCommand.model_validate_json(event.value)
+            command = decoded(ControlCommand, event.value, control_topic.get_topic_name())
+            if command is None:
+                continue
             refusal = ownership.refusal(command.axis, event.message.partition)
             if refusal is None and not await ownership.wait_ready(event.message.partition):
                 refusal = "not_owned"  # the partition moved while its state was catching up
@@ -153,11 +186,10 @@ def create_app(settings: Settings) -> faust.App:
                 )
                 metrics.commands_ignored.labels(reason=refusal).inc()
                 continue
-            briefing = await pipeline().brief(command)
-            if briefing is not None:
-                await briefings_topic.send(
-                    key=command.axis.encode(), value=briefing.model_dump_json(by_alias=True).encode()
-                )
+            what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
+            emission = await must_finish(partial(pipeline().brief, command), f"emitting {what}")
+            if emission is not None and not emission.delivered:
+                await must_finish(partial(deliver, emission), f"sending {what} to the briefings topic")
 
     async def send_command(axis: str, trigger: str, end: datetime) -> ControlCommand:
         command = ControlCommand(

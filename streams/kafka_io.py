@@ -14,25 +14,57 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from streams.errors import ConfigError
-from streams.settings import Settings
+from streams.settings import KAFKA_MESSAGE_BYTES, KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
 
-# Documents up to 4 MiB must pass; base64 in JSON grows them by a third.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# Set together on the topics, the producers (uncompressed size) and the consumers' fetches (DESIGN §6).
+MAX_MESSAGE_BYTES = KAFKA_MESSAGE_BYTES
 STAGES = ("raw", "documents", "control", "briefings")
 TOPIC_VISIBLE_SECONDS = 10.0
 
 
+def ssl_context(k: KafkaSettings) -> ssl.SSLContext | None:
+    """The TLS context for SSL / SASL_SSL: verifies the brokers (system CAs or `ssl_cafile`), optional client cert."""
+    if not k.uses_tls:
+        return None
+    context = ssl.create_default_context(cafile=str(k.ssl_cafile) if k.ssl_cafile else None)
+    if k.ssl_certfile is not None and k.ssl_keyfile is not None:
+        context.load_cert_chain(str(k.ssl_certfile), str(k.ssl_keyfile))
+    return context
+
+
 def client_kwargs(settings: Settings) -> dict[str, Any]:
+    """Connection and security arguments for every aiokafka client (producer, consumer, admin)."""
     k = settings.kafka
     kwargs: dict[str, Any] = {"bootstrap_servers": k.bootstrap, "security_protocol": k.security_protocol}
-    if k.sasl_mechanism:
+    if k.uses_sasl:
         kwargs["sasl_mechanism"] = k.sasl_mechanism
         kwargs["sasl_plain_username"] = k.sasl_username
         kwargs["sasl_plain_password"] = k.sasl_password.get_secret_value() if k.sasl_password else None
-    if k.security_protocol in ("SSL", "SASL_SSL"):
-        kwargs["ssl_context"] = ssl.create_default_context(cafile=str(k.ssl_cafile) if k.ssl_cafile else None)
+    context = ssl_context(k)
+    if context is not None:
+        kwargs["ssl_context"] = context
+    return kwargs
+
+
+def faust_broker_kwargs(settings: Settings) -> dict[str, Any]:
+    """The same connection and security for the Faust app: every bootstrap server, SASL and TLS."""
+    import faust
+
+    k = settings.kafka
+    hosts = [h.strip() for h in (k.bootstrap or "").split(",") if h.strip()]
+    kwargs: dict[str, Any] = {"broker": [f"kafka://{h}" for h in hosts]}
+    context = ssl_context(k)
+    if k.uses_sasl:
+        kwargs["broker_credentials"] = faust.SASLCredentials(
+            username=k.sasl_username,
+            password=k.sasl_password.get_secret_value() if k.sasl_password else None,
+            mechanism=k.sasl_mechanism,
+            ssl_context=context,
+        )
+    elif context is not None:
+        kwargs["broker_credentials"] = faust.SSLCredentials(context)
     return kwargs
 
 

@@ -42,12 +42,19 @@ DEFAULT_AXES = (
 )
 
 
+# A 4 MiB note becomes ~9 MiB of document JSON (its text twice: whole and by section), so the topics,
+# producers and consumers allow 24 MiB, and a file may be at most 8 MiB.
+KAFKA_MESSAGE_BYTES = 24 * 1024 * 1024
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
 class KafkaSettings(BaseModel):
     """Where Kafka is and how to talk to it; no bootstrap means the embedded local broker."""
 
-    model_config = ConfigDict(frozen=True)
+    # A validation error would otherwise print the input, the SASL password with it.
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
-    bootstrap: str | None = None
+    bootstrap: str | None = None  # host:port[,host:port…]
     topic_prefix: str = "predigest"
     partitions: int = Field(1, ge=1)
     replication_factor: int = 1
@@ -55,15 +62,48 @@ class KafkaSettings(BaseModel):
     retention_hours: float = 24 * 7
     # briefings: "already emitted", D numbers and ids cited earlier are rebuilt from them; -1 keeps them all.
     briefings_retention_hours: float = -1
-    session_timeout_seconds: float = Field(60.0, gt=0)  # a SIGKILLed worker's partitions move after this
+    # How long a worker that died without leaving keeps its partitions before the group moves them on.
+    session_timeout_seconds: float = Field(60.0, ge=6.0, le=300.0)
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: str | None = None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_cafile: Path | None = None
+    sasl_password: SecretStr | None = None  # from PREDIGEST_KAFKA__SASL_PASSWORD; never logged
+    ssl_cafile: Path | None = None  # CA bundle that signed the brokers' certificates
+    ssl_certfile: Path | None = None  # client certificate (mutual TLS)
+    ssl_keyfile: Path | None = None  # its private key
 
     def topic(self, stage: str) -> str:
         return f"{self.topic_prefix}.{stage}"
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @model_validator(mode="after")
+    def _consistent_security(self) -> KafkaSettings:
+        # A half-configured SASL would silently connect without it, or fail with a cryptic handshake error.
+        if self.uses_sasl and not (self.sasl_mechanism and self.sasl_username and self.sasl_password):
+            raise ValueError(
+                f"kafka.security_protocol {self.security_protocol} needs kafka.sasl_mechanism, "
+                "kafka.sasl_username and kafka.sasl_password (PREDIGEST_KAFKA__SASL_PASSWORD)"
+            )
+        if not self.uses_sasl and self.sasl_mechanism:
+            raise ValueError(
+                f"kafka.sasl_mechanism is set but kafka.security_protocol is {self.security_protocol}; "
+                "use SASL_SSL (or SASL_PLAINTEXT on a trusted network)"
+            )
+        if not self.uses_tls and (self.ssl_cafile or self.ssl_certfile or self.ssl_keyfile):
+            raise ValueError(
+                f"kafka.ssl_* files are set but kafka.security_protocol is {self.security_protocol}; "
+                "use SSL or SASL_SSL"
+            )
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("kafka.ssl_certfile and kafka.ssl_keyfile go together (mutual TLS)")
+        return self
 
 
 class ArxivSettings(BaseModel):
@@ -93,7 +133,11 @@ class Settings(BaseSettings):
     """All of predigest's configuration; frozen once loaded."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PREDIGEST_", env_nested_delimiter="__", frozen=True, extra="forbid"
+        env_prefix="PREDIGEST_",
+        env_nested_delimiter="__",
+        frozen=True,
+        extra="forbid",
+        hide_input_in_errors=True,  # a bad value must not echo the token or the SASL password into a log
     )
     toml_file: ClassVar[Path | None] = None
 
@@ -102,17 +146,16 @@ class Settings(BaseSettings):
     window_hours: float = 24.0
     close_at: time = time(22, 20)
     close_enabled: bool = True
+    # How often the leader compares the close schedule with what was emitted.
+    close_check_seconds: float = Field(30.0, gt=0)
     grace_seconds: float = 300.0
-    close_check_seconds: float = Field(
-        30.0, gt=0
-    )  # how often the leader compares the schedule with emissions
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8
     near_duplicate_threshold: float = Field(0.8, gt=0.0, le=1.0)  # Jaccard on shingles, see README
     lang: Literal["zh", "en"] = "zh"
     rules: BriefingRules = Field(default_factory=BriefingRules)  # relevance, increments, credibility
-    max_bytes: int = 4 * 1024 * 1024
+    max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
 

@@ -6,20 +6,24 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.labels import writer_label
 from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
 from streams import kafka_io
+from streams.errors import BrokerUnavailableError
 from streams.logs import doc_context
 from streams.settings import Settings
 
@@ -27,6 +31,7 @@ log = logging.getLogger(__name__)
 
 WATCHED = ("inbox", "paper_cards", "work-queue", "living")
 PROBE_TIMEOUT_SECONDS = 10.0
+RENEW_INTERVAL_SECONDS = 1.0
 
 
 def _ignored(name: str) -> bool:
@@ -36,6 +41,16 @@ def _ignored(name: str) -> bool:
 
 def _kind(rel: str) -> str:
     return rel.split("/", 1)[0]
+
+
+@dataclass
+class _Pending:
+    """A path that changed: its last observed (size, mtime), since when, and whether it was ever a file."""
+
+    size: int  # -1: not there
+    mtime: float
+    since: float
+    was_file: bool
 
 
 class Watcher:
@@ -48,130 +63,225 @@ class Watcher:
         ledger: Ledger,
         metrics: Metrics,
         clock: Callable[[], float] = time.time,
+        renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
         self._s = settings
         self._root = settings.root.resolve()
-        self._producer = producer
+        self.producer = producer
+        self._renew = renew
+        self._stale = False  # the last send failed: the producer's idempotence sequence is suspect
+        self._last_renew = 0.0
         self._ledger = ledger
         self._metrics = metrics
         self._clock = clock
-        self._pending: dict[str, tuple[int, float, float]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._topic = settings.kafka.topic("raw")
+        self.kafka_failed = False  # the last settle stopped on a Kafka error
 
     def _rel(self, path: Path) -> str | None:
         try:
             rel = path.relative_to(self._root).as_posix()
         except ValueError:
             return None
-        top = rel.split("/", 1)[0]
-        return rel if top in WATCHED and not _ignored(path.name) else None
+        parts = rel.split("/")
+        return rel if parts[0] in WATCHED and not any(_ignored(p) for p in parts[1:]) else None
+
+    def _walk(self, rel: str) -> Iterator[str]:
+        # os.walk skips what vanishes under it (a folder renamed mid-scan) and does not follow symlinked folders.
+        for folder, dirs, names in os.walk(self._root / rel):
+            dirs[:] = sorted(d for d in dirs if not _ignored(d))
+            # A symlinked folder is listed (and refused), never followed.
+            links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+            dirs[:] = [d for d in dirs if d not in links]
+            for name in sorted([*names, *links]):
+                if (found := self._rel(Path(folder) / name)) is not None:
+                    yield found
 
     def files(self) -> list[str]:
-        found: list[str] = []
-        for top in WATCHED:
-            base = self._root / top
-            if base.is_dir():
-                found.extend(r for p in sorted(base.rglob("*")) if p.is_file() and (r := self._rel(p)))
-        return found
+        return [rel for top in WATCHED for rel in self._walk(top)]
 
-    def mark(self, rel: str) -> None:
-        """Note that a path changed; it is read once it stops changing."""
+    def _stat(self, rel: str) -> tuple[int, float] | None:
         try:
-            st = (self._root / rel).stat()
-        except FileNotFoundError:
-            self._pending[rel] = (-1, 0.0, self._clock())
-            return
-        self._pending[rel] = (st.st_size, st.st_mtime, self._clock())
+            st = os.lstat(self._root / rel)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime
+
+    def mark(self, rel: str, *, since: float | None = None) -> None:
+        """Note that a path changed; it is read once it stops changing."""
+        now = self._clock()
+        seen = self._stat(rel)
+        before = self._pending.get(rel)
+        was_file = seen is not None or (before is not None and before.was_file)
+        size, mtime = seen if seen is not None else (-1, 0.0)
+        self._pending[rel] = _Pending(size, mtime, now if since is None else min(since, now), was_file)
+
+    def mark_tree(self, rel: str) -> None:
+        """A folder appeared, vanished or was renamed: every file under it, and every one known there before."""
+        prefix = f"{rel}/"
+        known = {p for p in (*self._ledger.paths(), *self._pending) if p.startswith(prefix)}
+        for path in sorted(known | set(self._walk(rel))):
+            self.mark(path)
 
     async def settle(self, *, force: bool = False) -> int:
         """Publish every pending path that has been quiet long enough; returns how many were published."""
         published = 0
         now = self._clock()
-        for rel, (size, mtime, since) in list(self._pending.items()):
-            path = self._root / rel
-            try:
-                st = path.stat()
-                current: tuple[int, float] = (st.st_size, st.st_mtime)
-            except FileNotFoundError:
-                current = (-1, 0.0)
-            if current != (size, mtime):
-                self._pending[rel] = (*current, now)
+        self.kafka_failed = False
+        for rel, p in list(self._pending.items()):
+            current = self._stat(rel) or (-1, 0.0)
+            if current != (p.size, p.mtime):
+                self._pending[rel] = _Pending(*current, now, p.was_file or current[0] >= 0)
                 continue
-            if not force and now - since < self._s.quiet_seconds:
+            if not force and now - p.since < self._s.quiet_seconds:
                 continue
             del self._pending[rel]
             try:
-                published += await self._publish(rel)
+                published += await self._publish(rel, p.was_file)
             except KafkaError as exc:
                 # The ledger has not moved: keep the path pending and retry once the broker answers again.
-                self._pending[rel] = (size, mtime, since)
+                self._pending[rel] = p
+                self.kafka_failed = True
                 log.warning("Kafka unreachable, %s stays pending: %s", rel, exc, extra=doc_context(rel))
                 break
         return published
 
     async def scan(self) -> int:
-        """Compare the tree with the ledger: mark what changed or vanished, then publish it."""
+        """Compare the tree with the ledger and mark what changed or vanished; publish what is quiet."""
         seen = set(self.files())
         for rel in sorted(seen):
-            st = (self._root / rel).stat()
+            st = self._stat(rel)
             entry = self._ledger.get(rel)
-            if entry is None or entry[0] != st.st_size or entry[1] != st.st_mtime:
-                self.mark(rel)
+            if st is None or entry is None or (entry[0], entry[1]) != st:
+                # A file untouched since its mtime has been quiet that long already; a growing one has not.
+                self.mark(rel, since=st[1] if st is not None else None)
         for rel in sorted(self._ledger.paths() - seen):
             self.mark(rel)
-        return await self.settle(force=True)
+        return await self.settle()
 
-    async def _publish(self, rel: str) -> int:
+    async def drain(self) -> int:
+        """Publish everything pending, waiting for each file to be quiet (the one-shot scan)."""
+        published = 0
+        while self._pending:
+            published += await self.settle()
+            if self.kafka_failed:
+                raise BrokerUnavailableError(
+                    f"Kafka at {self._s.kafka.bootstrap} did not acknowledge the files"
+                )
+            if self._pending:
+                await asyncio.sleep(min(0.1, self._s.quiet_seconds))
+        return published
+
+    async def _publish(self, rel: str, was_file: bool) -> int:
         path = self._root / rel
-        kind = _kind(rel)
-        if not path.exists():
-            if self._ledger.get(rel) is None:
-                return 0
-            raw = RawFile(path=rel, content=b"", size=0, mtime=self._clock(), sha256="", deleted=True)
-            await self._send(raw)
-            self._ledger.forget(rel)
-            log.info("published deletion of %s", rel, extra=doc_context(rel))
-            return 1
-        resolved = path.resolve()
-        if not resolved.is_relative_to(self._root):
-            log.warning(
-                "refusing %s: it resolves outside the root (%s)", rel, resolved, extra=doc_context(rel)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return await self._gone(rel, was_file)
+        except OSError as exc:
+            return await self._refuse(rel, None, "unreadable", f"is unreadable ({exc.strerror})")
+        if stat.S_ISLNK(st.st_mode):
+            log.warning("%s is a symlink to %s", rel, os.readlink(path), extra=doc_context(rel))
+            return await self._refuse(
+                rel, st, "symlink", "is a symlink; only regular files under the root are read"
             )
-            self._metrics.documents_rejected.labels(reason="outside").inc()
+        if not path.resolve().is_relative_to(self._root):
+            log.warning("%s resolves to %s", rel, path.resolve(), extra=doc_context(rel))
+            return await self._refuse(
+                rel, st, "outside", "resolves outside the root (a symlinked folder); not read"
+            )
+        if stat.S_ISDIR(st.st_mode):
+            self.mark_tree(rel)  # a folder where a file was: what is under it is looked at one by one
             return 0
-        st = path.stat()
-        writer = writer_label(rel)
+        if not stat.S_ISREG(st.st_mode):
+            return await self._refuse(rel, st, "special", "is not a regular file (a FIFO, socket or device)")
+        kind, writer = _kind(rel), writer_label(rel)
         self._metrics.documents_seen.labels(kind=kind, writer=writer).inc()
-        # An oversized file travels without its bytes so that the parser records the rejection.
-        data = b"" if st.st_size > self._s.max_bytes else path.read_bytes()
+        data = b""
+        if (
+            st.st_size <= self._s.max_bytes
+        ):  # an oversized file travels without its bytes; the parser rejects it
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                return await self._gone(rel, was_file)
+            except OSError as exc:
+                return await self._refuse(rel, st, "unreadable", f"is unreadable ({exc.strerror})")
+            if len(data) != st.st_size or self._stat(rel) != (st.st_size, st.st_mtime):
+                self.mark(rel)  # it changed while being read: read it again once it is quiet
+                return 0
         digest = hashlib.sha256(data).hexdigest() if data else f"size-{st.st_size}"
         entry = self._ledger.get(rel)
         if entry is not None and entry[2] == digest:
             self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
             return 0
-        raw = RawFile(path=rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest)
-        await self._send(raw)
+        await self._send(RawFile(path=rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest))
         self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
         self._metrics.documents_published.labels(kind=kind, writer=writer).inc()
         self._metrics.watcher_lag.observe(max(0.0, self._clock() - st.st_mtime))
         log.info("published %s (%d bytes)", rel, st.st_size, extra=doc_context(rel))
         return 1
 
+    async def _gone(self, rel: str, was_file: bool) -> int:
+        if self._ledger.get(rel) is not None:
+            raw = RawFile(path=rel, content=b"", size=0, mtime=self._clock(), sha256="", deleted=True)
+            await self._send(raw)
+            self._ledger.forget(rel)
+            log.info("published deletion of %s", rel, extra=doc_context(rel))
+            return 1
+        if was_file:
+            # Never read, never published: nothing of it can reach a briefing, so nothing is lost either.
+            log.info("%s vanished before it could be read; nothing published", rel, extra=doc_context(rel))
+            self._metrics.documents_rejected.labels(reason="vanished").inc()
+        return 0
+
+    async def _refuse(self, rel: str, st: os.stat_result | None, label: str, why: str) -> int:
+        """Publish a refusal (no bytes) so that the worker lists the file as rejected; once per version."""
+        size, mtime = (st.st_size, st.st_mtime) if st is not None else (0, self._clock())
+        digest = f"refused-{label}"
+        entry = self._ledger.get(rel)
+        if entry is not None and entry[2] == digest and (entry[0], entry[1]) == (size, mtime):
+            return 0
+        log.warning("refused %s: it %s", rel, why, extra=doc_context(rel))
+        self._metrics.documents_rejected.labels(reason=label).inc()
+        await self._send(
+            RawFile(path=rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {why}")
+        )
+        self._ledger.acknowledge(rel, size, mtime, digest)
+        return 1
+
     async def _send(self, raw: RawFile) -> None:
         try:
-            fut = await self._producer.send(
+            if self._stale:
+                await self._renew_producer()
+            fut = await self.producer.send(
                 self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
             )
             await fut
         except KafkaError:
             self._metrics.kafka_up.set(0)
+            self._stale = self._renew is not None
             raise
         self._metrics.kafka_up.set(1)
+
+    async def _renew_producer(self) -> None:
+        """A fresh producer id after a failed send: aiokafka keeps counting sequence numbers past a batch that
+        expired, and the broker then refuses every later one (OutOfOrderSequenceNumber) until a restart."""
+        assert self._renew is not None
+        if self._clock() - self._last_renew < RENEW_INTERVAL_SECONDS:
+            raise KafkaConnectionError("waiting before the next attempt to reconnect")
+        self._last_renew = self._clock()
+        fresh = await self._renew()  # raises while the broker is still away; the old one stays for the probe
+        old, self.producer = self.producer, fresh
+        self._stale = False
+        log.info("a new Kafka producer replaces the one whose send failed")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(old.stop(), PROBE_TIMEOUT_SECONDS)
 
     async def probe(self) -> bool:
         """A metadata round trip, so that `predigest_kafka_up` stays true to life while nothing is sent."""
         try:
-            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self.producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
         except (KafkaError, TimeoutError, OSError) as exc:
             log.warning("Kafka unreachable: %s", exc)
             self._metrics.kafka_up.set(0)
@@ -182,43 +292,76 @@ class Watcher:
     async def run(self, stop: asyncio.Event) -> None:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
         count = await self.scan()
-        log.info("startup scan published %d file(s) from %s", count, self._root)
+        log.info(
+            "startup scan published %d file(s) from %s; %d waiting to be quiet",
+            count,
+            self._root,
+            len(self._pending),
+        )
         watch_task = asyncio.create_task(self._watch(stop))
-        last_rescan = last_probe = self._clock()
+        # Its own task: a send blocked on a dead broker must not keep the gauge at 1.
+        probe_task = asyncio.create_task(self._probe_every(stop))
+        last_rescan = self._clock()
         try:
             while not stop.is_set():
                 await self.settle()
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
                     await self.scan()
                     last_rescan = self._clock()
-                if self._clock() - last_probe >= self._s.metrics_interval_seconds:
-                    await self.probe()
-                    last_probe = self._clock()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=0.2)
         finally:
             watch_task.cancel()
+            probe_task.cancel()
+
+    async def _probe_every(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self._s.metrics_interval_seconds)
+            if not stop.is_set():
+                await self.probe()
 
     async def _watch(self, stop: asyncio.Event) -> None:
         # The root itself is watched, so folders created later (or renamed) are seen without a restart.
         async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
             for _change, name in changes:
-                rel = self._rel(Path(name))
-                if rel is not None and not Path(name).is_dir():
+                path = Path(name)
+                rel = self._rel(path)
+                if rel is None:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    self.mark_tree(rel)  # inotify names a renamed folder, not the files in it
+                elif not os.path.lexists(path) and self._knows_folder(rel):
+                    self.mark_tree(rel)
+                else:
                     self.mark(rel)
+
+    def _knows_folder(self, rel: str) -> bool:
+        prefix = f"{rel}/"
+        return any(p.startswith(prefix) for p in (*self._pending, *self._ledger.paths()))
+
+
+async def started_producer(settings: Settings) -> AIOKafkaProducer:
+    """An idempotent producer, started (start() fetches the cluster's metadata, so it fails while Kafka is away)."""
+    producer = kafka_io.make_producer(settings)
+    try:
+        await producer.start()
+    except BaseException:
+        await producer.stop()
+        raise
+    return producer
 
 
 async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
     metrics = Metrics()
-    producer = kafka_io.make_producer(settings)
-    await producer.start()
-    metrics.kafka_up.set(1)  # start() has fetched the cluster's metadata
+    producer = await started_producer(settings)
+    metrics.kafka_up.set(1)
     ledger = Ledger(settings.ledger_file)
+    watcher = Watcher(settings, producer, ledger, metrics, renew=lambda: started_producer(settings))
     try:
-        watcher = Watcher(settings, producer, ledger, metrics)
         if not follow:
-            return await watcher.scan()
+            return await watcher.scan() + await watcher.drain()
         server = _serve_metrics(settings, metrics)
         try:
             await watcher.run(stop)
@@ -228,7 +371,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
         return 0
     finally:
         ledger.close()
-        await producer.stop()
+        await watcher.producer.stop()
 
 
 def _serve_metrics(settings: Settings, metrics: Metrics) -> Any:

@@ -25,11 +25,14 @@ SendCommand = Callable[[str, str, datetime], Awaitable[ControlCommand]]
 
 
 def authorised(settings: Settings, header: str | None) -> bool:
-    """State-changing routes need the bearer token when one is configured."""
+    """State-changing routes need the bearer token when one is configured (any other scheme is refused)."""
     if settings.token is None:
         return True
-    expected = f"Bearer {settings.token.get_secret_value()}"
-    return header is not None and hmac.compare_digest(header.encode(), expected.encode())
+    scheme, _, credentials = (header or "").strip().partition(" ")
+    # The scheme is case-insensitive (RFC 7235); the token is compared in constant time.
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode(), settings.token.get_secret_value().encode()
+    )
 
 
 def register_views(
@@ -61,7 +64,11 @@ def register_views(
     class Flush(View):
         async def post(self, request: Request) -> Response:
             if not authorised(settings, request.headers.get("Authorization")):
-                return self.json({"error": "missing or wrong bearer token"}, status=401)
+                return self.json(
+                    {"error": "missing or wrong bearer token"},
+                    status=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="predigest"'},
+                )
             axis = request.query.get("axis")
             names: list[str] = [a.name for a in settings.axes] if not axis or axis == "all" else [axis]
             unknown = [n for n in names if settings.axis(n) is None]

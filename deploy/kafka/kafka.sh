@@ -43,7 +43,9 @@ running() {  # $1 = data dir
   [ -f "$1/kafka.pid" ] && kill -0 "$(cat "$1/kafka.pid")" 2>/dev/null && [ -f "$1/bootstrap" ] && answers "$(cat "$1/bootstrap")"
 }
 
-port_free() { python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1",int(sys.argv[1])))' "$1" 2>/dev/null; }
+# With SO_REUSEADDR, as Kafka binds: the TIME_WAIT connections a stopped broker leaves on its port do not count
+# as taken (without it a restart right after a stop formatted fresh storage), a live listener still does.
+port_free() { python3 -c 'import socket,sys;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("127.0.0.1",int(sys.argv[1])))' "$1" 2>/dev/null; }
 
 launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answers
   local data="$1" port="$2"

@@ -1,0 +1,146 @@
+"""Each kind of bad input, at the processors: rejected with a reason and a label, or kept with a warning."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.arxiv_ids import invalid_arxiv_mentions
+from processors.documents import parse_document
+from processors.errors import ParseError
+from processors.models import AxisSpec, Document, RawFile
+from processors.routing import DocumentEvent, rejection_reason_label, route_raw, warning_reason_label
+
+SH = ZoneInfo("Asia/Shanghai")
+AXES = (AxisSpec(name="inference", keywords=("vLLM", "推理")),)
+NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
+
+
+def raw(path: str, content: bytes, **extra: object) -> RawFile:
+    return RawFile(
+        path=path,
+        content=content,
+        size=int(extra.pop("size", len(content))),  # type: ignore[call-overload]
+        mtime=NOW.timestamp(),
+        sha256=hashlib.sha256(content).hexdigest(),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def route(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> list[DocumentEvent]:
+    return route_raw(r, AXES, zone=SH, max_bytes=max_bytes, seen_at=NOW)
+
+
+def rejected(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> tuple[str, str]:
+    events = route(r, max_bytes)
+    assert [e.type for e in events] == ["rejection"], events
+    reason = events[0].reason or ""
+    return rejection_reason_label(reason, r.path), reason
+
+
+def kept(r: RawFile) -> Document:
+    events = route(r)
+    assert events and all(e.type == "document" for e in events), events
+    doc = events[0].document
+    assert doc is not None
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("content", "label", "phrase"),
+    [
+        (b"# vLLM\x00\x01\x02", "binary", "NUL bytes"),
+        (b"", "empty", "file is empty"),
+        (b" \n\t\n", "empty", "file is empty"),
+        (b"\xef\xbb\xbf\n", "empty", "file is empty"),
+    ],
+)
+def test_rejected_contents(content: bytes, label: str, phrase: str) -> None:
+    # A path that itself names a label must not decide the label.
+    got_label, reason = rejected(raw("inbox/jay/2026-09-27-binary-limit-symlink.md", content))
+    assert got_label == label and phrase in reason
+
+
+def test_an_oversized_file_travels_without_bytes_and_is_rejected_for_its_size() -> None:
+    label, reason = rejected(raw("inbox/jay/2026-09-27-huge.md", b"", size=5 * 1024 * 1024))
+    assert label == "limit" and "5242880 bytes, over the limit of 4194304" in reason
+    label, _ = rejected(raw("inbox/jay/2026-09-27-x.md", b"vLLM " * 10), max_bytes=20)
+    assert label == "limit"
+
+
+@pytest.mark.parametrize(
+    ("why", "label"),
+    [
+        ("it is a symlink; only regular files under the root are read", "symlink"),
+        ("it resolves outside the root (a symlinked folder); not read", "outside"),
+        ("it is not a regular file (a FIFO, socket or device)", "special"),
+        ("it is unreadable (Permission denied)", "unreadable"),
+    ],
+)
+def test_a_watcher_refusal_becomes_a_rejection_with_its_reason(why: str, label: str) -> None:
+    got, reason = rejected(raw("inbox/jay/2026-09-27-x.md", b"", refused=why))
+    assert (got, reason) == (label, f"inbox/jay/2026-09-27-x.md: {why}")
+
+
+def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
+    gb = kept(raw("inbox/jay/2026-09-27-gb.md", "# vLLM 推理笔记\n".encode("gb18030")))
+    assert gb.title == "vLLM 推理笔记"
+    assert [warning_reason_label(w) for w in gb.warnings] == ["decode"]
+    latin = kept(raw("inbox/jay/2026-09-27-latin.md", b"# vLLM caf\xe9 \xff\xfe serving\n"))
+    assert "vLLM" in latin.title and any("not valid UTF-8" in w for w in latin.warnings)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "title: [unclosed",
+        "!!python/object/apply:os.system ['touch /tmp/pwned']",
+        "x: !!python/object:__main__.Evil {}",
+        "\n".join(
+            ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+            + [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
+        ),
+        "- just\n- a list",
+        "date: [1, 2]",
+    ],
+)
+def test_hostile_or_malformed_front_matter_keeps_the_document(front: str) -> None:
+    doc = kept(raw("inbox/jay/2026-09-27-1000-fm.md", f"---\n{front}\n---\n# vLLM 推理\nbody\n".encode()))
+    assert doc.title == "vLLM 推理" and doc.text == "# vLLM 推理\nbody\n"
+    assert doc.event_time == datetime(2026, 9, 27, 10, 0, tzinfo=SH)
+    assert doc.warnings and all(warning_reason_label(w) == "front_matter" for w in doc.warnings)
+
+
+def test_a_file_name_without_stamp_takes_its_mtime_with_a_warning() -> None:
+    doc = kept(raw("inbox/jay/notes-on-vllm.md", b"# vLLM serving\n"))
+    assert doc.event_time == NOW.astimezone(SH)
+    assert [warning_reason_label(w) for w in doc.warnings] == ["no_stamp"]
+
+
+def test_arxiv_looking_strings_that_are_not_ids_are_warned_and_not_cited() -> None:
+    text = "# vLLM\narXiv:2613.12345, arXiv 2609.1234, https://arxiv.org/abs/2609.123456 and arXiv:2609.23130v2\n"
+    doc = kept(raw("inbox/jay/2026-09-27-ids.md", text.encode()))
+    assert doc.arxiv_ids == ("2609.23130",)
+    assert [warning_reason_label(w) for w in doc.warnings] == ["arxiv_id"] * 3
+    assert invalid_arxiv_mentions("vLLM 0.30.0, 1.7% and 2609.1234 without a prefix") == []
+    card = kept(raw("paper_cards/1417-2613-19969.md", b"---\nprimary: inference\n---\n# card\n"))
+    assert card.arxiv_ids == () and [warning_reason_label(w) for w in card.warnings] == ["arxiv_id"]
+
+
+def test_a_ten_thousand_line_document_is_parsed_whole() -> None:
+    lines = [f"- line {i}: vLLM 推理 KV cache hit {i % 100}%" for i in range(10_000)]
+    body = "# 万行笔记\n" + "\n".join(lines) + "\n## §2 tail\nthe end\n"
+    doc = kept(raw("inbox/jay/2026-09-27-long.md", body.encode()))
+    assert doc.text.count("\n") == 10_003
+    assert [s.heading for s in doc.sections] == ["万行笔记", "§2 tail"]
+    assert doc.signature  # near-duplicate detection still has a signature
+
+
+def test_paths_outside_the_known_folders_are_rejected_as_parse_errors() -> None:
+    for path in ("inbox/x.md", "other/x.md"):
+        with pytest.raises(ParseError, match="not under"):
+            parse_document(raw(path, b"# x\n"), zone=SH)
+        assert rejected(raw(path, b"# x\n"))[0] == "parse"

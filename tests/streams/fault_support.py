@@ -1,0 +1,166 @@
+"""Helpers of the fault tests: a watcher process, writer bursts, the worker's state and offsets as they are."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import httpx
+from aiokafka.admin import AIOKafkaAdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from streams import kafka_io
+from streams.settings import Settings
+from streams.worker_process import PROJECT, dump_settings
+
+WRITERS = ("jay", "tom", "spark")
+
+
+def spawn_watcher(settings: Settings, workdir: Path, name: str = "watcher") -> subprocess.Popen[bytes]:
+    """`python -m streams.cli --settings-json F watch`, a real watcher process; its log is `<name>.log`."""
+    cfg = dump_settings(settings, workdir / f"{name}-settings.json")
+    log_file = (workdir / f"{name}.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "watch"],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        cwd=PROJECT,
+    )
+
+
+def sigkill(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            sigkill(proc)
+
+
+def metric(url: str, name: str, **labels: str) -> float | None:
+    """One sample of a /metrics endpoint (summed over the other labels), or None while it is not up."""
+    try:
+        body = httpx.get(url, timeout=2.0).text
+    except httpx.HTTPError:
+        return None
+    total = None
+    for family in text_string_to_metric_families(body):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                total = (total or 0.0) + float(s.value)
+    return total
+
+
+def watcher_metrics(settings: Settings) -> str:
+    return f"http://{settings.web_host}:{settings.watcher_metrics_port}/metrics"
+
+
+def worker_metrics(settings: Settings) -> str:
+    return f"http://{settings.web_host}:{settings.web_port}/metrics"
+
+
+def note_text(writer: str, i: int) -> str:
+    return f"# vLLM 推理笔记 {writer} {i}\n\nKV cache serving run {i} by {writer}: TTFT {i % 97} ms.\n"
+
+
+def note_path(writer: str, i: int) -> str:
+    return f"inbox/{writer}/2026-09-27-{1000 + i % 1200:04d}-burst-{i:04d}.md"
+
+
+@dataclass
+class Burst:
+    """Writers writing notes concurrently, each into its own inbox folder."""
+
+    root: Path
+    per_writer: int
+    pause: float
+    threads: list[threading.Thread]
+
+    @property
+    def paths(self) -> set[str]:
+        return {note_path(w, i) for w in WRITERS for i in range(self.per_writer)}
+
+    def join(self, timeout: float = 120) -> None:
+        for t in self.threads:
+            t.join(timeout)
+        assert not any(t.is_alive() for t in self.threads), "the writers did not finish"
+
+
+def start_burst(root: Path, per_writer: int, pause: float) -> Burst:
+    def write(writer: str) -> None:
+        for i in range(per_writer):
+            path = root / note_path(writer, i)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(note_text(writer, i), encoding="utf-8")
+            time.sleep(pause)
+
+    threads = [threading.Thread(target=write, args=(w,), daemon=True) for w in WRITERS]
+    for t in threads:
+        t.start()
+    return Burst(root, per_writer, pause, threads)
+
+
+@dataclass(frozen=True)
+class Row:
+    axis: str
+    path: str
+    sha256: str
+    current: bool
+
+
+def state_rows(settings: Settings) -> list[Row]:
+    """The worker's document rows, read from its DuckDB file (the worker must not be running)."""
+    with contextlib.closing(duckdb.connect(str(settings.state_file), read_only=True)) as db:
+        rows = db.execute("SELECT axis, path, sha256, current FROM documents ORDER BY path").fetchall()
+    return [Row(str(a), str(p), str(h), bool(c)) for a, p, h, c in rows]
+
+
+def assert_each_path_stored_once(rows: list[Row], paths: set[str], axis: str = "inference") -> None:
+    """Every path has exactly one row, and it is current: nothing lost, nothing doubled."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r.axis == axis:
+            counts[r.path] = counts.get(r.path, 0) + 1
+    missing = sorted(paths - set(counts))
+    doubled = sorted(p for p, n in counts.items() if n != 1)
+    assert not missing, f"{len(missing)} path(s) never reached the state, e.g. {missing[:5]}"
+    assert not doubled, f"{len(doubled)} path(s) have more than one row, e.g. {doubled[:5]}"
+    assert all(r.current for r in rows if r.path in paths and r.axis == axis)
+
+
+async def committed(settings: Settings, stage: str) -> int:
+    """The worker group's committed offset on a one-partition stage topic (0 before the first commit)."""
+    topic = settings.kafka.topic(stage)
+    admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))
+    await admin.start()
+    try:
+        parts = await kafka_io.topic_partitions(admin, [topic])
+        offsets = await admin.list_consumer_group_offsets(settings.app_id, partitions=parts)
+    finally:
+        await admin.close()
+    meta = offsets.get(parts[0])
+    return meta.offset if meta is not None and meta.offset >= 0 else 0
+
+
+@contextlib.contextmanager
+def printed_logs_on_failure(*logs: Path) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        for log in logs:
+            if log.exists():
+                print(f"--- {log} ---\n" + log.read_text(errors="replace")[-4000:])  # noqa: T201
+        raise

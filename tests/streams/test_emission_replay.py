@@ -1,0 +1,132 @@
+"""The emission record is the source of truth: a crash anywhere re-emits the same bytes, never a new briefing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.models import Briefing, ControlCommand, RawFile, Trigger
+from sinks.files import pretty_json
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.pipeline import Emission, Pipeline
+from streams.settings import KafkaSettings, Settings
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+
+
+class Ticking:
+    """A clock that moves a minute per reading, so a re-assembled briefing would carry a new generated_at."""
+
+    def __init__(self) -> None:
+        self.now = END + timedelta(minutes=10)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(minutes=1)
+        return self.now
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+    s = Settings(
+        root=tmp_path / "root",
+        state_dir=tmp_path / "state",
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+    )
+    state = StateStore(s.state_file)
+    yield Pipeline(s, state, Metrics(), clock=Ticking())
+    state.close()
+
+
+def ingest(p: Pipeline, path: str, text: str) -> None:
+    data = text.encode()
+    raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
+    for event in p.route(raw):
+        p.store(event)
+
+
+def command(trigger: Trigger = "close") -> ControlCommand:
+    return ControlCommand(axis="inference", trigger=trigger, end=END, requested_at=END, request_id="r")
+
+
+def files(p: Pipeline) -> dict[str, bytes]:
+    folder = p.settings.out_dir / "inference"
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir())} if folder.exists() else {}
+
+
+def counter(p: Pipeline, name: str, trigger: str = "close") -> float | None:
+    return p.metrics.registry.get_sample_value(name, {"axis": "inference", "trigger": trigger})
+
+
+async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving arXiv:2609.23130\n")
+
+    def crash(*args: object) -> list[Path]:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pipeline.files, "ensure", crash)
+    with pytest.raises(OSError):
+        await pipeline.brief(command())
+    monkeypatch.undo()
+    assert files(pipeline) == {}
+    recorded = pipeline.state.emission_record("inference", END, "close")
+    assert recorded is not None and recorded.delivered_at is None
+
+    # A document arriving before the replay does not change what was recorded.
+    ingest(pipeline, "inbox/tom/2026-09-27-1100-late.md", "# SGLang 推理\nspeculative decoding serving\n")
+    replay = await pipeline.brief(command())
+    assert isinstance(replay, Emission)
+    assert replay.briefing_json == recorded.briefing_json
+    assert not replay.delivered  # never acknowledged by the topic: the control agent sends it now
+    on_disk = files(pipeline)
+    assert on_disk["2026-09-27-inference-e1prep.json"] == pretty_json(recorded.briefing_json).encode()
+    assert on_disk["2026-09-27-inference-e1prep.md"] == (recorded.markdown or "").encode()
+    assert [s.path for s in replay.briefing.sources] == ["inbox/jay/2026-09-27-1000-kv.md"]
+    assert counter(pipeline, "predigest_briefings_emitted_total") == 1
+    assert counter(pipeline, "predigest_briefing_commands_repeated_total") == 1
+
+
+async def test_once_delivered_a_repeated_command_sends_nothing_and_restores_a_lost_file(
+    pipeline: Pipeline,
+) -> None:
+    ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving\n")
+    first = await pipeline.brief(command("flush"))
+    assert first is not None and not first.delivered
+    before = files(pipeline)
+    pipeline.delivered(first)
+
+    (pipeline.settings.out_dir / "inference" / "2026-09-27-inference-e1prep-flush-2220.md").unlink()
+    again = await pipeline.brief(command("flush"))
+    assert again is not None and again.delivered  # the control agent sends nothing
+    assert again.briefing_json == first.briefing_json
+    assert files(pipeline) == before  # the lost Markdown is back, byte for byte
+    assert (
+        Briefing.model_validate_json(before["2026-09-27-inference-e1prep-flush-2220.json"]) == first.briefing
+    )
+    assert counter(pipeline, "predigest_briefings_emitted_total", "flush") == 1
+
+
+async def test_close_and_flush_of_one_window_are_two_emissions(pipeline: Pipeline) -> None:
+    ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving\n")
+    close, flush = await pipeline.brief(command("close")), await pipeline.brief(command("flush"))
+    assert close is not None and flush is not None
+    assert (close.basename, flush.basename) == (
+        "2026-09-27-inference-e1prep",
+        "2026-09-27-inference-e1prep-flush-2220",
+    )
+    assert len(files(pipeline)) == 4
+
+
+async def test_a_command_for_an_unknown_axis_emits_nothing(pipeline: Pipeline) -> None:
+    unknown = ControlCommand(axis="nope", trigger="flush", end=END, requested_at=END, request_id="r")
+    assert await pipeline.brief(unknown) is None
+    assert not pipeline.settings.out_dir.exists()

@@ -1,0 +1,73 @@
+"""must_finish: retries a failing agent step, then ends the process before Faust could ack the record."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from streams.failstop import EXIT_CODE, must_finish
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+class Stopped(Exception):
+    pass
+
+
+def stop(code: int) -> NoReturn:
+    raise Stopped(code)
+
+
+async def test_a_step_that_recovers_is_retried_with_doubling_back_off() -> None:
+    calls, sleeps = [], []
+
+    async def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise OSError("DuckDB write failed")
+        return "stored"
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    assert await must_finish(flaky, "storing x", sleep=sleep, stop=stop) == "stored"
+    assert sleeps == [0.5, 1.0]
+
+
+async def test_a_step_that_keeps_failing_stops_the_process(caplog: pytest.LogCaptureFixture) -> None:
+    async def broken() -> None:
+        raise OSError("disk gone")
+
+    async def sleep(seconds: float) -> None:
+        return None
+
+    with pytest.raises(Stopped) as stopped:
+        await must_finish(broken, "storing x", attempts=3, sleep=sleep, stop=stop)
+    assert stopped.value.args == (EXIT_CODE,)
+    assert "storing x failed 3 times" in caplog.text
+
+
+async def test_cancellation_is_not_retried() -> None:
+    async def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await must_finish(cancelled, "x", stop=stop)
+
+
+def test_halt_skips_finally_blocks_so_nothing_after_the_failure_runs(tmp_path: Path) -> None:
+    # Faust acks a record in its stream's `finally`; halt must leave before any `finally` runs.
+    marker = tmp_path / "finally-ran"
+    code = (
+        "from streams.failstop import halt\n"
+        "try:\n    halt()\n"
+        f"finally:\n    open({str(marker)!r}, 'w').write('acked')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, timeout=60, check=False)
+    assert result.returncode == EXIT_CODE
+    assert not marker.exists()

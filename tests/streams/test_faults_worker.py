@@ -1,0 +1,81 @@
+"""SIGKILL the worker while it consumes: what it committed is stored, and after a restart every file is stored once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from processors.models import RawFile
+from processors.routing import DocumentEvent
+from streams import kafka_io
+from streams.oneshot import wait_ingested
+from streams.settings import Settings
+from streams.watcher import publish_root
+from streams.worker_process import spawn_worker
+from tests.streams.fault_support import (
+    WRITERS,
+    assert_each_path_stored_once,
+    committed,
+    metric,
+    note_path,
+    note_text,
+    printed_logs_on_failure,
+    sigkill,
+    state_rows,
+    worker_metrics,
+)
+from tests.support import async_wait_for, read_topic, running_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+PER_WRITER = 167
+
+
+async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    # A SIGKILLed worker never leaves its group: the restarted one waits out the session timeout.
+    s = make_settings()
+    s = s.model_copy(update={"kafka": s.kafka.model_copy(update={"session_timeout_seconds": 8.0})})
+    await kafka_io.ensure_topics(s)
+    paths = set()
+    for writer in WRITERS:
+        (s.root / "inbox" / writer).mkdir(parents=True, exist_ok=True)
+        for i in range(PER_WRITER):
+            (s.root / note_path(writer, i)).write_text(note_text(writer, i), encoding="utf-8")
+            paths.add(note_path(writer, i))
+    assert await publish_root(s, follow=False, stop=asyncio.Event()) == len(paths)
+
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        try:
+            await async_wait_for(
+                lambda: (metric(worker_metrics(s), "predigest_documents_stored_total") or 0) >= 60,
+                90,
+                "sixty documents stored",
+            )
+        finally:
+            sigkill(worker)
+
+    # The moment of the crash: every record below a committed offset has reached the next stage.
+    rows = state_rows(s)
+    stored = {(r.axis, r.path, r.sha256) for r in rows}
+    assert len({r.path for r in rows}) < len(paths), "the worker had finished; the kill tested nothing"
+    docs = [DocumentEvent.model_validate_json(v) for _, v in await read_topic(s, "documents")]
+    done = await committed(s, "documents")
+    assert done > 0
+    for event in docs[:done]:
+        assert (event.axis, event.path, event.sha256) in stored, f"{event.path} committed but not stored"
+    forwarded = {(e.path, e.sha256) for e in docs}
+    raw_done = await committed(s, "raw")
+    for _, value in (await read_topic(s, "raw"))[:raw_done]:
+        raw = RawFile.model_validate_json(value)
+        assert (raw.path, raw.sha256) in forwarded, f"{raw.path} committed on raw but never forwarded"
+
+    with running_worker(s, tmp_path, name="worker-2"):
+        await wait_ingested(s, 120)
+    assert_each_path_stored_once(state_rows(s), paths)

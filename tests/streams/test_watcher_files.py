@@ -1,0 +1,233 @@
+"""The watcher against a real folder and a fake producer: refusals, vanishing files, quiet periods, renames."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
+
+from processors.models import RawFile
+from sinks.ledger import Ledger
+from sinks.metrics import Metrics
+from streams.settings import KafkaSettings, Settings
+from streams.watcher import Watcher
+
+
+class FakeProducer:
+    """Acknowledges everything at once and keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[RawFile] = []
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
+        self.sent.append(RawFile.model_validate_json(value))
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for top in ("inbox/jay", "paper_cards", "living"):
+        (tmp_path / "root" / top).mkdir(parents=True)
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, Ledger, Metrics]]:
+    s = Settings(
+        root=root,
+        state_dir=tmp_path / "state",
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+        quiet_seconds=0.5,
+    )
+    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
+    yield Watcher(s, producer, ledger, metrics), producer, ledger, metrics  # type: ignore[arg-type]
+    ledger.close()
+
+
+def rejected(m: Metrics, reason: str) -> float:
+    return m.registry.get_sample_value("predigest_documents_rejected_total", {"reason": reason}) or 0.0
+
+
+def write_old(path: Path, text: str) -> Path:
+    """A file last written an hour ago: quiet long since."""
+    path.write_text(text, encoding="utf-8")
+    stamp = time.time() - 3600
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+async def test_symlinks_and_special_files_are_refused_once_and_reach_kafka_as_refusals(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, tmp_path: Path
+) -> None:
+    watcher, producer, _ledger, m = parts
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n", encoding="utf-8")
+    write_old(root / "inbox/jay/2026-09-27-note.md", "# note\n")
+    os.symlink(secret, root / "inbox/jay/2026-09-27-leak.md")
+    os.symlink(root / "inbox/jay/2026-09-27-note.md", root / "inbox/jay/2026-09-27-alias.md")
+    os.symlink(tmp_path, root / "paper_cards/elsewhere")  # a symlinked folder: listed, refused, not followed
+    os.mkfifo(root / "inbox/jay/2026-09-27-pipe.md")  # reading it would block the watcher forever
+
+    assert await watcher.scan() + await watcher.drain() == 5
+    by_path = {r.path: r for r in producer.sent}
+    assert by_path["inbox/jay/2026-09-27-note.md"].content == b"# note\n"
+    for rel in ("inbox/jay/2026-09-27-leak.md", "inbox/jay/2026-09-27-alias.md", "paper_cards/elsewhere"):
+        assert by_path[rel].content == b"" and "symlink" in (by_path[rel].refused or "")
+    assert "not a regular file" in (by_path["inbox/jay/2026-09-27-pipe.md"].refused or "")
+    assert not any(b"hunter2" in r.content or "hunter2" in (r.refused or "") for r in producer.sent)
+    assert (rejected(m, "symlink"), rejected(m, "special")) == (3, 1)
+
+    assert await watcher.scan() + await watcher.drain() == 0  # a rescan does not report them again
+    assert rejected(m, "symlink") == 3
+
+
+async def test_a_path_under_a_symlinked_folder_is_refused_as_outside(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, tmp_path: Path
+) -> None:
+    watcher, producer, _ledger, m = parts
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.md").write_text("# outside\n", encoding="utf-8")
+    os.symlink(elsewhere, root / "inbox/tom")
+    watcher.mark("inbox/tom/x.md")  # as watchfiles would report it, following the link
+    assert await watcher.settle(force=True) == 1
+    assert "outside the root" in (producer.sent[0].refused or "")
+    assert producer.sent[0].content == b""
+    assert rejected(m, "outside") == 1
+
+
+async def test_a_file_deleted_before_it_was_read_is_counted_and_not_published(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+) -> None:
+    watcher, producer, _ledger, m = parts
+    note = root / "inbox/jay/2026-09-27-gone.md"
+    note.write_text("# half\n", encoding="utf-8")
+    watcher.mark("inbox/jay/2026-09-27-gone.md")
+    note.unlink()
+    assert await watcher.settle() == 0  # the change (gone) restarts the quiet period
+    await asyncio.sleep(0.6)
+    assert await watcher.settle() == 0
+    assert producer.sent == []
+    assert rejected(m, "vanished") == 1
+    watcher.mark("inbox/jay/never-a-file")  # e.g. a folder event: not a vanished file
+    assert await watcher.settle(force=True) == 0
+    assert rejected(m, "vanished") == 1
+
+
+async def test_a_rescan_waits_for_a_growing_file_to_be_quiet(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+) -> None:
+    watcher, producer, _ledger, _m = parts
+    write_old(root / "living/inference.md", "# inference.md v1\n")
+    growing = root / "inbox/jay/2026-09-27-growing.md"
+    growing.write_text("# part one\n", encoding="utf-8")  # its mtime is now: still being written
+    assert await watcher.scan() == 1  # only the file untouched for an hour
+    with growing.open("a", encoding="utf-8") as fh:
+        fh.write("part two\n")
+    assert await watcher.settle() == 0
+    await asyncio.sleep(0.6)
+    assert await watcher.settle() == 1
+    assert [r.content for r in producer.sent][-1] == b"# part one\npart two\n"
+
+
+async def test_a_file_that_changes_while_it_is_read_is_read_again_later(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watcher, producer, _ledger, _m = parts
+    note = root / "inbox/jay/2026-09-27-race.md"
+    note.write_text("# v1\n", encoding="utf-8")
+    real = Path.read_bytes
+
+    def read_then_append(self: Path) -> bytes:
+        data = real(self)
+        with self.open("a", encoding="utf-8") as fh:  # a writer appends right behind the read
+            fh.write("more\n")
+        monkeypatch.setattr(Path, "read_bytes", real)
+        return data
+
+    monkeypatch.setattr(Path, "read_bytes", read_then_append)
+    watcher.mark("inbox/jay/2026-09-27-race.md")
+    assert await watcher.settle(force=True) == 0
+    assert await watcher.settle(force=True) == 1
+    assert [r.content for r in producer.sent] == [b"# v1\nmore\n"]
+
+
+async def test_a_renamed_folder_deletes_the_old_paths_and_publishes_the_new_ones(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+) -> None:
+    watcher, producer, ledger, _m = parts
+    for name in ("a", "b"):
+        write_old(root / f"inbox/jay/2026-09-27-{name}.md", f"# {name}\n")
+    assert await watcher.scan() == 2
+    (root / "inbox/jay").rename(root / "inbox/jay-archive")
+    watcher.mark_tree("inbox/jay")  # what _watch does for the two folder events
+    watcher.mark_tree("inbox/jay-archive")
+    assert await watcher.settle(force=True) == 4
+    deleted = sorted(r.path for r in producer.sent if r.deleted)
+    assert deleted == ["inbox/jay/2026-09-27-a.md", "inbox/jay/2026-09-27-b.md"]
+    assert ledger.paths() == {"inbox/jay-archive/2026-09-27-a.md", "inbox/jay-archive/2026-09-27-b.md"}
+
+
+async def test_a_scan_survives_files_vanishing_under_it(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watcher, producer, _ledger, _m = parts
+    monkeypatch.setattr(Watcher, "files", lambda self: ["inbox/jay/2026-09-27-gone.md"])
+    assert await watcher.scan() + await watcher.drain() == 0
+    assert producer.sent == []
+
+
+def test_hidden_and_temporary_names_are_not_watched(parts: tuple[Any, ...], root: Path) -> None:
+    watcher = parts[0]
+    for rel in ("inbox/jay/.x.md.swp", "inbox/jay/x.md.tmp", "inbox/.obsidian/cache.md", "other/x.md"):
+        assert watcher._rel(root / rel) is None
+    assert watcher._rel(root / "inbox/jay/2026-09-27-x.md") == "inbox/jay/2026-09-27-x.md"
+
+
+class PoisonedProducer(FakeProducer):
+    """Refuses every send, as aiokafka's idempotent producer does once a batch expired mid-outage."""
+
+    stopped = False
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
+        raise OutOfOrderSequenceNumber()
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Path, tmp_path: Path) -> None:
+    s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
+    poisoned, fresh, ledger, m = PoisonedProducer(), FakeProducer(), Ledger(s.ledger_file), Metrics()
+    renewals: list[float] = []
+    now = [1000.0]
+
+    async def renew() -> FakeProducer:
+        renewals.append(now[0])
+        if len(renewals) == 1:
+            raise KafkaConnectionError("broker still away")
+        return fresh
+
+    watcher = Watcher(s, poisoned, ledger, m, clock=lambda: now[0], renew=renew)  # type: ignore[arg-type]
+    write_old(root / "inbox/jay/2026-09-27-a.md", "# a\n")
+    watcher.mark("inbox/jay/2026-09-27-a.md")
+    assert await watcher.settle(force=True) == 0  # OutOfOrderSequenceNumber: the file stays pending
+    assert m.registry.get_sample_value("predigest_kafka_up") == 0
+    assert await watcher.settle(force=True) == 0  # the first renewal fails: the broker is still away
+    assert await watcher.settle(force=True) == 0  # and the next waits a second
+    assert renewals == [1000.0]
+    now[0] += 1.5
+    assert await watcher.settle(force=True) == 1
+    assert watcher.producer is fresh and poisoned.stopped
+    assert [r.path for r in fresh.sent] == ["inbox/jay/2026-09-27-a.md"]
+    assert ledger.get("inbox/jay/2026-09-27-a.md") is not None
+    ledger.close()
