@@ -28,6 +28,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy tests bench
 	$(BIN)/lint-imports
 
 test: lint kafka-fetch tools

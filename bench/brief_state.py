@@ -24,10 +24,11 @@ async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
         axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"
     )
     t = time.perf_counter()
-    briefing = await pipeline.brief(command)
+    emission = await pipeline.brief(command)
     seconds = time.perf_counter() - t
     state.close()
-    return {"briefing_s": round(seconds, 2), "briefing_sources": len(briefing.sources) if briefing else 0}
+    sources = len(emission.briefing.sources) if emission else 0
+    return {"briefing_s": round(seconds, 2), "briefing_sources": sources}
 
 
 if __name__ == "__main__":

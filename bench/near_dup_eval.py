@@ -29,6 +29,7 @@ from processors import near_duplicates as nd  # noqa: E402
 from processors.documents import parse_document  # noqa: E402
 from processors.models import Document, RawFile  # noqa: E402
 from processors.text import normalise_text  # noqa: E402
+from processors.tokens import CJK  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 ZH = CORPUS / "daily_digests" / "zh_hf_2404589803"
@@ -247,8 +248,8 @@ def _num_perm_sweep(docs: Sequence[ZhDoc], pairs: Sequence[tuple[int, int, bool,
 
 
 def scheme(cjk_n: int, word_n: int) -> Callable[[str], set[str]]:
-    cjk_run = re.compile(f"[{nd._CJK}]+")
-    word = re.compile(rf"[^\W_{nd._CJK}]+")
+    cjk_run = re.compile(f"[{CJK}]+")
+    word = re.compile(rf"[^\W_{CJK}]+")
 
     def shingle(text: str) -> set[str]:
         norm = normalise_text(text)

@@ -99,7 +99,7 @@ def codecs(bootstrap: str, root: Path, work: Path) -> dict[str, float]:
     rates = {}
     for codec in ("zstd", "lz4", "gzip", "none"):
         settings = bench_settings(bootstrap, root, work / f"codec-{codec}", f"codec{codec}")
-        report = asyncio.run(backfill(settings, compression=codec))  # type: ignore[arg-type]
+        report = asyncio.run(backfill(settings, compression=codec))
         rates[codec] = round(report.published / report.seconds, 1)
     return rates
 

@@ -88,9 +88,9 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp:
         state = StateStore(Path(tmp) / "rows.duckdb")
         t = time.perf_counter()
-        for e in events:
+        for offset, e in enumerate(events):
             assert e.axis is not None and e.document is not None
-            state.put_document(e.axis, e.document)
+            state.put_document(e.axis, e.document, raw_offset=offset)
         row_s = time.perf_counter() - t
         state.close()
         db = duckdb.connect(str(Path(tmp) / "rows.duckdb"))

@@ -11,7 +11,7 @@ from pathlib import Path
 from subprocess import Popen
 
 import httpx
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka_io
 from streams.settings import Settings
@@ -46,7 +46,7 @@ async def read_topic(settings: Settings, stage: str) -> list[tuple[bytes | None,
         await consumer.stop()
 
 
-async def _partitions(settings: Settings, topic: str) -> list[kafka_io.TopicPartition]:
+async def _partitions(settings: Settings, topic: str) -> list[TopicPartition]:
     from aiokafka.admin import AIOKafkaAdminClient
 
     admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))

@@ -15,7 +15,7 @@ from processors.near_duplicates import similarity
 SH = ZoneInfo("Asia/Shanghai")
 
 
-def _doc(root: Path, rel: str):  # type: ignore[no-untyped-def]
+def _doc(root: Path, rel: str):
     data = (root / rel).read_bytes()
     raw = RawFile(path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
     return parse_document(raw, zone=SH)

@@ -26,7 +26,7 @@ def raw(path: str, content: bytes, **extra: object) -> RawFile:
         size=int(extra.pop("size", len(content))),  # type: ignore[call-overload]
         mtime=NOW.timestamp(),
         sha256=hashlib.sha256(content).hexdigest(),
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 

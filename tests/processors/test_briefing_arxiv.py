@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from processors.arxiv_atom import ArxivRecord, EnrichedId
+from processors.arxiv_atom import NO_RECORDS, ArxivRecord, EnrichedId
 from processors.briefing import assemble_briefing
 from processors.models import AxisSpec, Briefing, Document, Section
 from processors.render_markdown import render_markdown
@@ -42,7 +42,6 @@ def note(path: str, ids: tuple[str, ...], heading: str) -> Document:
 
 def build(records: dict[str, EnrichedId] | None = None) -> Briefing:
     docs = [note("inbox/jay/2026-09-27-1200-a.md", ("1605.08386", "2609.23130"), "笔记里写的标题")]
-    kwargs = {} if records is None else {"arxiv_records": records}
     return assemble_briefing(
         axis=AXIS,
         trigger="flush",
@@ -52,7 +51,7 @@ def build(records: dict[str, EnrichedId] | None = None) -> Briefing:
         living=None,
         earlier_cited_ids=set(),
         zone=SH,
-        **kwargs,
+        arxiv_records=records if records is not None else NO_RECORDS,
     )
 
 

@@ -21,7 +21,7 @@ FUTURE = note(
 )
 
 
-def _items():  # type: ignore[no-untyped-def]
+def _items():
     return brief([BASELINE, VERSIONS, TYPO, FUTURE]).discrepancies
 
 

@@ -36,7 +36,7 @@ CARD = note(
 ALL = [MOONCAKE_JAY, MOONCAKE_TOM, BENCH, KVTC_AGAIN, CSDN, CARD]
 
 
-def _by_id(b):  # type: ignore[no-untyped-def]
+def _by_id(b):
     return {i: inc for inc in b.increments for i in inc.arxiv}
 
 

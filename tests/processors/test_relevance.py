@@ -23,7 +23,7 @@ OTHER_BRIEFING = note("inbox/spark/2026-09-27-llm-infra-e1prep.md", "# llm-infra
 QUEUE = note("work-queue/2026-09-27-2200.md", "# queue\n1. risk: 安全\n")
 
 
-def _rel(doc):  # type: ignore[no-untyped-def]
+def _rel(doc):
     docs = [ON_AXIS, OFF_AXIS, CARD, OTHER_CARD, BASELINE, OTHER_BRIEFING, QUEUE]
     space = AxisSpace(docs, AXES, {})
     return relevance(doc, "inference", space.scores(doc))

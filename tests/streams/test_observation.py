@@ -160,7 +160,7 @@ async def test_the_watcher_keeps_a_file_pending_while_kafka_is_down(tmp_path: Pa
     (s.root / rel).write_text("# a\nvLLM\n", encoding="utf-8")
     producer, m = FlakyProducer(), Metrics()
     ledger = Ledger(s.ledger_file)
-    watcher = Watcher(s, producer, ledger, m)  # type: ignore[arg-type]
+    watcher = Watcher(s, producer, ledger, m)
     watcher.mark(rel)
     assert await watcher.settle(force=True) == 0
     assert value(m, "predigest_kafka_up") == 0

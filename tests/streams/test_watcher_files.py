@@ -49,7 +49,7 @@ def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, L
         quiet_seconds=0.5,
     )
     producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
-    yield Watcher(s, producer, ledger, metrics), producer, ledger, metrics  # type: ignore[arg-type]
+    yield Watcher(s, producer, ledger, metrics), producer, ledger, metrics
     ledger.close()
 
 
@@ -217,7 +217,7 @@ async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Pat
             raise KafkaConnectionError("broker still away")
         return fresh
 
-    watcher = Watcher(s, poisoned, ledger, m, clock=lambda: now[0], renew=renew)  # type: ignore[arg-type]
+    watcher = Watcher(s, poisoned, ledger, m, clock=lambda: now[0], renew=renew)
     write_old(root / "inbox/jay/2026-09-27-a.md", "# a\n")
     watcher.mark("inbox/jay/2026-09-27-a.md")
     assert await watcher.settle(force=True) == 0  # OutOfOrderSequenceNumber: the file stays pending
