@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -26,6 +26,7 @@ from processors.models import (
     AxisSpec,
     Briefing,
     Document,
+    DocumentSummary,
     Frozen,
     LivingDocRef,
     NoIncrementSource,
@@ -56,14 +57,14 @@ class BriefingRules(Frozen):
     credibility: CredibilityRules = CredibilityRules()
 
 
-def _duplicates(docs: Sequence[Document], threshold: float) -> dict[str, DuplicateOf]:
+def _duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict[str, DuplicateOf]:
     """path → the earliest document with the same, or nearly the same, text (MinHash Jaccard ≥ threshold)."""
     return find_duplicates(
         (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs), threshold
     )
 
 
-def _other_axis(doc: Document, axis: str, scores: Mapping[str, float]) -> str | None:
+def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) -> str | None:
     declared, _ = declared_axes(doc)
     others = sorted(declared - {axis}) or [
         k for k, _ in sorted(scores.items(), key=lambda kv: -kv[1]) if k != axis
@@ -95,9 +96,23 @@ def _units(
     return out
 
 
+Loader = Callable[[Sequence[str]], Sequence[Document]]
+
+
+def _whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str, Document]:
+    """path → the whole document, loading those given only as summaries (a vanished one is left out)."""
+    out = {d.path: d for d in docs if isinstance(d, Document)}
+    missing = list(dict.fromkeys(d.path for d in docs if not isinstance(d, Document) and d.path not in out))
+    if missing:
+        if load is None:
+            raise ValueError(f"{len(missing)} summaries need their text, but no loader was given")
+        out.update((d.path, d) for d in load(missing))
+    return out
+
+
 def _most_relevant(
-    eligible: Sequence[tuple[Document, Relevance]], axis: str, limit: int
-) -> list[tuple[Document, Relevance]]:
+    eligible: Sequence[tuple[DocumentSummary, Relevance]], axis: str, limit: int
+) -> list[tuple[DocumentSummary, Relevance]]:
     """The `limit` most relevant sources, cards anchored into the axis first, in their original order."""
     ranked = sorted(eligible, key=lambda dr: (not card_anchors(dr[0], axis), -dr[1].score, dr[0].path))
     chosen = {d.path for d, _ in ranked[:limit]}
@@ -110,12 +125,12 @@ def assemble_briefing(
     trigger: Trigger,
     window: WindowBounds,
     generated_at: datetime,
-    documents: Sequence[Document],
+    documents: Sequence[DocumentSummary],
     living: Document | None,
     earlier_cited_ids: Collection[str],
     axes: Sequence[AxisSpec] = (),
     other_living: Mapping[str, Document | None] | None = None,
-    superseded: Sequence[Document] = (),
+    superseded: Sequence[DocumentSummary] = (),
     rejected: Sequence[Rejection] = (),
     increment_range: tuple[int, int] = (3, 8),
     last_d_number: int = 0,
@@ -124,8 +139,12 @@ def assemble_briefing(
     rules: BriefingRules | None = None,
     arxiv_records: Mapping[str, EnrichedId] = NO_RECORDS,
     near_duplicate_threshold: float = 0.8,
+    load: Loader | None = None,
 ) -> Briefing:
-    """Build the briefing of one axis window from the current documents of that window."""
+    """Build the briefing of one axis window from the current documents of that window.
+
+    `documents` may be summaries: the ones that can feed increments are then fetched whole with `load`.
+    """
     rules = rules or BriefingRules()
     inc_rules = rules.increments.model_copy(
         update={"min_count": increment_range[0], "max_count": increment_range[1]}
@@ -134,7 +153,7 @@ def assemble_briefing(
     if axis.name not in {a.name for a in all_axes}:
         all_axes.append(axis)
 
-    def belongs(d: Document) -> bool:
+    def belongs(d: DocumentSummary) -> bool:
         own_baseline = d.kind == "baseline" and d.baseline_axis == axis.name and d.event_time < window.end
         return d.kind != "living" and (in_window(d.event_time, window) or own_baseline)
 
@@ -159,7 +178,10 @@ def assemble_briefing(
         for d in kept
         if d.kind in ("inbox", "paper_card") and rel[d.path].label not in _ROLES and d.path not in low
     ]
-    contributors = _most_relevant(eligible, axis.name, inc_rules.max_contributors)
+    needed = _most_relevant(eligible, axis.name, inc_rules.max_contributors)
+    queues = [d for d in kept if d.kind == "work_queue"]
+    full = _whole([*(d for d, _ in needed), *own_baselines, *queues], load)
+    contributors = [(full[d.path], r) for d, r in needed if d.path in full]
     window_ids = list(
         dict.fromkeys(i for d in [*(c for c, _ in eligible), *own_baselines] for i in d.arxiv_ids)
     )
@@ -168,14 +190,16 @@ def assemble_briefing(
 
     # Titles as the notes state them, from the notes that can feed the briefing: over every note of a
     # 100k window this alone would take minutes.
-    sources_of_titles = [*own_baselines, *([living] if living else []), *(d for d, _ in contributors)]
+    baselines = [full[d.path] for d in own_baselines if d.path in full]
+    sources_of_titles = [*baselines, *([living] if living else []), *(d for d, _ in contributors)]
     pairs = [p for d in sources_of_titles for p in titled_ids(d)]
     titles = best_titles([*pairs, *(p for d in sources_of_titles for p in inline_names(d))])
     titles.update({i: e.record.title for i, e in arxiv_records.items()})  # the API is authoritative
     verified = {i: i in arxiv_records for i in window_ids} if arxiv_records else {}
     matcher = SectionMatcher(living_doc, space.vector_of_text)
     id_items = dx.id_conflicts(pairs, lang)
-    future_items = dx.future_ids([d for d in kept if d.kind in ("inbox", "paper_card")], zone, lang)
+    hits = dx.future_id_hits([d for d in kept if d.kind in ("inbox", "paper_card")], zone)
+    future_items = dx.future_ids(hits, _whole([d for d, _ in hits], load), zone, lang)
     # A new id titled like an anchored one, or dated after its note, is most likely a typo: a D-item,
     # never an increment.
     suspect = {i for item in id_items for i in dx.ids_of(item) if i in new_ids and dx.ids_of(item) & anchored}
@@ -202,9 +226,9 @@ def assemble_briefing(
 
     queue = {
         name: n
-        for d in kept
-        if d.kind == "work_queue"
-        for name, n in work_queue_items(d, [a.name for a in all_axes]).items()
+        for d in queues
+        if d.path in full
+        for name, n in work_queue_items(full[d.path], [a.name for a in all_axes]).items()
     }
     sources: list[SourceEntry] = []
     no_inc: list[NoIncrementSource] = []

@@ -14,7 +14,7 @@ from processors.i18n import Lang, say
 from processors.id_titles import TitledId
 from processors.key_points import STRIKING, clean_line, figures
 from processors.living_doc import LivingDoc, section_label
-from processors.models import Claim, Discrepancy, DiscrepancyKind, Document
+from processors.models import Claim, Discrepancy, DiscrepancyKind, Document, DocumentSummary
 from processors.tokens import terms
 from processors.units import Unit, section_ref, urls_in
 
@@ -173,22 +173,33 @@ def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[_Item]:
     return items
 
 
-def future_ids(docs: Sequence[Document], zone: ZoneInfo, lang: Lang) -> list[_Item]:
-    """Ids whose YYMM is later than the month of the document citing them (from each note's id list)."""
-    items: list[_Item] = []
+def future_id_hits(docs: Sequence[DocumentSummary], zone: ZoneInfo) -> list[tuple[DocumentSummary, str]]:
+    """(note, id) for every id whose YYMM is later than the month of the note citing it."""
+    hits: list[tuple[DocumentSummary, str]] = []
     for doc in docs:
         local = doc.event_time.astimezone(zone)
-        for arxiv_id in doc.arxiv_ids:
-            ym = yymm(arxiv_id)
-            if not ym or ym <= (local.year, local.month):
-                continue
-            # Only for the rare hit is the text searched for the line and section that cite it.
-            section = next((s for s in doc.sections if arxiv_id in s.text or arxiv_id in s.heading), None)
-            lines = (section.text if section else doc.text).splitlines()
-            line = next((clean_line(r) for r in lines if arxiv_id in r), arxiv_id)
-            subject = say("d.future.subject", lang, id=arxiv_id, month=f"{local:%Y-%m}")
-            claim = Claim(text=line, source=section_ref(doc, section))
-            items.append(_Item("future_arxiv_id", subject, (claim,), say("d.future.suggest", lang)))
+        hits.extend((doc, i) for i in doc.arxiv_ids if (ym := yymm(i)) and ym > (local.year, local.month))
+    return hits
+
+
+def future_ids(
+    hits: Sequence[tuple[DocumentSummary, str]], whole: Mapping[str, Document], zone: ZoneInfo, lang: Lang
+) -> list[_Item]:
+    """D-items for `future_id_hits`, each quoting the line (and section) that cites the id."""
+    items: list[_Item] = []
+    for summary, arxiv_id in hits:
+        doc = whole.get(summary.path)
+        section = (
+            next((s for s in doc.sections if arxiv_id in s.text or arxiv_id in s.heading), None)
+            if doc
+            else None
+        )
+        lines = (section.text if section else doc.text if doc else summary.title).splitlines()
+        line = next((clean_line(r) for r in lines if arxiv_id in r), arxiv_id)
+        month = f"{summary.event_time.astimezone(zone):%Y-%m}"
+        claim = Claim(text=line, source=section_ref(doc, section) if doc else summary.path)
+        subject = say("d.future.subject", lang, id=arxiv_id, month=month)
+        items.append(_Item("future_arxiv_id", subject, (claim,), say("d.future.suggest", lang)))
     return items
 
 

@@ -48,8 +48,12 @@ class Section(Frozen):
     text: str
 
 
-class Document(Frozen):
-    """A parsed file, before axis assignment."""
+class DocumentSummary(Frozen):
+    """What a briefing needs of every document of the window: all of a Document but its text.
+
+    A window can hold 100k notes; they are ranked from summaries, and only the few hundred that can
+    feed increments are loaded whole.
+    """
 
     path: str
     sha256: str
@@ -61,25 +65,25 @@ class Document(Frozen):
     axes: tuple[str, ...] = ()  # from front matter, if any
     tags: tuple[str, ...] = ()
     headings: tuple[str, ...] = ()
-    sections: tuple[Section, ...] = ()
     arxiv_ids: tuple[str, ...] = ()  # normalised, without version, in order of first appearance
-    text: str
     text_hash: str  # sha256 of the normalised text (exact-duplicate key)
     signature: tuple[int, ...] = ()  # MinHash of the text's shingles (processors.near_duplicates); () if tiny
     front_matter: dict[str, object] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
     version: str | None = None  # living documents: "v3.44"
-    terms: dict[str, int] = Field(
-        default_factory=dict
-    )  # top index terms (title counted thrice), for relevance
+    terms: dict[str, int] = Field(default_factory=dict)  # top index terms (title counted thrice)
 
 
-class AxisDocument(Frozen):
-    """A document as seen by one axis: what `predigest.documents` carries (key: axis)."""
+class Document(DocumentSummary):
+    """A parsed file, before axis assignment: its summary plus its text and sections."""
 
-    axis: str
-    document: Document
+    sections: tuple[Section, ...] = ()
+    text: str
+
+    def summary(self) -> DocumentSummary:
+        """The same document without its text."""
+        return DocumentSummary.model_construct(**{k: getattr(self, k) for k in DocumentSummary.model_fields})
 
 
 class Rejection(Frozen):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from processors.models import AxisSpec, Document, Frozen, Relevance
+from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
 from processors.tfidf import TfIdf, Vector, combine, cosine
 from processors.tokens import term_counts, terms
 
@@ -23,9 +23,9 @@ class RelevanceRules(Frozen):
     adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source 邻接
 
 
-def doc_counts(doc: Document) -> Mapping[str, int]:
+def doc_counts(doc: DocumentSummary) -> Mapping[str, int]:
     """A document's index terms: computed at parse time, or now for a record parsed before they were."""
-    if doc.terms:
+    if doc.terms or not isinstance(doc, Document):
         return doc.terms
     counts = term_counts(doc.text)
     counts.update(terms(doc.title) * 3)
@@ -37,7 +37,7 @@ class AxisSpace:
 
     def __init__(
         self,
-        documents: Sequence[Document],
+        documents: Sequence[DocumentSummary],
         axes: Sequence[AxisSpec],
         living: Mapping[str, Document | None],
     ) -> None:
@@ -54,7 +54,7 @@ class AxisSpace:
                 parts.append((LIVING_WEIGHT, self.model.vector(living_counts[axis.name])))
             self.profiles[axis.name] = combine(parts)
 
-    def vector_of(self, doc: Document) -> Vector:
+    def vector_of(self, doc: DocumentSummary) -> Vector:
         counts = self._counts.get(doc.path)
         return self.model.vector(counts if counts is not None else doc_counts(doc))
 
@@ -65,13 +65,13 @@ class AxisSpace:
             vec = self._text_vectors[text] = self.model.vector(term_counts(text))
         return vec
 
-    def scores(self, doc: Document) -> dict[str, float]:
+    def scores(self, doc: DocumentSummary) -> dict[str, float]:
         """Cosine of the document against every axis profile."""
         vec = self.vector_of(doc)
         return {name: round(cosine(vec, profile), 4) for name, profile in self.profiles.items()}
 
 
-def declared_axes(doc: Document) -> tuple[set[str], set[str]]:
+def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:
     """(axes the document says it belongs to, axes it is anchored into) from its front matter."""
     declared = set(doc.axes)
     primary = doc.front_matter.get("primary")
@@ -83,7 +83,7 @@ def declared_axes(doc: Document) -> tuple[set[str], set[str]]:
 
 
 def relevance(
-    doc: Document, axis: str, scores: Mapping[str, float], rules: RelevanceRules | None = None
+    doc: DocumentSummary, axis: str, scores: Mapping[str, float], rules: RelevanceRules | None = None
 ) -> Relevance:
     """The label, stars and score of `doc` for `axis`: roles first, then the cosine thresholds."""
     r = rules or RelevanceRules()

@@ -7,14 +7,21 @@ from collections.abc import Collection, Mapping
 
 from processors.arxiv_ids import card_number_from_name
 from processors.i18n import Lang, say
-from processors.models import Document, NoIncrementSource, Relevance, SourceEntry, SourceStatus
+from processors.models import (
+    Document,
+    DocumentSummary,
+    NoIncrementSource,
+    Relevance,
+    SourceEntry,
+    SourceStatus,
+)
 from processors.near_duplicates import DuplicateOf
 from processors.units import card_anchors
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 
 
-def topic_line(doc: Document, axis: str, lang: Lang, limit: int = 90) -> str:
+def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> str:
     """A one-line summary of what a source is about, built from its headings (or its card fields)."""
     if doc.kind == "paper_card":
         card = card_number_from_name(doc.path) or str(doc.front_matter.get("card", ""))
@@ -33,7 +40,12 @@ def topic_line(doc: Document, axis: str, lang: Lang, limit: int = 90) -> str:
 
 
 def source_entry(
-    doc: Document, axis: str, rel: Relevance, status: SourceStatus, duplicate: DuplicateOf | None, lang: Lang
+    doc: DocumentSummary,
+    axis: str,
+    rel: Relevance,
+    status: SourceStatus,
+    duplicate: DuplicateOf | None,
+    lang: Lang,
 ) -> SourceEntry:
     return SourceEntry(
         path=doc.path,
@@ -53,7 +65,7 @@ def source_entry(
 
 
 def no_increment(
-    doc: Document,
+    doc: DocumentSummary,
     *,
     axis: str,
     rel: Relevance,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from processors.arxiv_ids import arxiv_urls, extract_arxiv_ids
 from processors.key_points import clean_line
-from processors.models import Document, Frozen, Kind, Section
+from processors.models import Document, DocumentSummary, Frozen, Kind, Section
 
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'|`，。；）]+")
 _SOURCE_PREFIX = re.compile(r"^\s*(?:来源|原始来源|source|url)\s*[:：]\s*", re.IGNORECASE)
@@ -60,7 +60,7 @@ def _card_body(doc: Document) -> str:
     return "\n".join(s.text for s in doc.sections if s.text.strip())
 
 
-def card_anchors(doc: Document, axis: str) -> tuple[str, ...]:
+def card_anchors(doc: DocumentSummary, axis: str) -> tuple[str, ...]:
     """The § sections a paper card anchors itself into for `axis` (`anchors: {inference: "§3.3"}`)."""
     anchors = doc.front_matter.get("anchors")
     value = anchors.get(axis) if isinstance(anchors, dict) else None

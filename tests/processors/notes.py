@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -12,7 +12,7 @@ from processors.axes import assign_axes
 from processors.briefing import BriefingRules, assemble_briefing, max_d_number
 from processors.documents import parse_document
 from processors.i18n import Lang
-from processors.models import AxisSpec, Briefing, Document, RawFile
+from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile
 from processors.window import window_bounds
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -73,7 +73,7 @@ def living(text: str = LIVING) -> Document:
 
 
 def brief(
-    docs: Sequence[Document],
+    docs: Sequence[DocumentSummary],
     *,
     living_doc: Document | None = None,
     lang: Lang = "zh",
@@ -82,9 +82,10 @@ def brief(
     increment_range: tuple[int, int] = (3, 8),
     rules: BriefingRules | None = None,
     superseded: Sequence[Document] = (),
+    load: Callable[[Sequence[str]], Sequence[Document]] | None = None,
 ) -> Briefing:
-    baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline")
-    given = next((d for d in docs if d.path == INFERENCE.living_doc), None)
+    baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
+    given = next((d for d in docs if d.path == INFERENCE.living_doc and isinstance(d, Document)), None)
     living_doc = living_doc or given
     return assemble_briefing(
         axis=INFERENCE,
@@ -101,6 +102,7 @@ def brief(
         increment_range=increment_range,
         rules=rules,
         superseded=superseded,
+        load=load,
     )
 
 

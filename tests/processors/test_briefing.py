@@ -78,3 +78,27 @@ def test_cited_ids_and_d_numbers_carry_over_to_the_next_window() -> None:
     b = brief(example_documents())
     assert set(b.summary.new_arxiv) <= cited_ids_of(b)
     assert max_d_number(d.id for d in b.discrepancies) == 194 + len(b.discrepancies)
+
+
+def test_summaries_and_a_loader_give_the_same_briefing_and_load_only_what_can_feed_it() -> None:
+    from collections.abc import Sequence
+
+    from processors.briefing import BriefingRules
+    from processors.increments import IncrementRules
+    from processors.models import Document
+
+    docs = example_documents()
+    whole = {d.path: d for d in docs}
+    asked: list[str] = []
+
+    def load(paths: Sequence[str]) -> list[Document]:
+        asked.extend(paths)
+        return [whole[p] for p in paths]
+
+    rules = BriefingRules(increments=IncrementRules(max_contributors=4))
+    summaries = [d.summary() if d.kind != "living" else d for d in docs]
+    from_summaries = brief(summaries, rules=rules, load=load, last_d=194)
+    assert from_summaries == brief(docs, rules=rules, last_d=194)
+    kinds = {whole[p].kind for p in asked}
+    assert len([p for p in asked if whole[p].kind in ("inbox", "paper_card")]) <= 4 + 1  # + a future-id note
+    assert "baseline" in kinds and "work_queue" in kinds
