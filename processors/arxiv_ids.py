@@ -126,6 +126,7 @@ def card_number_from_name(filename: str) -> str | None:
     return m.group(1) if m else None
 
 
+@lru_cache(maxsize=65536)
 def yymm(arxiv_id: str) -> tuple[int, int] | None:
     """(2000+YY, MM) of a valid new-style id, else None."""
     text = strip_version(arxiv_id)

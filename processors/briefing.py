@@ -271,8 +271,8 @@ def assemble_briefing(
         *dx.version_conflicts(units, living_doc, lang),
         *id_items,
         *future_items,
+        # Flagged and unsourced claims of what goes into the living document tonight, not of every note.
         *dx.flagged_and_unsourced(chosen_units, where, lang),
-        *[i for i in dx.flagged_and_unsourced(units, where, lang) if i.kind == "flagged"],
     ]
     discrepancies = dx.number_items(items, last_d_number)
 

@@ -61,6 +61,8 @@ def versions_in(text: str) -> list[tuple[str, str, str]]:
         product = m.group("product").strip()
         if m.group("op") or product.lower() in _NOT_PRODUCTS or _ARXIV_LIKE.fullmatch(m.group("version")):
             continue
+        if product.islower():  # "only 6.32", "about 2.5": prose, not a product (vLLM, SGLang, Claude Code)
+            continue
         out.append((product.lower(), product, m.group("version")))
     return out
 
@@ -219,7 +221,7 @@ def flagged_and_unsourced(
             if not line:
                 continue
             if any(flag in line for flag in _FLAGS):
-                what = _short(re.sub(r"⚠\s*|待核实|待确认", "", line).strip(" ，,；;"), 40)
+                what = _short(re.sub(r"⚠\s*|待核实|待确认", "", line).strip(" ，,；;。.、"), 40)
                 items.append(_Item("flagged", say("d.flagged.subject", lang, what=what), (Claim(text=line, source=u.ref),),
                                    say("d.flagged.suggest", lang, where=at)))  # fmt: skip
             elif not sourced and STRIKING.search(line) and not extract_arxiv_ids(line) and "http" not in line:

@@ -32,7 +32,7 @@ class IncrementRules(Frozen):
     relevance_floor: float = 0.03
     score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
     # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
-    max_contributors: int = 300
+    max_contributors: int = 80
 
 
 @dataclass

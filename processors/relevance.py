@@ -82,6 +82,7 @@ def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:
     return declared, anchored
 
 
+# Built once per source of a window that can hold 100k: the values are ours, so no validation pass.
 def relevance(
     doc: DocumentSummary, axis: str, scores: Mapping[str, float], rules: RelevanceRules | None = None
 ) -> Relevance:
@@ -89,20 +90,20 @@ def relevance(
     r = rules or RelevanceRules()
     own = scores.get(axis, 0.0)
     if doc.kind == "baseline":
-        return Relevance(label="基线" if doc.baseline_axis == axis else "参考", stars=0, score=own)
+        return Relevance.model_construct(label="基线" if doc.baseline_axis == axis else "参考", stars=0, score=own)
     if doc.kind == "work_queue":
-        return Relevance(label="参考", stars=0, score=own)
+        return Relevance.model_construct(label="参考", stars=0, score=own)
     declared, anchored = declared_axes(doc)
     here = axis in declared or axis in anchored
     elsewhere = bool(declared) and not here
     best_other = max((v for k, v in scores.items() if k != axis), default=0.0)
     if elsewhere or (not here and best_other >= r.high and best_other > own * r.adjacent_ratio):
-        return Relevance(label="邻接", stars=0, score=own)
+        return Relevance.model_construct(label="邻接", stars=0, score=own)
     stars = 5 if own >= r.very_high else 4 if own >= r.high else 3
     if axis in anchored:
         stars = max(stars, 4)  # a card anchored into a section of this axis is never marginal
     label = {5: "极高", 4: "高", 3: "中"}[stars]
-    return Relevance(label=label, stars=stars, score=own)
+    return Relevance.model_construct(label=label, stars=stars, score=own)
 
 
 def is_low(rel: Relevance, rules: RelevanceRules | None = None) -> bool:

@@ -47,7 +47,8 @@ def source_entry(
     duplicate: DuplicateOf | None,
     lang: Lang,
 ) -> SourceEntry:
-    return SourceEntry(
+    # One per source of the window (100k in the largest): built from validated parts, so not re-validated.
+    return SourceEntry.model_construct(
         path=doc.path,
         writer=doc.writer,
         kind=doc.kind,
@@ -81,7 +82,7 @@ def no_increment(
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: str, key: str, **values: object) -> NoIncrementSource:
-        return NoIncrementSource(path=doc.path, reason=say(key, lang, **values), code=code)
+        return NoIncrementSource.model_construct(path=doc.path, reason=say(key, lang, **values), code=code)
 
     if duplicate is not None and duplicate.kind == "near":
         return out(

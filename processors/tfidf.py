@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 Vector = dict[str, float]
+_LOG = [0.0, *(math.log(c) for c in range(1, 256))]  # term counts are small integers: look their log up
 
 
 class TfIdf:
@@ -18,16 +19,21 @@ class TfIdf:
         for counts in corpus:
             n += 1
             df.update(counts.keys())
-        self._n = n
-        self._df = df
+        # Smoothed: a term the corpus never saw still gets a finite, high weight.
+        self._unseen = math.log(n + 1) + 1.0
+        self._idf = {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
 
     def idf(self, term: str) -> float:
-        # Smoothed: a term the corpus never saw still gets a finite, high weight.
-        return math.log((self._n + 1) / (self._df.get(term, 0) + 1)) + 1.0
+        return self._idf.get(term, self._unseen)
 
     def vector(self, counts: Mapping[str, int]) -> Vector:
         """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
-        raw = {t: (1.0 + math.log(c)) * self.idf(t) for t, c in counts.items() if c > 0}
+        idf, unseen = self._idf, self._unseen
+        raw = {
+            t: (1.0 + (_LOG[c] if c < 256 else math.log(c))) * idf.get(t, unseen)
+            for t, c in counts.items()
+            if c > 0
+        }
         return normalise(raw)
 
 
