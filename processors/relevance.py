@@ -90,7 +90,9 @@ def relevance(
     r = rules or RelevanceRules()
     own = scores.get(axis, 0.0)
     if doc.kind == "baseline":
-        return Relevance.model_construct(label="基线" if doc.baseline_axis == axis else "参考", stars=0, score=own)
+        return Relevance.model_construct(
+            label="基线" if doc.baseline_axis == axis else "参考", stars=0, score=own
+        )
     if doc.kind == "work_queue":
         return Relevance.model_construct(label="参考", stars=0, score=own)
     declared, anchored = declared_axes(doc)
