@@ -57,6 +57,24 @@ async def _partitions(settings: Settings, topic: str) -> list[TopicPartition]:
         await admin.close()
 
 
+async def raw_paths(settings: Settings) -> list[str]:
+    """The keys (root-relative paths) of every record on the raw topic, in order."""
+    return [key.decode() for key, _ in await read_topic(settings, "raw") if key]
+
+
+async def until_raw_has(settings: Settings, wanted: set[str], timeout: float, what: str) -> list[str]:
+    """Poll the raw topic until it holds every path in `wanted`; fail with `what` after `timeout`."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        paths = await raw_paths(settings)
+        if wanted <= set(paths):
+            return paths
+        assert asyncio.get_running_loop().time() < deadline, (
+            f"{what}: {len(wanted - set(paths))} path(s) missing"
+        )
+        await asyncio.sleep(0.5)
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

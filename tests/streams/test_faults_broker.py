@@ -24,7 +24,7 @@ from tests.streams.fault_support import (
     stop,
     watcher_metrics,
 )
-from tests.support import async_wait_for, read_topic, running_worker
+from tests.support import async_wait_for, running_worker, until_raw_has
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -76,14 +76,7 @@ async def test_a_broker_outage_mid_burst_loses_nothing_and_is_reported(
             await async_wait_for(lambda: metric(up, "predigest_kafka_up") == 1, 60, "the watcher to recover")
             burst.join()
             paths = burst.paths
-
-            async def raw_paths() -> set[str]:
-                return {k.decode() for k, _ in await read_topic(s, "raw") if k}
-
-            deadline = asyncio.get_running_loop().time() + 90
-            while not paths <= await raw_paths():
-                assert asyncio.get_running_loop().time() < deadline, "the watcher did not publish everything"
-                await asyncio.sleep(1.0)
+            await until_raw_has(s, paths, 90, "the watcher did not publish everything")
             await wait_ingested(s, 120)
         finally:
             stop(watcher)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from tests.streams.fault_support import (
     stop,
     watcher_metrics,
 )
-from tests.support import async_wait_for, read_topic, running_worker
+from tests.support import async_wait_for, read_topic, running_worker, until_raw_has
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -59,14 +58,7 @@ async def test_a_watcher_killed_mid_burst_and_restarted_loses_and_doubles_nothin
         try:
             burst.join()
             paths = burst.paths
-
-            async def raw_paths() -> set[str]:
-                return {k.decode() for k, _ in await read_topic(s, "raw") if k}
-
-            deadline = asyncio.get_running_loop().time() + 90
-            while not paths <= await raw_paths():
-                assert asyncio.get_running_loop().time() < deadline, "the restarted watcher did not catch up"
-                await asyncio.sleep(1.0)
+            await until_raw_has(s, paths, 90, "the restarted watcher did not catch up")
             await wait_ingested(s, 90)
         finally:
             stop(second)

@@ -20,7 +20,7 @@ from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.watcher import publish_root
-from tests.support import async_wait_for, read_topic, running_worker, worker_url
+from tests.support import async_wait_for, raw_paths, read_topic, running_worker, until_raw_has, worker_url
 
 pytestmark = pytest.mark.integration
 
@@ -86,19 +86,6 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
         assert heading in markdown
 
 
-async def _raw_paths(s: Settings) -> list[str]:
-    return [key.decode() for key, _ in await read_topic(s, "raw") if key]
-
-
-async def _until_raw_has(s: Settings, wanted: set[str], timeout: float = 30) -> list[str]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        paths = await _raw_paths(s)
-        if wanted <= set(paths) or asyncio.get_running_loop().time() > deadline:
-            return paths
-        await asyncio.sleep(0.3)
-
-
 async def test_watcher_publishes_files_written_while_it_runs(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
@@ -115,7 +102,7 @@ async def test_watcher_publishes_files_written_while_it_runs(
             fh.flush()
             await asyncio.sleep(0.1)
             fh.write("KV cache compression for inference serving.\n")
-        assert {note, card} <= set(await _until_raw_has(s, {note, card}))
+        await until_raw_has(s, {note, card}, 30, "the live files on the raw topic")
         await wait_ingested(s, 60)
         url = worker_url(s, "/flush")
         params = {"axis": "inference", "end": END.isoformat()}
@@ -146,7 +133,7 @@ async def test_a_restarted_watcher_publishes_nothing_twice(make_settings: Callab
     a.write_text("# a\ninference note a, edited\n", encoding="utf-8")
     assert await publish_root(s, follow=False, stop=asyncio.Event()) == 1
 
-    paths = await _raw_paths(s)
+    paths = await raw_paths(s)
     assert sorted(paths) == sorted(
         ["inbox/tom/2026-09-27-0900-a.md"] * 2 + ["inbox/tom/2026-09-27-0910-b.md", "living/inference.md"]
     )
