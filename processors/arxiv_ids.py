@@ -23,7 +23,9 @@ _OLD_HINT = re.compile(r"/\d{7}")
 _NEW_FULL = re.compile(r"(\d{4})\.(\d{4,5})(?:v\d+)?")
 _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
-_URL_RE = re.compile(r"https?://(?:www\.|export\.)?arxiv\.org/[^\s<>()\[\]\"'|`]*", re.IGNORECASE)
+_URL_RE = re.compile(
+    r"https?://(?:www\.|export\.)?arxiv\.org/[^\s<>()\[\]\"'|`，。；：、（）\u3400-\u9fff]*", re.IGNORECASE
+)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
 # Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots.
 _MENTION_RE = re.compile(

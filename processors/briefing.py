@@ -34,6 +34,7 @@ from processors.models import (
     Relevance,
     SourceEntry,
     Summary,
+    TitledId,
     Trigger,
     WindowBounds,
 )
@@ -41,7 +42,6 @@ from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, RelevanceRules, declared_axes, is_low, relevance
 from processors.sources import no_increment, source_entry, work_queue_items
-from processors.tfidf import cosine
 from processors.units import Unit, card_anchors, mention_units, units_of
 from processors.window import in_window
 
@@ -81,16 +81,11 @@ def _units(
     floor: float,
 ) -> list[Unit]:
     """Sections of the contributors that are on the axis: about a paper, close to the profile or to a section."""
-    profile = space.profiles[axis]
     out: list[Unit] = []
     for doc, rel in contributors:
         for u in units_of(doc, axis, rel.stars, rel.score):
             text = f"{u.heading}\n{u.text}"
-            if (
-                u.primary_ids
-                or cosine(space.vector_of_text(text), profile) >= floor
-                or matcher.similar(text, 1)
-            ):
+            if u.primary_ids or space.score_text(text, axis) >= floor or matcher.similar(text, 1):
                 out.append(u)
             out.extend(mention_units(u, [i for i in u.ids if i in new_ids]))
     return out
@@ -108,6 +103,12 @@ def _whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str, Do
             raise ValueError(f"{len(missing)} summaries need their text, but no loader was given")
         out.update((d.path, d) for d in load(missing))
     return out
+
+
+def _stated_titles(doc: DocumentSummary) -> Sequence[TitledId]:
+    if doc.titled or not isinstance(doc, Document):
+        return doc.titled
+    return titled_ids(doc)  # a record parsed before summaries carried them
 
 
 def _most_relevant(
@@ -191,9 +192,11 @@ def assemble_briefing(
     # Titles as the notes state them, from the notes that can feed the briefing: over every note of a
     # 100k window this alone would take minutes.
     baselines = [full[d.path] for d in own_baselines if d.path in full]
-    sources_of_titles = [*baselines, *([living] if living else []), *(d for d, _ in contributors)]
-    pairs = [p for d in sources_of_titles for p in titled_ids(d)]
-    titles = best_titles([*pairs, *(p for d in sources_of_titles for p in inline_names(d))])
+    # Titles the notes state for their ids come with their summaries (parsed once), so a typo'd id is
+    # caught wherever it sits in the window; lead words before ids, from the notes read whole, fill in.
+    pairs = [p for d in [*kept, *([living] if living else [])] for p in _stated_titles(d)]
+    readers = [*baselines, *([living] if living else []), *(d for d, _ in contributors)]
+    titles = best_titles([*pairs, *(p for d in readers for p in inline_names(d))])
     titles.update({i: e.record.title for i, e in arxiv_records.items()})  # the API is authoritative
     verified = {i: i in arxiv_records for i in window_ids} if arxiv_records else {}
     matcher = SectionMatcher(living_doc, space.vector_of_text)
@@ -207,7 +210,7 @@ def assemble_briefing(
     ctx = Context(
         axis=axis.name,
         vectorise=space.vector_of_text,
-        profile=space.profiles[axis.name],
+        score_text=lambda text: space.score_text(text, axis.name),
         new_ids=set(new_ids) - suspect,
         matcher=matcher,
         living_text=living.text if living else "",

@@ -22,7 +22,7 @@ class CredibilityRules(Frozen):
     unknown: int = 2
     vendor_domains: tuple[str, ...] = (
         "nvidia.com", "vllm.ai", "aws.amazon.com", "cloud.google.com", "microsoft.com", "openai.com",
-        "anthropic.com", "huggingface.co", "pytorch.org", "deepseek.com", "sglang.ai", "github.com",
+        "anthropic.com", "huggingface.co", "pytorch.org", "deepseek.com", "sglang.ai",
         "kubernetes.io", "cncf.io", "llm-d.ai",
     )  # fmt: skip
     community_domains: tuple[str, ...] = (

@@ -11,10 +11,9 @@ from zoneinfo import ZoneInfo
 
 from processors.arxiv_ids import extract_arxiv_ids, yymm
 from processors.i18n import Lang, say
-from processors.id_titles import TitledId
 from processors.key_points import STRIKING, clean_line, figures
 from processors.living_doc import LivingDoc, section_label
-from processors.models import Claim, Discrepancy, DiscrepancyKind, Document, DocumentSummary
+from processors.models import Claim, Discrepancy, DiscrepancyKind, Document, DocumentSummary, TitledId
 from processors.tokens import terms
 from processors.units import Unit, section_ref, urls_in
 

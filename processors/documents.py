@@ -12,6 +12,7 @@ from frontmatter.default_handlers import YAMLHandler
 
 from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids, invalid_arxiv_mentions
 from processors.errors import ParseError
+from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
 from processors.near_duplicates import signature_of
 from processors.text import hash_normalised
@@ -155,6 +156,18 @@ def _section_number(heading: str) -> str | None:
     return f"§{m.group(1)}" if m else None
 
 
+_HTML_TAG = re.compile(r"<[^>]{1,500}>")
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+
+
+def _plain_heading(heading: str) -> str:
+    """A heading as text: HTML tags and image links dropped, links reduced to their text, emphasis removed."""
+    heading = _HTML_TAG.sub("", _MD_IMAGE.sub(r"\1", heading))
+    heading = _MD_LINK.sub(r"\1", heading).replace("**", "").replace("__", "")
+    return " ".join(heading.split())
+
+
 def split_sections(body: str) -> list[Section]:
     """Split markdown on ATX headings, ignoring `#` lines inside fenced code blocks."""
     sections: list[Section] = []
@@ -176,7 +189,7 @@ def split_sections(body: str) -> list[Section]:
         if level > 0 or text.strip():
             sections.append(Section(number=_section_number(heading), heading=heading, level=level, text=text))
         # A closing run of #s is only markup when separated from the text by a space.
-        heading = re.sub(r"(?:^|[ \t]+)#+$", "", hm.group(2) or "").strip()
+        heading = _plain_heading(re.sub(r"(?:^|[ \t]+)#+$", "", hm.group(2) or ""))
         level, lines = len(hm.group(1)), []
     text = "\n".join(lines).strip("\n")
     if level > 0 or text.strip():
@@ -184,17 +197,27 @@ def split_sections(body: str) -> list[Section]:
     return sections
 
 
-def parse_document(raw: RawFile, *, zone: ZoneInfo, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
-    """Parse a raw file; raises ParseError (and nothing else) when it cannot become a document."""
+def parse_document(
+    raw: RawFile,
+    *,
+    zone: ZoneInfo,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    keep_terms: frozenset[str] = frozenset(),
+) -> Document:
+    """Parse a raw file; raises ParseError (and nothing else) when it cannot become a document.
+
+    `keep_terms` (the configured axes' keyword terms) are counted whether or not they are among the
+    note's most frequent terms, so relevance sees every keyword a long note mentions.
+    """
     try:
-        return _parse(raw, zone, max_bytes)
+        return _parse(raw, zone, max_bytes, keep_terms)
     except ParseError:
         raise
     except Exception as exc:  # the fuzz contract: any bytes give a Document or a ParseError
         raise ParseError(f"{raw.path}: could not be parsed ({type(exc).__name__}: {exc})") from exc
 
 
-def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
+def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]) -> Document:
     if raw.refused:
         raise ParseError(f"{raw.path}: {raw.refused}")
     size = max(raw.size, len(raw.content))
@@ -262,7 +285,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
     index.update(
         {t: 2 * c for t, c in token_counts(normalise(title)).items()}
     )  # the title says what it is about
-    return Document(
+    doc = Document(
         path=raw.path,
         sha256=raw.sha256,
         writer=writer,
@@ -278,9 +301,12 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document:
         text=body,
         text_hash=hash_normalised(norm),
         signature=signature_of(counts.keys()),
-        terms=index_terms(index),
+        terms=index_terms(index) | {t: index[t] for t in keep_terms if t in index},
+        length=sum(index.values()),
         front_matter=front,
         warnings=tuple(warnings),
         baseline_axis=baseline_axis,
         version=version,
     )
+    # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
+    return doc.model_copy(update={"titled": tuple(titled_ids(doc))})

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.key_points import clean_line
-from processors.models import Document
+from processors.models import Document, TitledId
 from processors.units import section_ref
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
@@ -22,15 +21,6 @@ _BEFORE_ID = re.compile(
 )
 
 
-class TitledId(NamedTuple):
-    """A title a document gives an id; strong when it comes from a card, a table row or an id heading."""
-
-    id: str
-    title: str
-    source: str
-    strong: bool
-
-
 def _tidy(title: str) -> str:
     title = _ID_NOISE.sub(" ", _NUMBERING.sub("", title))
     return re.sub(r"\s+", " ", title).strip(" ：:—-·|（()）")
@@ -40,13 +30,13 @@ def titled_ids(doc: Document) -> list[TitledId]:
     """The (id, title) pairs a document states: its card title, id headings, id table rows."""
     out: list[TitledId] = []
     if doc.kind == "paper_card":
-        out.extend(TitledId(i, doc.title, doc.path, True) for i in doc.arxiv_ids[:1])
+        out.extend(TitledId(id=i, title=doc.title, source=doc.path, strong=True) for i in doc.arxiv_ids[:1])
     for section in doc.sections:
         ref = section_ref(doc, section)
         heading_ids = extract_arxiv_ids(section.heading)
         heading = _tidy(section.heading)
         if len(heading_ids) == 1 and heading and section.level >= 2:
-            out.append(TitledId(heading_ids[0], heading, ref, True))
+            out.append(TitledId(id=heading_ids[0], title=heading, source=ref, strong=True))
         first = next((clean_line(r) for r in section.text.splitlines() if clean_line(r)), "")
         first_ids = extract_arxiv_ids(first)
         if not heading_ids and len(first_ids) == 1 and section.level >= 2:
@@ -54,7 +44,8 @@ def titled_ids(doc: Document) -> list[TitledId]:
             # above it may be a topic ("安全事件关联") rather than a title, so both are weak.
             named = lead_name(first, first_ids[0])
             out.extend(
-                TitledId(first_ids[0], t, ref, False) for t in dict.fromkeys(x for x in (named, heading) if x)
+                TitledId(id=first_ids[0], title=t, source=ref, strong=False)
+                for t in dict.fromkeys(x for x in (named, heading) if x)
             )
         for raw in section.text.splitlines():
             if not raw.strip().startswith("|"):
@@ -63,7 +54,7 @@ def titled_ids(doc: Document) -> list[TitledId]:
             if len(cells) >= 2:
                 ids = extract_arxiv_ids(cells[0])
                 if len(ids) == 1 and _tidy(cells[1]):
-                    out.append(TitledId(ids[0], _tidy(cells[1]), ref, True))
+                    out.append(TitledId(id=ids[0], title=_tidy(cells[1]), source=ref, strong=True))
     return out
 
 
@@ -84,7 +75,7 @@ def inline_names(doc: Document) -> list[TitledId]:
         for arxiv_id in extract_arxiv_ids(line):
             name = lead_name(line, arxiv_id)
             if name:
-                out.append(TitledId(arxiv_id, name, doc.path, False))
+                out.append(TitledId(id=arxiv_id, title=name, source=doc.path, strong=False))
     return out
 
 

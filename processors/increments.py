@@ -13,7 +13,8 @@ from processors.i18n import Lang
 from processors.key_points import figures, has_figure, highlights, key_points, thesis
 from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
 from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
-from processors.tfidf import NearestIndex, Vector, cosine
+from processors.tfidf import NearestIndex, Vector
+from processors.tokens import terms
 from processors.units import Unit
 
 _HEADING_NUMBER = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
@@ -29,7 +30,8 @@ class IncrementRules(Frozen):
     merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
     covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
     max_points: int = 6
-    relevance_floor: float = 0.03
+    relevance_floor: float = 0.1
+    full_relevance: float = 0.45  # a cluster this relevant gets the whole relevance share of its score
     score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
     # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
     max_contributors: int = 80
@@ -56,7 +58,7 @@ class Context:
 
     axis: str
     vectorise: Callable[[str], Vector]
-    profile: Vector
+    score_text: Callable[[str], float]  # a text's [0, 1] score against the axis profile
     new_ids: Collection[str]
     matcher: SectionMatcher
     living_text: str
@@ -82,6 +84,11 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
     by_id: dict[str, Cluster] = {}
     loose: list[Unit] = []
     for u in units:
+        if not u.primary_ids and u.paper_title:
+            # A paper named only by its title (daily digests often carry no id): the title is its identity.
+            key = "title:" + " ".join(terms(u.paper_title))
+            by_id.setdefault(key, Cluster(key=key, units=[])).units.append(u)
+            continue
         if not u.primary_ids:
             loose.append(u)
             continue
@@ -129,14 +136,16 @@ def _has_substance(units: Sequence[Unit]) -> bool:
 
 
 def _substance(cluster: Cluster) -> bool:
-    return bool(cluster.ids) or _has_substance(cluster.units)
+    return bool(cluster.ids) or cluster.key.startswith("title:") or _has_substance(cluster.units)
 
 
 def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate:
     """Relevance, novelty and support of a cluster, and its ranking score."""
-    rel = cosine(ctx.vectorise(cluster.text), ctx.profile)
+    rel = ctx.score_text(cluster.text)
     if cluster.ids:
         novel = any(i in ctx.new_ids for i in cluster.ids)
+    elif cluster.key.startswith("title:"):
+        novel = cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
     else:
         best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
         novel = not best or best[0][1] < rules.covered_similarity
@@ -149,9 +158,9 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
     stars = max(u.stars for u in cluster.units)
     support = len(cluster.docs)
     score = (
-        0.35 * min(1.0, rel_blend / 0.15)
+        0.35 * min(1.0, rel_blend / rules.full_relevance)
         + 0.25 * novelty
-        + 0.10 * (1.0 if cluster.ids else 0.0)
+        + 0.10 * (1.0 if cluster.ids else 0.5 if cluster.key.startswith("title:") else 0.0)
         + 0.20 * richness
         + 0.05 * max(0, stars - 3) / 2
         + 0.05 * min(1.0, math.log2(support) / 2 if support > 1 else 0.0)
@@ -197,6 +206,9 @@ def _title(cluster: Cluster, ctx: Context) -> str:
             if heading and u.primary_ids and not heading.lower().startswith("arxiv"):
                 return heading
         return cluster.ids[0]
+    if cluster.key.startswith("title:"):
+        heading = _HEADING_NUMBER.sub("", cluster.units[0].heading).strip()
+        return heading or cluster.units[0].paper_title
     doc_title = cluster.units[0].doc_title
     parts = [_HEADING_NUMBER.sub("", u.heading).strip() for u in cluster.units if u.heading != u.doc_title]
     parts = list(dict.fromkeys(p for p in parts if p))[:4]

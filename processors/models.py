@@ -48,6 +48,15 @@ class Section(Frozen):
     text: str
 
 
+class TitledId(Frozen):
+    """A title a document gives an id; strong when it comes from a card, a table row or an id heading."""
+
+    id: str
+    title: str
+    source: str  # path#section
+    strong: bool
+
+
 class DocumentSummary(Frozen):
     """What a briefing needs of every document of the window: all of a Document but its text.
 
@@ -72,7 +81,9 @@ class DocumentSummary(Frozen):
     warnings: tuple[str, ...] = ()
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
     version: str | None = None  # living documents: "v3.44"
-    terms: dict[str, int] = Field(default_factory=dict)  # top index terms (title counted thrice)
+    terms: dict[str, int] = Field(default_factory=dict)  # top index terms and keyword terms (title thrice)
+    length: int = 0  # tokens in title and text: BM25 normalises term counts by it
+    titled: tuple[TitledId, ...] = ()  # the titles it states for arXiv ids (processors.id_titles)
 
 
 class Document(DocumentSummary):

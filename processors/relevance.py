@@ -1,25 +1,26 @@
-"""How much a source matters to an axis: TF-IDF cosine against axis profiles, plus role labels."""
+"""How much a source matters to an axis: BM25 of the note against each axis profile, plus role labels."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
-from processors.tfidf import TfIdf, Vector, combine, cosine
-from processors.tokens import term_counts, terms
+from processors.tfidf import TfIdf, Vector
+from processors.tokens import axis_terms, term_counts, terms
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
-KEYWORD_WEIGHT = 0.6
-LIVING_WEIGHT = 0.4
+LIVING_SHARE = 0.4
+KEYWORD_SOFTNESS = 0.5  # soft-OR exponent: one keyword saturated gives ~0.7 keyword evidence, not 1.0
+LIVING_TERMS = 40  # the living document's most characteristic terms that join its axis profile
+K1, B = 1.2, 0.75  # BM25's usual term saturation and length normalisation
 
 
 class RelevanceRules(Frozen):
-    """Thresholds on the cosine score; calibrated on the example root and the real corpus."""
+    """Thresholds on the [0, 1] profile score; calibrated on the example root and the real corpus."""
 
-    very_high: float = 0.15
-    high: float = 0.08
-    low: float = 0.03  # below this a source is "相关度低" and yields no increment on its own
+    very_high: float = 0.45
+    high: float = 0.3
+    low: float = 0.1  # below this a source is "相关度低" and yields no increment on its own
     adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source 邻接
 
 
@@ -33,7 +34,13 @@ def doc_counts(doc: DocumentSummary) -> Mapping[str, int]:
 
 
 class AxisSpace:
-    """A TF-IDF space over one window and the profile vector of every configured axis."""
+    """The window's term statistics, each axis's profile as a weighted query, and TF-IDF for texts.
+
+    A note's score for an axis is 0.6 × the soft-OR of its keyword terms' BM25 saturations + 0.4 × the
+    weighted share of the living document's characteristic terms it uses: a number in [0, 1] that a long
+    note does not dilute, as a cosine does. Keywords carry no idf: they are the operator's statement of
+    the axis, however common in its window.
+    """
 
     def __init__(
         self,
@@ -42,21 +49,53 @@ class AxisSpace:
         living: Mapping[str, Document | None],
     ) -> None:
         self._counts = {d.path: doc_counts(d) for d in documents}
+        self._lengths = {d.path: d.length or sum(self._counts[d.path].values()) for d in documents}
         # The living document is the axis's vocabulary: all of it, not only its top terms.
         living_counts = {name: term_counts(d.text) for name, d in living.items() if d is not None}
         self.model = TfIdf([*self._counts.values(), *living_counts.values()])
-        self.profiles: dict[str, Vector] = {}
+        lengths = [n for n in self._lengths.values() if n > 0]
+        self._avg_length = sum(lengths) / len(lengths) if lengths else 1.0
         self._text_vectors: dict[str, Vector] = {}
+        self.keywords: dict[str, tuple[str, ...]] = {}
+        self.living_terms: dict[str, dict[str, float]] = {}
         for axis in axes:
-            keywords = Counter(t for k in (*axis.keywords, axis.name) for t in terms(k))
-            parts = [(KEYWORD_WEIGHT, self.model.vector(keywords))]
+            self.keywords[axis.name] = axis_terms(axis.keywords, axis.name)
             if axis.name in living_counts:
-                parts.append((LIVING_WEIGHT, self.model.vector(living_counts[axis.name])))
-            self.profiles[axis.name] = combine(parts)
+                tfidf = self.model.vector(living_counts[axis.name])
+                top = sorted(tfidf.items(), key=lambda kv: -kv[1])[:LIVING_TERMS]
+                total = sum(w for _, w in top) or 1.0
+                self.living_terms[axis.name] = {t: w / total for t, w in top}
 
-    def vector_of(self, doc: DocumentSummary) -> Vector:
+    def _profile_scores(self, counts: Mapping[str, int], length: int) -> dict[str, float]:
+        norm = K1 * (1 - B + B * (length / self._avg_length if length else 1.0))
+
+        def sat(term: str) -> float:  # BM25's saturation of a term count, in [0, 1)
+            c = counts.get(term, 0)
+            return c / (c + norm) if c else 0.0
+
+        out: dict[str, float] = {}
+        for name, keyword_terms in self.keywords.items():
+            # Keywords are alternatives: one used throughout a note is as strong as several used once.
+            missing = 1.0
+            for t in keyword_terms:
+                missing *= (1.0 - sat(t)) ** KEYWORD_SOFTNESS
+            living = self.living_terms.get(name, {})
+            coverage = sum(w * sat(t) for t, w in living.items())
+            share = LIVING_SHARE if living else 0.0
+            out[name] = round((1.0 - share) * (1.0 - missing) + share * coverage, 4)
+        return out
+
+    def scores(self, doc: DocumentSummary) -> dict[str, float]:
+        """The document's [0, 1] score against every axis profile."""
         counts = self._counts.get(doc.path)
-        return self.model.vector(counts if counts is not None else doc_counts(doc))
+        if counts is None:
+            counts = doc_counts(doc)
+        return self._profile_scores(counts, self._lengths.get(doc.path) or doc.length or sum(counts.values()))
+
+    def score_text(self, text: str, axis: str) -> float:
+        """A section's score against one axis profile."""
+        counts = term_counts(text)
+        return self._profile_scores(counts, sum(counts.values()))[axis]
 
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
@@ -64,11 +103,6 @@ class AxisSpace:
         if vec is None:
             vec = self._text_vectors[text] = self.model.vector(term_counts(text))
         return vec
-
-    def scores(self, doc: DocumentSummary) -> dict[str, float]:
-        """Cosine of the document against every axis profile."""
-        vec = self.vector_of(doc)
-        return {name: round(cosine(vec, profile), 4) for name, profile in self.profiles.items()}
 
 
 def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:

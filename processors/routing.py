@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo
 
@@ -12,6 +13,7 @@ from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile
+from processors.tokens import axis_terms
 
 REJECTED_KEY = "_rejected"
 
@@ -56,6 +58,12 @@ class DocumentEvent(Frozen):
         return self.axis or REJECTED_KEY
 
 
+@lru_cache(maxsize=8)
+def keyword_terms(axes: tuple[AxisSpec, ...]) -> frozenset[str]:
+    """Every index term of every configured axis keyword (and axis name)."""
+    return frozenset(t for a in axes for t in axis_terms(a.keywords, a.name))
+
+
 def route_raw(
     raw: RawFile,
     axes: Sequence[AxisSpec],
@@ -79,7 +87,7 @@ def route_raw(
             for a in axes
         ]
     try:
-        doc = parse_document(raw, zone=zone, max_bytes=max_bytes)
+        doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
         if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
             # Usually a note caught between create and first write; its next version is stored as usual.
             raise ParseError(f"{raw.path}: file is empty; nothing to brief")

@@ -10,7 +10,7 @@ import operator
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # Kana and Hangul count as CJK too: none of them put spaces between words.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
@@ -63,6 +63,14 @@ def terms(text: str) -> list[str]:
         elif is_index_term(tok):
             out.append(tok)
     return out
+
+
+def axis_terms(keywords: Iterable[str], name: str) -> tuple[str, ...]:
+    """The index terms of an axis's keywords, and of its name when that is one term (`inference`, not
+    `llm-infra`, whose parts `llm` and `infra` would match any note about LLMs)."""
+    name_terms = terms(name)
+    found = [t for k in keywords for t in terms(k)] + (name_terms if len(name_terms) == 1 else [])
+    return tuple(dict.fromkeys(found))
 
 
 def term_counts(text: str) -> Counter[str]:

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from processors.arxiv_ids import arxiv_urls, extract_arxiv_ids
 from processors.key_points import clean_line
 from processors.models import Document, DocumentSummary, Frozen, Kind, Section
+from processors.tokens import CJK
 
-_URL = re.compile(r"https?://[^\s<>()\[\]\"'|`，。；）]+")
+# A URL ends at white space, brackets, quotes or the first CJK character ("…/rStar上提供" is not a path).
+_URL = re.compile(rf"https?://[^\s<>()\[\]\"'|`，。；：、（）{CJK}]+")
 _SOURCE_PREFIX = re.compile(r"^\s*(?:来源|原始来源|source|url)\s*[:：]\s*", re.IGNORECASE)
 
 
@@ -29,6 +31,30 @@ class Unit(Frozen):
     stars: int
     score: float
     anchors: tuple[str, ...] = ()  # a paper card's sections of this axis (`anchors:` front matter)
+    paper_title: str = ""  # a paper named by title only ("原文标题：…"): its identity when there is no id
+
+
+_TITLE_LINE = re.compile(
+    r"^\s*(?:\*\*)?(?:原文标题|原标题|英文标题|论文标题|original title|paper title|title)(?:\*\*)?\s*[:：]\s*"
+    r"(?:\*\*)?\s*(?P<title>\S.*)$",
+    re.IGNORECASE,
+)
+
+
+def paper_title(text: str) -> str:
+    """The title a section states for the paper it is about (`**原文标题：** …`), '' if none.
+
+    A title wrapped onto an indented next line is joined back.
+    """
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        m = _TITLE_LINE.match(line)
+        if m:
+            title = m.group("title").strip(" *")
+            if n + 1 < len(lines) and lines[n + 1].startswith((" ", "\t")) and lines[n + 1].strip():
+                title = f"{title} {lines[n + 1].strip(' *')}"
+            return title if len(title) >= 8 else ""
+    return ""
 
 
 def section_ref(doc: Document, section: Section | None) -> str:
@@ -112,6 +138,7 @@ def units_of(doc: Document, axis: str, stars: int, score: float) -> list[Unit]:
                 urls=tuple(dict.fromkeys([*urls_in(body), *doc_urls])),
                 stars=stars,
                 score=score,
+                paper_title="" if primary else paper_title(body),
             )
         )
     return out

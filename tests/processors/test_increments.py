@@ -92,3 +92,33 @@ def test_ids_the_window_s_earlier_briefings_cited_are_continued() -> None:
     b = brief(ALL, earlier=["2607.20468"])
     assert "2607.20468" in b.summary.continued_arxiv
     assert _by_id(b).get("2607.20468") is None or _by_id(b)["2607.20468"].novelty == "continued"
+
+
+def test_a_paper_named_only_by_its_title_is_one_increment_across_notes() -> None:
+    monday = note(
+        "inbox/tom/2026-09-27-0900-daily.md",
+        "# 论文日报\n\n### 1. 推理加速新方法\n\n**原文标题：** Fast Speculative Decoding for LLM Inference\n  at Scale\n\n"
+        "推理吞吐提升 2.5×，TTFT 降低 30%。\n\n### 2. 另一篇\n\n**原文标题：** Something Else Entirely About Agents\n\n无关内容。\n",
+    )
+    repost = note(
+        "inbox/jay/2026-09-27-1500-repost.md",
+        "# 转载\n\n## 投机解码论文\n\nTitle: Fast Speculative Decoding for LLM Inference at Scale\n\nvLLM 推理上复现：吞吐 2.4×。\n",
+    )
+    b = brief([monday, repost, *ALL])
+    (inc,) = [i for i in b.increments if i.title == "推理加速新方法"]
+    assert inc.sources == [
+        "inbox/tom/2026-09-27-0900-daily.md#§1",
+        "inbox/jay/2026-09-27-1500-repost.md#投机解码论文",
+    ]
+    assert not inc.arxiv and inc.novelty == "new"
+
+
+def test_each_paper_of_a_real_daily_newsletter_is_its_own_increment() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "corpus/daily_digests/zh_hf_2404589803/final/2025-01-09_daily_paper.md"
+    day = note("inbox/tom/2026-09-27-0900-hf-daily.md", path.read_text(encoding="utf-8"))
+    titles = [i.title for i in brief([day]).increments]
+    assert len(titles) >= 3 and len(set(titles)) == len(titles)
+    assert "rStar-Math：小型语言模型通过自我进化的深度思考掌握数学推理" in titles
+    assert not any("<img" in t or "论文日报" in t for t in titles)  # the HTML logo and the digest's own title

@@ -55,12 +55,13 @@ def test_en_gives_the_same_briefing_in_english() -> None:
 def test_document_text_cannot_inject_html_or_break_a_table() -> None:
     hostile = note(
         "inbox/jay/2026-09-27-1000-x.md",
-        "# t\n\n## <script>alert(1)</script> a|b vLLM 推理\n"
-        "arXiv:2609.23130 vLLM KV cache 推理 | 吞吐 3.8× <img src=x onerror=alert(1)>\n",
+        "# t\n\n## <script>x</script>a|b vLLM 推理\n"
+        "arXiv:2609.23130 vLLM KV cache 推理 | 吞吐 3.8×\n- <img src=x onerror=alert(1)> 命中率 92.2% |\n",
     )
     text = render_markdown(brief([hostile]), zone=SH)
     assert "<script>" not in text and "<img" not in text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; a\\|b vLLM 推理" in text
+    assert "&lt;img src=x onerror=alert(1)&gt; 命中率 92.2% \\|" in text  # a key point, escaped
+    assert "a\\|b vLLM 推理" in text  # headings lose their tags at parse time; the pipe is escaped here
     for line in text.splitlines():
         if line.startswith("| inbox/jay"):
             assert line.count(" | ") == 2  # three cells, however many pipes the title had
