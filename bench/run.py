@@ -323,19 +323,26 @@ def main() -> None:
         sample = biggest.paths[: min(600, biggest.notes)]
         st = stages.measure(roots[sizes[-1]][0], sample)
         results["stages_us_per_doc"] = st
+        per_record = ("duckdb", "duckdb_batch", "event_json_decode", "event_v2_decode")
         for k in (
             "read_hash",
             "parse",
+            "assign_axes",
             "near_dup",
             "text_hash",
             "duckdb",
             "duckdb_batch",
             "event_json_encode",
+            "event_v2_encode",
             "event_json_decode",
+            "event_v2_decode",
         ):
-            say(f"stage {k}: {st[k]:.0f} µs per {'row' if k.startswith('duckdb') else 'document'}")
+            say(f"stage {k}: {st[k]:.0f} µs per {'record' if k in per_record else 'note'}")
         say(
-            f"stage duckdb row at a time vs batch: {st['duckdb'] / max(st['duckdb_batch'], 0.1):.0f}x; {st['axes_per_doc']} rows per document"
+            f"stage record bytes: v1 {st['event_json_bytes']}, v2 {st['event_v2_bytes']}; file {st['file_bytes']}"
+        )
+        say(
+            f"stage duckdb row at a time vs batches of {stages.BATCH}: {st['duckdb'] / max(st['duckdb_batch'], 0.1):.0f}x; {st['axes_per_doc']} rows per document"
         )
 
         scaling = stages.briefing_scaling(roots[sizes[-1]][0], biggest.paths, [100, 200, 400])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from processors.models import RawFile
-from processors.routing import DocumentEvent
+from processors.wire import decode, to_event
 from streams import kafka_io
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
@@ -65,7 +65,7 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     rows = state_rows(s)
     stored = {(r.axis, r.path, r.sha256) for r in rows}
     assert len({r.path for r in rows}) < len(paths), "the worker had finished; the kill tested nothing"
-    docs = [DocumentEvent.model_validate_json(v) for _, v in await read_topic(s, "documents")]
+    docs = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
     done = await committed(s, "documents")
     assert done > 0
     for event in docs[:done]:
