@@ -59,10 +59,13 @@ ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
 -- The recorded Markdown and when the briefing reached its topic (files and topic are re-done from the record).
 ALTER TABLE emissions ADD COLUMN IF NOT EXISTS markdown VARCHAR;
 ALTER TABLE emissions ADD COLUMN IF NOT EXISTS delivered_at TIMESTAMPTZ;
--- Documents as the documents topic's v2 records carry them (processors.wire): the summary a briefing ranks,
--- the body (text once, sections as offsets) it loads for the few it quotes. doc_json: rows written before.
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS summary_json VARCHAR;
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS body_json VARCHAR;
+-- Each version's content once, whatever the number of its axes, as the documents topic's v2 records carry it
+-- (processors.wire): the summary a briefing ranks, the body (text once, sections as offsets) it loads for the
+-- few it quotes. documents.doc_json holds the whole Document of rows written before.
+CREATE TABLE IF NOT EXISTS contents (
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
 ALTER TABLE documents ALTER COLUMN doc_json DROP NOT NULL;
 """
 
@@ -79,6 +82,9 @@ class Position:
 def _newer(offset: int | None, than: int | None) -> bool:
     """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
     return offset is None or than is None or offset > than
+
+
+_CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
 
 
 def _legacy(doc_json: str) -> Document:
@@ -208,7 +214,8 @@ class _Plan:
                 [[k[0] for k in old], [k[1] for k in old], [current[k] for k in old]],
             )
         if self.new_rows:
-            cols: list[list[object]] = [[] for _ in range(10)]
+            cols: list[list[object]] = [[] for _ in range(8)]
+            contents: dict[tuple[str, str], StoredDocument] = {}
             for (axis, path, sha), (h, stored) in self.new_rows.items():
                 v = self.versions[(axis, path)][sha]
                 row = (
@@ -220,16 +227,24 @@ class _Plan:
                     h.kind,
                     current[(axis, path)] == sha,
                     v.raw_offset,
-                    stored.summary_json,
-                    stored.body_json,
                 )
                 for col, value in zip(cols, row, strict=True):
                     col.append(value)
+                contents.setdefault((path, sha), stored)
             db.execute(
-                "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset, "
-                "summary_json, body_json) SELECT unnest($1), unnest($2), unnest($3), unnest($4), "
-                "unnest($5::TIMESTAMPTZ[]), unnest($6), unnest($7), unnest($8), unnest($9), unnest($10)",
+                "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
+                "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
+                "unnest($7), unnest($8)",
                 cols,
+            )
+            db.execute(
+                "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
+                [
+                    [k[0] for k in contents],
+                    [k[1] for k in contents],
+                    [c.summary_json for c in contents.values()],
+                    [c.body_json for c in contents.values()],
+                ],
             )
         if self.deletions_changed:
             keys = list(self.deletions_changed)
@@ -461,16 +476,16 @@ class StateStore:
 
     def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
         rows = self._db.execute(
-            "SELECT summary_json, body_json, doc_json FROM documents d WHERE "
-            + where
-            + " ORDER BY event_time, path",
+            f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+            "ORDER BY d.event_time, d.path",
             list(params),
         ).fetchall()
         return [_document(r[0], r[1], r[2]) for r in rows]
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
         rows = self._db.execute(
-            "SELECT summary_json, doc_json FROM documents d WHERE " + where + " ORDER BY event_time, path",
+            f"SELECT c.summary_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+            "ORDER BY d.event_time, d.path",
             list(params),
         ).fetchall()
         return [load_summary(r[0]) if r[0] is not None else _legacy(r[1]).summary() for r in rows]
@@ -493,7 +508,7 @@ class StateStore:
         """The current versions of these paths on the axis, whole (the few a briefing quotes)."""
         if not paths:
             return []
-        return self._docs("axis=? AND current AND list_contains(?, path)", [axis, list(paths)])
+        return self._docs("d.axis=? AND d.current AND list_contains(?, d.path)", [axis, list(paths)])
 
     def superseded_documents(self, axis: str, window: WindowBounds) -> list[Document]:
         return self._docs(self._SUPERSEDED, [axis, window.start, window.end])

@@ -149,8 +149,11 @@ def create_app(settings: Settings) -> faust.App:
     app.on_before_shutdown.connect(stop_parser)  # type: ignore[arg-type]
 
     async def forward(records: list[tuple[bytes, bytes]]) -> None:
-        # Every record is handed to the producer first, then every acknowledgement awaited.
-        pending = [await docs_topic.send(key=key, value=value) for key, value in records]
+        # Every record is handed to the producer first, then every acknowledgement awaited. Faust's own
+        # producer (the one its commits flush), without Topic.send's per-message bookkeeping.
+        producer = await app.maybe_start_producer()
+        name = docs_topic.get_topic_name()
+        pending = [await producer.send(name, key, value, None, None, None) for key, value in records]
         await asyncio.gather(*pending)
 
     async def store(items: list[tuple[DocumentRecord, Position]]) -> None:

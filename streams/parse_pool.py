@@ -22,6 +22,8 @@ from processors.ingest import Routed, RouteParams, route_value, route_values
 log = logging.getLogger(__name__)
 
 ORPHAN_CHECK_SECONDS = 1.0
+CHUNKS_PER_PROCESS = 4
+CHUNK_MIN = 8
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -61,7 +63,8 @@ class ParsePool:
                 out.append(route_value(value, self._params, seen_at, offset))
                 await asyncio.sleep(0)  # one note at a time, so the window agent is never starved
             return out
-        size = -(-len(values) // self._processes)
+        # A few chunks per process, so that one slow chunk does not leave the other processes idle.
+        size = max(CHUNK_MIN, -(-len(values) // (self._processes * CHUNKS_PER_PROCESS)))
         chunks = [list(values[i : i + size]) for i in range(0, len(values), size)]
         loop = asyncio.get_running_loop()
         pool = self._executor()

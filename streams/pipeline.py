@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,7 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
+LOG_EACH_UP_TO = 20  # a batch of more records logs one line, each document at DEBUG
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
@@ -148,23 +150,46 @@ class Pipeline:
         """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it."""
         if not items:
             return []
-        with self.metrics.duckdb_write.labels(operation="batch").time():
-            changed = self.state.apply_batch(items)
+        started = time.perf_counter()
+        changed = self.state.apply_batch(items)
+        took = time.perf_counter() - started
+        self.metrics.duckdb_write.labels(operation="batch").observe(took)
         now = self.clock().timestamp()
-        # A replay after a takeover stores thousands: those lines are for debugging only.
-        level = logging.DEBUG if replaying else logging.INFO
+        # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
+        # per second, so those lines are for debugging only and a batch gets one line of its own.
+        each = logging.INFO if not replaying and len(items) <= LOG_EACH_UP_TO else logging.DEBUG
+        logged = log.isEnabledFor(each)
+        stored = deleted = 0
         for (record, position), done in zip(items, changed, strict=True):
             h = record.header
             if not done or h.type == "rejection":
                 continue
-            ctx = doc_context(h.path, h.axis, position)
             if h.type == "document":
+                stored += 1
                 self.metrics.documents_stored.labels(axis=h.axis, kind=h.kind).inc()
                 if h.mtime is not None and not replaying:
                     self.metrics.end_to_end_lag.observe(max(0.0, now - h.mtime))
-                log.log(level, "stored %s for axis %s", h.path, h.axis, extra=ctx)
+                if logged:
+                    ctx = doc_context(h.path, h.axis, position)
+                    log.log(each, "stored %s for axis %s", h.path, h.axis, extra=ctx)
             else:
-                log.log(level, "deleted %s from axis %s", h.path, h.axis, extra=ctx)
+                deleted += 1
+                if logged:
+                    log.log(
+                        each,
+                        "deleted %s from axis %s",
+                        h.path,
+                        h.axis,
+                        extra=doc_context(h.path, h.axis, position),
+                    )
+        if each == logging.DEBUG and not replaying:
+            log.info(
+                "applied %d documents record(s) in %.0f ms: %d version(s) stored, %d path(s) deleted",
+                len(items),
+                took * 1000,
+                stored,
+                deleted,
+            )
         return changed
 
     async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:

@@ -161,8 +161,8 @@ class Settings(BaseSettings):
     # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
     batch_records: int = Field(500, ge=1, le=10_000)
     batch_seconds: float = Field(0.05, gt=0, le=5)
-    # Processes that parse notes beside the worker's event loop; 0 parses in the loop itself.
-    parse_processes: int = Field(1, ge=0, le=32)
+    # Processes that parse notes beside the worker's event loop (about one per core); 0 parses in the loop.
+    parse_processes: int = Field(2, ge=0, le=32)
 
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")

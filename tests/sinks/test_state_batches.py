@@ -84,9 +84,8 @@ def _records(
 def _dump(state: StateStore) -> tuple[object, ...]:
     db = state._db
     return (
-        db.execute(
-            "SELECT axis, path, sha256, current, raw_offset, summary_json, body_json FROM documents ORDER BY ALL"
-        ).fetchall(),
+        db.execute("SELECT axis, path, sha256, current, raw_offset FROM documents ORDER BY ALL").fetchall(),
+        db.execute("SELECT * FROM contents ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM deletions ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM rejected ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM applied ORDER BY ALL").fetchall(),
