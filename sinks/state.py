@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -85,6 +85,14 @@ def _newer(offset: int | None, than: int | None) -> bool:
 
 
 _CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
+
+
+@dataclass(frozen=True)
+class Loader:
+    """`load(paths)` for a briefing's second phase, and `close()` once it is done."""
+
+    load: Callable[[Sequence[str]], list[Document]]
+    close: Callable[[], None]
 
 
 def _legacy(doc_json: str) -> Document:
@@ -474,12 +482,18 @@ class StateStore:
         rows = self._db.execute("SELECT nextval('doc_seq') FROM range(?)", [n]).fetchall()
         return sorted(int(r[0]) for r in rows)
 
-    def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
-        rows = self._db.execute(
-            f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
-            "ORDER BY d.event_time, d.path",
-            list(params),
-        ).fetchall()
+    def _docs(
+        self, where: str, params: Sequence[object], db: duckdb.DuckDBPyConnection | None = None
+    ) -> list[Document]:
+        rows = (
+            (db or self._db)
+            .execute(
+                f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+                "ORDER BY d.event_time, d.path",
+                list(params),
+            )
+            .fetchall()
+        )
         return [_document(r[0], r[1], r[2]) for r in rows]
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
@@ -509,6 +523,26 @@ class StateStore:
         if not paths:
             return []
         return self._docs("d.axis=? AND d.current AND list_contains(?, d.path)", [axis, list(paths)])
+
+    def loader(self, axis: str, versions: Mapping[str, str]) -> Loader:
+        """Loads whole the given versions (path → sha256) of the axis's documents, from another thread.
+
+        Its own connection (a DuckDB cursor, opened here) reads while this one goes on writing; asking for
+        the versions the summaries came from keeps a briefing consistent with its window as it was read.
+        """
+        cursor = self._db.cursor()
+
+        def load(paths: Sequence[str]) -> list[Document]:
+            wanted = [p for p in paths if p in versions]
+            if not wanted:
+                return []
+            return self._docs(
+                "d.axis=? AND list_contains(?, d.path || '@' || d.sha256)",
+                [axis, [f"{p}@{versions[p]}" for p in wanted]],
+                cursor,
+            )
+
+        return Loader(load, cursor.close)
 
     def superseded_documents(self, axis: str, window: WindowBounds) -> list[Document]:
         return self._docs(self._SUPERSEDED, [axis, window.start, window.end])

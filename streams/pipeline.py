@@ -15,7 +15,7 @@ import httpx
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
 from processors.ingest import Routed, RouteParams, route_file
-from processors.models import AxisSpec, Briefing, ControlCommand, Document, RawFile, Trigger
+from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
 from processors.routing import DocumentEvent, rejection_reason_label, warning_reason_label
@@ -192,7 +192,7 @@ class Pipeline:
             )
         return changed
 
-    async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:
+    async def _arxiv_records(self, documents: Sequence[DocumentSummary]) -> Mapping[str, EnrichedId]:
         """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
         ids = list(dict.fromkeys(i for d in documents if d.kind != "living" for i in d.arxiv_ids))
         if self.enricher is None or not ids:
@@ -285,48 +285,61 @@ class Pipeline:
             len(briefing.arxiv),
         )
 
-    async def _assemble(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, list[Document]]:
-        """The briefing of the window ending at the command's end, from the current state."""
+    async def _assemble(
+        self, axis: AxisSpec, command: ControlCommand
+    ) -> tuple[Briefing, list[DocumentSummary]]:
+        """The briefing of the window ending at the command's end, from the current state.
+
+        Two phases: the whole window as summaries (no text), then the few notes the briefing quotes, whole.
+        """
         window = window_bounds(command.end, self.settings.window_length)
-        documents = self.state.window_documents(axis.name, window)
+        documents = self.state.window_summaries(axis.name, window)
         # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
         baseline = self.state.latest_baseline(
             axis.name, window.start, window.start - self.settings.window_length
         )
-        if baseline is not None:
-            documents.append(baseline)
         earlier = self.state.earlier_briefings(axis.name, command.end)
         earlier_ids: set[str] = set()
         for b in earlier:
             earlier_ids |= cited_ids_of(b)
-        baseline_texts = [d.text for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
+        own_baselines = [d.path for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
+        baselines = [*self.state.documents(axis.name, own_baselines), *([baseline] if baseline else [])]
+        if baseline is not None:
+            documents.append(baseline)
         last_d = max(
-            [max_d_number(baseline_texts)] + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
+            [max_d_number(d.text for d in baselines)]
+            + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
         arxiv_records = await self._arxiv_records(documents)
-        # In a thread: a window of large notes takes seconds (about 10 s per MB of text), and the event loop
-        # must keep heartbeating to the consumer group meanwhile, or the worker is evicted mid-briefing.
-        briefing = await asyncio.to_thread(
-            assemble_briefing,
-            axis=axis,
-            trigger=command.trigger,
-            window=window,
-            generated_at=self.clock(),
-            documents=documents,
-            living=self.state.living_document(axis.name),
-            axes=self.settings.axes,
-            other_living={
-                a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
-            },
-            earlier_cited_ids=earlier_ids,
-            superseded=self.state.superseded_documents(axis.name, window),
-            rejected=self.state.rejections(window),
-            increment_range=(self.settings.increment_min, self.settings.increment_max),
-            last_d_number=last_d,
-            zone=self.settings.tz,
-            lang=self.settings.lang,
-            rules=self.settings.rules,
-            arxiv_records=arxiv_records,
-            near_duplicate_threshold=self.settings.near_duplicate_threshold,
-        )
+        loader = self.state.loader(axis.name, {d.path: d.sha256 for d in documents})
+        try:
+            # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
+            # the consumer group meanwhile, or the worker is evicted mid-briefing. The loader reads through a
+            # connection of its own while the window agent goes on writing.
+            briefing = await asyncio.to_thread(
+                assemble_briefing,
+                axis=axis,
+                trigger=command.trigger,
+                window=window,
+                generated_at=self.clock(),
+                documents=documents,
+                living=self.state.living_document(axis.name),
+                axes=self.settings.axes,
+                other_living={
+                    a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
+                },
+                earlier_cited_ids=earlier_ids,
+                superseded=self.state.superseded_summaries(axis.name, window),
+                rejected=self.state.rejections(window),
+                increment_range=(self.settings.increment_min, self.settings.increment_max),
+                last_d_number=last_d,
+                zone=self.settings.tz,
+                lang=self.settings.lang,
+                rules=self.settings.rules,
+                arxiv_records=arxiv_records,
+                near_duplicate_threshold=self.settings.near_duplicate_threshold,
+                load=loader.load,
+            )
+        finally:
+            loader.close()
         return briefing, documents
