@@ -174,6 +174,11 @@ def create_app(settings: Settings) -> faust.App:
 
     @app.agent(raw_topic)
     async def parse(stream: Any) -> None:
+        try:
+            await parser.start()
+        except Exception:  # the first batch starts it again, under must_finish
+            log.exception("starting the parse processes failed")
+            parser.close()
         async for events in stream.take_events(settings.batch_records, within=settings.batch_seconds):
             # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
             values = [(event.value, event.message.offset) for event in events]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from datetime import datetime
+from datetime import UTC, datetime
 
 from processors.ingest import Routed, RouteParams, route_value, route_values
 
@@ -54,6 +54,17 @@ class ParsePool:
                 initargs=(os.getpid(),),
             )
         return self._pool
+
+    async def start(self) -> None:
+        """Start the processes now (they take a second to import): the first note should not wait for them."""
+        if self._processes:
+            loop = asyncio.get_running_loop()
+            pool, epoch = self._executor(), datetime.fromtimestamp(0, UTC)  # routes nothing: any time will do
+            calls = [
+                loop.run_in_executor(pool, route_values, [], self._params, epoch)
+                for _ in range(self._processes)
+            ]
+            await asyncio.gather(*calls)
 
     async def route(self, values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
         """Each (raw value, raw offset) routed, in order."""
