@@ -119,7 +119,7 @@ def pipeline(
     rss = procs.RssWatch()
     cpu = procs.CpuMeter(extra_pids=BROKER_PIDS).start()
     worker = procs.spawn(settings, work, "worker", "worker")
-    rss.watch("worker", worker.pid)
+    rss.watch("worker", worker.pid, children=True)
     try:
         procs.wait_log(work / "worker.log", "Ready", worker, 120)
         got = ingest(settings, work, cap_s, rss)
@@ -150,6 +150,7 @@ def pipeline(
         rss.sample()
         rss.close()
     out["worker_rss_mib"] = round(rss.peaks.get("worker", 0.0), 1)
+    out["parse_processes_rss_mib"] = round(rss.peaks.get("worker_children", 0.0), 1)
     if not out["complete"]:
         # The worker still had a backlog: brief what it stored, over its state file, now that it is stopped.
         b = briefing_in_process(settings, work, cut_timeout)
@@ -382,7 +383,7 @@ def main() -> None:
                 f"N={n}: briefing of {run.get('briefing_sources', 0)} documents: {brief} ({run.get('briefing_via')}; timeout {a.brief_timeout if run['complete'] else a.cut_brief_timeout:.0f}s)"
             )
             say(
-                f"N={n}: worker peak RSS {run['worker_rss_mib']:.0f} MiB; other processes used {run['others_cores']} cores meanwhile"
+                f"N={n}: worker peak RSS {run['worker_rss_mib']:.0f} MiB (its parse processes {run['parse_processes_rss_mib']:.0f} MiB together); other processes used {run['others_cores']} cores meanwhile"
             )
 
         results["latency_ms"] = lat = steady_latency(bootstrap, base / "latency", 20.0, a.latency_seconds)
