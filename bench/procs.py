@@ -31,22 +31,43 @@ def peak_rss_mib(pid: int) -> float:
     return int(m.group(1)) / 1024 if m else 0.0
 
 
+def child_pids(pid: int) -> list[int]:
+    """The live children of a process (the worker's parse processes)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
 class RssWatch:
     """Samples VmHWM of some processes every 0.2 s; VmHWM never falls, so the last sample is the peak."""
 
     def __init__(self) -> None:
         self.peaks: dict[str, float] = {}
         self._pids: dict[str, int] = {}
+        self._parents: dict[str, int] = {}
+        self._children: dict[str, dict[int, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def watch(self, name: str, pid: int) -> None:
+    def watch(self, name: str, pid: int, children: bool = False) -> None:
+        """Watch a process; with children, also the sum of its children's peaks as `<name>_children`."""
         self._pids[name] = pid
+        if children:
+            self._parents[name] = pid
 
     def sample(self) -> None:
         for name, pid in list(self._pids.items()):
             self.peaks[name] = max(self.peaks.get(name, 0.0), peak_rss_mib(pid))
+        for name, pid in list(self._parents.items()):
+            seen = self._children.setdefault(name, {})
+            for child in child_pids(pid):
+                seen[child] = max(seen.get(child, 0.0), peak_rss_mib(child))
+            self.peaks[f"{name}_children"] = sum(seen.values())
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):

@@ -119,7 +119,7 @@ def pipeline(
     rss = procs.RssWatch()
     cpu = procs.CpuMeter(extra_pids=BROKER_PIDS).start()
     worker = procs.spawn(settings, work, "worker", "worker")
-    rss.watch("worker", worker.pid)
+    rss.watch("worker", worker.pid, children=True)
     try:
         procs.wait_log(work / "worker.log", "Ready", worker, 120)
         got = ingest(settings, work, cap_s, rss)
@@ -150,6 +150,7 @@ def pipeline(
         rss.sample()
         rss.close()
     out["worker_rss_mib"] = round(rss.peaks.get("worker", 0.0), 1)
+    out["parse_processes_rss_mib"] = round(rss.peaks.get("worker_children", 0.0), 1)
     if not out["complete"]:
         # The worker still had a backlog: brief what it stored, over its state file, now that it is stopped.
         b = briefing_in_process(settings, work, cut_timeout)
@@ -323,19 +324,26 @@ def main() -> None:
         sample = biggest.paths[: min(600, biggest.notes)]
         st = stages.measure(roots[sizes[-1]][0], sample)
         results["stages_us_per_doc"] = st
+        per_record = ("duckdb", "duckdb_batch", "event_json_decode", "event_v2_decode")
         for k in (
             "read_hash",
             "parse",
+            "assign_axes",
             "near_dup",
             "text_hash",
             "duckdb",
             "duckdb_batch",
             "event_json_encode",
+            "event_v2_encode",
             "event_json_decode",
+            "event_v2_decode",
         ):
-            say(f"stage {k}: {st[k]:.0f} µs per {'row' if k.startswith('duckdb') else 'document'}")
+            say(f"stage {k}: {st[k]:.0f} µs per {'record' if k in per_record else 'note'}")
         say(
-            f"stage duckdb row at a time vs batch: {st['duckdb'] / max(st['duckdb_batch'], 0.1):.0f}x; {st['axes_per_doc']} rows per document"
+            f"stage record bytes: v1 {st['event_json_bytes']}, v2 {st['event_v2_bytes']}; file {st['file_bytes']}"
+        )
+        say(
+            f"stage duckdb row at a time vs batches of {stages.BATCH}: {st['duckdb'] / max(st['duckdb_batch'], 0.1):.0f}x; {st['axes_per_doc']} rows per document"
         )
 
         scaling = stages.briefing_scaling(roots[sizes[-1]][0], biggest.paths, [100, 200, 400])
@@ -375,7 +383,7 @@ def main() -> None:
                 f"N={n}: briefing of {run.get('briefing_sources', 0)} documents: {brief} ({run.get('briefing_via')}; timeout {a.brief_timeout if run['complete'] else a.cut_brief_timeout:.0f}s)"
             )
             say(
-                f"N={n}: worker peak RSS {run['worker_rss_mib']:.0f} MiB; other processes used {run['others_cores']} cores meanwhile"
+                f"N={n}: worker peak RSS {run['worker_rss_mib']:.0f} MiB (its parse processes {run['parse_processes_rss_mib']:.0f} MiB together); other processes used {run['others_cores']} cores meanwhile"
             )
 
         results["latency_ms"] = lat = steady_latency(bootstrap, base / "latency", 20.0, a.latency_seconds)

@@ -10,17 +10,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import duckdb
-
+from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.models import RawFile
 from processors.near_duplicates import signature
 from processors.routing import DocumentEvent, route_raw
 from processors.text import text_hash
-from sinks.state import StateStore
+from processors.wire import decode, encode_events
+from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
 
 SH = ZoneInfo("Asia/Shanghai")
+BATCH = 500  # records per apply_batch: the worker's batch_records
 
 
 def _us_per(fn: Callable[[], object], count: int, repeats: int = 2) -> float:
@@ -38,30 +39,6 @@ def _raw(root: Path, rel: str) -> RawFile:
     return RawFile(path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
 
 
-def _batch_insert(db: duckdb.DuckDBPyConnection, events: Sequence[DocumentEvent]) -> None:
-    """The same rows as put_document writes, in one statement (what a micro-batching sink would do)."""
-    rows = [
-        (
-            e.axis,
-            e.path,
-            e.sha256,
-            i,
-            e.document.event_time,
-            e.document.kind,
-            True,
-            e.document.model_dump_json(),
-        )
-        for i, e in enumerate(events)
-        if e.document is not None
-    ]
-    cols = [list(c) for c in zip(*rows, strict=True)]
-    db.execute(
-        "INSERT INTO documents SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
-        "unnest($6), unnest($7), unnest($8)",
-        cols,
-    )
-
-
 def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     """µs per document of each stage (duckdb rows: per stored row, i.e. per document and axis)."""
     n = len(paths)
@@ -71,20 +48,32 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
             hashlib.sha256((root / rel).read_bytes()).hexdigest()
 
     raws = [_raw(root, rel) for rel in paths]
-    texts = [parse_document(r, zone=SH).text for r in raws]
+    docs = [parse_document(r, zone=SH) for r in raws]
+    texts = [d.text for d in docs]
     seen = datetime.now(UTC)
-    events = [e for r in raws for e in route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen)]
-    encoded = [e.model_dump_json().encode() for e in events]
+    per_note = [
+        route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=i)
+        for i, r in enumerate(raws)
+    ]
+    events = [e for note in per_note for e in note]
+    v1 = [e.model_dump_json().encode() for e in events]
+    v2 = [value for note in per_note for _, value in encode_events(note)]
     raw_json = [r.model_dump_json().encode() for r in raws]
     out = {
         "read_hash": _us_per(read_hash, n),
         "raw_json_decode": _us_per(lambda: [RawFile.model_validate_json(v) for v in raw_json], n),
         "parse": _us_per(lambda: [parse_document(r, zone=SH) for r in raws], n, 1),
+        "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
         "near_dup": _us_per(lambda: [signature(t) for t in texts], n),
         "text_hash": _us_per(lambda: [text_hash(t) for t in texts], n),
+        # Per note: v1 wrote the whole event for each of its axes, v2 writes the document once.
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
-        "event_json_decode": _us_per(lambda: [DocumentEvent.model_validate_json(v) for v in encoded], n),
+        "event_v2_encode": _us_per(lambda: [encode_events(note) for note in per_note], n),
+        # Per record: what the window agent decodes.
+        "event_json_decode": _us_per(lambda: [DocumentEvent.model_validate_json(v) for v in v1], len(v1)),
+        "event_v2_decode": _us_per(lambda: [decode(v) for v in v2], len(v2)),
     }
+    records = [decode(v) for v in v2]
     with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp:
         state = StateStore(Path(tmp) / "rows.duckdb")
         t = time.perf_counter()
@@ -93,16 +82,19 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
             state.put_document(e.axis, e.document, raw_offset=offset)
         row_s = time.perf_counter() - t
         state.close()
-        db = duckdb.connect(str(Path(tmp) / "rows.duckdb"))
-        db.execute("DELETE FROM documents")
+        state = StateStore(Path(tmp) / "batch.duckdb")
         t = time.perf_counter()
-        _batch_insert(db, events)
+        for i in range(0, len(records), BATCH):
+            state.apply_batch(
+                [(r, Position("bench.documents", 0, i + j)) for j, r in enumerate(records[i : i + BATCH])]
+            )
         batch_s = time.perf_counter() - t
-        db.close()
+        state.close()
     out["duckdb"] = round(row_s / len(events) * 1e6, 1)
     out["duckdb_batch"] = round(batch_s / len(events) * 1e6, 1)
     out["axes_per_doc"] = round(len(events) / n, 2)
-    out["event_json_bytes"] = round(sum(map(len, encoded)) / len(encoded))
+    out["event_json_bytes"] = round(sum(map(len, v1)) / len(v1))
+    out["event_v2_bytes"] = round(sum(map(len, v2)) / len(v2))
     out["raw_json_bytes"] = round(sum(map(len, raw_json)) / n)
     out["file_bytes"] = round(sum(r.size for r in raws) / n)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -16,6 +17,33 @@ def _keyword_re(keyword: str) -> re.Pattern[str]:
     if keyword.isascii():
         return re.compile(rf"(?<![0-9A-Za-z]){escaped}(?![0-9A-Za-z])", re.IGNORECASE)
     return re.compile(escaped, re.IGNORECASE)
+
+
+# The only characters IGNORECASE folds onto an ASCII letter other than through str.lower() (İ ı ſ K, found by
+# trying every code point): a text without them gives the same matches lower-cased, where the search is
+# a plain literal scan instead of IGNORECASE's character-by-character one (~10x faster on Chinese notes).
+_ODD_FOLDS = "\u0130\u0131\u017f\u212a"
+
+
+@lru_cache(maxsize=1024)
+def _lowered_re(keyword: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![0-9a-z]){re.escape(keyword.lower())}(?![0-9a-z])")
+
+
+@lru_cache(maxsize=1024)
+def _uncased(keyword: str) -> bool:
+    # Letters of no case (CJK, kana …): IGNORECASE changes nothing, a substring test is the same match.
+    return all(unicodedata.category(ch) == "Lo" for ch in keyword)
+
+
+def _occurs(keyword: str, haystack: str, lowered: str | None) -> bool:
+    """Whether `_keyword_re(keyword)` matches the haystack; `lowered` is its lower case, None if it has odd folds."""
+    if _uncased(keyword):
+        return keyword in haystack
+    if lowered is not None and keyword.isascii():
+        # The substring test rules most keywords out at memchr speed; the pattern checks the word boundaries.
+        return keyword.lower() in lowered and _lowered_re(keyword).search(lowered) is not None
+    return _keyword_re(keyword).search(haystack) is not None
 
 
 def keyword_hits(doc: Document, axis: AxisSpec) -> int:
@@ -59,7 +87,9 @@ def assign_axes(doc: Document, axes: Sequence[AxisSpec]) -> list[str]:
         wanted.add(doc.baseline_axis)
     if doc.kind == "paper_card":
         wanted |= _card_axes(doc)
+    haystack = f"{doc.title}\n{doc.text}"
+    lowered = None if any(ch in haystack for ch in _ODD_FOLDS) else haystack.lower()
     for axis in axes:
-        if axis.name not in wanted and keyword_hits(doc, axis) > 0:
+        if axis.name not in wanted and any(_occurs(k, haystack, lowered) for k in axis.keywords if k.strip()):
             wanted.add(axis.name)
     return [a.name for a in axes if a.name in wanted]

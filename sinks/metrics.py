@@ -96,7 +96,7 @@ class Metrics:
         )
         self.duckdb_write = Histogram(
             "predigest_duckdb_write_duration_seconds",
-            "Time of one write to the worker's DuckDB state",
+            "Time of one write to the worker's DuckDB state: a batch of documents records, or an emission",
             ["operation"],
             buckets=WRITE_BUCKETS,
             registry=r,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,7 +11,15 @@ from pathlib import Path
 
 import duckdb
 
-from processors.models import Briefing, Document, Rejection, WindowBounds
+from processors.models import Briefing, Document, DocumentSummary, Rejection, WindowBounds
+from processors.wire import (
+    DocumentRecord,
+    EventHeader,
+    StoredDocument,
+    load_document,
+    load_summary,
+    store_document,
+)
 from sinks.errors import StateLockedError, StateUnreadableError
 
 log = logging.getLogger(__name__)
@@ -51,6 +59,14 @@ ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
 -- The recorded Markdown and when the briefing reached its topic (files and topic are re-done from the record).
 ALTER TABLE emissions ADD COLUMN IF NOT EXISTS markdown VARCHAR;
 ALTER TABLE emissions ADD COLUMN IF NOT EXISTS delivered_at TIMESTAMPTZ;
+-- Each version's content once, whatever the number of its axes, as the documents topic's v2 records carry it
+-- (processors.wire): the summary a briefing ranks, the body (text once, sections as offsets) it loads for the
+-- few it quotes. documents.doc_json holds the whole Document of rows written before.
+CREATE TABLE IF NOT EXISTS contents (
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
+ALTER TABLE documents ALTER COLUMN doc_json DROP NOT NULL;
 """
 
 
@@ -66,6 +82,209 @@ class Position:
 def _newer(offset: int | None, than: int | None) -> bool:
     """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
     return offset is None or than is None or offset > than
+
+
+_CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
+
+
+@dataclass(frozen=True)
+class Loader:
+    """`load(paths)` for a briefing's second phase, and `close()` once it is done."""
+
+    load: Callable[[Sequence[str]], list[Document]]
+    close: Callable[[], None]
+
+
+def _legacy(doc_json: str) -> Document:
+    return Document.model_validate_json(doc_json)
+
+
+def _document(summary_json: str | None, body_json: str | None, doc_json: str | None) -> Document:
+    if summary_json is not None and body_json is not None:
+        return load_document(StoredDocument(summary_json, body_json))
+    return _legacy(doc_json or "")
+
+
+@dataclass
+class _Version:
+    """One stored version of a path, as the batch planner sees it."""
+
+    raw_offset: int | None
+    seq: int
+    new: bool
+
+
+def _rank(v: _Version) -> tuple[bool, int, int]:
+    # The order of `current`: highest raw offset first (NULLs last: records from before 0.2), then arrival.
+    return (v.raw_offset is not None, v.raw_offset or 0, v.seq)
+
+
+Key = tuple[str, str]  # (axis, path)
+
+
+class _Plan:
+    """A batch's outcome, worked out record by record in memory from the touched paths' rows, written set-based."""
+
+    def __init__(
+        self,
+        versions: dict[Key, dict[str, _Version]],
+        deletions: dict[Key, tuple[datetime, int | None]],
+        seqs: list[int],
+    ) -> None:
+        self.versions = versions
+        self.deletions = deletions
+        self.existing = {k for k, vs in versions.items() if vs}
+        self._seqs = iter(seqs)
+        self.new_rows: dict[tuple[str, str, str], tuple[EventHeader, StoredDocument]] = {}
+        self.moved: dict[tuple[str, str, str], int] = {}  # existing versions whose raw offset rises
+        self.touched: set[Key] = set()
+        self.deletions_changed: set[Key] = set()
+        self.rejected: dict[tuple[str, str], tuple[str, datetime]] = {}
+
+    def apply(self, record: DocumentRecord) -> bool:
+        h = record.header
+        if h.type == "document" and record.stored is not None and h.axis:
+            return self._document(h, record.stored)
+        if h.type == "deletion" and h.axis:
+            return self._deletion(h)
+        if h.type == "rejection":
+            self.rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))
+            return True
+        return False  # an event for no axis: only its offset is recorded
+
+    def current_sha(self, key: Key) -> str:
+        return max(self.versions[key].items(), key=lambda kv: _rank(kv[1]))[0]
+
+    def _document(self, h: EventHeader, stored: StoredDocument) -> bool:
+        assert h.axis is not None
+        key = (h.axis, h.path)
+        versions = self.versions.setdefault(key, {})
+        v = versions.get(h.sha256)
+        if v is None:
+            versions[h.sha256] = _Version(h.raw_offset, next(self._seqs), new=True)
+            self.new_rows[(*key, h.sha256)] = (h, stored)
+        elif h.raw_offset is not None and (v.raw_offset is None or h.raw_offset > v.raw_offset):
+            # The same bytes again, later: a file restored to an earlier version is current again.
+            v.raw_offset = h.raw_offset
+            if not v.new:
+                self.moved[(*key, h.sha256)] = h.raw_offset
+        else:
+            return False  # a replay of a version already held
+        self.touched.add(key)
+        current = self.current_sha(key) == h.sha256
+        deletion = self.deletions.get(key)
+        if current and deletion is not None:
+            if _newer(h.raw_offset, deletion[1]):
+                del self.deletions[key]
+                self.deletions_changed.add(key)
+            else:
+                current = False  # deleted after this version was written
+        return current
+
+    def _deletion(self, h: EventHeader) -> bool:
+        assert h.axis is not None
+        key = (h.axis, h.path)
+        versions = self.versions.get(key, {})
+        newest = max((v.raw_offset for v in versions.values() if v.raw_offset is not None), default=None)
+        previous = self.deletions.get(key)
+        # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
+        applies = (
+            bool(versions)
+            and _newer(h.raw_offset, newest)
+            and (previous is None or _newer(h.raw_offset, previous[1]))
+        )
+        if applies:
+            self.deletions[key] = (h.seen_at, h.raw_offset)
+            self.deletions_changed.add(key)
+        return applies
+
+    def write(self, db: duckdb.DuckDBPyConnection) -> None:
+        """The planned rows, a handful of set-based statements whatever the batch size."""
+        current = {k: self.current_sha(k) for k in self.touched}
+        if self.moved:
+            moved = list(self.moved)
+            db.execute(
+                "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
+                "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
+                "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
+                [
+                    [k[0] for k in moved],
+                    [k[1] for k in moved],
+                    [k[2] for k in moved],
+                    list(self.moved.values()),
+                ],
+            )
+        old = [k for k in self.touched if k in self.existing]
+        if old:
+            db.execute(
+                "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
+                "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
+                [[k[0] for k in old], [k[1] for k in old], [current[k] for k in old]],
+            )
+        if self.new_rows:
+            cols: list[list[object]] = [[] for _ in range(8)]
+            contents: dict[tuple[str, str], StoredDocument] = {}
+            for (axis, path, sha), (h, stored) in self.new_rows.items():
+                v = self.versions[(axis, path)][sha]
+                row = (
+                    axis,
+                    path,
+                    sha,
+                    v.seq,
+                    h.event_time,
+                    h.kind,
+                    current[(axis, path)] == sha,
+                    v.raw_offset,
+                )
+                for col, value in zip(cols, row, strict=True):
+                    col.append(value)
+                contents.setdefault((path, sha), stored)
+            db.execute(
+                "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
+                "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
+                "unnest($7), unnest($8)",
+                cols,
+            )
+            db.execute(
+                "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
+                [
+                    [k[0] for k in contents],
+                    [k[1] for k in contents],
+                    [c.summary_json for c in contents.values()],
+                    [c.body_json for c in contents.values()],
+                ],
+            )
+        if self.deletions_changed:
+            keys = list(self.deletions_changed)
+            db.execute(
+                "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
+                "WHERE deletions.axis = k.axis AND deletions.path = k.path",
+                [[k[0] for k in keys], [k[1] for k in keys]],
+            )
+            kept = [k for k in keys if k in self.deletions]
+            if kept:
+                db.execute(
+                    "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), "
+                    "unnest($4::BIGINT[])",
+                    [
+                        [k[0] for k in kept],
+                        [k[1] for k in kept],
+                        [self.deletions[k][0] for k in kept],
+                        [self.deletions[k][1] for k in kept],
+                    ],
+                )
+        if self.rejected:
+            keys2 = list(self.rejected)
+            db.execute(
+                "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
+                "unnest($4::TIMESTAMPTZ[])",
+                [
+                    [k[0] for k in keys2],
+                    [k[1] for k in keys2],
+                    [self.rejected[k][0] for k in keys2],
+                    [self.rejected[k][1] for k in keys2],
+                ],
+            )
 
 
 @dataclass(frozen=True)
@@ -154,52 +373,17 @@ class StateStore:
         self, axis: str, doc: Document, *, raw_offset: int | None, position: Position | None = None
     ) -> bool:
         """Store one version of a document; True if it became current. The highest raw offset is current."""
-        with self._transaction():
-            if self._seen(position):
-                return False
-            row = self._db.execute(
-                "SELECT raw_offset FROM documents WHERE axis=? AND path=? AND sha256=?",
-                [axis, doc.path, doc.sha256],
-            ).fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, nextval('doc_seq'), ?, ?, false, ?, ?)",
-                    [axis, doc.path, doc.sha256, doc.event_time, doc.kind, doc.model_dump_json(), raw_offset],
-                )
-            elif raw_offset is not None and (row[0] is None or raw_offset > row[0]):
-                # The same bytes again, later: a file restored to an earlier version is current again.
-                self._db.execute(
-                    "UPDATE documents SET raw_offset=? WHERE axis=? AND path=? AND sha256=?",
-                    [raw_offset, axis, doc.path, doc.sha256],
-                )
-            else:
-                self._advance(position)
-                return False  # a replay of a version already held
-            current = self._refresh_current(axis, doc.path) == doc.sha256
-            deletion = self._db.execute(
-                "SELECT raw_offset FROM deletions WHERE axis=? AND path=?", [axis, doc.path]
-            ).fetchone()
-            if current and deletion is not None:
-                if _newer(raw_offset, deletion[0]):
-                    self._db.execute("DELETE FROM deletions WHERE axis=? AND path=?", [axis, doc.path])
-                else:
-                    current = False  # deleted after this version was written
-            self._advance(position)
-            return current
-
-    def _refresh_current(self, axis: str, path: str) -> str | None:
-        """Mark the path's newest version current (highest raw offset, then arrival); its sha256."""
-        row = self._db.execute(
-            "SELECT sha256 FROM documents WHERE axis=? AND path=? "
-            "ORDER BY raw_offset DESC NULLS LAST, seq DESC LIMIT 1",
-            [axis, path],
-        ).fetchone()
-        if row is None:
-            return None
-        self._db.execute(
-            "UPDATE documents SET current = (sha256 = ?) WHERE axis=? AND path=?", [row[0], axis, path]
+        header = EventHeader(
+            type="document",
+            path=doc.path,
+            sha256=doc.sha256,
+            seen_at=doc.event_time,
+            axis=axis,
+            raw_offset=raw_offset,
+            kind=doc.kind,
+            event_time=doc.event_time,
         )
-        return str(row[0])
+        return self.apply_batch([(DocumentRecord(header, store_document(doc)), position)])[0]
 
     def delete_path(
         self,
@@ -211,60 +395,160 @@ class StateStore:
         position: Position | None = None,
     ) -> bool:
         """Record that the path was deleted; True unless the axis never held it or holds a newer version."""
-        with self._transaction():
-            if self._seen(position):
-                return False
-            held, newest = self._db.execute(
-                "SELECT count(*), max(raw_offset) FROM documents WHERE axis=? AND path=?", [axis, path]
-            ).fetchone() or (0, None)
-            previous = self._db.execute(
-                "SELECT raw_offset FROM deletions WHERE axis=? AND path=?", [axis, path]
-            ).fetchone()
-            # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
-            applies = (
-                held > 0
-                and _newer(raw_offset, newest)
-                and (previous is None or _newer(raw_offset, previous[0]))
-            )
-            if applies:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO deletions VALUES (?, ?, ?, ?)", [axis, path, when, raw_offset]
-                )
-            self._advance(position)
-            return applies
+        header = EventHeader(
+            type="deletion", path=path, sha256="", seen_at=when, axis=axis, raw_offset=raw_offset
+        )
+        return self.apply_batch([(DocumentRecord(header), position)])[0]
 
     def put_rejection(
         self, rejection: Rejection, sha256: str, seen_at: datetime, position: Position | None = None
     ) -> None:
-        with self._transaction():
-            if self._seen(position):
-                return
-            self._db.execute(
-                "INSERT OR IGNORE INTO rejected VALUES (?, ?, ?, ?)",
-                [rejection.path, sha256, rejection.reason, seen_at],
-            )
-            self._advance(position)
+        header = EventHeader(
+            type="rejection", path=rejection.path, sha256=sha256, seen_at=seen_at, reason=rejection.reason
+        )
+        self.apply_batch([(DocumentRecord(header), position)])
 
-    def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
+    def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
+        """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it.
+
+        A record at or below its partition's applied offset changes nothing. The outcome of each record is
+        worked out in memory from the rows of the paths the batch touches, then written set-based.
+        """
+        with self._transaction():
+            applied = self.applied_offsets()
+            fresh: list[int] = []
+            advance: dict[tuple[str, int], int] = {}
+            for i, (_, pos) in enumerate(items):
+                if pos is not None:
+                    key = (pos.topic, pos.partition)
+                    last = applied.get(key)
+                    if last is not None and pos.offset <= last:
+                        continue
+                    applied[key] = advance[key] = pos.offset
+                fresh.append(i)
+            plan = _Plan(
+                self._versions(items, fresh), self._deletions(items, fresh), self._seqs(items, fresh)
+            )
+            results = [False] * len(items)
+            for i in fresh:
+                results[i] = plan.apply(items[i][0])
+            plan.write(self._db)
+            for (topic, part), offset in advance.items():
+                self._db.execute("INSERT OR REPLACE INTO applied VALUES (?, ?, ?)", [topic, part, offset])
+        return results
+
+    @staticmethod
+    def _paths(items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[list[str]]:
+        keys = {
+            (h.axis, h.path)
+            for h in (items[i][0].header for i in fresh)
+            if h.axis and h.type in ("document", "deletion")
+        }
+        return [[a for a, _ in keys], [p for _, p in keys]]
+
+    def _versions(
+        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
+    ) -> dict[tuple[str, str], dict[str, _Version]]:
+        axes, paths = self._paths(items, fresh)
+        out: dict[tuple[str, str], dict[str, _Version]] = {}
+        if not axes:
+            return out
         rows = self._db.execute(
-            "SELECT doc_json FROM documents d WHERE " + where + " ORDER BY event_time, path", list(params)
+            "SELECT d.axis, d.path, d.sha256, d.raw_offset, d.seq FROM documents d "
+            "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON d.axis = k.axis AND d.path = k.path",
+            [axes, paths],
         ).fetchall()
-        return [Document.model_validate_json(r[0]) for r in rows]
+        for axis, path, sha, raw_offset, seq in rows:
+            out.setdefault((axis, path), {})[sha] = _Version(raw_offset, seq, new=False)
+        return out
+
+    def _deletions(
+        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
+    ) -> dict[tuple[str, str], tuple[datetime, int | None]]:
+        axes, paths = self._paths(items, fresh)
+        if not axes:
+            return {}
+        rows = self._db.execute(
+            "SELECT x.axis, x.path, x.deleted_at, x.raw_offset FROM deletions x "
+            "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON x.axis = k.axis AND x.path = k.path",
+            [axes, paths],
+        ).fetchall()
+        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+    def _seqs(self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[int]:
+        n = sum(1 for i in fresh if items[i][0].header.type == "document")
+        if n == 0:
+            return []
+        rows = self._db.execute("SELECT nextval('doc_seq') FROM range(?)", [n]).fetchall()
+        return sorted(int(r[0]) for r in rows)
+
+    def _docs(
+        self, where: str, params: Sequence[object], db: duckdb.DuckDBPyConnection | None = None
+    ) -> list[Document]:
+        rows = (
+            (db or self._db)
+            .execute(
+                f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+                "ORDER BY d.event_time, d.path",
+                list(params),
+            )
+            .fetchall()
+        )
+        return [_document(r[0], r[1], r[2]) for r in rows]
+
+    def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
+        rows = self._db.execute(
+            f"SELECT c.summary_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+            "ORDER BY d.event_time, d.path",
+            list(params),
+        ).fetchall()
+        return [load_summary(r[0]) if r[0] is not None else _legacy(r[1]).summary() for r in rows]
 
     _NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path)"
+    _IN_WINDOW = (
+        f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {_NOT_DELETED}"
+    )
+    _SUPERSEDED = "axis=? AND NOT current AND kind <> 'living' AND event_time >= ? AND event_time < ?"
 
     def window_documents(self, axis: str, window: WindowBounds) -> list[Document]:
         """Current, undeleted versions of the axis's documents whose event time is in the window."""
-        return self._docs(
-            f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {self._NOT_DELETED}",
-            [axis, window.start, window.end],
-        )
+        return self._docs(self._IN_WINDOW, [axis, window.start, window.end])
+
+    def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+        """The same documents as `window_documents`, without their text: what a briefing ranks."""
+        return self._summaries(self._IN_WINDOW, [axis, window.start, window.end])
+
+    def documents(self, axis: str, paths: Sequence[str]) -> list[Document]:
+        """The current versions of these paths on the axis, whole (the few a briefing quotes)."""
+        if not paths:
+            return []
+        return self._docs("d.axis=? AND d.current AND list_contains(?, d.path)", [axis, list(paths)])
+
+    def loader(self, axis: str, versions: Mapping[str, str]) -> Loader:
+        """Loads whole the given versions (path → sha256) of the axis's documents, from another thread.
+
+        Its own connection (a DuckDB cursor, opened here) reads while this one goes on writing; asking for
+        the versions the summaries came from keeps a briefing consistent with its window as it was read.
+        """
+        cursor = self._db.cursor()
+
+        def load(paths: Sequence[str]) -> list[Document]:
+            wanted = [p for p in paths if p in versions]
+            if not wanted:
+                return []
+            return self._docs(
+                "d.axis=? AND list_contains(?, d.path || '@' || d.sha256)",
+                [axis, [f"{p}@{versions[p]}" for p in wanted]],
+                cursor,
+            )
+
+        return Loader(load, cursor.close)
 
     def superseded_documents(self, axis: str, window: WindowBounds) -> list[Document]:
-        return self._docs(
-            "axis=? AND NOT current AND kind <> 'living' AND event_time >= ? AND event_time < ?",
-            [axis, window.start, window.end],
-        )
+        return self._docs(self._SUPERSEDED, [axis, window.start, window.end])
+
+    def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+        return self._summaries(self._SUPERSEDED, [axis, window.start, window.end])
 
     def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
         """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""

@@ -74,7 +74,7 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         **client_kwargs(settings),
         acks="all",
         enable_idempotence=True,
-        compression_type="gzip",
+        compression_type="zstd",  # level 3, ~8x the speed of aiokafka's gzip (level 9)
         max_request_size=MAX_MESSAGE_BYTES,
         max_batch_size=1024 * 1024,
         linger_ms=5,

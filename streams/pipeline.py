@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,16 +14,13 @@ import httpx
 
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
-from processors.models import AxisSpec, Briefing, ControlCommand, Document, RawFile, Rejection, Trigger
+from processors.ingest import Routed, RouteParams, route_file
+from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
-from processors.routing import (
-    DocumentEvent,
-    rejection_reason_label,
-    route_raw,
-    warning_reason_label,
-)
+from processors.routing import DocumentEvent, rejection_reason_label, warning_reason_label
 from processors.window import window_bounds
+from processors.wire import DocumentRecord, to_record
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
 from sinks.enrichment import Enricher
@@ -35,6 +33,7 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
+LOG_EACH_UP_TO = 20  # a batch of more records logs one line, each document at DEBUG
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
@@ -60,6 +59,16 @@ def make_enricher(settings: Settings, metrics: Metrics) -> Enricher:
             metrics=metrics,
         )
     return Enricher(cache, client, metrics)
+
+
+def route_params(settings: Settings) -> RouteParams:
+    """What the parse stage needs of the settings (sent once to each parse process)."""
+    return RouteParams(
+        axes=tuple(settings.axes),
+        zone=settings.tz,
+        max_bytes=settings.max_bytes,
+        message_limit=MAX_MESSAGE_BYTES - 64 * 1024,  # headroom for the key and the batch header
+    )
 
 
 @dataclass(frozen=True)
@@ -97,139 +106,93 @@ class Pipeline:
         self.enricher = enricher
 
     def route(self, raw: RawFile, raw_offset: int | None = None) -> list[DocumentEvent]:
-        """The events a raw file becomes; a bug in routing turns the file into a rejection, never a crash."""
-        seen_at = self.clock()
-        try:
-            events = route_raw(
-                raw,
-                self.settings.axes,
-                zone=self.settings.tz,
-                max_bytes=self.settings.max_bytes,
-                seen_at=seen_at,
-                raw_offset=raw_offset,
-            )
-        except Exception as exc:
-            log.exception("routing %s failed; recorded as rejected", raw.path, extra=doc_context(raw.path))
-            reason = f"{raw.path}: could not be routed ({exc})"
-            events = self._rejections(raw.path, raw.sha256, seen_at, reason, raw_offset)
-        rejected = next((ev for ev in events if ev.type == "rejection"), None)
-        if rejected is not None:  # one event per axis, one rejection of the file
-            label = rejection_reason_label(rejected.reason or "", rejected.path)
-            if raw.refused:
-                log.info(
-                    "%s was refused by the watcher (%s); listed as rejected",
-                    raw.path,
-                    label,
-                    extra=doc_context(raw.path),
-                )
-            else:  # the watcher counted its own refusals already
-                log.warning(
-                    "rejected %s (%s): %s", raw.path, label, rejected.reason, extra=doc_context(raw.path)
-                )
-                self.metrics.documents_rejected.labels(reason=label).inc()
-        docs = [ev.document for ev in events if ev.document is not None]
-        if docs and docs[0].warnings:
-            for warning in docs[0].warnings:
-                self.metrics.documents_warned.labels(reason=warning_reason_label(warning)).inc()
-            log.warning(
-                "kept %s with warnings: %s",
-                raw.path,
-                "; ".join(docs[0].warnings),
-                extra=doc_context(raw.path),
-            )
-        if not events:
-            log.info("%s matches no configured axis; not stored", raw.path, extra=doc_context(raw.path))
-        return events
+        """The events a raw file becomes (logged and counted as the parse agent does)."""
+        routed = route_file(raw, route_params(self.settings), self.clock(), raw_offset, keep_events=True)
+        self.note(routed)
+        return list(routed.events)
 
-    def _rejections(
-        self, path: str, sha256: str, seen_at: datetime, reason: str, raw_offset: int | None
-    ) -> list[DocumentEvent]:
-        # Every axis lists the window's rejections, and each axis may live on another worker.
-        return [
-            DocumentEvent(
-                type="rejection",
-                path=path,
-                sha256=sha256,
-                seen_at=seen_at,
-                axis=a.name,
-                reason=reason,
-                raw_offset=raw_offset,
+    def note(self, routed: Routed) -> None:
+        """Log and count what routing a raw record found: the parse agent's side of `route_file`."""
+        path, ctx = routed.path, doc_context(routed.path)
+        if routed.unreadable is not None:
+            log.error(
+                "skipped an unreadable record on %s: %s", self.settings.kafka.topic("raw"), routed.unreadable
             )
-            for a in self.settings.axes
-        ]
-
-    def encode(self, events: list[DocumentEvent]) -> list[tuple[bytes, bytes]]:
-        """(key, value) records for `predigest.documents`; a document too big for a message becomes a rejection."""
-        out: list[tuple[bytes, bytes]] = []
-        too_big: DocumentEvent | None = None
-        for ev in events:
-            value = ev.model_dump_json().encode()
-            if len(value) > MAX_MESSAGE_BYTES - 64 * 1024:  # headroom for the key and the batch header
-                too_big = too_big or ev
-                continue
-            out.append((ev.key.encode(), value))
-        if too_big is not None:
-            reason = (
-                f"{too_big.path}: parsed document is over the message limit of {MAX_MESSAGE_BYTES} bytes; "
-                "split the file"
-            )
-            log.warning("rejected %s (limit): %s", too_big.path, reason, extra=doc_context(too_big.path))
+            return
+        if routed.error is not None:
+            log.error("routing %s failed; recorded as rejected\n%s", path, routed.error.rstrip(), extra=ctx)
+        if routed.too_big is not None:
+            log.warning("rejected %s (limit): %s", path, routed.too_big, extra=ctx)
             self.metrics.documents_rejected.labels(reason="limit").inc()
-            rejections = self._rejections(
-                too_big.path, too_big.sha256, too_big.seen_at, reason, too_big.raw_offset
-            )
-            out = [
-                r for r in out if r[0] not in {ev.key.encode() for ev in events if ev.path == too_big.path}
-            ]
-            out.extend((r.key.encode(), r.model_dump_json().encode()) for r in rejections)
-        return out
+        elif routed.rejection is not None:
+            label = rejection_reason_label(routed.rejection, path)
+            if routed.refused:  # the watcher counted its own refusals already
+                log.info("%s was refused by the watcher (%s); listed as rejected", path, label, extra=ctx)
+            else:
+                log.warning("rejected %s (%s): %s", path, label, routed.rejection, extra=ctx)
+                self.metrics.documents_rejected.labels(reason=label).inc()
+        if routed.warnings:
+            for warning in routed.warnings:
+                self.metrics.documents_warned.labels(reason=warning_reason_label(warning)).inc()
+            log.warning("kept %s with warnings: %s", path, "; ".join(routed.warnings), extra=ctx)
+        if not routed.records:
+            log.info("%s matches no configured axis; not stored", path, extra=ctx)
 
     def store(
         self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False
     ) -> bool:
         """Apply one documents record to the state; True if it changed what a briefing sees."""
-        ctx = doc_context(event.path, event.axis, position)
-        if event.type == "document" and event.document is not None and event.axis:
-            with self.metrics.duckdb_write.labels(operation="document").time():
-                stored = self.state.put_document(
-                    event.axis, event.document, raw_offset=event.raw_offset, position=position
-                )
-            if stored:
-                self.metrics.documents_stored.labels(axis=event.axis, kind=event.document.kind).inc()
-                if event.mtime is not None and not replaying:
-                    self.metrics.end_to_end_lag.observe(max(0.0, self.clock().timestamp() - event.mtime))
-                # A replay after a takeover stores thousands: those lines are for debugging only.
-                log.log(
-                    logging.DEBUG if replaying else logging.INFO,
-                    "stored %s for axis %s",
-                    event.path,
-                    event.axis,
-                    extra=ctx,
-                )
-            return stored
-        if event.type == "deletion" and event.axis:
-            with self.metrics.duckdb_write.labels(operation="deletion").time():
-                deleted = self.state.delete_path(
-                    event.axis, event.path, event.seen_at, raw_offset=event.raw_offset, position=position
-                )
-            if deleted:
-                level = logging.DEBUG if replaying else logging.INFO
-                log.log(level, "deleted %s from axis %s", event.path, event.axis, extra=ctx)
-            return deleted
-        if event.type == "rejection":
-            with self.metrics.duckdb_write.labels(operation="rejection").time():
-                self.state.put_rejection(
-                    Rejection(path=event.path, reason=event.reason or "rejected"),
-                    event.sha256,
-                    event.seen_at,
-                    position=position,
-                )
-            return True
-        if position is not None:
-            self.state.mark_applied(position)
-        return False
+        return self.store_batch([(to_record(event), position)], replaying=replaying)[0]
 
-    async def _arxiv_records(self, documents: list[Document]) -> Mapping[str, EnrichedId]:
+    def store_batch(
+        self, items: Sequence[tuple[DocumentRecord, Position | None]], *, replaying: bool = False
+    ) -> list[bool]:
+        """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it."""
+        if not items:
+            return []
+        started = time.perf_counter()
+        changed = self.state.apply_batch(items)
+        took = time.perf_counter() - started
+        self.metrics.duckdb_write.labels(operation="batch").observe(took)
+        now = self.clock().timestamp()
+        # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
+        # per second, so those lines are for debugging only and a batch gets one line of its own.
+        each = logging.INFO if not replaying and len(items) <= LOG_EACH_UP_TO else logging.DEBUG
+        logged = log.isEnabledFor(each)
+        stored = deleted = 0
+        for (record, position), done in zip(items, changed, strict=True):
+            h = record.header
+            if not done or h.type == "rejection":
+                continue
+            if h.type == "document":
+                stored += 1
+                self.metrics.documents_stored.labels(axis=h.axis, kind=h.kind).inc()
+                if h.mtime is not None and not replaying:
+                    self.metrics.end_to_end_lag.observe(max(0.0, now - h.mtime))
+                if logged:
+                    ctx = doc_context(h.path, h.axis, position)
+                    log.log(each, "stored %s for axis %s", h.path, h.axis, extra=ctx)
+            else:
+                deleted += 1
+                if logged:
+                    log.log(
+                        each,
+                        "deleted %s from axis %s",
+                        h.path,
+                        h.axis,
+                        extra=doc_context(h.path, h.axis, position),
+                    )
+        if each == logging.DEBUG and not replaying:
+            log.info(
+                "applied %d documents record(s) in %.0f ms: %d version(s) stored, %d path(s) deleted",
+                len(items),
+                took * 1000,
+                stored,
+                deleted,
+            )
+        return changed
+
+    async def _arxiv_records(self, documents: Sequence[DocumentSummary]) -> Mapping[str, EnrichedId]:
         """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
         ids = list(dict.fromkeys(i for d in documents if d.kind != "living" for i in d.arxiv_ids))
         if self.enricher is None or not ids:
@@ -322,48 +285,61 @@ class Pipeline:
             len(briefing.arxiv),
         )
 
-    async def _assemble(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, list[Document]]:
-        """The briefing of the window ending at the command's end, from the current state."""
+    async def _assemble(
+        self, axis: AxisSpec, command: ControlCommand
+    ) -> tuple[Briefing, list[DocumentSummary]]:
+        """The briefing of the window ending at the command's end, from the current state.
+
+        Two phases: the whole window as summaries (no text), then the few notes the briefing quotes, whole.
+        """
         window = window_bounds(command.end, self.settings.window_length)
-        documents = self.state.window_documents(axis.name, window)
+        documents = self.state.window_summaries(axis.name, window)
         # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
         baseline = self.state.latest_baseline(
             axis.name, window.start, window.start - self.settings.window_length
         )
-        if baseline is not None:
-            documents.append(baseline)
         earlier = self.state.earlier_briefings(axis.name, command.end)
         earlier_ids: set[str] = set()
         for b in earlier:
             earlier_ids |= cited_ids_of(b)
-        baseline_texts = [d.text for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
+        own_baselines = [d.path for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
+        baselines = [*self.state.documents(axis.name, own_baselines), *([baseline] if baseline else [])]
+        if baseline is not None:
+            documents.append(baseline)
         last_d = max(
-            [max_d_number(baseline_texts)] + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
+            [max_d_number(d.text for d in baselines)]
+            + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
         arxiv_records = await self._arxiv_records(documents)
-        # In a thread: a window of large notes takes seconds (about 10 s per MB of text), and the event loop
-        # must keep heartbeating to the consumer group meanwhile, or the worker is evicted mid-briefing.
-        briefing = await asyncio.to_thread(
-            assemble_briefing,
-            axis=axis,
-            trigger=command.trigger,
-            window=window,
-            generated_at=self.clock(),
-            documents=documents,
-            living=self.state.living_document(axis.name),
-            axes=self.settings.axes,
-            other_living={
-                a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
-            },
-            earlier_cited_ids=earlier_ids,
-            superseded=self.state.superseded_documents(axis.name, window),
-            rejected=self.state.rejections(window),
-            increment_range=(self.settings.increment_min, self.settings.increment_max),
-            last_d_number=last_d,
-            zone=self.settings.tz,
-            lang=self.settings.lang,
-            rules=self.settings.rules,
-            arxiv_records=arxiv_records,
-            near_duplicate_threshold=self.settings.near_duplicate_threshold,
-        )
+        loader = self.state.loader(axis.name, {d.path: d.sha256 for d in documents})
+        try:
+            # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
+            # the consumer group meanwhile, or the worker is evicted mid-briefing. The loader reads through a
+            # connection of its own while the window agent goes on writing.
+            briefing = await asyncio.to_thread(
+                assemble_briefing,
+                axis=axis,
+                trigger=command.trigger,
+                window=window,
+                generated_at=self.clock(),
+                documents=documents,
+                living=self.state.living_document(axis.name),
+                axes=self.settings.axes,
+                other_living={
+                    a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
+                },
+                earlier_cited_ids=earlier_ids,
+                superseded=self.state.superseded_summaries(axis.name, window),
+                rejected=self.state.rejections(window),
+                increment_range=(self.settings.increment_min, self.settings.increment_max),
+                last_d_number=last_d,
+                zone=self.settings.tz,
+                lang=self.settings.lang,
+                rules=self.settings.rules,
+                arxiv_records=arxiv_records,
+                near_duplicate_threshold=self.settings.near_duplicate_threshold,
+                load=loader.load,
+            )
+        finally:
+            loader.close()
         return briefing, documents

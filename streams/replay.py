@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from processors.models import Briefing
 from processors.naming import briefing_basename
-from processors.routing import DocumentEvent
+from processors.wire import DocumentRecord, decode
 from sinks.state import Position, StateStore
 from streams import kafka_io
 from streams.logs import doc_context
@@ -26,7 +26,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int, int], None]  # topic, partition, records done, records to do
-Apply = Callable[[Position, bytes | None], None]
+Apply = Callable[[list[tuple[Position, bytes | None]]], None]  # one fetched batch of one partition
 
 
 def _consumer(settings: Settings) -> AIOKafkaConsumer:
@@ -82,12 +82,12 @@ async def _replay(
         while todo:
             batch = await consumer.getmany(*todo, timeout_ms=1000)
             for tp, records in batch.items():
-                for record in records:
-                    if record.offset >= ends[tp]:
-                        break
-                    apply(Position(topic, tp.partition, record.offset), record.value)
-                    done[tp] += 1
-                    count += 1
+                wanted = [
+                    (Position(topic, tp.partition, r.offset), r.value) for r in records if r.offset < ends[tp]
+                ]
+                apply(wanted)
+                done[tp] += len(wanted)
+                count += len(wanted)
                 if progress is not None and tp in todo:
                     progress(topic, tp.partition, done[tp], ends[tp] - todo[tp])
             for tp in list(todo):
@@ -112,16 +112,25 @@ async def replay_documents(
     a replay of what an earlier owner (or a deleted state) held.
     """
 
-    def apply(position: Position, value: bytes | None) -> None:
-        try:
-            event = DocumentEvent.model_validate_json(value or b"")
-        except ValidationError as exc:
-            # The live agent would stop on it as well; skipping keeps every other record of the partition.
-            log.error("%s[%d]@%d is not a document event, skipped: %s", *_where(position), exc)
-            pipeline.state.mark_applied(position)
-            return
-        first_time = new_from is not None and position.offset >= new_from.get(position.partition, 0)
-        pipeline.store(event, position, replaying=not first_time)
+    def apply(batch: list[tuple[Position, bytes | None]]) -> None:
+        items: list[tuple[DocumentRecord, Position]] = []
+        for position, value in batch:
+            try:
+                items.append((decode(value or b""), position))
+            except ValueError as exc:
+                # The live agent skips it as well; skipping keeps every other record of the partition.
+                log.error("%s[%d]@%d is not a documents record, skipped: %s", *_where(position), exc)
+        # Records from the group's committed offset on were never applied by any worker: logged and timed
+        # (end-to-end lag) as the live agent would; the ones below replay what an earlier owner held.
+        for first_time in (False, True):
+            part = [
+                (r, p)
+                for r, p in items
+                if (new_from is not None and p.offset >= new_from.get(p.partition, 0)) == first_time
+            ]
+            pipeline.store_batch(part, replaying=not first_time)
+        if batch:
+            pipeline.state.mark_applied(batch[-1][0])  # a trailing unreadable record is not replayed again
 
     topic = settings.kafka.topic("documents")
     return await _replay(settings, pipeline.state, topic, partitions, apply, progress)
@@ -131,16 +140,19 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
     """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover."""
     topic = settings.kafka.topic("briefings")
 
-    def apply(position: Position, value: bytes | None) -> None:
-        try:
-            briefing = Briefing.model_validate_json(value or b"")
-        except ValidationError as exc:
-            log.error("%s[%d]@%d is not a briefing, skipped: %s", *_where(position), exc)
-            state.mark_applied(position)
-            return
-        basename = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, settings.tz)
-        if state.restore_emission(briefing, basename, position):
-            log.debug("restored emission %s", basename, extra=doc_context(basename, briefing.axis, position))
+    def apply(batch: list[tuple[Position, bytes | None]]) -> None:
+        for position, value in batch:
+            try:
+                briefing = Briefing.model_validate_json(value or b"")
+            except ValidationError as exc:
+                log.error("%s[%d]@%d is not a briefing, skipped: %s", *_where(position), exc)
+                state.mark_applied(position)
+                continue
+            basename = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, settings.tz)
+            if state.restore_emission(briefing, basename, position):
+                log.debug(
+                    "restored emission %s", basename, extra=doc_context(basename, briefing.axis, position)
+                )
 
     partitions = await kafka_io.partition_numbers(settings, topic)
     return await _replay(settings, state, topic, partitions, apply, progress)

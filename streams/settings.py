@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
+    # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
+    batch_records: int = Field(500, ge=1, le=10_000)
+    batch_seconds: float = Field(0.05, gt=0, le=5)
+    # Processes that parse notes beside the worker's event loop (about one per core); 0 parses in the loop.
+    parse_processes: int = Field(2, ge=0, le=32)
 
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")

@@ -61,7 +61,7 @@ async def _lags(
 
 
 def _duplicates(settings: Settings, state: StateStore, axis: str, now: datetime) -> dict[str, int]:
-    docs = state.window_documents(axis, window_bounds(now, settings.window_length))
+    docs = state.window_summaries(axis, window_bounds(now, settings.window_length))
     found = find_duplicates(
         (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs),
         settings.near_duplicate_threshold,

@@ -25,6 +25,7 @@ from sinks.metrics import Metrics
 from streams import kafka_io
 from streams.errors import BrokerUnavailableError
 from streams.logs import doc_context
+from streams.renames import RenameWatch
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 WATCHED = ("inbox", "paper_cards", "work-queue", "living")
 PROBE_TIMEOUT_SECONDS = 10.0
 RENEW_INTERVAL_SECONDS = 1.0
+SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
 
 
 def _ignored(name: str) -> bool:
@@ -51,6 +53,7 @@ class _Pending:
     mtime: float
     since: float
     was_file: bool
+    complete: bool = False  # renamed into place (IN_MOVED_TO) and unchanged since: no quiet period needed
 
 
 class Watcher:
@@ -77,6 +80,7 @@ class Watcher:
         self._pending: dict[str, _Pending] = {}
         self._topic = settings.kafka.topic("raw")
         self.kafka_failed = False  # the last settle stopped on a Kafka error
+        self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
 
     def _rel(self, path: Path) -> str | None:
         try:
@@ -107,14 +111,25 @@ class Watcher:
             return None
         return st.st_size, st.st_mtime
 
-    def mark(self, rel: str, *, since: float | None = None) -> None:
-        """Note that a path changed; it is read once it stops changing."""
+    def mark(self, rel: str, *, since: float | None = None, complete: bool = False) -> None:
+        """Note that a path changed; it is read once it stops changing, or at once if `complete`."""
         now = self._clock()
         seen = self._stat(rel)
         before = self._pending.get(rel)
         was_file = seen is not None or (before is not None and before.was_file)
         size, mtime = seen if seen is not None else (-1, 0.0)
-        self._pending[rel] = _Pending(size, mtime, now if since is None else min(since, now), was_file)
+        if before is not None and before.complete and (before.size, before.mtime) == (size, mtime):
+            return  # watchfiles' own event for the rename: the file is still the complete one
+        self._pending[rel] = _Pending(
+            size, mtime, now if since is None else min(since, now), was_file, complete and seen is not None
+        )
+
+    def moved(self, path: Path) -> None:
+        """A file was renamed into place: a writer finished it, so it is published without a quiet period."""
+        rel = self._rel(path)
+        if rel is not None:
+            self.mark(rel, complete=True)
+            self._wake.set()
 
     def mark_tree(self, rel: str) -> None:
         """A folder appeared, vanished or was renamed: every file under it, and every one known there before."""
@@ -133,7 +148,7 @@ class Watcher:
             if current != (p.size, p.mtime):
                 self._pending[rel] = _Pending(*current, now, p.was_file or current[0] >= 0)
                 continue
-            if not force and now - p.since < self._s.quiet_seconds:
+            if not force and not p.complete and now - p.since < self._s.quiet_seconds:
                 continue
             del self._pending[rel]
             try:
@@ -301,18 +316,30 @@ class Watcher:
         watch_task = asyncio.create_task(self._watch(stop))
         # Its own task: a send blocked on a dead broker must not keep the gauge at 1.
         probe_task = asyncio.create_task(self._probe_every(stop))
+        renames = RenameWatch(self._root, WATCHED, self.moved)
+        renames.start()
         last_rescan = self._clock()
         try:
             while not stop.is_set():
+                self._wake.clear()
                 await self.settle()
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
                     await self.scan()
                     last_rescan = self._clock()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=0.2)
+                await self._pause(stop)
         finally:
+            renames.close()
             watch_task.cancel()
             probe_task.cancel()
+
+    async def _pause(self, stop: asyncio.Event) -> None:
+        """Until the next tick, a file renamed into place, or the stop."""
+        waits = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+        try:
+            await asyncio.wait(waits, timeout=SETTLE_TICK_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
 
     async def _probe_every(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

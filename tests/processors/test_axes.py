@@ -2,6 +2,9 @@ import hashlib
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from processors.axes import assign_axes, keyword_hits
 from processors.documents import parse_document
 from processors.models import AxisSpec, Document, RawFile
@@ -72,3 +75,19 @@ def test_keyword_hits_counts_title_and_text() -> None:
     doc = parse("inbox/a/2026-09-26-x.md", "# KV cache\nkv cache, KV Cache; 推理")
     assert keyword_hits(doc, AXES[0]) == 5
     assert keyword_hits(doc, AXES[1]) == 0
+
+
+ODD = ["İ", "ı", "ſ", "K", "k", "K", "s", "S", "i", "I", "推", "理", "-", " ", "é", "É", "1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*ODD, "kv", "KV cache", "agent", "AGENTS", "推理", "\n"]), max_size=40
+    ).map("".join),
+    keyword=st.sampled_from(["kv", "KV cache", "agent", "推理", "ſerving", "Kelvin", "é", "k8s", "is"]),
+)
+def test_the_fast_keyword_test_finds_what_the_ignorecase_pattern_finds(text: str, keyword: str) -> None:
+    axis = AxisSpec(name="x", keywords=(keyword,))
+    doc = parse("inbox/a/2026-09-26-x.md", f"{text}\n")
+    assert (assign_axes(doc, [axis]) == ["x"]) == (keyword_hits(doc, axis) > 0)

@@ -18,6 +18,7 @@ import pytest
 
 from processors.models import Briefing, RawFile
 from processors.routing import DocumentEvent
+from processors.wire import decode, to_event
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -171,7 +172,7 @@ async def _run(s: Settings, workdir: Path) -> Outcome:
             counts = (_counts(watcher_metrics(s)), _counts(worker_metrics(s)))
         finally:
             stop(watcher)
-    documents = [DocumentEvent.model_validate_json(v) for _, v in await read_topic(s, "documents")]
+    documents = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
     text = "".join(p.read_text(errors="replace") for p in logs)
     return Outcome(briefing, await published(), documents, *counts, text)
 

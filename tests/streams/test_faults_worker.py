@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from aiokafka.errors import KafkaError
 
 from processors.models import RawFile
-from processors.routing import DocumentEvent
+from processors.wire import decode, to_event
 from streams import kafka_io
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
@@ -19,26 +20,32 @@ from tests.streams.fault_support import (
     WRITERS,
     assert_each_path_stored_once,
     committed,
-    metric,
     note_path,
     note_text,
     printed_logs_on_failure,
     sigkill,
     state_rows,
-    worker_metrics,
 )
-from tests.support import async_wait_for, read_topic, running_worker
+from tests.support import read_topic, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 PER_WRITER = 167
 
 
+async def _committed_so_far(s: Settings) -> int:
+    try:
+        return await committed(s, "documents")
+    except KafkaError:  # the group has no coordinator yet
+        return 0
+
+
 async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    # A SIGKILLed worker never leaves its group: the restarted one waits out the session timeout.
-    s = make_settings()
+    # A SIGKILLed worker never leaves its group: the restarted one waits out the session timeout. Small
+    # batches: many commits to kill the worker between, and still work left when it dies.
+    s = make_settings(batch_records=10)
     s = s.model_copy(update={"kafka": s.kafka.model_copy(update={"session_timeout_seconds": 8.0})})
     await kafka_io.ensure_topics(s)
     paths = set()
@@ -53,11 +60,11 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     with printed_logs_on_failure(log):
         worker = spawn_worker(s, tmp_path, name="worker-1")
         try:
-            await async_wait_for(
-                lambda: (metric(worker_metrics(s), "predigest_documents_stored_total") or 0) >= 60,
-                90,
-                "sixty documents stored",
-            )
+            # Killed once it has committed a few batches (commits come every 0.5 s or 1000 acks).
+            deadline = asyncio.get_running_loop().time() + 90
+            while await _committed_so_far(s) < 60:
+                assert asyncio.get_running_loop().time() < deadline, "sixty documents committed: timed out"
+                await asyncio.sleep(0.1)
         finally:
             sigkill(worker)
 
@@ -65,7 +72,7 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     rows = state_rows(s)
     stored = {(r.axis, r.path, r.sha256) for r in rows}
     assert len({r.path for r in rows}) < len(paths), "the worker had finished; the kill tested nothing"
-    docs = [DocumentEvent.model_validate_json(v) for _, v in await read_topic(s, "documents")]
+    docs = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
     done = await committed(s, "documents")
     assert done > 0
     for event in docs[:done]:

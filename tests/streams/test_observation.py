@@ -66,7 +66,7 @@ def test_storing_a_note_observes_end_to_end_lag_and_the_duckdb_write(pipeline: P
     assert value(m, "predigest_end_to_end_lag_seconds_sum") == pytest.approx(42.0)
     assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="30.0") == 0
     assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="60.0") == 1
-    assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="document") == 1
+    assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="batch") == 1
     # A replayed record writes no row, so it is no new end-to-end observation.
     for event in pipeline.route(
         _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime)

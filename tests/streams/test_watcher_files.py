@@ -17,6 +17,7 @@ from sinks.ledger import Ledger
 from sinks.metrics import Metrics
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
+from tests.support import async_wait_for
 
 
 class FakeProducer:
@@ -231,3 +232,36 @@ async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Pat
     assert [r.path for r in fresh.sent] == ["inbox/jay/2026-09-27-a.md"]
     assert ledger.get("inbox/jay/2026-09-27-a.md") is not None
     ledger.close()
+
+
+async def test_a_file_renamed_into_place_goes_at_once_one_written_in_place_waits_to_be_quiet(
+    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+) -> None:
+    watcher, producer, _ledger, _m = parts
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await asyncio.sleep(0.5)  # the startup scan, the inotify watches
+        (root / "inbox/jay/sub").mkdir()  # a folder made later is watched too
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        for rel in ("inbox/jay/2026-09-27-1000-renamed.md", "inbox/jay/sub/2026-09-27-1001-deeper.md"):
+            tmp = root / rel.replace("2026", ".2026", 1)
+            tmp.write_text(f"# {rel}\n", encoding="utf-8")
+            os.replace(tmp, root / rel)
+        (root / "inbox/jay/2026-09-27-1002-in-place.md").write_text("# half", encoding="utf-8")
+        await async_wait_for(lambda: len(producer.sent) >= 2, 5, "the renamed files", interval=0.01)
+        fast = time.monotonic() - started
+        assert sorted(r.path for r in producer.sent) == [
+            "inbox/jay/2026-09-27-1000-renamed.md",
+            "inbox/jay/sub/2026-09-27-1001-deeper.md",
+        ]
+        assert fast < 0.3  # well inside the 0.5 s quiet period
+        await async_wait_for(lambda: len(producer.sent) >= 3, 5, "the file written in place", interval=0.01)
+        assert producer.sent[2].path == "inbox/jay/2026-09-27-1002-in-place.md"
+        assert time.monotonic() - started >= 0.5
+        await asyncio.sleep(0.8)  # watchfiles' own events for the renamed files publish nothing again
+        assert len(producer.sent) == 3
+    finally:
+        stop.set()
+        await task

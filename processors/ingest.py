@@ -1,0 +1,117 @@
+"""The parse stage as one pure function: a raw record's bytes in, documents records out (runs in a worker process)."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from pydantic import ValidationError
+
+from processors.models import AxisSpec, RawFile
+from processors.routing import DocumentEvent, route_raw
+from processors.wire import encode_events
+
+
+@dataclass(frozen=True)
+class RouteParams:
+    """What routing needs besides the record; sent to a worker process once."""
+
+    axes: tuple[AxisSpec, ...]
+    zone: ZoneInfo
+    max_bytes: int
+    message_limit: int  # a record over this is replaced by rejections ("split the file")
+
+
+@dataclass(frozen=True)
+class Routed:
+    """One raw record routed: the documents records, and what the worker logs and counts about it."""
+
+    path: str
+    records: tuple[tuple[bytes, bytes], ...] = ()
+    events: tuple[DocumentEvent, ...] = ()  # only when asked for (tests, the in-process path's callers)
+    unreadable: str | None = None  # the raw record is not a RawFile: skipped
+    error: str | None = None  # routing raised (a bug): the file became a rejection; the traceback
+    rejection: str | None = None  # the reason the file was rejected
+    refused: bool = False  # the watcher refused it (and counted it already)
+    warnings: tuple[str, ...] = ()
+    too_big: str | None = None  # the parsed document was over the message limit: rejected
+    axes: tuple[str, ...] = ()
+
+
+def rejections(
+    path: str, sha256: str, seen_at: datetime, reason: str, raw_offset: int | None, axes: Sequence[AxisSpec]
+) -> list[DocumentEvent]:
+    """One rejection per axis: every axis lists the window's rejections, and each may live on another worker."""
+    return [
+        DocumentEvent(
+            type="rejection",
+            path=path,
+            sha256=sha256,
+            seen_at=seen_at,
+            axis=a.name,
+            reason=reason,
+            raw_offset=raw_offset,
+        )
+        for a in axes
+    ]
+
+
+def route_file(
+    raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None, *, keep_events: bool = False
+) -> Routed:
+    """Parse, fan out and encode one file; a bug in routing turns it into a rejection, never a crash."""
+    error = None
+    try:
+        events = route_raw(
+            raw,
+            params.axes,
+            zone=params.zone,
+            max_bytes=params.max_bytes,
+            seen_at=seen_at,
+            raw_offset=raw_offset,
+        )
+    except Exception as exc:
+        error = traceback.format_exc()
+        reason = f"{raw.path}: could not be routed ({exc})"
+        events = rejections(raw.path, raw.sha256, seen_at, reason, raw_offset, params.axes)
+    doc = next((ev.document for ev in events if ev.document is not None), None)
+    records = encode_events(events)
+    too_big = None
+    if any(len(value) > params.message_limit for _, value in records):
+        too_big = (
+            f"{raw.path}: parsed document is over the message limit of {params.message_limit} bytes; "
+            "split the file"
+        )
+        events = rejections(raw.path, raw.sha256, seen_at, too_big, raw_offset, params.axes)
+        records = encode_events(events)
+    rejected = next((ev for ev in events if ev.type == "rejection"), None)
+    return Routed(
+        path=raw.path,
+        records=tuple(records),
+        events=tuple(events) if keep_events else (),
+        error=error,
+        rejection=None if rejected is None else rejected.reason or "rejected",
+        refused=bool(raw.refused),
+        warnings=doc.warnings if doc is not None else (),
+        too_big=too_big,
+        axes=tuple(ev.axis for ev in events if ev.type == "document" and ev.axis),
+    )
+
+
+def route_value(value: bytes, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
+    """`route_file` of a `predigest.raw` record's bytes."""
+    try:
+        raw = RawFile.model_validate_json(value)
+    except ValidationError as exc:  # never readable, however often it is delivered
+        return Routed(path="", unreadable=str(exc).splitlines()[0])
+    return route_file(raw, params, seen_at, raw_offset)
+
+
+def route_values(
+    values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """`route_value` of each (value, raw offset), in order: one call per chunk of a batch."""
+    return [route_value(v, params, seen_at, offset) for v, offset in values]

@@ -1,0 +1,161 @@
+"""Records of `predigest.documents`, v2: a small JSON header, then the document as the state stores it.
+
+v2 carries the text once (sections as offsets into it) and the parse stage encodes each note once for all
+its axes, so the window stage stores the bytes without decoding them. v1 records (a whole DocumentEvent as
+JSON) stay readable: a rebuild replays whatever the retained topic holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from processors.models import Document, DocumentSummary, Frozen, Kind
+from processors.routing import DocumentEvent
+
+MAGIC = b"predigest.documents/v2"
+_NL = b"\n"
+
+
+class EventHeader(Frozen):
+    """A DocumentEvent without its document; for a document, the two columns the state indexes."""
+
+    type: Literal["document", "deletion", "rejection"]
+    path: str
+    sha256: str
+    seen_at: datetime
+    axis: str | None = None
+    reason: str | None = None
+    mtime: float | None = None
+    raw_offset: int | None = None
+    kind: Kind | None = None
+    event_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document as the state keeps it: its summary and its body (text, sections as offsets), as JSON."""
+
+    summary_json: str
+    body_json: str
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One decoded record: what the window stage applies."""
+
+    header: EventHeader
+    stored: StoredDocument | None = None
+
+
+def _dumps(value: object) -> str:
+    # Compact JSON escapes every newline inside strings, so a record splits on b"\n" safely.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def store_document(doc: Document) -> StoredDocument:
+    """The summary and the body of a document; a section whose text is not a slice of the text is kept whole."""
+    text = doc.text
+    sections: list[list[Any]] = []
+    cursor = 0
+    for s in doc.sections:
+        start = text.find(s.text, cursor)
+        if start < 0:
+            start = text.find(s.text)
+        if start < 0:  # line endings other than \n: splitlines() rewrote them
+            sections.append([s.number, s.heading, s.level, s.text])
+            continue
+        end = start + len(s.text)
+        sections.append([s.number, s.heading, s.level, start, end])
+        cursor = end
+    return StoredDocument(
+        summary_json=doc.summary().model_dump_json(), body_json=_dumps({"text": text, "sections": sections})
+    )
+
+
+def load_summary(summary_json: str) -> DocumentSummary:
+    return DocumentSummary.model_validate_json(summary_json)
+
+
+def load_document(stored: StoredDocument) -> Document:
+    """The whole document back, equal to the one that was stored."""
+    body = json.loads(stored.body_json)
+    text: str = body["text"]
+    sections = [
+        {"number": s[0], "heading": s[1], "level": s[2], "text": s[3] if len(s) == 4 else text[s[3] : s[4]]}
+        for s in body["sections"]
+    ]
+    return Document.model_validate({**json.loads(stored.summary_json), "sections": sections, "text": text})
+
+
+def _header(ev: DocumentEvent) -> EventHeader:
+    doc = ev.document
+    return EventHeader(
+        type=ev.type,
+        path=ev.path,
+        sha256=ev.sha256,
+        seen_at=ev.seen_at,
+        axis=ev.axis,
+        reason=ev.reason,
+        mtime=ev.mtime,
+        raw_offset=ev.raw_offset,
+        kind=doc.kind if doc is not None else None,
+        event_time=doc.event_time if doc is not None else None,
+    )
+
+
+def encode_events(events: Sequence[DocumentEvent]) -> list[tuple[bytes, bytes]]:
+    """(key, value) of each event; a document shared by several axes is encoded once."""
+    bodies: dict[int, bytes] = {}
+    out = []
+    for ev in events:
+        value = MAGIC + _NL + _header(ev).model_dump_json().encode()
+        if ev.type == "document" and ev.document is not None:
+            body = bodies.get(id(ev.document))
+            if body is None:
+                stored = store_document(ev.document)
+                body = bodies[id(ev.document)] = (
+                    _NL + stored.summary_json.encode() + _NL + stored.body_json.encode()
+                )
+            value += body
+        out.append((ev.key.encode(), value))
+    return out
+
+
+def to_record(ev: DocumentEvent) -> DocumentRecord:
+    """The record an event becomes, without the bytes in between."""
+    return DocumentRecord(_header(ev), store_document(ev.document) if ev.document is not None else None)
+
+
+def decode(value: bytes) -> DocumentRecord:
+    """A v2 or v1 record; raises ValueError (pydantic's ValidationError is one) when it is neither."""
+    if value.startswith(b"{"):  # v1: the whole DocumentEvent
+        return to_record(DocumentEvent.model_validate_json(value))
+    parts = value.split(_NL, 3)
+    if parts[0] != MAGIC or len(parts) < 2:
+        raise ValueError(f"not a documents record (starts with {value[:24]!r})")
+    header = EventHeader.model_validate_json(parts[1])
+    if header.type != "document":
+        return DocumentRecord(header)
+    if len(parts) != 4 or header.kind is None or header.event_time is None:
+        raise ValueError(f"document record of {header.path} lacks its body, kind or event time")
+    return DocumentRecord(header, StoredDocument(parts[2].decode(), parts[3].decode()))
+
+
+def to_event(record: DocumentRecord) -> DocumentEvent:
+    """The DocumentEvent a record was made from (the document decoded whole)."""
+    h = record.header
+    return DocumentEvent(
+        type=h.type,
+        path=h.path,
+        sha256=h.sha256,
+        seen_at=h.seen_at,
+        axis=h.axis,
+        document=load_document(record.stored) if record.stored is not None else None,
+        reason=h.reason,
+        mtime=h.mtime,
+        raw_offset=h.raw_offset,
+    )

@@ -1,0 +1,142 @@
+"""`StateStore.apply_batch`: a batch, however it is cut, leaves the state and the outcomes one-by-one would."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from processors.documents import parse_document
+from processors.models import RawFile
+from processors.window import window_bounds
+from processors.wire import DocumentRecord, EventHeader, store_document
+from sinks.state import Position, StateStore
+
+SH = ZoneInfo("Asia/Shanghai")
+AXES = ("inference", "risk")
+PATHS = ("inbox/jay/2026-09-27-1000-a.md", "inbox/tom/2026-09-27-1100-b.md")
+TEXTS = ("# a\nfirst", "# a\nsecond", "# a\nthird")
+NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
+WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+
+
+def _stored(path: str, text: str) -> tuple[str, DocumentRecord]:
+    data = text.encode()
+    sha = hashlib.sha256(data).hexdigest()
+    doc = parse_document(RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=sha), zone=SH)
+    header = EventHeader(
+        type="document",
+        path=path,
+        sha256=sha,
+        seen_at=NOW,
+        raw_offset=None,
+        kind=doc.kind,
+        event_time=doc.event_time,
+    )
+    return sha, DocumentRecord(header, store_document(doc))
+
+
+DOCS = {(p, t): _stored(p, t) for p in PATHS for t in TEXTS}
+
+op = st.tuples(
+    st.sampled_from(["document", "document", "deletion", "rejection", "none"]),
+    st.sampled_from(AXES),
+    st.sampled_from(PATHS),
+    st.sampled_from(TEXTS),
+    st.one_of(st.none(), st.integers(0, 12)),  # raw offset; None: a record from before 0.2
+    st.integers(0, 1),  # documents partition
+    st.booleans(),  # a replay of an earlier offset of that partition
+)
+
+
+def _records(
+    ops: list[tuple[str, str, str, str, int | None, int, bool]],
+) -> list[tuple[DocumentRecord, Position]]:
+    next_offset = [0, 0]
+    out = []
+    for kind, axis, path, text, raw_offset, part, replay in ops:
+        offset = max(0, next_offset[part] - 2) if replay and next_offset[part] else next_offset[part]
+        next_offset[part] = max(next_offset[part], offset + 1)
+        sha, doc = DOCS[(path, text)]
+        if kind == "document":
+            header = doc.header.model_copy(update={"axis": axis, "raw_offset": raw_offset})
+            record = DocumentRecord(header, doc.stored)
+        else:
+            record = DocumentRecord(
+                EventHeader(
+                    type="rejection" if kind == "rejection" else "deletion",
+                    path=path,
+                    sha256=sha,
+                    seen_at=NOW + timedelta(seconds=offset),
+                    axis=None if kind == "none" else axis,
+                    raw_offset=raw_offset,
+                    reason="rejected" if kind == "rejection" else None,
+                )
+            )
+        out.append((record, Position("p.documents", part, offset)))
+    return out
+
+
+def _dump(state: StateStore) -> tuple[object, ...]:
+    db = state._db
+    return (
+        db.execute("SELECT axis, path, sha256, current, raw_offset FROM documents ORDER BY ALL").fetchall(),
+        db.execute("SELECT * FROM contents ORDER BY ALL").fetchall(),
+        db.execute("SELECT * FROM deletions ORDER BY ALL").fetchall(),
+        db.execute("SELECT * FROM rejected ORDER BY ALL").fetchall(),
+        db.execute("SELECT * FROM applied ORDER BY ALL").fetchall(),
+        # The arrival order of versions, which `current` falls back on without raw offsets.
+        db.execute("SELECT axis, path, sha256 FROM documents ORDER BY seq").fetchall(),
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(op, min_size=1, max_size=14), cuts=st.lists(st.integers(1, 14), max_size=6))
+def test_a_batch_applies_as_its_records_would_one_by_one(
+    ops: list[tuple[str, str, str, str, int | None, int, bool]], cuts: list[int]
+) -> None:
+    records = _records(ops)
+    one, batched = StateStore(Path(":memory:")), StateStore(Path(":memory:"))
+    try:
+        expected = [r for item in records for r in one.apply_batch([item])]
+        got: list[bool] = []
+        start = 0
+        for cut in [*sorted(set(cuts)), len(records)]:
+            got += batched.apply_batch(records[start:cut])
+            start = max(start, cut)
+        got += batched.apply_batch(records[start:])
+        assert got == expected
+        assert _dump(batched) == _dump(one)
+        assert [d.text for d in batched.window_documents("inference", WINDOW)] == [
+            d.text for d in one.window_documents("inference", WINDOW)
+        ]
+    finally:
+        one.close()
+        batched.close()
+
+
+def test_one_batch_of_a_version_its_deletion_and_a_restore(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "s.duckdb")
+    sha, doc = DOCS[(PATHS[0], TEXTS[0])]
+    _, doc2 = DOCS[(PATHS[0], TEXTS[1])]
+
+    def at(raw: int) -> DocumentRecord:
+        return DocumentRecord(
+            doc.header.model_copy(update={"axis": "inference", "raw_offset": raw}), doc.stored
+        )
+
+    deletion = DocumentRecord(
+        EventHeader(type="deletion", path=PATHS[0], sha256="", seen_at=NOW, axis="inference", raw_offset=2)
+    )
+    newer = DocumentRecord(doc2.header.model_copy(update={"axis": "inference", "raw_offset": 3}), doc2.stored)
+    positions = [Position("p.documents", 0, i) for i in range(4)]
+    out = state.apply_batch(list(zip([at(1), deletion, at(4), newer], positions, strict=True)))
+    # Stored, deleted, restored with the same bytes (current again), then superseded by an older raw offset.
+    assert out == [True, True, True, False]
+    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [sha]
+    assert state.applied_offset("p.documents", 0) == 3
+    assert state.apply_batch(list(zip([at(9)], positions[:1], strict=True))) == [False]  # a replay

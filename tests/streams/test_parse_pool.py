@@ -1,0 +1,92 @@
+"""The parse pool: worker processes route as the event loop would, and never outlive a SIGKILLed worker."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from processors.models import RawFile
+from streams.parse_pool import ParsePool
+from streams.pipeline import route_params
+from streams.settings import Settings
+
+NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def _value(i: int) -> bytes:
+    data = f"# vLLM 推理 {i}\nKV cache agent GPU\n".encode()
+    path = f"inbox/jay/2026-09-27-1000-n{i}.md"
+    return (
+        RawFile(path=path, content=data, size=len(data), mtime=1.0, sha256=hashlib.sha256(data).hexdigest())
+        .model_dump_json()
+        .encode()
+    )
+
+
+async def test_processes_route_a_batch_as_the_event_loop_does() -> None:
+    params = route_params(Settings())
+    values = [(_value(i), i) for i in range(7)] + [(b"not json", 7)]
+    inline = await ParsePool(params, 0).route(values, NOW)
+    pool = ParsePool(params, 2)
+    try:
+        assert await pool.route(values, NOW) == inline
+    finally:
+        pool.close()
+    assert [r.path for r in inline[:7]] == [f"inbox/jay/2026-09-27-1000-n{i}.md" for i in range(7)]
+    assert all(len(r.records) == 3 for r in inline[:7])  # inference, llm-infra, llm-application
+    assert inline[7].unreadable is not None
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                out.add(int(entry.name))
+    return out
+
+
+def test_parse_processes_exit_when_their_worker_is_killed() -> None:
+    script = (
+        "import asyncio, sys\n"
+        "from datetime import UTC, datetime\n"
+        "from streams.parse_pool import ParsePool\n"
+        "from streams.pipeline import route_params\n"
+        "from streams.settings import Settings\n"
+        "pool = ParsePool(route_params(Settings()), 2)\n"
+        "asyncio.run(pool.route([(b'x', 0), (b'y', 1)], datetime.now(UTC)))\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == b"ready\n"
+        children = _children(worker.pid)
+        assert len(children) >= 2
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{c}").exists() for c in children):
+            time.sleep(0.2)
+        alive = [
+            c
+            for c in children
+            if Path(f"/proc/{c}/stat").exists() and " Z " not in Path(f"/proc/{c}/stat").read_text()
+        ]
+        assert alive == [], "parse processes outlived their worker"
+    finally:
+        if worker.poll() is None:
+            worker.kill()

@@ -1,0 +1,102 @@
+"""The worker's briefing in two phases: summaries of the whole window from the state, then a few notes whole."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.briefing import assemble_briefing, max_d_number
+from processors.models import ControlCommand, Document, RawFile
+from processors.window import window_bounds
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.pipeline import Pipeline
+from streams.settings import KafkaSettings, Settings
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "root"
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Pipeline:
+    s = Settings(
+        root=EXAMPLES,
+        state_dir=tmp_path / "state",
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+    )
+    p = Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: END)
+    for offset, path in enumerate(sorted(EXAMPLES.rglob("*.md"))):
+        data = path.read_bytes()
+        raw = RawFile(
+            path=path.relative_to(EXAMPLES).as_posix(),
+            content=data,
+            size=len(data),
+            mtime=END.timestamp(),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
+        for event in p.route(raw, raw_offset=offset):
+            p.store(event)
+    return p
+
+
+def test_summaries_are_the_documents_without_their_text(pipeline: Pipeline) -> None:
+    window = window_bounds(END, pipeline.settings.window_length)
+    whole = pipeline.state.window_documents("inference", window)
+    assert len(whole) > 3
+    assert pipeline.state.window_summaries("inference", window) == [d.summary() for d in whole]
+    assert pipeline.state.documents("inference", [d.path for d in whole[:2]]) == whole[:2]
+
+
+async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline: Pipeline) -> None:
+    state, s = pipeline.state, pipeline.settings
+    window = window_bounds(END, s.window_length)
+    command = ControlCommand(
+        axis="inference", trigger="close", end=END, requested_at=END, request_id=uuid4().hex
+    )
+    emission = await pipeline.brief(command)
+    assert emission is not None
+    documents = state.window_documents("inference", window)
+    baseline = state.latest_baseline("inference", window.start, window.start - s.window_length)
+    kwargs: dict[str, Any] = {
+        "axis": s.axis("inference"),
+        "trigger": "close",
+        "window": window,
+        "generated_at": END,
+        "documents": [*documents, *([baseline] if baseline else [])],
+        "living": state.living_document("inference"),
+        "axes": s.axes,
+        "other_living": {a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
+        "earlier_cited_ids": set(),
+        "superseded": state.superseded_documents("inference", window),
+        "rejected": state.rejections(window),
+        "zone": s.tz,
+        "lang": s.lang,
+        # What the worker did before: D numbers continue from the whole baselines' texts.
+        "last_d_number": max_d_number(
+            d.text for d in [*documents, *([baseline] if baseline else [])] if d.kind == "baseline"
+        ),
+    }
+    assert emission.briefing == assemble_briefing(**kwargs)
+
+
+async def test_the_loader_reads_the_summarised_versions_from_another_thread(pipeline: Pipeline) -> None:
+    state = pipeline.state
+    window = window_bounds(END, pipeline.settings.window_length)
+    summaries = state.window_summaries("inference", window)
+    loader = state.loader("inference", {d.path: d.sha256 for d in summaries})
+    try:
+        paths: Sequence[str] = [d.path for d in summaries[:3]]
+        got: list[Document] = await asyncio.to_thread(loader.load, [*paths, "inbox/nobody/gone.md"])
+    finally:
+        loader.close()
+    assert [d.summary() for d in got] == summaries[:3]
