@@ -16,7 +16,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from streams.settings import Settings
-from streams.worker_process import PROJECT, dump_settings
+from streams.worker_process import PROJECT, dump_settings, stop_worker
+
+# The worker's own SIGTERM-then-SIGKILL, under the name the harness uses for every process it started.
+stop = stop_worker
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -139,18 +142,6 @@ def spawn(
         stderr=subprocess.STDOUT,
         cwd=PROJECT,
     )
-
-
-def stop(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
-    """SIGTERM, then SIGKILL after `timeout`."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return int(proc.returncode)
 
 
 def wait_log(path: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
