@@ -58,6 +58,7 @@ class AxisSpace:
         self._text_vectors: dict[str, Vector] = {}
         self.keywords: dict[str, tuple[str, ...]] = {}
         self.living_terms: dict[str, dict[str, float]] = {}
+        self._index: dict[str, list[tuple[str, float | None]]] | None = None
         for axis in axes:
             self.keywords[axis.name] = axis_terms(axis.keywords, axis.name)
             if axis.name in living_counts:
@@ -66,23 +67,38 @@ class AxisSpace:
                 total = sum(w for _, w in top) or 1.0
                 self.living_terms[axis.name] = {t: w / total for t, w in top}
 
+    def _profile_index(self) -> dict[str, list[tuple[str, float | None]]]:
+        """Profile term → (axis, living weight, or None for a keyword), one entry per occurrence."""
+        if self._index is None:
+            index: dict[str, list[tuple[str, float | None]]] = {}
+            for name, keyword_terms in self.keywords.items():
+                for t in keyword_terms:
+                    index.setdefault(t, []).append((name, None))
+                for t, w in self.living_terms.get(name, {}).items():
+                    index.setdefault(t, []).append((name, w))
+            self._index = index
+        return self._index
+
     def _profile_scores(self, counts: Mapping[str, int], length: int) -> dict[str, float]:
         norm = K1 * (1 - B + B * (length / self._avg_length if length else 1.0))
-
-        def sat(term: str) -> float:  # BM25's saturation of a term count, in [0, 1)
-            c = counts.get(term, 0)
-            return c / (c + norm) if c else 0.0
-
+        missing = dict.fromkeys(self.keywords, 1.0)
+        coverage = dict.fromkeys(self.keywords, 0.0)
+        index = self._profile_index()
+        # Scored once per note of a window that can hold 100k: only the profile terms the note uses
+        # (a set intersection in C) contribute, each through BM25's saturation of its count, in [0, 1).
+        for t in index.keys() & counts.keys():
+            c = counts[t]
+            sat = c / (c + norm) if c else 0.0
+            for name, weight in index[t]:
+                if weight is None:
+                    # Keywords are alternatives: one used throughout a note is as strong as several used once.
+                    missing[name] *= (1.0 - sat) ** KEYWORD_SOFTNESS
+                else:
+                    coverage[name] += weight * sat
         out: dict[str, float] = {}
-        for name, keyword_terms in self.keywords.items():
-            # Keywords are alternatives: one used throughout a note is as strong as several used once.
-            missing = 1.0
-            for t in keyword_terms:
-                missing *= (1.0 - sat(t)) ** KEYWORD_SOFTNESS
-            living = self.living_terms.get(name, {})
-            coverage = sum(w * sat(t) for t, w in living.items())
-            share = LIVING_SHARE if living else 0.0
-            out[name] = round((1.0 - share) * (1.0 - missing) + share * coverage, 4)
+        for name in self.keywords:
+            share = LIVING_SHARE if self.living_terms.get(name) else 0.0
+            out[name] = round((1.0 - share) * (1.0 - missing[name]) + share * coverage[name], 4)
         return out
 
     def scores(self, doc: DocumentSummary) -> dict[str, float]:

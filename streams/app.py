@@ -52,7 +52,12 @@ def create_app(settings: Settings) -> faust.App:
         producer_linger=0.005,
         producer_max_batch_size=1024 * 1024,
         producer_max_request_size=MAX_MESSAGE_BYTES,
-        consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+        # Per partition and fetch: with a backlog, aiokafka holds a fetch of every assigned partition, so
+        # MAX_MESSAGE_BYTES here was ~200 MiB of prefetched notes. A record larger than this still comes
+        # whole (the broker returns a partition's first batch whatever its size, KIP-74).
+        consumer_max_fetch_size=1024 * 1024,
+        # Faust prefetches up to this many events per agent stream; two batches are enough to keep it busy.
+        stream_buffer_maxsize=max(2 * settings.batch_records, 64),
         consumer_auto_offset_reset="earliest",
         # Acked offsets are committed every 0.5 s or every 1 000 acks, whichever comes first; a batch is
         # acked only once its body returned (see the agents), so a commit never passes unfinished work.
