@@ -220,7 +220,17 @@ def profile_worker(bootstrap: str, root: Path, work: Path, seconds: float) -> di
 
 
 def _extrapolate(results: dict[str, Any], n: int) -> float:
-    """Briefing seconds for n documents from the in-process scaling points (time ∝ n^k)."""
+    """Briefing seconds for n documents: a line through the two largest measured windows (a fixed part for
+    the increments plus a cost per source), else the in-process scaling points (time ∝ n^k)."""
+    measured = sorted(
+        (int(k), r["briefing_s"])
+        for k, r in results["runs"].items()
+        if r.get("complete") and r.get("briefing_s") is not None and int(k) < n
+    )
+    if len(measured) >= 2:
+        (n0, t0), (n1, t1) = measured[-2:]
+        per_doc = max(0.0, (t1 - t0) / (n1 - n0))
+        return round(t1 + per_doc * (n - n1), 1)
     pts = results["briefing_scaling_s"]
     top = max((k for k in pts if k.isdigit()), key=int)
     return round(pts[top] * (n / int(top)) ** pts["exponent"], 1)
