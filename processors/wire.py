@@ -142,7 +142,11 @@ def decode(value: bytes) -> DocumentRecord:
         return DocumentRecord(header)
     if len(parts) != 4 or header.kind is None or header.event_time is None:
         raise ValueError(f"document record of {header.path} lacks its body, kind or event time")
-    return DocumentRecord(header, StoredDocument(parts[2].decode(), parts[3].decode()))
+    summary_json = parts[2].decode()
+    # Every briefing of the axis reads this summary: one no version can read (a newer writer's field, a
+    # damaged record) is refused here, where the agent skips it with an error, not at each briefing.
+    load_summary(summary_json)
+    return DocumentRecord(header, StoredDocument(summary_json, parts[3].decode()))
 
 
 def to_event(record: DocumentRecord) -> DocumentEvent:

@@ -158,6 +158,12 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.records_unreadable = Counter(
+            "predigest_records_unreadable_total",
+            "Kafka records no part of predigest can read (damaged, or written by another version), skipped",
+            ["stage"],
+            registry=r,
+        )
         self.commands_ignored = Counter(
             "predigest_commands_ignored_total",
             "Close/flush commands not answered here: not_owned (partition moved) or misrouted (wrong partition)",

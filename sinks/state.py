@@ -494,7 +494,14 @@ class StateStore:
             )
             .fetchall()
         )
-        return [_document(r[0], r[1], r[2]) for r in rows]
+        out = []
+        for summary_json, body_json, doc_json in rows:
+            try:
+                out.append(_document(summary_json, body_json, doc_json))
+            except ValueError as exc:
+                # A damaged row must not stop every briefing of its axis: leave it out, loudly.
+                log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
+        return out
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
         rows = self._db.execute(

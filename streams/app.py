@@ -144,6 +144,7 @@ def create_app(settings: Settings) -> faust.App:
             return model.model_validate_json(value)
         except ValidationError as exc:  # never readable, however often it is delivered: skip it, loudly
             log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
+            metrics.records_unreadable.labels(stage="control").inc()
             return None
 
     parser = ParsePool(route_params(settings), settings.parse_processes)
@@ -208,6 +209,7 @@ def create_app(settings: Settings) -> faust.App:
                     record = decode(event.value)
                 except ValueError as exc:  # never readable, however often it is delivered: skip it, loudly
                     log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
+                    metrics.records_unreadable.labels(stage="documents").inc()
                     continue
                 items.append((record, Position(msg.topic, msg.partition, msg.offset)))
             what = f"storing {len(items)} record(s) in {settings.state_file}"

@@ -118,6 +118,7 @@ class Pipeline:
             log.error(
                 "skipped an unreadable record on %s: %s", self.settings.kafka.topic("raw"), routed.unreadable
             )
+            self.metrics.records_unreadable.labels(stage="raw").inc()
             return
         if routed.error is not None:
             log.error("routing %s failed; recorded as rejected\n%s", path, routed.error.rstrip(), extra=ctx)

@@ -119,6 +119,7 @@ async def replay_documents(
                 items.append((decode(value or b""), position))
             except ValueError as exc:
                 # The live agent skips it as well; skipping keeps every other record of the partition.
+                # Counted by the live agent, which meets it too (or did, on the earlier owner).
                 log.error("%s[%d]@%d is not a documents record, skipped: %s", *_where(position), exc)
         # Records from the group's committed offset on were never applied by any worker: logged and timed
         # (end-to-end lag) as the live agent would; the ones below replay what an earlier owner held.

@@ -101,3 +101,14 @@ def test_any_text_comes_back_equal(text: str) -> None:
 def test_unreadable_records_raise_value_error(value: bytes) -> None:
     with pytest.raises(ValueError):
         decode(value)
+
+
+def test_a_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
+    # Every briefing of the axis would fail on it; refused here, the agent skips it with an error instead.
+    (_, value), *_ = encode_events(
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM serving.\n"))
+    )
+    magic, header, summary, body = value.split(b"\n", 3)
+    assert decode(value).stored is not None
+    with pytest.raises(ValueError):
+        decode(b"\n".join([magic, header, summary[:-1] + b',"from_the_future":1}', body]))

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from processors.wire import MAGIC
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -32,6 +33,21 @@ NOTES = {
     "inbox/tom/spec-decoding.md": "# Speculative decoding\n\nvLLM inference serving, arXiv:2607.20468.\n",
 }
 BINARY = "inbox/jay/broken.md"
+HEADER = b'{"type":"document","path":"inbox/x.md","sha256":"s","seen_at":"2026-09-27T00:00:00Z","axis":"inference",'
+UNREADABLE = [  # on the documents topic: damaged, and a summary with a field no version of ours knows
+    b"garbage",
+    MAGIC + b"\n" + HEADER + b'"kind":"note","event_time":"2026-09-27T00:00:00Z"}\n{"from_the_future":1}\n{}',
+]
+
+
+async def send_unreadable(s: Settings) -> None:
+    producer = kafka_io.make_producer(s)
+    await producer.start()
+    try:
+        for value in UNREADABLE:
+            await producer.send_and_wait(s.kafka.topic("documents"), value, key=b"inference")
+    finally:
+        await producer.stop()
 
 
 def sample(body: str, name: str, **labels: str) -> float | None:
@@ -83,6 +99,7 @@ def watcher_url(s: Settings) -> str:
 async def ingested_and_flushed(s: Settings, workdir: Path) -> AsyncIterator[datetime]:
     """A worker and a watcher on the session broker; two notes and a binary file ingested, one flush."""
     await kafka_io.ensure_topics(s)
+    await send_unreadable(s)
     with running_worker(s, workdir):
         stop = asyncio.Event()
         watcher = asyncio.create_task(publish_root(s, follow=True, stop=stop))
@@ -134,6 +151,8 @@ async def test_the_worker_and_watcher_metrics_pass_promtool_and_tell_what_happen
     assert sample(w, "predigest_briefings_emitted_total", axis="inference", trigger="flush") == 1
     assert sample(w, "predigest_briefings_emitted_total", axis="risk", trigger="close") == 0
     assert sample(w, "predigest_documents_rejected_total", reason="binary") == 1
+    # Skipped with an error and counted; the notes after them were stored all the same.
+    assert sample(w, "predigest_records_unreadable_total", stage="documents") == 2
     assert sample(w, "predigest_end_to_end_lag_seconds_count") == 2
     assert (sample(w, "predigest_duckdb_write_duration_seconds_count", operation="batch") or 0) >= 1
     assert (sample(w, "predigest_last_briefing_timestamp_seconds", axis="inference") or 0) > 0
