@@ -311,6 +311,12 @@ class Pipeline:
             [max_d_number(d.text for d in baselines)]
             + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
         )
+        # Everything read from the state before the await below: the window agent may store a new version of a
+        # note meanwhile, which would then show as both a source and superseded.
+        living = self.state.living_document(axis.name)
+        other_living = {a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis}
+        superseded = self.state.superseded_summaries(axis.name, window)
+        rejected = self.state.rejections(window)
         arxiv_records = await self._arxiv_records(documents)
         loader = self.state.loader(axis.name, {d.path: d.sha256 for d in documents})
         try:
@@ -324,14 +330,12 @@ class Pipeline:
                 window=window,
                 generated_at=self.clock(),
                 documents=documents,
-                living=self.state.living_document(axis.name),
+                living=living,
                 axes=self.settings.axes,
-                other_living={
-                    a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
-                },
+                other_living=other_living,
                 earlier_cited_ids=earlier_ids,
-                superseded=self.state.superseded_summaries(axis.name, window),
-                rejected=self.state.rejections(window),
+                superseded=superseded,
+                rejected=rejected,
                 increment_range=(self.settings.increment_min, self.settings.increment_max),
                 last_d_number=last_d,
                 zone=self.settings.tz,
