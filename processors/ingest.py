@@ -110,6 +110,19 @@ def route_value(value: bytes, params: RouteParams, seen_at: datetime, raw_offset
     return route_file(raw, params, seen_at, raw_offset)
 
 
+def refuse_value(
+    value: bytes, params: RouteParams, seen_at: datetime, raw_offset: int | None, why: str
+) -> Routed:
+    """A raw record the parser could not finish (its process died or hung on it), as a rejection."""
+    try:
+        raw = RawFile.model_validate_json(value)
+    except ValidationError as exc:
+        return Routed(path="", unreadable=str(exc).splitlines()[0])
+    reason = f"{raw.path}: could not be routed ({why})"
+    events = rejections(raw.path, raw.sha256, seen_at, reason, raw_offset, params.axes)
+    return Routed(path=raw.path, records=tuple(encode_events(events)), error=why, rejection=reason)
+
+
 def route_values(
     values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
 ) -> list[Routed]:

@@ -12,18 +12,25 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 
-from processors.ingest import Routed, RouteParams, route_value, route_values
+from processors.ingest import Routed, RouteParams, refuse_value, route_value, route_values
 
 log = logging.getLogger(__name__)
 
 ORPHAN_CHECK_SECONDS = 1.0
 CHUNKS_PER_PROCESS = 4
 CHUNK_MIN = 8
+NOTE_SECONDS = 30.0  # a 4 MiB note parses in a few seconds: a process this late on one note is stuck
+BATCH_NOTE_SECONDS = 1.0  # and ~7 ms is usual: a batch gets this much more per note and process
+Route = Callable[[Sequence[tuple[bytes, int | None]], RouteParams, datetime], list[Routed]]
+
+
+def _what(exc: BaseException) -> str:
+    return "hung" if isinstance(exc, TimeoutError) else "died"
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -40,9 +47,17 @@ def _exit_with_parent(parent: int) -> None:
 class ParsePool:
     """`processes` worker processes (spawned: the worker's threads and DuckDB must not be forked); 0 parses inline."""
 
-    def __init__(self, params: RouteParams, processes: int) -> None:
+    def __init__(
+        self,
+        params: RouteParams,
+        processes: int,
+        note_seconds: float = NOTE_SECONDS,
+        route: Route = route_values,  # the function the processes run; tests inject one that crashes
+    ) -> None:
         self._params = params
         self._processes = processes
+        self._note_seconds = note_seconds
+        self._route = route
         self._pool: ProcessPoolExecutor | None = None
 
     def _executor(self) -> ProcessPoolExecutor:
@@ -80,17 +95,45 @@ class ParsePool:
         loop = asyncio.get_running_loop()
         pool = self._executor()
         try:
-            parts = await asyncio.gather(
-                *(loop.run_in_executor(pool, route_values, c, self._params, seen_at) for c in chunks)
-            )
-        except BrokenProcessPool:
-            # A worker process died (OOM, a signal): the next attempt starts a fresh pool.
-            log.warning("a parse process died; starting a new pool")
-            self.close()
-            raise
+            async with asyncio.timeout(self._timeout(len(values))):
+                parts = await asyncio.gather(
+                    *(loop.run_in_executor(pool, self._route, c, self._params, seen_at) for c in chunks)
+                )
+        except (BrokenProcessPool, TimeoutError) as exc:
+            # A process died (OOM, a signal) or hung: find the note that does it, so that it alone is lost.
+            log.warning("a parse process %s; parsing the batch note by note", _what(exc))
+            self.close(kill=True)
+            return await self._one_by_one(values, seen_at)
         return [r for part in parts for r in part]
 
-    def close(self) -> None:
+    def _timeout(self, notes: int) -> float:
+        return self._note_seconds + BATCH_NOTE_SECONDS * (notes - 1) / max(self._processes, 1)
+
+    async def _one_by_one(
+        self, values: Sequence[tuple[bytes, int | None]], seen_at: datetime
+    ) -> list[Routed]:
+        loop = asyncio.get_running_loop()
+        out = []
+        for value, offset in values:
+            try:
+                async with asyncio.timeout(self._timeout(1)):
+                    part = await loop.run_in_executor(
+                        self._executor(), self._route, [(value, offset)], self._params, seen_at
+                    )
+                out.append(part[0])
+            except (BrokenProcessPool, TimeoutError) as exc:
+                log.error("a parse process %s on one note; it is rejected", _what(exc))
+                self.close(kill=True)
+                out.append(
+                    refuse_value(value, self._params, seen_at, offset, f"its parse process {_what(exc)}")
+                )
+        return out
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the processes; with kill, also one still busy (hung) instead of letting it finish."""
         pool, self._pool = self._pool, None
         if pool is not None:
+            if kill:
+                for process in list(pool._processes.values()):  # no public way before Python 3.14
+                    process.kill()
             pool.shutdown(wait=False, cancel_futures=True)

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from processors.ingest import Routed, RouteParams, route_values
 from processors.models import RawFile
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
@@ -42,6 +44,45 @@ async def test_processes_route_a_batch_as_the_event_loop_does() -> None:
     assert [r.path for r in inline[:7]] == [f"inbox/jay/2026-09-27-1000-n{i}.md" for i in range(7)]
     assert all(len(r.records) == 3 for r in inline[:7])  # inference, llm-infra, llm-application
     assert inline[7].unreadable is not None
+
+
+POISON = 3  # the note a broken parser dies or hangs on
+
+
+def _dies_on_poison(
+    values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    if any(offset == POISON for _, offset in values):
+        os._exit(1)  # as an OOM kill would
+    return route_values(values, params, seen_at)
+
+
+def _hangs_on_poison(
+    values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    if any(offset == POISON for _, offset in values):
+        time.sleep(3600)
+    return route_values(values, params, seen_at)
+
+
+async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_rest_of_the_batch_parsed() -> (
+    None
+):
+    params = route_params(Settings())
+    values = [(_value(i), i) for i in range(6)]
+    for broken in (_dies_on_poison, _hangs_on_poison):
+        pool = ParsePool(params, 2, note_seconds=3.0, route=broken)
+        try:
+            routed = await pool.route(values, NOW)
+        finally:
+            pool.close(kill=True)
+        assert [r.path for r in routed] == [f"inbox/jay/2026-09-27-1000-n{i}.md" for i in range(6)]
+        poisoned = routed[POISON]
+        assert (
+            poisoned.rejection is not None and "could not be routed (its parse process" in poisoned.rejection
+        )
+        assert len(poisoned.records) == len(params.axes)  # one rejection per axis, as for any bad file
+        assert all(len(r.records) == 3 and r.rejection is None for i, r in enumerate(routed) if i != POISON)
 
 
 def _children(pid: int) -> set[int]:
