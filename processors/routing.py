@@ -6,7 +6,7 @@ import codecs
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
@@ -38,20 +38,29 @@ _WARNING_LABELS = (
 )
 
 
-class DocumentEvent(Frozen):
-    """What `predigest.documents` carries, keyed by axis: one axis's view of one raw record."""
+class EventFields(Frozen):
+    """What every documents record says besides its document (DocumentEvent, and v2's EventHeader)."""
 
     type: Literal["document", "deletion", "rejection"]
     path: str
     sha256: str
     seen_at: datetime
     axis: str | None = None
-    document: Document | None = None
     reason: str | None = None
     mtime: float | None = None  # the file's mtime, for the end-to-end lag metric
     # Offset of the raw record on `predigest.raw`. Raw is keyed by path, so this orders the versions of
     # one path totally (content cannot: a file can be restored to earlier bytes). None: from before 0.2.
     raw_offset: int | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The shared fields' values, to build the other kind of event from."""
+        return {name: getattr(self, name) for name in EventFields.model_fields}
+
+
+class DocumentEvent(EventFields):
+    """What `predigest.documents` carries, keyed by axis: one axis's view of one raw record."""
+
+    document: Document | None = None
 
     @property
     def key(self) -> str:

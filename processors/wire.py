@@ -11,26 +11,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from processors.models import Document, DocumentSummary, Frozen, Kind
-from processors.routing import DocumentEvent
+from processors.models import Document, DocumentSummary, Kind
+from processors.routing import DocumentEvent, EventFields
 
 MAGIC = b"predigest.documents/v2"
 _NL = b"\n"
 
 
-class EventHeader(Frozen):
+class EventHeader(EventFields):
     """A DocumentEvent without its document; for a document, the two columns the state indexes."""
 
-    type: Literal["document", "deletion", "rejection"]
-    path: str
-    sha256: str
-    seen_at: datetime
-    axis: str | None = None
-    reason: str | None = None
-    mtime: float | None = None
-    raw_offset: int | None = None
     kind: Kind | None = None
     event_time: datetime | None = None
 
@@ -93,15 +85,8 @@ def load_document(stored: StoredDocument) -> Document:
 
 def _header(ev: DocumentEvent) -> EventHeader:
     doc = ev.document
-    return EventHeader(
-        type=ev.type,
-        path=ev.path,
-        sha256=ev.sha256,
-        seen_at=ev.seen_at,
-        axis=ev.axis,
-        reason=ev.reason,
-        mtime=ev.mtime,
-        raw_offset=ev.raw_offset,
+    return EventHeader.model_construct(
+        **ev.fields(),
         kind=doc.kind if doc is not None else None,
         event_time=doc.event_time if doc is not None else None,
     )
@@ -151,15 +136,5 @@ def decode(value: bytes) -> DocumentRecord:
 
 def to_event(record: DocumentRecord) -> DocumentEvent:
     """The DocumentEvent a record was made from (the document decoded whole)."""
-    h = record.header
-    return DocumentEvent(
-        type=h.type,
-        path=h.path,
-        sha256=h.sha256,
-        seen_at=h.seen_at,
-        axis=h.axis,
-        document=load_document(record.stored) if record.stored is not None else None,
-        reason=h.reason,
-        mtime=h.mtime,
-        raw_offset=h.raw_offset,
-    )
+    document = load_document(record.stored) if record.stored is not None else None
+    return DocumentEvent.model_construct(**record.header.fields(), document=document)
