@@ -68,14 +68,22 @@ def strip_version(arxiv_id: str) -> str:
     return re.sub(r"v\d+$", "", text)
 
 
+_CACHED_UP_TO = 4096  # characters: sections and lines, not whole notes
+
+
 def extract_arxiv_ids(text: str) -> list[str]:
     """Every valid arXiv id in `text`, without version, unique, in order of first appearance."""
-    return list(_extract(text))
+    # A briefing asks about the same sections and lines from several angles; the answer never changes. Whole
+    # notes are not cached: the cache would keep 8 192 of them alive (~200 MiB in each parse process).
+    return list(_extract_cached(text) if len(text) <= _CACHED_UP_TO else _extract(text))
 
 
 @lru_cache(maxsize=8192)
+def _extract_cached(text: str) -> tuple[str, ...]:
+    return _extract(text)
+
+
 def _extract(text: str) -> tuple[str, ...]:
-    # A briefing asks about the same sections and lines from several angles; the answer never changes.
     found: list[tuple[int, str]] = []
     for m in _NEW_RE.finditer(text):
         if _new_style_ok(m.group(1), m.group(2)):

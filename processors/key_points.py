@@ -57,12 +57,22 @@ def has_figure(text: str) -> bool:
 
 def key_points(texts: Iterable[str], limit: int = 6) -> list[str]:
     """A section's opening sentence, its bullets and its sentences with figures, in document order."""
-    return list(_key_points(tuple(texts), limit))
+    key = tuple(texts)
+    # Ranking, substance checks and building all ask for the same sections' points; the cache outlives the
+    # briefing, so it keeps section-sized texts only.
+    cached = sum(map(len, key)) <= _CACHED_UP_TO
+    return list(_key_points_cached(key, limit) if cached else _key_points(key, limit))
+
+
+_CACHED_UP_TO = 8192  # characters
 
 
 @lru_cache(maxsize=4096)
+def _key_points_cached(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    return _key_points(texts, limit)
+
+
 def _key_points(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
-    # Ranking, substance checks and building all ask for the same sections' points.
     out: list[str] = []
 
     def add(point: str) -> None:

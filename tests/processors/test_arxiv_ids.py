@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from processors import arxiv_ids
 from processors.arxiv_ids import (
     arxiv_id_from_card_name,
     arxiv_urls,
@@ -125,3 +126,13 @@ def test_real_living_readme() -> None:
     assert len(ids) == len(set(ids))
     assert all(is_valid_arxiv_id(i) for i in ids)
     assert ids[0] == "2407.18003"
+
+
+def test_whole_notes_are_not_kept_alive_by_the_id_cache() -> None:
+    # The parse processes see every note once: caching whole notes grew each of them by ~20 KiB per note.
+    before = arxiv_ids._extract_cached.cache_info().currsize
+    note = "推理 " * 3000 + " arXiv:2609.23130"
+    assert extract_arxiv_ids(note) == ["2609.23130"]
+    assert arxiv_ids._extract_cached.cache_info().currsize == before
+    assert extract_arxiv_ids("a section only this test writes: arXiv:2609.23130v2") == ["2609.23130"]
+    assert arxiv_ids._extract_cached.cache_info().currsize == before + 1
