@@ -22,14 +22,18 @@ class _Trusted(str):
 
 
 _SPACE = re.compile(r"\s+")
+# What esc changes: `<`, `>`, `&`, `|`, any whitespace but a lone space. Most cells have none of it.
+_TO_ESCAPE = re.compile(r"[<>&|]|[^\S ]|  ")
 
 
 def esc(value: Any) -> str:
     """Escape a value for Markdown tables and HTML: `|`, newlines (to one space), `<`, `>`, `&`."""
     if isinstance(value, _Trusted):
         return str(value)
-    flat = _SPACE.sub(" ", str(value)) if value is not None else ""
-    return html.escape(flat, quote=False).replace("|", "\\|")
+    text = str(value) if value is not None else ""
+    if _TO_ESCAPE.search(text) is None:
+        return text
+    return html.escape(_SPACE.sub(" ", text), quote=False).replace("|", "\\|")
 
 
 _ENV = jinja2.Environment(

@@ -1,8 +1,12 @@
 """The Markdown a reader gets: the example's sections in order, both languages, nothing injectable."""
 
+import html
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from processors.render_markdown import esc, render_markdown
 from tests.processors.notes import SH, brief, example_documents, note
@@ -75,3 +79,13 @@ def test_an_empty_window_says_so_and_keeps_every_section() -> None:
     text = render_markdown(brief([]), zone=SH)
     assert "本窗口没有任何来源" in text
     assert _positions(text, ZH_HEADINGS) == sorted(_positions(text, ZH_HEADINGS))
+
+
+@given(
+    st.text(alphabet=st.sampled_from(list("ab |<>&\n\t\r\u3000\xa0\u2028推")), max_size=40)
+    | st.text(max_size=40)
+)
+def test_escaping_skips_only_cells_it_would_not_change(text: str) -> None:
+    # esc returns plain cells as they are; what it returns must be what the full escaping gives.
+    full = html.escape(re.sub(r"\s+", " ", text), quote=False).replace("|", "\\|")
+    assert esc(text) == full
