@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from processors.models import AxisSpec, RawFile
-from processors.routing import DocumentEvent, route_raw
+from processors.routing import DocumentEvent, route_raw, to_every_axis
 from processors.wire import encode_events
 
 
@@ -41,24 +41,6 @@ class Routed:
     axes: tuple[str, ...] = ()
 
 
-def rejections(
-    path: str, sha256: str, seen_at: datetime, reason: str, raw_offset: int | None, axes: Sequence[AxisSpec]
-) -> list[DocumentEvent]:
-    """One rejection per axis: every axis lists the window's rejections, and each may live on another worker."""
-    return [
-        DocumentEvent(
-            type="rejection",
-            path=path,
-            sha256=sha256,
-            seen_at=seen_at,
-            axis=a.name,
-            reason=reason,
-            raw_offset=raw_offset,
-        )
-        for a in axes
-    ]
-
-
 def route_file(
     raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None, *, keep_events: bool = False
 ) -> Routed:
@@ -76,7 +58,7 @@ def route_file(
     except Exception as exc:
         error = traceback.format_exc()
         reason = f"{raw.path}: could not be routed ({exc})"
-        events = rejections(raw.path, raw.sha256, seen_at, reason, raw_offset, params.axes)
+        events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=reason)
     doc = next((ev.document for ev in events if ev.document is not None), None)
     records = encode_events(events)
     too_big = None
@@ -85,7 +67,7 @@ def route_file(
             f"{raw.path}: parsed document is over the message limit of {params.message_limit} bytes; "
             "split the file"
         )
-        events = rejections(raw.path, raw.sha256, seen_at, too_big, raw_offset, params.axes)
+        events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=too_big)
         records = encode_events(events)
     rejected = next((ev for ev in events if ev.type == "rejection"), None)
     return Routed(
@@ -119,7 +101,7 @@ def refuse_value(
     except ValidationError as exc:
         return Routed(path="", unreadable=str(exc).splitlines()[0])
     reason = f"{raw.path}: could not be routed ({why})"
-    events = rejections(raw.path, raw.sha256, seen_at, reason, raw_offset, params.axes)
+    events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=reason)
     return Routed(path=raw.path, records=tuple(encode_events(events)), error=why, rejection=reason)
 
 

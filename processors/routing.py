@@ -73,6 +73,30 @@ def keyword_terms(axes: tuple[AxisSpec, ...]) -> frozenset[str]:
     return frozenset(t for a in axes for t in axis_terms(a.keywords, a.name))
 
 
+def to_every_axis(
+    type: Literal["deletion", "rejection"],
+    raw: RawFile,
+    seen_at: datetime,
+    axes: Sequence[AxisSpec],
+    raw_offset: int | None,
+    reason: str | None = None,
+) -> list[DocumentEvent]:
+    """One event per axis: every briefing lists the window's deletions and rejections, and each axis's
+    window may live on another worker."""
+    return [
+        DocumentEvent(
+            type=type,
+            path=raw.path,
+            sha256=raw.sha256,
+            seen_at=seen_at,
+            axis=a.name,
+            reason=reason,
+            raw_offset=raw_offset,
+        )
+        for a in axes
+    ]
+
+
 def route_raw(
     raw: RawFile,
     axes: Sequence[AxisSpec],
@@ -84,36 +108,14 @@ def route_raw(
 ) -> list[DocumentEvent]:
     """Parse a raw file and fan it out to its axes; deletions and rejections go to every axis."""
     if raw.deleted:
-        return [
-            DocumentEvent(
-                type="deletion",
-                path=raw.path,
-                sha256=raw.sha256,
-                seen_at=seen_at,
-                axis=a.name,
-                raw_offset=raw_offset,
-            )
-            for a in axes
-        ]
+        return to_every_axis("deletion", raw, seen_at, axes, raw_offset)
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
         if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
             # Usually a note caught between create and first write; its next version is stored as usual.
             raise ParseError(f"{raw.path}: file is empty; nothing to brief")
     except ParseError as exc:
-        # Every briefing lists the window's rejections, and each axis's window may live on another worker.
-        return [
-            DocumentEvent(
-                type="rejection",
-                path=raw.path,
-                sha256=raw.sha256,
-                seen_at=seen_at,
-                axis=a.name,
-                reason=str(exc),
-                raw_offset=raw_offset,
-            )
-            for a in axes
-        ]
+        return to_every_axis("rejection", raw, seen_at, axes, raw_offset, reason=str(exc))
     return [
         DocumentEvent(
             type="document",
