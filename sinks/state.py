@@ -202,89 +202,62 @@ class _Plan:
         """The planned rows, a handful of set-based statements whatever the batch size."""
         current = {k: self.current_sha(k) for k in self.touched}
         if self.moved:
-            moved = list(self.moved)
             db.execute(
                 "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
                 "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
                 "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
-                [
-                    [k[0] for k in moved],
-                    [k[1] for k in moved],
-                    [k[2] for k in moved],
-                    list(self.moved.values()),
-                ],
+                _columns([(*k, offset) for k, offset in self.moved.items()]),
             )
         old = [k for k in self.touched if k in self.existing]
         if old:
             db.execute(
                 "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
                 "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
-                [[k[0] for k in old], [k[1] for k in old], [current[k] for k in old]],
+                _columns([(*k, current[k]) for k in old]),
             )
         if self.new_rows:
-            cols: list[list[object]] = [[] for _ in range(8)]
+            rows = []
             contents: dict[tuple[str, str], StoredDocument] = {}
             for (axis, path, sha), (h, stored) in self.new_rows.items():
                 v = self.versions[(axis, path)][sha]
-                row = (
-                    axis,
-                    path,
-                    sha,
-                    v.seq,
-                    h.event_time,
-                    h.kind,
-                    current[(axis, path)] == sha,
-                    v.raw_offset,
-                )
-                for col, value in zip(cols, row, strict=True):
-                    col.append(value)
+                current_now = current[(axis, path)] == sha
+                rows.append((axis, path, sha, v.seq, h.event_time, h.kind, current_now, v.raw_offset))
                 contents.setdefault((path, sha), stored)
             db.execute(
                 "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
                 "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
                 "unnest($7), unnest($8)",
-                cols,
+                _columns(rows),
             )
             db.execute(
                 "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-                [
-                    [k[0] for k in contents],
-                    [k[1] for k in contents],
-                    [c.summary_json for c in contents.values()],
-                    [c.body_json for c in contents.values()],
-                ],
+                _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
             )
         if self.deletions_changed:
             keys = list(self.deletions_changed)
             db.execute(
                 "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
                 "WHERE deletions.axis = k.axis AND deletions.path = k.path",
-                [[k[0] for k in keys], [k[1] for k in keys]],
+                _columns(keys),
             )
-            kept = [k for k in keys if k in self.deletions]
+            kept = [(*k, *self.deletions[k]) for k in keys if k in self.deletions]
             if kept:
                 db.execute(
                     "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), "
                     "unnest($4::BIGINT[])",
-                    [
-                        [k[0] for k in kept],
-                        [k[1] for k in kept],
-                        [self.deletions[k][0] for k in kept],
-                        [self.deletions[k][1] for k in kept],
-                    ],
+                    _columns(kept),
                 )
         if self.rejected:
-            keys2 = list(self.rejected)
             db.execute(
                 "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
                 "unnest($4::TIMESTAMPTZ[])",
-                [
-                    [k[0] for k in keys2],
-                    [k[1] for k in keys2],
-                    [self.rejected[k][0] for k in keys2],
-                    [self.rejected[k][1] for k in keys2],
-                ],
+                _columns([(*k, *v) for k, v in self.rejected.items()]),
             )
+
+
+def _columns(rows: Sequence[tuple[object, ...]]) -> list[list[object]]:
+    """Rows (at least one) as the columns an `unnest($1), unnest($2) …` statement takes."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 @dataclass(frozen=True)
