@@ -21,7 +21,7 @@ from processors.models import Briefing
 from streams import kafka_io
 from streams.control import send_command
 from streams.settings import KafkaSettings, Settings
-from streams.worker_process import PROJECT, dump_settings
+from streams.worker_process import PROJECT, dump_settings, spawn_cli, stop_process
 from tests.support import free_port
 
 AXIS = "inference"  # every generated note is about inference, so its window holds all N
@@ -76,22 +76,7 @@ def ingest(settings: Settings, workdir: Path, cap_s: float, rss: procs.RssWatch)
     """Start the backfill (a process of its own) and poll the worker group's lag until it reaches zero."""
     log = workdir / "backfill.log"
     t0 = time.monotonic()
-    cfg = dump_settings(settings, workdir / "backfill-settings.json")
-    bf = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streams.cli",
-            "--settings-json",
-            str(cfg),
-            "backfill",
-            "--root",
-            str(settings.root),
-        ],
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        cwd=PROJECT,
-    )
+    bf = spawn_cli(settings, workdir, "backfill", "backfill", "--root", str(settings.root))
     rss.watch("backfill", bf.pid)
     backfill_s: float | None = None
     done_s = None
@@ -116,7 +101,7 @@ def ingest(settings: Settings, workdir: Path, cap_s: float, rss: procs.RssWatch)
             zero_since = None
     elapsed = time.monotonic() - t0
     if bf.poll() is None:
-        procs.stop(bf)
+        stop_process(bf)
     m = re.search(r"published \(([\d.]+) MB, (\d+) files/s\)", log.read_text(errors="replace"))
     raw_lag, _ = asyncio.run(_lags(settings))
     parsed = asyncio.run(_records(settings, "raw")) - raw_lag
@@ -169,7 +154,7 @@ def briefing_in_process(settings: Settings, workdir: Path, timeout: float) -> di
         peak = max(peak, procs.peak_rss_mib(proc.pid))
         time.sleep(0.2)
     if proc.poll() is None:
-        procs.stop(proc, timeout=5)
+        stop_process(proc, timeout=5)
         return {"briefing_s": None, "briefing_rss_mib": round(peak, 1)}
     out = json.loads((proc.stdout.read() if proc.stdout else b"{}") or b"{}")
     return {**out, "briefing_rss_mib": round(peak, 1)}

@@ -16,10 +16,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from streams.settings import Settings
-from streams.worker_process import PROJECT, dump_settings, stop_worker
-
-# The worker's own SIGTERM-then-SIGKILL, under the name the harness uses for every process it started.
-stop = stop_worker
+from streams.worker_process import PROJECT, spawn_cli
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -131,17 +128,8 @@ def spawn(
     settings: Settings, workdir: Path, name: str, *command: str, profile: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """`predigest <command>` with these settings, optionally under pyinstrument (a session file); log to <name>.log."""
-    cfg = dump_settings(settings, workdir / f"{name}-settings.json")
-    prefix = [sys.executable]
-    if profile is not None:
-        prefix += ["-m", "pyinstrument", "-r", "pyisession", "-o", str(profile)]
-    log_file = (workdir / f"{name}.log").open("ab")
-    return subprocess.Popen(
-        [*prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=PROJECT,
-    )
+    prefix = ("-m", "pyinstrument", "-r", "pyisession", "-o", str(profile)) if profile is not None else ()
+    return spawn_cli(settings, workdir, name, *command, prefix=prefix)
 
 
 def wait_log(path: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> None:

@@ -24,7 +24,7 @@ from bench.pipeline_run import bench_settings, briefing_in_process, flush_and_wa
 from streams import kafka_io
 from streams.backfill import backfill
 from streams.kafka_local import start_broker, stop_broker
-from streams.worker_process import PROJECT
+from streams.worker_process import PROJECT, stop_process
 
 BROKER_PIDS: list[int] = []  # the broker's CPU counts as ours when telling how busy the machine was
 TARGETS = {
@@ -146,7 +146,7 @@ def pipeline(
             b_s, sources = asyncio.run(flush_and_wait(settings, brief_timeout))
             out.update(briefing_s=b_s, briefing_sources=sources, briefing_via="kafka flush")
     finally:
-        procs.stop(worker, timeout=20)
+        stop_process(worker, timeout=20)
         rss.sample()
         rss.close()
     out["worker_rss_mib"] = round(rss.peaks.get("worker", 0.0), 1)
@@ -182,8 +182,8 @@ def steady_latency(bootstrap: str, work: Path, rate: float, seconds: float) -> d
         time.sleep(3)  # the living documents of the startup scan go through first
         out = latency.measure(root, work / "worker.log", rate, seconds)
     finally:
-        procs.stop(watcher, timeout=20)
-        procs.stop(worker, timeout=20)
+        stop_process(watcher, timeout=20)
+        stop_process(worker, timeout=20)
         rss.close()
     out["quiet_seconds"] = settings.quiet_seconds
     out["watcher_rss_mib"] = round(rss.peaks.get("watcher", 0.0), 1)
@@ -203,7 +203,7 @@ def profile_worker(bootstrap: str, root: Path, work: Path, seconds: float) -> di
         procs.wait_log(work / "worker.log", "Ready", worker, 120)
         got = ingest(settings, work, seconds, rss)
     finally:
-        procs.stop(worker, timeout=60)
+        stop_process(worker, timeout=60)
         rss.close()
     saved = PROJECT / "bench" / "profiles"
     saved.mkdir(exist_ok=True)

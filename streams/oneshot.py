@@ -14,7 +14,7 @@ from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.settings import Settings
 from streams.watcher import publish_root
-from streams.worker_process import spawn_worker, stop_worker
+from streams.worker_process import spawn_worker, stop_process
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ async def once(settings: Settings, axis: str, end: datetime, trigger: Trigger, t
         await send_command(settings, axis, trigger, end)
         await await_briefing(settings, axis, end, trigger, timeout)
     finally:
-        stop_worker(worker)
+        stop_process(worker)
     return briefing_path(settings, axis, end, trigger)
 
 
@@ -88,4 +88,4 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
     finally:
         stop.set()
         await watcher
-        stop_worker(worker)
+        stop_process(worker)

@@ -1,4 +1,4 @@
-"""Run the Faust worker as a child process: the CLI's `once` and `run`, and the integration tests."""
+"""Run `predigest` commands as child processes: the worker for `once` and `run`, the tests and the benchmark."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +33,29 @@ def load_dumped_settings(path: Path) -> Settings:
     return Settings(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def spawn_worker(settings: Settings, workdir: Path, *, name: str = "worker") -> subprocess.Popen[bytes]:
-    """Start `predigest worker` with these settings; its output goes to `<workdir>/<name>.log`."""
+def spawn_cli(
+    settings: Settings, workdir: Path, name: str, *command: str, prefix: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """`predigest <command>` as a child process with these settings; its output goes to `<workdir>/<name>.log`.
+
+    `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler).
+    """
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
     log_file = (workdir / f"{name}.log").open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "worker"],
+        [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
         stdout=log_file,
         stderr=subprocess.STDOUT,
         cwd=PROJECT,
     )
 
 
-def stop_worker(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
+def spawn_worker(settings: Settings, workdir: Path, *, name: str = "worker") -> subprocess.Popen[bytes]:
+    """Start `predigest worker` with these settings; its output goes to `<workdir>/<name>.log`."""
+    return spawn_cli(settings, workdir, name, "worker")
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
     """SIGTERM, then SIGKILL after `timeout`; returns the exit code."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka_io
 from streams.settings import Settings
-from streams.worker_process import spawn_worker, stop_worker
+from streams.worker_process import spawn_worker, stop_process
 
 
 def free_port() -> int:
@@ -120,4 +120,4 @@ def running_worker(settings: Settings, workdir: Path, name: str = "worker") -> I
             print(f"--- {log} ---\n" + log.read_text(errors="replace")[-5000:])  # noqa: T201
         raise
     finally:
-        stop_worker(proc)
+        stop_process(proc)

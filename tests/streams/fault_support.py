@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,35 +18,19 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams import kafka_io
 from streams.settings import Settings
-from streams.worker_process import PROJECT, dump_settings
+from streams.worker_process import spawn_cli
 
 WRITERS = ("jay", "tom", "spark")
 
 
 def spawn_watcher(settings: Settings, workdir: Path, name: str = "watcher") -> subprocess.Popen[bytes]:
-    """`python -m streams.cli --settings-json F watch`, a real watcher process; its log is `<name>.log`."""
-    cfg = dump_settings(settings, workdir / f"{name}-settings.json")
-    log_file = (workdir / f"{name}.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "watch"],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=PROJECT,
-    )
+    """A real watcher process (`predigest watch`); its log is `<name>.log`."""
+    return spawn_cli(settings, workdir, name, "watch")
 
 
 def sigkill(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            sigkill(proc)
 
 
 def metric(url: str, name: str, **labels: str) -> float | None:

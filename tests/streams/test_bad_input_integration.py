@@ -23,12 +23,12 @@ from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import KafkaSettings, Settings
+from streams.worker_process import stop_process
 from tests.conftest import KAFKA_CACHE
 from tests.streams.fault_support import (
     metric,
     printed_logs_on_failure,
     spawn_watcher,
-    stop,
     watcher_metrics,
     worker_metrics,
 )
@@ -171,7 +171,7 @@ async def _run(s: Settings, workdir: Path) -> Outcome:
             briefing = await await_briefing(s, "inference", end, "flush", 90)
             counts = (_counts(watcher_metrics(s)), _counts(worker_metrics(s)))
         finally:
-            stop(watcher)
+            stop_process(watcher)
     documents = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
     text = "".join(p.read_text(errors="replace") for p in logs)
     return Outcome(briefing, await published(), documents, *counts, text)

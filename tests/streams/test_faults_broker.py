@@ -13,6 +13,7 @@ from streams import kafka_io
 from streams.kafka_local import start_broker, stop_broker
 from streams.oneshot import wait_ingested
 from streams.settings import KafkaSettings, Settings
+from streams.worker_process import stop_process
 from tests.conftest import KAFKA_CACHE
 from tests.streams.fault_support import (
     assert_each_path_stored_once,
@@ -21,7 +22,6 @@ from tests.streams.fault_support import (
     spawn_watcher,
     start_burst,
     state_rows,
-    stop,
     watcher_metrics,
 )
 from tests.support import async_wait_for, running_worker, until_raw_has
@@ -79,6 +79,6 @@ async def test_a_broker_outage_mid_burst_loses_nothing_and_is_reported(
             await until_raw_has(s, paths, 90, "the watcher did not publish everything")
             await wait_ingested(s, 120)
         finally:
-            stop(watcher)
+            stop_process(watcher)
     assert (tmp_path / "watcher.log").read_text().count("Kafka unreachable") >= 1
     assert_each_path_stored_once(state_rows(s), paths)

@@ -10,6 +10,7 @@ import pytest
 from streams import kafka_io
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
+from streams.worker_process import stop_process
 from tests.streams.fault_support import (
     assert_each_path_stored_once,
     metric,
@@ -18,7 +19,6 @@ from tests.streams.fault_support import (
     spawn_watcher,
     start_burst,
     state_rows,
-    stop,
     watcher_metrics,
 )
 from tests.support import async_wait_for, read_topic, running_worker, until_raw_has
@@ -51,7 +51,7 @@ async def test_a_watcher_killed_mid_burst_and_restarted_loses_and_doubles_nothin
             )
             sigkill(first)
         finally:
-            stop(first)
+            stop_process(first)
         killed_at = len(await read_topic(s, "raw"))
         assert killed_at < len(burst.paths), "the burst was over before the kill; nothing was tested"
         second = spawn_watcher(s, tmp_path, "watcher-2")  # same root, same ledger file
@@ -61,7 +61,7 @@ async def test_a_watcher_killed_mid_burst_and_restarted_loses_and_doubles_nothin
             await until_raw_has(s, paths, 90, "the restarted watcher did not catch up")
             await wait_ingested(s, 90)
         finally:
-            stop(second)
+            stop_process(second)
     raw = [k.decode() for k, _ in await read_topic(s, "raw") if k]
     assert set(raw) == paths  # every file at least once; a file acked but not in the ledger may go twice
     assert_each_path_stored_once(state_rows(s), paths)
