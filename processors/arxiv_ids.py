@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from processors.tokens import URL_CHAR, URL_TRAILING
+
 # Old-style archives (identifiers up to 0703); subject classes like math.AG are allowed after them.
 _ARCHIVES = (
     "hep-th", "hep-ph", "hep-ex", "hep-lat", "astro-ph", "cond-mat", "gr-qc", "math-ph",
@@ -23,9 +25,7 @@ _OLD_HINT = re.compile(r"/\d{7}")
 _NEW_FULL = re.compile(r"(\d{4})\.(\d{4,5})(?:v\d+)?")
 _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
-_URL_RE = re.compile(
-    r"https?://(?:www\.|export\.)?arxiv\.org/[^\s<>()\[\]\"'|`，。；：、（）\u3400-\u9fff]*", re.IGNORECASE
-)
+_URL_RE = re.compile(rf"https?://(?:www\.|export\.)?arxiv\.org/{URL_CHAR}*", re.IGNORECASE)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
 # Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots.
 _MENTION_RE = re.compile(
@@ -113,7 +113,7 @@ def arxiv_urls(text: str) -> list[str]:
     """arxiv.org URLs found in `text`, unique, in order, trailing punctuation removed."""
     seen: dict[str, None] = {}
     for m in _URL_RE.finditer(text):
-        url = m.group(0).rstrip(".,;:!?*_~")
+        url = m.group(0).rstrip(URL_TRAILING)
         seen.setdefault(url, None)
     return list(seen)
 

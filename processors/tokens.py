@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 # Kana and Hangul count as CJK too: none of them put spaces between words.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
 _CJK_RUN = re.compile(f"[{CJK}]+")
+# A URL ends at white space, brackets, quotes or the first CJK character ("…/rStar上提供" is not a path).
+URL_CHAR = rf"[^\s<>()\[\]\"'|`，。；：、（）{CJK}]"
+URL_TRAILING = ".,;:!?*_~"  # punctuation after a URL, not part of it
 _WORD = re.compile(rf"[^\W_{CJK}]+")  # letters and digits, CJK excluded
 _URL = re.compile(r"https?://\S+")
 

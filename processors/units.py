@@ -8,10 +8,9 @@ from collections.abc import Iterable
 from processors.arxiv_ids import arxiv_urls, extract_arxiv_ids
 from processors.key_points import clean_line
 from processors.models import Document, DocumentSummary, Frozen, Kind, Section
-from processors.tokens import CJK
+from processors.tokens import URL_CHAR, URL_TRAILING
 
-# A URL ends at white space, brackets, quotes or the first CJK character ("…/rStar上提供" is not a path).
-_URL = re.compile(rf"https?://[^\s<>()\[\]\"'|`，。；：、（）{CJK}]+")
+_URL = re.compile(rf"https?://{URL_CHAR}+")
 _SOURCE_PREFIX = re.compile(r"^\s*(?:来源|原始来源|source|url)\s*[:：]\s*", re.IGNORECASE)
 
 
@@ -66,7 +65,7 @@ def section_ref(doc: Document, section: Section | None) -> str:
 
 def urls_in(text: str) -> list[str]:
     """Every http(s) URL in the text, trailing punctuation removed, unique, in order."""
-    return list(dict.fromkeys(u.rstrip(".,;:!?*_~") for u in _URL.findall(text)))
+    return list(dict.fromkeys(u.rstrip(URL_TRAILING) for u in _URL.findall(text)))
 
 
 def _first_line(text: str) -> str:

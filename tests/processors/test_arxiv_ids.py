@@ -136,3 +136,11 @@ def test_whole_notes_are_not_kept_alive_by_the_id_cache() -> None:
     assert arxiv_ids._extract_cached.cache_info().currsize == before
     assert extract_arxiv_ids("a section only this test writes: arXiv:2609.23130v2") == ["2609.23130"]
     assert arxiv_ids._extract_cached.cache_info().currsize == before + 1
+
+
+@pytest.mark.parametrize("script", ["上提供", "で説明", "에서"])
+def test_an_arxiv_url_ends_where_any_cjk_script_begins(script: str) -> None:
+    from processors.units import urls_in
+
+    text = f"见 https://arxiv.org/abs/2401.12345{script}。"
+    assert arxiv_urls(text) == urls_in(text) == ["https://arxiv.org/abs/2401.12345"]
