@@ -245,7 +245,13 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
 
     event_time = _front_matter_time(raw_date, zone, warnings) or _stamp_time(stem, zone)
     if event_time is None:
-        event_time = datetime.fromtimestamp(raw.mtime, tz=UTC).astimezone(zone)
+        try:
+            event_time = datetime.fromtimestamp(raw.mtime, tz=UTC).astimezone(zone)
+        except (OverflowError, ValueError, OSError):
+            raise ParseError(
+                f"{raw.path}: no date stamp in its name or front matter, and its mtime {raw.mtime!r} is no "
+                "time; stamp the file name (YYYY-MM-DD-HHMM-…) or fix its mtime"
+            ) from None
         if kind in ("inbox", "baseline", "work_queue"):
             warnings.append("file name has no date stamp; event time taken from the file's mtime")
 
