@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -97,7 +98,7 @@ def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
     "front",
     [
         "title: [unclosed",
-        "!!python/object/apply:os.system ['touch /tmp/pwned']",
+        "!!python/object/apply:os.system ['touch {pwned}']",
         "x: !!python/object:__main__.Evil {}",
         "\n".join(
             ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
@@ -107,11 +108,14 @@ def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
         "date: [1, 2]",
     ],
 )
-def test_hostile_or_malformed_front_matter_keeps_the_document(front: str) -> None:
+def test_hostile_or_malformed_front_matter_keeps_the_document(front: str, tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    front = front.replace("{pwned}", str(pwned))
     doc = kept(raw("inbox/jay/2026-09-27-1000-fm.md", f"---\n{front}\n---\n# vLLM 推理\nbody\n".encode()))
     assert doc.title == "vLLM 推理" and doc.text == "# vLLM 推理\nbody\n"
     assert doc.event_time == datetime(2026, 9, 27, 10, 0, tzinfo=SH)
     assert doc.warnings and all(warning_reason_label(w) == "front_matter" for w in doc.warnings)
+    assert not pwned.exists()  # the safe loader ran nothing
 
 
 def test_a_file_name_without_stamp_takes_its_mtime_with_a_warning() -> None:

@@ -79,6 +79,7 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
         assert (event.axis, event.path, event.sha256) in stored, f"{event.path} committed but not stored"
     forwarded = {(e.path, e.sha256) for e in docs}
     raw_done = await committed(s, "raw")
+    assert raw_done > 0
     for _, value in (await read_topic(s, "raw"))[:raw_done]:
         raw = RawFile.model_validate_json(value)
         assert (raw.path, raw.sha256) in forwarded, f"{raw.path} committed on raw but never forwarded"
