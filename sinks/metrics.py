@@ -170,6 +170,9 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        # At zero from the start: the set-aside happens at the first assignment, before any scrape, and an
+        # alert on increase() must see the series go from 0 to 1.
+        self.state_set_aside.labels(reason="unreadable")
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

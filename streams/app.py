@@ -33,10 +33,12 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above
     app = faust.App(
         settings.app_id,
         **faust_broker_kwargs(settings),  # every bootstrap server, SASL and TLS as for the other clients
         store="memory://",
+        datadir=str(settings.state_dir / "faust"),  # Faust's own folder, beside the state, not in the cwd
         autodiscover=False,
         web_host=settings.web_host,
         web_bind=settings.web_host,
