@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -130,3 +131,24 @@ async def test_a_command_for_an_unknown_axis_emits_nothing(pipeline: Pipeline) -
     unknown = ControlCommand(axis="nope", trigger="flush", end=END, requested_at=END, request_id="r")
     assert await pipeline.brief(unknown) is None
     assert not pipeline.settings.out_dir.exists()
+
+
+async def test_a_briefing_runs_with_the_cyclic_collector_paused_and_turns_it_back_on_even_when_it_fails(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The collector re-scanned a large window's many small objects: about a fifth of a 10k briefing.
+    ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving arXiv:2609.23130\n")
+    seen: list[bool] = []
+
+    def crash(*args: object) -> list[Path]:
+        seen.append(gc.isenabled())
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pipeline.files, "ensure", crash)
+    assert gc.isenabled()
+    with pytest.raises(OSError):
+        await pipeline.brief(command())
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.undo()
+    assert await pipeline.brief(command()) is not None
+    assert gc.isenabled()
