@@ -57,7 +57,7 @@ class BriefingRules(Frozen):
     credibility: CredibilityRules = CredibilityRules()
 
 
-def _duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict[str, DuplicateOf]:
+def window_duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict[str, DuplicateOf]:
     """path → the earliest document with the same, or nearly the same, text (MinHash Jaccard ≥ threshold)."""
     return find_duplicates(
         (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs), threshold
@@ -159,7 +159,7 @@ def assemble_briefing(
         return d.kind != "living" and (in_window(d.event_time, window) or own_baseline)
 
     docs = sorted((d for d in documents if belongs(d)), key=lambda d: (d.event_time, d.path))
-    duplicates = _duplicates(docs, near_duplicate_threshold)
+    duplicates = window_duplicates(docs, near_duplicate_threshold)
     kept = [d for d in docs if d.path not in duplicates]
 
     living_map = dict(other_living or {})

@@ -15,7 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from processors.near_duplicates import Fingerprint, find_duplicates
+from processors.briefing import window_duplicates
 from processors.window import next_close_fire, window_bounds
 from sinks.state import StateStore
 from streams import kafka_io
@@ -62,10 +62,7 @@ async def _lags(
 
 def _duplicates(settings: Settings, state: StateStore, axis: str, now: datetime) -> dict[str, int]:
     docs = state.window_summaries(axis, window_bounds(now, settings.window_length))
-    found = find_duplicates(
-        (Fingerprint(d.path, d.event_time, d.text_hash, d.signature) for d in docs),
-        settings.near_duplicate_threshold,
-    )
+    found = window_duplicates(docs, settings.near_duplicate_threshold)  # what the briefing will say
     kinds = Counter(d.kind for d in found.values())
     return {"exact": kinds["exact"], "near": kinds["near"]}
 
