@@ -373,14 +373,6 @@ class StateStore:
         )
         return self.apply_batch([(DocumentRecord(header), position)])[0]
 
-    def put_rejection(
-        self, rejection: Rejection, sha256: str, seen_at: datetime, position: Position | None = None
-    ) -> None:
-        header = EventHeader(
-            type="rejection", path=rejection.path, sha256=sha256, seen_at=seen_at, reason=rejection.reason
-        )
-        self.apply_batch([(DocumentRecord(header), position)])
-
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it.
 
@@ -645,22 +637,10 @@ class StateStore:
         with self._transaction():
             if self._seen(position):
                 return False
-            known = self.emission(briefing.axis, briefing.window.end, briefing.trigger) is not None
-            if not known:
-                self._db.execute(
-                    "INSERT INTO emissions (axis, window_end, trigger, basename, emitted_at, briefing_json) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        briefing.axis,
-                        briefing.window.end,
-                        briefing.trigger,
-                        basename,
-                        briefing.generated_at,
-                        briefing.model_dump_json(by_alias=True),
-                    ],
-                )
+            # Without its Markdown the row counts as delivered: it came from the briefings topic.
+            inserted = self.record_emission(briefing, basename, emitted_at=briefing.generated_at)
             self._advance(position)
-            return not known
+            return inserted
 
     def axis_summary(self, axis: str) -> dict[str, int]:
         """Counts for `predigest status`: current documents, superseded versions and deleted paths."""
