@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from uuid import uuid4
 
 import faust
-from pydantic import ValidationError
 
 from processors.models import ControlCommand
 from processors.window import due_closes
@@ -29,6 +29,7 @@ from streams.state_sync import StateSync
 from streams.web import register_views
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -141,12 +142,11 @@ def create_app(settings: Settings) -> faust.App:
     # has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
     # producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
     # exit without acking) and the parse agent awaits every send of its batch.
-    def decoded(model: Any, value: bytes, topic: str) -> Any:
+    def decoded(parse: Callable[[bytes], T], value: bytes, stage: str) -> T | None:
         try:
-            return model.model_validate_json(value)
-        except ValidationError as exc:  # never readable, however often it is delivered: skip it, loudly
-            log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
-            metrics.records_unreadable.labels(stage="control").inc()
+            return parse(value)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            pipeline().unreadable(stage, str(exc))
             return None
 
     parser = ParsePool(route_params(settings), settings.parse_processes)
@@ -202,25 +202,20 @@ def create_app(settings: Settings) -> faust.App:
 
     @app.agent(docs_topic)
     async def window(stream: Any) -> None:
-        topic = docs_topic.get_topic_name()
         async for events in stream.take_events(settings.batch_records, within=settings.batch_seconds):
             items = []
             for event in events:
                 msg = event.message
-                try:
-                    record = decode(event.value)
-                except ValueError as exc:  # never readable, however often it is delivered: skip it, loudly
-                    log.error("skipped an unreadable record on %s: %s", topic, str(exc).splitlines()[0])
-                    metrics.records_unreadable.labels(stage="documents").inc()
-                    continue
-                items.append((record, Position(msg.topic, msg.partition, msg.offset)))
+                record = decoded(decode, event.value, "documents")
+                if record is not None:
+                    items.append((record, Position(msg.topic, msg.partition, msg.offset)))
             what = f"storing {len(items)} record(s) in {settings.state_file}"
             await must_finish(partial(store, items), what)
 
     @app.agent(control_topic)
     async def control(stream: Any) -> None:
         async for event in stream.events():
-            command = decoded(ControlCommand, event.value, control_topic.get_topic_name())
+            command = decoded(ControlCommand.model_validate_json, event.value, "control")
             if command is None:
                 continue
             refusal = ownership.refusal(command.axis, event.message.partition)

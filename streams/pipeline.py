@@ -128,14 +128,17 @@ class Pipeline:
         self.note(routed)
         return list(routed.events)
 
+    def unreadable(self, stage: str, why: str) -> None:
+        """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
+        topic = self.settings.kafka.topic(stage)
+        log.error("skipped an unreadable record on %s: %s", topic, why.splitlines()[0] if why else "?")
+        self.metrics.records_unreadable.labels(stage=stage).inc()
+
     def note(self, routed: Routed) -> None:
         """Log and count what routing a raw record found: the parse agent's side of `route_file`."""
         path, ctx = routed.path, doc_context(routed.path)
         if routed.unreadable is not None:
-            log.error(
-                "skipped an unreadable record on %s: %s", self.settings.kafka.topic("raw"), routed.unreadable
-            )
-            self.metrics.records_unreadable.labels(stage="raw").inc()
+            self.unreadable("raw", routed.unreadable)
             return
         if routed.error is not None:
             log.error("routing %s failed; recorded as rejected\n%s", path, routed.error.rstrip(), extra=ctx)
