@@ -38,7 +38,6 @@ class Routed:
     refused: bool = False  # the watcher refused it (and counted it already)
     warnings: tuple[str, ...] = ()
     too_big: str | None = None  # the parsed document was over the message limit: rejected
-    axes: tuple[str, ...] = ()
 
 
 def route_file(
@@ -79,7 +78,6 @@ def route_file(
         refused=bool(raw.refused),
         warnings=doc.warnings if doc is not None else (),
         too_big=too_big,
-        axes=tuple(ev.axis for ev in events if ev.type == "document" and ev.axis),
     )
 
 

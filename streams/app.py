@@ -89,12 +89,13 @@ def create_app(settings: Settings) -> faust.App:
     sync = StateSync(settings, pipeline, ownership, metrics)
     docs_name, control_name = settings.kafka.topic("documents"), settings.kafka.topic("control")
 
-    async def close_enricher(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
+    async def before_shutdown(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await sync.stop()  # a catch-up replay still running ends before the state it writes to
         if "p" in holder and holder["p"].enricher is not None:
             await holder["p"].enricher.aclose()
 
     # mode's SignalHandlerT makes mypy reject even a handler of exactly its own signature.
-    app.on_before_shutdown.connect(close_enricher)  # type: ignore[arg-type]
+    app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
 
     async def on_assigned(sender: Any, assigned: set[Any], *args: Any, **kwargs: Any) -> None:
         sync.on_assigned(

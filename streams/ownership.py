@@ -27,8 +27,7 @@ class Ownership:
     def __init__(self, axes: Sequence[str], partitions: int) -> None:
         self.partitions = partitions
         self._axes = list(axes)
-        self._owned: set[int] = set()
-        self._ready: dict[int, asyncio.Event] = {}
+        self._ready: dict[int, asyncio.Event] = {}  # the owned partitions, each with its catch-up
         self.control_partitions: set[int] = set()  # what Faust assigned of the control topic, for status
 
     def partition_of(self, axis: str) -> int:
@@ -39,31 +38,29 @@ class Ownership:
 
     @property
     def owned_partitions(self) -> set[int]:
-        return set(self._owned)
+        return set(self._ready)
 
     def owns(self, axis: str) -> bool:
-        return self.partition_of(axis) in self._owned
+        return self.partition_of(axis) in self._ready
 
     def owned_axes(self) -> list[str]:
         return [a for a in self._axes if self.owns(a)]
 
     def catching_up(self) -> set[int]:
         """Owned partitions whose state is still being replayed."""
-        return {p for p in self._owned if not self.is_ready(p)}
+        return {p for p in self._ready if not self.is_ready(p)}
 
     def is_ready(self, partition: int) -> bool:
         event = self._ready.get(partition)
-        return partition in self._owned and event is not None and event.is_set()
+        return event is not None and event.is_set()
 
     def assign(self, partitions: Iterable[int]) -> None:
         """A new assignment: every owned partition waits for its catch-up before records are applied."""
-        self.revoke(self._owned)
-        self._owned = set(partitions)
-        self._ready = {p: asyncio.Event() for p in self._owned}
+        self.revoke(self._ready)
+        self._ready = {p: asyncio.Event() for p in partitions}
 
     def revoke(self, partitions: Iterable[int]) -> None:
         for p in set(partitions):
-            self._owned.discard(p)
             event = self._ready.pop(p, None)
             if event is not None:
                 event.set()  # wake whoever waits: they find the partition gone and skip the record
@@ -82,13 +79,13 @@ class Ownership:
             if event is None:
                 return False
             if event.is_set():
-                return partition in self._owned
+                return True
             await event.wait()
 
     def refusal(self, axis: str, partition: int) -> str | None:
         """Why a command for `axis` read from `partition` must not be answered here; None if it may."""
         if self.partition_of(axis) != partition:
             return "misrouted"  # produced with another partitioner: the owner of the axis never sees it
-        if partition not in self._owned:
+        if partition not in self._ready:
             return "not_owned"
         return None

@@ -11,7 +11,6 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -28,7 +27,6 @@ PROGRESS_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Rebuilt:
-    set_aside: Path | None
     documents_records: int
     briefings_records: int
     documents: int  # current document versions held afterwards
@@ -66,6 +64,6 @@ async def rebuild(settings: Settings) -> Rebuilt:
         log.info("replaying %s", settings.kafka.topic("briefings"))
         briefings = await replay_briefings(settings, state, progress)
         warn_missing_living(settings, state, (a.name for a in settings.axes))
-        return Rebuilt(aside, docs, briefings, state.document_count())
+        return Rebuilt(docs, briefings, state.document_count())
     finally:
         state.close()

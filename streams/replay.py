@@ -159,13 +159,11 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
     return await _replay(settings, state, topic, partitions, apply, progress)
 
 
-def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> list[str]:
-    """Log the axes whose configured living document the state lacks after a replay; their names."""
-    missing = []
+def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> None:
+    """Log the axes whose configured living document the state lacks after a replay."""
     for name in axes:
         spec = settings.axis(name)
         if spec is not None and spec.living_doc and state.living_document(name) is None:
-            missing.append(name)
             log.warning(
                 "axis %s has no living document in its state (%s never published, or older than the documents "
                 "topic's retention): its briefings lack living-document context until the file changes",
@@ -173,7 +171,6 @@ def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[st
                 spec.living_doc,
                 extra=doc_context(spec.living_doc, name),
             )
-    return missing
 
 
 def _where(position: Position) -> tuple[str, int, int]:
