@@ -165,12 +165,14 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def render_profile(session: Path, out: Path, *, libraries: bool) -> None:
-    """A pyinstrument session as text: the call tree of our frames, or every function (libraries too) by self time."""
-    extra = ["--show-all", "-p", "flat=true"] if libraries else []
+def render_profile(session: Path, out: Path) -> None:
+    """A pyinstrument session as text: the call tree of our frames.
+
+    No flat view: pyinstrument's flat renderer adds every function's self time a second time under one `[self]` line.
+    """
     with out.open("w") as f:
         subprocess.run(
-            [sys.executable, "-m", "pyinstrument", "--load", str(session), "-r", "text", *extra],
+            [sys.executable, "-m", "pyinstrument", "--load", str(session), "-r", "text"],
             stdout=f,
             check=True,
             cwd=PROJECT,

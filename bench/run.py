@@ -1,6 +1,6 @@
 """`make bench`: the end-to-end benchmark of issue 6; prints one line per figure and writes bench/results.json.
 
-python -m bench.run [--n 1000,10000,100000] [--cap 150] [--out bench/results.json]
+python -m bench.run [--n 1000,10000,100000] [--cap 100] [--out bench/results.json]
 """
 
 from __future__ import annotations
@@ -208,32 +208,27 @@ def profile_worker(bootstrap: str, root: Path, work: Path, seconds: float) -> di
     saved = PROJECT / "bench" / "profiles"
     saved.mkdir(exist_ok=True)
     n = root.name.removeprefix("root-")
-    procs.render_profile(session, saved / f"worker-{n}.txt", libraries=False)
-    procs.render_profile(session, saved / f"worker-{n}-flat.txt", libraries=True)
+    procs.render_profile(session, saved / f"worker-{n}.txt")
     return {
         "seconds": got.elapsed_s,
         "notes_parsed": got.notes_parsed,
         "rows_stored": got.rows_stored,
         "report": f"bench/profiles/worker-{n}.txt",
-        "report_flat": f"bench/profiles/worker-{n}-flat.txt",
     }
 
 
-def _extrapolate(results: dict[str, Any], n: int) -> float:
-    """Briefing seconds for n documents: a line through the two largest measured windows (a fixed part for
-    the increments plus a cost per source), else the in-process scaling points (time ∝ n^k)."""
+def _extrapolate(results: dict[str, Any], n: int) -> float | None:
+    """Briefing seconds for n documents along the line through the two largest measured windows (a fixed part
+    for the increments plus a cost per source); None with fewer than two (small windows are all fixed part)."""
     measured = sorted(
         (int(k), r["briefing_s"])
         for k, r in results["runs"].items()
         if r.get("complete") and r.get("briefing_s") is not None and int(k) < n
     )
-    if len(measured) >= 2:
-        (n0, t0), (n1, t1) = measured[-2:]
-        per_doc = max(0.0, (t1 - t0) / (n1 - n0))
-        return round(t1 + per_doc * (n - n1), 1)
-    pts = results["briefing_scaling_s"]
-    top = max((k for k in pts if k.isdigit()), key=int)
-    return round(pts[top] * (n / int(top)) ** pts["exponent"], 1)
+    if len(measured) < 2:
+        return None
+    (n0, t0), (n1, t1) = measured[-2:]
+    return round(t1 + max(0.0, (t1 - t0) / (n1 - n0)) * (n - n1), 1)
 
 
 def verdicts(results: dict[str, Any]) -> None:
@@ -247,7 +242,10 @@ def verdicts(results: dict[str, Any]) -> None:
         if run is None:
             return None, False
         full = run["complete"] and run.get("briefing_s") is not None
-        return (run.get("briefing_s") if full else f"~{_extrapolate(results, int(n))} (extrapolated)"), full
+        if full:
+            return run.get("briefing_s"), True
+        guess = _extrapolate(results, int(n))
+        return (None if guess is None else f"~{guess} (extrapolated)"), False
 
     b10, b10_ok = brief("10000")
     b100, b100_ok = brief("100000")
@@ -413,7 +411,7 @@ def main() -> None:
         results["profile"] = {"n": profile_n, **prof}
         say(
             f"profile: worker on N={profile_n}, first {prof['seconds']:.0f}s ({prof['notes_parsed']} files parsed, "
-            f"{prof['rows_stored']:.0f} rows stored) -> {prof['report']} and {prof['report_flat']}"
+            f"{prof['rows_stored']:.0f} rows stored) -> {prof['report']}"
         )
         verdicts(results)
     finally:

@@ -42,8 +42,8 @@ DEFAULT_AXES = (
 )
 
 
-# A 4 MiB note becomes ~9 MiB of document JSON (its text twice: whole and by section), so the topics,
-# producers and consumers allow 24 MiB, and a file may be at most 8 MiB.
+# A 4 MiB note becomes ~5.5 MiB of documents record (v1 records, still readable, carried its text twice:
+# ~9 MiB), so the topics and producers allow 24 MiB, and a file may be at most 8 MiB.
 KAFKA_MESSAGE_BYTES = 24 * 1024 * 1024
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
