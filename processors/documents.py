@@ -16,7 +16,7 @@ from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
 from processors.near_duplicates import signature_of
 from processors.text import hash_normalised
-from processors.tokens import index_terms, normalise, token_counts
+from processors.tokens import normalise, note_index, note_terms, token_counts
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
@@ -287,10 +287,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     # One normalisation and one token pass serve the exact hash, the MinHash and the relevance terms.
     norm = normalise(body)
     counts = token_counts(norm)
-    index = counts.copy()
-    index.update(
-        {t: 2 * c for t, c in token_counts(normalise(title)).items()}
-    )  # the title says what it is about
+    index = note_index(counts, title)
     doc = Document(
         path=raw.path,
         sha256=raw.sha256,
@@ -307,7 +304,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         text=body,
         text_hash=hash_normalised(norm),
         signature=signature_of(counts.keys()),
-        terms=index_terms(index) | {t: index[t] for t in keep_terms if t in index},
+        terms=note_terms(index, keep_terms),
         length=sum(index.values()),
         front_matter=front,
         warnings=tuple(warnings),

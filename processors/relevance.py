@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
+from processors.routing import keyword_terms
 from processors.tfidf import TfIdf, Vector
-from processors.tokens import axis_terms, term_counts, terms
+from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, token_counts
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
 LIVING_SHARE = 0.4
@@ -24,13 +25,11 @@ class RelevanceRules(Frozen):
     adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source 邻接
 
 
-def doc_counts(doc: DocumentSummary) -> Mapping[str, int]:
-    """A document's index terms: computed at parse time, or now for a record parsed before they were."""
+def doc_counts(doc: DocumentSummary, keep: frozenset[str]) -> Mapping[str, int]:
+    """A document's relevance terms: kept at parse time, or now, the same way, for a record parsed before."""
     if doc.terms or not isinstance(doc, Document):
         return doc.terms
-    counts = term_counts(doc.text)
-    counts.update(terms(doc.title) * 3)
-    return counts
+    return note_terms(note_index(token_counts(normalise(doc.text)), doc.title), keep)
 
 
 class AxisSpace:
@@ -48,7 +47,8 @@ class AxisSpace:
         axes: Sequence[AxisSpec],
         living: Mapping[str, Document | None],
     ) -> None:
-        self._counts = {d.path: doc_counts(d) for d in documents}
+        self._keep = keyword_terms(tuple(axes))  # what the parse stage kept besides a note's top terms
+        self._counts = {d.path: doc_counts(d, self._keep) for d in documents}
         self._lengths = {d.path: d.length or sum(self._counts[d.path].values()) for d in documents}
         # The living document is the axis's vocabulary: all of it, not only its top terms.
         living_counts = {name: term_counts(d.text) for name, d in living.items() if d is not None}
@@ -105,7 +105,7 @@ class AxisSpace:
         """The document's [0, 1] score against every axis profile."""
         counts = self._counts.get(doc.path)
         if counts is None:
-            counts = doc_counts(doc)
+            counts = doc_counts(doc, self._keep)
         return self._profile_scores(counts, self._lengths.get(doc.path) or doc.length or sum(counts.values()))
 
     def score_text(self, text: str, axis: str) -> float:

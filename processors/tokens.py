@@ -76,6 +76,18 @@ def axis_terms(keywords: Iterable[str], name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def note_index(body_counts: Mapping[str, int], title: str) -> Counter[str]:
+    """A note's token counts for relevance: its body's, plus its title's twice (the title says what it is about)."""
+    index = Counter(body_counts)
+    index.update({t: 2 * c for t, c in token_counts(normalise(title)).items()})
+    return index
+
+
+def note_terms(index: Mapping[str, int], keep: Iterable[str]) -> dict[str, int]:
+    """The terms a note keeps for relevance: its most frequent index terms, and every `keep` term it has."""
+    return index_terms(index) | {t: index[t] for t in keep if t in index}
+
+
 def term_counts(text: str) -> Counter[str]:
     """Index-term counts of a text (URLs left out)."""
     counts = token_counts(normalise(_URL.sub(" ", text)))

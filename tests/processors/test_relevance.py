@@ -1,7 +1,10 @@
 """Relevance labels a reader sees in 一: roles first, then stars from the TF-IDF score against the axis."""
 
-from processors.relevance import AxisSpace, relevance
-from tests.processors.notes import AXES, note
+from processors.documents import parse_document
+from processors.models import RawFile
+from processors.relevance import AxisSpace, doc_counts, relevance
+from processors.routing import keyword_terms
+from tests.processors.notes import AXES, SH, note
 
 ON_AXIS = note(
     "inbox/jay/2026-09-27-1000-kv.md",
@@ -45,3 +48,17 @@ def test_a_note_on_the_axis_gets_more_stars_than_one_mainly_about_another_axis()
 
 def test_a_card_anchored_into_the_axis_is_never_marginal_even_with_another_primary() -> None:
     assert _rel(CARD).stars >= 4
+
+
+def test_a_record_parsed_before_terms_were_kept_is_scored_on_the_terms_the_parser_keeps() -> None:
+    keep = keyword_terms(tuple(AXES))
+    text = "# vLLM KV cache 推理\n\nPrefix caching https://github.com/vllm-project/vllm serving, KV cache 命中率 92%。\n"
+    raw = note("inbox/jay/2026-09-27-1000-kv.md", text)
+    parsed = parse_document(
+        RawFile(path=raw.path, content=text.encode(), size=raw.bytes, mtime=0.0, sha256=raw.sha256),
+        zone=SH,
+        keep_terms=keep,
+    )
+    legacy = parsed.model_copy(update={"terms": {}})
+    assert doc_counts(legacy, keep) == parsed.terms
+    assert AxisSpace([legacy], AXES, {}).scores(legacy) == AxisSpace([parsed], AXES, {}).scores(parsed)
