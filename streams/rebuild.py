@@ -8,7 +8,6 @@ so the rebuilt state can take over any axis when the worker starts again.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -17,12 +16,10 @@ from sinks.state import StateStore
 from sinks.state_files import set_aside
 from streams import kafka_io
 from streams.pipeline import Pipeline
-from streams.replay import replay_briefings, replay_documents, warn_missing_living
+from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
-
-PROGRESS_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -30,21 +27,6 @@ class Rebuilt:
     documents_records: int
     briefings_records: int
     documents: int  # current document versions held afterwards
-
-
-class _Progress:
-    """Logs a line per partition at most every PROGRESS_SECONDS, and when it completes."""
-
-    def __init__(self) -> None:
-        self._last: dict[tuple[str, int], float] = {}
-
-    def __call__(self, topic: str, partition: int, done: int, todo: int) -> None:
-        now = time.monotonic()
-        key = (topic, partition)
-        if done == todo or now - self._last.get(key, 0.0) >= PROGRESS_SECONDS:
-            self._last[key] = now
-            pct = 100.0 * done / todo if todo else 100.0
-            log.info("%s[%d]: %d/%d record(s) (%.0f%%)", topic, partition, done, todo, pct)
 
 
 async def rebuild(settings: Settings) -> Rebuilt:
@@ -57,7 +39,7 @@ async def rebuild(settings: Settings) -> Rebuilt:
     state = StateStore(path)
     try:
         pipeline = Pipeline(settings, state, Metrics())
-        progress = _Progress()
+        progress = ReplayProgress(every_seconds=2.0)
         partitions = await kafka_io.partition_numbers(settings, settings.kafka.topic("documents"))
         log.info("replaying %s, partitions %s", settings.kafka.topic("documents"), partitions)
         docs = await replay_documents(settings, pipeline, partitions, progress)

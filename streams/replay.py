@@ -8,6 +8,7 @@ committed offset, so a fresh worker, a takeover and a deleted state file all reb
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -157,6 +158,22 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
 
     partitions = await kafka_io.partition_numbers(settings, topic)
     return await _replay(settings, state, topic, partitions, apply, progress)
+
+
+class ReplayProgress:
+    """Logs a line per partition at most every `every_seconds`, and when it completes."""
+
+    def __init__(self, every_seconds: float) -> None:
+        self._every = every_seconds
+        self._last: dict[tuple[str, int], float] = {}
+
+    def __call__(self, topic: str, partition: int, done: int, todo: int) -> None:
+        now = time.monotonic()
+        key = (topic, partition)
+        if done == todo or now - self._last.get(key, 0.0) >= self._every:
+            self._last[key] = now
+            pct = 100.0 * done / todo if todo else 100.0
+            log.info("replaying %s[%d]: %d/%d record(s) (%.0f%%)", topic, partition, done, todo, pct)
 
 
 def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> None:

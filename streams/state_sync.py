@@ -20,7 +20,7 @@ from sinks.metrics import Metrics
 from streams import kafka_io
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
-from streams.replay import replay_briefings, replay_documents, warn_missing_living
+from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class StateSync:
         self._metrics = metrics
         self._task: asyncio.Task[None] | None = None
         self._briefings_lock = asyncio.Lock()
-        self._last_progress = 0.0
+        self._progress = ReplayProgress(every_seconds=PROGRESS_SECONDS)
 
     def on_assigned(self, partitions: set[int], control: set[int]) -> None:
         """A new assignment (Kafka's eager rebalance: the whole of it) of documents and control partitions."""
@@ -118,9 +118,3 @@ class StateSync:
             n = await replay_briefings(self._settings, self._pipeline().state)
         self._metrics.state_replayed.labels(stage="briefings").inc(n)
         return n
-
-    def _progress(self, topic: str, partition: int, done: int, todo: int) -> None:
-        now = time.monotonic()
-        if done == todo or now - self._last_progress >= PROGRESS_SECONDS:
-            self._last_progress = now
-            log.info("replaying %s[%d]: %d/%d record(s)", topic, partition, done, todo)
