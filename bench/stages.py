@@ -106,6 +106,7 @@ def briefing_scaling(root: Path, paths: Sequence[str], sizes: Sequence[int]) -> 
 
     from bench.archive import END, living_documents
     from processors.briefing import assemble_briefing
+    from processors.briefing_request import BriefingRequest
     from processors.window import window_bounds
 
     docs = [parse_document(_raw(root, rel), zone=SH) for rel in paths[: max(sizes)]]
@@ -120,15 +121,16 @@ def briefing_scaling(root: Path, paths: Sequence[str], sizes: Sequence[int]) -> 
     for n in sizes:
         t = time.perf_counter()
         assemble_briefing(
-            axis=DEFAULT_AXES[0],
-            trigger="flush",
-            window=window_bounds(END, timedelta(hours=24)),
-            generated_at=END,
-            documents=docs[:n],
-            living=living,
-            earlier_cited_ids=set(),
-            axes=DEFAULT_AXES,
-            zone=SH,
+            BriefingRequest(
+                axis=DEFAULT_AXES[0],
+                trigger="flush",
+                window=window_bounds(END, timedelta(hours=24)),
+                generated_at=END,
+                zone=SH,
+                documents=docs[:n],
+                living=living,
+                axes=DEFAULT_AXES,
+            )
         )
         out[str(n)] = round(time.perf_counter() - t, 2)
     return out

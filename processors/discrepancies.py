@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -259,3 +259,34 @@ def number_items(items: Iterable[_Item], last_d_number: int) -> list[Discrepancy
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class Screening:
+    """D-items about the window's ids, found before increments: an id under suspicion never leads one."""
+
+    id_items: list[_Item]
+    future_items: list[_Item]
+    suspect: frozenset[str]
+
+
+def screen_ids(
+    stated: Sequence[TitledId],
+    notes: Sequence[DocumentSummary],
+    read: Callable[[Sequence[DocumentSummary]], Mapping[str, Document]],
+    ids: tuple[Collection[str], Collection[str]],
+    where: tuple[ZoneInfo, Lang],
+) -> Screening:
+    """Title/id conflicts and ids dated after their note. `ids` is (new, anchored); `read` loads notes whole.
+
+    A new id titled like an anchored one, or dated after its note, is most likely a typo: a D-item, never an
+    increment.
+    """
+    new_ids, anchored = ids
+    zone, lang = where
+    id_items = id_conflicts(stated, lang)
+    hits = future_id_hits(notes, zone)
+    future_items = future_ids(hits, read([d for d, _ in hits]), zone, lang)
+    suspect = {i for item in id_items for i in ids_of(item) if i in new_ids and ids_of(item) & set(anchored)}
+    suspect |= {i for item in future_items for i in ids_of(item)}
+    return Screening(id_items=id_items, future_items=future_items, suspect=frozenset(suspect))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.key_points import clean_line
-from processors.models import Document, TitledId
+from processors.models import Document, DocumentSummary, TitledId
 from processors.units import section_ref
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
@@ -85,3 +86,35 @@ def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
     for p in sorted(pairs, key=lambda p: not p.strong):
         titles.setdefault(p.id, p.title)
     return titles
+
+
+@dataclass(frozen=True)
+class WindowTitles:
+    """The title of each id (the arXiv API's first, then the documents'), the pairs stated, and which ids
+    the API answered for."""
+
+    best: dict[str, str]
+    stated: list[TitledId]
+    verified: dict[str, bool]
+
+
+def stated_titles(doc: DocumentSummary) -> Sequence[TitledId]:
+    """The pairs a document states, kept with its summary at parse time (or found now, for an older record)."""
+    if doc.titled or not isinstance(doc, Document):
+        return doc.titled
+    return titled_ids(doc)
+
+
+def window_titles(
+    kept: Iterable[DocumentSummary],
+    readers: Iterable[Document],
+    api_titles: Mapping[str, str],
+    window_ids: Sequence[str],
+) -> WindowTitles:
+    """Titles stated across the window (a typo'd id is caught wherever it sits); lead words before ids in
+    the documents read whole (`readers`) fill in; the API is authoritative."""
+    stated = [p for d in kept for p in stated_titles(d)]
+    best = best_titles([*stated, *(p for d in readers for p in inline_names(d))])
+    best.update(api_titles)
+    verified = {i: i in api_titles for i in window_ids} if api_titles else {}
+    return WindowTitles(best=best, stated=stated, verified=verified)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
 from processors.routing import keyword_terms
@@ -161,3 +162,30 @@ def relevance(
 def is_low(rel: Relevance, rules: RelevanceRules | None = None) -> bool:
     """True for a scored source too far from the axis to yield an increment on its own."""
     return rel.stars == 3 and rel.score < (rules or RelevanceRules()).low
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Every source's relevance to the axis: the window's term space, per-axis scores, labels, the low ones."""
+
+    space: AxisSpace
+    scores: dict[str, dict[str, float]]
+    rel: dict[str, Relevance]
+    low: frozenset[str]
+    rules: RelevanceRules
+
+
+def weigh_sources(
+    docs: Sequence[DocumentSummary],
+    kept: Sequence[DocumentSummary],
+    axis: str,
+    profiles: tuple[Sequence[AxisSpec], Mapping[str, Document | None]],
+    rules: RelevanceRules,
+) -> Weights:
+    """Score every source against every axis profile built from the kept sources; label each for `axis`."""
+    axes, living = profiles
+    space = AxisSpace(kept, axes, living)
+    scores = {d.path: space.scores(d) for d in docs}
+    rel = {d.path: relevance(d, axis, scores[d.path], rules) for d in docs}
+    low = frozenset(d.path for d in docs if is_low(rel[d.path], rules))
+    return Weights(space=space, scores=scores, rel=rel, low=low, rules=rules)

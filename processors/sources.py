@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from processors.arxiv_ids import card_number_from_name
 from processors.i18n import Lang, say
+from processors.increment_search import Found
 from processors.models import (
+    AxisSpec,
     Document,
     DocumentSummary,
     NoIncrementSource,
     Relevance,
     SourceEntry,
     SourceStatus,
+    WindowBounds,
 )
 from processors.near_duplicates import DuplicateOf
+from processors.relevance import Weights, declared_axes, relevance
 from processors.units import card_anchors
+from processors.window import in_window
+from processors.window_set import WindowSet
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 
@@ -109,6 +116,15 @@ def no_increment(
     return out("no_content", "why.no_content")
 
 
+def queue_counts(queues: Sequence[Document], axes: Sequence[AxisSpec]) -> dict[str, int]:
+    """Per axis, the lines of the window's work queues that carry its label."""
+    out: dict[str, int] = {}
+    for d in queues:
+        for name, n in work_queue_items(d, [a.name for a in axes]).items():
+            out[name] = out.get(name, 0) + n
+    return out
+
+
 def work_queue_items(doc: Document, axis_names: Collection[str]) -> dict[str, int]:
     """How many lines of a work queue carry each axis label (`1. llm-infra: …`)."""
     counts: dict[str, int] = {}
@@ -117,3 +133,71 @@ def work_queue_items(doc: Document, axis_names: Collection[str]) -> dict[str, in
             if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line):
                 counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+@dataclass(frozen=True)
+class AccountContext:
+    """What accounting for sources needs besides the window and the increments."""
+
+    axis: str
+    anchored: Collection[str]
+    queue_items: Mapping[str, int]
+    lang: Lang
+
+
+@dataclass(frozen=True)
+class Accounts:
+    """一/五's entry for every source of the window, and 六's reason for each that yielded no increment."""
+
+    sources: list[SourceEntry]
+    no_increment: list[NoIncrementSource]
+
+
+def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) -> str | None:
+    declared, _ = declared_axes(doc)
+    others = sorted(declared - {axis}) or [
+        k for k, _ in sorted(scores.items(), key=lambda kv: -kv[1]) if k != axis
+    ]
+    return others[0] if others else None
+
+
+def account_sources(window: WindowSet, weights: Weights, found: Found, ctx: AccountContext) -> Accounts:
+    """Every source is listed: used, or why not (duplicate, role, low, covered, not selected …)."""
+    used, had_candidates = found.used_docs, found.candidate_docs
+    sources: list[SourceEntry] = []
+    no_inc: list[NoIncrementSource] = []
+    for d in window.docs:
+        rel = weights.rel[d.path]
+        if d.path in used:
+            sources.append(source_entry(d, ctx.axis, rel, "used", None, ctx.lang))
+            continue
+        dup = window.duplicates.get(d.path)
+        sources.append(source_entry(d, ctx.axis, rel, "duplicate" if dup else "no_increment", dup, ctx.lang))
+        no_inc.append(
+            no_increment(
+                d,
+                axis=ctx.axis,
+                rel=rel,
+                duplicate=dup,
+                low=d.path in weights.low,
+                other_axis=_other_axis(d, ctx.axis, weights.scores[d.path]),
+                anchored=ctx.anchored,
+                had_candidates=d.path in had_candidates,
+                selected=len(found.increments),
+                lang=ctx.lang,
+                queue_items=ctx.queue_items,
+            )
+        )
+    return Accounts(sources=sources, no_increment=no_inc)
+
+
+def superseded_entries(
+    superseded: Sequence[DocumentSummary], window: WindowBounds, weights: Weights, axis: str, lang: Lang
+) -> list[SourceEntry]:
+    """Earlier versions of the window's notes, listed as superseded."""
+    out = []
+    for d in sorted(superseded, key=lambda d: (d.event_time, d.path)):
+        if in_window(d.event_time, window):
+            rel = relevance(d, axis, weights.space.scores(d), weights.rules)
+            out.append(source_entry(d, axis, rel, "superseded", None, lang))
+    return out

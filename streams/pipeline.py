@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 
 from processors.arxiv_atom import EnrichedId
-from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.ingest import Routed, RouteParams, route_file
 from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
 from processors.naming import briefing_basename
@@ -324,17 +325,11 @@ class Pipeline:
             axis.name, window.start, window.start - self.settings.window_length
         )
         earlier = self.state.earlier_briefings(axis.name, command.end)
-        earlier_ids: set[str] = set()
-        for b in earlier:
-            earlier_ids |= cited_ids_of(b)
         own_baselines = [d.path for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
         baselines = [*self.state.documents(axis.name, own_baselines), *([baseline] if baseline else [])]
         if baseline is not None:
             documents.append(baseline)
-        last_d = max(
-            [max_d_number(d.text for d in baselines)]
-            + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
-        )
+        history = BriefingHistory.of(earlier, (d.text for d in baselines))
         # Everything read from the state before the await below: the window agent may store a new version of a
         # note meanwhile, which would then show as both a source and superseded.
         living = self.state.living_document(axis.name)
@@ -347,28 +342,25 @@ class Pipeline:
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The loader reads through a
             # connection of its own while the window agent goes on writing.
-            briefing = await asyncio.to_thread(
-                assemble_briefing,
+            request = BriefingRequest(
                 axis=axis,
                 trigger=command.trigger,
                 window=window,
                 generated_at=self.clock(),
+                zone=self.settings.tz,
                 documents=documents,
                 living=living,
                 axes=self.settings.axes,
                 other_living=other_living,
-                earlier_cited_ids=earlier_ids,
                 superseded=superseded,
                 rejected=rejected,
-                increment_range=(self.settings.increment_min, self.settings.increment_max),
-                last_d_number=last_d,
-                zone=self.settings.tz,
-                lang=self.settings.lang,
-                rules=self.settings.rules,
+                history=history,
                 arxiv_records=arxiv_records,
-                near_duplicate_threshold=self.settings.near_duplicate_threshold,
                 load=loader.load,
+                lang=self.settings.lang,
+                rules=self.settings.briefing_rules,
             )
+            briefing = await asyncio.to_thread(assemble_briefing, request)
         finally:
             loader.close()
         return briefing, documents

@@ -16,7 +16,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from processors.briefing import BriefingRules
+from processors.briefing_request import BriefingRules
 from processors.models import AxisSpec
 from streams.errors import ConfigError
 
@@ -221,6 +221,16 @@ class Settings(BaseSettings):
     @property
     def grace(self) -> timedelta:
         return timedelta(seconds=self.grace_seconds)
+
+    @property
+    def briefing_rules(self) -> BriefingRules:
+        """`rules` with the increment range and the near-duplicate threshold set at the top level."""
+        increments = self.rules.increments.model_copy(
+            update={"min_count": self.increment_min, "max_count": self.increment_max}
+        )
+        return self.rules.model_copy(
+            update={"increments": increments, "near_duplicate_threshold": self.near_duplicate_threshold}
+        )
 
     @property
     def state_file(self) -> Path:

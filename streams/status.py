@@ -15,8 +15,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from processors.briefing import window_duplicates
 from processors.window import next_close_fire, window_bounds
+from processors.window_set import window_duplicates
 from sinks.state import StateStore
 from streams import kafka_io
 from streams.ownership import Ownership

@@ -9,7 +9,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
-from processors.briefing import BriefingRules, assemble_briefing, max_d_number
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest, BriefingRules, max_d_number
 from processors.documents import parse_document
 from processors.i18n import Lang
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile
@@ -87,22 +88,26 @@ def brief(
     baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
     given = next((d for d in docs if d.path == INFERENCE.living_doc and isinstance(d, Document)), None)
     living_doc = living_doc or given
+    rules = rules or BriefingRules()
+    increments = rules.increments.model_copy(
+        update={"min_count": increment_range[0], "max_count": increment_range[1]}
+    )
     return assemble_briefing(
-        axis=INFERENCE,
-        axes=AXES,
-        trigger="close",
-        window=WINDOW,
-        generated_at=END,
-        documents=docs,
-        living=living_doc if living_doc is not None else living(),
-        earlier_cited_ids=earlier,
-        zone=SH,
-        lang=lang,
-        last_d_number=baseline_d if last_d is None else last_d,
-        increment_range=increment_range,
-        rules=rules,
-        superseded=superseded,
-        load=load,
+        BriefingRequest(
+            axis=INFERENCE,
+            axes=AXES,
+            trigger="close",
+            window=WINDOW,
+            generated_at=END,
+            zone=SH,
+            documents=docs,
+            living=living_doc if living_doc is not None else living(),
+            history=BriefingHistory(frozenset(earlier), baseline_d if last_d is None else last_d),
+            lang=lang,
+            rules=rules.model_copy(update={"increments": increments}),
+            superseded=superseded,
+            load=load,
+        )
     )
 
 

@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from processors.briefing import cited_ids_of, max_d_number
+from processors.briefing_request import cited_ids_of, max_d_number
 from processors.models import Briefing
 from tests.processors.notes import SH, WINDOW, brief, example_documents, note
 
@@ -83,7 +83,7 @@ def test_cited_ids_and_d_numbers_carry_over_to_the_next_window() -> None:
 def test_summaries_and_a_loader_give_the_same_briefing_and_load_only_what_can_feed_it() -> None:
     from collections.abc import Sequence
 
-    from processors.briefing import BriefingRules
+    from processors.briefing_request import BriefingRules
     from processors.increments import IncrementRules
     from processors.models import Document
 

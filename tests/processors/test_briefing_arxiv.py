@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 
 from processors.arxiv_atom import NO_RECORDS, ArxivRecord, EnrichedId
 from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingRequest
 from processors.models import AxisSpec, Briefing, Document, Section
 from processors.render_markdown import render_markdown
 from processors.window import window_bounds
@@ -43,15 +44,15 @@ def note(path: str, ids: tuple[str, ...], heading: str) -> Document:
 def build(records: dict[str, EnrichedId] | None = None) -> Briefing:
     docs = [note("inbox/jay/2026-09-27-1200-a.md", ("1605.08386", "2609.23130"), "笔记里写的标题")]
     return assemble_briefing(
-        axis=AXIS,
-        trigger="flush",
-        window=window_bounds(END, timedelta(hours=24)),
-        generated_at=END,
-        documents=docs,
-        living=None,
-        earlier_cited_ids=set(),
-        zone=SH,
-        arxiv_records=records if records is not None else NO_RECORDS,
+        BriefingRequest(
+            axis=AXIS,
+            trigger="flush",
+            window=window_bounds(END, timedelta(hours=24)),
+            generated_at=END,
+            zone=SH,
+            documents=docs,
+            arxiv_records=records if records is not None else NO_RECORDS,
+        )
     )
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingRequest, BriefingRules
 from processors.documents import parse_document
 from processors.models import AxisSpec, Briefing, Document, RawFile
 from processors.window import window_bounds
@@ -25,15 +26,15 @@ def parsed(path: str, text: str) -> Document:
 
 def brief(docs: list[Document], threshold: float = 0.8) -> Briefing:
     return assemble_briefing(
-        axis=AXIS,
-        trigger="close",
-        window=window_bounds(END, timedelta(hours=24)),
-        generated_at=END,
-        documents=docs,
-        living=None,
-        earlier_cited_ids=set(),
-        zone=SH,
-        near_duplicate_threshold=threshold,
+        BriefingRequest(
+            axis=AXIS,
+            trigger="close",
+            window=window_bounds(END, timedelta(hours=24)),
+            generated_at=END,
+            zone=SH,
+            documents=docs,
+            rules=BriefingRules(near_duplicate_threshold=threshold),
+        )
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingRequest
 from processors.models import AxisSpec, Briefing
 from processors.window import window_bounds
 from sinks.files import BriefingFiles
@@ -17,14 +18,14 @@ SH = ZoneInfo("Asia/Shanghai")
 def empty_briefing() -> Briefing:
     end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
     return assemble_briefing(
-        axis=AxisSpec(name="inference"),
-        trigger="close",
-        window=window_bounds(end, timedelta(hours=24)),
-        generated_at=end,
-        documents=[],
-        living=None,
-        earlier_cited_ids=(),
-        zone=SH,
+        BriefingRequest(
+            axis=AxisSpec(name="inference"),
+            trigger="close",
+            window=window_bounds(end, timedelta(hours=24)),
+            generated_at=end,
+            zone=SH,
+            documents=[],
+        )
     )
 
 

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingRequest
 from processors.models import AxisSpec, Briefing
 from processors.window import window_bounds
 from sinks.state import StateStore
@@ -19,14 +20,14 @@ END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
 def briefing(generated_at: datetime = END) -> Briefing:
     return assemble_briefing(
-        axis=AxisSpec(name="inference"),
-        trigger="close",
-        window=window_bounds(END, timedelta(hours=24)),
-        generated_at=generated_at,
-        documents=[],
-        living=None,
-        earlier_cited_ids=(),
-        zone=SH,
+        BriefingRequest(
+            axis=AxisSpec(name="inference"),
+            trigger="close",
+            window=window_bounds(END, timedelta(hours=24)),
+            generated_at=generated_at,
+            zone=SH,
+            documents=[],
+        )
     )
 
 

@@ -7,13 +7,13 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 from uuid import uuid4
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from processors.briefing import assemble_briefing, max_d_number
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.models import ControlCommand, Document, RawFile
 from processors.window import window_bounds
 from sinks.metrics import Metrics
@@ -67,26 +67,25 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
     assert emission is not None
     documents = state.window_documents("inference", window)
     baseline = state.latest_baseline("inference", window.start, window.start - s.window_length)
-    kwargs: dict[str, Any] = {
-        "axis": s.axis("inference"),
-        "trigger": "close",
-        "window": window,
-        "generated_at": END,
-        "documents": [*documents, *([baseline] if baseline else [])],
-        "living": state.living_document("inference"),
-        "axes": s.axes,
-        "other_living": {a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
-        "earlier_cited_ids": set(),
-        "superseded": state.superseded_documents("inference", window),
-        "rejected": state.rejections(window),
-        "zone": s.tz,
-        "lang": s.lang,
-        # What the worker did before: D numbers continue from the whole baselines' texts.
-        "last_d_number": max_d_number(
-            d.text for d in [*documents, *([baseline] if baseline else [])] if d.kind == "baseline"
-        ),
-    }
-    assert emission.briefing == assemble_briefing(**kwargs)
+    whole = [*documents, *([baseline] if baseline else [])]
+    request = BriefingRequest(
+        axis=s.require_axis("inference"),
+        trigger="close",
+        window=window,
+        generated_at=END,
+        zone=s.tz,
+        documents=whole,
+        living=state.living_document("inference"),
+        axes=s.axes,
+        other_living={a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
+        superseded=state.superseded_documents("inference", window),
+        rejected=state.rejections(window),
+        # What the worker does: D numbers continue from the whole baselines' texts.
+        history=BriefingHistory.of([], (d.text for d in whole if d.kind == "baseline")),
+        lang=s.lang,
+        rules=s.briefing_rules,
+    )
+    assert emission.briefing == assemble_briefing(request)
 
 
 async def test_the_loader_reads_the_summarised_versions_from_another_thread(pipeline: Pipeline) -> None:

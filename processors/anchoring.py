@@ -1,0 +1,54 @@
+"""What the axis already cites (living document, earlier briefings, its baseline) and the window's ids split by it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from processors.living_doc import LivingDoc, parse_living_doc
+from processors.models import Document, DocumentSummary, Relevance
+
+BASELINE_LABEL = "基线"
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The parsed living document, the ids anchored for the axis, and the axis's own baselines in the window."""
+
+    living: LivingDoc | None
+    ids: frozenset[str]
+    baselines: list[DocumentSummary]
+
+
+def anchor_ids(
+    kept: Sequence[DocumentSummary],
+    rel: Mapping[str, Relevance],
+    living: Document | None,
+    earlier_cited: Collection[str],
+) -> Anchors:
+    """Ids the living document, earlier briefings or this axis's own baseline note cite."""
+    living_doc = parse_living_doc(living) if living is not None else None
+    anchored = set(earlier_cited) | (set(living_doc.cited_ids) if living_doc else set())
+    baselines = [d for d in kept if rel[d.path].label == BASELINE_LABEL]
+    for d in baselines:
+        anchored.update(d.arxiv_ids)
+    return Anchors(living=living_doc, ids=frozenset(anchored), baselines=baselines)
+
+
+@dataclass(frozen=True)
+class IdSplit:
+    """Every id of the window in order of first appearance, split into new and continued."""
+
+    window: list[str]
+    new: list[str]
+    continued: list[str]
+
+
+def split_ids(docs: Iterable[DocumentSummary], anchored: Collection[str]) -> IdSplit:
+    """The ids the documents cite, new unless anchored."""
+    window = list(dict.fromkeys(i for d in docs for i in d.arxiv_ids))
+    return IdSplit(
+        window=window,
+        new=[i for i in window if i not in anchored],
+        continued=[i for i in window if i in anchored],
+    )

@@ -1,0 +1,81 @@
+"""From the contributors' sections to the chosen increments: units, clusters, candidates, selection, entries."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from processors.increments import Candidate, Context, IncrementRules, build, cluster_units, evaluate, select
+from processors.models import Document, Increment, Relevance
+from processors.relevance import AxisSpace
+from processors.units import Unit, mention_units, units_of
+
+
+def axis_units(
+    contributors: Sequence[tuple[Document, Relevance]],
+    ctx: Context,
+    space: AxisSpace,
+    new_ids: Collection[str],
+    floor: float,
+) -> list[Unit]:
+    """Sections of the contributors that are on the axis: about a paper, close to the profile or to a section."""
+    out: list[Unit] = []
+    for doc, rel in contributors:
+        for u in units_of(doc, ctx.axis, rel.stars, rel.score):
+            text = f"{u.heading}\n{u.text}"
+            if u.primary_ids or space.score_text(text, ctx.axis) >= floor or ctx.matcher.similar(text, 1):
+                out.append(u)
+            out.extend(mention_units(u, [i for i in u.ids if i in new_ids]))
+    return out
+
+
+@dataclass(frozen=True)
+class Found:
+    """The units considered, every candidate, the chosen ones and their briefing entries (same order)."""
+
+    units: list[Unit]
+    candidates: list[Candidate]
+    chosen: list[Candidate]
+    increments: list[Increment]
+
+    @property
+    def used_docs(self) -> set[str]:
+        return {u.doc_path for c in self.chosen for u in c.cluster.units}
+
+    @property
+    def candidate_docs(self) -> set[str]:
+        return {u.doc_path for c in self.candidates for u in c.cluster.units}
+
+    @property
+    def chosen_units(self) -> list[Unit]:
+        return [u for c in self.chosen for u in c.cluster.units]
+
+    def suggested_section_of_units(self) -> dict[str, str]:
+        """unit ref → the first section its increment is suggested into."""
+        return {
+            u.ref: inc.suggested_sections[0]
+            for c, inc in zip(self.chosen, self.increments, strict=True)
+            for u in c.cluster.units
+            if inc.suggested_sections
+        }
+
+
+def find_increments(
+    contributors: Sequence[tuple[Document, Relevance]],
+    ctx: Context,
+    space: AxisSpace,
+    ids: tuple[Collection[str], Collection[str]],
+    rules: IncrementRules,
+) -> Found:
+    """Cluster the on-axis units, rank the clusters, build the best `rules.max_count`.
+
+    `ids` is (the window's new ids, the ones under suspicion): a suspect id is a unit of its own but never
+    leads an increment.
+    """
+    new_ids, suspect = ids
+    units = axis_units(contributors, ctx, space, new_ids, rules.relevance_floor)
+    clusters = [c for c in cluster_units(units, ctx, rules) if not (c.ids and set(c.ids) <= set(suspect))]
+    candidates = [evaluate(c, ctx, rules) for c in clusters]
+    chosen = select(candidates, rules)
+    increments = [build(c, rank, ctx, rules) for rank, c in enumerate(chosen, start=1)]
+    return Found(units=units, candidates=candidates, chosen=chosen, increments=increments)
