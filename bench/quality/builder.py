@@ -218,7 +218,8 @@ def _titles(
     conflicts = []
     for pid in sorted(cited):
         if pid in overrides:
-            titles[pid] = (overrides[pid],)
+            value = overrides[pid]
+            titles[pid] = (value,) if isinstance(value, str) else tuple(value)
             continue
         found = candidates.get(pid, [])
         if not found:
@@ -324,6 +325,24 @@ def _living(
     return living, {k: tuple(sorted(v)) for k, v in fits.items()}
 
 
+def _check_labels(
+    files: dict[str, BuiltFile], labels: dict[str, Any], cited: set[str], ids: list[str]
+) -> None:
+    """Labels that name nothing in the root are stale: every labelled id and scaffolding string must occur,
+    and a writer's excluded item must occur in one file only (else it cannot be told from real content)."""
+    stale = sorted(set(ids) - cited)
+    texts = {path: f.text.lower() for path, f in files.items()}
+    for s in labels.get("scaffolds", []):
+        for needle in [*s.get("any", ()), *s.get("all", ())]:
+            where = [p for p, text in texts.items() if needle.lower() in text]
+            if not where:
+                stale.append(f"scaffold {needle!r}")
+            elif s["kind"] == "excluded" and len(where) > 1:
+                stale.append(f"excluded item {needle!r} occurs in {len(where)} files")
+    if stale:
+        raise SpecError("labels that do not fit the root: " + ", ".join(stale))
+
+
 def derive_truth(
     spec: dict[str, Any],
     labels: dict[str, Any],
@@ -363,6 +382,7 @@ def derive_truth(
     fit_labels = [
         k for a in spec["axes"] for k in _strip(labels.get("living", {}).get(a["name"], {}).get("fits", {}))
     ]
+    _check_labels(files, labels, cited, [*id_axes, *fit_labels, *(i for d in items for i in d.suspect_ids)])
     hand = {
         "on-axis ids (by reading)": sorted(id_axes),
         "on-axis sections of the notes": sorted(
