@@ -39,13 +39,16 @@ class Figure:
     about: str
     per_root: dict[str, Any] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)
+    # With nothing to count (no D-items, no suggestions …) a required figure fails: an empty briefing
+    # must not pass by saying nothing.
+    required: bool = True
 
     @property
     def verdict(self) -> str:
         if not self.target:
             return "info"
         if self.value is None:
-            return "n/a"
+            return "FAIL" if self.required else "n/a"
         op, bound = self.target[:2], float(self.target[2:])
         return "PASS" if _OPS[op](round(self.value, 4), bound) else "FAIL"
 

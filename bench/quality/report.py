@@ -15,6 +15,7 @@ from bench.quality.scoring import (
     accounting_figure,
     axis_figures,
     boilerplate_figure,
+    min_increments_figure,
     novelty_figures,
     section_figures,
 )
@@ -26,6 +27,7 @@ def all_figures(runs: list[RootRun]) -> list[Figure]:
     return [
         *title_figures(runs),
         boilerplate_figure(runs),
+        min_increments_figure(runs),
         *axis_figures(runs),
         *d_figures(runs),
         *section_figures(runs),

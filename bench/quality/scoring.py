@@ -237,9 +237,7 @@ def _on_axis_ids(truth: RootTruth, b: Briefed) -> set[str]:
             ids.update(f.ids)
         for u in f.units:
             if b.axis in u.axes:
-                ids.update(u.ids)
-                if u.paper:
-                    ids.add(u.paper)
+                ids.update(u.ids)  # ids the note writes: a paper named by title only has none to list
     return ids - truth.suspect_ids
 
 
@@ -316,4 +314,35 @@ def accounting_figure(runs: list[RootRun]) -> Figure:
                     t.add(True, f"{b.axis} {b.emitted.end:%m-%d}: {path}")
     return count_figure(
         "notes_missing", missing, "<=0", "notes of a window absent from that axis's 一/五/六 (every axis)"
+    )
+
+
+def _papers_on_axis(truth: RootTruth, b: Briefed) -> set[str]:
+    """The distinct papers of the window's on-axis sections that no earlier text anchors (ids or titles)."""
+    papers = {i for i in _on_axis_ids(truth, b) if i not in b.anchored}
+    for path in b.window_files:
+        for u in truth.files[path].units:
+            if b.axis in u.axes and u.paper and not u.ids and u.paper not in b.anchored:
+                papers.add(u.paper)
+    return papers
+
+
+def min_increments_figure(runs: list[RootRun], least: int = 3) -> Figure:
+    met: dict[str, Tally] = {}
+    for run in runs:
+        t = met[run.built.name] = Tally()
+        for b in closes(run):
+            need = min(least, len(_papers_on_axis(run.truth, b)))
+            have = len(b.json["increments"])
+            t.add(
+                have >= need,
+                None
+                if have >= need
+                else f"{b.axis} {b.emitted.end:%m-%d}: {have} increment(s), {need} wanted",
+            )
+    return ratio_figure(
+        "increments_min_met",
+        met,
+        ">=1.00",
+        f"briefings with at least {least} increments (or as many as the window has new on-axis papers)",
     )

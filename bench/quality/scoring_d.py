@@ -19,7 +19,7 @@ from bench.quality.truth import DiscrepancyLabel, RootTruth
 
 def item_text(d: dict[str, Any]) -> str:
     claims = " ".join(f"{c['text']} {c['source']}" for c in d["claims"])
-    return f"{d['subject']} {claims}"
+    return f"[{d['kind']}] {d['subject']} {claims}"
 
 
 def label_of(truth: RootTruth, d: dict[str, Any]) -> DiscrepancyLabel | None:

@@ -29,21 +29,27 @@ def _increment_truths(truth: RootTruth, inc: dict[str, Any]) -> list[str]:
     return _truths(truth, [paper]) if paper else []
 
 
-def _split_lead(text: str) -> tuple[list[str], str]:
-    """`arXiv 2505.13109/2508.02215 Title（figures）` → (ids, title)."""
+def _split_lead(text: str, known: Iterable[str] = ()) -> tuple[list[str], str]:
+    """`arXiv 2505.13109/2508.02215 Title（figures）` → (ids, title).
+
+    When the rest starts with one of the `known` increment titles, that is the title (figures in the
+    parentheses that follow it may hold parentheses of their own).
+    """
     m = _LEAD_IDS.match(text)
     ids = m.group("ids").split("/") if m else []
-    rest = text[m.end() :] if m else text
-    return ids, _TRAILING_FIGURES.sub("", rest).strip()
+    rest = (text[m.end() :] if m else text).strip()
+    title = next((k for k in sorted(known, key=len, reverse=True) if k and rest.startswith(k)), None)
+    return ids, title if title is not None else _TRAILING_FIGURES.sub("", rest).strip()
 
 
-def summary_titles(markdown: str) -> list[tuple[list[str], str]]:
+def summary_titles(markdown: str, known: Iterable[str] = ()) -> list[tuple[list[str], str]]:
     """The increments as the 状态摘要's core line names them, in order."""
     head = markdown.split("\n## ", 2)
     summary = head[1] if len(head) > 1 else markdown
     line = next((ln for ln in summary.splitlines() if _CIRCLED[0] in ln), "")
     parts = re.split(f"[{_CIRCLED}]", line)[1:]
-    return [_split_lead(p.strip()) for p in parts]
+    known = list(known)
+    return [_split_lead(p.strip(), known) for p in parts]
 
 
 def _judge_into(
@@ -102,12 +108,13 @@ def _titles_of(truth: RootTruth, b: Briefed, per: dict[str, dict[str, dict[str, 
             r = per["headings"][root]
             _judge_into(r, r["examples"], inc["title"], truths, f"{where} 增量 {inc['rank']}")
     r = per["summary_priorities"][root]
-    for inc, (_ids, title) in zip(incs, summary_titles(b.emitted.markdown), strict=False):
+    known = [inc["title"] for inc in incs]
+    for inc, (_ids, title) in zip(incs, summary_titles(b.emitted.markdown, known), strict=False):
         truths = _increment_truths(truth, inc)
         if truths:
             _judge_into(r, r["examples"], title, truths, f"{where} 状态摘要 {inc['rank']}")
     for row in b.json["priorities"]:
-        ids, title = _split_lead(row["content"])
+        ids, title = _split_lead(row["content"], known)
         truths = _truths(truth, ids)
         if ids and truths:
             _judge_into(r, r["examples"], title, truths, f"{where} 七 {'/'.join(ids)}")

@@ -110,14 +110,17 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_EMOJI = re.compile(r"[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u20E3\u2B00-\u2BFF]")
+_EMOJI = re.compile(r"[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u20E3\u2B00-\u2BFF\u00A9\u00AE]")
+_ANCHOR_LINK = re.compile(r"\[[^\]]*\]\(#[^)]*\)")  # `[©️back👆🏻](#contents)`: navigation
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
 def clean_heading(text: str) -> str:
-    """A heading as a reader names it: without emoji, keycap or § numbers, link targets and markup."""
+    """A heading as a reader names it: without emoji, keycap or § numbers, back-links, link targets, markup."""
+    text = _ANCHOR_LINK.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _EMOJI.sub(" ", text)
+    text = re.sub(r"[(（]\s*[)）]", "", text)
     text = re.sub(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s*", "", text)
     text = re.sub(r"[*_`#]", "", text)
     return " ".join(text.split())
