@@ -15,6 +15,8 @@ from bench.quality.scoring import (
     accounting_figure,
     axis_figures,
     boilerplate_figure,
+    content_figure,
+    foreign_points_figure,
     min_increments_figure,
     novelty_figures,
     section_figures,
@@ -27,6 +29,8 @@ def all_figures(runs: list[RootRun]) -> list[Figure]:
     return [
         *title_figures(runs),
         boilerplate_figure(runs),
+        content_figure(runs),
+        foreign_points_figure(runs),
         min_increments_figure(runs),
         *axis_figures(runs),
         *d_figures(runs),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from bench.quality.corpus import ID
 from bench.quality.figures import Figure, Tally, count_figure, ratio_figure
 from bench.quality.runner import Briefed, RootRun
 from bench.quality.titles import norm
@@ -101,6 +102,67 @@ def boilerplate_figure(runs: list[RootRun]) -> Figure:
     )
     fig.detail = {"by_kind": kinds}
     return fig
+
+
+def _window_titles(truth: RootTruth, b: Briefed) -> dict[str, list[str]]:
+    """Normalised full titles (four words or more) of the window's papers, by id."""
+    out: dict[str, list[str]] = {}
+    for path in b.window_files:
+        for i in truth.files[path].ids:
+            out[i] = [n for t in truth.titles.get(i, ()) if len((n := norm(t)).split()) >= 4]
+    return out
+
+
+def foreign_points_figure(runs: list[RootRun]) -> Figure:
+    """Key points of a paper's increment that are about another paper: a list's neighbouring items bleeding in."""
+    counts: dict[str, Tally] = {}
+    for run in runs:
+        t = counts[run.built.name] = Tally()
+        for b in closes(run):
+            titles = _window_titles(run.truth, b)
+            for inc in b.json["increments"]:
+                own = set(inc["arxiv"])
+                if not own:
+                    continue
+                for point in inc["points"]:
+                    text = norm(point)
+                    other = {i for i in ID.findall(point) if i not in own} or {
+                        i for i, ts in titles.items() if i not in own and any(x in text for x in ts)
+                    }
+                    if other:
+                        t.add(
+                            True,
+                            f"{b.axis} {b.emitted.end:%m-%d} 增量 {inc['rank']} {sorted(own)}: point about {sorted(other)}: {point[:80]!r}",
+                        )
+    return count_figure(
+        "points_of_other_papers",
+        counts,
+        "<=0",
+        "key points of a paper's increment that name another paper of the window",
+    )
+
+
+def content_figure(runs: list[RootRun]) -> Figure:
+    """Increments that say something: at least one key point that is not scaffolding (an empty increment
+    would otherwise pass the scaffolding count by saying nothing)."""
+    said: dict[str, Tally] = {}
+    for run in runs:
+        t = said[run.built.name] = Tally()
+        for b in closes(run):
+            for inc in b.json["increments"]:
+                real = [p for p in inc["points"] if not any(s.hit(p) for s in run.truth.scaffolds)]
+                t.add(
+                    bool(real),
+                    None
+                    if real
+                    else f"{b.axis} {b.emitted.end:%m-%d} 增量 {inc['rank']}: {inc['points'][:2]}",
+                )
+    return ratio_figure(
+        "increments_with_content",
+        said,
+        ">=1.00",
+        "increments with at least one key point that is not scaffolding",
+    )
 
 
 def axis_figures(runs: list[RootRun]) -> list[Figure]:
