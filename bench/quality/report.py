@@ -86,8 +86,13 @@ def git_commit(repo: Path) -> str:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
         )
+        # The figures file itself does not make the tree dirty: it is what this run writes.
         dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+            ["git", "status", "--porcelain", "--", ".", ":!bench/quality.json"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
         )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
