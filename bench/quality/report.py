@@ -17,11 +17,10 @@ from bench.quality.scoring import (
     boilerplate_figure,
     content_figure,
     foreign_points_figure,
-    min_increments_figure,
-    novelty_figures,
     section_figures,
 )
 from bench.quality.scoring_d import d_figures
+from bench.quality.scoring_novelty import min_increments_figure, novelty_figures
 from bench.quality.scoring_titles import title_figures
 
 
