@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint kafka-fetch tools bench clean
+.PHONY: venv run test lint kafka-fetch tools bench quality clean
 
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: lint kafka-fetch tools
 # The end-to-end benchmark (issue 6), under 15 minutes: `make bench N=1000,10000` for a quicker run.
 bench: venv kafka-fetch
 	$(BIN)/python -m bench.run $(if $(N),--n $(N))
+
+# The briefing-quality benchmark (issue 11): three roots built from the real corpus, briefed in process against
+# their ground truth; seconds, no Kafka. Figures in bench/quality.json, briefings under .cache/quality/.
+quality: venv
+	$(BIN)/python -m bench.quality
 
 clean:
 	rm -rf $(VENV) .cache out
