@@ -23,7 +23,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from processors.briefing import assemble_briefing, cited_ids_of, max_d_number
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import DEFAULT_MAX_BYTES
 from processors.ingest import RouteParams, route_file
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Rejection, Trigger
@@ -191,9 +192,6 @@ class Worker:
             for (a, e, _t), (b, _md) in sorted(self._emitted.items(), key=lambda kv: kv[0][1])
             if a == axis_name and e < end
         ]
-        earlier_ids: set[str] = set()
-        for b in earlier:
-            earlier_ids |= cited_ids_of(b)
         own = [
             load_document(stored[d.path])
             for d in documents
@@ -202,10 +200,7 @@ class Worker:
         baselines = [*own, *([baseline] if baseline else [])]
         if baseline is not None:
             documents.append(baseline)
-        last_d = max(
-            [max_d_number(d.text for d in baselines)]
-            + [max_d_number(d.id for d in b.discrepancies) for b in earlier]
-        )
+        history = BriefingHistory.of(earlier, (d.text for d in baselines))
 
         def load(paths: Sequence[str]) -> list[Document]:
             return [load_document(stored[p]) for p in paths if p in stored]
@@ -216,20 +211,20 @@ class Worker:
             if in_window(seen, window)
         ]
         return assemble_briefing(
-            axis=axis,
-            trigger=trigger,
-            window=window,
-            generated_at=end,
-            documents=documents,
-            living=self._living(axis_name),
-            axes=self.axes,
-            other_living={a.name: self._living(a.name) for a in self.axes if a.name != axis_name},
-            earlier_cited_ids=earlier_ids,
-            superseded=self._superseded(axis_name, window.start, window.end),
-            rejected=rejected,
-            increment_range=(3, 8),
-            last_d_number=last_d,
-            zone=self.zone,
-            lang="en" if self.lang == "en" else "zh",
-            load=load,
+            BriefingRequest(
+                axis=axis,
+                trigger=trigger,
+                window=window,
+                generated_at=end,
+                zone=self.zone,
+                documents=documents,
+                living=self._living(axis_name),
+                axes=self.axes,
+                other_living={a.name: self._living(a.name) for a in self.axes if a.name != axis_name},
+                superseded=self._superseded(axis_name, window.start, window.end),
+                rejected=rejected,
+                history=history,
+                lang="en" if self.lang == "en" else "zh",
+                load=load,
+            )
         )
