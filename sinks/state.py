@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from processors.models import Briefing, Document, DocumentSummary, Rejection, WindowBounds
+from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import (
     DocumentRecord,
     EventHeader,
@@ -79,11 +80,6 @@ class Position:
     offset: int
 
 
-def _newer(offset: int | None, than: int | None) -> bool:
-    """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
-    return offset is None or than is None or offset > than
-
-
 _CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
 
 
@@ -105,154 +101,61 @@ def _document(summary_json: str | None, body_json: str | None, doc_json: str | N
     return _legacy(doc_json or "")
 
 
-@dataclass
-class _Version:
-    """One stored version of a path, as the batch planner sees it."""
-
-    raw_offset: int | None
-    seq: int
-    new: bool
-
-
-def _rank(v: _Version) -> tuple[bool, int, int]:
-    # The order of `current`: highest raw offset first (NULLs last: records from before 0.2), then arrival.
-    return (v.raw_offset is not None, v.raw_offset or 0, v.seq)
-
-
-Key = tuple[str, str]  # (axis, path)
-
-
-class _Plan:
-    """A batch's outcome, worked out record by record in memory from the touched paths' rows, written set-based."""
-
-    def __init__(
-        self,
-        versions: dict[Key, dict[str, _Version]],
-        deletions: dict[Key, tuple[datetime, int | None]],
-        seqs: list[int],
-    ) -> None:
-        self.versions = versions
-        self.deletions = deletions
-        self.existing = {k for k, vs in versions.items() if vs}
-        self._seqs = iter(seqs)
-        self.new_rows: dict[tuple[str, str, str], tuple[EventHeader, StoredDocument]] = {}
-        self.moved: dict[tuple[str, str, str], int] = {}  # existing versions whose raw offset rises
-        self.touched: set[Key] = set()
-        self.deletions_changed: set[Key] = set()
-        self.rejected: dict[tuple[str, str], tuple[str, datetime]] = {}
-
-    def apply(self, record: DocumentRecord) -> bool:
-        h = record.header
-        if h.type == "document" and record.stored is not None and h.axis:
-            return self._document(h, record.stored)
-        if h.type == "deletion" and h.axis:
-            return self._deletion(h)
-        if h.type == "rejection":
-            self.rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))
-            return True
-        return False  # an event for no axis: only its offset is recorded
-
-    def current_sha(self, key: Key) -> str:
-        return max(self.versions[key].items(), key=lambda kv: _rank(kv[1]))[0]
-
-    def _document(self, h: EventHeader, stored: StoredDocument) -> bool:
-        assert h.axis is not None
-        key = (h.axis, h.path)
-        versions = self.versions.setdefault(key, {})
-        v = versions.get(h.sha256)
-        if v is None:
-            versions[h.sha256] = _Version(h.raw_offset, next(self._seqs), new=True)
-            self.new_rows[(*key, h.sha256)] = (h, stored)
-        elif h.raw_offset is not None and (v.raw_offset is None or h.raw_offset > v.raw_offset):
-            # The same bytes again, later: a file restored to an earlier version is current again.
-            v.raw_offset = h.raw_offset
-            if not v.new:
-                self.moved[(*key, h.sha256)] = h.raw_offset
-        else:
-            return False  # a replay of a version already held
-        self.touched.add(key)
-        current = self.current_sha(key) == h.sha256
-        deletion = self.deletions.get(key)
-        if current and deletion is not None:
-            if _newer(h.raw_offset, deletion[1]):
-                del self.deletions[key]
-                self.deletions_changed.add(key)
-            else:
-                current = False  # deleted after this version was written
-        return current
-
-    def _deletion(self, h: EventHeader) -> bool:
-        assert h.axis is not None
-        key = (h.axis, h.path)
-        versions = self.versions.get(key, {})
-        newest = max((v.raw_offset for v in versions.values() if v.raw_offset is not None), default=None)
-        previous = self.deletions.get(key)
-        # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
-        applies = (
-            bool(versions)
-            and _newer(h.raw_offset, newest)
-            and (previous is None or _newer(h.raw_offset, previous[1]))
+def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
+    """The planned rows, a handful of set-based statements whatever the batch size."""
+    current = {k: plan.current_of(k) for k in plan.touched}
+    if plan.raised:
+        db.execute(
+            "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
+            "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
+            "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
+            _columns([(*k, offset) for k, offset in plan.raised.items()]),
         )
-        if applies:
-            self.deletions[key] = (h.seen_at, h.raw_offset)
-            self.deletions_changed.add(key)
-        return applies
-
-    def write(self, db: duckdb.DuckDBPyConnection) -> None:
-        """The planned rows, a handful of set-based statements whatever the batch size."""
-        current = {k: self.current_sha(k) for k in self.touched}
-        if self.moved:
+    old = [k for k in plan.touched if k in plan.stored_paths]
+    if old:
+        db.execute(
+            "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
+            "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
+            _columns([(*k, current[k]) for k in old]),
+        )
+    if plan.new_versions:
+        rows = []
+        contents: dict[tuple[str, str], StoredDocument] = {}
+        for (axis, path, sha), (h, stored) in plan.new_versions.items():
+            v = plan.paths[(axis, path)].versions[sha]
+            current_now = current[(axis, path)] == sha
+            rows.append((axis, path, sha, v.seq, h.event_time, h.kind, current_now, v.raw_offset))
+            contents.setdefault((path, sha), stored)
+        db.execute(
+            "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
+            "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
+            "unnest($7), unnest($8)",
+            _columns(rows),
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
+            _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
+        )
+    changed = plan.deletions_changed()
+    if changed:
+        db.execute(
+            "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
+            "WHERE deletions.axis = k.axis AND deletions.path = k.path",
+            _columns(list(changed)),
+        )
+        kept = [(*k, d.deleted_at, d.raw_offset) for k, d in changed.items() if d is not None]
+        if kept:
             db.execute(
-                "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
-                "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
-                "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
-                _columns([(*k, offset) for k, offset in self.moved.items()]),
+                "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), "
+                "unnest($4::BIGINT[])",
+                _columns(kept),
             )
-        old = [k for k in self.touched if k in self.existing]
-        if old:
-            db.execute(
-                "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
-                "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
-                _columns([(*k, current[k]) for k in old]),
-            )
-        if self.new_rows:
-            rows = []
-            contents: dict[tuple[str, str], StoredDocument] = {}
-            for (axis, path, sha), (h, stored) in self.new_rows.items():
-                v = self.versions[(axis, path)][sha]
-                current_now = current[(axis, path)] == sha
-                rows.append((axis, path, sha, v.seq, h.event_time, h.kind, current_now, v.raw_offset))
-                contents.setdefault((path, sha), stored)
-            db.execute(
-                "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
-                "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
-                "unnest($7), unnest($8)",
-                _columns(rows),
-            )
-            db.execute(
-                "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-                _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
-            )
-        if self.deletions_changed:
-            keys = list(self.deletions_changed)
-            db.execute(
-                "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
-                "WHERE deletions.axis = k.axis AND deletions.path = k.path",
-                _columns(keys),
-            )
-            kept = [(*k, *self.deletions[k]) for k in keys if k in self.deletions]
-            if kept:
-                db.execute(
-                    "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), "
-                    "unnest($4::BIGINT[])",
-                    _columns(kept),
-                )
-        if self.rejected:
-            db.execute(
-                "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
-                "unnest($4::TIMESTAMPTZ[])",
-                _columns([(*k, *v) for k, v in self.rejected.items()]),
-            )
+    if plan.rejected:
+        db.execute(
+            "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
+            "unnest($4::TIMESTAMPTZ[])",
+            _columns([(*k, *v) for k, v in plan.rejected.items()]),
+        )
 
 
 def _columns(rows: Sequence[tuple[object, ...]]) -> list[list[object]]:
@@ -391,54 +294,43 @@ class StateStore:
                         continue
                     applied[key] = advance[key] = pos.offset
                 fresh.append(i)
-            plan = _Plan(
-                self._versions(items, fresh), self._deletions(items, fresh), self._seqs(items, fresh)
-            )
+            plan = BatchPlan(self._held(items, fresh), iter(self._seqs(items, fresh)).__next__)
             results = [False] * len(items)
             for i in fresh:
                 results[i] = plan.apply(items[i][0])
-            plan.write(self._db)
+            _write_plan(self._db, plan)
             for (topic, part), offset in advance.items():
                 self._db.execute("INSERT OR REPLACE INTO applied VALUES (?, ?, ?)", [topic, part, offset])
         return results
 
-    @staticmethod
-    def _paths(items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[list[str]]:
+    def _held(
+        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
+    ) -> dict[Key, PathVersions]:
+        """What the state holds of the paths the fresh records touch: their versions and deletions."""
         keys = {
             (h.axis, h.path)
             for h in (items[i][0].header for i in fresh)
             if h.axis and h.type in ("document", "deletion")
         }
-        return [[a for a, _ in keys], [p for _, p in keys]]
-
-    def _versions(
-        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
-    ) -> dict[tuple[str, str], dict[str, _Version]]:
-        axes, paths = self._paths(items, fresh)
-        out: dict[tuple[str, str], dict[str, _Version]] = {}
-        if not axes:
-            return out
+        held: dict[Key, PathVersions] = {}
+        if not keys:
+            return held
+        touched = [[a for a, _ in keys], [p for _, p in keys]]
         rows = self._db.execute(
             "SELECT d.axis, d.path, d.sha256, d.raw_offset, d.seq FROM documents d "
             "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON d.axis = k.axis AND d.path = k.path",
-            [axes, paths],
+            touched,
         ).fetchall()
         for axis, path, sha, raw_offset, seq in rows:
-            out.setdefault((axis, path), {})[sha] = _Version(raw_offset, seq, new=False)
-        return out
-
-    def _deletions(
-        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
-    ) -> dict[tuple[str, str], tuple[datetime, int | None]]:
-        axes, paths = self._paths(items, fresh)
-        if not axes:
-            return {}
+            held.setdefault((axis, path), PathVersions()).versions[sha] = Version(raw_offset, seq)
         rows = self._db.execute(
             "SELECT x.axis, x.path, x.deleted_at, x.raw_offset FROM deletions x "
             "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON x.axis = k.axis AND x.path = k.path",
-            [axes, paths],
+            touched,
         ).fetchall()
-        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+        for axis, path, deleted_at, raw_offset in rows:
+            held.setdefault((axis, path), PathVersions()).deletion = Deletion(deleted_at, raw_offset)
+        return held
 
     def _seqs(self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[int]:
         n = sum(1 for i in fresh if items[i][0].header.type == "document")
