@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +21,7 @@ from processors.wire import (
     load_summary,
     store_document,
 )
-from sinks.errors import StateLockedError, StateUnreadableError
+from sinks import duck
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,19 @@ CREATE TABLE IF NOT EXISTS contents (
 );
 ALTER TABLE documents ALTER COLUMN doc_json DROP NOT NULL;
 """
+
+
+STATE = duck.DuckFile(
+    "state file",
+    if_locked="Only the worker opens it; ask the worker over HTTP (predigest status/flush) or stop the other process.",
+    if_damaged="the worker sets it aside and rebuilds it from Kafka, as `predigest rebuild` does while it is stopped",
+)
+
+
+def _create(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute(_SCHEMA)
+    # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
+    db.execute("CHECKPOINT")
 
 
 @dataclass(frozen=True)
@@ -181,39 +194,18 @@ class StateStore:
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
-            raise StateLockedError(
-                f"cannot open state file {path}: {exc}. Only the worker opens it; ask the worker over "
-                "HTTP (predigest status/flush) or stop the other process."
-            ) from exc
-        except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
-            raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
-        try:
-            self._db.execute("SET TimeZone = 'UTC'")
-            self._db.execute(_SCHEMA)
-            # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
-            self._db.execute("CHECKPOINT")
-        except duckdb.Error as exc:
-            self._db.close()
-            raise StateUnreadableError(f"state file {path} does not take the schema: {exc}") from exc
+        self._path = path
+        self._db = duck.open_checked(path, STATE, _create)
+
+    def check(self) -> None:
+        """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
+        duck.check_integrity(self._db, self._path, STATE)
 
     def close(self) -> None:
         self._db.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.begin()
-        try:
-            yield
-        except BaseException:
-            self._db.rollback()
-            raise
-        self._db.commit()
+    def _transaction(self) -> AbstractContextManager[None]:
+        return duck.transaction(self._db)
 
     def applied_offset(self, topic: str, partition: int) -> int | None:
         """The offset of the last record of (topic, partition) this state holds; None when none."""

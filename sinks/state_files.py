@@ -3,39 +3,21 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from sinks.duck import set_aside
 from sinks.errors import StateUnreadableError
 from sinks.state import StateStore
 
 log = logging.getLogger(__name__)
 
 
-def set_aside(path: Path, now: datetime, reason: str) -> Path | None:
-    """Rename the state file and its WAL to `<name>.<reason>-<UTC stamp>`; the new name, or None if absent."""
-    wal = path.with_name(path.name + ".wal")
-    if not path.exists() and not wal.exists():
-        return None
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = path.with_name(f"{path.name}.{reason}-{stamp}")
-    if path.exists():
-        path.rename(target)
-    if wal.exists():
-        wal.rename(target.with_name(target.name + ".wal"))
-    return target
-
-
 def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
-    """The worker's state; a file DuckDB cannot open is set aside and a fresh one is rebuilt from Kafka."""
+    """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka."""
     try:
         return StateStore(path), None
     except StateUnreadableError as exc:
         aside = set_aside(path, now, "unreadable")
-        log.error(
-            "state file %s cannot be opened (%s); set aside as %s, rebuilding from the retained topics",
-            path,
-            exc,
-            aside,
-        )
+        log.error("%s (set aside as %s)", exc, aside)
         return StateStore(path), aside

@@ -11,9 +11,9 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from sinks.duck import set_aside
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from sinks.state_files import set_aside
 from streams import kafka_io
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living

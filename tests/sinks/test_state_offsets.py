@@ -15,9 +15,10 @@ import pytest
 from processors.documents import parse_document
 from processors.models import Briefing, Document, RawFile
 from processors.window import window_bounds
+from sinks.duck import set_aside
 from sinks.errors import StateUnreadableError
 from sinks.state import Position, StateStore
-from sinks.state_files import open_state, set_aside
+from sinks.state_files import open_state
 
 SH = ZoneInfo("Asia/Shanghai")
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
