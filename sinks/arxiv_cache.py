@@ -36,7 +36,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _create(db: duckdb.DuckDBPyConnection) -> None:
+def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute(_SCHEMA)
 
 

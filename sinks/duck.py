@@ -57,13 +57,13 @@ def connect(path: Path, file: DuckFile) -> duckdb.DuckDBPyConnection:
 
 
 def open_checked(
-    path: Path, file: DuckFile, setup: Callable[[duckdb.DuckDBPyConnection], None]
+    path: Path, file: DuckFile, setup: Callable[[duckdb.DuckDBPyConnection, Path], None]
 ) -> duckdb.DuckDBPyConnection:
     """`connect`, `check_integrity` (before anything is written to a damaged file), then `setup` (its schema)."""
     db = connect(path, file)
     try:
         check_integrity(db, path, file)
-        setup(db)
+        setup(db, path)
     except duckdb.Error as exc:
         db.close()
         raise error(exc, path, file) from exc

@@ -16,7 +16,7 @@ LEDGER = duck.DuckFile(
 )
 
 
-def _create(db: duckdb.DuckDBPyConnection) -> None:
+def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute(
         "CREATE TABLE IF NOT EXISTS ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)"
     )

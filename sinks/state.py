@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -21,67 +21,15 @@ from processors.wire import (
     load_summary,
     store_document,
 )
-from sinks import duck
+from sinks import duck, schema
 
 log = logging.getLogger(__name__)
-
-_SCHEMA = """
-CREATE SEQUENCE IF NOT EXISTS doc_seq;
-CREATE TABLE IF NOT EXISTS documents (
-    axis VARCHAR NOT NULL,
-    path VARCHAR NOT NULL,
-    sha256 VARCHAR NOT NULL,
-    seq BIGINT NOT NULL,
-    event_time TIMESTAMPTZ NOT NULL,
-    kind VARCHAR NOT NULL,
-    current BOOLEAN NOT NULL,
-    doc_json VARCHAR NOT NULL,
-    PRIMARY KEY (axis, path, sha256)
-);
-CREATE TABLE IF NOT EXISTS deletions (
-    axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (axis, path)
-);
-CREATE TABLE IF NOT EXISTS rejected (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (path, sha256)
-);
-CREATE TABLE IF NOT EXISTS emissions (
-    axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
-    basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,
-    PRIMARY KEY (axis, window_end, trigger)
-);
-CREATE TABLE IF NOT EXISTS applied (
-    topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,
-    PRIMARY KEY (topic, part)
-);
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
-ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
--- The recorded Markdown and when the briefing reached its topic (files and topic are re-done from the record).
-ALTER TABLE emissions ADD COLUMN IF NOT EXISTS markdown VARCHAR;
-ALTER TABLE emissions ADD COLUMN IF NOT EXISTS delivered_at TIMESTAMPTZ;
--- Each version's content once, whatever the number of its axes, as the documents topic's v2 records carry it
--- (processors.wire): the summary a briefing ranks, the body (text once, sections as offsets) it loads for the
--- few it quotes. documents.doc_json holds the whole Document of rows written before.
-CREATE TABLE IF NOT EXISTS contents (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
-    PRIMARY KEY (path, sha256)
-);
-ALTER TABLE documents ALTER COLUMN doc_json DROP NOT NULL;
-"""
-
 
 STATE = duck.DuckFile(
     "state file",
     if_locked="Only the worker opens it; ask the worker over HTTP (predigest status/flush) or stop the other process.",
     if_damaged="the worker sets it aside and rebuilds it from Kafka, as `predigest rebuild` does while it is stopped",
 )
-
-
-def _create(db: duckdb.DuckDBPyConnection) -> None:
-    db.execute(_SCHEMA)
-    # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
-    db.execute("CHECKPOINT")
 
 
 @dataclass(frozen=True)
@@ -93,7 +41,7 @@ class Position:
     offset: int
 
 
-_CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
+_CONTENT = "JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
 
 
 @dataclass(frozen=True)
@@ -102,16 +50,6 @@ class Loader:
 
     load: Callable[[Sequence[str]], list[Document]]
     close: Callable[[], None]
-
-
-def _legacy(doc_json: str) -> Document:
-    return Document.model_validate_json(doc_json)
-
-
-def _document(summary_json: str | None, body_json: str | None, doc_json: str | None) -> Document:
-    if summary_json is not None and body_json is not None:
-        return load_document(StoredDocument(summary_json, body_json))
-    return _legacy(doc_json or "")
 
 
 def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
@@ -182,12 +120,12 @@ class EmissionRecord:
 
     basename: str
     briefing_json: str
-    markdown: str | None  # None: recorded without it (before it was kept); such rows count as delivered
+    markdown: str | None  # None: restored from the briefings topic, which carries the JSON only
     delivered_at: datetime | None  # None until the briefing topic acknowledged it
 
     @property
     def delivered(self) -> bool:
-        return self.delivered_at is not None or self.markdown is None
+        return self.delivered_at is not None
 
 
 class StateStore:
@@ -195,7 +133,7 @@ class StateStore:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._db = duck.open_checked(path, STATE, _create)
+        self._db = duck.open_checked(path, STATE, schema.ensure)
 
     def check(self) -> None:
         """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
@@ -337,16 +275,16 @@ class StateStore:
         rows = (
             (db or self._db)
             .execute(
-                f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
+                f"SELECT c.summary_json, c.body_json FROM documents d {_CONTENT} WHERE {where} "
                 "ORDER BY d.event_time, d.path",
                 list(params),
             )
             .fetchall()
         )
         out = []
-        for summary_json, body_json, doc_json in rows:
+        for summary_json, body_json in rows:
             try:
-                out.append(_document(summary_json, body_json, doc_json))
+                out.append(load_document(StoredDocument(summary_json, body_json)))
             except ValueError as exc:
                 # A damaged row must not stop every briefing of its axis: leave it out, loudly.
                 log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
@@ -354,11 +292,10 @@ class StateStore:
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
         rows = self._db.execute(
-            f"SELECT c.summary_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
-            "ORDER BY d.event_time, d.path",
+            f"SELECT c.summary_json FROM documents d {_CONTENT} WHERE {where} ORDER BY d.event_time, d.path",
             list(params),
         ).fetchall()
-        return [load_summary(r[0]) if r[0] is not None else _legacy(r[1]).summary() for r in rows]
+        return [load_summary(r[0]) for r in rows]
 
     _NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path)"
     _IN_WINDOW = (
@@ -438,26 +375,29 @@ class StateStore:
         ).fetchone()
         return Briefing.model_validate_json(row[0]) if row else None
 
-    def record_emission(
+    def record_emission(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
+        """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
+        return self._insert_emission(briefing, basename, markdown, emitted_at, delivered_at=None)
+
+    def _insert_emission(
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str | None = None,
-        emitted_at: datetime | None = None,
+        markdown: str | None,
+        emitted_at: datetime,
+        delivered_at: datetime | None,
     ) -> bool:
-        """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
         inserted = self._db.execute(
-            "INSERT OR IGNORE INTO emissions "
-            "(axis, window_end, trigger, basename, emitted_at, briefing_json, markdown) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING axis",
+            "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING axis",
             [
                 briefing.axis,
                 briefing.window.end,
                 briefing.trigger,
                 basename,
-                emitted_at or datetime.now(UTC),
+                emitted_at,
                 briefing.model_dump_json(by_alias=True),
                 markdown,
+                delivered_at,
             ],
         ).fetchall()
         return bool(inserted)
@@ -521,8 +461,9 @@ class StateStore:
         with self._transaction():
             if self._seen(position):
                 return False
-            # Without its Markdown the row counts as delivered: it came from the briefings topic.
-            inserted = self.record_emission(briefing, basename, emitted_at=briefing.generated_at)
+            # It came from the briefings topic: delivered; its Markdown is rendered from the JSON when needed.
+            when = briefing.generated_at
+            inserted = self._insert_emission(briefing, basename, None, emitted_at=when, delivered_at=when)
             self._advance(position)
             return inserted
 

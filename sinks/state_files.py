@@ -1,4 +1,4 @@
-"""Opening the worker's state file, and setting an unreadable or replaced one aside (never deleting it)."""
+"""Opening the worker's state file: a damaged one is set aside (never deleted), one of another schema refused."""
 
 from __future__ import annotations
 
@@ -6,18 +6,43 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
+import duckdb
+
+from sinks import duck, schema
 from sinks.duck import set_aside
 from sinks.errors import StateUnreadableError
-from sinks.state import StateStore
+from sinks.state import STATE, StateStore
 
 log = logging.getLogger(__name__)
 
 
 def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
-    """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka."""
+    """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka.
+
+    A file of another schema raises RebuildRequiredError: the operator runs `predigest rebuild`.
+    """
     try:
         return StateStore(path), None
     except StateUnreadableError as exc:
         aside = set_aside(path, now, "unreadable")
         log.error("%s (set aside as %s)", exc, aside)
         return StateStore(path), aside
+
+
+def check_version(path: Path) -> None:
+    """Before the worker starts: RebuildRequiredError for a file of another schema, StateLockedError for a held one.
+
+    So the worker stops with one line instead of retrying; a damaged file is left to `open_state`.
+    """
+    if not path.exists():
+        return
+    try:
+        db = duck.connect(path, STATE)
+    except StateUnreadableError:
+        return
+    try:
+        schema.check(db, path)
+    except duckdb.Error:
+        return
+    finally:
+        db.close()

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import duckdb
 import pytest
 
 from processors.documents import parse_document
@@ -116,28 +115,6 @@ def test_emissions_restored_from_the_briefings_topic(state: StateStore) -> None:
     assert state.emission("inference", b.window.end, "close") == b
     assert state.last_emitted_at("inference") == b.generated_at
     assert state.applied_offset("p.briefings", 0) == 1
-
-
-def test_a_state_file_of_the_previous_schema_is_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    db = duckdb.connect(str(path))
-    db.execute(
-        "CREATE SEQUENCE doc_seq; CREATE TABLE documents (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, "
-        "sha256 VARCHAR NOT NULL, seq BIGINT NOT NULL, event_time TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, "
-        "current BOOLEAN NOT NULL, doc_json VARCHAR NOT NULL, PRIMARY KEY (axis, path, sha256));"
-        "CREATE TABLE deletions (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL,"
-        " PRIMARY KEY (axis, path));"
-    )
-    old = parsed("# a\nold")
-    db.execute(
-        "INSERT INTO documents VALUES ('inference', ?, ?, nextval('doc_seq'), ?, ?, true, ?)",
-        [old.path, old.sha256, old.event_time, old.kind, old.model_dump_json()],
-    )
-    db.close()
-    state = StateStore(path)
-    assert current(state) == ["# a\nold"]
-    state.put_document("inference", parsed("# a\nnew"), raw_offset=3)
-    assert current(state) == ["# a\nnew"]
 
 
 def _leave_a_corrupt_wal(path: Path) -> None:
