@@ -10,7 +10,7 @@ import duckdb
 
 from sinks import duck, schema
 from sinks.duck import set_aside
-from sinks.errors import StateUnreadableError
+from sinks.errors import RebuildRequiredError, StateUnreadableError
 from sinks.state import STATE, StateStore
 
 log = logging.getLogger(__name__)
@@ -46,3 +46,20 @@ def check_version(path: Path) -> None:
         return
     finally:
         db.close()
+
+
+def reason_to_replace(path: Path) -> str:
+    """Why `predigest rebuild` sets the file aside: "unreadable" when damaged (logged), else "rebuild".
+
+    Raises StateLockedError while a worker holds the file: a rebuild under a running worker would be lost.
+    """
+    if not path.exists():
+        return "rebuild"
+    try:
+        StateStore(path).close()
+    except StateUnreadableError as exc:
+        log.warning("%s", exc)
+        return "unreadable"
+    except RebuildRequiredError:
+        pass  # what the rebuild is for
+    return "rebuild"
