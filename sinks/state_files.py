@@ -9,7 +9,6 @@ from pathlib import Path
 import duckdb
 
 from sinks import duck, schema
-from sinks.duck import set_aside
 from sinks.errors import RebuildRequiredError, StateUnreadableError
 from sinks.state import STATE, StateStore
 
@@ -24,7 +23,7 @@ def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
     try:
         return StateStore(path), None
     except StateUnreadableError as exc:
-        aside = set_aside(path, now, "unreadable")
+        aside = duck.set_aside(path, now, "unreadable")
         log.error("%s (set aside as %s)", exc, aside)
         return StateStore(path), aside
 
