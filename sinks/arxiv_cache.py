@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 
 from processors.arxiv_atom import ArxivRecord
-from sinks.errors import StateLockedError
+from sinks import duck
+from sinks.errors import StateUnreadableError
 
 log = logging.getLogger(__name__)
 
@@ -22,12 +23,21 @@ CREATE TABLE IF NOT EXISTS missing (
     id VARCHAR PRIMARY KEY, checked_at TIMESTAMPTZ NOT NULL
 );
 """
+CACHE = duck.DuckFile(
+    "arXiv cache",
+    if_locked="The worker owns it; stop the other process (deleting the file only costs API requests).",
+    if_damaged="it is set aside and started afresh (that only costs API requests)",
+)
 # Many ids as one LIST parameter, so a lookup is one query whatever the window holds.
 _IN_IDS = "id IN (SELECT unnest(?::VARCHAR[]))"
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
+    db.execute(_SCHEMA)
 
 
 class ArxivCache:
@@ -40,18 +50,14 @@ class ArxivCache:
         negative_ttl: timedelta = timedelta(days=1),
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            raise StateLockedError(
-                f"cannot open the arXiv cache {path}: {exc}. The worker owns it; stop the other process "
-                "(deleting the file only costs API requests)."
-            ) from exc
-        self._db.execute("SET TimeZone = 'UTC'")
-        self._db.execute(_SCHEMA)
         self.negative_ttl = negative_ttl
         self._clock = clock
+        try:
+            self._db = duck.open_checked(path, CACHE, _create)
+        except StateUnreadableError as exc:
+            aside = duck.set_aside(path, clock(), "unreadable")
+            log.error("%s; set aside as %s", exc, aside)
+            self._db = duck.open_checked(path, CACHE, _create)
 
     def close(self) -> None:
         self._db.close()

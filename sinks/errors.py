@@ -7,9 +7,21 @@ class SinkError(PredigestError):
     """A sink could not write; the message says what the operator can do."""
 
 
-class StateLockedError(SinkError):
-    """Another process holds the DuckDB state file (DuckDB allows one writer per file)."""
+class DuckFileError(SinkError):
+    """A DuckDB file of predigest (state, ledger, arXiv cache) cannot be used; the subclass says why."""
 
 
-class StateUnreadableError(SinkError):
-    """DuckDB cannot open the state file (e.g. a WAL it fails to replay, duckdb#19712); rebuild it from Kafka."""
+class StateLockedError(DuckFileError):
+    """Another process holds the DuckDB file (DuckDB allows one writer per file)."""
+
+
+class StateLocationError(DuckFileError):
+    """The file's folder is missing and cannot be made, or cannot be written: the file itself is not at fault."""
+
+
+class StateUnreadableError(DuckFileError):
+    """The file is damaged or not DuckDB (a WAL DuckDB fails to replay, duckdb#19712; a truncated file)."""
+
+
+class RebuildRequiredError(DuckFileError):
+    """The state file was written by another schema version; `predigest rebuild` replaces it from Kafka."""

@@ -7,23 +7,26 @@ from pathlib import Path
 
 import duckdb
 
-from sinks.errors import StateLockedError
+from sinks import duck
+
+LEDGER = duck.DuckFile(
+    "watcher ledger",
+    if_locked="Is another watcher running on this root?",
+    if_damaged="move it aside and start the watcher again: it republishes every file, which the worker stores once",
+)
+
+
+def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)"
+    )
 
 
 class Ledger:
     """One row per root-relative path: size, mtime and sha256 of the last acknowledged version."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            raise StateLockedError(
-                f"cannot open watcher ledger {path}: {exc}. Is another watcher running on this root?"
-            ) from exc
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)"
-        )
+        self._db = duck.open_checked(path, LEDGER, _create)
 
     def close(self) -> None:
         self._db.close()

@@ -1,657 +1,128 @@
-"""The worker's DuckDB state: a materialised view of the documents and briefings topics."""
+"""The worker's DuckDB state, one file behind one facade: documents, emissions, applied offsets and counts.
+
+A materialised view of the documents and briefings topics. Each concern is a small sink of its own
+(`documents`, `emissions`, `offsets`, `counts`, over `schema` and the `duck` opener); this facade opens the
+file and runs the writes that span two of them (a record and its offset) in one transaction.
+"""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
-import duckdb
-
 from processors.models import Briefing, Document, DocumentSummary, Rejection, WindowBounds
-from processors.wire import (
-    DocumentRecord,
-    EventHeader,
-    StoredDocument,
-    load_document,
-    load_summary,
-    store_document,
+from processors.wire import DocumentRecord
+from sinks import duck, schema
+from sinks.counts import Counts
+from sinks.documents import DocumentLoader, Documents
+from sinks.emissions import EmissionRecord, Emissions
+from sinks.offsets import AppliedOffsets, Position
+
+__all__ = ["STATE", "EmissionRecord", "Position", "StateStore"]
+
+STATE = duck.DuckFile(
+    "state file",
+    if_locked="Only the worker opens it; ask the worker over HTTP (predigest status/flush) or stop the other process.",
+    if_damaged="the worker sets it aside and rebuilds it from Kafka, as `predigest rebuild` does while it is stopped",
 )
-from sinks.errors import StateLockedError, StateUnreadableError
-
-log = logging.getLogger(__name__)
-
-_SCHEMA = """
-CREATE SEQUENCE IF NOT EXISTS doc_seq;
-CREATE TABLE IF NOT EXISTS documents (
-    axis VARCHAR NOT NULL,
-    path VARCHAR NOT NULL,
-    sha256 VARCHAR NOT NULL,
-    seq BIGINT NOT NULL,
-    event_time TIMESTAMPTZ NOT NULL,
-    kind VARCHAR NOT NULL,
-    current BOOLEAN NOT NULL,
-    doc_json VARCHAR NOT NULL,
-    PRIMARY KEY (axis, path, sha256)
-);
-CREATE TABLE IF NOT EXISTS deletions (
-    axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (axis, path)
-);
-CREATE TABLE IF NOT EXISTS rejected (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (path, sha256)
-);
-CREATE TABLE IF NOT EXISTS emissions (
-    axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
-    basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,
-    PRIMARY KEY (axis, window_end, trigger)
-);
-CREATE TABLE IF NOT EXISTS applied (
-    topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,
-    PRIMARY KEY (topic, part)
-);
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
-ALTER TABLE deletions ADD COLUMN IF NOT EXISTS raw_offset BIGINT;
--- The recorded Markdown and when the briefing reached its topic (files and topic are re-done from the record).
-ALTER TABLE emissions ADD COLUMN IF NOT EXISTS markdown VARCHAR;
-ALTER TABLE emissions ADD COLUMN IF NOT EXISTS delivered_at TIMESTAMPTZ;
--- Each version's content once, whatever the number of its axes, as the documents topic's v2 records carry it
--- (processors.wire): the summary a briefing ranks, the body (text once, sections as offsets) it loads for the
--- few it quotes. documents.doc_json holds the whole Document of rows written before.
-CREATE TABLE IF NOT EXISTS contents (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
-    PRIMARY KEY (path, sha256)
-);
-ALTER TABLE documents ALTER COLUMN doc_json DROP NOT NULL;
-"""
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where a record sits in Kafka: the state remembers the last one applied per (topic, partition)."""
-
-    topic: str
-    partition: int
-    offset: int
-
-
-def _newer(offset: int | None, than: int | None) -> bool:
-    """Version order of one path by raw offset; an unknown offset (a record from before 0.2) is arrival order."""
-    return offset is None or than is None or offset > than
-
-
-_CONTENT = "LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
-
-
-@dataclass(frozen=True)
-class Loader:
-    """`load(paths)` for a briefing's second phase, and `close()` once it is done."""
-
-    load: Callable[[Sequence[str]], list[Document]]
-    close: Callable[[], None]
-
-
-def _legacy(doc_json: str) -> Document:
-    return Document.model_validate_json(doc_json)
-
-
-def _document(summary_json: str | None, body_json: str | None, doc_json: str | None) -> Document:
-    if summary_json is not None and body_json is not None:
-        return load_document(StoredDocument(summary_json, body_json))
-    return _legacy(doc_json or "")
-
-
-@dataclass
-class _Version:
-    """One stored version of a path, as the batch planner sees it."""
-
-    raw_offset: int | None
-    seq: int
-    new: bool
-
-
-def _rank(v: _Version) -> tuple[bool, int, int]:
-    # The order of `current`: highest raw offset first (NULLs last: records from before 0.2), then arrival.
-    return (v.raw_offset is not None, v.raw_offset or 0, v.seq)
-
-
-Key = tuple[str, str]  # (axis, path)
-
-
-class _Plan:
-    """A batch's outcome, worked out record by record in memory from the touched paths' rows, written set-based."""
-
-    def __init__(
-        self,
-        versions: dict[Key, dict[str, _Version]],
-        deletions: dict[Key, tuple[datetime, int | None]],
-        seqs: list[int],
-    ) -> None:
-        self.versions = versions
-        self.deletions = deletions
-        self.existing = {k for k, vs in versions.items() if vs}
-        self._seqs = iter(seqs)
-        self.new_rows: dict[tuple[str, str, str], tuple[EventHeader, StoredDocument]] = {}
-        self.moved: dict[tuple[str, str, str], int] = {}  # existing versions whose raw offset rises
-        self.touched: set[Key] = set()
-        self.deletions_changed: set[Key] = set()
-        self.rejected: dict[tuple[str, str], tuple[str, datetime]] = {}
-
-    def apply(self, record: DocumentRecord) -> bool:
-        h = record.header
-        if h.type == "document" and record.stored is not None and h.axis:
-            return self._document(h, record.stored)
-        if h.type == "deletion" and h.axis:
-            return self._deletion(h)
-        if h.type == "rejection":
-            self.rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))
-            return True
-        return False  # an event for no axis: only its offset is recorded
-
-    def current_sha(self, key: Key) -> str:
-        return max(self.versions[key].items(), key=lambda kv: _rank(kv[1]))[0]
-
-    def _document(self, h: EventHeader, stored: StoredDocument) -> bool:
-        assert h.axis is not None
-        key = (h.axis, h.path)
-        versions = self.versions.setdefault(key, {})
-        v = versions.get(h.sha256)
-        if v is None:
-            versions[h.sha256] = _Version(h.raw_offset, next(self._seqs), new=True)
-            self.new_rows[(*key, h.sha256)] = (h, stored)
-        elif h.raw_offset is not None and (v.raw_offset is None or h.raw_offset > v.raw_offset):
-            # The same bytes again, later: a file restored to an earlier version is current again.
-            v.raw_offset = h.raw_offset
-            if not v.new:
-                self.moved[(*key, h.sha256)] = h.raw_offset
-        else:
-            return False  # a replay of a version already held
-        self.touched.add(key)
-        current = self.current_sha(key) == h.sha256
-        deletion = self.deletions.get(key)
-        if current and deletion is not None:
-            if _newer(h.raw_offset, deletion[1]):
-                del self.deletions[key]
-                self.deletions_changed.add(key)
-            else:
-                current = False  # deleted after this version was written
-        return current
-
-    def _deletion(self, h: EventHeader) -> bool:
-        assert h.axis is not None
-        key = (h.axis, h.path)
-        versions = self.versions.get(key, {})
-        newest = max((v.raw_offset for v in versions.values() if v.raw_offset is not None), default=None)
-        previous = self.deletions.get(key)
-        # Deletions go to every axis; a newer version (a replay can bring the deletion late) wins.
-        applies = (
-            bool(versions)
-            and _newer(h.raw_offset, newest)
-            and (previous is None or _newer(h.raw_offset, previous[1]))
-        )
-        if applies:
-            self.deletions[key] = (h.seen_at, h.raw_offset)
-            self.deletions_changed.add(key)
-        return applies
-
-    def write(self, db: duckdb.DuckDBPyConnection) -> None:
-        """The planned rows, a handful of set-based statements whatever the batch size."""
-        current = {k: self.current_sha(k) for k in self.touched}
-        if self.moved:
-            db.execute(
-                "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
-                "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
-                "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
-                _columns([(*k, offset) for k, offset in self.moved.items()]),
-            )
-        old = [k for k in self.touched if k in self.existing]
-        if old:
-            db.execute(
-                "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
-                "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
-                _columns([(*k, current[k]) for k in old]),
-            )
-        if self.new_rows:
-            rows = []
-            contents: dict[tuple[str, str], StoredDocument] = {}
-            for (axis, path, sha), (h, stored) in self.new_rows.items():
-                v = self.versions[(axis, path)][sha]
-                current_now = current[(axis, path)] == sha
-                rows.append((axis, path, sha, v.seq, h.event_time, h.kind, current_now, v.raw_offset))
-                contents.setdefault((path, sha), stored)
-            db.execute(
-                "INSERT INTO documents (axis, path, sha256, seq, event_time, kind, current, raw_offset) "
-                "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::TIMESTAMPTZ[]), unnest($6), "
-                "unnest($7), unnest($8)",
-                _columns(rows),
-            )
-            db.execute(
-                "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-                _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
-            )
-        if self.deletions_changed:
-            keys = list(self.deletions_changed)
-            db.execute(
-                "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
-                "WHERE deletions.axis = k.axis AND deletions.path = k.path",
-                _columns(keys),
-            )
-            kept = [(*k, *self.deletions[k]) for k in keys if k in self.deletions]
-            if kept:
-                db.execute(
-                    "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), "
-                    "unnest($4::BIGINT[])",
-                    _columns(kept),
-                )
-        if self.rejected:
-            db.execute(
-                "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
-                "unnest($4::TIMESTAMPTZ[])",
-                _columns([(*k, *v) for k, v in self.rejected.items()]),
-            )
-
-
-def _columns(rows: Sequence[tuple[object, ...]]) -> list[list[object]]:
-    """Rows (at least one) as the columns an `unnest($1), unnest($2) …` statement takes."""
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
-@dataclass(frozen=True)
-class EmissionRecord:
-    """One recorded briefing, byte for byte: the source of truth for its files and its topic message."""
-
-    basename: str
-    briefing_json: str
-    markdown: str | None  # None: recorded without it (before it was kept); such rows count as delivered
-    delivered_at: datetime | None  # None until the briefing topic acknowledged it
-
-    @property
-    def delivered(self) -> bool:
-        return self.delivered_at is not None or self.markdown is None
 
 
 class StateStore:
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
-            raise StateLockedError(
-                f"cannot open state file {path}: {exc}. Only the worker opens it; ask the worker over "
-                "HTTP (predigest status/flush) or stop the other process."
-            ) from exc
-        except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
-            raise StateUnreadableError(f"cannot open state file {path}: {exc}") from exc
-        try:
-            self._db.execute("SET TimeZone = 'UTC'")
-            self._db.execute(_SCHEMA)
-            # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
-            self._db.execute("CHECKPOINT")
-        except duckdb.Error as exc:
-            self._db.close()
-            raise StateUnreadableError(f"state file {path} does not take the schema: {exc}") from exc
+        self._path = path
+        self._db = duck.open_checked(path, STATE, schema.ensure)
+        self.offsets = AppliedOffsets(self._db)
+        self.docs = Documents(self._db)
+        self.emissions = Emissions(self._db)
+        self.counts = Counts(self._db)
+
+    def check(self) -> None:
+        """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
+        duck.check_integrity(self._db, self._path, STATE)
 
     def close(self) -> None:
         self._db.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.begin()
-        try:
-            yield
-        except BaseException:
-            self._db.rollback()
-            raise
-        self._db.commit()
-
-    def applied_offset(self, topic: str, partition: int) -> int | None:
-        """The offset of the last record of (topic, partition) this state holds; None when none."""
-        row = self._db.execute(
-            "SELECT last_offset FROM applied WHERE topic=? AND part=?", [topic, partition]
-        ).fetchone()
-        return int(row[0]) if row else None
-
-    def applied_offsets(self) -> dict[tuple[str, int], int]:
-        rows = self._db.execute("SELECT topic, part, last_offset FROM applied").fetchall()
-        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
-
-    def _seen(self, position: Position | None) -> bool:
-        if position is None:
-            return False
-        last = self.applied_offset(position.topic, position.partition)
-        return last is not None and position.offset <= last
-
-    def _advance(self, position: Position | None) -> None:
-        if position is not None:
-            self._db.execute(
-                "INSERT OR REPLACE INTO applied VALUES (?, ?, ?)",
-                [position.topic, position.partition, position.offset],
-            )
-
-    def mark_applied(self, position: Position) -> None:
-        """Remember a record that writes nothing (an event for no axis), so a replay starts after it."""
-        with self._transaction():
-            if not self._seen(position):
-                self._advance(position)
-
-    def put_document(
-        self, axis: str, doc: Document, *, raw_offset: int | None, position: Position | None = None
-    ) -> bool:
-        """Store one version of a document; True if it became current. The highest raw offset is current."""
-        header = EventHeader(
-            type="document",
-            path=doc.path,
-            sha256=doc.sha256,
-            seen_at=doc.event_time,
-            axis=axis,
-            raw_offset=raw_offset,
-            kind=doc.kind,
-            event_time=doc.event_time,
-        )
-        return self.apply_batch([(DocumentRecord(header, store_document(doc)), position)])[0]
-
-    def delete_path(
-        self,
-        axis: str,
-        path: str,
-        when: datetime,
-        *,
-        raw_offset: int | None,
-        position: Position | None = None,
-    ) -> bool:
-        """Record that the path was deleted; True unless the axis never held it or holds a newer version."""
-        header = EventHeader(
-            type="deletion", path=path, sha256="", seen_at=when, axis=axis, raw_offset=raw_offset
-        )
-        return self.apply_batch([(DocumentRecord(header), position)])[0]
+    # Writes: each record with its offset, in one transaction.
 
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
-        """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it.
+        """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
+        with duck.transaction(self._db):
+            fresh = self.offsets.claim([position for _, position in items])
+            outcomes = iter(self.docs.write([r for (r, _), new in zip(items, fresh, strict=True) if new]))
+            return [next(outcomes) if new else False for new in fresh]
 
-        A record at or below its partition's applied offset changes nothing. The outcome of each record is
-        worked out in memory from the rows of the paths the batch touches, then written set-based.
-        """
-        with self._transaction():
-            applied = self.applied_offsets()
-            fresh: list[int] = []
-            advance: dict[tuple[str, int], int] = {}
-            for i, (_, pos) in enumerate(items):
-                if pos is not None:
-                    key = (pos.topic, pos.partition)
-                    last = applied.get(key)
-                    if last is not None and pos.offset <= last:
-                        continue
-                    applied[key] = advance[key] = pos.offset
-                fresh.append(i)
-            plan = _Plan(
-                self._versions(items, fresh), self._deletions(items, fresh), self._seqs(items, fresh)
-            )
-            results = [False] * len(items)
-            for i in fresh:
-                results[i] = plan.apply(items[i][0])
-            plan.write(self._db)
-            for (topic, part), offset in advance.items():
-                self._db.execute("INSERT OR REPLACE INTO applied VALUES (?, ?, ?)", [topic, part, offset])
-        return results
-
-    @staticmethod
-    def _paths(items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[list[str]]:
-        keys = {
-            (h.axis, h.path)
-            for h in (items[i][0].header for i in fresh)
-            if h.axis and h.type in ("document", "deletion")
-        }
-        return [[a for a, _ in keys], [p for _, p in keys]]
-
-    def _versions(
-        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
-    ) -> dict[tuple[str, str], dict[str, _Version]]:
-        axes, paths = self._paths(items, fresh)
-        out: dict[tuple[str, str], dict[str, _Version]] = {}
-        if not axes:
-            return out
-        rows = self._db.execute(
-            "SELECT d.axis, d.path, d.sha256, d.raw_offset, d.seq FROM documents d "
-            "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON d.axis = k.axis AND d.path = k.path",
-            [axes, paths],
-        ).fetchall()
-        for axis, path, sha, raw_offset, seq in rows:
-            out.setdefault((axis, path), {})[sha] = _Version(raw_offset, seq, new=False)
-        return out
-
-    def _deletions(
-        self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]
-    ) -> dict[tuple[str, str], tuple[datetime, int | None]]:
-        axes, paths = self._paths(items, fresh)
-        if not axes:
-            return {}
-        rows = self._db.execute(
-            "SELECT x.axis, x.path, x.deleted_at, x.raw_offset FROM deletions x "
-            "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON x.axis = k.axis AND x.path = k.path",
-            [axes, paths],
-        ).fetchall()
-        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
-
-    def _seqs(self, items: Sequence[tuple[DocumentRecord, Position | None]], fresh: list[int]) -> list[int]:
-        n = sum(1 for i in fresh if items[i][0].header.type == "document")
-        if n == 0:
-            return []
-        rows = self._db.execute("SELECT nextval('doc_seq') FROM range(?)", [n]).fetchall()
-        return sorted(int(r[0]) for r in rows)
-
-    def _docs(
-        self, where: str, params: Sequence[object], db: duckdb.DuckDBPyConnection | None = None
-    ) -> list[Document]:
-        rows = (
-            (db or self._db)
-            .execute(
-                f"SELECT c.summary_json, c.body_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
-                "ORDER BY d.event_time, d.path",
-                list(params),
-            )
-            .fetchall()
-        )
-        out = []
-        for summary_json, body_json, doc_json in rows:
-            try:
-                out.append(_document(summary_json, body_json, doc_json))
-            except ValueError as exc:
-                # A damaged row must not stop every briefing of its axis: leave it out, loudly.
-                log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
-        return out
-
-    def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
-        rows = self._db.execute(
-            f"SELECT c.summary_json, d.doc_json FROM documents d {_CONTENT} WHERE {where} "
-            "ORDER BY d.event_time, d.path",
-            list(params),
-        ).fetchall()
-        return [load_summary(r[0]) if r[0] is not None else _legacy(r[1]).summary() for r in rows]
-
-    _NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path)"
-    _IN_WINDOW = (
-        f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {_NOT_DELETED}"
-    )
-    _SUPERSEDED = "axis=? AND NOT current AND kind <> 'living' AND event_time >= ? AND event_time < ?"
-
-    def window_documents(self, axis: str, window: WindowBounds) -> list[Document]:
-        """Current, undeleted versions of the axis's documents whose event time is in the window."""
-        return self._docs(self._IN_WINDOW, [axis, window.start, window.end])
-
-    def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        """The same documents as `window_documents`, without their text: what a briefing ranks."""
-        return self._summaries(self._IN_WINDOW, [axis, window.start, window.end])
-
-    def documents(self, axis: str, paths: Sequence[str]) -> list[Document]:
-        """The current versions of these paths on the axis, whole (the few a briefing quotes)."""
-        if not paths:
-            return []
-        return self._docs("d.axis=? AND d.current AND list_contains(?, d.path)", [axis, list(paths)])
-
-    def loader(self, axis: str, versions: Mapping[str, str]) -> Loader:
-        """Loads whole the given versions (path → sha256) of the axis's documents, from another thread.
-
-        Its own connection (a DuckDB cursor, opened here) reads while this one goes on writing; asking for
-        the versions the summaries came from keeps a briefing consistent with its window as it was read.
-        """
-        cursor = self._db.cursor()
-
-        def load(paths: Sequence[str]) -> list[Document]:
-            wanted = [p for p in paths if p in versions]
-            if not wanted:
-                return []
-            return self._docs(
-                "d.axis=? AND list_contains(?, d.path || '@' || d.sha256)",
-                [axis, [f"{p}@{versions[p]}" for p in wanted]],
-                cursor,
-            )
-
-        return Loader(load, cursor.close)
-
-    def superseded_documents(self, axis: str, window: WindowBounds) -> list[Document]:
-        return self._docs(self._SUPERSEDED, [axis, window.start, window.end])
-
-    def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        return self._summaries(self._SUPERSEDED, [axis, window.start, window.end])
-
-    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
-        """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""
-        docs = self._docs(
-            f"axis=? AND current AND kind='baseline' AND event_time >= ? AND event_time < ? AND {self._NOT_DELETED}",
-            [axis, since, before],
-        )
-        own = [d for d in docs if d.baseline_axis == axis]
-        return own[-1] if own else None
-
-    def living_document(self, axis: str) -> Document | None:
-        docs = self._docs(f"axis=? AND current AND kind='living' AND {self._NOT_DELETED}", [axis])
-        return docs[-1] if docs else None
-
-    def rejections(self, window: WindowBounds) -> list[Rejection]:
-        rows = self._db.execute(
-            "SELECT path, reason FROM rejected WHERE seen_at >= ? AND seen_at < ? ORDER BY path",
-            [window.start, window.end],
-        ).fetchall()
-        return [Rejection(path=r[0], reason=r[1]) for r in rows]
-
-    def document_count(self, axis: str | None = None) -> int:
-        q = "SELECT count(*) FROM documents WHERE current"
-        row = self._db.execute(q + (" AND axis=?" if axis else ""), [axis] if axis else []).fetchone()
-        return int(row[0]) if row else 0
-
-    def emission(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
-        row = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end=? AND trigger=?",
-            [axis, window_end, trigger],
-        ).fetchone()
-        return Briefing.model_validate_json(row[0]) if row else None
-
-    def record_emission(
-        self,
-        briefing: Briefing,
-        basename: str,
-        markdown: str | None = None,
-        emitted_at: datetime | None = None,
-    ) -> bool:
-        """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
-        inserted = self._db.execute(
-            "INSERT OR IGNORE INTO emissions "
-            "(axis, window_end, trigger, basename, emitted_at, briefing_json, markdown) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING axis",
-            [
-                briefing.axis,
-                briefing.window.end,
-                briefing.trigger,
-                basename,
-                emitted_at or datetime.now(UTC),
-                briefing.model_dump_json(by_alias=True),
-                markdown,
-            ],
-        ).fetchall()
-        return bool(inserted)
-
-    def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
-        """The recorded bytes of an emission, or None if it was never recorded."""
-        row = self._db.execute(
-            "SELECT basename, briefing_json, markdown, delivered_at FROM emissions "
-            "WHERE axis=? AND window_end=? AND trigger=?",
-            [axis, window_end, trigger],
-        ).fetchone()
-        if row is None:
-            return None
-        return EmissionRecord(basename=row[0], briefing_json=row[1], markdown=row[2], delivered_at=row[3])
-
-    def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
-        """Note that the briefing topic acknowledged the recorded briefing."""
-        self._db.execute(
-            "UPDATE emissions SET delivered_at=? WHERE axis=? AND window_end=? AND trigger=? "
-            "AND delivered_at IS NULL",
-            [when, axis, window_end, trigger],
-        )
-
-    def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:
-        rows = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end < ? ORDER BY window_end",
-            [axis, before],
-        ).fetchall()
-        return [Briefing.model_validate_json(r[0]) for r in rows]
-
-    def latest_emission(self, axis: str) -> Briefing | None:
-        row = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? ORDER BY emitted_at DESC LIMIT 1", [axis]
-        ).fetchone()
-        return Briefing.model_validate_json(row[0]) if row else None
-
-    def last_close_end(self, axis: str) -> datetime | None:
-        row = self._db.execute(
-            "SELECT max(window_end) FROM emissions WHERE axis=? AND trigger='close'", [axis]
-        ).fetchone()
-        value = row[0] if row else None
-        return value if isinstance(value, datetime) else None
-
-    def window_document_count(self, axis: str, window: WindowBounds) -> int:
-        """How many documents `window_documents` would return, without decoding them."""
-        row = self._db.execute(
-            "SELECT count(*) FROM documents d WHERE axis=? AND current AND kind <> 'living' "
-            f"AND event_time >= ? AND event_time < ? AND {self._NOT_DELETED}",
-            [axis, window.start, window.end],
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def last_emitted_at(self, axis: str) -> datetime | None:
-        """When the axis's latest briefing (any trigger) was recorded."""
-        row = self._db.execute("SELECT max(emitted_at) FROM emissions WHERE axis=?", [axis]).fetchone()
-        value = row[0] if row else None
-        return value if isinstance(value, datetime) else None
+    def mark_applied(self, position: Position) -> None:
+        """Remember a record that writes nothing (an unreadable one), so a replay starts after it."""
+        with duck.transaction(self._db):
+            self.offsets.claim([position])
 
     def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:
         """Record an emission read back from `predigest.briefings`; True if this state did not hold it."""
-        with self._transaction():
-            if self._seen(position):
-                return False
-            # Without its Markdown the row counts as delivered: it came from the briefings topic.
-            inserted = self.record_emission(briefing, basename, emitted_at=briefing.generated_at)
-            self._advance(position)
-            return inserted
+        with duck.transaction(self._db):
+            return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
+
+    def record_emission(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
+        return self.emissions.record(briefing, basename, markdown, emitted_at)
+
+    def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
+        self.emissions.mark_delivered(axis, window_end, trigger, when)
+
+    # Reads, by the sink that answers them.
+
+    def applied_offset(self, topic: str, partition: int) -> int | None:
+        return self.offsets.get(topic, partition)
+
+    def applied_offsets(self) -> dict[tuple[str, int], int]:
+        return self.offsets.all()
+
+    def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+        return self.docs.window_summaries(axis, window)
+
+    def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+        return self.docs.superseded_summaries(axis, window)
+
+    def documents(self, axis: str, paths: Sequence[str]) -> list[Document]:
+        return self.docs.documents(axis, paths)
+
+    def loader(self, axis: str, versions: Mapping[str, str]) -> DocumentLoader:
+        return self.docs.loader(axis, versions)
+
+    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
+        return self.docs.latest_baseline(axis, before, since)
+
+    def living_document(self, axis: str) -> Document | None:
+        return self.docs.living_document(axis)
+
+    def rejections(self, window: WindowBounds) -> list[Rejection]:
+        return self.docs.rejections(window)
+
+    def emission(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
+        return self.emissions.briefing(axis, window_end, trigger)
+
+    def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
+        return self.emissions.record_of(axis, window_end, trigger)
+
+    def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:
+        return self.emissions.earlier(axis, before)
+
+    def latest_emission(self, axis: str) -> Briefing | None:
+        return self.emissions.latest(axis)
+
+    def last_close_end(self, axis: str) -> datetime | None:
+        return self.emissions.last_close_end(axis)
+
+    def last_emitted_at(self, axis: str) -> datetime | None:
+        return self.emissions.last_emitted_at(axis)
+
+    def document_count(self, axis: str | None = None) -> int:
+        return self.counts.document_count(axis)
+
+    def window_document_count(self, axis: str, window: WindowBounds) -> int:
+        return self.counts.window_document_count(axis, window)
 
     def axis_summary(self, axis: str) -> dict[str, int]:
-        """Counts for `predigest status`: current documents, superseded versions and deleted paths."""
-        row = self._db.execute(
-            "SELECT count(*) FILTER (WHERE current), count(*) FILTER (WHERE NOT current) FROM documents "
-            "WHERE axis=?",
-            [axis],
-        ).fetchone()
-        deleted = self._db.execute("SELECT count(*) FROM deletions WHERE axis=?", [axis]).fetchone()
-        return {
-            "documents": int(row[0]) if row else 0,
-            "superseded": int(row[1]) if row else 0,
-            "deleted": int(deleted[0]) if deleted else 0,
-        }
+        return self.counts.axis_summary(axis)

@@ -1,41 +1,64 @@
-"""Opening the worker's state file, and setting an unreadable or replaced one aside (never deleting it)."""
+"""Opening the worker's state file: a damaged one is set aside (never deleted), one of another schema refused."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from sinks.errors import StateUnreadableError
-from sinks.state import StateStore
+import duckdb
+
+from sinks import duck, schema
+from sinks.errors import RebuildRequiredError, StateUnreadableError
+from sinks.state import STATE, StateStore
 
 log = logging.getLogger(__name__)
 
 
-def set_aside(path: Path, now: datetime, reason: str) -> Path | None:
-    """Rename the state file and its WAL to `<name>.<reason>-<UTC stamp>`; the new name, or None if absent."""
-    wal = path.with_name(path.name + ".wal")
-    if not path.exists() and not wal.exists():
-        return None
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = path.with_name(f"{path.name}.{reason}-{stamp}")
-    if path.exists():
-        path.rename(target)
-    if wal.exists():
-        wal.rename(target.with_name(target.name + ".wal"))
-    return target
-
-
 def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
-    """The worker's state; a file DuckDB cannot open is set aside and a fresh one is rebuilt from Kafka."""
+    """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka.
+
+    A file of another schema raises RebuildRequiredError: the operator runs `predigest rebuild`.
+    """
     try:
         return StateStore(path), None
     except StateUnreadableError as exc:
-        aside = set_aside(path, now, "unreadable")
-        log.error(
-            "state file %s cannot be opened (%s); set aside as %s, rebuilding from the retained topics",
-            path,
-            exc,
-            aside,
-        )
+        aside = duck.set_aside(path, now, "unreadable")
+        log.error("%s (set aside as %s)", exc, aside)
         return StateStore(path), aside
+
+
+def check_version(path: Path) -> None:
+    """Before the worker starts: RebuildRequiredError for a file of another schema, StateLockedError for a held one.
+
+    So the worker stops with one line instead of retrying; a damaged file is left to `open_state`.
+    """
+    if not path.exists():
+        return
+    try:
+        db = duck.connect(path, STATE)
+    except StateUnreadableError:
+        return
+    try:
+        schema.check(db, path)
+    except duckdb.Error:
+        return
+    finally:
+        db.close()
+
+
+def reason_to_replace(path: Path) -> str:
+    """Why `predigest rebuild` sets the file aside: "unreadable" when damaged (logged), else "rebuild".
+
+    Raises StateLockedError while a worker holds the file: a rebuild under a running worker would be lost.
+    """
+    if not path.exists():
+        return "rebuild"
+    try:
+        StateStore(path).close()
+    except StateUnreadableError as exc:
+        log.warning("%s", exc)
+        return "unreadable"
+    except RebuildRequiredError:
+        pass  # what the rebuild is for
+    return "rebuild"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from sinks import state_files
 from sinks.errors import SinkError
 from streams import backfill, kafka_io, kafka_local, logs, oneshot, status_table
 from streams.control import send_command
@@ -55,6 +56,7 @@ def _run_worker(settings: Settings) -> None:
 
     from streams.app import create_app
 
+    state_files.check_version(settings.state_file)  # an older schema: one line and exit 2, not restarts
     asyncio.run(kafka_io.ensure_topics(settings))
     # The topics decide which axis lives on which partition, whatever kafka.partitions says now.
     partitions = asyncio.run(kafka_io.check_topics(settings))

@@ -284,7 +284,7 @@ class Pipeline:
 
     def _write_files(self, axis: str, record: EmissionRecord) -> list[Path]:
         markdown = record.markdown
-        if markdown is None:  # recorded before the Markdown was kept: render it from the recorded JSON
+        if markdown is None:  # restored from the briefings topic, which carries the JSON only
             markdown = render_markdown(
                 Briefing.model_validate_json(record.briefing_json),
                 lang=self.settings.lang,

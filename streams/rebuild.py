@@ -1,7 +1,8 @@
 """`predigest rebuild`: stop-the-world rebuild of a worker's state from the retained topics.
 
 The worker must be stopped (DuckDB allows one writer per file, so a running worker makes this fail).
-The old file is set aside, never deleted; every documents partition and the briefings topic are replayed,
+The old file is set aside, never deleted (as `unreadable-<UTC>` when it is damaged, `rebuild-<UTC>` otherwise);
+every documents partition and the briefings topic are replayed,
 so the rebuilt state can take over any axis when the worker starts again.
 """
 
@@ -11,9 +12,10 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from sinks.duck import set_aside
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from sinks.state_files import set_aside
+from sinks.state_files import reason_to_replace
 from streams import kafka_io
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
@@ -32,8 +34,8 @@ class Rebuilt:
 async def rebuild(settings: Settings) -> Rebuilt:
     """Set the state file aside and replay the topics into a fresh one."""
     path = settings.state_file
-    StateStore(path).close()  # fails with StateLockedError while a worker holds the file
-    aside = set_aside(path, datetime.now(UTC), "rebuild")
+    reason = reason_to_replace(path)  # fails with StateLockedError while a worker holds the file
+    aside = set_aside(path, datetime.now(UTC), reason)
     if aside is not None:
         log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
     state = StateStore(path)

@@ -14,6 +14,7 @@ from processors.models import Document, RawFile
 from processors.window import window_bounds
 from sinks.errors import StateLockedError
 from sinks.state import StateStore
+from tests.state_support import delete_path, put_document, window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -32,39 +33,39 @@ def state(tmp_path: Path) -> StateStore:
 
 def test_a_replayed_document_changes_nothing(state: StateStore) -> None:
     doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nvLLM")
-    assert state.put_document("inference", doc, raw_offset=7) is True
-    assert state.put_document("inference", doc, raw_offset=7) is False
-    assert [d.path for d in state.window_documents("inference", WINDOW)] == [doc.path]
+    assert put_document(state, "inference", doc, raw_offset=7) is True
+    assert put_document(state, "inference", doc, raw_offset=7) is False
+    assert [d.path for d in window_documents(state, "inference", WINDOW)] == [doc.path]
 
 
 def test_a_new_version_of_a_path_supersedes_the_old_one(state: StateStore) -> None:
     old = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nfirst")
     new = parsed("inbox/jay/2026-09-27-1000-a.md", "# a\nsecond, edited")
-    state.put_document("inference", old, raw_offset=1)
-    state.put_document("inference", new, raw_offset=2)
-    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
-    assert [d.sha256 for d in state.superseded_documents("inference", WINDOW)] == [old.sha256]
+    put_document(state, "inference", old, raw_offset=1)
+    put_document(state, "inference", new, raw_offset=2)
+    assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [new.sha256]
+    assert [d.sha256 for d in state.superseded_summaries("inference", WINDOW)] == [old.sha256]
     # Replaying the old version after the new one must not bring it back.
-    assert state.put_document("inference", old, raw_offset=1) is False
-    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [new.sha256]
+    assert put_document(state, "inference", old, raw_offset=1) is False
+    assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [new.sha256]
 
 
 def test_a_deleted_path_leaves_the_window(state: StateStore) -> None:
     doc = parsed("inbox/jay/2026-09-27-1000-a.md", "# a")
-    state.put_document("inference", doc, raw_offset=1)
-    state.delete_path("inference", doc.path, datetime.now(UTC), raw_offset=2)
-    assert state.window_documents("inference", WINDOW) == []
+    put_document(state, "inference", doc, raw_offset=1)
+    delete_path(state, "inference", doc.path, datetime.now(UTC), raw_offset=2)
+    assert window_documents(state, "inference", WINDOW) == []
 
 
 def test_documents_outside_the_window_are_left_out(state: StateStore) -> None:
-    state.put_document("inference", parsed("inbox/tom/2026-09-20-0900-old.md", "# old"), raw_offset=1)
-    state.put_document(
-        "inference", parsed("inbox/tom/2026-09-27-2220-at-end.md", "# end is open"), raw_offset=2
+    put_document(state, "inference", parsed("inbox/tom/2026-09-20-0900-old.md", "# old"), raw_offset=1)
+    put_document(
+        state, "inference", parsed("inbox/tom/2026-09-27-2220-at-end.md", "# end is open"), raw_offset=2
     )
-    state.put_document(
-        "inference", parsed("inbox/tom/2026-09-26-2220-at-start.md", "# start is closed"), raw_offset=3
+    put_document(
+        state, "inference", parsed("inbox/tom/2026-09-26-2220-at-start.md", "# start is closed"), raw_offset=3
     )
-    assert [d.path for d in state.window_documents("inference", WINDOW)] == [
+    assert [d.path for d in window_documents(state, "inference", WINDOW)] == [
         "inbox/tom/2026-09-26-2220-at-start.md"
     ]
 

@@ -15,6 +15,7 @@ from processors.models import RawFile
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, store_document
 from sinks.state import Position, StateStore
+from tests.state_support import window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 AXES = ("inference", "risk")
@@ -111,8 +112,8 @@ def test_a_batch_applies_as_its_records_would_one_by_one(
         got += batched.apply_batch(records[start:])
         assert got == expected
         assert _dump(batched) == _dump(one)
-        assert [d.text for d in batched.window_documents("inference", WINDOW)] == [
-            d.text for d in one.window_documents("inference", WINDOW)
+        assert [d.text for d in window_documents(batched, "inference", WINDOW)] == [
+            d.text for d in window_documents(one, "inference", WINDOW)
         ]
     finally:
         one.close()
@@ -137,6 +138,6 @@ def test_one_batch_of_a_version_its_deletion_and_a_restore(tmp_path: Path) -> No
     out = state.apply_batch(list(zip([at(1), deletion, at(4), newer], positions, strict=True)))
     # Stored, deleted, restored with the same bytes (current again), then superseded by an older raw offset.
     assert out == [True, True, True, False]
-    assert [d.sha256 for d in state.window_documents("inference", WINDOW)] == [sha]
+    assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [sha]
     assert state.applied_offset("p.documents", 0) == 3
     assert state.apply_batch(list(zip([at(9)], positions[:1], strict=True))) == [False]  # a replay

@@ -1,12 +1,10 @@
-"""The emissions table: recorded once, read back byte for byte, delivery noted, older files migrated."""
+"""The emissions table: recorded once, read back byte for byte, delivery noted, restored ones delivered."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
-
-import duckdb
 
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingRequest
@@ -35,7 +33,7 @@ def test_an_emission_is_recorded_once_and_read_back_as_recorded(tmp_path: Path) 
     state = StateStore(tmp_path / "worker.duckdb")
     first = briefing()
     assert state.record_emission(first, "base", "# md\n", emitted_at=END) is True
-    assert state.record_emission(briefing(END + timedelta(hours=1)), "base", "# other\n") is False
+    assert state.record_emission(briefing(END + timedelta(hours=1)), "base", "# other\n", END) is False
     record = state.emission_record("inference", END, "close")
     assert record is not None
     assert record.briefing_json == first.model_dump_json(by_alias=True)
@@ -48,21 +46,11 @@ def test_an_emission_is_recorded_once_and_read_back_as_recorded(tmp_path: Path) 
     state.close()
 
 
-def test_a_state_file_from_before_the_markdown_column_is_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    db = duckdb.connect(str(path))
-    db.execute(
-        "CREATE TABLE emissions (axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,"
-        " basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,"
-        " PRIMARY KEY (axis, window_end, trigger))"
-    )
-    db.execute(
-        "INSERT INTO emissions VALUES (?, ?, ?, ?, ?, ?)",
-        ["inference", END, "close", "base", datetime.now(UTC), briefing().model_dump_json(by_alias=True)],
-    )
-    db.close()
-    state = StateStore(path)
+def test_an_emission_restored_from_the_topic_counts_as_delivered(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    assert state.restore_emission(briefing(), "base") is True
     record = state.emission_record("inference", END, "close")
-    # Emitted by the earlier code, which sent it right after recording: counted as delivered.
+    # Its Markdown is not on the topic: the files are rendered from the JSON; nothing is sent again.
     assert record is not None and record.markdown is None and record.delivered
+    assert record.delivered_at == END
     state.close()

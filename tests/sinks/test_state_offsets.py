@@ -9,15 +9,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import duckdb
 import pytest
 
 from processors.documents import parse_document
 from processors.models import Briefing, Document, RawFile
 from processors.window import window_bounds
+from sinks.duck import set_aside
 from sinks.errors import StateUnreadableError
 from sinks.state import Position, StateStore
-from sinks.state_files import open_state, set_aside
+from sinks.state_files import open_state
+from tests.state_support import delete_path, put_document, window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -36,7 +37,7 @@ def at(offset: int, topic: str = "p.documents", partition: int = 2) -> Position:
 
 
 def current(state: StateStore) -> list[str]:
-    return [d.text for d in state.window_documents("inference", WINDOW)]
+    return [d.text for d in window_documents(state, "inference", WINDOW)]
 
 
 @pytest.fixture
@@ -46,10 +47,10 @@ def state(tmp_path: Path) -> StateStore:
 
 def test_records_at_or_below_the_applied_offset_are_skipped(state: StateStore) -> None:
     assert state.applied_offset("p.documents", 2) is None
-    assert state.put_document("inference", parsed("# a\nfirst"), raw_offset=10, position=at(0)) is True
+    assert put_document(state, "inference", parsed("# a\nfirst"), raw_offset=10, position=at(0)) is True
     assert state.applied_offset("p.documents", 2) == 0
     # Offset 0 again, whatever it carries, is a replay: the state already holds it.
-    assert state.put_document("inference", parsed("# a\nother"), raw_offset=11, position=at(0)) is False
+    assert put_document(state, "inference", parsed("# a\nother"), raw_offset=11, position=at(0)) is False
     assert current(state) == ["# a\nfirst"]
     state.mark_applied(at(5))
     assert state.applied_offsets() == {("p.documents", 2): 5}
@@ -60,29 +61,29 @@ def test_records_at_or_below_the_applied_offset_are_skipped(state: StateStore) -
 def test_versions_follow_the_raw_offset_whatever_order_they_arrive_in(state: StateStore) -> None:
     # A takeover can re-parse raw records: their versions reach the documents topic a second time, later.
     v1, v2 = parsed("# a\nfirst"), parsed("# a\nsecond")
-    state.put_document("inference", v2, raw_offset=21, position=at(0))
-    assert state.put_document("inference", v1, raw_offset=20, position=at(1)) is False
+    put_document(state, "inference", v2, raw_offset=21, position=at(0))
+    assert put_document(state, "inference", v1, raw_offset=20, position=at(1)) is False
     assert current(state) == ["# a\nsecond"]
-    assert [d.text for d in state.superseded_documents("inference", WINDOW)] == ["# a\nfirst"]
+    assert [d.sha256 for d in state.superseded_summaries("inference", WINDOW)] == [v1.sha256]
 
 
 def test_a_deletion_orders_with_the_versions(state: StateStore) -> None:
-    state.put_document("inference", parsed("# a\nfirst"), raw_offset=1)
-    state.delete_path("inference", PATH, NOW, raw_offset=3)
-    state.put_document("inference", parsed("# a\nbefore the deletion"), raw_offset=2)  # late replay
+    put_document(state, "inference", parsed("# a\nfirst"), raw_offset=1)
+    delete_path(state, "inference", PATH, NOW, raw_offset=3)
+    put_document(state, "inference", parsed("# a\nbefore the deletion"), raw_offset=2)  # late replay
     assert current(state) == []
-    state.put_document("inference", parsed("# a\nrewritten"), raw_offset=4)
+    put_document(state, "inference", parsed("# a\nrewritten"), raw_offset=4)
     assert current(state) == ["# a\nrewritten"]
-    state.delete_path("inference", PATH, NOW, raw_offset=3)  # the old deletion replayed: stale
+    delete_path(state, "inference", PATH, NOW, raw_offset=3)  # the old deletion replayed: stale
     assert current(state) == ["# a\nrewritten"]
 
 
 def test_events_without_a_raw_offset_keep_arrival_order(state: StateStore) -> None:
     # Records written before raw offsets travelled on the documents topic.
-    state.put_document("inference", parsed("# a\nfirst"), raw_offset=None)
-    state.put_document("inference", parsed("# a\nsecond"), raw_offset=None)
+    put_document(state, "inference", parsed("# a\nfirst"), raw_offset=None)
+    put_document(state, "inference", parsed("# a\nsecond"), raw_offset=None)
     assert current(state) == ["# a\nsecond"]
-    state.put_document("inference", parsed("# a\nthird"), raw_offset=40)
+    put_document(state, "inference", parsed("# a\nthird"), raw_offset=40)
     assert current(state) == ["# a\nthird"]
 
 
@@ -115,28 +116,6 @@ def test_emissions_restored_from_the_briefings_topic(state: StateStore) -> None:
     assert state.emission("inference", b.window.end, "close") == b
     assert state.last_emitted_at("inference") == b.generated_at
     assert state.applied_offset("p.briefings", 0) == 1
-
-
-def test_a_state_file_of_the_previous_schema_is_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    db = duckdb.connect(str(path))
-    db.execute(
-        "CREATE SEQUENCE doc_seq; CREATE TABLE documents (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, "
-        "sha256 VARCHAR NOT NULL, seq BIGINT NOT NULL, event_time TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, "
-        "current BOOLEAN NOT NULL, doc_json VARCHAR NOT NULL, PRIMARY KEY (axis, path, sha256));"
-        "CREATE TABLE deletions (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL,"
-        " PRIMARY KEY (axis, path));"
-    )
-    old = parsed("# a\nold")
-    db.execute(
-        "INSERT INTO documents VALUES ('inference', ?, ?, nextval('doc_seq'), ?, ?, true, ?)",
-        [old.path, old.sha256, old.event_time, old.kind, old.model_dump_json()],
-    )
-    db.close()
-    state = StateStore(path)
-    assert current(state) == ["# a\nold"]
-    state.put_document("inference", parsed("# a\nnew"), raw_offset=3)
-    assert current(state) == ["# a\nnew"]
 
 
 def _leave_a_corrupt_wal(path: Path) -> None:

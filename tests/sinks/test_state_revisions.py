@@ -14,6 +14,7 @@ from processors.documents import parse_document
 from processors.models import RawFile, WindowBounds
 from processors.window import window_bounds
 from sinks.state import StateStore
+from tests.state_support import put_document, window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 AXIS = "llm-application"
@@ -38,7 +39,7 @@ def store_in_order(state: StateStore, day: str, *, final: bool) -> list[str]:
         raw = RawFile(
             path=f"inbox/hf/{day}-daily-paper.md", content=data, size=len(data), mtime=0.0, sha256=sha
         )
-        state.put_document(AXIS, parse_document(raw, zone=SH), raw_offset=offset)
+        put_document(state, AXIS, parse_document(raw, zone=SH), raw_offset=offset)
         shas.append(sha)
     return shas
 
@@ -56,8 +57,8 @@ def state(tmp_path: Path) -> StateStore:
 def test_revisions_in_order_leave_only_the_last_one_current(state: StateStore, day: str) -> None:
     shas = store_in_order(state, day, final=False)
     assert len(shas) >= 2 and len(set(shas)) == len(shas)
-    assert [d.sha256 for d in state.window_documents(AXIS, window(day))] == [shas[-1]]
-    superseded = [d.sha256 for d in state.superseded_documents(AXIS, window(day))]
+    assert [d.sha256 for d in window_documents(state, AXIS, window(day))] == [shas[-1]]
+    superseded = [d.sha256 for d in state.superseded_summaries(AXIS, window(day))]
     assert sorted(superseded) == sorted(shas[:-1])
 
 
@@ -65,8 +66,8 @@ def test_revisions_in_order_leave_only_the_last_one_current(state: StateStore, d
 def test_the_final_after_its_revisions_is_current(state: StateStore, day: str) -> None:
     # 2025-01-22 grew from 1 entry to 13: no near duplicate of its final, superseded all the same.
     shas = store_in_order(state, day, final=True)
-    assert [d.sha256 for d in state.window_documents(AXIS, window(day))] == [shas[-1]]
-    assert len(state.superseded_documents(AXIS, window(day))) == len(set(shas)) - 1
+    assert [d.sha256 for d in window_documents(state, AXIS, window(day))] == [shas[-1]]
+    assert len(state.superseded_summaries(AXIS, window(day))) == len(set(shas)) - 1
 
 
 def test_2025_01_08_was_emptied_then_restored() -> None:
@@ -77,12 +78,12 @@ def test_2025_01_08_was_emptied_then_restored() -> None:
 def test_a_version_restored_to_earlier_bytes_is_current_again(state: StateStore) -> None:
     # Versions are ordered by the raw record's offset, not by content: the restore is the newest.
     shas = store_in_order(state, "2025-01-08", final=True)
-    assert [d.sha256 for d in state.window_documents(AXIS, window("2025-01-08"))] == [shas[-1]]
-    superseded = sorted(d.sha256 for d in state.superseded_documents(AXIS, window("2025-01-08")))
+    assert [d.sha256 for d in window_documents(state, AXIS, window("2025-01-08"))] == [shas[-1]]
+    superseded = sorted(d.sha256 for d in state.superseded_summaries(AXIS, window("2025-01-08")))
     assert superseded == sorted(set(shas) - {shas[-1]})
 
 
 def test_replaying_the_whole_history_again_changes_nothing(state: StateStore) -> None:
     shas = store_in_order(state, "2025-01-08", final=True)
     store_in_order(state, "2025-01-08", final=True)  # a second owner's replay, same raw offsets
-    assert [d.sha256 for d in state.window_documents(AXIS, window("2025-01-08"))] == [shas[-1]]
+    assert [d.sha256 for d in window_documents(state, AXIS, window("2025-01-08"))] == [shas[-1]]

@@ -20,6 +20,7 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
+from tests.state_support import window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -51,7 +52,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
 
 def test_summaries_are_the_documents_without_their_text(pipeline: Pipeline) -> None:
     window = window_bounds(END, pipeline.settings.window_length)
-    whole = pipeline.state.window_documents("inference", window)
+    whole = window_documents(pipeline.state, "inference", window)
     assert len(whole) > 3
     assert pipeline.state.window_summaries("inference", window) == [d.summary() for d in whole]
     assert pipeline.state.documents("inference", [d.path for d in whole[:2]]) == whole[:2]
@@ -65,7 +66,7 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
     )
     emission = await pipeline.brief(command)
     assert emission is not None
-    documents = state.window_documents("inference", window)
+    documents = window_documents(state, "inference", window)
     baseline = state.latest_baseline("inference", window.start, window.start - s.window_length)
     whole = [*documents, *([baseline] if baseline else [])]
     request = BriefingRequest(
@@ -78,7 +79,7 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
         living=state.living_document("inference"),
         axes=s.axes,
         other_living={a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
-        superseded=state.superseded_documents("inference", window),
+        superseded=state.superseded_summaries("inference", window),
         rejected=state.rejections(window),
         # What the worker does: D numbers continue from the whole baselines' texts.
         history=BriefingHistory.of([], (d.text for d in whole if d.kind == "baseline")),

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from processors.models import Briefing
+from sinks.state import StateStore
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -143,3 +144,56 @@ async def test_deleted_rebuilt_or_unreadable_state_gives_the_same_briefing(
         await _repeated_only(s, "close")
     assert list(s.state_dir.glob("worker.duckdb.unreadable-*"))
     assert len(await read_topic(s, "briefings")) == 2  # the flush and the close, nothing twice
+
+
+def _cut_to_half(path: Path) -> None:
+    """What a disk fault leaves: DuckDB still opens the file and answers counts from its metadata."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+async def test_a_state_file_cut_to_half_is_set_aside_and_rebuilt(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    for rel, text in NOTES.items():
+        (s.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (s.root / rel).write_text(text, encoding="utf-8")
+    await publish_root(s, follow=False, stop=asyncio.Event())
+    with running_worker(s, tmp_path / "run1", "worker"):
+        await wait_ingested(s, 60)
+        await send_command(s, "inference", "flush", END)
+        await await_briefing(s, "inference", END, "flush", 60)
+        before = _ready(s)["axes"][0]
+
+    # 1. `predigest rebuild` on it: set aside as unreadable and rebuilt, where it exited 2 before.
+    _cut_to_half(s.state_file)
+    cfg = dump_settings(s, tmp_path / "rebuild-settings.json")
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "rebuild"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "truncated" in result.stderr and "set aside as" in result.stderr
+    assert len(list(s.state_dir.glob("worker.duckdb.unreadable-*"))) == 1
+    state = StateStore(s.state_file)
+    try:
+        assert state.axis_summary("inference") == before["stored"]
+    finally:
+        state.close()
+
+    # 2. The worker finds it at start (it used to start on it, answer /healthz and never brief): set aside,
+    # counted, rebuilt from Kafka; the flush it already sent is recognised.
+    _cut_to_half(s.state_file)
+    with running_worker(s, tmp_path / "run2", "worker"):
+        assert _ready(s)["axes"][0]["stored"] == before["stored"]
+        assert _metric(s, 'predigest_state_set_aside_total{reason="unreadable"}') == 1.0
+        await _repeated_only(s, "flush")
+    assert len(list(s.state_dir.glob("worker.duckdb.unreadable-*"))) == 2
+    assert len(await read_topic(s, "briefings")) == 1

@@ -1,0 +1,157 @@
+"""Which version of a path is current and when a deletion wins: the state's rules, over plain data.
+
+The versions of one path are ordered by the offset of their raw record (`predigest.raw` is keyed by path, so
+that order is total; content cannot order them: a file can be restored to earlier bytes). A record without a
+raw offset (a v1 record on a retained topic may lack one) is ordered by arrival. `BatchPlan` applies a batch
+of documents records to what the state holds of the paths they touch and says what to write.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from processors.wire import DocumentRecord, EventHeader, StoredDocument
+
+Key = tuple[str, str]  # (axis, path)
+VersionKey = tuple[str, str, str]  # (axis, path, sha256)
+
+
+@dataclass
+class Version:
+    """One version of a path: the offset of its raw record and its arrival order."""
+
+    raw_offset: int | None
+    seq: int
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """The path was deleted at `deleted_at`, by the raw record at `raw_offset`."""
+
+    deleted_at: datetime
+    raw_offset: int | None
+
+
+class Outcome(enum.Enum):
+    """What a document record did to its path."""
+
+    REPLAY = "replay"  # a version already held, at the same or a later raw offset: nothing changes
+    HIDDEN = "hidden"  # stored, but an older version than the current one, or deleted after it was written
+    VISIBLE = "visible"  # stored and current: a briefing sees it
+
+
+def newer(offset: int | None, than: int | None) -> bool:
+    """Whether the record at raw offset `offset` comes after the one at `than`; without either, arrival does."""
+    return offset is None or than is None or offset > than
+
+
+def rank(v: Version) -> tuple[bool, int, int]:
+    """The sort key of `current`: highest raw offset first, versions without one after, each by arrival."""
+    return (v.raw_offset is not None, v.raw_offset or 0, v.seq)
+
+
+@dataclass
+class PathVersions:
+    """What the state holds of one (axis, path): its versions by sha256 and its deletion, if any."""
+
+    versions: dict[str, Version] = field(default_factory=dict)
+    deletion: Deletion | None = None
+
+    def current(self) -> str | None:
+        """The sha256 of the current version (deleted or not); None when the path has none."""
+        if not self.versions:
+            return None
+        return max(self.versions.items(), key=lambda kv: rank(kv[1]))[0]
+
+    def visible(self) -> str | None:
+        """The sha256 a briefing sees: the current version unless the path is deleted."""
+        return None if self.deletion is not None else self.current()
+
+    def put(self, sha256: str, raw_offset: int | None, next_seq: Callable[[], int]) -> Outcome:
+        """Apply a version of the path; a newer one clears an older deletion."""
+        v = self.versions.get(sha256)
+        if v is None:
+            self.versions[sha256] = Version(raw_offset, next_seq())
+        elif raw_offset is not None and (v.raw_offset is None or raw_offset > v.raw_offset):
+            v.raw_offset = raw_offset  # the same bytes again, later: a file restored to an earlier version
+        else:
+            return Outcome.REPLAY
+        if self.current() != sha256:
+            return Outcome.HIDDEN
+        if self.deletion is not None:
+            if not newer(raw_offset, self.deletion.raw_offset):
+                return Outcome.HIDDEN  # deleted after this version was written (a replay brought it late)
+            self.deletion = None
+        return Outcome.VISIBLE
+
+    def delete(self, deleted_at: datetime, raw_offset: int | None) -> bool:
+        """Apply a deletion; it wins over every version written before it and none written after."""
+        newest = max((v.raw_offset for v in self.versions.values() if v.raw_offset is not None), default=None)
+        applies = (
+            bool(self.versions)
+            and newer(raw_offset, newest)
+            and (self.deletion is None or newer(raw_offset, self.deletion.raw_offset))
+        )
+        if applies:
+            self.deletion = Deletion(deleted_at, raw_offset)
+        return applies
+
+
+class BatchPlan:
+    """A batch's outcome, worked out record by record from what the state holds of the touched paths.
+
+    The sink reads the touched paths' versions and deletions, applies the batch here, then writes
+    `new_versions`, `raised`, `current_of(touched)`, the changed deletions and `rejected` set-based.
+    """
+
+    def __init__(self, held: Mapping[Key, PathVersions], next_seq: Callable[[], int]) -> None:
+        self.paths: dict[Key, PathVersions] = dict(held)
+        self.stored = {(*k, sha) for k, p in held.items() for sha in p.versions}
+        self.stored_paths = {k for k, p in held.items() if p.versions}
+        self._next_seq = next_seq
+        self._deleted_before = {k: p.deletion for k, p in held.items()}
+        self.new_versions: dict[VersionKey, tuple[EventHeader, StoredDocument]] = {}
+        self.raised: dict[VersionKey, int] = {}  # stored versions whose raw offset rises
+        self.touched: set[Key] = set()  # paths whose `current` flags are rewritten
+        self.rejected: dict[tuple[str, str], tuple[str, datetime]] = {}
+
+    def apply(self, record: DocumentRecord) -> bool:
+        """Apply one record; whether a briefing sees what it brought (a rejection always counts)."""
+        h = record.header
+        if h.type == "document" and record.stored is not None and h.axis:
+            return self._document(h, record.stored)
+        if h.type == "deletion" and h.axis:
+            path = self.paths.setdefault((h.axis, h.path), PathVersions())
+            return path.delete(h.seen_at, h.raw_offset)
+        if h.type == "rejection":
+            self.rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))
+            return True
+        return False  # an event for no axis
+
+    def _document(self, h: EventHeader, stored: StoredDocument) -> bool:
+        assert h.axis is not None
+        key = (h.axis, h.path)
+        path = self.paths.setdefault(key, PathVersions())
+        outcome = path.put(h.sha256, h.raw_offset, self._next_seq)
+        if outcome is Outcome.REPLAY:
+            return False
+        vkey = (*key, h.sha256)
+        if vkey in self.stored:
+            assert h.raw_offset is not None, "only a raw offset raises a stored version"
+            self.raised[vkey] = h.raw_offset
+        else:
+            self.new_versions.setdefault(vkey, (h, stored))
+        self.touched.add(key)
+        return outcome is Outcome.VISIBLE
+
+    def current_of(self, key: Key) -> str:
+        current = self.paths[key].current()
+        assert current is not None, "a touched path has a version"
+        return current
+
+    def deletions_changed(self) -> dict[Key, Deletion | None]:
+        """The deletions the batch set or cleared (None: the path is no longer deleted)."""
+        return {k: p.deletion for k, p in self.paths.items() if p.deletion is not self._deleted_before.get(k)}

@@ -1,0 +1,146 @@
+"""The one way predigest opens a DuckDB file (state, ledger, arXiv cache), its errors named for what they are."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from sinks.errors import DuckFileError, StateLocationError, StateLockedError, StateUnreadableError
+
+# DuckDB reports every file problem as an IOException; these say the folder or the disk is the trouble, not
+# the file's bytes (which are then left where they are).
+_LOCATION = (
+    "No such file or directory",
+    "Permission denied",
+    "Is a directory",
+    "Not a directory",
+    "Read-only file system",
+    "No space left on device",
+)
+_HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers, before the first block
+
+
+@dataclass(frozen=True)
+class DuckFile:
+    """A DuckDB file of predigest: its name in messages and what the operator does when it is locked or damaged."""
+
+    what: str  # "state file", "watcher ledger", "arXiv cache"
+    if_locked: str
+    if_damaged: str
+
+
+def connect(path: Path, file: DuckFile) -> duckdb.DuckDBPyConnection:
+    """A read-write connection in UTC; the folder is made if missing. Raises the sinks family's errors."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StateLocationError(
+            f"cannot make the folder of the {file.what} {path}: {exc.strerror or exc}. "
+            "Check the path in the settings and that this user may write there."
+        ) from exc
+    try:
+        db = duckdb.connect(str(path))
+    except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
+        raise error(exc, path, file) from exc
+    try:
+        db.execute("SET TimeZone = 'UTC'")
+    except duckdb.Error as exc:
+        db.close()
+        raise error(exc, path, file) from exc
+    return db
+
+
+def open_checked(
+    path: Path, file: DuckFile, setup: Callable[[duckdb.DuckDBPyConnection, Path], None]
+) -> duckdb.DuckDBPyConnection:
+    """`connect`, `check_integrity` (before anything is written to a damaged file), then `setup` (its schema)."""
+    db = connect(path, file)
+    try:
+        check_integrity(db, path, file)
+        setup(db, path)
+    except duckdb.Error as exc:
+        db.close()
+        raise error(exc, path, file) from exc
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
+    """The sinks error a DuckDB error on `path` means: held by another process, a folder problem, or damage."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "Could not set lock" in text:
+        return StateLockedError(f"cannot open the {file.what} {path}: {text}. {file.if_locked}")
+    if isinstance(exc, duckdb.IOException) and any(reason in text for reason in _LOCATION):
+        return StateLocationError(
+            f"cannot use the {file.what} {path}: {text}. Check the path in the settings, that its folder exists "
+            "and that this user may write there."
+        )
+    return StateUnreadableError(
+        f"the {file.what} {path} is damaged or not a DuckDB file ({text}); {file.if_damaged}"
+    )
+
+
+def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
+    """Raise StateUnreadableError unless every block of the file is there and reads back.
+
+    DuckDB opens a truncated file and answers counts from its metadata; only reading a block checks it (and
+    its checksum). So: the file's size against the blocks DuckDB says it has, then one pass over every
+    column of every table. Cheap enough to run at open, and callable while running (a readiness check).
+    """
+    try:
+        _check_size(db, path, file)
+        tables = db.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1"
+        ).fetchall()
+        for (table,) in tables:
+            # hash() of every column: DuckDB cannot answer it from statistics, so it reads every block.
+            db.execute(f'SELECT max(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+    except duckdb.Error as exc:
+        raise error(exc, path, file) from exc
+
+
+def _check_size(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
+    row = db.execute("SELECT block_size, total_blocks FROM pragma_database_size()").fetchone()
+    if row is None or not path.is_file():  # an in-memory database has no file to compare
+        return
+    expected = _HEADER_BYTES + int(row[0]) * int(row[1])
+    size = os.stat(path).st_size
+    if size < expected:
+        raise StateUnreadableError(
+            f"the {file.what} {path} is shorter than its blocks ({size} of {expected} bytes: truncated, as after "
+            f"a disk fault); {file.if_damaged}"
+        )
+
+
+@contextmanager
+def transaction(db: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """One DuckDB transaction: committed when the block returns, rolled back when it raises."""
+    db.begin()
+    try:
+        yield
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
+
+
+def set_aside(path: Path, now: datetime, reason: str) -> Path | None:
+    """Rename a DuckDB file and its WAL to `<name>.<reason>-<UTC stamp>` (never deleted); None if absent."""
+    wal = path.with_name(path.name + ".wal")
+    if not path.exists() and not wal.exists():
+        return None
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = path.with_name(f"{path.name}.{reason}-{stamp}")
+    if path.exists():
+        path.rename(target)
+    if wal.exists():
+        wal.rename(target.with_name(target.name + ".wal"))
+    return target

@@ -1,0 +1,115 @@
+"""The emissions outbox: each briefing recorded before its files and its topic message are made from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+
+from processors.models import Briefing
+
+
+@dataclass(frozen=True)
+class EmissionRecord:
+    """One recorded briefing, byte for byte: the source of truth for its files and its topic message."""
+
+    basename: str
+    briefing_json: str
+    markdown: str | None  # None: restored from the briefings topic, which carries the JSON only
+    delivered_at: datetime | None  # None until the briefing topic acknowledged it
+
+    @property
+    def delivered(self) -> bool:
+        return self.delivered_at is not None
+
+
+class Emissions:
+    """The emissions table, one row per (axis, window end, trigger)."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+        self._db = db
+
+    def record(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
+        """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
+        return self._insert(briefing, basename, markdown, emitted_at, delivered_at=None)
+
+    def restore(self, briefing: Briefing, basename: str) -> bool:
+        """Record a briefing read back from the briefings topic (so delivered); False if already held."""
+        when = briefing.generated_at
+        return self._insert(briefing, basename, None, emitted_at=when, delivered_at=when)
+
+    def _insert(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str | None,
+        emitted_at: datetime,
+        delivered_at: datetime | None,
+    ) -> bool:
+        inserted = self._db.execute(
+            "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING axis",
+            [
+                briefing.axis,
+                briefing.window.end,
+                briefing.trigger,
+                basename,
+                emitted_at,
+                briefing.model_dump_json(by_alias=True),
+                markdown,
+                delivered_at,
+            ],
+        ).fetchall()
+        return bool(inserted)
+
+    def record_of(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
+        """The recorded bytes of an emission, or None if it was never recorded."""
+        row = self._db.execute(
+            "SELECT basename, briefing_json, markdown, delivered_at FROM emissions "
+            "WHERE axis=? AND window_end=? AND trigger=?",
+            [axis, window_end, trigger],
+        ).fetchone()
+        if row is None:
+            return None
+        return EmissionRecord(basename=row[0], briefing_json=row[1], markdown=row[2], delivered_at=row[3])
+
+    def briefing(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
+        row = self._db.execute(
+            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end=? AND trigger=?",
+            [axis, window_end, trigger],
+        ).fetchone()
+        return Briefing.model_validate_json(row[0]) if row else None
+
+    def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
+        """Note that the briefing topic acknowledged the recorded briefing (the first time stays)."""
+        self._db.execute(
+            "UPDATE emissions SET delivered_at=? WHERE axis=? AND window_end=? AND trigger=? "
+            "AND delivered_at IS NULL",
+            [when, axis, window_end, trigger],
+        )
+
+    def earlier(self, axis: str, before: datetime) -> list[Briefing]:
+        """The axis's briefings of windows ending before `before`, oldest first."""
+        rows = self._db.execute(
+            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end < ? ORDER BY window_end",
+            [axis, before],
+        ).fetchall()
+        return [Briefing.model_validate_json(r[0]) for r in rows]
+
+    def latest(self, axis: str) -> Briefing | None:
+        row = self._db.execute(
+            "SELECT briefing_json FROM emissions WHERE axis=? ORDER BY emitted_at DESC LIMIT 1", [axis]
+        ).fetchone()
+        return Briefing.model_validate_json(row[0]) if row else None
+
+    def last_close_end(self, axis: str) -> datetime | None:
+        return self._latest("max(window_end)", "axis=? AND trigger='close'", axis)
+
+    def last_emitted_at(self, axis: str) -> datetime | None:
+        """When the axis's latest briefing (any trigger) was recorded."""
+        return self._latest("max(emitted_at)", "axis=?", axis)
+
+    def _latest(self, column: str, where: str, axis: str) -> datetime | None:
+        row = self._db.execute(f"SELECT {column} FROM emissions WHERE {where}", [axis]).fetchone()
+        value = row[0] if row else None
+        return value if isinstance(value, datetime) else None

@@ -1,0 +1,91 @@
+"""The state file's tables and schema version: a file of another version is rebuilt from Kafka, never migrated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from sinks.duck import transaction
+from sinks.errors import RebuildRequiredError
+
+# 1: every file written before the version was recorded (its columns added in place as the code grew).
+VERSION = 2
+
+_TABLES = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE SEQUENCE doc_seq;
+-- One row per version of a path on an axis; processors.versions says which one is current.
+CREATE TABLE documents (
+    axis VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    seq BIGINT NOT NULL,        -- arrival order (doc_seq)
+    raw_offset BIGINT,          -- offset of the raw record; NULL for a record that carried none
+    event_time TIMESTAMPTZ NOT NULL,
+    kind VARCHAR NOT NULL,
+    current BOOLEAN NOT NULL,
+    PRIMARY KEY (axis, path, sha256)
+);
+-- Each version's summary and body once, whatever the number of its axes (processors.wire).
+CREATE TABLE contents (
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
+CREATE TABLE deletions (
+    axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
+    PRIMARY KEY (axis, path)
+);
+CREATE TABLE rejected (
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
+-- Each briefing as recorded before its files and its topic message are made from it. markdown is NULL for
+-- one restored from predigest.briefings (the topic carries the JSON); delivered_at is set once the topic has it.
+CREATE TABLE emissions (
+    axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
+    basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,
+    markdown VARCHAR, delivered_at TIMESTAMPTZ,
+    PRIMARY KEY (axis, window_end, trigger)
+);
+-- The last record applied per (topic, partition), written in the transaction of what it brought.
+CREATE TABLE applied (
+    topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,
+    PRIMARY KEY (topic, part)
+);
+"""
+
+
+def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Create the tables in an empty file; raise RebuildRequiredError for a file of another schema version."""
+    if check(db, path):
+        return
+    with transaction(db):
+        db.execute(_TABLES)
+        db.execute("INSERT INTO schema_version VALUES (?)", [VERSION])
+    # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
+    db.execute("CHECKPOINT")
+
+
+def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """True for a file of this schema version, False for an empty one; else RebuildRequiredError."""
+    tables = {
+        str(row[0])
+        for row in db.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+        ).fetchall()
+    }
+    if not tables:
+        return False
+    found = 1
+    if "schema_version" in tables:
+        row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+        found = int(row[0]) if row and row[0] is not None else 1
+    if found != VERSION:
+        written_by = "an older" if found < VERSION else "a newer"
+        raise RebuildRequiredError(
+            f"the state file {path} has schema version {found}, written by {written_by} predigest; this one "
+            f"reads version {VERSION}. Stop the worker and run `predigest rebuild`: it sets the file aside and "
+            "replays the retained topics into a new one."
+        )
+    return True

@@ -1,0 +1,103 @@
+"""The one DuckDB opener: a lock, a folder problem and a damaged file are told apart; damage is found at open."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from processors.window import window_bounds
+from sinks.arxiv_cache import ArxivCache
+from sinks.duck import set_aside
+from sinks.errors import StateLocationError, StateUnreadableError
+from sinks.ledger import Ledger
+from sinks.state import Position, StateStore
+from sinks.state_files import open_state
+from tests.state_support import SH, document_record, parsed, window_documents
+
+NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
+WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+
+
+def _filled(path: Path, notes: int = 200) -> Path:
+    state = StateStore(path)
+    docs = [
+        parsed(f"inbox/jay/2026-09-27-1000-n{i}.md", f"# note {i}\n" + "vLLM KV cache. " * 80)
+        for i in range(notes)
+    ]
+    state.apply_batch(
+        [(document_record("inference", d, i), Position("p.documents", 0, i)) for i, d in enumerate(docs)]
+    )
+    state.close()
+    return path
+
+
+def test_a_state_file_truncated_to_half_is_found_at_open_and_set_aside(tmp_path: Path) -> None:
+    path = _filled(tmp_path / "worker.duckdb")
+    whole = path.read_bytes()
+    path.write_bytes(
+        whole[: len(whole) // 2]
+    )  # as after a disk fault: DuckDB itself opens it and counts rows
+    with pytest.raises(StateUnreadableError, match="truncated"):
+        StateStore(path)
+    state, aside = open_state(path, NOW)
+    assert aside is not None and aside.name == "worker.duckdb.unreadable-20260928T010203000000Z"
+    assert aside.read_bytes() == whole[: len(whole) // 2]  # kept as it was, for a post-mortem
+    assert state.applied_offsets() == {} and state.document_count() == 0  # the catch-up replays from 0
+    state.close()
+
+
+def test_a_damaged_block_is_found_at_open(tmp_path: Path) -> None:
+    path = _filled(tmp_path / "worker.duckdb")
+    db = duckdb.connect(str(path))
+    block = db.execute("SELECT max(block_id) FROM pragma_storage_info('contents')").fetchone()
+    size = db.execute("SELECT block_size FROM pragma_database_size()").fetchone()
+    db.close()
+    assert block is not None and size is not None
+    data = bytearray(path.read_bytes())
+    start = 3 * 4096 + block[0] * size[0]  # DuckDB's headers, then the blocks
+    for i in range(start + 64, start + size[0], 101):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateUnreadableError, match="checksum"):
+        StateStore(path)
+
+
+def test_a_sound_file_passes_the_check_and_keeps_its_documents(tmp_path: Path) -> None:
+    path = _filled(tmp_path / "worker.duckdb", notes=20)
+    state = StateStore(path)
+    state.check()  # the hook a readiness probe calls while the worker runs
+    assert len(window_documents(state, "inference", WINDOW)) == 20
+    state.close()
+
+
+def test_a_folder_that_cannot_be_made_is_not_taken_for_damage(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("a file where the folder should be")
+    path = tmp_path / "state" / "worker.duckdb"
+    with pytest.raises(StateLocationError, match="folder"):
+        StateStore(path)
+    with pytest.raises(StateLocationError):
+        open_state(path, NOW)  # nothing to set aside: the operator fixes the path
+    assert (tmp_path / "state").read_text() == "a file where the folder should be"
+
+
+def test_a_damaged_ledger_says_so_and_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(StateUnreadableError, match=r"watcher ledger .* republishes every file"):
+        Ledger(path)
+
+
+def test_a_damaged_arxiv_cache_is_set_aside_and_started_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "arxiv-cache.duckdb"
+    path.write_bytes(b"not a database" * 100)
+    cache = ArxivCache(path, clock=lambda: NOW)
+    assert cache.get_many(["2609.23130"]) == {}
+    cache.close()
+    assert (tmp_path / "arxiv-cache.duckdb.unreadable-20260928T010203000000Z").exists()
+
+
+def test_set_aside_of_an_absent_file_does_nothing(tmp_path: Path) -> None:
+    assert set_aside(tmp_path / "absent.duckdb", NOW, "rebuild") is None

@@ -1,0 +1,74 @@
+"""A state file of another schema version is refused with one error that names `predigest rebuild`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from sinks import schema
+from sinks.errors import RebuildRequiredError
+from sinks.state import StateStore
+from sinks.state_files import check_version, open_state
+
+NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
+
+
+def _file_of_version_1(path: Path) -> None:
+    """The tables as predigest wrote them before the version was recorded (columns added in place later)."""
+    db = duckdb.connect(str(path))
+    db.execute(
+        "CREATE SEQUENCE doc_seq; CREATE TABLE documents (axis VARCHAR NOT NULL, path VARCHAR NOT NULL, "
+        "sha256 VARCHAR NOT NULL, seq BIGINT NOT NULL, event_time TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, "
+        "current BOOLEAN NOT NULL, doc_json VARCHAR NOT NULL, PRIMARY KEY (axis, path, sha256));"
+        "CREATE TABLE emissions (axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,"
+        " basename VARCHAR NOT NULL, emitted_at TIMESTAMPTZ NOT NULL, briefing_json VARCHAR NOT NULL,"
+        " PRIMARY KEY (axis, window_end, trigger))"
+    )
+    db.close()
+
+
+def test_a_file_of_the_older_schema_asks_for_a_rebuild_and_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _file_of_version_1(path)
+    before = path.read_bytes()
+    with pytest.raises(
+        RebuildRequiredError, match=r"schema version 1, written by an older .*`predigest rebuild`"
+    ):
+        StateStore(path)
+    # The worker stops on it too (nothing set aside behind the operator's back) and the file is untouched.
+    with pytest.raises(RebuildRequiredError):
+        open_state(path, NOW)
+    assert path.read_bytes() == before
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_a_file_of_a_newer_schema_is_refused_too(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    StateStore(path).close()
+    db = duckdb.connect(str(path))
+    db.execute("UPDATE schema_version SET version = ?", [schema.VERSION + 1])
+    db.close()
+    with pytest.raises(RebuildRequiredError, match="written by a newer predigest"):
+        StateStore(path)
+
+
+def test_a_new_file_records_its_version_and_opens_again(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    StateStore(path).close()
+    StateStore(path).close()
+    db = duckdb.connect(str(path))
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(schema.VERSION,)]
+    db.close()
+
+
+def test_the_worker_checks_the_version_before_it_starts(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    check_version(path)  # absent: the worker creates it
+    _file_of_version_1(path)
+    with pytest.raises(RebuildRequiredError):
+        check_version(path)
+    path.write_bytes(b"not a database" * 100)
+    check_version(path)  # damaged: left to open_state, which sets it aside and counts it
