@@ -132,17 +132,18 @@ class _Builder:
         self.depth = depth
         self.quoted = quoted
         self.parts: list[str] = []
-        self.links: list[Link] = []
-        self.images: list[Image] = []
+        # Most blocks have no links, images or inline markup: those lists are made on first use.
+        self.links: list[Link] | None = None
+        self.images: list[Image] | None = None
         self.lead = ""
         self.lead_open = True  # nothing but white space read yet
         self.lead_at = -1  # depth in `inline` of the element being read as the lead
         # Open inline elements: (tag, index in parts where it started, url, the alt being read around it).
-        self.inline: list[tuple[str, int, str, list[str] | None]] = []
+        self.inline: list[tuple[str, int, str, list[str] | None]] | None = None
         self.alt: list[str] | None = None  # inside an image, its alt text goes here, not into the text
         self.checked: bool | None = None
-        self.cells: list[_Builder] = []
-        self.nav: list[tuple[int, int]] = []  # headings: spans of parts that are back-links
+        self.cells: list[_Builder] | None = None  # table rows
+        self.nav: list[tuple[int, int]] | None = None  # headings: spans of parts that are back-links
 
     def text(self, value: str) -> None:
         if self.alt is not None:
@@ -153,6 +154,8 @@ class _Builder:
             self.lead_open = False
 
     def open(self, tag: str, url: str) -> None:
+        if self.inline is None:
+            self.inline = []
         if self.lead_open and self.lead_at < 0 and tag in ("Strong", "Link"):
             self.lead_at = len(self.inline)
         self.inline.append((tag, len(self.parts), url, self.alt))
@@ -164,14 +167,17 @@ class _Builder:
             return
         tag, start, url, outer_alt = self.inline.pop()
         if tag == "Image":
+            self.images = self.images or []
             self.images.append((" ".join("".join(self.alt or ()).split()), url))
             self.alt = outer_alt
         elif tag == "Link":
             text = " ".join("".join(self.parts[start:]).split())
+            self.links = self.links or []
             self.links.append((text, url))
             if self.kind == "heading" and (
                 url.startswith("#") or (len(text) <= 40 and _BACK_TEXT.match(text))
             ):
+                self.nav = self.nav or []
                 self.nav.append((start, len(self.parts)))
         if self.lead_at == len(self.inline):
             self.lead = " ".join("".join(self.parts[start:]).split())
@@ -183,18 +189,19 @@ class _Builder:
 
     def block(self, header: tuple[str, ...] = ()) -> Block:
         if self.kind == "table_row":
-            cells = tuple(c.plain() for c in self.cells)
-            first = next((c for c in self.cells if c.plain()), None)
+            row = self.cells or []
+            cells = tuple(c.plain() for c in row)
+            first = next((c for c, text in zip(row, cells, strict=True) if text), None)
             return Block(
                 kind="table_row",
                 text=" · ".join(c for c in cells if c),
                 line=self.line,
-                links=tuple(link for c in self.cells for link in c.links),
-                images=tuple(i for c in self.cells for i in c.images),
+                links=tuple(link for c in row for link in c.links or ()),
+                images=tuple(i for c in row for i in c.images or ()),
                 lead=first.lead if first else "",
                 quoted=self.quoted,
                 cells=cells,
-                cell_links=tuple(tuple(c.links) for c in self.cells),
+                cell_links=tuple(tuple(c.links or ()) for c in row),
                 header=header,
             )
         if self.kind == "html":
@@ -210,8 +217,8 @@ class _Builder:
             kind=self.kind,
             text="" if self.kind == "code" else self.plain(),
             line=self.line,
-            links=tuple(self.links),
-            images=tuple(self.images),
+            links=tuple(self.links) if self.links else (),
+            images=tuple(self.images) if self.images else (),
             lead=self.lead,
             depth=self.depth,
             checked=self.checked,
@@ -362,6 +369,7 @@ class _Walk:
         elif tag == "TableCell":
             cell = _Builder("paragraph", 0)
             if target is not None:
+                target.cells = target.cells or []
                 target.cells.append(cell)
             self.push(tag, cell)
         elif tag == "HtmlBlock":
@@ -386,7 +394,7 @@ class _Walk:
         if tag == "Table" and self.header:
             self.header.pop()
         elif tag == "TableHead" and builder is not None and self.header:
-            self.header[-1] = tuple(c.plain() for c in builder.cells)
+            self.header[-1] = tuple(c.plain() for c in builder.cells or ())
         elif tag == "TableRow" and builder is not None:
             row = builder.block(self.header[-1] if self.header else ())
             _replace(self.sections[-1].blocks, builder, row)

@@ -88,10 +88,13 @@ def test_curated_list_items_have_their_link_title_as_lead() -> None:
     snapkv = next(b for b in pruning.blocks if "SnapKV" in b.text)
     assert snapkv.kind == "list_item"
     assert snapkv.lead == "SnapKV: LLM Knows What You are Looking for Before Generation."
-    assert ("SnapKV: LLM Knows What You are Looking for Before Generation.", "https://arxiv.org/abs/2404.14469") in (
-        snapkv.links
+    assert (
+        "SnapKV: LLM Knows What You are Looking for Before Generation.",
+        "https://arxiv.org/abs/2404.14469",
+    ) in (snapkv.links)
+    assert snapkv.images == (
+        ("GitHub Repo stars", "https://img.shields.io/github/stars/FasterDecoding/SnapKV"),
     )
-    assert snapkv.images == (("GitHub Repo stars", "https://img.shields.io/github/stars/FasterDecoding/SnapKV"),)
     assert "Arxiv 2024." in snapkv.text and "GitHub Repo stars" not in snapkv.text  # image alts are not text
     assert body.splitlines()[snapkv.line - 1].startswith("2. [**SnapKV")
 
