@@ -12,7 +12,8 @@ import re
 from typing import Literal
 
 from processors.i18n import Lang
-from processors.structure import EMOJI, Block, SectionNode, is_internal
+from processors.markup import EMOJI, is_internal
+from processors.structure import Block, SectionNode
 
 BoilerplateReason = Literal[
     "navigation",  # back-links, links within the note or to sibling notes

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.key_points import clean_line
+from processors.markup import EMOJI
 from processors.models import Document, TitledId
-from processors.structure import EMOJI, Block, SectionNode, Structure, parse_structure
+from processors.structure import Block, SectionNode, Structure, parse_structure
 
 # Rank of each source; the arXiv API (added by the briefing) outranks them all.
 TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "inline": 0}

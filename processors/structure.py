@@ -16,6 +16,8 @@ from typing import Any, Literal, cast
 
 import pyromark
 
+from processors.markup import BACK_TEXT, clean_heading, section_number
+
 BlockKind = Literal["paragraph", "list_item", "table_row", "quote", "code", "html", "heading"]
 Link = tuple[str, str]  # (text, url)
 Image = tuple[str, str]  # (alt, url)
@@ -71,47 +73,6 @@ class Structure:
         return [b for s in self.sections for b in s.blocks]
 
 
-# ---- heading cleaning ---------------------------------------------------------
-
-_SECTION_NO = re.compile(r"§\s*(\d+(?:\.\d+)*)")
-# `2.4 Title`, `3. Title`, and keycap numbers like `1️⃣ Pruning` (digit, optional VS16, U+20E3).
-_PLAIN_NO = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)(?:\ufe0f?\u20e3)?\.?(?=\s|$)")
-# Pictographs and their joiners; a keycap's VS16 stays (it is the section number), © and ® only as emoji.
-EMOJI = re.compile(
-    r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u2300-\u23FF\u200D]|[©®](?=\ufe0f)|\ufe0f(?!\u20e3)"
-)
-# What a dropped back-link leaves: `()`, `[back]`, `（返回）`.
-_RESIDUE = re.compile(
-    r"[(\[（【]\s*(?:back(?: to top)?|top|toc|up|返回(?:顶部|目录)?|回到顶部|맨 위로)?\s*[)\]）】]",
-    re.IGNORECASE,
-)
-_BACK_TEXT = re.compile(
-    r"^\W*(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)?\W*$", re.IGNORECASE
-)
-
-
-def section_number(heading: str) -> str | None:
-    """`§3.3` for `§3.3 Cache`, `附录 §5.1 x`, `3.3 Cache`, `3. Cache` or `3️⃣ Cache`; None otherwise."""
-    m = _SECTION_NO.search(heading) or _PLAIN_NO.match(heading)
-    return f"§{m.group(1)}" if m else None
-
-
-def clean_heading(text: str) -> str:
-    """A heading's plain text without emoji decoration or back-link residue, whitespace collapsed."""
-    # Collapsed first: `_RESIDUE` then never meets a run of spaces to backtrack over.
-    text = EMOJI.sub("", " ".join(text.split()))
-    return " ".join(_RESIDUE.sub(" ", text).split())
-
-
-def is_internal(url: str) -> bool:
-    """True for a link within the note or its folder: `#anchor`, `../x.md`, `./graph.html`."""
-    if url.startswith("#"):
-        return True
-    if "://" in url or url.startswith(("mailto:", "//")):
-        return False
-    return url.startswith(("./", "../", "/")) or url.split("#", 1)[0].endswith((".md", ".html", ".htm"))
-
-
 # ---- the event walk -----------------------------------------------------------
 
 _TAG = re.compile(r"<[^<>]*>")
@@ -122,8 +83,8 @@ class _Builder:
     """A block being read: its inline text, links, images and lead, filled as events arrive."""
 
     __slots__ = (
-        "alt", "cells", "checked", "depth", "images", "inline", "kind", "lead", "lead_at", "lead_open",
-        "line", "links", "nav", "parts", "quoted",
+        "alt", "cells", "checked", "depth", "header", "images", "inline", "kind", "lead", "lead_at",
+        "lead_open", "line", "links", "nav", "parts", "quoted",
     )  # fmt: skip
 
     def __init__(self, kind: BlockKind, line: int, *, depth: int = 0, quoted: bool = False) -> None:
@@ -144,6 +105,7 @@ class _Builder:
         self.checked: bool | None = None
         self.cells: list[_Builder] | None = None  # table rows
         self.nav: list[tuple[int, int]] | None = None  # headings: spans of parts that are back-links
+        self.header: tuple[str, ...] = ()  # table rows: the header cells of their table
 
     def text(self, value: str) -> None:
         if self.alt is not None:
@@ -175,7 +137,7 @@ class _Builder:
             self.links = self.links or []
             self.links.append((text, url))
             if self.kind == "heading" and (
-                url.startswith("#") or (len(text) <= 40 and _BACK_TEXT.match(text))
+                url.startswith("#") or (len(text) <= 40 and BACK_TEXT.match(text))
             ):
                 self.nav = self.nav or []
                 self.nav.append((start, len(self.parts)))
@@ -187,7 +149,7 @@ class _Builder:
     def plain(self) -> str:
         return " ".join("".join(self.parts).split())
 
-    def block(self, header: tuple[str, ...] = ()) -> Block:
+    def block(self) -> Block:
         if self.kind == "table_row":
             row = self.cells or []
             cells = tuple(c.plain() for c in row)
@@ -202,7 +164,7 @@ class _Builder:
                 quoted=self.quoted,
                 cells=cells,
                 cell_links=tuple(tuple(c.links or ()) for c in row),
-                header=header,
+                header=self.header,
             )
         if self.kind == "html":
             raw = "".join(self.parts)
@@ -275,7 +237,7 @@ class _Section:
     head: _Builder | None = None
     heading_start: int = 0  # bytes
     text_start: int = 0  # bytes
-    blocks: list[_Builder | Block] = field(default_factory=list)
+    blocks: list[_Builder] = field(default_factory=list)
 
 
 _INLINE = frozenset(("Strong", "Emphasis", "Strikethrough", "Link", "Image", "Superscript", "Subscript"))
@@ -363,7 +325,8 @@ class _Walk:
             self.push(tag, builder)
         elif tag == "TableRow" or tag == "TableHead":
             row = _Builder("table_row", self.offsets.to_line(at), quoted=self.quotes > 0)
-            if tag == "TableRow":
+            if tag == "TableRow":  # the head row is read for its cells only: it is no row of the table
+                row.header = self.header[-1] if self.header else ()
                 self.sections[-1].blocks.append(row)
             self.push(tag, row)
         elif tag == "TableCell":
@@ -395,19 +358,8 @@ class _Walk:
             self.header.pop()
         elif tag == "TableHead" and builder is not None and self.header:
             self.header[-1] = tuple(c.plain() for c in builder.cells or ())
-        elif tag == "TableRow" and builder is not None:
-            row = builder.block(self.header[-1] if self.header else ())
-            _replace(self.sections[-1].blocks, builder, row)
         elif tag == "Heading" and not self.stack and self.sections[-1].head is builder:
             self.sections[-1].text_start = at
-
-
-def _replace(blocks: list[_Builder | Block], builder: _Builder, block: Block) -> None:
-    # A row ends right after it starts (cells are its only children): it is the last entry but a few.
-    for i in range(len(blocks) - 1, -1, -1):
-        if blocks[i] is builder:
-            blocks[i] = block
-            return
 
 
 def _finish(body: str, sections: list[_Section], offsets: _Offsets) -> list[SectionNode]:
@@ -423,7 +375,7 @@ def _finish(body: str, sections: list[_Section], offsets: _Offsets) -> list[Sect
         if s.level == 0 and not text.strip():
             continue
         heading = s.head.heading_text() if s.head is not None else ""
-        blocks = tuple(b if isinstance(b, Block) else b.block() for b in s.blocks)
+        blocks = tuple(b.block() for b in s.blocks)
         out.append(
             SectionNode(
                 level=s.level,

@@ -214,11 +214,12 @@ def test_titled_ids_come_with_the_document() -> None:
 
 def _parse_seconds(text: str) -> float:
     data = raw("inbox/a/2026-09-26-x.md", text)
+    # CPU time of this process: other processes on a shared machine do not stretch it.
     best = float("inf")
     for _ in range(2):
-        start = time.perf_counter()
+        start = time.process_time()
         parse_document(data, zone=SH)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
