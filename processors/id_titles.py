@@ -113,6 +113,8 @@ def plausible_title(text: str) -> bool:
 
 
 def _candidate(arxiv_id: str, raw: str, source: str, rank: int) -> TitledId | None:
+    if raw.strip(" .[]()*_").lower() in _PLACEHOLDER:
+        return None  # most link texts next to a paper are `arXiv`, `[pdf]`, `HuggingFace`: no cleaning needed
     if not _balanced(raw):
         return None  # cut mid-markup or mid-bracket: `Compiler for Direct CUDA Inference** · …`
     title = clean_title(raw)
