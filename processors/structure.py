@@ -246,7 +246,11 @@ _TEXT = frozenset(("Text", "Code", "InlineMath", "DisplayMath"))
 
 def parse_structure(body: str) -> Structure:
     """The sections and blocks of a Markdown body."""
-    data = body.encode("utf-8")
+    try:
+        data = body.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: each becomes one '?', so offsets still index `body`
+        data = body.encode("utf-8", "replace")
+        body = data.decode("utf-8")
     walk = _Walk(_Offsets(data, ascii=len(data) == len(body)))
     # pyromark types each event precisely; the walk dispatches on the key, so it reads them as plain data.
     events = cast("Iterator[tuple[Any, dict[str, int]]]", pyromark.events_with_range(body, options=_OPTIONS))

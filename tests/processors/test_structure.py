@@ -177,3 +177,10 @@ def test_parse_time_grows_linearly_with_size(unit: str) -> None:
     large = unit * (80_000 // len(unit))
     ratio = _seconds(large) / max(_seconds(small), 1e-4)
     assert ratio < 24, f"{unit!r}: 8x the input took {ratio:.1f}x the time"
+
+
+def test_lone_surrogates_do_not_stop_the_parse() -> None:
+    body = "# T\ud800x\npara \udfff\n"
+    (section,) = parse_structure(body).sections
+    assert section.heading == "T?x" and section.blocks[0].text == "para ?"
+    assert (section.start, section.end) == (len("# T\ud800x\n"), len(body) - 1)
