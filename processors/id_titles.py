@@ -138,7 +138,7 @@ def _title_column(header: Sequence[str]) -> int | None:
     return None
 
 
-def _title_line(block: Block) -> str:
+def title_line(block: Block) -> str:
     """`**原文标题：** FilmAgent: …` or `Title: …` → the title it states, '' if it is no title line."""
     if block.lead and _LABEL.match(block.lead):
         return block.text[len(block.lead) :] if block.text.startswith(block.lead) else ""
@@ -177,7 +177,7 @@ def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
             add(ids[0], section.heading if block is section.head else block.text, "heading")
         elif block.lead and not any(block.lead == text for text, _ in block.links):
             add(ids[0], block.lead, "lead")
-    lines = [t for t in (_title_line(b) for b in section.blocks) if t]
+    lines = [t for t in (title_line(b) for b in section.blocks) if t]
     if lines and len(section_ids) == 1:
         add(next(iter(section_ids)), lines[0], "title_line")
     if not out:
