@@ -15,17 +15,13 @@ from processors.errors import ParseError
 from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
 from processors.near_duplicates import signature_of
+from processors.structure import Structure, parse_structure
 from processors.text import hash_normalised
 from processors.tokens import normalise, note_index, note_terms, token_counts
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
 _BASELINE_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[-T]\d{4})?-)?(?P<axis>.+?)-e1prep$")
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SECTION_NO_RE = re.compile(r"§\s*(\d+(?:\.\d+)*)")
-# `2.4 Title`, `3. Title`, and keycap numbers like `1️⃣ Pruning` (digit, optional VS16, U+20E3).
-_PLAIN_NO_RE = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)(?:\ufe0f?\u20e3)?\.?(?=\s|$)")
 _VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
 _YAML = YAMLHandler()
 # A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").
@@ -151,50 +147,12 @@ def _stamp_time(stem: str, zone: ZoneInfo) -> datetime | None:
         return None
 
 
-def _section_number(heading: str) -> str | None:
-    m = _SECTION_NO_RE.search(heading) or _PLAIN_NO_RE.match(heading)
-    return f"§{m.group(1)}" if m else None
-
-
-_HTML_TAG = re.compile(r"<[^>]{1,500}>")
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-
-
-def _plain_heading(heading: str) -> str:
-    """A heading as text: HTML tags and image links dropped, links reduced to their text, emphasis removed."""
-    heading = _HTML_TAG.sub("", _MD_IMAGE.sub(r"\1", heading))
-    heading = _MD_LINK.sub(r"\1", heading).replace("**", "").replace("__", "")
-    return " ".join(heading.split())
-
-
-def split_sections(body: str) -> list[Section]:
-    """Split markdown on ATX headings, ignoring `#` lines inside fenced code blocks."""
-    sections: list[Section] = []
-    heading, level, lines = "", 0, []
-    fence: str | None = None
-    for line in body.splitlines():
-        fm = _FENCE_RE.match(line)
-        if fm:
-            marker = fm.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
-        hm = _HEADING_RE.match(line) if fence is None and not fm else None
-        if hm is None:
-            lines.append(line)
-            continue
-        text = "\n".join(lines).strip("\n")
-        if level > 0 or text.strip():
-            sections.append(Section(number=_section_number(heading), heading=heading, level=level, text=text))
-        # A closing run of #s is only markup when separated from the text by a space.
-        heading = _plain_heading(re.sub(r"(?:^|[ \t]+)#+$", "", hm.group(2) or ""))
-        level, lines = len(hm.group(1)), []
-    text = "\n".join(lines).strip("\n")
-    if level > 0 or text.strip():
-        sections.append(Section(number=_section_number(heading), heading=heading, level=level, text=text))
-    return sections
+def split_sections(body: str, structure: Structure | None = None) -> list[Section]:
+    """The sections of a Markdown body, split on its headings by the Markdown parser (processors.structure)."""
+    structure = structure if structure is not None else parse_structure(body)
+    return [
+        Section(number=s.number, heading=s.heading, level=s.level, text=s.text) for s in structure.sections
+    ]
 
 
 def parse_document(
@@ -255,7 +213,8 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         if kind in ("inbox", "baseline", "work_queue"):
             warnings.append("file name has no date stamp; event time taken from the file's mtime")
 
-    sections = split_sections(body)
+    structure = parse_structure(body)
+    sections = split_sections(body, structure)
     headings = tuple(s.heading for s in sections if s.level > 0)
     title_fm = front.get("title")
     title = str(title_fm).strip() if title_fm not in (None, "") else (headings[0] if headings else stem)
@@ -312,4 +271,4 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         version=version,
     )
     # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
-    return doc.model_copy(update={"titled": tuple(titled_ids(doc))})
+    return doc.model_copy(update={"titled": tuple(titled_ids(doc, structure))})

@@ -1,4 +1,11 @@
-"""Which title goes with which arXiv id, as the documents state it: cards, headings, table rows."""
+"""Which title goes with which arXiv id, as the documents state it, read from the note's structure.
+
+Sources in order of trust (`TRUST`): a paper card's title; the text of the link that points at the paper; the
+cell under a table's title column in the row carrying the id; a heading carrying exactly one id; a
+`原文标题：`/`Title:` line; the bold lead of an item carrying the id; the words right before an id. Every
+candidate must pass `plausible_title`: never a venue, an author list, a sentence or a cut fragment. When
+nothing qualifies the id has no title.
+"""
 
 from __future__ import annotations
 
@@ -8,54 +15,218 @@ from dataclasses import dataclass
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.key_points import clean_line
+from processors.markup import EMOJI
 from processors.models import Document, DocumentSummary, TitledId
-from processors.units import section_ref
+from processors.structure import Block, SectionNode, Structure, parse_structure
 
-_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
-_ID_NOISE = re.compile(
-    r"(?:arxiv\s*[: ]?\s*)?\d{4}\.\d{4,5}(?:v\d+)?|https?://\S+|[（(]\s*[)）]", re.IGNORECASE
-)
+# Rank of each source; the arXiv API (added by the briefing) outranks them all.
+TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "inline": 0}
+_STRONG_FROM = TRUST["title_line"]  # ranks from here up are titles a writer states as titles
 
-
+_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+|^\s*\[\d{1,4}\]\s*")
+_ID_NOISE = re.compile(r"(?:arxiv\s*[: ]?\s*)?\d{4}\.\d{4,5}(?:v\d+)?|https?://\S+", re.IGNORECASE)
+_EMPTY_BRACKETS = re.compile(r"[（(\[【]\s?[)）\]】]")  # what an id in brackets leaves
+_TAG_PREFIX = re.compile(r"^\[[^\[\]]{1,40}\]\s*(?=\S+\s+\S+\s+\S)")  # `[vLLM] Efficient Memory …`
+_AFFILIATION = re.compile(r"\s*\(@[^()]{1,80}\)\s*$")  # `… PagedAttention(@UC Berkeley etc)`
 _BEFORE_ID = re.compile(
     r"([^/；;，,、。|：:]{2,60}?)\s*[（(]?\s*(?:arxiv\s*[: ]?\s*)?(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE
 )
 
+_VENUES = (
+    r"arxiv|preprint|neurips|nips|icml|iclr|acl|emnlp|naacl|eacl|coling|cvpr|iccv|eccv|wacv|aaai|ijcai|osdi|"
+    r"sosp|nsdi|eurosys|asplos|isca|micro|hpca|mlsys|sc|atc|usenix(?: atc| security)?|colm|kdd|www|sigmod|"
+    r"vldb|icde|tmlr|jmlr|tpami|fast|ppopp|dac|iccad|hotos|socc|ipdps|ics|pact|pldi|interspeech|icassp|"
+    r"findings(?: of)?(?: the)?(?: acl| emnlp| naacl)?|openreview|github|huggingface|hf|blog|tech report"
+)
+_VENUE = re.compile(
+    rf"^(?:{_VENUES})(?:[\s'’-]*\d{{2,4}})?(?:\s+(?:spotlight|oral|poster|workshop|findings|main|best paper|"
+    r"short|long|demo|track|conference))*\.?$|^\d{4}(?:[.\-/]\d{1,2}){0,2}\.?$",
+    re.IGNORECASE,
+)
+_PLACEHOLDER = frozenset(
+    (
+        *["pdf", "paper", "link", "links", "abs", "html", "code", "github", "arxiv", "huggingface", "hf", "project", "page", "website", "homepage"],
+        *["here", "this", "url", "doi", "blog", "demo", "video", "slides", "poster", "tbd", "n/a", "na", "none"],
+        *["原文", "论文", "论文链接", "链接", "原文链接", "地址", "代码", "主页", "논문", "링크", "원문"],
+        "project page", "paper link", "arxiv link", "full text",
+    )
+)  # fmt: skip
+_SENTENCE_START = re.compile(
+    r"^(?:this (?:paper|work|study|article)|we |in this |the authors|our |these |it |they |"
+    r"本文|我们|该论文|论文提出|提出了|作者|이 논문|본 논문|우리는)",
+    re.IGNORECASE,
+)
+_ET_AL = re.compile(r"\bet\.?\s?al\b|等人", re.IGNORECASE)
+_BRIEFING_HEADING = re.compile(r"^(?:主?增量|increment)\s*\d", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(?:原文标题|原标题|英文标题|论文标题|标题|original title|paper title|title|제목|논문 제목|원제)\s*[:：]?\s*$",
+    re.IGNORECASE,
+)
+_TITLE_COLUMNS = (
+    re.compile(r"^(?:paper )?titles?$|^标题$|^论文标题$|^题目$|^제목$|^논문 제목$", re.IGNORECASE),
+    re.compile(r"^(?:papers?|论文|논문|publication)$", re.IGNORECASE),
+    re.compile(r"^(?:name|method|model|名称|方法|模型|이름)$", re.IGNORECASE),
+)
+_NAME = re.compile(r"^(?:[A-Z][\w'’.\-]*|[A-Z]\.)$")
+_MAX_WORDS = 30
 
-def _tidy(title: str) -> str:
-    title = _ID_NOISE.sub(" ", _NUMBERING.sub("", title))
-    return re.sub(r"\s+", " ", title).strip(" ：:—-·|（()）")
+
+def clean_title(text: str) -> str:
+    """A candidate as a title: numbering, ids, URLs, emoji, tags, affiliations and edge punctuation removed."""
+    text = " ".join(EMOJI.sub("", text).split())
+    text = " ".join(_ID_NOISE.sub(" ", _NUMBERING.sub("", text)).split())
+    text = _AFFILIATION.sub("", _TAG_PREFIX.sub("", _EMPTY_BRACKETS.sub("", text)))
+    text = text.strip(" ：:—-·|;；,，")
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]
+    if text[:1] in "\"'“‘《" and text[-1:] in "\"'”’》":
+        text = text[1:-1]
+    return text.strip()
 
 
-def titled_ids(doc: Document) -> list[TitledId]:
-    """The (id, title) pairs a document states: its card title, id headings, id table rows."""
+def _author_list(text: str) -> bool:
+    parts = [p.strip(" .*") for p in re.split(r",|，|、|\band\b|&", text) if p.strip(" .*")]
+    names = sum(1 for p in parts if 2 <= len(p.split()) <= 4 and all(_NAME.match(w) for w in p.split()))
+    return names >= 2 and names >= 0.8 * len(parts)
+
+
+def _balanced(text: str) -> bool:
+    pairs = (("(", ")"), ("[", "]"), ("（", "）"), ("【", "】"), ("《", "》"))
+    return text.count("**") % 2 == 0 and all(text.count(a) == text.count(b) for a, b in pairs)
+
+
+def plausible_title(text: str) -> bool:
+    """True when `text` can be a paper's title: not a venue, author list, sentence, label or cut fragment."""
+    text = " ".join(text.split())
+    if not 4 <= len(text) <= 300 or not any(ch.isalpha() for ch in text):
+        return False
+    lowered = text.lower().strip(" .[]()*_")
+    if lowered in _PLACEHOLDER or _VENUE.match(lowered) or _LABEL.match(text):
+        return False
+    if not _balanced(text) or text.endswith(("[", "(", "（", "·", ",", "，", "、", "→", "-", "—", ":", "：")):
+        return False  # a cut fragment: `Compiler for Direct CUDA Inference** · Xuanzhe Li et.al. · [`
+    if " · " in text or " | " in text or "⭐" in text or "★" in text or _BRIEFING_HEADING.match(text):
+        return False  # fields joined into one line, or a briefing's own heading
+    if _ET_AL.search(text) or _author_list(text):
+        return False
+    # A contribution sentence, not a title.
+    return not (_SENTENCE_START.match(text) or "。" in text or "！" in text or len(text.split()) > _MAX_WORDS)
+
+
+def _candidate(arxiv_id: str, raw: str, source: str, rank: int) -> TitledId | None:
+    if raw.strip(" .[]()*_").lower() in _PLACEHOLDER:
+        return None  # most link texts next to a paper are `arXiv`, `[pdf]`, `HuggingFace`: no cleaning needed
+    if not _balanced(raw):
+        return None  # cut mid-markup or mid-bracket: `Compiler for Direct CUDA Inference** · …`
+    title = clean_title(raw)
+    if not plausible_title(title):
+        return None
+    return TitledId(id=arxiv_id, title=title, source=source, strong=rank >= _STRONG_FROM, rank=rank)
+
+
+def block_ids(block: Block) -> list[str]:
+    """The arXiv ids a block carries, in its text or in the URLs of its links."""
+    urls = " ".join(url for _, url in block.links)
+    return extract_arxiv_ids(f"{block.text} {urls}" if urls else block.text)
+
+
+def _title_column(header: Sequence[str]) -> int | None:
+    cells = [" ".join(EMOJI.sub("", c).split()).strip(" *:：") for c in header]
+    for pattern in _TITLE_COLUMNS:
+        for i, cell in enumerate(cells):
+            if pattern.match(cell):
+                return i
+    return None
+
+
+def title_line(block: Block) -> str:
+    """`**原文标题：** FilmAgent: …` or `Title: …` → the title it states, '' if it is no title line."""
+    if block.lead and _LABEL.match(block.lead):
+        return block.text[len(block.lead) :] if block.text.startswith(block.lead) else ""
+    m = re.match(
+        r"^(?:原文标题|原标题|英文标题|论文标题|original title|paper title|title)\s*[:：]\s*",
+        block.text,
+        re.I,
+    )
+    return block.text[m.end() :] if m else ""
+
+
+def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
     out: list[TitledId] = []
-    if doc.kind == "paper_card":
-        out.extend(TitledId(id=i, title=doc.title, source=doc.path, strong=True) for i in doc.arxiv_ids[:1])
-    for section in doc.sections:
-        ref = section_ref(doc, section)
-        heading_ids = extract_arxiv_ids(section.heading)
-        heading = _tidy(section.heading)
-        if len(heading_ids) == 1 and heading and section.level >= 2:
-            out.append(TitledId(id=heading_ids[0], title=heading, source=ref, strong=True))
-        first = next((clean_line(r) for r in section.text.splitlines() if clean_line(r)), "")
-        first_ids = extract_arxiv_ids(first)
-        if not heading_ids and len(first_ids) == 1 and section.level >= 2:
-            # "Detokenization Leaks（arXiv 2609.06674）：…" names the paper before its id; the heading
-            # above it may be a topic ("安全事件关联") rather than a title, so both are weak.
-            named = lead_name(first, first_ids[0])
-            out.extend(
-                TitledId(id=first_ids[0], title=t, source=ref, strong=False)
-                for t in dict.fromkeys(x for x in (named, heading) if x)
-            )
-        for raw in section.text.splitlines():
-            if not raw.strip().startswith("|"):
-                continue
-            cells = [c.strip() for c in raw.strip().strip("|").split("|")]
-            if len(cells) >= 2:
-                ids = extract_arxiv_ids(cells[0])
-                if len(ids) == 1 and _tidy(cells[1]):
-                    out.append(TitledId(id=ids[0], title=_tidy(cells[1]), source=ref, strong=True))
+
+    def add(arxiv_id: str, raw: str, kind: str) -> None:
+        pair = _candidate(arxiv_id, raw, ref, TRUST[kind])
+        if pair is not None:
+            out.append(pair)
+
+    heads = [section.head] if section.head is not None else []
+    section_ids: dict[str, None] = {}
+    for block in [*heads, *section.blocks]:
+        ids = block_ids(block)
+        section_ids.update(dict.fromkeys(ids))
+        for text, url in block.links:
+            link_ids = extract_arxiv_ids(url)
+            if len(link_ids) == 1 and text:
+                add(link_ids[0], text, "link")
+        if len(ids) != 1:
+            continue
+        if block.kind == "table_row":
+            column = _title_column(block.header)
+            if column is not None and column < len(block.cells):
+                add(ids[0], block.cells[column], "table")
+        elif block.kind == "heading":
+            add(ids[0], section.heading if block is section.head else block.text, "heading")
+        elif block.lead and not any(block.lead == text for text, _ in block.links):
+            add(ids[0], block.lead, "lead")
+    lines = [t for t in (title_line(b) for b in section.blocks) if t]
+    if lines and len(section_ids) == 1:
+        add(next(iter(section_ids)), lines[0], "title_line")
+    if not out:
+        out.extend(_named_paper(section, ref, section_ids))
+    return out
+
+
+def _named_paper(section: SectionNode, ref: str, section_ids: dict[str, None]) -> list[TitledId]:
+    """A section about one paper whose heading names no id but whose first block cites it.
+
+    `安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…` gives the words before the id; the heading
+    stands for the paper only when the block opens with the id itself and the section cites nothing else
+    (`### 2.1 InferenceBench` / `arXiv:2607.20468 提出 …`): a heading over a linked title is a category.
+    """
+    if section.level < 2 or section.head is None or block_ids(section.head):
+        return []
+    first = next((b for b in section.blocks if b.text), None)
+    ids = block_ids(first) if first is not None else []
+    if first is None or len(ids) != 1:
+        return []
+    named = lead_name(first.text, ids[0])
+    if named:
+        pair = _candidate(ids[0], named, ref, TRUST["inline"])
+    elif len(section_ids) == 1 and ids[0] in first.text and not first.lead:
+        pair = _candidate(ids[0], section.heading, ref, TRUST["inline"])
+    else:
+        pair = None
+    return [pair] if pair is not None else []
+
+
+def section_ref(path: str, section: SectionNode) -> str:
+    """`path#§2.4` for a numbered section, `path#heading` otherwise, the bare path for level 0 and 1."""
+    if section.level <= 1:
+        return path
+    return f"{path}#{section.number or section.heading}"
+
+
+def titled_ids(doc: Document, structure: Structure | None = None) -> list[TitledId]:
+    """The (id, title) pairs a document states, from its structure (parsed again when not given)."""
+    out: list[TitledId] = []
+    if doc.kind == "paper_card" and doc.arxiv_ids:
+        stem = doc.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if doc.title != stem:
+            pair = _candidate(doc.arxiv_ids[0], doc.title, doc.path, TRUST["card"])
+            out.extend([pair] if pair else [])
+    structure = structure if structure is not None else parse_structure(doc.text)
+    for section in structure.sections:
+        out.extend(_section_pairs(section, section_ref(doc.path, section)))
     return out
 
 
@@ -63,27 +234,29 @@ def lead_name(line: str, arxiv_id: str) -> str:
     """The words right before `arxiv_id` in a line (`Detokenization Leaks（arXiv 2609.06674）`), or ''."""
     for m in _BEFORE_ID.finditer(line):
         if m.group(2) == arxiv_id.split("v")[0]:
-            name = _tidy(m.group(1))
+            name = clean_title(m.group(1))
             return name if 2 <= len(name) <= 60 and not name.lower().startswith(("http", "来源")) else ""
     return ""
 
 
 def inline_names(doc: Document) -> list[TitledId]:
-    """Weak (id, name) pairs for every id with a short name right before it, anywhere in the text."""
+    """Weak (id, name) pairs for every id with a plausible short name right before it, anywhere in the text."""
     out: list[TitledId] = []
     for raw in doc.text.splitlines():
         line = clean_line(raw)
         for arxiv_id in extract_arxiv_ids(line):
             name = lead_name(line, arxiv_id)
-            if name:
-                out.append(TitledId(id=arxiv_id, title=name, source=doc.path, strong=False))
+            if name and plausible_title(name):
+                out.append(
+                    TitledId(id=arxiv_id, title=name, source=doc.path, strong=False, rank=TRUST["inline"])
+                )
     return out
 
 
 def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
-    """The first strong title of each id, else its first weak one."""
+    """The title of each id from its most trusted source (the first of equals); strong before weak."""
     titles: dict[str, str] = {}
-    for p in sorted(pairs, key=lambda p: not p.strong):
+    for p in sorted(pairs, key=lambda p: (-p.rank, not p.strong)):
         titles.setdefault(p.id, p.title)
     return titles
 

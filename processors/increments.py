@@ -10,6 +10,7 @@ from typing import Literal
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
+from processors.id_titles import plausible_title
 from processors.key_points import figures, has_figure, highlights, key_points, thesis
 from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
 from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
@@ -203,7 +204,14 @@ def _title(cluster: Cluster, ctx: Context) -> str:
             return known
         for u in cluster.units:
             heading = _HEADING_NUMBER.sub("", u.heading).strip()
-            if heading and u.primary_ids and not heading.lower().startswith("arxiv"):
+            # A unit's heading names the paper only when it could be a title (not `OSDI 2024`, not a
+            # briefing's own `增量 2：…（⭐⭐⭐⭐⭐）`); otherwise the id stands alone.
+            if (
+                heading
+                and u.primary_ids
+                and not heading.lower().startswith("arxiv")
+                and plausible_title(heading)
+            ):
                 return heading
         return cluster.ids[0]
     if cluster.key.startswith("title:"):

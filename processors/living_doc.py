@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
+from functools import lru_cache
 
 from processors.arxiv_ids import extract_arxiv_ids, strip_version
+from processors.id_titles import plausible_title
 from processors.models import Document, Frozen
+from processors.structure import parse_structure
 from processors.tfidf import Vector, cosine
 
 _SEPARATORS = re.compile(r"[/；;，,、。\n]")
@@ -77,16 +80,23 @@ def sections_citing(living: LivingDoc, arxiv_id: str) -> list[str]:
     return list(dict.fromkeys(labels))
 
 
-_LINK = re.compile(r"\[([^\]]{2,200})\]\(([^)\s]+)\)")
-
-
+@lru_cache(maxsize=256)
 def _link_names(text: str) -> dict[str, str]:
-    """arXiv id → the text of the Markdown link that points at it (`[**SnapKV: …**](…/abs/2404.14469)`)."""
+    """arXiv id → the text of the Markdown link that points at it (`[**SnapKV: …**](…/abs/2404.14469)`).
+
+    Links come from the Markdown parser, so `[pdf]`-style placeholders and links inside code are left out;
+    a living document's few sections are asked about again for every increment, hence the cache.
+    """
     out: dict[str, str] = {}
-    for m in _LINK.finditer(text):
-        for arxiv_id in extract_arxiv_ids(m.group(2)):
-            name = m.group(1).strip(" *_.")
-            out.setdefault(arxiv_id, name.split(":")[0].strip() if len(name) > 40 and ":" in name else name)
+    for block in parse_structure(text).blocks():
+        for label, url in block.links:
+            name = label.strip(" *_.")
+            if not plausible_title(name):
+                continue
+            for arxiv_id in extract_arxiv_ids(url):
+                out.setdefault(
+                    arxiv_id, name.split(":")[0].strip() if len(name) > 40 and ":" in name else name
+                )
     return out
 
 

@@ -49,12 +49,13 @@ class Section(Frozen):
 
 
 class TitledId(Frozen):
-    """A title a document gives an id; strong when it comes from a card, a table row or an id heading."""
+    """A title a document gives an id; strong when the writer states it as a title (card, link, row, heading)."""
 
     id: str
     title: str
     source: str  # path#section
     strong: bool
+    rank: int = 0  # trust of its source, processors.id_titles.TRUST: a higher rank wins
 
 
 class DocumentSummary(Frozen):

@@ -6,8 +6,10 @@ import re
 from collections.abc import Iterable
 
 from processors.arxiv_ids import arxiv_urls, extract_arxiv_ids
+from processors.id_titles import clean_title, plausible_title, title_line
 from processors.key_points import clean_line
 from processors.models import Document, DocumentSummary, Frozen, Kind, Section
+from processors.structure import parse_structure
 from processors.tokens import URL_CHAR, URL_TRAILING
 
 _URL = re.compile(rf"https?://{URL_CHAR}+")
@@ -33,26 +35,12 @@ class Unit(Frozen):
     paper_title: str = ""  # a paper named by title only ("原文标题：…"): its identity when there is no id
 
 
-_TITLE_LINE = re.compile(
-    r"^\s*(?:\*\*)?(?:原文标题|原标题|英文标题|论文标题|original title|paper title|title)(?:\*\*)?\s*[:：]\s*"
-    r"(?:\*\*)?\s*(?P<title>\S.*)$",
-    re.IGNORECASE,
-)
-
-
 def paper_title(text: str) -> str:
-    """The title a section states for the paper it is about (`**原文标题：** …`), '' if none.
-
-    A title wrapped onto an indented next line is joined back.
-    """
-    lines = text.splitlines()
-    for n, line in enumerate(lines):
-        m = _TITLE_LINE.match(line)
-        if m:
-            title = m.group("title").strip(" *")
-            if n + 1 < len(lines) and lines[n + 1].startswith((" ", "\t")) and lines[n + 1].strip():
-                title = f"{title} {lines[n + 1].strip(' *')}"
-            return title if len(title) >= 8 else ""
+    """The title a section states for the paper it is about (`**原文标题：** …`, wrapped lines joined), '' if none."""
+    for block in parse_structure(text).blocks():
+        title = clean_title(title_line(block))
+        if title:
+            return title if len(title) >= 8 and plausible_title(title) else ""
     return ""
 
 

@@ -1,4 +1,5 @@
 import hashlib
+import time
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -183,3 +184,53 @@ def test_markdown_like_text_never_crashes(text: str) -> None:
         except ParseError:
             continue
         assert doc.arxiv_ids[0] == "2609.19969"
+
+
+def test_sections_come_from_the_markdown_parser() -> None:
+    doc = parse(
+        "inbox/a/2026-09-26-x.md",
+        "Setext title\n============\n\n<div>\n\n# not a heading inside HTML? it is: HTML blocks end at a blank line\n"
+        "\n    # indented code is no heading\n\n## cs.HC [[Back]](#toc)\nx\n",
+    )
+    assert doc.title == "Setext title"
+    assert [s.heading for s in doc.sections] == [
+        "Setext title",
+        "not a heading inside HTML? it is: HTML blocks end at a blank line",
+        "cs.HC",
+    ]
+    assert doc.sections[1].text == "# indented code is no heading".rjust(33)
+
+
+def test_titled_ids_come_with_the_document() -> None:
+    doc = parse(
+        "living/kv.md",
+        "# KV\n## Pruning\n1. [**SnapKV: LLM Knows What You are Looking for Before Generation.**]"
+        "(https://arxiv.org/abs/2404.14469) *Yuhong Li, Yingbing Huang.* Arxiv 2024.\n",
+    )
+    assert [(t.id, t.title) for t in doc.titled] == [
+        ("2404.14469", "SnapKV: LLM Knows What You are Looking for Before Generation")
+    ]
+
+
+def _parse_seconds(text: str) -> float:
+    data = raw("inbox/a/2026-09-26-x.md", text)
+    # CPU time of this process: other processes on a shared machine do not stretch it.
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        parse_document(data, zone=SH)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["\n", ">", "*a", "|a|b|\n", "# h\n", " \n- a\n", "arXiv:2401.00001 ", "中文 **粗** "],
+    ids=["blank-lines", "nested-quotes", "star-runs", "pipe-rows", "headings", "bullets", "ids", "cjk"],
+)
+def test_parse_time_grows_linearly_with_the_note(unit: str) -> None:
+    # Issue 15: 80,000 blank lines hung a parse process (a regex backtracking over every following line). Here
+    # 8x the input may take ~8x the time, with room for a loaded machine; quadratic growth would take 64x.
+    small = _parse_seconds(unit * (10_000 // len(unit)))
+    large = _parse_seconds(unit * (80_000 // len(unit)))
+    assert large / max(small, 1e-3) < 24, f"{unit!r}: 8x the note took {large / small:.1f}x the time"

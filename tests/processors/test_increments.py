@@ -122,3 +122,19 @@ def test_each_paper_of_a_real_daily_newsletter_is_its_own_increment() -> None:
     assert len(titles) >= 3 and len(set(titles)) == len(titles)
     assert "rStar-Math：小型语言模型通过自我进化的深度思考掌握数学推理" in titles
     assert not any("<img" in t or "论文日报" in t for t in titles)  # the HTML logo and the digest's own title
+
+
+def test_an_increment_is_headed_by_a_true_title_or_by_its_id_alone() -> None:
+    venue = note(
+        "inbox/jay/2026-09-27-1200-venues.md",
+        "# 会议论文\n\n## OSDI 2024\narXiv:2609.31234 的调度器把 P99 TTFT 降低 35%，吞吐量提升 2.1×。\n",
+    )
+    titled = note(
+        "inbox/jay/2026-09-27-1300-linked.md",
+        "# 新论文\n\n## 调度\n1. [**SAGA: Workflow-Atomic Scheduling for AI Agent Inference.**]"
+        "(https://arxiv.org/abs/2609.35555) *A. Author, B. Author.* OSDI 2024.\n"
+        "   - 吞吐量提升 3.2×，P99 TTFT 降低 41%\n",
+    )
+    by_id = _by_id(brief([*ALL, venue, titled]))
+    assert by_id["2609.31234"].title == "2609.31234"
+    assert by_id["2609.35555"].title == "SAGA: Workflow-Atomic Scheduling for AI Agent Inference"

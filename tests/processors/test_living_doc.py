@@ -4,7 +4,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.documents import parse_document
-from processors.living_doc import parse_living_doc, sections_citing
+from processors.living_doc import anchored_names, parse_living_doc, sections_citing
 from processors.models import Document, RawFile
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -88,3 +88,14 @@ def test_known_vs_new_and_sections_against_the_real_kv_cache_living_document() -
     assert snapkv.related_sections[0] == "§1" and snapkv.relations[0].via == "arxiv_id"
     assert "SnapKV" in snapkv.relations[0].anchored[0]
     assert "§5" in by_id["2609.11111"].suggested_sections  # a quantization paper goes to 5️⃣ Quantization
+
+
+def test_a_curated_list_anchors_its_papers_by_their_link_titles() -> None:
+    text = (CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md").read_text("utf-8")
+    living = parse_living_doc(parse("living/kv.md", text))
+    headings = [s.heading for s in living.sections]
+    assert "Pruning / Evicting / Sparse" in " ".join(headings) and "News" in headings
+    pruning = next(s for s in living.sections if s.heading.endswith("Pruning / Evicting / Sparse"))
+    names = anchored_names(pruning, first=["2404.14469"])
+    assert names[0] == "SnapKV"  # the link's title, cut at its colon
+    assert not any(n.lower() in ("pdf", "arxiv", "neurips 2023") for n in names)

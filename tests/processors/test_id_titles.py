@@ -1,0 +1,165 @@
+"""Titles are true or absent: read from the note's structure, in order of trust, never a venue or a fragment."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from processors.id_titles import TRUST, best_titles, clean_title, plausible_title, titled_ids
+from processors.models import Document, TitledId
+
+CORPUS = Path(__file__).parents[1] / "corpus"
+KV_LIST = CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md"
+ZH_DAILY = CORPUS / "daily_digests" / "zh_hf_2404589803" / "final"
+
+
+def doc(path: str, text: str, *, title: str = "", ids: tuple[str, ...] = ()) -> Document:
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return Document(
+        path=path,
+        sha256="0",
+        writer=None,
+        kind="paper_card" if path.startswith("paper_cards/") else "inbox",
+        event_time=datetime(2026, 9, 27, tzinfo=UTC),
+        bytes=len(text),
+        title=title or stem,
+        arxiv_ids=ids,
+        text_hash="0",
+        text=text,
+    )
+
+
+def titles(d: Document) -> dict[str, str]:
+    return best_titles(titled_ids(d))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SnapKV: LLM Knows What You are Looking for Before Generation",
+        "DeepSeek-V4.1-Flash: Pushing the Limits of KV Cache Compression",
+        "FilmAgent: A Multi-Agent Framework for End-to-End Film Automation in Virtual 3D Spaces",
+        "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+        "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of Large Language Models",
+        "Detokenization Leaks",
+        "InferenceBench",
+        "Keep the Cost Down: A Review on Methods to Optimize LLM' s KV-Cache Consumption",
+        "面向物理AI的Cosmos世界基础模型平台",
+    ],
+)
+def test_real_titles_are_plausible(text: str) -> None:
+    assert plausible_title(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # venues, from the venue cells and list tails of real curated lists
+        "OSDI 2024", "ICML 2024", "arXiv 2024", "Arxiv 2024.", "NeurIPS 2025 Spotlight", "ACL 2024", "2023.09",
+        # author lists
+        "Xuanzhe Li et.al.",
+        "Zichang Liu, Aditya Desai, Fangshuo Liao, Weitao Wang, Victor Xie",
+        "Siyu Ren, Kenny Q. Zhu.",
+        # contribution sentences
+        "This paper presents a calibrationless longitudinal personalization method for hand gesture recognition",
+        "我们提出了一种新的 KV cache 压缩方法。",
+        # cut fragments and joined fields
+        "Compiler for Direct CUDA Inference** · Xuanzhe Li et.al. · [",
+        "Efficient Memory Management for Large (",
+        # a briefing's own heading read back
+        "增量 2： — 부상 — …SAGA（⭐⭐⭐⭐⭐",
+        # link placeholders and labels
+        "[pdf]", "arXiv", "HuggingFace", "原文标题：", "论文链接", "",
+    ],
+)  # fmt: skip
+def test_non_titles_are_refused(text: str) -> None:
+    assert not plausible_title(text)
+
+
+def test_clean_title_drops_numbering_ids_tags_and_affiliations() -> None:
+    assert clean_title("2.4 llm-d × vLLM × Mooncake（arXiv:2609.23130）") == "llm-d × vLLM × Mooncake"
+    assert clean_title("[1] A Contextual Bandits Approach") == "A Contextual Bandits Approach"
+    assert (
+        clean_title(
+            "🔥[vLLM] Efficient Memory Management for LLM Serving with PagedAttention(@UC Berkeley etc)"
+        )
+        == "Efficient Memory Management for LLM Serving with PagedAttention"
+    )
+    assert clean_title("SnapKV: LLM Knows What You are Looking for Before Generation.") == (
+        "SnapKV: LLM Knows What You are Looking for Before Generation"
+    )
+
+
+def test_curated_list_titles_come_from_the_links_never_from_venues_or_authors() -> None:
+    got = titles(doc("living/kv.md", KV_LIST.read_text(encoding="utf-8")))
+    assert got["2404.14469"] == "SnapKV: LLM Knows What You are Looking for Before Generation"
+    assert got["2305.17118"].startswith("Scissorhands: Exploiting the Persistence")
+    venues = {"NeurIPS 2023", "Arxiv 2024", "ICLR 2024", "Pruning / Evicting / Sparse"}
+    assert not venues & set(got.values())
+    assert len(got) > 100 and all(plausible_title(t) for t in got.values())
+
+
+def test_chinese_newsletter_titles_come_from_the_original_title_line() -> None:
+    got = titles(
+        doc("inbox/tom/2025-01-23-hf.md", (ZH_DAILY / "2025-01-23_daily_paper.md").read_text("utf-8"))
+    )
+    assert got["2501.12909"] == (
+        "FilmAgent: A Multi-Agent Framework for End-to-End Film Automation in Virtual 3D Spaces"
+    )
+    assert (
+        got["2501.12948"]
+        == "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement Learning"
+    )
+
+
+def test_a_table_title_column_wins_over_venue_and_contribution_cells() -> None:
+    text = (
+        "## Papers\n| Year | Venue | Title | Contribution | Link |\n|---|---|---|---|---|\n"
+        "| 2024 | OSDI 2024 | Llumnix: Dynamic Scheduling for LLM Serving | We propose live migration of requests. "
+        "| [arXiv](https://arxiv.org/abs/2406.03243) |\n"
+        "| 2024 | ICML 2024 | | no title here | [arXiv](https://arxiv.org/abs/2401.09670) |\n"
+    )
+    pairs = titled_ids(doc("inbox/jay/2026-09-27-x.md", text))
+    assert [(p.id, p.title, p.rank) for p in pairs] == [
+        ("2406.03243", "Llumnix: Dynamic Scheduling for LLM Serving", TRUST["table"])
+    ]  # the second id has no title: it stands alone
+
+
+def test_headings_with_one_id_and_links_in_headings() -> None:
+    text = (
+        "# Digest\n### [1] [A Contextual Bandits Approach for Personalization of Hand Gesture Recognition]"
+        "(https://arxiv.org/abs/2509.08915)\n*Duke Lin, Michael Paskett, Ying Yang*\n"
+        "### Detokenization Leaks (arXiv 2609.06674)\ntext\n"
+        "### 增量 2：arXiv 2605.00528 — SAGA（⭐⭐⭐⭐⭐）\ntext\n"
+    )
+    got = titles(doc("inbox/jay/2026-09-27-x.md", text))
+    assert got == {
+        "2509.08915": "A Contextual Bandits Approach for Personalization of Hand Gesture Recognition",
+        "2609.06674": "Detokenization Leaks",
+    }
+
+
+def test_a_paper_card_title_is_the_most_trusted_and_a_list_lead_the_least() -> None:
+    card = doc("paper_cards/1417-2609-19969.md", "# DiffusionGemma Technical Report\n", ids=("2609.19969",))
+    card = card.model_copy(update={"title": "DiffusionGemma Technical Report"})
+    assert [(p.title, p.rank, p.strong) for p in titled_ids(card)] == [
+        ("DiffusionGemma Technical Report", TRUST["card"], True)
+    ]
+    note = doc(
+        "inbox/a/2026-09-27-x.md", "## 新论文\n- **Sample Count Is Not Enough**：arXiv 2609.19499 候选生成\n"
+    )
+    (pair,) = titled_ids(note)
+    assert (pair.title, pair.rank, pair.strong) == ("Sample Count Is Not Enough", TRUST["lead"], False)
+
+
+def test_best_titles_prefers_rank_then_order() -> None:
+    pairs = [
+        TitledId(id="1", title="lead", source="a", strong=False, rank=TRUST["lead"]),
+        TitledId(id="1", title="link", source="b", strong=True, rank=TRUST["link"]),
+        TitledId(id="1", title="table", source="c", strong=True, rank=TRUST["table"]),
+        TitledId(id="2", title="old strong", source="d", strong=True),  # a record from before ranks
+        TitledId(id="2", title="old weak", source="e", strong=False),
+    ]
+    assert best_titles(pairs) == {"1": "link", "2": "old strong"}
