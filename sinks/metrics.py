@@ -7,6 +7,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from processors.commands import COMMAND_REFUSALS
+
 # File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
@@ -170,6 +172,15 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.commands_refused = Counter(
+            "predigest_commands_refused_total",
+            "Close/flush commands read from the control topic and refused (unknown axis, end out of reach …), "
+            "then skipped",
+            ["reason"],
+            registry=r,
+        )
+        for reason in COMMAND_REFUSALS:  # at zero, so that an alert on increase() sees the first one
+            self.commands_refused.labels(reason=reason)
         # At zero from the start: the set-aside happens at the first assignment, before any scrape, and an
         # alert on increase() must see the series go from 0 to 1.
         self.state_set_aside.labels(reason="unreadable")

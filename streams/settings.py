@@ -17,7 +17,9 @@ from pydantic_settings import (
 )
 
 from processors.briefing import BriefingRules
+from processors.commands import CommandLimits
 from processors.models import AxisSpec
+from processors.window import MAX_CATCH_UP
 from streams.errors import ConfigError
 
 DEFAULT_AXES = (
@@ -149,6 +151,10 @@ class Settings(BaseSettings):
     # How often the leader compares the close schedule with what was emitted.
     close_check_seconds: float = Field(30.0, gt=0)
     grace_seconds: float = 300.0
+    # How far from now a command's window end may lie; anything else is refused (at the door, and by the worker
+    # if it reaches the control topic anyway). The past covers the close's catch-up of MAX_CATCH_UP days.
+    flush_max_past_days: float = Field(366.0, ge=MAX_CATCH_UP + 1, le=36_600)
+    flush_max_future_hours: float = Field(24.0, ge=0, le=24 * 366)
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8
@@ -233,6 +239,17 @@ class Settings(BaseSettings):
     @property
     def arxiv_cache_file(self) -> Path:
         return self.state_dir / "arxiv-cache.duckdb"
+
+    @property
+    def command_limits(self) -> CommandLimits:
+        """What a close or flush command may ask for (processors.commands)."""
+        return CommandLimits(
+            axes=tuple(a.name for a in self.axes),
+            window=self.window_length,
+            zone=self.tz,
+            max_past=timedelta(days=self.flush_max_past_days),
+            max_future=timedelta(hours=self.flush_max_future_hours),
+        )
 
     def axis(self, name: str) -> AxisSpec | None:
         return next((a for a in self.axes if a.name == name), None)

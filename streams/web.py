@@ -14,6 +14,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
 from sinks.metrics import Metrics
+from streams.control import checked_command
+from streams.errors import CommandRefusedError
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
@@ -21,7 +23,7 @@ from streams.status import worker_status
 
 log = logging.getLogger(__name__)
 
-SendCommand = Callable[[str, str, datetime], Awaitable[ControlCommand]]
+SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
 
 def authorised(settings: Settings, header: str | None) -> bool:
@@ -76,17 +78,17 @@ def register_views(
                 return self.json(
                     {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
                 )
+            now = datetime.now(UTC)
             try:
-                end = (
-                    datetime.fromisoformat(request.query["end"])
-                    if "end" in request.query
-                    else datetime.now(UTC)
-                )
+                end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else now
             except ValueError:
                 return self.json({"error": "end must be ISO 8601 with an offset"}, status=400)
-            if end.tzinfo is None:
-                return self.json({"error": "end must carry a UTC offset"}, status=400)
-            sent = [(await send_command(n, "flush", end)).model_dump(mode="json") for n in names]
+            try:
+                # Every command is checked before the first is sent: axis=all is all or nothing.
+                commands = [checked_command(settings, n, "flush", end, now) for n in names]
+            except CommandRefusedError as exc:
+                return self.json({"error": str(exc), "reason": exc.reason}, status=400)
+            sent = [(await send_command(c)).model_dump(mode="json") for c in commands]
             return self.json({"queued": sent}, status=202)
 
     @app.page("/briefings/{axis}/latest")
