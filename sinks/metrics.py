@@ -125,6 +125,11 @@ class Metrics:
         )
         self.build_info.labels(version=_version()).set(1)
         self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
+        self.watcher_heartbeat = Gauge(
+            "predigest_watcher_loop_heartbeat_timestamp_seconds",
+            "When the watcher's loop last made progress (0 in a process that runs no watcher)",
+            registry=r,
+        )
         self.arxiv_requests = Counter(
             "predigest_arxiv_requests_total",
             "arXiv API requests by outcome (ok, not_found, bad_request, error, timeout)",

@@ -164,6 +164,8 @@ class Settings(BaseSettings):
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
+    # The watcher's /healthz fails when its loop made no progress for this long (a stuck read, a hung send).
+    watcher_stall_seconds: float = Field(120.0, gt=0)
     # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
     batch_records: int = Field(500, ge=1, le=10_000)
     batch_seconds: float = Field(0.05, gt=0, le=5)

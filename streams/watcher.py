@@ -22,7 +22,7 @@ from processors.models import RawFile
 from processors.root_paths import WATCHED, FileRefusal, top_folder, watched
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
-from streams import kafka_io, root_files
+from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
 from streams.logs import doc_context
 from streams.renames import RenameWatch
@@ -71,6 +71,19 @@ class Watcher:
         self._topic = settings.kafka.topic("raw")
         self.kafka_failed = False  # the last settle stopped on a Kafka error
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
+        self._beat_at = clock()
+        self._beat()
+
+    def _beat(self) -> None:
+        """The loop made progress: what /healthz and predigest_watcher_loop_heartbeat_timestamp_seconds show."""
+        self._beat_at = self._clock()
+        self._metrics.watcher_heartbeat.set(self._beat_at)
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy while the loop made progress within `watcher_stall_seconds` (read from the HTTP thread)."""
+        age = max(0.0, self._clock() - self._beat_at)
+        ok = age <= self._s.watcher_stall_seconds
+        return ok, {"status": "ok" if ok else "stalled", "heartbeat_age_seconds": round(age, 3)}
 
     def _rel(self, path: Path) -> str | None:
         try:
@@ -122,6 +135,7 @@ class Watcher:
         now = self._clock()
         self.kafka_failed = False
         for rel, p in list(self._pending.items()):
+            self._beat()
             current = self._stat(rel) or (-1, 0.0)
             if current != (p.size, p.mtime):
                 self._pending[rel] = _Pending(*current, now, p.was_file or current[0] >= 0)
@@ -142,6 +156,7 @@ class Watcher:
     async def scan(self) -> int:
         """Compare the tree with the ledger and mark what changed or vanished; publish what is quiet."""
         seen = set(self.files())
+        self._beat()
         for rel in sorted(seen):
             st = self._stat(rel)
             entry = self._ledger.get(rel)
@@ -294,6 +309,7 @@ class Watcher:
         last_rescan = self._clock()
         try:
             while not stop.is_set():
+                self._beat()
                 self._wake.clear()
                 await self.settle()
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
@@ -362,7 +378,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     try:
         if not follow:
             return await watcher.scan() + await watcher.drain()
-        server = _serve_metrics(settings, metrics)
+        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, watcher.health)
         try:
             await watcher.run(stop)
         finally:
@@ -372,19 +388,3 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     finally:
         ledger.close()
         await watcher.producer.stop()
-
-
-def _serve_metrics(settings: Settings, metrics: Metrics) -> Any:
-    from prometheus_client import start_http_server
-
-    try:
-        server, _thread = start_http_server(
-            settings.watcher_metrics_port, settings.web_host, metrics.registry
-        )
-    except OSError as exc:
-        log.warning(
-            "watcher metrics not served on %s:%d: %s", settings.web_host, settings.watcher_metrics_port, exc
-        )
-        return None
-    log.info("watcher metrics at http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
-    return server
