@@ -186,6 +186,13 @@ class Metrics:
         )
         for reason in COMMAND_REFUSALS:  # at zero, so that an alert on increase() sees the first one
             self.commands_refused.labels(reason=reason)
+        self.web_requests_refused = Counter(
+            "predigest_web_requests_refused_total",
+            "State-changing web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
+            "token",
+            ["reason"],
+            registry=r,
+        )
         # At zero from the start: the set-aside happens at the first assignment, before any scrape, and an
         # alert on increase() must see the series go from 0 to 1.
         self.state_set_aside.labels(reason="unreadable")

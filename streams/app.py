@@ -28,6 +28,7 @@ from streams.pipeline import Emission, Pipeline, make_enricher, route_params
 from streams.settings import Settings, load_settings
 from streams.state_sync import StateSync
 from streams.web import register_views
+from streams.web_guard import exposure_warning
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,6 +36,9 @@ T = TypeVar("T")
 
 def create_app(settings: Settings) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
+    warning = exposure_warning(settings)  # ConfigError for a web port others reach with no token
+    if warning is not None:
+        log.warning("%s", warning)
     settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above
     app = faust.App(
         settings.app_id,

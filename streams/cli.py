@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from processors.models import Trigger
 from sinks.errors import SinkError
-from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table
+from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, web_guard
 from streams.errors import StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
@@ -60,7 +60,11 @@ def _archive_settings(settings: Settings, axes: list[str], trigger: Trigger, end
 
 def _config_problem(exc: ValidationError) -> str:
     """One line for a configuration pydantic refused (it never echoes the input: hide_input_in_errors)."""
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
+    parts = []
+    for e in exc.errors():
+        where = ".".join(str(p) for p in e["loc"])
+        what = e["msg"].removeprefix("Value error, ")  # a validator's own message says what to do
+        parts.append(f"{where}: {what}" if where else what)
     return "configuration error: " + "; ".join(parts)
 
 
@@ -198,6 +202,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "once":
         settings = _once_settings(args)
+        web_guard.exposure_warning(settings)  # its worker would refuse to start: say so before anything runs
         if settings.log_json:
             logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
         settings.require_axis(args.axis)
@@ -218,6 +223,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         asyncio.run(control.send(kafka_local.resolve_bootstrap(settings), command))
         return 0
+    if args.command in ("run", "worker"):
+        web_guard.exposure_warning(settings)  # before any broker or topic is touched
     if args.command == "run":
         end = _parse_end(args.end)
         settings = _archive_settings(settings, [a.name for a in settings.axes], "flush", end)

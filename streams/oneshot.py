@@ -72,7 +72,7 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
         log.info(
-            "flush again: curl -X POST 'http://%s:%d/flush?axis=inference'",
+            "flush again: curl -X POST -H 'X-Predigest-Request: 1' 'http://%s:%d/flush?axis=inference'",
             settings.web_host,
             settings.web_port,
         )

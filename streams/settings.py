@@ -186,7 +186,11 @@ class Settings(BaseSettings):
     web_port: int = 6066
     watcher_metrics_port: int = 6067
     metrics_interval_seconds: float = 15.0  # how often polled gauges (lag, window size) are refreshed
-    token: SecretStr | None = None
+    token: SecretStr | None = None  # the bearer token of POST routes; required when web_host is not loopback
+    web_allow_no_token: bool = False  # accept a non-loopback web_host without a token (logged as a WARNING)
+    web_origins: tuple[
+        str, ...
+    ] = ()  # origins besides the worker's own allowed to POST (e.g. a proxy's https://…)
 
     @classmethod
     def settings_customise_sources(
@@ -210,6 +214,13 @@ class Settings(BaseSettings):
                 f"kafka.retention_hours={self.kafka.retention_hours} is shorter than window + grace + "
                 f"margin ({self.retention_floor_ms / 3_600_000:.1f} h): a rebuild would miss documents"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _token_is_a_secret(self) -> Settings:
+        # An empty token would accept `Authorization: Bearer` with nothing after it.
+        if self.token is not None and not self.token.get_secret_value().strip():
+            raise ValueError("token is empty: set PREDIGEST_TOKEN to a secret, or leave it unset")
         return self
 
     @property

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -20,21 +19,11 @@ from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
 from streams.status import worker_status
+from streams.web_guard import post_refusal
 
 log = logging.getLogger(__name__)
 
 SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
-
-
-def authorised(settings: Settings, header: str | None) -> bool:
-    """State-changing routes need the bearer token when one is configured (any other scheme is refused)."""
-    if settings.token is None:
-        return True
-    scheme, _, credentials = (header or "").strip().partition(" ")
-    # The scheme is case-insensitive (RFC 7235); the token is compared in constant time.
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        credentials.strip().encode(), settings.token.get_secret_value().encode()
-    )
 
 
 def register_views(
@@ -65,12 +54,14 @@ def register_views(
     @app.page("/flush")
     class Flush(View):
         async def post(self, request: Request) -> Response:
-            if not authorised(settings, request.headers.get("Authorization")):
-                return self.json(
-                    {"error": "missing or wrong bearer token"},
-                    status=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="predigest"'},
-                )
+            # Every state-changing route starts with this check: no web page, and the token when one is set.
+            refused = post_refusal(settings, request.headers)
+            if refused is not None:
+                metrics.web_requests_refused.labels(reason=refused.reason).inc()
+                log.warning("refused POST /flush: %s (%s)", refused.reason, refused.message)
+                challenge = {"WWW-Authenticate": 'Bearer realm="predigest"'} if refused.status == 401 else {}
+                body = {"error": refused.message, "reason": refused.reason}
+                return self.json(body, status=refused.status, headers=challenge)
             axis = request.query.get("axis")
             names: list[str] = [a.name for a in settings.axes] if not axis or axis == "all" else [axis]
             unknown = [n for n in names if settings.axis(n) is None]

@@ -86,7 +86,7 @@ async def test_the_web_door_refuses_a_poison_flush_with_its_reason(
     s = make_settings(flush_max_past_days=366)
     await kafka_io.ensure_topics(s)
     with running_worker(s, tmp_path):
-        async with httpx.AsyncClient(timeout=10) as http:
+        async with httpx.AsyncClient(timeout=10, headers={"X-Predigest-Request": "1"}) as http:
             for axis, end, reason in (
                 ("inference", FAR_AHEAD, "end_too_far_ahead"),
                 ("inference", LONG_AGO, "end_too_old"),

@@ -85,7 +85,7 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
     await kafka_io.ensure_topics(s)
     end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
     await notes(s, end)
-    auth = {"Authorization": "Bearer t0ken"}
+    auth = {"Authorization": "Bearer t0ken", "X-Predigest-Request": "1"}
     flush = [
         sys.executable, "-m", "streams.cli", "flush", "--axis", "inference", "--end", end.isoformat()
     ]  # fmt: skip
