@@ -7,6 +7,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from processors.commands import COMMAND_REFUSALS
+
 # File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
@@ -123,6 +125,11 @@ class Metrics:
         )
         self.build_info.labels(version=_version()).set(1)
         self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
+        self.watcher_heartbeat = Gauge(
+            "predigest_watcher_loop_heartbeat_timestamp_seconds",
+            "When the watcher's loop last made progress (0 in a process that runs no watcher)",
+            registry=r,
+        )
         self.arxiv_requests = Counter(
             "predigest_arxiv_requests_total",
             "arXiv API requests by outcome (ok, not_found, bad_request, error, timeout)",
@@ -167,6 +174,22 @@ class Metrics:
         self.commands_ignored = Counter(
             "predigest_commands_ignored_total",
             "Close/flush commands not answered here: not_owned (partition moved) or misrouted (wrong partition)",
+            ["reason"],
+            registry=r,
+        )
+        self.commands_refused = Counter(
+            "predigest_commands_refused_total",
+            "Close/flush commands read from the control topic and refused (unknown axis, end out of reach …), "
+            "then skipped",
+            ["reason"],
+            registry=r,
+        )
+        for reason in COMMAND_REFUSALS:  # at zero, so that an alert on increase() sees the first one
+            self.commands_refused.labels(reason=reason)
+        self.web_requests_refused = Counter(
+            "predigest_web_requests_refused_total",
+            "State-changing web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
+            "token",
             ["reason"],
             registry=r,
         )

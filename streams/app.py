@@ -8,10 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
-from uuid import uuid4
 
 import faust
 
+from processors.commands import check_command
 from processors.models import ControlCommand
 from processors.window import due_closes
 from processors.wire import DocumentRecord, decode
@@ -19,6 +19,7 @@ from sinks.metrics import Metrics
 from sinks.state import Position
 from sinks.state_files import open_state
 from streams import gauges
+from streams.control import new_command
 from streams.failstop import must_finish
 from streams.kafka_io import MAX_MESSAGE_BYTES, faust_broker_kwargs
 from streams.ownership import Ownership
@@ -27,6 +28,7 @@ from streams.pipeline import Emission, Pipeline, make_enricher, route_params
 from streams.settings import Settings, load_settings
 from streams.state_sync import StateSync
 from streams.web import register_views
+from streams.web_guard import exposure_warning
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -34,6 +36,9 @@ T = TypeVar("T")
 
 def create_app(settings: Settings) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
+    warning = exposure_warning(settings)  # ConfigError for a web port others reach with no token
+    if warning is not None:
+        log.warning("%s", warning)
     settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above
     app = faust.App(
         settings.app_id,
@@ -219,6 +224,13 @@ def create_app(settings: Settings) -> faust.App:
             command = decoded(ControlCommand.model_validate_json, event.value, "control")
             if command is None:
                 continue
+            msg = event.message
+            # Checked before anything else: a command that cannot be briefed would fail every retry and stop
+            # the worker for good (Kafka redelivers it at each restart), so it is refused and skipped.
+            refused = check_command(command, settings.command_limits, pipeline().clock())
+            if refused is not None:
+                pipeline().refuse_command(command, refused, Position(msg.topic, msg.partition, msg.offset))
+                continue
             refusal = ownership.refusal(command.axis, event.message.partition)
             if refusal is None and not await ownership.wait_ready(event.message.partition):
                 refusal = "not_owned"  # the partition moved while its state was catching up
@@ -239,15 +251,8 @@ def create_app(settings: Settings) -> faust.App:
             if emission is not None and not emission.delivered:
                 await must_finish(partial(deliver, emission), f"sending {what} to the briefings topic")
 
-    async def send_command(axis: str, trigger: str, end: datetime) -> ControlCommand:
-        command = ControlCommand(
-            axis=axis,
-            trigger=trigger,
-            end=end,
-            requested_at=datetime.now(UTC),
-            request_id=uuid4().hex,
-        )
-        await control_topic.send(key=axis.encode(), value=command.model_dump_json().encode())
+    async def send_command(command: ControlCommand) -> ControlCommand:
+        await control_topic.send(key=command.axis.encode(), value=command.model_dump_json().encode())
         return command
 
     sent_closes: set[tuple[str, datetime]] = set()
@@ -274,7 +279,7 @@ def create_app(settings: Settings) -> faust.App:
                 ):
                     sent_closes.add((axis.name, end))
                     log.info("sending close for %s window ending %s", axis.name, end.isoformat())
-                    await send_command(axis.name, "close", end)
+                    await send_command(new_command(axis.name, "close", end, now))
 
     @app.timer(interval=settings.metrics_interval_seconds)
     async def refresh_gauges() -> None:

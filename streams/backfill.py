@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,10 +14,11 @@ from typing import Literal
 from aiokafka import AIOKafkaProducer
 
 from processors.models import RawFile
+from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
-from streams import kafka_io
+from streams import kafka_io, root_files
+from streams.root_files import Entry
 from streams.settings import Settings
-from streams.watcher import WATCHED, _ignored
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +34,6 @@ LEDGER_FLUSH = 2000  # acknowledged files written to the ledger in one statement
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A file under the root with the stat the ledger is compared with."""
-
-    rel: str
-    size: int
-    mtime: float
-
-
-@dataclass(frozen=True)
 class Prepared:
     """A file read and hashed, with its record encoded, or the reason it is not sent."""
 
@@ -50,7 +41,8 @@ class Prepared:
     size: int
     mtime: float
     sha256: str
-    value: bytes | None  # None: unchanged bytes, vanished, or outside the root
+    value: bytes | None  # None: unchanged bytes, or vanished / changed while read
+    refused: bool = False  # value is a refusal (a symlink, a FIFO …): sent so that the briefing lists it
 
 
 @dataclass
@@ -61,7 +53,9 @@ class BackfillReport:
     skipped: int = 0  # unchanged since the ledger's acknowledgement
     published: int = 0
     unchanged_bytes: int = 0  # stat changed, content did not: ledger updated, nothing sent
-    refused: int = 0  # vanished before read, or resolving outside the root
+    refused: int = (
+        0  # refused (symlink, not a regular file …; sent as refusals) or vanished/changed while read
+    )
     bytes: int = 0  # file bytes of the published ones
     seconds: float = 0.0
 
@@ -88,45 +82,45 @@ def make_bulk_producer(
     )
 
 
-def walk(root: Path) -> Iterator[Candidate]:
-    """Files the watcher would publish, with their stat; os.scandir gives the stat without another call."""
-    stack = [root / top for top in WATCHED if (root / top).is_dir()]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for e in entries:
-                if _ignored(e.name):
-                    continue
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(Path(e.path))
-                elif e.is_file():
-                    st = e.stat()
-                    rel = Path(e.path).relative_to(root).as_posix()
-                    yield Candidate(rel, st.st_size, st.st_mtime)
+def walk(root: Path) -> Iterator[Entry]:
+    """What the watcher looks at, with its lstat: symlinks and special files too, to be refused as it does."""
+    for top in WATCHED:
+        yield from root_files.walk(root, top)
 
 
-def _prepare(root: Path, c: Candidate, max_bytes: int, known_digest: str | None) -> Prepared:
+def _prepare(root: Path, c: Entry, max_bytes: int, known_digest: str | None) -> Prepared:
     """Read, hash and encode one file (in a worker thread: file reads and sha256 release the GIL)."""
-    path = root / c.rel
-    try:
-        if not path.resolve().is_relative_to(root):
-            log.warning("refusing %s: it resolves outside the root", c.rel)
-            return Prepared(c.rel, c.size, c.mtime, "", None)
-        st = path.stat()
-        # An oversized file travels without its bytes so that the parser records the rejection.
-        data = b"" if st.st_size > max_bytes else path.read_bytes()
-    except FileNotFoundError:
-        log.warning("%s vanished before it was read", c.rel)
+    read = root_files.read_file(root, c.rel, max_bytes)
+    if isinstance(read, root_files.Refused):
+        return _refusal(c, read, known_digest)
+    if not isinstance(read, root_files.Regular):
+        log.warning("%s vanished or changed while it was read; a re-run or the watcher sends it", c.rel)
         return Prepared(c.rel, c.size, c.mtime, "", None)
-    digest = hashlib.sha256(data).hexdigest() if data else f"size-{st.st_size}"
+    # An oversized file travels without its bytes so that the parser records the rejection.
+    data = read.data or b""
+    digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
     if digest == known_digest:
-        return Prepared(c.rel, st.st_size, st.st_mtime, digest, None)
-    raw = RawFile(path=c.rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest)
-    return Prepared(c.rel, st.st_size, st.st_mtime, digest, raw.model_dump_json().encode())
+        return Prepared(c.rel, read.size, read.mtime, digest, None)
+    raw = RawFile(path=c.rel, content=data, size=read.size, mtime=read.mtime, sha256=digest)
+    return Prepared(c.rel, read.size, read.mtime, digest, raw.model_dump_json().encode())
+
+
+def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) -> Prepared:
+    """The refusal record the watcher would send (same digest, so neither sends it twice)."""
+    size = c.size if refused.size is None else refused.size
+    mtime = c.mtime if refused.mtime is None else refused.mtime
+    digest = f"refused-{refused.reason}"
+    if digest == known_digest:
+        return Prepared(c.rel, size, mtime, digest, None)
+    log.warning("refusing %s: it %s", c.rel, refused.detail)
+    raw = RawFile(
+        path=c.rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {refused.detail}"
+    )
+    return Prepared(c.rel, size, mtime, digest, raw.model_dump_json().encode(), refused=True)
 
 
 def _prepare_many(
-    root: Path, chunk: list[Candidate], max_bytes: int, known: dict[str, tuple[int, float, str]]
+    root: Path, chunk: list[Entry], max_bytes: int, known: dict[str, tuple[int, float, str]]
 ) -> list[Prepared]:
     return [_prepare(root, c, max_bytes, (known.get(c.rel) or (0, 0.0, None))[2]) for c in chunk]
 
@@ -176,7 +170,7 @@ async def backfill(
     prod = make_bulk_producer(settings, compression, batch_bytes, linger_ms)
     try:
         known = ledger.entries()
-        todo: list[Candidate] = []
+        todo: list[Entry] = []
         for c in walk(root):
             report.files += 1
             entry = known.get(c.rel)
@@ -192,7 +186,7 @@ async def backfill(
         acks = _Acks(ledger, report, progress)
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="backfill-read") as pool:
 
-            def read(chunk: list[Candidate]) -> Awaitable[list[list[Prepared]]]:
+            def read(chunk: list[Entry]) -> Awaitable[list[list[Prepared]]]:
                 # One task per slice, not per file: a future per file costs more than reading the file.
                 step = -(-len(chunk) // threads)
                 return asyncio.gather(
@@ -216,8 +210,8 @@ async def backfill(
 async def _send_all(
     prod: AIOKafkaProducer,
     topic: str,
-    todo: list[Candidate],
-    read: Callable[[list[Candidate]], Awaitable[list[list[Prepared]]]],
+    todo: list[Entry],
+    read: Callable[[list[Entry]], Awaitable[list[list[Prepared]]]],
     acks: _Acks,
     report: BackfillReport,
 ) -> None:
@@ -238,6 +232,7 @@ async def _send_all(
                     else:
                         report.refused += 1
                     continue
+                report.refused += p.refused
                 # send() waits only while the accumulator is full, so many batches stay in the pipe.
                 fut = await prod.send(topic, key=p.rel.encode(), value=p.value)
                 in_flight.append((p, fut))
@@ -260,7 +255,7 @@ async def _settle(
                 break
             await fut
         fut.result()  # a failed delivery raises here, after the acknowledged ones before it are recorded
-        acks.add(p, sent=True)
+        acks.add(p, sent=not p.refused)
         done += 1
     return in_flight[done:]
 

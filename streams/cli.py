@@ -6,18 +6,21 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import socket
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from pydantic import ValidationError
+
+from processors.models import Trigger
 from sinks import state_files
 from sinks.errors import SinkError
-from streams import backfill, kafka_io, kafka_local, logs, oneshot, status_table
-from streams.control import send_command
+from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, web_guard
 from streams.errors import StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
@@ -42,6 +45,28 @@ def _parse_end(text: str | None) -> datetime:
     if end.tzinfo is None:
         raise StreamsError(f"--end {text!r} needs a UTC offset, e.g. 2026-09-27T22:20:00+08:00")
     return end
+
+
+def _archive_settings(settings: Settings, axes: list[str], trigger: Trigger, end: datetime) -> Settings:
+    """`once` and `run` brief the --end their operator typed, however far back (an archive's window), so their
+    worker's reach extends to it; every other check (axis, the calendar, the future) holds as for a flush."""
+    now = datetime.now(UTC)
+    back = (now - end) / timedelta(days=1)
+    if back > settings.flush_max_past_days:
+        settings = settings.model_copy(update={"flush_max_past_days": min(math.ceil(back) + 1, 36_600)})
+    for axis in axes:
+        control.checked_command(settings, axis, trigger, end, now)
+    return settings
+
+
+def _config_problem(exc: ValidationError) -> str:
+    """One line for a configuration pydantic refused (it never echoes the input: hide_input_in_errors)."""
+    parts = []
+    for e in exc.errors():
+        where = ".".join(str(p) for p in e["loc"])
+        what = e["msg"].removeprefix("Value error, ")  # a validator's own message says what to do
+        parts.append(f"{where}: {what}" if where else what)
+    return "configuration error: " + "; ".join(parts)
 
 
 def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
@@ -164,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2
+    except ValidationError as exc:
+        log.error("%s", _config_problem(exc))
+        return 2
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -176,11 +204,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "once":
         settings = _once_settings(args)
+        web_guard.exposure_warning(settings)  # its worker would refuse to start: say so before anything runs
         if settings.log_json:
             logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
         settings.require_axis(args.axis)
-        settings = kafka_local.resolve_bootstrap(settings)
         end = _parse_end(args.end)
+        settings = kafka_local.resolve_bootstrap(_archive_settings(settings, [args.axis], args.trigger, end))
         path = asyncio.run(oneshot.once(settings, args.axis, end, args.trigger, args.timeout))
         log.info("briefing written: %s (and .json)", path)
         return 0
@@ -190,6 +219,19 @@ def _dispatch(args: argparse.Namespace) -> int:
         logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
     if args.command == "status":  # HTTP only: no broker needed
         return _status(settings, args.worker, args.json)
+    if args.command == "flush":  # refused at the door, before any broker is looked for
+        command = control.checked_command(
+            settings, args.axis, "flush", _parse_end(args.end), datetime.now(UTC)
+        )
+        asyncio.run(control.send(kafka_local.resolve_bootstrap(settings), command))
+        return 0
+    if args.command in ("run", "worker"):
+        web_guard.exposure_warning(settings)  # before any broker or topic is touched
+    if args.command == "run":
+        end = _parse_end(args.end)
+        settings = _archive_settings(settings, [a.name for a in settings.axes], "flush", end)
+        asyncio.run(oneshot.run(kafka_local.resolve_bootstrap(settings), end, args.exit))
+        return 0
     settings = kafka_local.resolve_bootstrap(settings)
     if args.command == "rebuild":
         return _rebuild(settings)
@@ -197,15 +239,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         asyncio.run(oneshot.watch(settings))
     elif args.command == "worker":
         _run_worker(settings)
-    elif args.command == "flush":
-        settings.require_axis(args.axis)
-        asyncio.run(send_command(settings, args.axis, "flush", _parse_end(args.end)))
     elif args.command == "backfill":
         asyncio.run(
             backfill.run_cli(settings, args.compression, show=not args.no_progress and sys.stderr.isatty())
         )
-    elif args.command == "run":
-        asyncio.run(oneshot.run(settings, _parse_end(args.end), args.exit))
     return 0
 
 

@@ -7,35 +7,51 @@ import logging
 from datetime import UTC, datetime
 from uuid import uuid4
 
+from processors.commands import check_command
 from processors.models import Briefing, ControlCommand, Trigger
 from streams import kafka_io
-from streams.errors import StreamsError
+from streams.errors import CommandRefusedError, StreamsError
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def new_command(axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
-    return ControlCommand(
-        axis=axis, trigger=trigger, end=end, requested_at=datetime.now(UTC), request_id=uuid4().hex
-    )
+def new_command(axis: str, trigger: Trigger, end: datetime, now: datetime) -> ControlCommand:
+    return ControlCommand(axis=axis, trigger=trigger, end=end, requested_at=now, request_id=uuid4().hex)
 
 
-async def send_command(settings: Settings, axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
+def checked_command(
+    settings: Settings, axis: str, trigger: Trigger, end: datetime, now: datetime
+) -> ControlCommand:
+    """A new command, or CommandRefusedError with the reason a worker would refuse it (the CLI's and web's door)."""
+    command = new_command(axis, trigger, end, now)
+    refused = check_command(command, settings.command_limits, now)
+    if refused is not None:
+        raise CommandRefusedError(refused.reason, f"{trigger} refused ({refused.reason}): {refused.detail}")
+    return command
+
+
+async def send(settings: Settings, command: ControlCommand) -> ControlCommand:
     """Put one command on `predigest.control` (key: axis) and wait for Kafka's acknowledgement."""
-    command = new_command(axis, trigger, end)
     producer = kafka_io.make_producer(settings)
     await producer.start()
     try:
         await (
             await producer.send(
-                settings.kafka.topic("control"), key=axis.encode(), value=command.model_dump_json().encode()
+                settings.kafka.topic("control"),
+                key=command.axis.encode(),
+                value=command.model_dump_json().encode(),
             )
         )
     finally:
         await producer.stop()
-    log.info("sent %s for %s window ending %s", trigger, axis, end.isoformat())
+    log.info("sent %s for %s window ending %s", command.trigger, command.axis, command.end.isoformat())
     return command
+
+
+async def send_command(settings: Settings, axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
+    """Check a command as a worker would, then send it; CommandRefusedError for one a worker would refuse."""
+    return await send(settings, checked_command(settings, axis, trigger, end, datetime.now(UTC)))
 
 
 async def await_briefing(

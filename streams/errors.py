@@ -1,5 +1,6 @@
 """The streams family of errors."""
 
+from processors.commands import CommandRefusal
 from processors.errors import PredigestError
 
 
@@ -13,3 +14,11 @@ class BrokerUnavailableError(StreamsError):
 
 class ConfigError(StreamsError):
     """The configuration or a command-line argument is not usable."""
+
+
+class CommandRefusedError(StreamsError):
+    """A close/flush command a worker would refuse (unknown axis, end out of reach …); `reason` is its code."""
+
+    def __init__(self, reason: CommandRefusal, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from datetime import datetime
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from processors.naming import briefing_basename
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.settings import Settings
+from streams.stopping import install_stop
 from streams.watcher import publish_root
 from streams.worker_process import spawn_worker, stop_process
 
@@ -46,17 +46,11 @@ async def once(settings: Settings, axis: str, end: datetime, trigger: Trigger, t
     return briefing_path(settings, axis, end, trigger)
 
 
-def _install_stop(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-
-
 async def watch(settings: Settings) -> None:
     """`predigest watch`: publish the root continuously until SIGINT/SIGTERM."""
     await kafka_io.ensure_topics(settings)
     stop = asyncio.Event()
-    _install_stop(stop)
+    install_stop(stop)
     await publish_root(settings, follow=True, stop=stop)
 
 
@@ -65,7 +59,7 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
     await kafka_io.ensure_topics(settings)
     worker = spawn_worker(settings, settings.state_dir)
     stop = asyncio.Event()
-    _install_stop(stop)
+    install_stop(stop, before_exit=worker.terminate)  # a forced exit does not leave the worker behind
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     try:
         await asyncio.sleep(2)  # the watcher's startup scan goes first
@@ -78,7 +72,7 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
         log.info(
-            "flush again: curl -X POST 'http://%s:%d/flush?axis=inference'",
+            "flush again: curl -X POST -H 'X-Predigest-Request: 1' 'http://%s:%d/flush?axis=inference'",
             settings.web_host,
             settings.web_port,
         )

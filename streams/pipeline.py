@@ -17,6 +17,7 @@ import httpx
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
+from processors.commands import Refused
 from processors.ingest import Routed, RouteParams, route_file
 from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
 from processors.naming import briefing_basename
@@ -134,6 +135,24 @@ class Pipeline:
         topic = self.settings.kafka.topic(stage)
         log.error("skipped an unreadable record on %s: %s", topic, why.splitlines()[0] if why else "?")
         self.metrics.records_unreadable.labels(stage=stage).inc()
+
+    def refuse_command(self, command: ControlCommand, refused: Refused, position: Position) -> None:
+        """A command that must not be acted on: logged, counted and skipped, never retried.
+
+        The one place a refused command goes; a dead-letter topic would be written from here.
+        """
+        log.warning(
+            "refused the %s command %r on %s partition %d offset %d (%s): %s",
+            command.trigger,
+            command.request_id[:64],
+            position.topic,
+            position.partition,
+            position.offset,
+            refused.reason,
+            refused.detail,
+            extra={"axis": command.axis[:64]},
+        )
+        self.metrics.commands_refused.labels(reason=refused.reason).inc()
 
     def note(self, routed: Routed) -> None:
         """Log and count what routing a raw record found: the parse agent's side of `route_file`."""

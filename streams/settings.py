@@ -17,7 +17,9 @@ from pydantic_settings import (
 )
 
 from processors.briefing_request import BriefingRules
+from processors.commands import CommandLimits
 from processors.models import AxisSpec
+from processors.window import MAX_CATCH_UP
 from streams.errors import ConfigError
 
 DEFAULT_AXES = (
@@ -149,6 +151,10 @@ class Settings(BaseSettings):
     # How often the leader compares the close schedule with what was emitted.
     close_check_seconds: float = Field(30.0, gt=0)
     grace_seconds: float = 300.0
+    # How far from now a command's window end may lie; anything else is refused (at the door, and by the worker
+    # if it reaches the control topic anyway). The past covers the close's catch-up of MAX_CATCH_UP days.
+    flush_max_past_days: float = Field(366.0, ge=MAX_CATCH_UP + 1, le=36_600)
+    flush_max_future_hours: float = Field(24.0, ge=0, le=24 * 366)
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8
@@ -158,6 +164,8 @@ class Settings(BaseSettings):
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
+    # The watcher's /healthz fails when its loop made no progress for this long (a stuck read, a hung send).
+    watcher_stall_seconds: float = Field(120.0, gt=0)
     # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
     batch_records: int = Field(500, ge=1, le=10_000)
     batch_seconds: float = Field(0.05, gt=0, le=5)
@@ -178,7 +186,11 @@ class Settings(BaseSettings):
     web_port: int = 6066
     watcher_metrics_port: int = 6067
     metrics_interval_seconds: float = 15.0  # how often polled gauges (lag, window size) are refreshed
-    token: SecretStr | None = None
+    token: SecretStr | None = None  # the bearer token of POST routes; required when web_host is not loopback
+    web_allow_no_token: bool = False  # accept a non-loopback web_host without a token (logged as a WARNING)
+    web_origins: tuple[
+        str, ...
+    ] = ()  # origins besides the worker's own allowed to POST (e.g. a proxy's https://…)
 
     @classmethod
     def settings_customise_sources(
@@ -202,6 +214,13 @@ class Settings(BaseSettings):
                 f"kafka.retention_hours={self.kafka.retention_hours} is shorter than window + grace + "
                 f"margin ({self.retention_floor_ms / 3_600_000:.1f} h): a rebuild would miss documents"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _token_is_a_secret(self) -> Settings:
+        # An empty token would accept `Authorization: Bearer` with nothing after it.
+        if self.token is not None and not self.token.get_secret_value().strip():
+            raise ValueError("token is empty: set PREDIGEST_TOKEN to a secret, or leave it unset")
         return self
 
     @property
@@ -243,6 +262,17 @@ class Settings(BaseSettings):
     @property
     def arxiv_cache_file(self) -> Path:
         return self.state_dir / "arxiv-cache.duckdb"
+
+    @property
+    def command_limits(self) -> CommandLimits:
+        """What a close or flush command may ask for (processors.commands)."""
+        return CommandLimits(
+            axes=tuple(a.name for a in self.axes),
+            window=self.window_length,
+            zone=self.tz,
+            max_past=timedelta(days=self.flush_max_past_days),
+            max_future=timedelta(hours=self.flush_max_future_hours),
+        )
 
     def axis(self, name: str) -> AxisSpec | None:
         return next((a for a in self.axes if a.name == name), None)

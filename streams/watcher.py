@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import stat
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -20,9 +19,10 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.labels import writer_label
 from processors.models import RawFile
+from processors.root_paths import WATCHED, FileRefusal, top_folder, watched
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
-from streams import kafka_io
+from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
 from streams.logs import doc_context
 from streams.renames import RenameWatch
@@ -30,19 +30,9 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
-WATCHED = ("inbox", "paper_cards", "work-queue", "living")
 PROBE_TIMEOUT_SECONDS = 10.0
 RENEW_INTERVAL_SECONDS = 1.0
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
-
-
-def _ignored(name: str) -> bool:
-    # Editors and writers park half-written files under such names before renaming them into place.
-    return name.startswith(".") or name.endswith(("~", ".tmp", ".swp", ".part"))
-
-
-def _kind(rel: str) -> str:
-    return rel.split("/", 1)[0]
 
 
 @dataclass
@@ -81,35 +71,36 @@ class Watcher:
         self._topic = settings.kafka.topic("raw")
         self.kafka_failed = False  # the last settle stopped on a Kafka error
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
+        self._beat_at = clock()
+        self._beat()
+
+    def _beat(self) -> None:
+        """The loop made progress: what /healthz and predigest_watcher_loop_heartbeat_timestamp_seconds show."""
+        self._beat_at = self._clock()
+        self._metrics.watcher_heartbeat.set(self._beat_at)
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy while the loop made progress within `watcher_stall_seconds` (read from the HTTP thread)."""
+        age = max(0.0, self._clock() - self._beat_at)
+        ok = age <= self._s.watcher_stall_seconds
+        return ok, {"status": "ok" if ok else "stalled", "heartbeat_age_seconds": round(age, 3)}
 
     def _rel(self, path: Path) -> str | None:
         try:
             rel = path.relative_to(self._root).as_posix()
         except ValueError:
             return None
-        parts = rel.split("/")
-        return rel if parts[0] in WATCHED and not any(_ignored(p) for p in parts[1:]) else None
+        return rel if watched(rel) else None
 
     def _walk(self, rel: str) -> Iterator[str]:
-        # os.walk skips what vanishes under it (a folder renamed mid-scan) and does not follow symlinked folders.
-        for folder, dirs, names in os.walk(self._root / rel):
-            dirs[:] = sorted(d for d in dirs if not _ignored(d))
-            # A symlinked folder is listed (and refused), never followed.
-            links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
-            dirs[:] = [d for d in dirs if d not in links]
-            for name in sorted([*names, *links]):
-                if (found := self._rel(Path(folder) / name)) is not None:
-                    yield found
+        # A symlinked folder is listed (and refused), never followed; what vanishes mid-walk is skipped.
+        return (e.rel for e in root_files.walk(self._root, rel) if watched(e.rel))
 
     def files(self) -> list[str]:
         return [rel for top in WATCHED for rel in self._walk(top)]
 
     def _stat(self, rel: str) -> tuple[int, float] | None:
-        try:
-            st = os.lstat(self._root / rel)
-        except OSError:
-            return None
-        return st.st_size, st.st_mtime
+        return root_files.lstat(self._root, rel)
 
     def mark(self, rel: str, *, since: float | None = None, complete: bool = False) -> None:
         """Note that a path changed; it is read once it stops changing, or at once if `complete`."""
@@ -144,6 +135,7 @@ class Watcher:
         now = self._clock()
         self.kafka_failed = False
         for rel, p in list(self._pending.items()):
+            self._beat()
             current = self._stat(rel) or (-1, 0.0)
             if current != (p.size, p.mtime):
                 self._pending[rel] = _Pending(*current, now, p.was_file or current[0] >= 0)
@@ -164,6 +156,7 @@ class Watcher:
     async def scan(self) -> int:
         """Compare the tree with the ledger and mark what changed or vanished; publish what is quiet."""
         seen = set(self.files())
+        self._beat()
         for rel in sorted(seen):
             st = self._stat(rel)
             entry = self._ledger.get(rel)
@@ -188,53 +181,35 @@ class Watcher:
         return published
 
     async def _publish(self, rel: str, was_file: bool) -> int:
-        path = self._root / rel
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
+        # Opened without following links and read from the descriptor (streams/root_files.py): a symlink or a
+        # FIFO swapped in after a check can neither leak an outside file nor block the watcher.
+        read = root_files.read_file(self._root, rel, self._s.max_bytes)
+        if isinstance(read, root_files.Missing):
             return await self._gone(rel, was_file)
-        except OSError as exc:
-            return await self._refuse(rel, None, "unreadable", f"is unreadable ({exc.strerror})")
-        if stat.S_ISLNK(st.st_mode):
-            log.warning("%s is a symlink to %s", rel, os.readlink(path), extra=doc_context(rel))
-            return await self._refuse(
-                rel, st, "symlink", "is a symlink; only regular files under the root are read"
-            )
-        if not path.resolve().is_relative_to(self._root):
-            log.warning("%s resolves to %s", rel, path.resolve(), extra=doc_context(rel))
-            return await self._refuse(
-                rel, st, "outside", "resolves outside the root (a symlinked folder); not read"
-            )
-        if stat.S_ISDIR(st.st_mode):
+        if isinstance(read, root_files.Folder):
             self.mark_tree(rel)  # a folder where a file was: what is under it is looked at one by one
             return 0
-        if not stat.S_ISREG(st.st_mode):
-            return await self._refuse(rel, st, "special", "is not a regular file (a FIFO, socket or device)")
-        kind, writer = _kind(rel), writer_label(rel)
+        if isinstance(read, root_files.Changed):
+            self.mark(rel)  # it changed while being read: read it again once it is quiet
+            return 0
+        if isinstance(read, root_files.Refused):
+            return await self._refuse(rel, read)
+        kind, writer = top_folder(rel), writer_label(rel)
         self._metrics.documents_seen.labels(kind=kind, writer=writer).inc()
-        data = b""
-        if (
-            st.st_size <= self._s.max_bytes
-        ):  # an oversized file travels without its bytes; the parser rejects it
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                return await self._gone(rel, was_file)
-            except OSError as exc:
-                return await self._refuse(rel, st, "unreadable", f"is unreadable ({exc.strerror})")
-            if len(data) != st.st_size or self._stat(rel) != (st.st_size, st.st_mtime):
-                self.mark(rel)  # it changed while being read: read it again once it is quiet
-                return 0
-        digest = hashlib.sha256(data).hexdigest() if data else f"size-{st.st_size}"
+        data = read.data or b""  # an oversized file travels without its bytes; the parser rejects it
+        if read.data is not None and self._stat(rel) != (read.size, read.mtime):
+            self.mark(rel)  # replaced since it was opened: read what is there now once it is quiet
+            return 0
+        digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
         entry = self._ledger.get(rel)
         if entry is not None and entry[2] == digest:
-            self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
+            self._ledger.acknowledge(rel, read.size, read.mtime, digest)
             return 0
-        await self._send(RawFile(path=rel, content=data, size=st.st_size, mtime=st.st_mtime, sha256=digest))
-        self._ledger.acknowledge(rel, st.st_size, st.st_mtime, digest)
+        await self._send(RawFile(path=rel, content=data, size=read.size, mtime=read.mtime, sha256=digest))
+        self._ledger.acknowledge(rel, read.size, read.mtime, digest)
         self._metrics.documents_published.labels(kind=kind, writer=writer).inc()
-        self._metrics.watcher_lag.observe(max(0.0, self._clock() - st.st_mtime))
-        log.info("published %s (%d bytes)", rel, st.st_size, extra=doc_context(rel))
+        self._metrics.watcher_lag.observe(max(0.0, self._clock() - read.mtime))
+        log.info("published %s (%d bytes)", rel, read.size, extra=doc_context(rel))
         return 1
 
     async def _gone(self, rel: str, was_file: bool) -> int:
@@ -250,17 +225,30 @@ class Watcher:
             self._metrics.documents_rejected.labels(reason="vanished").inc()
         return 0
 
-    async def _refuse(self, rel: str, st: os.stat_result | None, label: str, why: str) -> int:
+    async def _refuse(self, rel: str, refused: root_files.Refused) -> int:
         """Publish a refusal (no bytes) so that the worker lists the file as rejected; once per version."""
-        size, mtime = (st.st_size, st.st_mtime) if st is not None else (0, self._clock())
+        label: FileRefusal = refused.reason
+        # The path's own stat, as the rescans compare it with the ledger (no content is read for it).
+        seen = self._stat(rel)
+        if refused.size is not None and refused.mtime is not None:
+            size, mtime = refused.size, refused.mtime
+        else:
+            size, mtime = seen if seen is not None else (0, self._clock())
         digest = f"refused-{label}"
         entry = self._ledger.get(rel)
         if entry is not None and entry[2] == digest and (entry[0], entry[1]) == (size, mtime):
             return 0
-        log.warning("refused %s: it %s", rel, why, extra=doc_context(rel))
+        if label == "symlink":
+            with contextlib.suppress(OSError):
+                log.warning(
+                    "%s is a symlink to %s", rel, os.readlink(self._root / rel), extra=doc_context(rel)
+                )
+        log.warning("refused %s: it %s", rel, refused.detail, extra=doc_context(rel))
         self._metrics.documents_rejected.labels(reason=label).inc()
         await self._send(
-            RawFile(path=rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {why}")
+            RawFile(
+                path=rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {refused.detail}"
+            )
         )
         self._ledger.acknowledge(rel, size, mtime, digest)
         return 1
@@ -321,6 +309,7 @@ class Watcher:
         last_rescan = self._clock()
         try:
             while not stop.is_set():
+                self._beat()
                 self._wake.clear()
                 await self.settle()
                 if self._clock() - last_rescan >= self._s.rescan_seconds:
@@ -389,7 +378,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     try:
         if not follow:
             return await watcher.scan() + await watcher.drain()
-        server = _serve_metrics(settings, metrics)
+        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, watcher.health)
         try:
             await watcher.run(stop)
         finally:
@@ -399,19 +388,3 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     finally:
         ledger.close()
         await watcher.producer.stop()
-
-
-def _serve_metrics(settings: Settings, metrics: Metrics) -> Any:
-    from prometheus_client import start_http_server
-
-    try:
-        server, _thread = start_http_server(
-            settings.watcher_metrics_port, settings.web_host, metrics.registry
-        )
-    except OSError as exc:
-        log.warning(
-            "watcher metrics not served on %s:%d: %s", settings.web_host, settings.watcher_metrics_port, exc
-        )
-        return None
-    log.info("watcher metrics at http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
-    return server

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -14,25 +13,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
 from sinks.metrics import Metrics
+from streams.control import checked_command
+from streams.errors import CommandRefusedError
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
 from streams.status import worker_status
+from streams.web_guard import post_refusal
 
 log = logging.getLogger(__name__)
 
-SendCommand = Callable[[str, str, datetime], Awaitable[ControlCommand]]
-
-
-def authorised(settings: Settings, header: str | None) -> bool:
-    """State-changing routes need the bearer token when one is configured (any other scheme is refused)."""
-    if settings.token is None:
-        return True
-    scheme, _, credentials = (header or "").strip().partition(" ")
-    # The scheme is case-insensitive (RFC 7235); the token is compared in constant time.
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        credentials.strip().encode(), settings.token.get_secret_value().encode()
-    )
+SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
 
 def register_views(
@@ -63,12 +54,14 @@ def register_views(
     @app.page("/flush")
     class Flush(View):
         async def post(self, request: Request) -> Response:
-            if not authorised(settings, request.headers.get("Authorization")):
-                return self.json(
-                    {"error": "missing or wrong bearer token"},
-                    status=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="predigest"'},
-                )
+            # Every state-changing route starts with this check: no web page, and the token when one is set.
+            refused = post_refusal(settings, request.headers)
+            if refused is not None:
+                metrics.web_requests_refused.labels(reason=refused.reason).inc()
+                log.warning("refused POST /flush: %s (%s)", refused.reason, refused.message)
+                challenge = {"WWW-Authenticate": 'Bearer realm="predigest"'} if refused.status == 401 else {}
+                body = {"error": refused.message, "reason": refused.reason}
+                return self.json(body, status=refused.status, headers=challenge)
             axis = request.query.get("axis")
             names: list[str] = [a.name for a in settings.axes] if not axis or axis == "all" else [axis]
             unknown = [n for n in names if settings.axis(n) is None]
@@ -76,17 +69,17 @@ def register_views(
                 return self.json(
                     {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
                 )
+            now = datetime.now(UTC)
             try:
-                end = (
-                    datetime.fromisoformat(request.query["end"])
-                    if "end" in request.query
-                    else datetime.now(UTC)
-                )
+                end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else now
             except ValueError:
                 return self.json({"error": "end must be ISO 8601 with an offset"}, status=400)
-            if end.tzinfo is None:
-                return self.json({"error": "end must carry a UTC offset"}, status=400)
-            sent = [(await send_command(n, "flush", end)).model_dump(mode="json") for n in names]
+            try:
+                # Every command is checked before the first is sent: axis=all is all or nothing.
+                commands = [checked_command(settings, n, "flush", end, now) for n in names]
+            except CommandRefusedError as exc:
+                return self.json({"error": str(exc), "reason": exc.reason}, status=400)
+            sent = [(await send_command(c)).model_dump(mode="json") for c in commands]
             return self.json({"queued": sent}, status=202)
 
     @app.page("/briefings/{axis}/latest")

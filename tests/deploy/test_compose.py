@@ -76,6 +76,13 @@ def test_each_worker_has_its_own_state_and_port_and_they_share_the_briefings(pro
     assert {_volume(w1, "/data/state"), _volume(w2, "/data/state")} <= set(project["volumes"])
 
 
+def test_the_watcher_is_unhealthy_when_its_loop_stalls(project: dict[str, Any]) -> None:
+    watcher = project["services"]["watcher"]
+    port = int(watcher["environment"]["PREDIGEST_WATCHER_METRICS_PORT"])
+    # /healthz answers 503 once the loop made no progress for watcher_stall_seconds; /metrics would still answer.
+    assert f"127.0.0.1:{port}/healthz" in " ".join(watcher["healthcheck"]["test"])
+
+
 def test_prometheus_and_grafana_mount_the_projects_configuration(project: dict[str, Any]) -> None:
     prom, graf = project["services"]["prometheus"], project["services"]["grafana"]
     assert Path(_volume(prom, "/etc/prometheus")) == DEPLOY / "prometheus"

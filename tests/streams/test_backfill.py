@@ -83,3 +83,37 @@ def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tm
         predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
     )
     assert "backfill done: 0 published" in out.stderr and "15 already acknowledged" in out.stderr
+
+
+async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    settings = make_settings()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("export OPENAI_API_KEY=sk-backfill\n", encoding="utf-8")
+    jay = settings.root / "inbox" / "jay"
+    jay.mkdir(parents=True)
+    (jay / "2026-09-27-note.md").write_text("# vLLM 推理\n", encoding="utf-8")
+    os.symlink(outside / "secret.md", jay / "2026-09-27-leak.md")
+    os.symlink(jay / "2026-09-27-note.md", jay / "2026-09-27-alias.md")
+    os.symlink(outside, settings.root / "paper_cards" / "elsewhere")  # a symlinked folder: not entered
+    os.mkfifo(jay / "2026-09-27-pipe.md")  # reading it would block the backfill
+
+    report = await backfill(settings)
+    assert (report.files, report.published, report.refused) == (5, 1, 4)
+    by_path = {r.path: r for r in await _raw(settings)}
+    assert sorted(by_path) == [
+        "inbox/jay/2026-09-27-alias.md",
+        "inbox/jay/2026-09-27-leak.md",
+        "inbox/jay/2026-09-27-note.md",
+        "inbox/jay/2026-09-27-pipe.md",
+        "paper_cards/elsewhere",
+    ]
+    for rel in ("inbox/jay/2026-09-27-leak.md", "inbox/jay/2026-09-27-alias.md", "paper_cards/elsewhere"):
+        assert by_path[rel].content == b"" and "is a symlink" in (by_path[rel].refused or ""), rel
+    assert "not a regular file" in (by_path["inbox/jay/2026-09-27-pipe.md"].refused or "")
+    assert not any(b"sk-backfill" in r.content for r in by_path.values())
+    # The watcher finds the refusals in the shared ledger: it sends none of them again.
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
+    assert (await backfill(settings)).published == 0

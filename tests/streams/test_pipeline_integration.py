@@ -106,7 +106,7 @@ async def test_watcher_publishes_files_written_while_it_runs(
         await wait_ingested(s, 60)
         url = worker_url(s, "/flush")
         params = {"axis": "inference", "end": END.isoformat()}
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(headers={"X-Predigest-Request": "1"}) as http:
             refused = await http.post(url, params=params)
             assert refused.status_code == 401
             accepted = await http.post(url, params=params, headers={"Authorization": "Bearer s3cret"})

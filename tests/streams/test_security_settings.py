@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +15,13 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from streams.app import create_app
+from streams.errors import ConfigError
 from streams.kafka_io import MAX_MESSAGE_BYTES, client_kwargs, faust_broker_kwargs, make_producer
 from streams.settings import KafkaSettings, Settings, load_settings
-from streams.web import authorised
+from streams.web_guard import authorised, exposure_warning
 from streams.worker_process import dump_settings
 
+PROJECT = Path(__file__).resolve().parents[2]
 PASSWORD = "kafka-pw-5f1c"
 TOKEN = "web-token-9a7e"
 
@@ -141,9 +146,65 @@ def test_the_web_server_binds_loopback_unless_configured(tmp_path: Path) -> None
     assert (default.conf.web_bind, default.conf.web_host) == ("127.0.0.1", "127.0.0.1")
     assert not default.conf.web_tables_enabled and not default.conf.web_router_enabled
     wide = create_app(
-        Settings(state_dir=tmp_path, web_host="0.0.0.0", kafka=KafkaSettings(bootstrap="127.0.0.1:9092"))
+        Settings(
+            state_dir=tmp_path,
+            web_host="0.0.0.0",
+            token=SecretStr(TOKEN),
+            kafka=KafkaSettings(bootstrap="127.0.0.1:9092"),
+        )
     )
     assert wide.conf.web_bind == "0.0.0.0"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "notes.example"])
+def test_a_web_port_others_can_reach_without_a_token_is_refused_at_start(tmp_path: Path, host: str) -> None:
+    s = Settings(state_dir=tmp_path, web_host=host, kafka=KafkaSettings(bootstrap="127.0.0.1:9092"))
+    with pytest.raises(ConfigError, match="no token is set: set PREDIGEST_TOKEN") as refused:
+        create_app(s)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_loopback_needs_no_token(tmp_path: Path, host: str) -> None:
+    assert exposure_warning(Settings(state_dir=tmp_path, web_host=host)) is None
+
+
+def test_the_opt_out_starts_with_a_loud_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    s = Settings(
+        state_dir=tmp_path,
+        web_host="0.0.0.0",
+        web_allow_no_token=True,
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9092"),
+    )
+    with caplog.at_level(logging.WARNING):
+        create_app(s)
+    assert "WARNING: web_host 0.0.0.0 without a token" in caplog.text
+    assert "anyone who can reach port 6066 can flush every axis" in caplog.text
+
+
+@pytest.mark.parametrize("token", ["", "   "])
+def test_an_empty_token_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    monkeypatch.setenv("PREDIGEST_TOKEN", token)
+    with pytest.raises(ValidationError, match="token is empty"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        ({"PREDIGEST_WEB_HOST": "0.0.0.0"}, "no token is set: set PREDIGEST_TOKEN"),
+        ({"PREDIGEST_TOKEN": ""}, "configuration error: token is empty"),
+    ],
+)
+def test_the_worker_refuses_an_insecure_start_with_one_line_and_exit_2(
+    tmp_path: Path, env: dict[str, str], line: str
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PREDIGEST_KAFKA__BOOTSTRAP": "127.0.0.1:9", **env}  # never contacted
+    cmd = [sys.executable, "-m", "streams.cli", "worker"]
+    done = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert line in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

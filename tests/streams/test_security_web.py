@@ -16,7 +16,8 @@ from pydantic import SecretStr
 
 from streams import kafka_io
 from streams.settings import KafkaSettings, Settings
-from tests.support import running_worker, worker_url
+from tests.streams.fault_support import committed, metric, worker_metrics
+from tests.support import read_topic, running_worker, worker_url
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +49,7 @@ async def test_the_worker_admin_surface_is_locked_down(
         assert listening_addresses(s.web_port) == {"0100007F"}  # 127.0.0.1, and nothing else
         url = worker_url(s, "/flush")
         params = {"axis": "inference", "end": "2026-09-27T22:20:00+08:00"}
-        async with httpx.AsyncClient(timeout=10) as http:
+        async with httpx.AsyncClient(timeout=10, headers={"X-Predigest-Request": "1"}) as http:
             for header in (
                 None,
                 "Bearer wrong",
@@ -97,3 +98,53 @@ async def test_a_failed_sasl_handshake_logs_no_password(
     await producer.stop()
     assert caplog.records, "the failure was logged"
     assert PASSWORD not in caplog.text and PASSWORD not in str(failed.value) and PASSWORD not in repr(s)
+
+
+# What Chromium sends for a page on another site that auto-submits a form, or fetch()es, to the worker.
+CROSS_SITE_FORM = {
+    "Origin": "http://evil.example",
+    "Referer": "http://evil.example/",
+    "Sec-Fetch-Site": "cross-site",
+    "Sec-Fetch-Mode": "navigate",
+    "Content-Type": "application/x-www-form-urlencoded",
+}
+CROSS_SITE_FETCH = {
+    "Origin": "http://evil.example",
+    "Sec-Fetch-Site": "cross-site",
+    "Sec-Fetch-Mode": "no-cors",
+}
+
+
+async def test_a_web_page_cannot_flush_a_worker_without_a_token(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()  # no token: the default on loopback
+    await kafka_io.ensure_topics(s)
+    url = worker_url(s, "/flush")
+    params = {"axis": "all", "end": "2026-09-27T22:20:00+08:00"}
+    with running_worker(s, tmp_path):
+        async with httpx.AsyncClient(timeout=10) as http:
+            for headers in (CROSS_SITE_FORM, CROSS_SITE_FETCH, {"Origin": "http://evil.example"}, {}):
+                refused = await http.post(url, params=params, headers=headers, content=b"axis=all")
+                assert refused.status_code == 403, (headers, refused.text)
+                assert "Access-Control-Allow-Origin" not in refused.headers
+            # The preflight a cross-site script needs before it may send X-Predigest-Request is never granted.
+            preflight = await http.options(
+                url,
+                headers={
+                    "Origin": "http://evil.example",
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "x-predigest-request",
+                },
+            )
+            assert preflight.status_code >= 400 and "Access-Control-Allow-Origin" not in preflight.headers
+            counted = {
+                r: metric(worker_metrics(s), "predigest_web_requests_refused_total", reason=r)
+                for r in ("cross_site", "foreign_origin", "not_a_script")
+            }
+            assert counted == {"cross_site": 2, "foreign_origin": 1, "not_a_script": 1}
+            assert await committed(s, "control") == 0 and await read_topic(s, "control") == []
+            # A script (curl, the CLI's users) says what it is, and goes through.
+            script = await http.post(url, params=params, headers={"X-Predigest-Request": "1"})
+            assert script.status_code == 202, script.text
+            assert len(script.json()["queued"]) == len(s.axes)

@@ -6,7 +6,7 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -15,8 +15,8 @@ import pytest
 from pydantic import SecretStr
 
 from processors.models import Briefing
-from streams import kafka_io
-from streams.control import await_briefing, send_command
+from streams import control, kafka_io
+from streams.control import await_briefing, new_command, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.watcher import publish_root
@@ -85,7 +85,7 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
     await kafka_io.ensure_topics(s)
     end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
     await notes(s, end)
-    auth = {"Authorization": "Bearer t0ken"}
+    auth = {"Authorization": "Bearer t0ken", "X-Predigest-Request": "1"}
     flush = [
         sys.executable, "-m", "streams.cli", "flush", "--axis", "inference", "--end", end.isoformat()
     ]  # fmt: skip
@@ -125,13 +125,15 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
             check=False,
         )
         assert cli.returncode == 2 and "axis 'nope' is not configured" in cli.stderr
-        # A command for an axis this worker does not know (an older config, a typo) is ignored, loudly.
-        await send_command(s, "nope", "flush", end)
+        # A command for an axis this worker does not know (an older config, a typo) is refused, loudly.
+        await control.send(s, new_command("nope", "flush", end, datetime.now(UTC)))
         empty = await await_briefing(s, "risk", end, "flush", 60)
         await await_briefing(s, "inference", end, "flush", 60)
         await async_wait_for(lambda: repeated(s, "flush") == 2, 30, "two of the three flushes to repeat")
         await send_command(s, "risk", "flush", end + timedelta(minutes=1))  # the worker is still answering
         await await_briefing(s, "risk", end + timedelta(minutes=1), "flush", 60)
+        refused = metric(worker_metrics(s), "predigest_commands_refused_total", reason="unknown_axis")
+        assert refused == 1
     emitted = await briefings(s)
     assert sorted((b.axis, b.window.end) for b in emitted) == [
         ("inference", end),
@@ -139,4 +141,5 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
         ("risk", end + timedelta(minutes=1)),
     ]
     assert (empty.sources, empty.increments) == ([], [])
-    assert "command for unknown axis 'nope' ignored" in (tmp_path / "worker.log").read_text()
+    log = (tmp_path / "worker.log").read_text()
+    assert "refused the flush command" in log and "(unknown_axis): axis 'nope' is not configured" in log

@@ -15,6 +15,7 @@ from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
 from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
+from streams import root_files
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
 from tests.support import async_wait_for
@@ -146,16 +147,16 @@ async def test_a_file_that_changes_while_it_is_read_is_read_again_later(
     watcher, producer, _ledger, _m = parts
     note = root / "inbox/jay/2026-09-27-race.md"
     note.write_text("# v1\n", encoding="utf-8")
-    real = Path.read_bytes
+    real = root_files._read_at_most
 
-    def read_then_append(self: Path) -> bytes:
-        data = real(self)
-        with self.open("a", encoding="utf-8") as fh:  # a writer appends right behind the read
+    def read_then_append(fd: int, limit: int) -> bytes:
+        data = real(fd, limit)
+        with note.open("a", encoding="utf-8") as fh:  # a writer appends right behind the read
             fh.write("more\n")
-        monkeypatch.setattr(Path, "read_bytes", real)
+        monkeypatch.setattr(root_files, "_read_at_most", real)
         return data
 
-    monkeypatch.setattr(Path, "read_bytes", read_then_append)
+    monkeypatch.setattr(root_files, "_read_at_most", read_then_append)
     watcher.mark("inbox/jay/2026-09-27-race.md")
     assert await watcher.settle(force=True) == 0
     assert await watcher.settle(force=True) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -188,7 +188,7 @@ async def test_a_killed_workers_axes_are_rebuilt_by_the_survivor(
         producer = AIOKafkaProducer(**kafka_io.client_kwargs(s))
         await producer.start()
         try:
-            command = new_command("risk", "close", END)
+            command = new_command("risk", "close", END, datetime.now(UTC))
             await producer.send_and_wait(
                 s.kafka.topic("control"), command.model_dump_json().encode(), key=b"risk", partition=wrong
             )

@@ -1,0 +1,206 @@
+"""The one way predigest lists and reads files under the root: links are never followed, a file is opened first,
+checked on its descriptor, and read only from it (the watcher, `backfill` and anything else that reads the root).
+
+Checking a path and then opening it by name lets a writer swap in a symlink (an outside file leaks) or a FIFO
+(open blocks for good) between the two calls. Here every folder on the way is opened with O_NOFOLLOW relative
+to its parent's descriptor, the file with O_NOFOLLOW | O_NONBLOCK, and fstat decides what was opened.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from processors.root_paths import REFUSAL_TEXT, FileRefusal, ignored
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A path under the root that is not a folder (a file, a symlink, a FIFO …), with its lstat."""
+
+    rel: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Regular:
+    """A regular file, read from its descriptor; `data` is None when it is over max_bytes (not read)."""
+
+    size: int
+    mtime: float
+    data: bytes | None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Not read, and why; `size`/`mtime` of what was there, when known."""
+
+    reason: FileRefusal
+    detail: str
+    size: int | None = None
+    mtime: float | None = None
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Nothing there (any more)."""
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder where a file was looked for: what is under it is looked at one by one."""
+
+
+@dataclass(frozen=True)
+class Changed:
+    """The file changed while it was read: read it again once it is quiet."""
+
+
+FileOutcome = Regular | Refused | Missing | Folder | Changed
+
+
+def walk(root: Path, rel: str) -> Iterator[Entry]:
+    """Every non-folder under `root/rel`, sorted per folder; a symlinked folder is listed (to be refused), never
+    entered; ignored names are skipped; what vanishes during the walk is skipped."""
+    start = root / rel
+    try:
+        top = start.lstat()
+    except OSError:
+        return
+    if not stat.S_ISDIR(top.st_mode):
+        yield Entry(rel, top.st_size, top.st_mtime)
+        return
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted((e for e in it if not ignored(e.name)), key=lambda e: e.name)
+        except OSError:  # vanished or unreadable folder: its files are not there to publish
+            continue
+        below: list[Path] = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    below.append(Path(e.path))
+                    continue
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield Entry(Path(e.path).relative_to(root).as_posix(), st.st_size, st.st_mtime)
+        stack.extend(reversed(below))
+
+
+def lstat(root: Path, rel: str) -> tuple[int, float] | None:
+    """(size, mtime) of the path itself, not of what a link points to; None when it is not there."""
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime
+
+
+def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
+    """Open `root/rel` without following any link, check what was opened, read at most max_bytes + 1 from it."""
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return _refused("outside")
+    try:
+        dir_fd = os.open(
+            root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+        )  # the root itself is the operator's
+    except OSError as exc:
+        return _refused("unreadable", exc)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                return _folder_failed(dir_fd, part, exc)
+            os.close(dir_fd)
+            dir_fd = child
+        return _read_in(dir_fd, parts[-1], max_bytes)
+    finally:
+        os.close(dir_fd)
+
+
+def _folder_failed(dir_fd: int, name: str, exc: OSError) -> FileOutcome:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return Missing()
+        # O_DIRECTORY | O_NOFOLLOW answers ENOTDIR for a symlink: the lstat says which it was.
+        return _refused("outside") if stat.S_ISLNK(st.st_mode) else Missing()
+    return _refused("unreadable", exc)
+
+
+def _read_in(dir_fd: int, name: str, max_bytes: int) -> FileOutcome:
+    try:
+        # A look first, so that a device or FIFO is not even opened unless swapped in this very moment.
+        seen = _kind(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+        if seen is not None:
+            return seen
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return Missing()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a symlink after the look
+            return _refused("symlink")
+        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket
+            return _refused("special")
+        return _refused("unreadable", exc)
+    try:
+        st = os.fstat(fd)
+        opened = _kind(st)
+        if opened is not None:
+            return opened
+        if st.st_size > max_bytes:  # travels without its bytes; the parser rejects it
+            return Regular(st.st_size, st.st_mtime, None)
+        data = _read_at_most(fd, max_bytes + 1)
+        after = os.fstat(fd)
+    except OSError as exc:
+        return _refused("unreadable", exc)
+    finally:
+        os.close(fd)
+    if len(data) != st.st_size or (after.st_size, after.st_mtime) != (st.st_size, st.st_mtime):
+        return Changed()
+    return Regular(st.st_size, st.st_mtime, data)
+
+
+def _kind(st: os.stat_result) -> FileOutcome | None:
+    """None for a regular file; else what the path is instead."""
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return Folder()
+    reason: FileRefusal = "symlink" if stat.S_ISLNK(st.st_mode) else "special"
+    return Refused(reason, REFUSAL_TEXT[reason], st.st_size, st.st_mtime)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, _CHUNK))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _refused(reason: FileRefusal, exc: OSError | None = None) -> Refused:
+    detail = REFUSAL_TEXT[reason]
+    if exc is not None:
+        detail = f"{detail} ({exc.strerror or exc})"
+    return Refused(reason, detail)

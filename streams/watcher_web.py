@@ -1,0 +1,66 @@
+"""The watcher's own HTTP server, in a thread beside its loop: `/metrics`, and `/healthz` that fails when the
+loop stalls (a thread still answers while the loop is stuck, which is the point)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import make_wsgi_app
+
+from sinks.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+Health = Callable[[], tuple[bool, dict[str, Any]]]  # (healthy, what /healthz shows)
+StartResponse = Callable[..., Any]
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes every 15 s would otherwise fill the log."""
+
+
+def health_app(
+    metrics: Metrics, health: Health
+) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
+    """`/healthz` from `health` (200 or 503, JSON); every other path is the Prometheus exposition."""
+    exposition = make_wsgi_app(metrics.registry)
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/healthz":
+            return exposition(environ, start_response)  # type: ignore[no-any-return]
+        ok, body = health()
+        status = "200 OK" if ok else "503 Service Unavailable"
+        start_response(status, [("Content-Type", "application/json")])
+        return [json.dumps(body).encode()]
+
+    return app
+
+
+def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer | None:
+    """Serve in a daemon thread; None (and a warning) when the port is taken: the watcher runs on without it."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+
+        class _ServerOfFamily(_Server):
+            address_family = family  # an IPv6 web_host (::1) too
+
+        app = health_app(metrics, health)
+        server: WSGIServer = make_server(host, port, app, _ServerOfFamily, handler_class=_QuietHandler)
+    except OSError as exc:
+        log.warning("watcher metrics not served on %s:%d: %s", host, port, exc)
+        return None
+    threading.Thread(target=server.serve_forever, name="watcher-web", daemon=True).start()
+    log.info("watcher metrics at http://%s:%d/metrics, health at /healthz", host, port)
+    return server

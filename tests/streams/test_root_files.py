@@ -1,0 +1,236 @@
+"""Reading the root: links never followed, a file checked on its descriptor and read from it; a symlink or a FIFO
+swapped in while the watcher reads leaks nothing and blocks nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from processors.models import RawFile
+from sinks.ledger import Ledger
+from sinks.metrics import Metrics
+from streams import root_files
+from streams.root_files import Folder, Missing, Refused, Regular, read_file, walk
+from streams.settings import KafkaSettings, Settings
+from streams.watcher import Watcher
+
+SECRET = b"export OPENAI_API_KEY=sk-not-for-briefings"
+NOTE = b"# vLLM note\nKV cache serving.\n"
+RENAME_EXCHANGE = 2
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "root/inbox/jay").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/secret.md").write_bytes(SECRET)
+    (tmp_path / "outside/note.md").write_bytes(SECRET)  # what a symlinked folder would lead to
+    return tmp_path / "root"
+
+
+def test_a_regular_file_is_read_and_everything_else_refused_without_being_opened_for_long(
+    root: Path, tmp_path: Path
+) -> None:
+    jay = root / "inbox/jay"
+    (jay / "note.md").write_bytes(NOTE)
+    os.symlink(tmp_path / "outside/secret.md", jay / "leak.md")
+    os.symlink(jay / "note.md", jay / "alias.md")  # inside the root: refused all the same
+    os.symlink(tmp_path / "outside", root / "inbox/tom")
+    os.mkfifo(jay / "pipe.md")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(jay / "sock.md"))
+        outcomes = {
+            rel: read_file(root, rel, 1024)
+            for rel in (
+                "inbox/jay/note.md",
+                "inbox/jay/leak.md",
+                "inbox/jay/alias.md",
+                "inbox/tom",
+                "inbox/tom/note.md",
+                "inbox/jay/pipe.md",
+                "inbox/jay/sock.md",
+                "inbox/jay",
+                "inbox/jay/gone.md",
+                "inbox/jay/note.md/below",
+                "inbox/../../outside/secret.md",
+            )
+        }
+    assert outcomes.pop("inbox/jay/note.md") == Regular(len(NOTE), (jay / "note.md").stat().st_mtime, NOTE)
+    reasons = {rel: o.reason for rel, o in outcomes.items() if isinstance(o, Refused)}
+    assert reasons == {
+        "inbox/jay/leak.md": "symlink",
+        "inbox/jay/alias.md": "symlink",
+        "inbox/tom": "symlink",
+        "inbox/tom/note.md": "outside",
+        "inbox/jay/pipe.md": "special",
+        "inbox/jay/sock.md": "special",
+        "inbox/../../outside/secret.md": "outside",
+    }
+    assert outcomes["inbox/jay"] == Folder()
+    assert outcomes["inbox/jay/gone.md"] == Missing()
+    assert outcomes["inbox/jay/note.md/below"] == Missing()
+
+
+def test_an_oversized_file_is_not_read_and_one_at_the_limit_is(root: Path) -> None:
+    (root / "inbox/jay/big.md").write_bytes(b"x" * 101)
+    (root / "inbox/jay/edge.md").write_bytes(b"x" * 100)
+    big = read_file(root, "inbox/jay/big.md", 100)
+    assert isinstance(big, Regular) and (big.size, big.data) == (101, None)
+    edge = read_file(root, "inbox/jay/edge.md", 100)
+    assert isinstance(edge, Regular) and edge.data == b"x" * 100
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file whatever its mode")
+def test_a_file_without_read_permission_is_refused_as_unreadable(root: Path) -> None:
+    locked = root / "inbox/jay/locked.md"
+    locked.write_bytes(NOTE)
+    locked.chmod(0)
+    refused = read_file(root, "inbox/jay/locked.md", 1024)
+    assert isinstance(refused, Refused) and refused.reason == "unreadable"
+
+
+def test_the_walk_lists_links_and_special_files_but_never_enters_a_linked_folder(
+    root: Path, tmp_path: Path
+) -> None:
+    jay = root / "inbox/jay"
+    (jay / "sub").mkdir()
+    (jay / "sub/b.md").write_bytes(NOTE)
+    (jay / "a.md").write_bytes(NOTE)
+    (jay / ".a.md.swp").write_bytes(NOTE)
+    os.symlink(tmp_path / "outside", jay / "elsewhere")
+    os.mkfifo(jay / "pipe.md")
+    rels = [e.rel for e in walk(root, "inbox")]
+    assert rels == ["inbox/jay/a.md", "inbox/jay/elsewhere", "inbox/jay/pipe.md", "inbox/jay/sub/b.md"]
+    assert list(walk(root, "paper_cards")) == []  # not there: nothing
+
+
+def _exchange() -> Callable[[Path, Path], None]:
+    """renameat2(RENAME_EXCHANGE): the two names swap atomically, as the attacker of issue 16 did."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if not hasattr(libc, "renameat2"):
+        pytest.skip("no renameat2 in this libc")
+    at_fdcwd = -100
+
+    def exchange(a: Path, b: Path) -> None:
+        if libc.renameat2(at_fdcwd, bytes(a), at_fdcwd, bytes(b), RENAME_EXCHANGE) != 0:
+            raise OSError(ctypes.get_errno(), "renameat2")
+
+    return exchange
+
+
+class Swapper:
+    """A thread that keeps swapping `target` with each of `others`, until stopped."""
+
+    def __init__(self, target: Path, others: list[Path]) -> None:
+        self.swaps = 0
+        self._stop = threading.Event()
+        exchange = _exchange()
+
+        def run() -> None:
+            while not self._stop.is_set():
+                for other in others:
+                    exchange(target, other)  # the other one is in place now …
+                    exchange(target, other)  # … and the note is back
+                    self.swaps += 2
+
+        self._thread = threading.Thread(target=run, daemon=True)
+
+    def __enter__(self) -> Swapper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def swapped_note(root: Path, tmp_path: Path) -> Iterator[Swapper]:
+    """inbox/jay/note.md swapped with a symlink to an outside secret and with a FIFO, in a loop."""
+    jay = root / "inbox/jay"
+    (jay / "note.md").write_bytes(NOTE)
+    os.symlink(tmp_path / "outside/secret.md", jay / ".link")
+    os.mkfifo(jay / ".fifo")
+    with Swapper(jay / "note.md", [jay / ".link", jay / ".fifo"]) as swapper:
+        yield swapper
+
+
+@pytest.mark.timeout(60)
+def test_a_symlink_or_fifo_swapped_in_while_reading_leaks_nothing_and_blocks_nothing(
+    root: Path, swapped_note: Swapper
+) -> None:
+    seen: dict[str, int] = {}
+    slowest = 0.0
+    for _ in range(3000):
+        started = time.monotonic()
+        outcome = read_file(root, "inbox/jay/note.md", 1024)
+        slowest = max(slowest, time.monotonic() - started)
+        if isinstance(outcome, Regular):
+            assert outcome.data == NOTE  # never the secret, never a mix
+        kind = outcome.reason if isinstance(outcome, Refused) else type(outcome).__name__
+        seen[kind] = seen.get(kind, 0) + 1
+    assert swapped_note.swaps > 100, "the swapper ran"
+    assert seen.get("Regular", 0) > 0 and set(seen) <= {"Regular", "symlink", "special", "Changed", "Missing"}
+    assert slowest < 1.0
+
+
+@pytest.mark.timeout(60)
+def test_a_folder_swapped_for_a_symlinked_one_while_reading_leaks_nothing(root: Path, tmp_path: Path) -> None:
+    (root / "inbox/jay/note.md").write_bytes(NOTE)
+    os.symlink(tmp_path / "outside", root / "inbox/.jay")
+    with Swapper(root / "inbox/jay", [root / "inbox/.jay"]) as swapper:
+        outcomes = [read_file(root, "inbox/jay/note.md", 1024) for _ in range(3000)]
+    assert swapper.swaps > 100
+    assert all(o.data == NOTE for o in outcomes if isinstance(o, Regular))
+    assert any(isinstance(o, Regular) for o in outcomes)
+    assert {o.reason for o in outcomes if isinstance(o, Refused)} <= {"outside", "symlink"}
+
+
+class KeepingProducer:
+    def __init__(self) -> None:
+        self.sent: list[RawFile] = []
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
+        self.sent.append(RawFile.model_validate_json(value))
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+@pytest.mark.timeout(60)
+async def test_the_watcher_publishes_nothing_of_the_secret_while_the_note_is_swapped(
+    root: Path, tmp_path: Path, swapped_note: Swapper
+) -> None:
+    s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
+    producer, ledger = KeepingProducer(), Ledger(s.ledger_file)
+    watcher = Watcher(s, producer, ledger, Metrics())
+    try:
+        deadline = time.monotonic() + 3
+        rounds = 0
+        while time.monotonic() < deadline:
+            watcher.mark("inbox/jay/note.md")
+            await asyncio.wait_for(watcher.settle(force=True), 1.0)  # a FIFO would block here for good
+            rounds += 1
+    finally:
+        ledger.close()
+    assert rounds > 20 and swapped_note.swaps > 100
+    assert producer.sent, "the note itself was published"
+    for raw in producer.sent:
+        assert SECRET not in raw.content and "sk-not" not in (raw.refused or "")
+        assert raw.content in (NOTE, b"")
+
+
+def test_the_reader_is_the_one_module_that_opens_files_under_the_root() -> None:
+    streams = Path(root_files.__file__).parent
+    for module in ("watcher.py", "backfill.py"):
+        text = (streams / module).read_text(encoding="utf-8")
+        assert "read_bytes(" not in text and "open(" not in text and "is_file(" not in text, module

@@ -1,0 +1,170 @@
+"""The watcher cannot hang silently: a stalled loop fails /healthz and freezes its heartbeat gauge, and SIGTERM
+stops it within seconds, even while it is stuck in a system call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sinks.ledger import Ledger
+from sinks.metrics import Metrics
+from streams import kafka_io, root_files, watcher_web
+from streams.settings import KafkaSettings, Settings
+from streams.watcher import Watcher
+from streams.worker_process import spawn_cli
+from tests.streams.fault_support import metric
+from tests.streams.test_watcher_files import FakeProducer
+from tests.support import free_port, wait_for
+
+PROJECT = Path(__file__).resolve().parents[2]
+HEARTBEAT = "predigest_watcher_loop_heartbeat_timestamp_seconds"
+
+
+def health(port: int) -> tuple[int, dict[str, Any]]:
+    answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2.0)
+    return answer.status_code, answer.json()
+
+
+class WatcherThread:
+    """`Watcher.run` on an event loop of its own thread, so that this thread can look on while that loop is stuck."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self._watcher = watcher
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    async def _main(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._started.set()
+        await self._watcher.run(self._stop)
+
+    def __enter__(self) -> WatcherThread:
+        self._thread.start()
+        self._started.wait(5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        assert not self._thread.is_alive()
+
+
+@pytest.mark.timeout(60)
+def test_a_stalled_loop_fails_health_and_freezes_the_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    (root / "inbox/jay").mkdir(parents=True)
+    s = Settings(
+        root=root,
+        state_dir=tmp_path / "state",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+        quiet_seconds=0.1,
+        watcher_stall_seconds=1.0,
+    )
+    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
+    watcher = Watcher(s, producer, ledger, metrics)
+    port = free_port()
+    server = watcher_web.serve("127.0.0.1", port, metrics, watcher.health)
+    assert server is not None
+    release = threading.Event()
+    real_read = root_files.read_file
+
+    def stuck(*args: Any) -> root_files.FileOutcome:
+        release.wait(30)  # a read the kernel does not answer (a hung network file system)
+        return real_read(*args)
+
+    try:
+        with WatcherThread(watcher):
+            wait_for(lambda: health(port)[0] == 200, 10, "a healthy watcher")
+            assert time.time() - (metric(f"http://127.0.0.1:{port}/metrics", HEARTBEAT) or 0) < 1.0
+            monkeypatch.setattr(root_files, "read_file", stuck)
+            (root / "inbox/jay/2026-09-27-note.md").write_text("# note\n", encoding="utf-8")
+            wait_for(lambda: health(port)[0] == 503, 10, "/healthz to say the loop stalled")
+            status, body = health(port)
+            assert status == 503 and body["status"] == "stalled" and body["heartbeat_age_seconds"] > 1.0
+            frozen = metric(f"http://127.0.0.1:{port}/metrics", HEARTBEAT)
+            time.sleep(0.3)
+            assert metric(f"http://127.0.0.1:{port}/metrics", HEARTBEAT) == frozen
+            release.set()  # the read returns: the loop goes on, and says so
+            wait_for(lambda: health(port)[0] == 200, 10, "a healthy watcher again")
+            wait_for(lambda: len(producer.sent) == 1, 10, "the note to be published")
+    finally:
+        release.set()
+        server.shutdown()
+        ledger.close()
+
+
+STUCK_IN_OPEN = """
+import asyncio, logging, sys
+from streams.stopping import install_stop
+
+async def main():
+    install_stop(asyncio.Event(), grace=1.0)
+    print("ready", flush=True)
+    open(sys.argv[1], "rb")  # a FIFO with no writer: blocks the loop for good, as a swapped-in FIFO did
+
+logging.basicConfig(level=logging.INFO)
+asyncio.run(main())
+"""
+
+
+def test_sigterm_stops_a_process_stuck_in_a_blocking_open_within_seconds(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK_IN_OPEN, str(fifo)],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)  # in open() by now
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    assert time.monotonic() - started < 5
+    assert code == 128 + signal.SIGTERM
+    assert "still running 1s after SIGTERM: exiting now" in (proc.stderr.read() if proc.stderr else "")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+async def test_the_real_watcher_is_healthy_and_stops_on_sigterm_within_seconds(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    proc = spawn_cli(s, tmp_path, "watcher", "watch")
+    try:
+        port = s.watcher_metrics_port
+        wait_for(lambda: _answers(port), 60, "the watcher's /healthz")
+        assert health(port) == (200, {"status": "ok", "heartbeat_age_seconds": pytest.approx(0, abs=1)})
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        proc.kill()
+
+
+def _answers(port: int) -> bool:
+    try:
+        return health(port)[0] == 200
+    except httpx.HTTPError:
+        return False
