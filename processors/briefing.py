@@ -23,7 +23,9 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     rules, axis, lang = req.rules, req.axis.name, req.lang
     inc_rules = rules.increments
     window = collect_window(req.documents, axis, req.window, rules.near_duplicate_threshold)
-    weights = weigh_sources(window.docs, window.kept, axis, (req.all_axes, req.living_map), rules.relevance)
+    weights = weigh_sources(
+        window.docs, window.kept, axis, (req.all_axes, req.living_map), rules.relevance, lang
+    )
     anchors = anchor_ids(window.kept, weights.rel, req.living, req.history.cited_ids)
     queues = [d for d in window.kept if d.kind == "work_queue"]
     found_whole = gather_contributors(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from processors.reasons import RelevanceCode
+
 Lang = Literal["zh", "en"]
 
 PHRASES: dict[str, dict[Lang, str]] = {
@@ -171,14 +173,20 @@ LABELS: dict[Lang, dict[str, str]] = {
     },
 }  # fmt: skip
 
-RELEVANCE_EN = {
-    "极高": "very high",
-    "高": "high",
-    "中": "medium",
-    "基线": "baseline",
-    "邻接": "adjacent",
-    "参考": "reference",
+RELEVANCE: dict[RelevanceCode, dict[Lang, str]] = {
+    "very_high": {"zh": "极高", "en": "very high"},
+    "high": {"zh": "高", "en": "high"},
+    "medium": {"zh": "中", "en": "medium"},
+    "low": {"zh": "低", "en": "low"},
+    "baseline": {"zh": "基线", "en": "baseline"},
+    "reference": {"zh": "参考", "en": "reference"},
+    "adjacent": {"zh": "邻接", "en": "adjacent"},
 }
+
+
+def relevance_label(code: RelevanceCode, lang: Lang) -> str:
+    """The display text of a relevance code (`极高`, `very high` …)."""
+    return RELEVANCE[code][lang]
 
 
 def say(key: str, lang: Lang, **values: object) -> str:

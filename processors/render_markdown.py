@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import jinja2
 
-from processors.i18n import LABELS, RELEVANCE_EN, Lang
+from processors.i18n import LABELS, Lang, relevance_label
 from processors.models import Briefing, Increment, SourceEntry
 
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
@@ -74,8 +74,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         return f"{name}{t['lp']}{when(s)} · {s.topic or s.title}{extra}{t['rp']}"
 
     def relevance(s: SourceEntry) -> str:
-        label = RELEVANCE_EN.get(s.relevance.label, s.relevance.label) if lang == "en" else s.relevance.label
-        return f"{label} {'⭐' * s.relevance.stars}".strip()
+        return f"{relevance_label(s.relevance.code, lang)} {'⭐' * s.relevance.stars}".strip()
 
     def increment_heading(inc: Increment) -> str:
         stars = "⭐" * inc.stars

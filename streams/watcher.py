@@ -20,6 +20,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.labels import writer_label
 from processors.models import RawFile
+from processors.reasons import RejectionCode
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
 from streams import kafka_io
@@ -250,7 +251,7 @@ class Watcher:
             self._metrics.documents_rejected.labels(reason="vanished").inc()
         return 0
 
-    async def _refuse(self, rel: str, st: os.stat_result | None, label: str, why: str) -> int:
+    async def _refuse(self, rel: str, st: os.stat_result | None, label: RejectionCode, why: str) -> int:
         """Publish a refusal (no bytes) so that the worker lists the file as rejected; once per version."""
         size, mtime = (st.st_size, st.st_mtime) if st is not None else (0, self._clock())
         digest = f"refused-{label}"
@@ -260,7 +261,15 @@ class Watcher:
         log.warning("refused %s: it %s", rel, why, extra=doc_context(rel))
         self._metrics.documents_rejected.labels(reason=label).inc()
         await self._send(
-            RawFile(path=rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {why}")
+            RawFile(
+                path=rel,
+                content=b"",
+                size=size,
+                mtime=mtime,
+                sha256=digest,
+                refused=f"it {why}",
+                refused_code=label,
+            )
         )
         self._ledger.acknowledge(rel, size, mtime, digest)
         return 1
