@@ -167,3 +167,19 @@ def test_paths_outside_the_known_folders_are_rejected_as_parse_errors() -> None:
         with pytest.raises(ParseError, match="not under"):
             parse_document(raw(path, b"# x\n"), zone=SH)
         assert rejected(raw(path, b"# x\n"))[0] == "parse"
+
+
+def test_a_rejection_carries_its_file_s_time_from_the_name_stamp_else_the_mtime() -> None:
+    # A re-emitted past window lists the files rejected in it: by their time, not by when the worker saw them.
+    stamped = route(raw("inbox/jay/2026-09-20-0930-x.md", b"\x00"))
+    assert {e.event_time for e in stamped} == {datetime(2026, 9, 20, 9, 30, tzinfo=SH)}
+    unstamped = route(raw("inbox/jay/notes.md", b"\x00"))
+    assert {e.event_time for e in unstamped} == {NOW}
+    assert all(e.seen_at == NOW and e.reason_code == "binary" for e in [*stamped, *unstamped])
+
+
+def test_a_deletion_carries_its_file_s_time_and_no_reason() -> None:
+    gone = route(raw("inbox/jay/2026-09-20-x.md", b"", deleted=True))
+    assert [(e.type, e.event_time, e.reason_code) for e in gone] == [
+        ("deletion", datetime(2026, 9, 20, tzinfo=SH), None)
+    ]
