@@ -157,7 +157,7 @@ class Accounts:
 
 def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) -> str | None:
     declared, _ = declared_axes(doc)
-    others = sorted(declared - {axis}) or [
+    others = sorted((declared & scores.keys()) - {axis}) or [
         k for k, _ in sorted(scores.items(), key=lambda kv: -kv[1]) if k != axis
     ]
     return others[0] if others else None

@@ -158,7 +158,7 @@ class Pipeline:
                 self.metrics.documents_warned.labels(reason=code).inc()
             log.warning("kept %s with warnings: %s", path, "; ".join(routed.warnings), extra=ctx)
         if not routed.records:
-            log.info("%s matches no configured axis; not stored", path, extra=ctx)
+            log.info("%s is the living document of no configured axis; not stored", path, extra=ctx)
 
     def store(
         self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False
