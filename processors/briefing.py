@@ -31,7 +31,9 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     found_whole = gather_contributors(
         window.kept, weights, [*anchors.baselines, *queues], req.load, (axis, inc_rules.max_contributors)
     )
-    ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines], anchors.ids)
+    # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
+    # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
+    ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines, *window.docs], anchors.ids)
 
     # Lead words before ids are read from the notes read whole only: over a 100k window this alone takes minutes.
     readers = [
