@@ -148,7 +148,9 @@ def relevance_code(
     if doc.kind == "work_queue":
         return "reference"
     declared, anchored = declared_axes(doc)
-    declared &= scores.keys()  # an axis that is not configured claims nothing: the note is weighed on its text
+    declared &= (
+        scores.keys()
+    )  # an axis that is not configured claims nothing: the note is weighed on its text
     here = axis in declared or axis in anchored
     elsewhere = bool(declared) and not here
     best_other = max((v for k, v in scores.items() if k != axis), default=0.0)
