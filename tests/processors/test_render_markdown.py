@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.models import NoIncrementSource
+from processors.models import NoIncrementSource, Rejection
 from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, render_markdown
 from tests.processors.notes import SH, brief, example_documents, note
 
@@ -124,3 +124,19 @@ def test_six_groups_sources_by_reason_with_counts_and_lists_a_long_group_in_part
     assert (
         "- low relevance: 30 (the first 5 listed; the other 25 are in the JSON's no_increment_sources)" in en
     )
+
+
+def test_a_rejected_file_is_shown_by_its_code_in_the_briefing_language() -> None:
+    rejected = [
+        Rejection(
+            path="inbox/jay/2026-09-27-bin.md",
+            reason="inbox/jay/2026-09-27-bin.md: NUL",
+            reason_code="binary",
+        ),
+        Rejection(path="inbox/jay/2026-09-27-old.md", reason="recorded before codes"),  # no code: the message
+    ]
+    b = brief([]).model_copy(update={"rejected": rejected})
+    zh, en = render_markdown(b, zone=SH), render_markdown(b, lang="en", zone=SH)
+    assert "- inbox/jay/2026-09-27-bin.md（拒收：二进制文件（含 NUL 字节））" in zh
+    assert "- inbox/jay/2026-09-27-bin.md (rejected: binary file (NUL bytes))" in en
+    assert "- inbox/jay/2026-09-27-old.md (rejected: recorded before codes)" in en
