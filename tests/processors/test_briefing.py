@@ -161,3 +161,16 @@ def test_the_living_document_s_vocabulary_weighs_a_note_no_keyword_names() -> No
     side = note(SIDE_CHANNEL[0], SIDE_CHANNEL[1])
     b = brief([side, note("inbox/jay/2026-09-27-1100-kv.md", KV)], axis=risk, living_doc=living_risk)
     assert next(s for s in b.sources if s.path == side.path).relevance.code in ("very_high", "high", "medium")
+
+
+@pytest.mark.parametrize("axis", AXES, ids=lambda a: a.name)
+def test_every_source_of_every_axis_window_is_used_or_says_why_not(axis: AxisSpec) -> None:
+    b = brief(example_documents(axis), axis=axis)
+    listed = {s.path for s in b.sources if s.status != "superseded"}
+    used = {s.path for s in b.sources if s.status == "used"}
+    why = [n.path for n in b.no_increment_sources]
+    assert len(why) == len(set(why)) and used.isdisjoint(why)
+    assert used | set(why) == listed
+    # Every id those sources cite is in 四.
+    cited = {i for d in example_documents(axis) if d.path in listed for i in d.arxiv_ids}
+    assert cited == {a.id for a in b.arxiv}
