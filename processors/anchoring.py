@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from processors.living_doc import LivingDoc, parse_living_doc
 from processors.models import Document, DocumentSummary, Relevance
 
-BASELINE_LABEL = "基线"
-
 
 @dataclass(frozen=True)
 class Anchors:
@@ -29,7 +27,7 @@ def anchor_ids(
     """Ids the living document, earlier briefings or this axis's own baseline note cite."""
     living_doc = parse_living_doc(living) if living is not None else None
     anchored = set(earlier_cited) | (set(living_doc.cited_ids) if living_doc else set())
-    baselines = [d for d in kept if rel[d.path].label == BASELINE_LABEL]
+    baselines = [d for d in kept if rel[d.path].code == "baseline"]
     for d in baselines:
         anchored.update(d.arxiv_ids)
     return Anchors(living=living_doc, ids=frozenset(anchored), baselines=baselines)

@@ -23,13 +23,17 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     rules, axis, lang = req.rules, req.axis.name, req.lang
     inc_rules = rules.increments
     window = collect_window(req.documents, axis, req.window, rules.near_duplicate_threshold)
-    weights = weigh_sources(window.docs, window.kept, axis, (req.all_axes, req.living_map), rules.relevance)
+    weights = weigh_sources(
+        window.docs, window.kept, axis, (req.all_axes, req.living_map), rules.relevance, lang
+    )
     anchors = anchor_ids(window.kept, weights.rel, req.living, req.history.cited_ids)
     queues = [d for d in window.kept if d.kind == "work_queue"]
     found_whole = gather_contributors(
         window.kept, weights, [*anchors.baselines, *queues], req.load, (axis, inc_rules.max_contributors)
     )
-    ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines], anchors.ids)
+    # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
+    # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
+    ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines, *window.docs], anchors.ids)
 
     # Lead words before ids are read from the notes read whole only: over a 100k window this alone takes minutes.
     readers = [

@@ -6,10 +6,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from processors.models import Document, DocumentSummary, Relevance
+from processors.reasons import ROLE_CODES
 from processors.relevance import Weights
 from processors.units import card_anchors
-
-ROLE_LABELS = ("基线", "参考", "邻接")
 
 Loader = Callable[[Sequence[str]], Sequence[Document]]
 
@@ -60,7 +59,7 @@ def gather_contributors(
         (d, weights.rel[d.path])
         for d in kept
         if d.kind in ("inbox", "paper_card")
-        and weights.rel[d.path].label not in ROLE_LABELS
+        and weights.rel[d.path].code not in ROLE_CODES
         and d.path not in weights.low
     ]
     needed = _most_relevant(eligible, axis, limit)

@@ -153,8 +153,8 @@ def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[_Item]:
         if key not in reported:
             reported.add(key)
             claims = (
-                Claim(text=f"{a.title}（arXiv {a.id}）", source=a.source),
-                Claim(text=f"{b.title}（arXiv {b.id}）", source=b.source),
+                Claim(text=say("d.id.claim", lang, title=a.title, id=a.id), source=a.source),
+                Claim(text=say("d.id.claim", lang, title=b.title, id=b.id), source=b.source),
             )
             items.append(_Item("arxiv_id_conflict", subject, claims, say("d.id.suggest", lang)))
 

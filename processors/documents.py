@@ -15,6 +15,7 @@ from processors.errors import ParseError
 from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
 from processors.near_duplicates import signature_of
+from processors.reasons import WarningCode
 from processors.structure import Structure, parse_structure
 from processors.text import hash_normalised
 from processors.tokens import normalise, note_index, note_terms, token_counts
@@ -28,6 +29,8 @@ _YAML = YAMLHandler()
 _FM_NODE_BUDGET = 10_000
 # A note full of broken ids gets a few warnings, not thousands.
 _MAX_ID_WARNINGS = 5
+
+Warnings = list[tuple[WarningCode, str]]  # (code, the message the operator reads)
 
 
 def _kind_of(path: str) -> tuple[Kind, str | None]:
@@ -45,17 +48,17 @@ def _kind_of(path: str) -> tuple[Kind, str | None]:
     raise ParseError(f"{path}: not under inbox/<writer>/, paper_cards/, work-queue/ or living/; ignored")
 
 
-def _decode(content: bytes, warnings: list[str]) -> str:
+def _decode(content: bytes, warnings: Warnings) -> str:
     try:
         return content.decode("utf-8-sig")
     except UnicodeDecodeError:
         pass
     try:
         text = content.decode("gb18030")
-        warnings.append("file is not valid UTF-8; decoded as GB18030")
+        warnings.append(("decode", "file is not valid UTF-8; decoded as GB18030"))
         return text
     except UnicodeDecodeError:
-        warnings.append("file is not valid UTF-8; undecodable bytes replaced")
+        warnings.append(("decode", "file is not valid UTF-8; undecodable bytes replaced"))
         return content.decode("utf-8", errors="replace")
 
 
@@ -78,7 +81,7 @@ def _json_safe(value: object, budget: list[int]) -> object:
     return str(value)
 
 
-def _split_front_matter(text: str, warnings: list[str]) -> tuple[dict[str, object], object, str]:
+def _split_front_matter(text: str, warnings: Warnings) -> tuple[dict[str, object], object, str]:
     """(JSON-safe front matter, raw `date` value, body)."""
     if not _YAML.detect(text):
         return {}, None, text
@@ -86,23 +89,23 @@ def _split_front_matter(text: str, warnings: list[str]) -> tuple[dict[str, objec
         fm, body = _YAML.split(text)
         body = body.removeprefix("\r\n").removeprefix("\n")  # the closing line's own break
     except ValueError:
-        warnings.append("front matter has no closing '---'; read as body")
+        warnings.append(("front_matter", "front matter has no closing '---'; read as body"))
         return {}, None, text
     try:
         data = _YAML.load(fm)  # yaml.SafeLoader: no Python object construction
     except Exception as exc:  # PyYAML raises YAMLError, but deep nesting can raise others
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        warnings.append(f"front matter is not valid YAML ({first}); ignored")
+        warnings.append(("front_matter", f"front matter is not valid YAML ({first}); ignored"))
         return {}, None, body
     if data is None:
         return {}, None, body
     if not isinstance(data, dict):
-        warnings.append("front matter is not a mapping; ignored")
+        warnings.append(("front_matter", "front matter is not a mapping; ignored"))
         return {}, None, body
     try:
         safe = _json_safe(data, [_FM_NODE_BUDGET])
     except (ValueError, RecursionError):
-        warnings.append("front matter is too large or too deeply nested; ignored")
+        warnings.append(("front_matter", "front matter is too large or too deeply nested; ignored"))
         return {}, None, body
     assert isinstance(safe, dict)
     return safe, data.get("date"), body
@@ -119,7 +122,7 @@ def _to_zone(value: datetime, zone: ZoneInfo) -> datetime:
     return value.replace(tzinfo=zone) if value.tzinfo is None else value.astimezone(zone)
 
 
-def _front_matter_time(value: object, zone: ZoneInfo, warnings: list[str]) -> datetime | None:
+def _front_matter_time(value: object, zone: ZoneInfo, warnings: Warnings) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -131,7 +134,7 @@ def _front_matter_time(value: object, zone: ZoneInfo, warnings: list[str]) -> da
             return _to_zone(datetime.fromisoformat(value.strip()), zone)
         except ValueError:
             pass
-    warnings.append(f"front matter date {str(value)[:40]!r} is not ISO 8601; ignored")
+    warnings.append(("front_matter", f"front matter date {str(value)[:40]!r} is not ISO 8601; ignored"))
     return None
 
 
@@ -144,6 +147,18 @@ def _stamp_time(stem: str, zone: ZoneInfo) -> datetime | None:
     try:
         return datetime(y, mo, d, hh, mm, tzinfo=zone)
     except ValueError:
+        return None
+
+
+def file_time(path: str, mtime: float, zone: ZoneInfo) -> datetime | None:
+    """A file's time when its front matter is not read: the name's stamp in `zone`, else its mtime; None if neither."""
+    name = path.rsplit("/", 1)[-1]
+    stamped = _stamp_time(name.rsplit(".", 1)[0] if "." in name else name, zone)
+    if stamped is not None:
+        return stamped
+    try:
+        return datetime.fromtimestamp(mtime, tz=UTC).astimezone(zone)
+    except (OverflowError, ValueError, OSError):
         return None
 
 
@@ -177,19 +192,20 @@ def parse_document(
 
 def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]) -> Document:
     if raw.refused:
-        raise ParseError(f"{raw.path}: {raw.refused}")
+        raise ParseError(f"{raw.path}: {raw.refused}", raw.refused_code or "parse")
     size = max(raw.size, len(raw.content))
     if size > max_bytes:
         raise ParseError(
             f"{raw.path}: file is {size} bytes, over the limit of {max_bytes}; "
-            "split it or raise PREDIGEST_MAX_BYTES"
+            "split it or raise PREDIGEST_MAX_BYTES",
+            "limit",
         )
     if b"\x00" in raw.content:
-        raise ParseError(f"{raw.path}: file contains NUL bytes; binary files are not notes")
+        raise ParseError(f"{raw.path}: file contains NUL bytes; binary files are not notes", "binary")
     kind, writer = _kind_of(raw.path)
     name = raw.path.rsplit("/", 1)[-1]
     stem = name.rsplit(".", 1)[0] if "." in name else name
-    warnings: list[str] = []
+    warnings: Warnings = []
     text = _decode(raw.content, warnings)
     front, raw_date, body = _split_front_matter(text, warnings)
 
@@ -211,7 +227,9 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
                 "time; stamp the file name (YYYY-MM-DD-HHMM-…) or fix its mtime"
             ) from None
         if kind in ("inbox", "baseline", "work_queue"):
-            warnings.append("file name has no date stamp; event time taken from the file's mtime")
+            warnings.append(
+                ("no_stamp", "file name has no date stamp; event time taken from the file's mtime")
+            )
 
     structure = parse_structure(body)
     sections = split_sections(body, structure)
@@ -236,12 +254,14 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         if card_id:
             ids.append(card_id)
         else:
-            warnings.append("paper card file name carries no valid arXiv id (<card>-<yymm>-<nnnnn>.md)")
+            warnings.append(
+                ("arxiv_id", "paper card file name carries no valid arXiv id (<card>-<yymm>-<nnnnn>.md)")
+            )
     if front.get("arxiv") is not None:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
     ids.extend(extract_arxiv_ids(body))
     for bad in invalid_arxiv_mentions(body)[:_MAX_ID_WARNINGS]:
-        warnings.append(f"{bad!r} is written as an arXiv id but is not a valid one; not cited")
+        warnings.append(("arxiv_id", f"{bad!r} is written as an arXiv id but is not a valid one; not cited"))
 
     # One normalisation and one token pass serve the exact hash, the MinHash and the relevance terms.
     norm = normalise(body)
@@ -266,7 +286,8 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         terms=note_terms(index, keep_terms),
         length=sum(index.values()),
         front_matter=front,
-        warnings=tuple(warnings),
+        warnings=tuple(message for _, message in warnings),
+        warning_codes=tuple(code for code, _ in warnings),
         baseline_axis=baseline_axis,
         version=version,
     )

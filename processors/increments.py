@@ -144,7 +144,9 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
     """Relevance, novelty and support of a cluster, and its ranking score."""
     rel = ctx.score_text(cluster.text)
     if cluster.ids:
-        novel = any(i in ctx.new_ids for i in cluster.ids)
+        # An increment is new when the id it leads with is: one the living document, an earlier briefing or
+        # the baseline already cites is continued, whatever new ids its sections also name.
+        novel = cluster.ids[0] in ctx.new_ids
     elif cluster.key.startswith("title:"):
         novel = cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
     else:

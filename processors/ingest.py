@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from processors.models import AxisSpec, RawFile
-from processors.routing import DocumentEvent, route_raw, to_every_axis
+from processors.reasons import RejectionCode, WarningCode
+from processors.routing import DocumentEvent, Refusal, route_raw, to_every_axis
 from processors.wire import encode_events
 
 
@@ -35,8 +36,10 @@ class Routed:
     unreadable: str | None = None  # the raw record is not a RawFile: skipped
     error: str | None = None  # routing raised (a bug): the file became a rejection; the traceback
     rejection: str | None = None  # the reason the file was rejected
+    rejection_code: RejectionCode | None = None  # and its code (the metric label)
     refused: bool = False  # the watcher refused it (and counted it already)
     warnings: tuple[str, ...] = ()
+    warning_codes: tuple[WarningCode, ...] = ()  # one per warning (the metric labels)
     too_big: str | None = None  # the parsed document was over the message limit: rejected
 
 
@@ -56,8 +59,8 @@ def route_file(
         )
     except Exception as exc:
         error = traceback.format_exc()
-        reason = f"{raw.path}: could not be routed ({exc})"
-        events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=reason)
+        refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")
+        events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
     doc = next((ev.document for ev in events if ev.document is not None), None)
     records = encode_events(events)
     too_big = None
@@ -66,7 +69,7 @@ def route_file(
             f"{raw.path}: parsed document is over the message limit of {params.message_limit} bytes; "
             "split the file"
         )
-        events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=too_big)
+        events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, Refusal(too_big, "limit"))
         records = encode_events(events)
     rejected = next((ev for ev in events if ev.type == "rejection"), None)
     return Routed(
@@ -75,8 +78,10 @@ def route_file(
         events=tuple(events) if keep_events else (),
         error=error,
         rejection=None if rejected is None else rejected.reason or "rejected",
+        rejection_code=None if rejected is None else rejected.reason_code or "parse",
         refused=bool(raw.refused),
         warnings=doc.warnings if doc is not None else (),
+        warning_codes=doc.warning_codes if doc is not None else (),
         too_big=too_big,
     )
 
@@ -98,9 +103,15 @@ def refuse_value(
         raw = RawFile.model_validate_json(value)
     except ValidationError as exc:
         return Routed(path="", unreadable=str(exc).splitlines()[0])
-    reason = f"{raw.path}: could not be routed ({why})"
-    events = to_every_axis("rejection", raw, seen_at, params.axes, raw_offset, reason=reason)
-    return Routed(path=raw.path, records=tuple(encode_events(events)), error=why, rejection=reason)
+    refusal = Refusal(f"{raw.path}: could not be routed ({why})", "parse")
+    events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
+    return Routed(
+        path=raw.path,
+        records=tuple(encode_events(events)),
+        error=why,
+        rejection=refusal.reason,
+        rejection_code=refusal.code,
+    )
 
 
 def route_values(

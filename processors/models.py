@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from processors.reasons import NoIncrementCode, RejectionCode, RelevanceCode, WarningCode
 
 Kind = Literal["inbox", "paper_card", "work_queue", "baseline", "living"]
 SourceStatus = Literal["used", "no_increment", "duplicate", "superseded"]
@@ -35,6 +37,7 @@ class RawFile(Frozen):
     deleted: bool = False
     # Why the watcher refused the file (a symlink, outside the root …); it then travels without its bytes.
     refused: str | None = None
+    refused_code: RejectionCode | None = None  # why, as a code (None from a watcher before codes: "parse")
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
@@ -80,6 +83,7 @@ class DocumentSummary(Frozen):
     signature: tuple[int, ...] = ()  # MinHash of the text's shingles (processors.near_duplicates); () if tiny
     front_matter: dict[str, object] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    warning_codes: tuple[WarningCode, ...] = ()  # one per warning, same order
     baseline_axis: str | None = None  # for kind "baseline": the axis the briefing belongs to
     version: str | None = None  # living documents: "v3.44"
     terms: dict[str, int] = Field(default_factory=dict)  # top index terms and keyword terms (title thrice)
@@ -100,7 +104,8 @@ class Document(DocumentSummary):
 
 class Rejection(Frozen):
     path: str
-    reason: str
+    reason: str  # the operator's message (English), as logged
+    reason_code: RejectionCode | None = None  # None: recorded before codes, or by a state that drops them
 
 
 class ControlCommand(Frozen):
@@ -134,10 +139,27 @@ class Summary(Frozen):
     continued_arxiv: list[str]
 
 
+# Display labels of briefings written before relevance codes existed (always zh): read back as codes.
+_LEGACY_RELEVANCE: dict[str, RelevanceCode] = {
+    "极高": "very_high", "高": "high", "中": "medium", "低": "low",
+    "基线": "baseline", "参考": "reference", "邻接": "adjacent",
+}  # fmt: skip
+
+
 class Relevance(Frozen):
+    """`code` is what code compares; `label` its display text in the briefing's language."""
+
     label: str
+    code: RelevanceCode
     stars: int
     score: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _code_of_legacy_label(cls, data: object) -> object:
+        if isinstance(data, dict) and "code" not in data and "label" in data:
+            return {**data, "code": _LEGACY_RELEVANCE.get(str(data["label"]), "medium")}
+        return data
 
 
 class SourceEntry(Frozen):
@@ -153,6 +175,7 @@ class SourceEntry(Frozen):
     duplicate_kind: Literal["exact", "near"] | None = None
     similarity: float | None = None  # estimated Jaccard with `duplicate_of`
     warnings: list[str] = Field(default_factory=list)
+    warning_codes: list[WarningCode] = Field(default_factory=list)
     topic: str = ""  # one line built from the source's headings
 
 
@@ -228,8 +251,8 @@ class ArxivEntry(Frozen):
 
 class NoIncrementSource(Frozen):
     path: str
-    reason: str
-    code: str = ""  # duplicate | baseline | reference | work_queue | adjacent | low | covered | not_selected
+    reason: str  # display text in the briefing's language
+    code: NoIncrementCode
 
 
 PriorityLevel = Literal["highest", "medium", "low"]

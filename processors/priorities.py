@@ -29,7 +29,7 @@ def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], la
             for s in inc.suggestions:
                 rows.append(Priority(level=level, content=s.reason, action=_write([s.section], lang)))
             continue
-        figures = f"（{' / '.join(inc.highlights)}）" if inc.highlights else ""
+        figures = say("pri.figures", lang, figures=" / ".join(inc.highlights)) if inc.highlights else ""
         head = f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else ""
         rows.append(
             Priority(

@@ -1,11 +1,13 @@
-"""How much a source matters to an axis: BM25 of the note against each axis profile, plus role labels."""
+"""How much a source matters to an axis: BM25 of the note against each axis profile, plus roles, as codes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from processors.i18n import Lang, relevance_label
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
+from processors.reasons import RelevanceCode
 from processors.routing import keyword_terms
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, token_counts
@@ -22,8 +24,8 @@ class RelevanceRules(Frozen):
 
     very_high: float = 0.45
     high: float = 0.3
-    low: float = 0.1  # below this a source is "相关度低" and yields no increment on its own
-    adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source 邻接
+    low: float = 0.1  # below this a source is "low" and yields no increment on its own
+    adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source "adjacent"
 
 
 def doc_counts(doc: DocumentSummary, keep: frozenset[str]) -> Mapping[str, int]:
@@ -133,40 +135,52 @@ def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:
     return declared, anchored
 
 
-# Built once per source of a window that can hold 100k: the values are ours, so no validation pass.
-def relevance(
-    doc: DocumentSummary, axis: str, scores: Mapping[str, float], rules: RelevanceRules | None = None
-) -> Relevance:
-    """The label, stars and score of `doc` for `axis`: roles first, then the cosine thresholds."""
-    r = rules or RelevanceRules()
+STARS: dict[RelevanceCode, int] = {"very_high": 5, "high": 4, "medium": 3, "low": 2}  # roles have none
+
+
+def relevance_code(
+    doc: DocumentSummary, axis: str, scores: Mapping[str, float], rules: RelevanceRules
+) -> RelevanceCode:
+    """A role (baseline, reference, adjacent) or the band of the axis score."""
     own = scores.get(axis, 0.0)
     if doc.kind == "baseline":
-        return Relevance.model_construct(
-            label="基线" if doc.baseline_axis == axis else "参考", stars=0, score=own
-        )
+        return "baseline" if doc.baseline_axis == axis else "reference"
     if doc.kind == "work_queue":
-        return Relevance.model_construct(label="参考", stars=0, score=own)
+        return "reference"
     declared, anchored = declared_axes(doc)
+    declared &= (
+        scores.keys()
+    )  # an axis that is not configured claims nothing: the note is weighed on its text
     here = axis in declared or axis in anchored
     elsewhere = bool(declared) and not here
     best_other = max((v for k, v in scores.items() if k != axis), default=0.0)
-    if elsewhere or (not here and best_other >= r.high and best_other > own * r.adjacent_ratio):
-        return Relevance.model_construct(label="邻接", stars=0, score=own)
-    stars = 5 if own >= r.very_high else 4 if own >= r.high else 3
-    if axis in anchored:
-        stars = max(stars, 4)  # a card anchored into a section of this axis is never marginal
-    label = {5: "极高", 4: "高", 3: "中"}[stars]
-    return Relevance.model_construct(label=label, stars=stars, score=own)
+    if elsewhere or (not here and best_other >= rules.high and best_other > own * rules.adjacent_ratio):
+        return "adjacent"
+    if own >= rules.very_high:
+        return "very_high"
+    if own >= rules.high or axis in anchored:  # a card anchored into a section of this axis is never marginal
+        return "high"
+    return "medium" if own >= rules.low else "low"
 
 
-def is_low(rel: Relevance, rules: RelevanceRules | None = None) -> bool:
-    """True for a scored source too far from the axis to yield an increment on its own."""
-    return rel.stars == 3 and rel.score < (rules or RelevanceRules()).low
+# Built once per source of a window that can hold 100k: the values are ours, so no validation pass.
+def relevance(
+    doc: DocumentSummary,
+    axis: str,
+    scores: Mapping[str, float],
+    rules: RelevanceRules | None = None,
+    lang: Lang = "zh",
+) -> Relevance:
+    """The code, label (in `lang`), stars and score of `doc` for `axis`."""
+    code = relevance_code(doc, axis, scores, rules or RelevanceRules())
+    return Relevance.model_construct(
+        label=relevance_label(code, lang), code=code, stars=STARS.get(code, 0), score=scores.get(axis, 0.0)
+    )
 
 
 @dataclass(frozen=True)
 class Weights:
-    """Every source's relevance to the axis: the window's term space, per-axis scores, labels, the low ones."""
+    """Every source's relevance to the axis: the window's term space, per-axis scores, codes, the low ones."""
 
     space: AxisSpace
     scores: dict[str, dict[str, float]]
@@ -181,11 +195,12 @@ def weigh_sources(
     axis: str,
     profiles: tuple[Sequence[AxisSpec], Mapping[str, Document | None]],
     rules: RelevanceRules,
+    lang: Lang = "zh",
 ) -> Weights:
     """Score every source against every axis profile built from the kept sources; label each for `axis`."""
     axes, living = profiles
     space = AxisSpace(kept, axes, living)
     scores = {d.path: space.scores(d) for d in docs}
-    rel = {d.path: relevance(d, axis, scores[d.path], rules) for d in docs}
-    low = frozenset(d.path for d in docs if is_low(rel[d.path], rules))
+    rel = {d.path: relevance(d, axis, scores[d.path], rules, lang) for d in docs}
+    low = frozenset(d.path for d in docs if rel[d.path].code == "low")
     return Weights(space=space, scores=scores, rel=rel, low=low, rules=rules)

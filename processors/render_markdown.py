@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import jinja2
 
-from processors.i18n import LABELS, RELEVANCE_EN, Lang
-from processors.models import Briefing, Increment, SourceEntry
+from processors.i18n import LABELS, Lang, relevance_label
+from processors.models import Briefing, Increment, NoIncrementSource, SourceEntry
+from processors.reasons import NO_INCREMENT_CODES, NoIncrementCode
 
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
+# 六 lists a reason's sources one by one up to LIST_ALL; above, its count and the first LIST_FIRST (the JSON's
+# no_increment_sources has every one), so a window of 500 digests stays readable.
+LIST_ALL = 12
+LIST_FIRST = 5
 _TIME = "%Y-%m-%d %H:%M"
 
 
@@ -53,6 +59,27 @@ def _size(n: int) -> str:
     return f"{kb:.1f}KB" if kb < 10 else f"{round(kb)}KB"
 
 
+@dataclass(frozen=True)
+class ReasonGroup:
+    """六's sources of one no-increment reason: how many, and the ones listed."""
+
+    code: NoIncrementCode
+    count: int
+    shown: list[NoIncrementSource]
+
+
+def reason_groups(items: Sequence[NoIncrementSource]) -> list[ReasonGroup]:
+    """The no-increment sources grouped by reason, in NO_INCREMENT_CODES order, each in window order."""
+    by_code: dict[NoIncrementCode, list[NoIncrementSource]] = {}
+    for n in items:
+        by_code.setdefault(n.code, []).append(n)
+    return [
+        ReasonGroup(code, len(group), group if len(group) <= LIST_ALL else group[:LIST_FIRST])
+        for code in NO_INCREMENT_CODES
+        if (group := by_code.get(code))
+    ]
+
+
 def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
     t = LABELS[lang]
@@ -74,8 +101,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         return f"{name}{t['lp']}{when(s)} · {s.topic or s.title}{extra}{t['rp']}"
 
     def relevance(s: SourceEntry) -> str:
-        label = RELEVANCE_EN.get(s.relevance.label, s.relevance.label) if lang == "en" else s.relevance.label
-        return f"{label} {'⭐' * s.relevance.stars}".strip()
+        return f"{relevance_label(s.relevance.code, lang)} {'⭐' * s.relevance.stars}".strip()
 
     def increment_heading(inc: Increment) -> str:
         stars = "⭐" * inc.stars
@@ -128,6 +154,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         living=living,
         core=core,
         unverified=[a.id for a in b.arxiv if a.metadata.source == "document"],
+        groups=reason_groups(b.no_increment_sources),
         footer=footer,
         count=count,
         folder=lambda p: p.rpartition("/")[0] or ".",

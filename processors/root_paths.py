@@ -12,8 +12,8 @@ FileRefusal = Literal[
     "special",  # a FIFO, socket or device: reading it could block or have effects
     "unreadable",  # the file system refused (permissions …)
 ]
-# The refusal travels to the worker as text (RawFile.refused) whose phrases name the metric label there
-# (processors.routing): keep "symlink", "outside the root", "not a regular file" and "unreadable" in them.
+# The refusal travels to the worker as its code (RawFile.refused_code, a processors.reasons.RejectionCode,
+# the metric label there) and as text (RawFile.refused) for the reader.
 REFUSAL_TEXT: dict[FileRefusal, str] = {
     "symlink": "is a symlink; only regular files under the root are read",
     "outside": "lies under a symlinked folder, which may lead outside the root; not read",

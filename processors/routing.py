@@ -4,38 +4,20 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
-from processors.documents import parse_document
+from processors.documents import file_time, parse_document
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile
+from processors.reasons import RejectionCode
 from processors.tokens import axis_terms
 
 REJECTED_KEY = "_rejected"
-
-# Phrases of the rejection reasons (processors.documents, the watcher's refusals) → metric label.
-_REJECTION_LABELS = (
-    ("nul bytes", "binary"),
-    ("over the limit", "limit"),
-    ("message limit", "limit"),
-    ("is empty", "empty"),
-    ("outside the root", "outside"),  # before "symlink": the reason names the symlinked folder
-    ("symlink", "symlink"),
-    ("not a regular file", "special"),
-    ("unreadable", "unreadable"),
-    ("vanished", "vanished"),
-)
-# Phrases of a kept document's warnings → metric label.
-_WARNING_LABELS = (
-    ("not valid utf-8", "decode"),
-    ("front matter", "front_matter"),
-    ("no date stamp", "no_stamp"),
-    ("arxiv id", "arxiv_id"),
-)
 
 
 class EventFields(Frozen):
@@ -46,7 +28,11 @@ class EventFields(Frozen):
     sha256: str
     seen_at: datetime
     axis: str | None = None
-    reason: str | None = None
+    reason: str | None = None  # a rejection's message for the operator
+    reason_code: RejectionCode | None = None  # a rejection's code: the metric label, `rejected[].reason_code`
+    # The file's time: a document's event time; for a deletion or a rejection the name's stamp, else the
+    # mtime (its front matter is not read), so a re-emitted past window lists them. None: an older record.
+    event_time: datetime | None = None
     mtime: float | None = None  # the file's mtime, for the end-to-end lag metric
     # Offset of the raw record on `predigest.raw`. Raw is keyed by path, so this orders the versions of
     # one path totally (content cannot: a file can be restored to earlier bytes). None: from before 0.2.
@@ -73,24 +59,34 @@ def keyword_terms(axes: tuple[AxisSpec, ...]) -> frozenset[str]:
     return frozenset(t for a in axes for t in axis_terms(a.keywords, a.name))
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a file is not a document: the operator's message and its code."""
+
+    reason: str
+    code: RejectionCode
+
+
 def to_every_axis(
-    type: Literal["deletion", "rejection"],
     raw: RawFile,
     seen_at: datetime,
     axes: Sequence[AxisSpec],
     raw_offset: int | None,
-    reason: str | None = None,
+    zone: ZoneInfo,
+    refusal: Refusal | None = None,
 ) -> list[DocumentEvent]:
-    """One event per axis: every briefing lists the window's deletions and rejections, and each axis's
-    window may live on another worker."""
+    """A deletion (no refusal) or a rejection, one event per axis: every briefing lists the window's deletions
+    and rejections, and each axis's window may live on another worker."""
     return [
         DocumentEvent(
-            type=type,
+            type="deletion" if refusal is None else "rejection",
             path=raw.path,
             sha256=raw.sha256,
             seen_at=seen_at,
             axis=a.name,
-            reason=reason,
+            reason=refusal.reason if refusal else None,
+            reason_code=refusal.code if refusal else None,
+            event_time=file_time(raw.path, raw.mtime, zone),
             raw_offset=raw_offset,
         )
         for a in axes
@@ -108,14 +104,14 @@ def route_raw(
 ) -> list[DocumentEvent]:
     """Parse a raw file and fan it out to its axes; deletions and rejections go to every axis."""
     if raw.deleted:
-        return to_every_axis("deletion", raw, seen_at, axes, raw_offset)
+        return to_every_axis(raw, seen_at, axes, raw_offset, zone)
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
         if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
             # Usually a note caught between create and first write; its next version is stored as usual.
-            raise ParseError(f"{raw.path}: file is empty; nothing to brief")
+            raise ParseError(f"{raw.path}: file is empty; nothing to brief", "empty")
     except ParseError as exc:
-        return to_every_axis("rejection", raw, seen_at, axes, raw_offset, reason=str(exc))
+        return to_every_axis(raw, seen_at, axes, raw_offset, zone, Refusal(str(exc), exc.code))
     return [
         DocumentEvent(
             type="document",
@@ -125,23 +121,8 @@ def route_raw(
             axis=name,
             document=doc,
             mtime=raw.mtime,
+            event_time=doc.event_time,
             raw_offset=raw_offset,
         )
         for name in assign_axes(doc, axes)
     ]
-
-
-def _label(text: str, path: str, table: tuple[tuple[str, str], ...], default: str) -> str:
-    # Reasons start with the path; a path like `inbox/jay/binary-search.md` must not pick the label.
-    lowered = text.removeprefix(f"{path}: ").lower() if path else text.lower()
-    return next((label for phrase, label in table if phrase in lowered), default)
-
-
-def rejection_reason_label(reason: str, path: str = "") -> str:
-    """A low-cardinality label for `predigest_documents_rejected_total`."""
-    return _label(reason, path, _REJECTION_LABELS, "parse")
-
-
-def warning_reason_label(warning: str) -> str:
-    """A low-cardinality label for `predigest_documents_warned_total` (kept documents)."""
-    return _label(warning, "", _WARNING_LABELS, "other")

@@ -20,6 +20,7 @@ from processors.models import (
     WindowBounds,
 )
 from processors.near_duplicates import DuplicateOf
+from processors.reasons import NoIncrementCode
 from processors.relevance import Weights, declared_axes, relevance
 from processors.units import card_anchors
 from processors.window import in_window
@@ -68,6 +69,7 @@ def source_entry(
         duplicate_kind=duplicate.kind if duplicate else None,
         similarity=duplicate.similarity if duplicate else None,
         warnings=list(doc.warnings),
+        warning_codes=list(doc.warning_codes),
         topic=topic_line(doc, axis, lang),
     )
 
@@ -88,7 +90,7 @@ def no_increment(
 ) -> NoIncrementSource:
     """Why a source of the window yields no increment, in words and as a code."""
 
-    def out(code: str, key: str, **values: object) -> NoIncrementSource:
+    def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
         return NoIncrementSource.model_construct(path=doc.path, reason=say(key, lang, **values), code=code)
 
     if duplicate is not None and duplicate.kind == "near":
@@ -97,14 +99,14 @@ def no_increment(
         )
     if duplicate is not None:
         return out("duplicate", "why.duplicate", of=duplicate.kept)
-    if rel.label == "基线":
+    if rel.code == "baseline":
         return out("baseline", "why.baseline")
     if doc.kind == "baseline":
         return out("reference", "why.reference", axis=doc.baseline_axis or "?")
     if doc.kind == "work_queue":
         n = queue_items.get(axis, 0)
         return out("work_queue", "why.work_queue_has" if n else "why.work_queue", axis=axis, n=n)
-    if rel.label == "邻接":
+    if rel.code == "adjacent":
         other = other_axis or say("why.adjacent_axis_unknown", lang)
         return out("adjacent", "why.adjacent", other=other, axis=axis)
     if low:
@@ -155,7 +157,7 @@ class Accounts:
 
 def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) -> str | None:
     declared, _ = declared_axes(doc)
-    others = sorted(declared - {axis}) or [
+    others = sorted((declared & scores.keys()) - {axis}) or [
         k for k, _ in sorted(scores.items(), key=lambda kv: -kv[1]) if k != axis
     ]
     return others[0] if others else None
@@ -198,6 +200,6 @@ def superseded_entries(
     out = []
     for d in sorted(superseded, key=lambda d: (d.event_time, d.path)):
         if in_window(d.event_time, window):
-            rel = relevance(d, axis, weights.space.scores(d), weights.rules)
+            rel = relevance(d, axis, weights.space.scores(d), weights.rules, lang)
             out.append(source_entry(d, axis, rel, "superseded", None, lang))
     return out

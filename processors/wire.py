@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from processors.models import Document, DocumentSummary, Kind
@@ -21,10 +20,9 @@ _NL = b"\n"
 
 
 class EventHeader(EventFields):
-    """A DocumentEvent without its document; for a document, the two columns the state indexes."""
+    """A DocumentEvent without its document; for a document, its kind (with `event_time`, what the state indexes)."""
 
     kind: Kind | None = None
-    event_time: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -85,11 +83,10 @@ def load_document(stored: StoredDocument) -> Document:
 
 def _header(ev: DocumentEvent) -> EventHeader:
     doc = ev.document
-    return EventHeader.model_construct(
-        **ev.fields(),
-        kind=doc.kind if doc is not None else None,
-        event_time=doc.event_time if doc is not None else None,
-    )
+    fields = ev.fields()
+    if doc is not None:  # a v1 record's event carries its time only in its document
+        fields["event_time"] = doc.event_time
+    return EventHeader.model_construct(**fields, kind=doc.kind if doc is not None else None)
 
 
 def encode_events(events: Sequence[DocumentEvent]) -> list[tuple[bytes, bytes]]:

@@ -114,7 +114,13 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
         return Prepared(c.rel, size, mtime, digest, None)
     log.warning("refusing %s: it %s", c.rel, refused.detail)
     raw = RawFile(
-        path=c.rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {refused.detail}"
+        path=c.rel,
+        content=b"",
+        size=size,
+        mtime=mtime,
+        sha256=digest,
+        refused=f"it {refused.detail}",
+        refused_code=refused.reason,
     )
     return Prepared(c.rel, size, mtime, digest, raw.model_dump_json().encode(), refused=True)
 

@@ -22,7 +22,7 @@ from processors.ingest import Routed, RouteParams, route_file
 from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
-from processors.routing import DocumentEvent, rejection_reason_label, warning_reason_label
+from processors.routing import DocumentEvent
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, to_record
 from sinks.arxiv_cache import ArxivCache
@@ -166,18 +166,18 @@ class Pipeline:
             log.warning("rejected %s (limit): %s", path, routed.too_big, extra=ctx)
             self.metrics.documents_rejected.labels(reason="limit").inc()
         elif routed.rejection is not None:
-            label = rejection_reason_label(routed.rejection, path)
+            label = routed.rejection_code or "parse"
             if routed.refused:  # the watcher counted its own refusals already
                 log.info("%s was refused by the watcher (%s); listed as rejected", path, label, extra=ctx)
             else:
                 log.warning("rejected %s (%s): %s", path, label, routed.rejection, extra=ctx)
                 self.metrics.documents_rejected.labels(reason=label).inc()
         if routed.warnings:
-            for warning in routed.warnings:
-                self.metrics.documents_warned.labels(reason=warning_reason_label(warning)).inc()
+            for code in routed.warning_codes:
+                self.metrics.documents_warned.labels(reason=code).inc()
             log.warning("kept %s with warnings: %s", path, "; ".join(routed.warnings), extra=ctx)
         if not routed.records:
-            log.info("%s matches no configured axis; not stored", path, extra=ctx)
+            log.info("%s is the living document of no configured axis; not stored", path, extra=ctx)
 
     def store(
         self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False

@@ -247,7 +247,13 @@ class Watcher:
         self._metrics.documents_rejected.labels(reason=label).inc()
         await self._send(
             RawFile(
-                path=rel, content=b"", size=size, mtime=mtime, sha256=digest, refused=f"it {refused.detail}"
+                path=rel,
+                content=b"",
+                size=size,
+                mtime=mtime,
+                sha256=digest,
+                refused=f"it {refused.detail}",
+                refused_code=label,
             )
         )
         self._ledger.acknowledge(rel, size, mtime, digest)

@@ -84,24 +84,25 @@ def brief(
     rules: BriefingRules | None = None,
     superseded: Sequence[Document] = (),
     load: Callable[[Sequence[str]], Sequence[Document]] | None = None,
+    axis: AxisSpec = INFERENCE,
 ) -> Briefing:
     baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
-    given = next((d for d in docs if d.path == INFERENCE.living_doc and isinstance(d, Document)), None)
-    living_doc = living_doc or given
+    given = next((d for d in docs if d.path == axis.living_doc and isinstance(d, Document)), None)
+    living_doc = living_doc or given or (living() if axis == INFERENCE else None)
     rules = rules or BriefingRules()
     increments = rules.increments.model_copy(
         update={"min_count": increment_range[0], "max_count": increment_range[1]}
     )
     return assemble_briefing(
         BriefingRequest(
-            axis=INFERENCE,
+            axis=axis,
             axes=AXES,
             trigger="close",
             window=WINDOW,
             generated_at=END,
             zone=SH,
             documents=docs,
-            living=living_doc if living_doc is not None else living(),
+            living=living_doc,
             history=BriefingHistory(frozenset(earlier), baseline_d if last_d is None else last_d),
             lang=lang,
             rules=rules.model_copy(update={"increments": increments}),
@@ -111,8 +112,8 @@ def brief(
     )
 
 
-def example_documents() -> list[Document]:
-    """The example root's files that the pipeline routes to the inference axis, parsed."""
+def example_documents(axis: AxisSpec = INFERENCE) -> list[Document]:
+    """The example root's files that the pipeline routes to `axis`, parsed."""
     docs = []
     for p in sorted(EXAMPLE_ROOT.rglob("*.md")):
         data = p.read_bytes()
@@ -121,6 +122,6 @@ def example_documents() -> list[Document]:
             path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest()
         )
         doc = parse_document(raw, zone=SH)
-        if INFERENCE.name in assign_axes(doc, AXES):
+        if axis.name in assign_axes(doc, AXES):
             docs.append(doc)
     return docs

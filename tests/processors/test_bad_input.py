@@ -13,7 +13,8 @@ from processors.arxiv_ids import invalid_arxiv_mentions
 from processors.documents import parse_document
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, RawFile
-from processors.routing import DocumentEvent, rejection_reason_label, route_raw, warning_reason_label
+from processors.reasons import REJECTION_CODES, WARNING_CODES
+from processors.routing import DocumentEvent, route_raw
 
 SH = ZoneInfo("Asia/Shanghai")
 AXES = (AxisSpec(name="inference", keywords=("vLLM", "推理")),)
@@ -38,8 +39,8 @@ def route(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> list[DocumentEvent]:
 def rejected(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> tuple[str, str]:
     events = route(r, max_bytes)
     assert [e.type for e in events] == ["rejection"], events
-    reason = events[0].reason or ""
-    return rejection_reason_label(reason, r.path), reason
+    assert events[0].reason_code is not None
+    return events[0].reason_code, events[0].reason or ""
 
 
 def kept(r: RawFile) -> Document:
@@ -82,16 +83,34 @@ def test_an_oversized_file_travels_without_bytes_and_is_rejected_for_its_size() 
     ],
 )
 def test_a_watcher_refusal_becomes_a_rejection_with_its_reason(why: str, label: str) -> None:
-    got, reason = rejected(raw("inbox/jay/2026-09-27-x.md", b"", refused=why))
+    got, reason = rejected(raw("inbox/jay/2026-09-27-x.md", b"", refused=why, refused_code=label))
     assert (got, reason) == (label, f"inbox/jay/2026-09-27-x.md: {why}")
+
+
+def test_a_refusal_keeps_its_code_whatever_its_message_says() -> None:
+    # The label comes from the code the watcher sent, never from the words: rewording changes no label.
+    got, _ = rejected(
+        raw("inbox/jay/2026-09-27-x.md", b"", refused="it is binary and empty", refused_code="special")
+    )
+    assert got == "special"
+    # A refusal recorded before codes existed is a generic parse rejection.
+    assert rejected(raw("inbox/jay/2026-09-27-x.md", b"", refused="it is a symlink"))[0] == "parse"
+
+
+def test_the_codes_are_the_metric_labels_dashboards_and_alerts_use() -> None:
+    assert set(REJECTION_CODES) == {
+        "binary", "limit", "empty", "outside", "symlink", "special", "unreadable", "vanished", "parse"
+    }  # fmt: skip
+    assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id"}
 
 
 def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
     gb = kept(raw("inbox/jay/2026-09-27-gb.md", "# vLLM 推理笔记\n".encode("gb18030")))
     assert gb.title == "vLLM 推理笔记"
-    assert [warning_reason_label(w) for w in gb.warnings] == ["decode"]
+    assert gb.warning_codes == ("decode",)
     latin = kept(raw("inbox/jay/2026-09-27-latin.md", b"# vLLM caf\xe9 \xff\xfe serving\n"))
     assert "vLLM" in latin.title and any("not valid UTF-8" in w for w in latin.warnings)
+    assert latin.warning_codes == ("decode",)
 
 
 @pytest.mark.parametrize(
@@ -114,24 +133,24 @@ def test_hostile_or_malformed_front_matter_keeps_the_document(front: str, tmp_pa
     doc = kept(raw("inbox/jay/2026-09-27-1000-fm.md", f"---\n{front}\n---\n# vLLM 推理\nbody\n".encode()))
     assert doc.title == "vLLM 推理" and doc.text == "# vLLM 推理\nbody\n"
     assert doc.event_time == datetime(2026, 9, 27, 10, 0, tzinfo=SH)
-    assert doc.warnings and all(warning_reason_label(w) == "front_matter" for w in doc.warnings)
+    assert doc.warnings and doc.warning_codes == ("front_matter",) * len(doc.warnings)
     assert not pwned.exists()  # the safe loader ran nothing
 
 
 def test_a_file_name_without_stamp_takes_its_mtime_with_a_warning() -> None:
     doc = kept(raw("inbox/jay/notes-on-vllm.md", b"# vLLM serving\n"))
     assert doc.event_time == NOW.astimezone(SH)
-    assert [warning_reason_label(w) for w in doc.warnings] == ["no_stamp"]
+    assert doc.warning_codes == ("no_stamp",)
 
 
 def test_arxiv_looking_strings_that_are_not_ids_are_warned_and_not_cited() -> None:
     text = "# vLLM\narXiv:2613.12345, arXiv 2609.1234, https://arxiv.org/abs/2609.123456 and arXiv:2609.23130v2\n"
     doc = kept(raw("inbox/jay/2026-09-27-ids.md", text.encode()))
     assert doc.arxiv_ids == ("2609.23130",)
-    assert [warning_reason_label(w) for w in doc.warnings] == ["arxiv_id"] * 3
+    assert doc.warning_codes == ("arxiv_id",) * 3 and len(doc.warnings) == 3
     assert invalid_arxiv_mentions("vLLM 0.30.0, 1.7% and 2609.1234 without a prefix") == []
     card = kept(raw("paper_cards/1417-2613-19969.md", b"---\nprimary: inference\n---\n# card\n"))
-    assert card.arxiv_ids == () and [warning_reason_label(w) for w in card.warnings] == ["arxiv_id"]
+    assert card.arxiv_ids == () and card.warning_codes == ("arxiv_id",)
 
 
 def test_a_ten_thousand_line_document_is_parsed_whole() -> None:
@@ -148,3 +167,19 @@ def test_paths_outside_the_known_folders_are_rejected_as_parse_errors() -> None:
         with pytest.raises(ParseError, match="not under"):
             parse_document(raw(path, b"# x\n"), zone=SH)
         assert rejected(raw(path, b"# x\n"))[0] == "parse"
+
+
+def test_a_rejection_carries_its_file_s_time_from_the_name_stamp_else_the_mtime() -> None:
+    # A re-emitted past window lists the files rejected in it: by their time, not by when the worker saw them.
+    stamped = route(raw("inbox/jay/2026-09-20-0930-x.md", b"\x00"))
+    assert {e.event_time for e in stamped} == {datetime(2026, 9, 20, 9, 30, tzinfo=SH)}
+    unstamped = route(raw("inbox/jay/notes.md", b"\x00"))
+    assert {e.event_time for e in unstamped} == {NOW}
+    assert all(e.seen_at == NOW and e.reason_code == "binary" for e in [*stamped, *unstamped])
+
+
+def test_a_deletion_carries_its_file_s_time_and_no_reason() -> None:
+    gone = route(raw("inbox/jay/2026-09-20-x.md", b"", deleted=True))
+    assert [(e.type, e.event_time, e.reason_code) for e in gone] == [
+        ("deletion", datetime(2026, 9, 20, tzinfo=SH), None)
+    ]

@@ -1,10 +1,15 @@
 """The assembled briefing: what the window holds, statuses, reasons, priorities, summary."""
 
-from datetime import datetime
+import hashlib
+from datetime import datetime, timedelta
+
+import pytest
 
 from processors.briefing_request import cited_ids_of, max_d_number
-from processors.models import Briefing
-from tests.processors.notes import SH, WINDOW, brief, example_documents, note
+from processors.models import AxisSpec, Briefing, RawFile
+from processors.render_markdown import render_markdown
+from processors.routing import route_raw
+from tests.processors.notes import AXES, END, SH, WINDOW, brief, example_documents, note
 
 KV = "# vLLM 推理\n\n## KV cache\narXiv:2609.23130 vLLM KV cache 推理：吞吐量提升 3.8×，Cache hit 92.2%。\n"
 
@@ -102,3 +107,70 @@ def test_summaries_and_a_loader_give_the_same_briefing_and_load_only_what_can_fe
     kinds = {whole[p].kind for p in asked}
     assert len([p for p in asked if whole[p].kind in ("inbox", "paper_card")]) <= 4 + 1  # + a future-id note
     assert "baseline" in kinds and "work_queue" in kinds
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """Heading → text of each `## ` section of a rendered briefing."""
+    parts = markdown.split("\n## ")[1:]
+    return {p.split("\n", 1)[0]: p.split("\n", 1)[1] for p in parts}
+
+
+# A risk note that says "side-channel" where the risk keyword is "attack": no configured keyword of any axis.
+SIDE_CHANNEL = (
+    "inbox/flyp/2026-09-27-1000-detok-timing.md",
+    "# Detokenization timing\n\nShared backends leak other users' output through a side-channel in "
+    "detokenization time; 52 million monthly downloads are affected.\n",
+)
+# A paper card whose primary axis is not configured.
+ELSEWHERE_CARD = (
+    "paper_cards/1500-2609-11111.md",
+    "---\nprimary: multimodal\n---\n# Vision Token Pruning\n\nPruning 60% of vision tokens keeps accuracy.\n",
+)
+
+
+@pytest.mark.parametrize(("path", "text"), [SIDE_CHANNEL, ELSEWHERE_CARD])
+@pytest.mark.parametrize("axis", AXES, ids=lambda a: a.name)
+def test_a_note_no_keyword_routes_is_accounted_for_in_every_axis_s_briefing(
+    path: str, text: str, axis: AxisSpec
+) -> None:
+    data = text.encode()
+    mtime = (END - timedelta(hours=1)).timestamp()  # the card has no stamp: its time is its mtime
+    raw = RawFile(
+        path=path, content=data, size=len(data), mtime=mtime, sha256=hashlib.sha256(data).hexdigest()
+    )
+    events = route_raw(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=END)
+    mine = [e.document for e in events if e.axis == axis.name and e.document is not None]
+    b = brief([*mine, note("inbox/jay/2026-09-27-1100-kv.md", KV)], axis=axis)
+    src = next(s for s in b.sources if s.path == path)
+    reasons = {n.path: n for n in b.no_increment_sources}
+    assert src.status == "used" or (src.status == "no_increment" and path in reasons)
+    md = _sections(render_markdown(b, lang="zh", zone=SH))
+    one, five, six = (next(t for h, t in md.items() if h.startswith(p)) for p in ("一、", "五、", "六、"))
+    assert path.rsplit("/", 1)[-1] in one and path in five
+    assert src.status == "used" or path in six
+
+
+def test_the_living_document_s_vocabulary_weighs_a_note_no_keyword_names() -> None:
+    # Keywords are hints: risk's living document speaks of side-channels, so the note is on risk's axis.
+    risk = next(a for a in AXES if a.name == "risk")
+    living_risk = note(
+        "living/risk.md",
+        "# risk.md v1.2\n\n## §2 侧信道\n\nDetokenization timing side-channel leaks shared backends' output; "
+        "KV cache timing side-channel.\n",
+    )
+    side = note(SIDE_CHANNEL[0], SIDE_CHANNEL[1])
+    b = brief([side, note("inbox/jay/2026-09-27-1100-kv.md", KV)], axis=risk, living_doc=living_risk)
+    assert next(s for s in b.sources if s.path == side.path).relevance.code in ("very_high", "high", "medium")
+
+
+@pytest.mark.parametrize("axis", AXES, ids=lambda a: a.name)
+def test_every_source_of_every_axis_window_is_used_or_says_why_not(axis: AxisSpec) -> None:
+    b = brief(example_documents(axis), axis=axis)
+    listed = {s.path for s in b.sources if s.status != "superseded"}
+    used = {s.path for s in b.sources if s.status == "used"}
+    why = [n.path for n in b.no_increment_sources]
+    assert len(why) == len(set(why)) and used.isdisjoint(why)
+    assert used | set(why) == listed
+    # Every id those sources cite is in 四.
+    cited = {i for d in example_documents(axis) if d.path in listed for i in d.arxiv_ids}
+    assert cited == {a.id for a in b.arxiv}

@@ -110,3 +110,32 @@ def test_markdown_says_zero_unverified_when_all_are_verified() -> None:
     md = render_markdown(build({"1605.08386": api, "2609.23130": other}), zone=SH)
     assert "- 未核验 arXiv 号：0 个（共 2 个；标题取自文档，未经 arXiv API 或缓存核实）：—" in md
     assert "未核验（标题取自文档）" not in md
+
+
+def test_table_four_lists_every_id_of_the_window_adjacent_and_reference_notes_included() -> None:
+    from tests.processors.notes import brief as brief_notes
+    from tests.processors.notes import note as parsed
+
+    on_axis = parsed(
+        "inbox/jay/2026-09-27-1000-kv.md",
+        "# vLLM 推理\n\n## KV cache\narXiv:2609.23130 vLLM KV cache 推理：吞吐量提升 3.8×。\n",
+    )
+    # Mainly llm-infra: adjacent to inference, yet its ids are ids of the window.
+    adjacent = parsed(
+        "inbox/spark/2026-09-27-1100-gpu.md",
+        "# GPU 集群\n\nKubernetes GPU cluster 调度与 training 基础设施：arXiv:2609.40001；KVTC arXiv:2511.01815。\n",
+    )
+    other_briefing = parsed("inbox/flyp/2026-09-27-risk-e1prep.md", "# risk · E1\n\n| 2609.06674 | Detok |\n")
+    b = brief_notes([on_axis, adjacent, other_briefing])
+    rel = {s.path: s.relevance.code for s in b.sources}
+    assert (rel[adjacent.path], rel[other_briefing.path]) == ("adjacent", "reference")
+    status = {a.id: a.status for a in b.arxiv}
+    assert status == {
+        "2609.23130": "new",
+        "2609.40001": "new",
+        "2511.01815": "continued",
+        "2609.06674": "new",
+    }
+    # The summary's lists are 四's, split by status.
+    assert b.summary.new_arxiv == [a.id for a in b.arxiv if a.status == "new"]
+    assert b.summary.continued_arxiv == [a.id for a in b.arxiv if a.status == "continued"]

@@ -138,3 +138,29 @@ def test_an_increment_is_headed_by_a_true_title_or_by_its_id_alone() -> None:
     by_id = _by_id(brief([*ALL, venue, titled]))
     assert by_id["2609.31234"].title == "2609.31234"
     assert by_id["2609.35555"].title == "SAGA: Workflow-Atomic Scheduling for AI Agent Inference"
+
+
+# A section led by KVTC (which the living document cites) that also names a paper nobody cites yet.
+KVTC_LED = note(
+    "inbox/jay/2026-09-27-1200-kvtc-vs.md",
+    "# KV 压缩对比\n\n## KVTC arXiv:2511.01815 对比 arXiv:2609.30001\n"
+    "KVTC 在 vLLM 推理上实测压缩从 20× 提到 24×，TTFT 降低 35%；新方法 2609.30001 只对比了 KVTC。\n",
+)
+
+
+def test_an_increment_led_by_an_id_the_living_document_cites_is_continued() -> None:
+    b = brief([KVTC_LED, MOONCAKE_JAY], increment_range=(2, 8))
+    inc = _by_id(b)["2511.01815"]
+    assert inc.arxiv[0] == "2511.01815" and inc.novelty == "continued"
+    status = {a.id: a.status for a in b.arxiv}
+    assert (status["2511.01815"], status["2609.30001"]) == ("continued", "new")
+    assert _by_id(b)["2609.23130"].novelty == "new"
+
+
+def test_an_increment_led_by_an_id_the_baseline_cites_is_continued() -> None:
+    baseline = note(
+        "inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2609.23130 | Mooncake |\n"
+    )
+    b = brief([baseline, MOONCAKE_JAY, MOONCAKE_TOM, BENCH])
+    assert _by_id(b)["2609.23130"].novelty == "continued"
+    assert "2609.23130" in b.summary.continued_arxiv and "2609.23130" not in b.summary.new_arxiv

@@ -1,7 +1,11 @@
-"""Relevance labels a reader sees in 一: roles first, then stars from the TF-IDF score against the axis."""
+"""Relevance in 一: a code (roles first, then the band of the score against the axis), shown per language."""
+
+import pytest
 
 from processors.documents import parse_document
-from processors.models import RawFile
+from processors.i18n import RELEVANCE, relevance_label
+from processors.models import RawFile, Relevance
+from processors.reasons import RELEVANCE_CODES
 from processors.relevance import AxisSpace, doc_counts, relevance
 from processors.routing import keyword_terms
 from tests.processors.notes import AXES, SH, note
@@ -26,24 +30,50 @@ OTHER_BRIEFING = note("inbox/spark/2026-09-27-llm-infra-e1prep.md", "# llm-infra
 QUEUE = note("work-queue/2026-09-27-2200.md", "# queue\n1. risk: 安全\n")
 
 
-def _rel(doc):
-    docs = [ON_AXIS, OFF_AXIS, CARD, OTHER_CARD, BASELINE, OTHER_BRIEFING, QUEUE]
+LOW = note("inbox/jay/2026-09-27-1200-misc.md", "# 周末随笔\n\n天气晴，读了一本小说，没有技术内容。\n")
+
+
+def _rel(doc, lang="zh"):
+    docs = [ON_AXIS, OFF_AXIS, CARD, OTHER_CARD, BASELINE, OTHER_BRIEFING, QUEUE, LOW]
     space = AxisSpace(docs, AXES, {})
-    return relevance(doc, "inference", space.scores(doc))
+    return relevance(doc, "inference", space.scores(doc), lang=lang)
 
 
 def test_roles_come_before_scores() -> None:
-    assert _rel(BASELINE).label == "基线"
-    assert _rel(OTHER_BRIEFING).label == "参考"
-    assert _rel(QUEUE).label == "参考"
-    assert _rel(OTHER_CARD).label == "邻接"  # its primary axis is another one
+    assert (_rel(BASELINE).code, _rel(BASELINE).label) == ("baseline", "基线")
+    assert _rel(OTHER_BRIEFING).code == "reference"
+    assert _rel(QUEUE).code == "reference"
+    assert _rel(OTHER_CARD).code == "adjacent"  # its primary axis is another one
 
 
 def test_a_note_on_the_axis_gets_more_stars_than_one_mainly_about_another_axis() -> None:
     on, off = _rel(ON_AXIS), _rel(OFF_AXIS)
-    assert on.stars >= 4 and on.label in ("极高", "高")
-    assert off.label == "邻接"  # llm-infra's profile scores it far higher
+    assert on.stars >= 4 and on.code in ("very_high", "high")
+    assert off.code == "adjacent"  # llm-infra's profile scores it far higher
     assert on.score > off.score
+
+
+def test_a_note_far_from_every_axis_is_low_with_fewer_stars_than_medium() -> None:
+    low = _rel(LOW)
+    assert (low.code, low.label, low.stars) == ("low", "低", 2)
+
+
+@pytest.mark.parametrize("doc", [ON_AXIS, BASELINE, OTHER_CARD, LOW])
+def test_the_label_is_the_code_s_display_text_in_the_briefing_language(doc) -> None:
+    zh, en = _rel(doc), _rel(doc, "en")
+    assert zh.code == en.code and (zh.stars, zh.score) == (en.stars, en.score)
+    assert (zh.label, en.label) == (relevance_label(zh.code, "zh"), relevance_label(zh.code, "en"))
+    assert en.label.isascii()
+
+
+def test_every_code_has_display_text_in_each_language() -> None:
+    assert set(RELEVANCE) == set(RELEVANCE_CODES)
+    assert all(set(texts) == {"zh", "en"} for texts in RELEVANCE.values())
+
+
+def test_a_briefing_written_before_codes_reads_its_label_back_as_the_code() -> None:
+    old = Relevance.model_validate({"label": "邻接", "stars": 0, "score": 0.1})
+    assert old.code == "adjacent"
 
 
 def test_a_card_anchored_into_the_axis_is_never_marginal_even_with_another_primary() -> None:

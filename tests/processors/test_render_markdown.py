@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.render_markdown import esc, render_markdown
+from processors.models import NoIncrementSource, Rejection
+from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, render_markdown
 from tests.processors.notes import SH, brief, example_documents, note
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -89,3 +90,53 @@ def test_escaping_skips_only_cells_it_would_not_change(text: str) -> None:
     # esc returns plain cells as they are; what it returns must be what the full escaping gives.
     full = html.escape(re.sub(r"\s+", " ", text), quote=False).replace("|", "\\|")
     assert esc(text) == full
+
+
+def _six(text: str) -> str:
+    start = text.index("六、") if "六、" in text else text.index("6. Sources")
+    return text[start : text.index("\n## ", start)]
+
+
+def test_six_groups_sources_by_reason_with_counts_and_lists_a_long_group_in_part() -> None:
+    low = [
+        NoIncrementSource(path=f"inbox/tom/2026-09-27-d{i:03}.md", reason="相关度低", code="low")
+        for i in range(30)
+    ]
+    dup = [
+        NoIncrementSource(path=f"inbox/jay/2026-09-27-r{i:02}.md", reason="重复", code="duplicate")
+        for i in range(LIST_ALL)
+    ]
+    adjacent = NoIncrementSource(path="paper_cards/1432-2609-19499.md", reason="邻接", code="adjacent")
+    b = brief([]).model_copy(update={"no_increment_sources": [*low[:10], adjacent, *dup, *low[10:]]})
+    six = _six(render_markdown(b, zone=SH))
+    # Groups in the order of the reason codes, each with its count.
+    assert [line[2:].split("：")[0] for line in six.splitlines() if line.startswith("- ")] == [
+        "主要属于其他主轴（邻接）",
+        "相关度低",
+        "重复",
+    ]
+    assert "- 相关度低：30 个（列出前 5 个；其余 25 个见 JSON 的 no_increment_sources）" in six
+    assert [p for p in (n.path for n in low) if p in six] == [n.path for n in low[:LIST_FIRST]]
+    assert f"- 重复：{LIST_ALL} 个\n" in six and all(n.path in six for n in dup)  # up to LIST_ALL: all listed
+    # The JSON keeps every one.
+    assert len(b.no_increment_sources) == 30 + LIST_ALL + 1
+    en = _six(render_markdown(b, lang="en", zone=SH))
+    assert (
+        "- low relevance: 30 (the first 5 listed; the other 25 are in the JSON's no_increment_sources)" in en
+    )
+
+
+def test_a_rejected_file_is_shown_by_its_code_in_the_briefing_language() -> None:
+    rejected = [
+        Rejection(
+            path="inbox/jay/2026-09-27-bin.md",
+            reason="inbox/jay/2026-09-27-bin.md: NUL",
+            reason_code="binary",
+        ),
+        Rejection(path="inbox/jay/2026-09-27-old.md", reason="recorded before codes"),  # no code: the message
+    ]
+    b = brief([]).model_copy(update={"rejected": rejected})
+    zh, en = render_markdown(b, zone=SH), render_markdown(b, lang="en", zone=SH)
+    assert "- inbox/jay/2026-09-27-bin.md（拒收：二进制文件（含 NUL 字节））" in zh
+    assert "- inbox/jay/2026-09-27-bin.md (rejected: binary file (NUL bytes))" in en
+    assert "- inbox/jay/2026-09-27-old.md (rejected: recorded before codes)" in en

@@ -112,3 +112,11 @@ def test_a_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
     assert decode(value).stored is not None
     with pytest.raises(ValueError):
         decode(b"\n".join([magic, header, summary[:-1] + b',"from_the_future":1}', body]))
+
+
+def test_a_rejection_s_code_and_file_time_travel_in_its_record() -> None:
+    events = routed(raw("inbox/jay/2026-09-20-0930-bin.md", b"# x\x00"))
+    back = [decode(v).header for _, v in encode_events(events)]
+    assert {(h.type, h.reason_code, h.event_time) for h in back} == {
+        ("rejection", "binary", datetime(2026, 9, 20, 9, 30, tzinfo=SH))
+    }

@@ -22,7 +22,7 @@ from processors.wire import decode, to_event
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
-from streams.settings import KafkaSettings, Settings
+from streams.settings import DEFAULT_AXES, KafkaSettings, Settings
 from streams.worker_process import stop_process
 from tests.conftest import KAFKA_CACHE
 from tests.streams.fault_support import (
@@ -240,9 +240,11 @@ def test_the_oversized_file_travelled_without_its_bytes_and_one_just_under_the_l
     [raw] = outcome.raw[BIG_PATH]
     assert len(raw.content) == BIG
     # Its parsed document (~5.5 MiB as a v2 documents record) passed the documents topic too.
-    [event] = [e for e in outcome.documents if e.path == BIG_PATH]
-    assert event.axis == "risk" and event.document is not None and event.document.text == BIG_TEXT
-    assert f"stored {BIG_PATH} for axis risk" in outcome.logs
+    # It goes to every axis, as every note does: one record per axis, each whole.
+    events = [e for e in outcome.documents if e.path == BIG_PATH]
+    assert sorted(e.axis or "" for e in events) == sorted(a.name for a in DEFAULT_AXES)
+    assert all(e.document is not None and e.document.text == BIG_TEXT for e in events)
+    assert all(f"stored {BIG_PATH} for axis {a.name}" in outcome.logs for a in DEFAULT_AXES)
 
 
 def test_the_renamed_folder_left_no_trace_under_its_old_name(outcome: Outcome) -> None:

@@ -84,7 +84,9 @@ async def test_symlinks_and_special_files_are_refused_once_and_reach_kafka_as_re
     assert by_path["inbox/jay/2026-09-27-note.md"].content == b"# note\n"
     for rel in ("inbox/jay/2026-09-27-leak.md", "inbox/jay/2026-09-27-alias.md", "paper_cards/elsewhere"):
         assert by_path[rel].content == b"" and "symlink" in (by_path[rel].refused or "")
+        assert by_path[rel].refused_code == "symlink"  # the worker's rejection code and metric label
     assert "not a regular file" in (by_path["inbox/jay/2026-09-27-pipe.md"].refused or "")
+    assert by_path["inbox/jay/2026-09-27-pipe.md"].refused_code == "special"
     assert not any(b"hunter2" in r.content or "hunter2" in (r.refused or "") for r in producer.sent)
     assert (rejected(m, "symlink"), rejected(m, "special")) == (3, 1)
 
@@ -103,6 +105,7 @@ async def test_a_path_under_a_symlinked_folder_is_refused_as_outside(
     watcher.mark("inbox/tom/x.md")  # as watchfiles would report it, following the link
     assert await watcher.settle(force=True) == 1
     assert "outside the root" in (producer.sent[0].refused or "")
+    assert producer.sent[0].refused_code == "outside"
     assert producer.sent[0].content == b""
     assert rejected(m, "outside") == 1
 
