@@ -7,7 +7,6 @@ from processors.anchoring import anchor_ids, split_ids
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
 from processors.contributors import gather_contributors, read_whole
-from processors.discrepancy_keys import DNumbers
 from processors.id_titles import window_titles
 from processors.increment_search import find_increments
 from processors.increments import Context
@@ -44,9 +43,9 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     )
     notes = [d for d in window.kept if d.kind in ("inbox", "paper_card")]
     screening = dx.screen_ids(
-        # Ids the living document titles too: a note citing a paper under another id than it does is a
-        # D-item, and the id not a new paper.
-        [*titles.stated, *(dx.link_titles(req.living) if req.living else [])],
+        # Ids the living document and earlier briefings title too: a note citing a paper under another id
+        # than they do is a D-item, and the id not a new paper.
+        [*titles.stated, *(dx.link_titles(req.living) if req.living else []), *req.history.titles],
         notes,
         lambda docs: read_whole(docs, req.load),
         (ids.new, anchors.ids),
@@ -81,7 +80,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         # Flagged and unsourced claims of what goes into the living document tonight, not of every note.
         *dx.flagged_and_unsourced(found.chosen_units, found.suggested_section_of_units(), lang),
     ]
-    discrepancies = dx.number_items(items, DNumbers(by_key={}, last=req.history.last_d_number))
+    discrepancies = dx.number_items(items, req.history.numbers)
     listing = IdListing(titles, found.increments, anchors.living, req.arxiv_records, rules.credibility, lang)
     living = anchors.living
     return Briefing(
