@@ -47,7 +47,9 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     )
     notes = [d for d in window.kept if d.kind in ("inbox", "paper_card")]
     screening = dx.screen_ids(
-        titles.stated,
+        # The living document's titles are among those stated, the earlier briefings' come with the history:
+        # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
+        [*titles.stated, *req.history.titles],
         notes,
         lambda docs: read_whole(docs, req.load),
         (ids.new, anchors.ids),
@@ -82,7 +84,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         # Flagged and unsourced claims of what goes into the living document tonight, not of every note.
         *dx.flagged_and_unsourced(found.chosen_units, found.suggested_section_of_units(), lang),
     ]
-    discrepancies = dx.number_items(items, req.history.last_d_number)
+    discrepancies = dx.number_items(items, req.history.numbers)
     listing = IdListing(titles, found.increments, anchors.living, req.arxiv_records, rules.credibility, lang)
     living = anchors.living
     return Briefing(
@@ -104,7 +106,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         sources=[*accounts.sources, *superseded],
         increments=found.increments,
         discrepancies=discrepancies,
-        arxiv=arxiv_entries(ids, listing),
+        arxiv=dx.mark_suspects(arxiv_entries(ids, listing), discrepancies, screening.suspect, lang),
         no_increment_sources=accounts.no_increment,
         priorities=priorities(found.increments, discrepancies, lang),
         rejected=list(req.rejected),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from zoneinfo import ZoneInfo
 
@@ -13,6 +13,7 @@ from pydantic import Field
 
 from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.credibility import CredibilityRules
+from processors.discrepancy_keys import DNumbers, registry
 from processors.i18n import Lang
 from processors.increments import IncrementRules
 from processors.models import (
@@ -22,12 +23,16 @@ from processors.models import (
     DocumentSummary,
     Frozen,
     Rejection,
+    TitledId,
     Trigger,
     WindowBounds,
 )
+from processors.naming import briefing_basename
 from processors.relevance import RelevanceRules
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
+
+MAX_HISTORY_TITLES = 5000  # the most recent (id, title) pairs of earlier briefings compared for id conflicts
 
 Loader = Callable[[Sequence[str]], Sequence[Document]]
 
@@ -54,24 +59,55 @@ def cited_ids_of(briefing: Briefing) -> set[str]:
     return ids
 
 
+def listed_titles(briefing: Briefing) -> list[TitledId]:
+    """The (id, title) pairs a briefing's 四 listed, strong where the arXiv API gave the title."""
+    name = briefing_basename(
+        briefing.axis, briefing.window.end, briefing.trigger, briefing.window.end.tzinfo or UTC
+    )
+    return [
+        TitledId(id=e.id, title=e.title, source=f"{name}.md", strong=e.metadata.source != "document")
+        for e in briefing.arxiv
+        if e.title and e.title != e.id
+    ]
+
+
 @dataclass(frozen=True)
 class BriefingHistory:
-    """What the axis's earlier briefings left: the ids they cited and the highest D number they used."""
+    """What the axis's other briefings left: the ids and titles the earlier ones cited, and the D numbers
+    every one used (by discrepancy key), so that a discrepancy keeps its number for the life of the axis."""
 
     cited_ids: frozenset[str] = frozenset()
     last_d_number: int = 0
+    d_numbers: Mapping[str, int] = field(default_factory=dict)
+    titles: tuple[TitledId, ...] = ()
 
     @classmethod
-    def of(cls, earlier: Sequence[Briefing], baseline_texts: Iterable[str] = ()) -> BriefingHistory:
-        """From the earlier briefings recorded here and the texts of baseline notes (written elsewhere)."""
+    def of(
+        cls, earlier: Sequence[Briefing], baseline_texts: Iterable[str] = (), others: Sequence[Briefing] = ()
+    ) -> BriefingHistory:
+        """From the earlier briefings recorded here (oldest first), the texts of baseline notes (written
+        elsewhere), and `others`: briefings of later windows or the other trigger, which count for D numbers
+        only (a past window re-emitted must not reuse a number a later briefing gave something else)."""
         cited: set[str] = set()
+        titles: dict[tuple[str, str], TitledId] = {}
         for b in earlier:
             cited |= cited_ids_of(b)
-        last = max(
-            max_d_number(baseline_texts),
-            max((max_d_number(d.id for d in b.discrepancies) for b in earlier), default=0),
+            titles.update(((t.id, t.title.casefold()), t) for t in listed_titles(b))
+        texts = list(baseline_texts)
+        numbers = registry(
+            (d for b in [*earlier, *others] for d in b.discrepancies), texts, [max_d_number(texts)]
         )
-        return cls(cited_ids=frozenset(cited), last_d_number=last)
+        return cls(
+            cited_ids=frozenset(cited),
+            last_d_number=numbers.last,
+            d_numbers=MappingProxyType(dict(numbers.by_key)),
+            titles=tuple(list(titles.values())[-MAX_HISTORY_TITLES:]),
+        )
+
+    @property
+    def numbers(self) -> DNumbers:
+        """The D numbers to continue: known keys keep theirs, new ones follow `last_d_number`."""
+        return DNumbers(by_key=self.d_numbers, last=self.last_d_number)
 
 
 @dataclass(frozen=True)

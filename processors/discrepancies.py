@@ -1,50 +1,55 @@
-"""D-items: contradictions and claims to verify, found across the window and the living document."""
+"""D-items: contradictions and claims to verify, found across the window and the living document.
+
+Precision first: a D-item an editor dismisses at a glance costs trust, so every detector reads only what can
+be a real discrepancy (named product releases, real titles, marked claims, striking figures) and is bounded
+per note, so that no single note can make a briefing slow or its 三 unreadable.
+"""
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_ids import extract_arxiv_ids, yymm
+from processors.discrepancy_keys import (
+    KIND_ORDER,
+    DNumbers,
+    Finding,
+    flagged_key,
+    future_key,
+    unsourced_key,
+    version_key,
+)
 from processors.i18n import Lang, say
-from processors.key_points import STRIKING, clean_line, figures
+from processors.id_conflicts import id_conflicts
+from processors.key_points import clean_line, figures
 from processors.living_doc import LivingDoc, section_label
-from processors.models import Claim, Discrepancy, DiscrepancyKind, Document, DocumentSummary, TitledId
-from processors.tokens import terms
+from processors.models import ArxivEntry, Claim, Discrepancy, Document, DocumentSummary, TitledId
+from processors.product_versions import MAX_MENTIONS, VersionMention, release_numbers, versions_in
 from processors.units import Unit, section_ref, urls_in
+from processors.writer_flags import MAX_FLAGS_PER_NOTE, flagged_claims, names_a_source, unsourced_figures
 
-# `vLLM 0.3.3`, `vLLM v0.30.0`, `Claude Code 2.1.114`, `TensorRT-LLM v1.2.1`; not `>= 1.2.4` constraints.
-_VERSION = re.compile(
-    r"(?<![\w.>=<~^!])(?P<product>[A-Za-z][A-Za-z0-9+_-]*(?: [A-Z][A-Za-z0-9+_-]*)?)\s+"
-    r"(?P<op>[><=~^!]=?\s*)?v?(?P<version>\d+(?:\.\d+){1,3})(?![\w.+%×倍])"
-)
-_NOT_PRODUCTS = frozenset(
-    {"v", "version", "in", "at", "to", "and", "or", "from", "on", "the", "of", "by", "arxiv"}
-)
-_ARXIV_LIKE = re.compile(r"\d{4}\.\d{4,5}")
-_FLAGS = ("⚠", "待核实", "待确认", "[verify]", "unverified")
-_KIND_ORDER: tuple[DiscrepancyKind, ...] = (
-    "version_conflict",
-    "arxiv_id_conflict",
-    "future_arxiv_id",
-    "flagged",
-    "unsourced_claim",
-)
+__all__ = [
+    "Screening",
+    "flagged_and_unsourced",
+    "future_ids",
+    "id_conflicts",
+    "mark_suspects",
+    "number_items",
+    "screen_ids",
+    "version_conflicts",
+]
 
-
-@dataclass(frozen=True)
-class _Item:
-    kind: DiscrepancyKind
-    subject: str
-    claims: tuple[Claim, ...]
-    suggestion: str
+_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+MAX_FUTURE_PER_NOTE = 5  # a note citing thousands of ids "from the future" is one problem, not thousands
+MAX_ITEMS = 60
+MAX_PER_PRODUCT = 2  # releases of one product reported against the living document: more is a changelog  # per briefing: beyond that 三 stops being read
 
 
-def ids_of(item: _Item) -> set[str]:
+def ids_of(item: Finding) -> set[str]:
     """The arXiv ids an item's claims cite."""
     return {i for c in item.claims for i in extract_arxiv_ids(c.text)}
 
@@ -53,141 +58,116 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def versions_in(text: str) -> list[tuple[str, str, str]]:
-    """(product key, product as written, version) for every product version that is not a constraint."""
-    out: list[tuple[str, str, str]] = []
-    for m in _VERSION.finditer(text):
-        product = m.group("product").strip()
-        if m.group("op") or product.lower() in _NOT_PRODUCTS or _ARXIV_LIKE.fullmatch(m.group("version")):
-            continue
-        if product.islower():  # "only 6.32", "about 2.5": prose, not a product (vLLM, SGLang, Claude Code)
-            continue
-        out.append((product.lower(), product, m.group("version")))
-    return out
+def _far(a: VersionMention, b: VersionMention) -> bool:
+    """Releases an editor would stop at: another major, or minors more than two apart (0.3 against 0.30);
+    neighbouring releases (0.29 / 0.30) are an upgrade, not a contradiction."""
+    (ma, na), (mb, nb) = a.release, b.release
+    return ma != mb or abs(na - nb) > 2
 
 
-def _same_version(a: str, b: str) -> bool:
-    pa, pb = a.split("."), b.split(".")
-    n = min(len(pa), len(pb))
-    return pa[:n] == pb[:n]
+def _line_mentions(text: str, limit: int = MAX_MENTIONS) -> Iterator[tuple[str, VersionMention]]:
+    """(line, mention) for product releases in prose, at most `limit`; a line naming further releases without
+    their product (`vLLM 0.6.3 … upgrade to v0.7.0`) is about releases, not a claim of one."""
+    count = 0
+    for raw in text.splitlines():
+        line = clean_line(raw)
+        mentions = versions_in(line)
+        if mentions and len(set(release_numbers(line))) <= len({m.version for m in mentions}):
+            for m in mentions:
+                yield line, m
+                count += 1
+                if count >= limit:
+                    return
 
 
-def version_conflicts(units: Sequence[Unit], living: LivingDoc | None, lang: Lang) -> list[_Item]:
-    """One product named with different versions: in the window against the living document, or across writers."""
-    anchored: dict[str, tuple[str, str, str]] = {}  # product key → (as written, version, section)
+def version_conflicts(units: Sequence[Unit], living: LivingDoc | None, lang: Lang) -> list[Finding]:
+    """One named product at releases far apart: in a note against the living document, or across writers."""
+    anchored: dict[str, dict[tuple[int, int], tuple[VersionMention, str]]] = defaultdict(dict)
     if living is not None:
         for s in living.sections:
-            for key, product, version in versions_in(f"{s.heading}\n{s.text}"):
-                anchored.setdefault(key, (product, version, section_label(s)))
-    seen: dict[str, list[tuple[str, str, Unit, str]]] = {}
+            for m in versions_in(f"{s.heading}\n{s.text}"):
+                anchored[m.key].setdefault(m.release, (m, section_label(s)))
+    uses: dict[str, list[tuple[VersionMention, Unit, str]]] = defaultdict(list)
     for u in units:
-        for raw in u.text.splitlines():
-            line = clean_line(raw)
-            for key, product, version in versions_in(line):
-                seen.setdefault(key, []).append((product, version, u, line))
-    items: list[_Item] = []
-    for key, uses in seen.items():
+        for line, m in _line_mentions(u.text):
+            uses[m.key].append((m, u, line))
+    items: list[Finding] = []
+    for key, found in uses.items():
         if key in anchored:
-            a_product, a_version, section = anchored[key]
-            for product, version, u, line in uses:
-                if not _same_version(version, a_version):
-                    claims = (
-                        Claim(text=line, source=u.ref),
-                        Claim(
-                            text=say(
-                                "d.version.claim_living", lang, product=a_product, version=f"v{a_version}"
-                            ),
-                            source=section,
-                        ),
-                    )
-                    items.append(_Item("version_conflict", say("d.version.subject", lang, product=product, a=version, b=f"v{a_version}"), claims,
-                                       say("d.version.suggest", lang, where=say("d.where", lang, section=section), product=product, a=version, b=f"v{a_version}")))  # fmt: skip
-                    break
+            items.extend(_against_living(found, list(anchored[key].values()), lang))
+        else:
+            items.extend(_across_writers(found, lang))
+    return items
+
+
+def _against_living(
+    found: Sequence[tuple[VersionMention, Unit, str]],
+    anchored: Sequence[tuple[VersionMention, str]],
+    lang: Lang,
+) -> list[Finding]:
+    latest, section = max(anchored, key=lambda ms: tuple(int(p) for p in ms[0].version.split(".")))
+    out: dict[str, Finding] = {}
+    for m, u, line in found:
+        if any(not _far(m, a) for a, _ in anchored):
             continue
-        distinct = {v for _, v, _, _ in uses}
-        writers = {u.writer for _, _, u, _ in uses}
-        if len(writers) > 1 and any(not _same_version(a, b) for a in distinct for b in distinct):
-            first, other = uses[0], next(x for x in uses if not _same_version(x[1], uses[0][1]))
-            claims = (Claim(text=first[3], source=first[2].ref), Claim(text=other[3], source=other[2].ref))
-            items.append(_Item("version_conflict", say("d.version.subject", lang, product=first[0], a=first[1], b=other[1]), claims,
-                               say("d.version.suggest", lang, where="", product=first[0], a=first[1], b=other[1])))  # fmt: skip
-    return items
+        key = version_key(m.key, m.version, latest.version)
+        if key in out:
+            continue
+        if len(out) >= MAX_PER_PRODUCT:
+            break
+        subject = say("d.version.subject", lang, product=m.product, a=m.written, b=latest.written)
+        claims = (
+            Claim(text=line, source=u.ref),
+            Claim(
+                text=say("d.version.claim_living", lang, product=latest.product, version=latest.written),
+                source=section,
+            ),
+        )
+        where = say("d.where", lang, section=section)
+        suggestion = say(
+            "d.version.suggest", lang, where=where, product=m.product, a=m.written, b=latest.written
+        )
+        out[key] = Finding("version_conflict", key, subject, claims, suggestion)
+    return list(out.values())
 
 
-def _title_key(title: str) -> frozenset[str]:
-    return frozenset(terms(title))
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def _similar_title_pairs(keys: Sequence[frozenset[str]], threshold: float) -> Iterable[tuple[int, int]]:
-    """Index pairs whose token sets have Jaccard ≥ threshold, via prefix filtering (rare tokens first).
-
-    Two sets that similar must share one of the first |A| - ceil(t·|A|) + 1 of A's tokens in a global order,
-    so only those tokens are indexed and probed instead of comparing every pair.
-    """
-    freq = Counter(t for k in keys for t in k)
-    postings: dict[str, list[int]] = {}
-    for n, key in enumerate(keys):
-        ordered = sorted(key, key=lambda t: (freq[t], t))
-        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
-        seen: set[int] = set()
-        for token in prefix:
-            for m in postings.get(token, ()):
-                if m not in seen and _jaccard(keys[m], key) >= threshold:
-                    seen.add(m)
-                    yield m, n
-            postings.setdefault(token, []).append(n)
-
-
-def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[_Item]:
-    """Same title under two ids (any pairs), or one id under two unrelated titles (strong pairs only)."""
-    pairs = [(p, _title_key(p.title)) for p in titled if len(_title_key(p.title)) >= 2]
-    items: list[_Item] = []
-    reported: set[frozenset[str]] = set()
-
-    def report(a: TitledId, b: TitledId, subject: str) -> None:
-        key = frozenset({a.id, b.id, a.title.lower(), b.title.lower()})
-        if key not in reported:
-            reported.add(key)
-            claims = (
-                Claim(text=say("d.id.claim", lang, title=a.title, id=a.id), source=a.source),
-                Claim(text=say("d.id.claim", lang, title=b.title, id=b.id), source=b.source),
-            )
-            items.append(_Item("arxiv_id_conflict", subject, claims, say("d.id.suggest", lang)))
-
-    for m, n in _similar_title_pairs([k for _, k in pairs], 0.75):
-        a, b = pairs[m][0], pairs[n][0]
-        if a.id != b.id:
-            report(a, b, say("d.id.subject_title", lang, title=_short(a.title, 50), ids=f"{a.id} / {b.id}"))
-    by_id: dict[str, list[tuple[TitledId, frozenset[str]]]] = {}
-    for p, key in pairs:
-        if p.strong and min(len(key), 3) == 3:
-            by_id.setdefault(p.id, []).append((p, key))
-    for same in by_id.values():
-        for i, (a, key_a) in enumerate(same):
-            for b, key_b in same[i + 1 :]:
-                if a.source != b.source and _jaccard(key_a, key_b) < 0.2:
-                    report(a, b, say("d.id.subject_id", lang, id=a.id))
-    return items
+def _across_writers(found: Sequence[tuple[VersionMention, Unit, str]], lang: Lang) -> list[Finding]:
+    """Two writers, each naming one release line of a product the living document does not anchor."""
+    lines_of: dict[str | None, set[tuple[int, int]]] = defaultdict(set)
+    for m, u, _ in found:
+        lines_of[u.writer].add(m.release)
+    if len(lines_of) < 2 or any(len(r) > 1 for r in lines_of.values()):
+        return []
+    first = found[0]
+    other = next((x for x in found if x[1].writer != first[1].writer and _far(x[0], first[0])), None)
+    if other is None:
+        return []
+    (a, ua, la), (b, ub, lb) = first, other
+    key = version_key(a.key, a.version, b.version)
+    subject = say("d.version.subject", lang, product=a.product, a=a.written, b=b.written)
+    suggestion = say("d.version.suggest", lang, where="", product=a.product, a=a.written, b=b.written)
+    claims = (Claim(text=la, source=ua.ref), Claim(text=lb, source=ub.ref))
+    return [Finding("version_conflict", key, subject, claims, suggestion)]
 
 
 def future_id_hits(docs: Sequence[DocumentSummary], zone: ZoneInfo) -> list[tuple[DocumentSummary, str]]:
-    """(note, id) for every id whose YYMM is later than the month of the note citing it."""
+    """(note, id) for ids whose YYMM is later than the month of the note citing them, a few per note."""
     hits: list[tuple[DocumentSummary, str]] = []
     for doc in docs:
         local = doc.event_time.astimezone(zone)
-        hits.extend((doc, i) for i in doc.arxiv_ids if (ym := yymm(i)) and ym > (local.year, local.month))
+        late = (i for i in doc.arxiv_ids if (ym := yymm(i)) and ym > (local.year, local.month))
+        for n, arxiv_id in enumerate(late):
+            if n >= MAX_FUTURE_PER_NOTE:
+                break
+            hits.append((doc, arxiv_id))
     return hits
 
 
 def future_ids(
     hits: Sequence[tuple[DocumentSummary, str]], whole: Mapping[str, Document], zone: ZoneInfo, lang: Lang
-) -> list[_Item]:
+) -> list[Finding]:
     """D-items for `future_id_hits`, each quoting the line (and section) that cites the id."""
-    items: list[_Item] = []
+    items: list[Finding] = []
     for summary, arxiv_id in hits:
         doc = whole.get(summary.path)
         section = (
@@ -200,64 +180,81 @@ def future_ids(
         month = f"{summary.event_time.astimezone(zone):%Y-%m}"
         claim = Claim(text=line, source=section_ref(doc, section) if doc else summary.path)
         subject = say("d.future.subject", lang, id=arxiv_id, month=month)
-        items.append(_Item("future_arxiv_id", subject, (claim,), say("d.future.suggest", lang)))
+        items.append(
+            Finding("future_arxiv_id", future_key(arxiv_id), subject, (claim,), say("d.future.suggest", lang))
+        )
     return items
 
 
 def flagged_and_unsourced(
     units: Sequence[Unit], where: Mapping[str, str], lang: Lang, limit: int = 6
-) -> list[_Item]:
-    """Lines their writer marked ⚠/待核实, and striking figures in sections citing no id or URL."""
-    items: list[_Item] = []
+) -> list[Finding]:
+    """Claims their writer marked to verify (a few per note), and striking figures in sections citing no id,
+    URL or named source (at most `limit`)."""
+    items: list[Finding] = []
+    flags_per_note: dict[str, int] = defaultdict(int)
+    unsourced = 0
     for u in units:
+        if u.kind == "baseline":  # an earlier briefing: its flags and figures are its own D-items already
+            continue
         section = where.get(u.ref, "")
         at = say("d.where", lang, section=section) if section else ""
+        room = MAX_FLAGS_PER_NOTE - flags_per_note[u.doc_path]
+        for claim in flagged_claims(u.heading, u.text, room) if room > 0 else []:
+            flags_per_note[u.doc_path] += 1
+            subject = say("d.flagged.subject", lang, what=_short(claim.subject, 40))
+            items.append(Finding("flagged", flagged_key(u.ref, claim.line), subject, (Claim(text=claim.line, source=u.ref),),
+                                 say("d.flagged.suggest", lang, where=at)))  # fmt: skip
         # The note's own source line does not count: a blog citing a figure is not the figure's source.
-        sourced = bool(u.primary_ids or urls_in(u.text))
-        unsourced: list[str] = []
-        for raw in u.text.splitlines():
-            line = clean_line(raw)
-            if not line:
-                continue
-            if any(flag in line for flag in _FLAGS):
-                what = _short(re.sub(r"⚠\s*|待核实|待确认", "", line).strip(" ，,；;。.、"), 40)
-                items.append(_Item("flagged", say("d.flagged.subject", lang, what=what), (Claim(text=line, source=u.ref),),
-                                   say("d.flagged.suggest", lang, where=at)))  # fmt: skip
-            elif not sourced and STRIKING.search(line) and not extract_arxiv_ids(line) and "http" not in line:
-                unsourced.append(line)
-        if unsourced and sum(1 for i in items if i.kind == "unsourced_claim") < limit:
-            figs = " / ".join(
-                sorted({f for line in unsourced for f in figures(line)}, key=unsourced[0].find)[:4]
-            )
-            heading = re.sub(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+", "", u.heading) or u.doc_title
-            items.append(_Item("unsourced_claim", say("d.unsourced.subject", lang, what=_short(heading, 40)),
-                               tuple(Claim(text=line, source=u.ref) for line in unsourced[:4]),
-                               say("d.unsourced.suggest", lang, where=at, figures=figs)))  # fmt: skip
+        sourced = bool(u.primary_ids or u.paper_title or urls_in(u.text)) or names_a_source(
+            u.text.splitlines()[:200]
+        )
+        lines = unsourced_figures(u.text, sourced)
+        if lines and unsourced < limit:
+            unsourced += 1
+            figs = " / ".join(sorted({f for line in lines for f in figures(line)}, key=lines[0].find)[:4])
+            heading = _untitled(u.heading) or u.doc_title
+            items.append(Finding("unsourced_claim", unsourced_key(u.ref), say("d.unsourced.subject", lang, what=_short(heading, 40)),
+                                 tuple(Claim(text=line, source=u.ref) for line in lines[:4]),
+                                 say("d.unsourced.suggest", lang, where=at, figures=figs)))  # fmt: skip
     return items
 
 
-def number_items(items: Iterable[_Item], last_d_number: int) -> list[Discrepancy]:
-    """Order by kind, drop repeats of the same claim, and number from `last_d_number + 1`."""
-    ordered = sorted(items, key=lambda i: _KIND_ORDER.index(i.kind))
-    out: list[Discrepancy] = []
-    seen: set[tuple[str, str]] = set()
-    for item in ordered:
-        key = (item.kind, item.subject)
-        claims_seen = {(c.text, c.source) for d in out for c in d.claims}
-        if key in seen or (
-            item.kind == "unsourced_claim" and all((c.text, c.source) in claims_seen for c in item.claims)
-        ):
+def _untitled(heading: str) -> str:
+    """A heading without its section number (`2.4 Mooncake` → `Mooncake`)."""
+    return _NUMBERING.sub("", heading)
+
+
+def number_items(items: Iterable[Finding], numbers: DNumbers) -> list[Discrepancy]:
+    """Known discrepancies keep their D number, new ones continue after the highest used; an unsourced item
+    whose every line another item already quotes is left out; at most MAX_ITEMS, by kind."""
+    kept: list[Finding] = []
+    quoted: set[tuple[str, str]] = set()
+    for item in sorted(items, key=lambda i: KIND_ORDER.index(i.kind)):
+        if item.kind == "unsourced_claim" and all((c.text, c.source) in quoted for c in item.claims):
             continue
-        seen.add(key)
-        out.append(
-            Discrepancy(
-                id=f"D{last_d_number + len(out) + 1}",
-                kind=item.kind,
-                subject=item.subject,
-                claims=list(item.claims),
-                suggestion=item.suggestion,
-            )
-        )
+        quoted.update((c.text, c.source) for c in item.claims)
+        kept.append(item)
+    return numbers.number(kept[:MAX_ITEMS])
+
+
+def mark_suspects(
+    entries: Sequence[ArxivEntry], items: Sequence[Discrepancy], suspect: Collection[str], lang: Lang
+) -> list[ArxivEntry]:
+    """四 lists a suspected typo with its D-item and the id it likely stands for, never as plainly new."""
+    about = [d for d in items if d.kind in ("arxiv_id_conflict", "future_arxiv_id")]
+    out: list[ArxivEntry] = []
+    for e in entries:
+        d = next((d for d in about if e.id in suspect and any(e.id in c.text for c in d.claims)), None)
+        if d is None:
+            out.append(e)
+            continue
+        others = sorted({i for c in d.claims for i in extract_arxiv_ids(c.text)} - {e.id})
+        if d.kind == "arxiv_id_conflict" and others:
+            note = say("d.suspect.typo", lang, d=d.id, other=" / ".join(others))
+        else:
+            note = say("d.suspect.future", lang, d=d.id)
+        out.append(e.model_copy(update={"credibility": f"{e.credibility} · {note}"}))
     return out
 
 
@@ -265,8 +262,8 @@ def number_items(items: Iterable[_Item], last_d_number: int) -> list[Discrepancy
 class Screening:
     """D-items about the window's ids, found before increments: an id under suspicion never leads one."""
 
-    id_items: list[_Item]
-    future_items: list[_Item]
+    id_items: list[Finding]
+    future_items: list[Finding]
     suspect: frozenset[str]
 
 
@@ -279,14 +276,16 @@ def screen_ids(
 ) -> Screening:
     """Title/id conflicts and ids dated after their note. `ids` is (new, anchored); `read` loads notes whole.
 
-    A new id titled like an anchored one, or dated after its note, is most likely a typo: a D-item, never an
-    increment.
+    `stated` holds the titles of the window, the living document and earlier briefings. A new id titled like
+    an anchored one, or dated after its note, is most likely a typo: a D-item, never an increment.
     """
     new_ids, anchored = ids
     zone, lang = where
     id_items = id_conflicts(stated, lang)
     hits = future_id_hits(notes, zone)
-    future_items = future_ids(hits, read([d for d, _ in hits]), zone, lang)
-    suspect = {i for item in id_items for i in ids_of(item) if i in new_ids and ids_of(item) & set(anchored)}
-    suspect |= {i for item in future_items for i in ids_of(item)}
+    docs = list({d.path: d for d, _ in hits}.values())
+    future_items = future_ids(hits, read(docs), zone, lang)
+    anchored_set = set(anchored)
+    suspect = {i for item in id_items for i in ids_of(item) if i in new_ids and ids_of(item) & anchored_set}
+    suspect |= {i for _, i in hits}
     return Screening(id_items=id_items, future_items=future_items, suspect=frozenset(suspect))

@@ -26,8 +26,16 @@ PHRASES: dict[str, dict[Lang, str]] = {
         "zh": "同一标题「{title}」对应两个 arXiv 号 {ids}",
         "en": "one title '{title}' under two arXiv ids {ids}",
     },
-    "d.id.subject_id": {"zh": "arXiv {id} 对应两个标题", "en": "arXiv {id} under two titles"},
     "d.id.claim": {"zh": "{title}（arXiv {id}）", "en": "{title} (arXiv {id})"},
+    "d.suspect.typo": {
+        "zh": "⚠ 疑为 arXiv {other} 的笔误（见 {d}）",
+        "en": "⚠ likely a typo of arXiv {other} (see {d})",
+    },
+    "d.suspect.future": {
+        "zh": "⚠ 年月晚于引用文档（见 {d}）",
+        "en": "⚠ dated after the note citing it (see {d})",
+    },
+    "d.id.subject_id": {"zh": "arXiv {id} 对应两个标题", "en": "arXiv {id} under two titles"},
     "d.id.suggest": {
         "zh": "核验 arxiv.org/abs 页面，只保留正确的号与标题",
         "en": "check the arxiv.org/abs page and keep only the right id and title",

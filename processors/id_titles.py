@@ -39,8 +39,8 @@ _VENUES = (
     r"findings(?: of)?(?: the)?(?: acl| emnlp| naacl)?|openreview|github|huggingface|hf|blog|tech report"
 )
 _VENUE = re.compile(
-    rf"^(?:{_VENUES})(?:[\s'’-]*\d{{2,4}})?(?:\s+(?:spotlight|oral|poster|workshop|findings|main|best paper|"
-    r"short|long|demo|track|conference))*\.?$|^\d{4}(?:[.\-/]\d{1,2}){0,2}\.?$",
+    rf"^(?:{_VENUES})(?:[\s'’-]*\d{{2,4}})?(?:\s+\(?(?:spotlight|oral|poster|workshop|findings|main|best paper|"
+    r"short|long|demo|track|conference)\)?)*\.?$|^\d{4}(?:[.\-/]\d{1,2}){0,2}\.?$",
     re.IGNORECASE,
 )
 _PLACEHOLDER = frozenset(
@@ -53,7 +53,7 @@ _PLACEHOLDER = frozenset(
 )  # fmt: skip
 _SENTENCE_START = re.compile(
     r"^(?:this (?:paper|work|study|article)|we |in this |the authors|our |these |it |they |"
-    r"本文|我们|该论文|论文提出|提出了|作者|이 논문|본 논문|우리는)",
+    r"本文|我们|该论文|论文提出|提出|作者|이 논문|본 논문|우리는)",
     re.IGNORECASE,
 )
 _ET_AL = re.compile(r"\bet\.?\s?al\b|等人", re.IGNORECASE)
@@ -68,6 +68,16 @@ _TITLE_COLUMNS = (
     re.compile(r"^(?:name|method|model|名称|方法|模型|이름)$", re.IGNORECASE),
 )
 _NAME = re.compile(r"^(?:[A-Z][\w'’.\-]*|[A-Z]\.)$")
+_LABEL_NUMBER = re.compile(r"^[^:：]{1,24}[:：]\s*[\d.,%/\s]+$")  # `总论文数：13`, `Read time: 12`
+# Headings of a paper's or a digest's parts, never a paper's title.
+_GENERIC = frozenset(
+    (
+        "introduction", "related work", "abstract", "method", "methods", "results", "conclusion", "overview",
+        "summary", "background", "contributions", "contribution", "discussion", "evaluation", "experiments",
+        "appendix", "references", "citation", "摘要", "总结", "概述", "简介", "论文详情", "今日论文统计",
+        "方法", "结论", "贡献", "요약", "개요", "결론",
+    )
+)  # fmt: skip
 _MAX_WORDS = 30
 
 
@@ -101,7 +111,9 @@ def plausible_title(text: str) -> bool:
     if not 4 <= len(text) <= 300 or not any(ch.isalpha() for ch in text):
         return False
     lowered = text.lower().strip(" .[]()*_")
-    if lowered in _PLACEHOLDER or _VENUE.match(lowered) or _LABEL.match(text):
+    if lowered in _PLACEHOLDER or lowered in _GENERIC or _VENUE.match(lowered) or _LABEL.match(text):
+        return False
+    if _LABEL_NUMBER.match(text):
         return False
     if not _balanced(text) or text.endswith(("[", "(", "（", "·", ",", "，", "、", "→", "-", "—", ":", "：")):
         return False  # a cut fragment: `Compiler for Direct CUDA Inference** · Xuanzhe Li et.al. · [`

@@ -232,6 +232,9 @@ class Discrepancy(Frozen):
     subject: str
     claims: list[Claim]
     suggestion: str
+    # What the discrepancy is about, independent of language and wording (`version:vllm:0.3.3|0.30.0`):
+    # the same key keeps its D number in every later briefing. Optional, so v1 readers and records stay valid.
+    key: str | None = None
 
 
 class ArxivMetadata(Frozen):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from processors.discrepancy_keys import ordered_span
 from processors.i18n import Lang, say
 from processors.models import Discrepancy, Increment, Priority, PriorityLevel
 
@@ -41,7 +42,7 @@ def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], la
     order = {"highest": 0, "medium": 1, "low": 2}
     rows.sort(key=lambda p: order[p.level])
     if items:
-        span = items[0].id if len(items) == 1 else f"{items[0].id}-{items[-1].id}"
+        span = ordered_span(d.id for d in items)  # numbers kept from earlier briefings need not be a run
         subjects = " / ".join(d.subject for d in items[:5]) + (" …" if len(items) > 5 else "")
         rows.append(
             Priority(

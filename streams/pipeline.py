@@ -37,6 +37,7 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
+_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 LOG_EACH_UP_TO = 20  # a batch of more records logs one line, each document at DEBUG
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
@@ -338,17 +339,23 @@ class Pipeline:
         Two phases: the whole window as summaries (no text), then the few notes the briefing quotes, whole.
         """
         window = window_bounds(command.end, self.settings.window_length)
+        here = (command.end, command.trigger)
         documents = self.state.window_summaries(axis.name, window)
         # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
         baseline = self.state.latest_baseline(
             axis.name, window.start, window.start - self.settings.window_length
         )
-        earlier = self.state.earlier_briefings(axis.name, command.end)
+        # D numbers come from every briefing of the axis (a past window re-emitted must not give a number a
+        # later briefing used to something else, and a close must see the flush that ended at the same time);
+        # cited ids and titles from the earlier ones only.
+        recorded = self.state.earlier_briefings(axis.name, _END_OF_TIME)
+        earlier = [b for b in recorded if b.window.end < command.end]
+        others = [b for b in recorded if b.window.end >= command.end and (b.window.end, b.trigger) != here]
         own_baselines = [d.path for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
         baselines = [*self.state.documents(axis.name, own_baselines), *([baseline] if baseline else [])]
         if baseline is not None:
             documents.append(baseline)
-        history = BriefingHistory.of(earlier, (d.text for d in baselines))
+        history = BriefingHistory.of(earlier, (d.text for d in baselines), others)
         # Everything read from the state before the await below: the window agent may store a new version of a
         # note meanwhile, which would then show as both a source and superseded.
         living = self.state.living_document(axis.name)

@@ -13,7 +13,7 @@ from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest, BriefingRules, max_d_number
 from processors.documents import parse_document
 from processors.i18n import Lang
-from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile
+from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Trigger
 from processors.window import window_bounds
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -85,6 +85,9 @@ def brief(
     superseded: Sequence[Document] = (),
     load: Callable[[Sequence[str]], Sequence[Document]] | None = None,
     axis: AxisSpec = INFERENCE,
+    history: BriefingHistory | None = None,
+    end: datetime = END,
+    trigger: Trigger = "close",
 ) -> Briefing:
     baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
     given = next((d for d in docs if d.path == axis.living_doc and isinstance(d, Document)), None)
@@ -97,13 +100,13 @@ def brief(
         BriefingRequest(
             axis=axis,
             axes=AXES,
-            trigger="close",
-            window=WINDOW,
-            generated_at=END,
+            trigger=trigger,
+            window=window_bounds(end, timedelta(hours=24)),
+            generated_at=end,
             zone=SH,
             documents=docs,
             living=living_doc,
-            history=BriefingHistory(frozenset(earlier), baseline_d if last_d is None else last_d),
+            history=history or BriefingHistory(frozenset(earlier), baseline_d if last_d is None else last_d),
             lang=lang,
             rules=rules.model_copy(update={"increments": increments}),
             superseded=superseded,

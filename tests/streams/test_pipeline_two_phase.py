@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from uuid import uuid4
 from zoneinfo import ZoneInfo
@@ -14,7 +14,7 @@ import pytest
 
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
-from processors.models import ControlCommand, Document, RawFile
+from processors.models import Briefing, ControlCommand, Document, RawFile, Trigger
 from processors.window import window_bounds
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -100,3 +100,33 @@ async def test_the_loader_reads_the_summarised_versions_from_another_thread(pipe
     finally:
         loader.close()
     assert [d.summary() for d in got] == summaries[:3]
+
+
+async def test_d_numbers_hold_across_the_worker_s_briefings_in_any_order(pipeline: Pipeline) -> None:
+    """A later window's briefing emitted first (a re-run of a past window after it) and the close and flush
+    ending at the same time: every discrepancy has one D number in all of them."""
+    late = b"# daily\n\n## inference\nvLLM inference paper arXiv:2610.00999 released.\n"
+    raw = RawFile(
+        path="inbox/tom/2026-09-27-2300-late.md",
+        content=late,
+        size=len(late),
+        mtime=END.timestamp(),
+        sha256=hashlib.sha256(late).hexdigest(),
+    )
+    for event in pipeline.route(raw, raw_offset=10_000):
+        pipeline.store(event)
+
+    async def d_items(end: datetime, trigger: Trigger) -> dict[str, str]:
+        command = ControlCommand(
+            axis="inference", trigger=trigger, end=end, requested_at=END, request_id=uuid4().hex
+        )
+        emission = await pipeline.brief(command)
+        assert emission is not None
+        return {d.key or "": d.id for d in Briefing.model_validate_json(emission.briefing_json).discrepancies}
+
+    later = await d_items(END + timedelta(hours=1), "flush")
+    assert later["future:2610.00999"] == "D198" and len(later) == 7
+    close = await d_items(END, "close")
+    flush = await d_items(END, "flush")
+    assert "future:2610.00999" not in close
+    assert close == flush == {k: n for k, n in later.items() if k in close}

@@ -1,0 +1,62 @@
+"""D-items stay bounded per note: a hostile note (issue 15) cannot stall a briefing or flood its 三."""
+
+import time
+from collections import Counter
+
+from processors.discrepancies import (
+    MAX_FUTURE_PER_NOTE,
+    MAX_ITEMS,
+    flagged_and_unsourced,
+    number_items,
+    screen_ids,
+    version_conflicts,
+)
+from processors.discrepancy_keys import DNumbers
+from processors.living_doc import parse_living_doc
+from processors.units import units_of
+from processors.writer_flags import MAX_FLAGS_PER_NOTE
+from tests.processors.notes import SH, living, note
+
+
+def _hostile() -> str:
+    def ident(n: int, yymm: str = "2609") -> str:
+        return f"{yymm}.{10000 + n:05d}"
+
+    lines = ["# vLLM 推理 KV cache 论文表", "", "## 同名论文", "| arXiv | Title |", "|---|---|"]
+    lines += [f"| {ident(n)} | Fluid-Guided Online Scheduling for LLM Inference |" for n in range(500)]
+    lines += ["", "## 一号多名", "| arXiv | Title |", "|---|---|"]
+    lines += [f"| 2609.00001 | Kernel{n} Fusion{n} for Decoding{n} Serving{n} |" for n in range(2000)]
+    lines += [f"- [Cache{n} Eviction{n} Policy{n}](https://arxiv.org/abs/{ident(n)})" for n in range(2000)]
+    lines += ["", "## 未来", " ".join(f"arXiv:{ident(n % 89999, '2612')}" for n in range(50_000))]
+    lines += ["", "## 版本", *(f"- vLLM 0.{n}.3 推理吞吐 {n}% ⚠ 待核实" for n in range(2000))]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_d_items_quickly() -> None:
+    doc = note("inbox/jay/2026-09-27-1000-hostile.md", _hostile())
+    assert len(doc.arxiv_ids) > 50_000 and len(doc.titled) >= 2500
+    started = time.monotonic()
+    units = units_of(doc, "inference", 4, 1.0)
+    screening = screen_ids(
+        [*doc.titled, *list(doc.titled)],
+        [doc],
+        lambda docs: {d.path: doc for d in docs},
+        (set(doc.arxiv_ids), set()),
+        (SH, "zh"),
+    )
+    versions = version_conflicts(units, parse_living_doc(living()), "zh")
+    flagged = flagged_and_unsourced(units, {}, "zh")
+    items = number_items(
+        [*versions, *screening.id_items, *screening.future_items, *flagged], DNumbers({}, 194)
+    )
+    elapsed = time.monotonic() - started
+
+    kinds = Counter(f.kind for f in flagged)
+    assert len(screening.future_items) == MAX_FUTURE_PER_NOTE
+    assert len(versions) <= 2  # one product's releases against the living document: a changelog, not 2,000
+    assert kinds["flagged"] == MAX_FLAGS_PER_NOTE
+    # "Fluid-Guided … for LLM Inference" under 500 ids is a label, not a typo; 2609.00001 under the next
+    # titles (up to the per-note cap) is one discrepancy.
+    assert [f.key for f in screening.id_items] == ["id-titles:2609.00001"]
+    assert len(items) <= MAX_ITEMS and items[0].id == "D195"
+    assert elapsed < 30, f"D-items of one hostile note took {elapsed:.1f} s"
