@@ -187,11 +187,14 @@ class Worker:
             if v.kind == "baseline" and v.baseline_axis == axis_name and since <= v.event_time < window.start
         ]
         baseline = load_document(olds[-1][1].stored) if olds else None
-        earlier = [
-            b
-            for (a, e, _t), (b, _md) in sorted(self._emitted.items(), key=lambda kv: kv[0][1])
-            if a == axis_name and e < end
+        # As the worker: D numbers from every briefing of the axis, cited ids and titles from earlier ones.
+        recorded = [
+            (e, t, b)
+            for (a, e, t), (b, _md) in sorted(self._emitted.items(), key=lambda kv: kv[0][1])
+            if a == axis_name
         ]
+        earlier = [b for e, _t, b in recorded if e < end]
+        others = [b for e, t, b in recorded if e >= end and (e, t) != (end, trigger)]
         own = [
             load_document(stored[d.path])
             for d in documents
@@ -200,7 +203,7 @@ class Worker:
         baselines = [*own, *([baseline] if baseline else [])]
         if baseline is not None:
             documents.append(baseline)
-        history = BriefingHistory.of(earlier, (d.text for d in baselines))
+        history = BriefingHistory.of(earlier, (d.text for d in baselines), others)
 
         def load(paths: Sequence[str]) -> list[Document]:
             return [load_document(stored[p]) for p in paths if p in stored]
