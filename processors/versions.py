@@ -116,7 +116,8 @@ class BatchPlan:
         self.new_versions: dict[VersionKey, tuple[EventHeader, StoredDocument]] = {}
         self.raised: dict[VersionKey, int] = {}  # stored versions whose raw offset rises
         self.touched: set[Key] = set()  # paths whose `current` flags are rewritten
-        self.rejected: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # (path, sha256) → (message, seen at, code, the file's own time)
+        self.rejected: dict[tuple[str, str], tuple[str, datetime, str | None, datetime | None]] = {}
 
     def apply(self, record: DocumentRecord) -> bool:
         """Apply one record; whether a briefing sees what it brought (a rejection always counts)."""
@@ -127,7 +128,9 @@ class BatchPlan:
             path = self.paths.setdefault((h.axis, h.path), PathVersions())
             return path.delete(h.seen_at, h.raw_offset)
         if h.type == "rejection":
-            self.rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))
+            self.rejected.setdefault(
+                (h.path, h.sha256), (h.reason or "rejected", h.seen_at, h.reason_code, h.event_time)
+            )
             return True
         return False  # an event for no axis
 

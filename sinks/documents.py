@@ -10,6 +10,7 @@ from datetime import datetime
 import duckdb
 
 from processors.models import Document, DocumentSummary, Rejection, WindowBounds
+from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
 
@@ -158,11 +159,18 @@ class Documents:
         return docs[-1] if docs else None
 
     def rejections(self, window: WindowBounds) -> list[Rejection]:
+        """The files refused whose own time (else the time the worker saw them) falls in the window."""
         rows = self._db.execute(
-            "SELECT path, reason FROM rejected WHERE seen_at >= ? AND seen_at < ? ORDER BY path",
+            "SELECT path, reason, reason_code FROM rejected "
+            "WHERE coalesce(event_time, seen_at) >= ? AND coalesce(event_time, seen_at) < ? ORDER BY path",
             [window.start, window.end],
         ).fetchall()
-        return [Rejection(path=r[0], reason=r[1]) for r in rows]
+        return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+
+
+def _code(value: str | None) -> RejectionCode | None:
+    """A stored code this version knows; None for another version's (the message still says why)."""
+    return next((c for c in REJECTION_CODES if c == value), None)
 
 
 def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
@@ -205,7 +213,7 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
     if plan.rejected:
         db.execute(
             "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
-            "unnest($4::TIMESTAMPTZ[])",
+            "unnest($4::TIMESTAMPTZ[]), unnest($5::VARCHAR[]), unnest($6::TIMESTAMPTZ[])",
             _columns([(*k, *v) for k, v in plan.rejected.items()]),
         )
 

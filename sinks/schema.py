@@ -10,7 +10,8 @@ from sinks.duck import transaction
 from sinks.errors import RebuildRequiredError
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
-VERSION = 2
+# 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
+VERSION = 3
 
 _TABLES = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -36,8 +37,10 @@ CREATE TABLE deletions (
     axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
     PRIMARY KEY (axis, path)
 );
+-- event_time: the file's stamp or mtime (NULL for a record that carried none: then seen_at stands in).
 CREATE TABLE rejected (
     path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at TIMESTAMPTZ NOT NULL,
+    reason_code VARCHAR, event_time TIMESTAMPTZ,
     PRIMARY KEY (path, sha256)
 );
 -- Each briefing as recorded before its files and its topic message are made from it. markdown is NULL for

@@ -1,0 +1,50 @@
+"""A window's rejected files are those whose own time falls in it, so re-emitting a past window lists them."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from processors.ingest import RouteParams, route_file
+from processors.models import AxisSpec, RawFile
+from processors.window import window_bounds
+from processors.wire import decode
+from sinks.state import StateStore
+
+SH = ZoneInfo("Asia/Shanghai")
+PARAMS = RouteParams(axes=(AxisSpec(name="inference"),), zone=SH, max_bytes=1 << 20, message_limit=1 << 20)
+
+
+def refuse(state: StateStore, path: str, seen_at: datetime) -> None:
+    """A binary file through the parse stage and the window agent's write, as the worker handles it."""
+    data = b"\x00\x01binary"
+    raw = RawFile(
+        path=path,
+        content=data,
+        size=len(data),
+        mtime=seen_at.timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    routed = route_file(raw, PARAMS, seen_at, raw_offset=1)
+    state.apply_batch([(decode(value), None) for _, value in routed.records])
+
+
+def test_a_past_window_lists_the_files_stamped_in_it_with_their_code(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    seen = datetime(2026, 12, 3, 16, 0, tzinfo=SH)  # the worker saw it long after its stamp
+    refuse(state, "inbox/jay/2026-09-27-0900-blob.md", seen)
+
+    past = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+    [rejection] = state.rejections(past)
+    assert (rejection.path, rejection.reason_code) == ("inbox/jay/2026-09-27-0900-blob.md", "binary")
+    assert state.rejections(window_bounds(seen + timedelta(hours=1), timedelta(hours=24))) == []
+
+
+def test_a_file_without_a_stamp_is_placed_by_its_mtime(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    seen = datetime(2026, 9, 27, 12, 0, tzinfo=SH)
+    refuse(state, "inbox/jay/blob.md", seen)
+    window = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+    assert [r.path for r in state.rejections(window)] == ["inbox/jay/blob.md"]
