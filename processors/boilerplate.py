@@ -178,11 +178,18 @@ def section_boilerplate(section: SectionNode) -> BoilerplateReason | None:
             return "statistics"
         if len(section.heading) <= _MAX_EXCLUDED_HEADING and _EXCLUDED.search(section.heading):
             return "excluded"  # `Excluded papers`, `未纳入的论文`; not a long heading that mentions exclusion
-    reasons = [r for r in block_reasons(section, whole=False) if r is not None]
-    content = [b for b in section.blocks if b.kind != "code"]
-    if content and len(reasons) == len(content):
+    said = [
+        (b, r) for b, r in zip(section.blocks, block_reasons(section, whole=False), strict=True) if _says(b)
+    ]
+    reasons = [r for _, r in said if r is not None]
+    if said and len(reasons) == len(said):
         return max(set(reasons), key=reasons.count)
     return None
+
+
+def _says(block: Block) -> bool:
+    """Code, and wrappers with no words, links or images (`<div align="center">`), say nothing either way."""
+    return block.kind != "code" and bool(_has_words(block.text) or block.links or block.images)
 
 
 def block_reasons(section: SectionNode, *, whole: bool = True) -> list[BoilerplateReason | None]:

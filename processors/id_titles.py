@@ -151,6 +151,12 @@ def _title_column(header: Sequence[str]) -> int | None:
     return None
 
 
+def title_cell(block: Block) -> str:
+    """The cell under the title column of a table row (`Title`, `Paper`, `标题` …), '' when there is none."""
+    column = _title_column(block.header) if block.kind == "table_row" else None
+    return block.cells[column] if column is not None and column < len(block.cells) else ""
+
+
 def title_line(block: Block) -> str:
     """`**原文标题：** FilmAgent: …` or `Title: …` → the title it states, '' if it is no title line."""
     if block.lead and _LABEL.match(block.lead):
@@ -183,9 +189,9 @@ def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
         if len(ids) != 1:
             continue
         if block.kind == "table_row":
-            column = _title_column(block.header)
-            if column is not None and column < len(block.cells):
-                add(ids[0], block.cells[column], "table")
+            cell = title_cell(block)
+            if cell:
+                add(ids[0], cell, "table")
         elif block.kind == "heading":
             add(ids[0], section.heading if block is section.head else block.text, "heading")
         elif block.lead and not any(block.lead == text for text, _ in block.links):

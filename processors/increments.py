@@ -6,14 +6,14 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
 from processors.id_titles import plausible_title
 from processors.key_points import figures, has_figure, highlights, key_points, thesis
-from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
-from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
+from processors.living_doc import SectionMatcher
+from processors.models import Frozen, Increment
+from processors.placement import PlacementQuery, place
 from processors.tfidf import NearestIndex, Vector
 from processors.tokens import terms
 from processors.units import Unit
@@ -237,61 +237,6 @@ def _points(cluster: Cluster, limit: int) -> list[str]:
     return out
 
 
-def _relation(s: LivingSection, via: Literal["arxiv_id", "text"], ids: Sequence[str]) -> SectionRelation:
-    names = anchored_names(s, first=ids)
-    return SectionRelation(section=section_label(s), title=section_title(s), anchored=names, via=via)
-
-
-def _suggestions(cluster: Cluster, points: Sequence[str], ctx: Context) -> list[SectionSuggestion]:
-    """Card anchors first, then sections citing the ids, then each section's clearly closest sections."""
-    out: dict[str, SectionSuggestion] = {}
-    ids = " · ".join(cluster.ids)
-    for u in cluster.units:
-        for label in u.anchors:
-            s = ctx.matcher.by_label(label)
-            reason = ids or (ctx.matcher.closest(s, points) if s else "") or (points[0] if points else "")
-            out.setdefault(
-                label,
-                SectionSuggestion(
-                    section=label, title=section_title(s) if s else "", reason=reason, via="anchor"
-                ),
-            )
-    for s in ctx.matcher.citing(cluster.ids):
-        out.setdefault(
-            section_label(s),
-            SectionSuggestion(section=section_label(s), title=section_title(s), reason=ids, via="arxiv_id"),
-        )
-    for u in cluster.units:
-        unit_points = key_points([u.text], limit=4) or list(points)
-        for s, _score in ctx.matcher.ranked(f"{u.heading}\n{u.text}", ratio=0.7, limit=2):
-            reason = ctx.matcher.closest(s, unit_points) or ids
-            out.setdefault(
-                section_label(s),
-                SectionSuggestion(
-                    section=section_label(s), title=section_title(s), reason=reason, via="text"
-                ),
-            )
-    for point in points:
-        for s, _score in ctx.matcher.ranked(point, floor=0.08, limit=1):
-            out.setdefault(
-                section_label(s),
-                SectionSuggestion(section=section_label(s), title=section_title(s), reason=point, via="text"),
-            )
-    return list(out.values())[:4]
-
-
-def _relations(
-    cluster: Cluster, suggestions: Sequence[SectionSuggestion], ctx: Context
-) -> list[SectionRelation]:
-    """Sections that cite the cluster's ids, then the sections it was matched to by text."""
-    out = {section_label(s): _relation(s, "arxiv_id", cluster.ids) for s in ctx.matcher.citing(cluster.ids)}
-    for sug in suggestions:
-        s = ctx.matcher.by_label(sug.section)
-        if s is not None:
-            out.setdefault(sug.section, _relation(s, "text", cluster.ids))
-    return list(out.values())[:4]
-
-
 def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) -> Increment:
     """The briefing entry of a chosen cluster."""
     cluster = candidate.cluster
@@ -309,12 +254,14 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
         rules=ctx.credibility,
         lang=ctx.lang,
     )
-    suggestions = _suggestions(cluster, points, ctx)
-    relations = _relations(cluster, suggestions, ctx)
+    title = _title(cluster, ctx)
+    placed = place(
+        ctx.matcher.living, PlacementQuery(title, tuple(points), tuple(cluster.ids), tuple(cluster.units))
+    )
     texts = [u.text for u in cluster.units if has_figure(u.text)] + [u.text for u in cluster.units]
     return Increment(
         rank=rank,
-        title=_title(cluster, ctx),
+        title=title,
         stars=max(1, min(5, round((max(u.stars for u in cluster.units) + cred.stars) / 2 + 0.01))),
         arxiv=list(cluster.ids),
         sources=list(dict.fromkeys(u.ref for u in cluster.units)),
@@ -323,10 +270,11 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
         thesis=thesis(texts),
         credibility=cred.text,
         novelty="new" if candidate.novelty == "new" else "continued",
-        related_sections=[r.section for r in relations],
-        suggested_sections=[s.section for s in suggestions],
+        related_sections=[r.section for r in placed.relations],
+        suggested_sections=[s.section for s in placed.suggestions],
         highlights=highlights(points),
-        relations=relations,
-        suggestions=suggestions,
+        relations=placed.relations,
+        suggestions=placed.suggestions,
+        unplaced_reason=placed.unplaced,
         score=candidate.score,
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 _SECTION_NO = re.compile(r"§\s*(\d+(?:\.\d+)*)")
-# `2.4 Title`, `3. Title`, and keycap numbers like `1️⃣ Pruning` (digit, optional VS16, U+20E3).
-_PLAIN_NO = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)(?:\ufe0f?\u20e3)?\.?(?=\s|$)")
-# Pictographs and their joiners; a keycap's VS16 stays (it is the section number), © and ® only as emoji.
+# `2.4 Title`, `3. Title`. A keycap (`1️⃣ Pruning`) decorates a curated list's heading: no number an editor cites.
+_PLAIN_NO = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)\.?(?=\s|$)")
+_KEYCAP = re.compile(r"[0-9#*]\ufe0f?\u20e3")
+# Pictographs and their joiners (keycaps go whole, by _KEYCAP), © and ® only as emoji.
 EMOJI = re.compile(
     r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u2300-\u23FF\u200D]|[©®](?=\ufe0f)|\ufe0f(?!\u20e3)"
 )
@@ -23,7 +24,7 @@ BACK_TEXT = re.compile(
 
 
 def section_number(heading: str) -> str | None:
-    """`§3.3` for `§3.3 Cache`, `附录 §5.1 x`, `3.3 Cache`, `3. Cache` or `3️⃣ Cache`; None otherwise."""
+    """`§3.3` for `§3.3 Cache`, `附录 §5.1 x`, `3.3 Cache` or `3. Cache`; None otherwise (`3️⃣ Cache` too)."""
     m = _SECTION_NO.search(heading) or _PLAIN_NO.match(heading)
     return f"§{m.group(1)}" if m else None
 
@@ -31,7 +32,7 @@ def section_number(heading: str) -> str | None:
 def clean_heading(text: str) -> str:
     """A heading's plain text without emoji decoration or back-link residue, whitespace collapsed."""
     # Collapsed first: `_RESIDUE` then never meets a run of spaces to backtrack over.
-    text = EMOJI.sub("", " ".join(text.split()))
+    text = EMOJI.sub("", _KEYCAP.sub("", " ".join(text.split())))
     return " ".join(_RESIDUE.sub(" ", text).split())
 
 

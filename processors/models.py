@@ -197,6 +197,10 @@ class SectionSuggestion(Frozen):
     via: Literal["anchor", "arxiv_id", "text"]
 
 
+# Why an increment has no suggested section: no section of the living document fits it, or there is none.
+UnplacedReason = Literal["no_section_fits", "no_living_document"]
+
+
 class Increment(Frozen):
     rank: int
     title: str
@@ -214,6 +218,7 @@ class Increment(Frozen):
     relations: list[SectionRelation] = Field(default_factory=list)
     suggestions: list[SectionSuggestion] = Field(default_factory=list)
     score: float = 0.0
+    unplaced_reason: UnplacedReason | None = None  # why `suggested_sections` is empty
 
 
 class Claim(Frozen):

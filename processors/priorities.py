@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from processors.discrepancy_keys import ordered_span
 from processors.i18n import Lang, say
-from processors.models import Discrepancy, Increment, Priority, PriorityLevel
+from processors.models import Discrepancy, Increment, Priority, PriorityLevel, UnplacedReason
+from processors.placement import write_action
 
 
 def _level(inc: Increment) -> PriorityLevel:
@@ -17,8 +18,8 @@ def _level(inc: Increment) -> PriorityLevel:
     return "medium"
 
 
-def _write(sections: Sequence[str], lang: Lang) -> str:
-    return say("pri.write", lang, sections="/".join(sections)) if sections else say("pri.tbd", lang)
+def _write(sections: Sequence[str], lang: Lang, unplaced: UnplacedReason | None = None) -> str:
+    return write_action(sections, unplaced, lang)
 
 
 def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], lang: Lang) -> list[Priority]:
@@ -36,7 +37,7 @@ def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], la
             Priority(
                 level=level,
                 content=f"{head}{inc.title}{figures}",
-                action=_write(inc.suggested_sections, lang),
+                action=_write(inc.suggested_sections, lang, inc.unplaced_reason),
             )
         )
     order = {"highest": 0, "medium": 1, "low": 2}

@@ -13,6 +13,7 @@ import jinja2
 
 from processors.i18n import LABELS, Lang, relevance_label
 from processors.models import Briefing, Increment, NoIncrementSource, SourceEntry
+from processors.placement import join_labels
 from processors.reasons import NO_INCREMENT_CODES, NoIncrementCode
 
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
@@ -109,11 +110,22 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
             return t["inc_id"].format(rank=inc.rank, ids=" / ".join(inc.arxiv), title=inc.title, stars=stars)
         return t["inc_doc"].format(rank=inc.rank, title=inc.title, stars=stars)
 
+    def named(label: str, title: str, style: str = "{label}{lp}{title}{rp}") -> str:
+        # A §-less section's label is its title: print it once, never `Survey Survey`.
+        if title and title != label:
+            return style.format(label=label, title=title, lp=t["lp"], rp=t["rp"])
+        return label
+
+    def related(label: str, title: str) -> str:
+        # zh runs `§3.3（Cache Compression）已锚定` together, but keeps a space after a bare title.
+        sec = named(label, title)
+        return sec if lang == "en" or sec.endswith(t["rp"]) else f"{sec} "
+
     def relation(inc: Increment) -> str:
         parts = [
-            t["rel_anchored"].format(sec=r.section, title=r.title, names=" / ".join(r.anchored))
+            t["rel_anchored"].format(sec=related(r.section, r.title), names=" / ".join(r.anchored))
             if r.anchored
-            else t["rel_plain"].format(sec=r.section, title=r.title)
+            else t["rel_plain"].format(sec=related(r.section, r.title))
             for r in inc.relations
         ]
         if not parts:
@@ -162,6 +174,8 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         relevance=relevance,
         increment_heading=increment_heading,
         relation=relation,
+        named=named,
+        join_labels=lambda labels: join_labels(labels, lang),
         when=when,
         status=status,
     )

@@ -173,7 +173,8 @@ def test_real_roots_keep_their_papers_and_lose_their_scaffolding() -> None:
     pruning = next(s for s in kv.sections if s.heading.endswith("Pruning / Evicting / Sparse"))
     assert section_boilerplate(pruning) is None
     assert not any(block_reasons(pruning))  # every paper of the list is content
-    assert block_reasons(kv.sections[0]).count("badge") == 2  # the logo and the badge row
+    assert block_reasons(kv.sections[0], whole=False).count("badge") == 2  # the logo and the badge row
+    assert set(block_reasons(kv.sections[0])) == {"badge"}  # and the head as a whole, its wrappers included
 
     zh = parse_structure(ZH_DAILY.read_text(encoding="utf-8"))
     reasons = {s.heading: section_boilerplate(s) for s in zh.sections}
@@ -190,3 +191,13 @@ def test_is_boilerplate_without_a_section_reads_the_block_alone() -> None:
     assert set(REASON_TEXT) == {
         "navigation", "badge", "toc", "boilerplate_section", "source_spec", "statistics", "excluded", "nothing_new",
     }  # fmt: skip
+
+
+def test_a_badge_head_wrapped_in_empty_html_is_boilerplate() -> None:
+    # The real list opens with `<div align="center">` wrappers around its logo and badge row: the wrappers say
+    # nothing, so the head is all badges.
+    kv = parse_structure(KV_LIST.read_text(encoding="utf-8"))
+    assert kv.sections[0].level == 0
+    assert section_boilerplate(kv.sections[0]) == "badge"
+    head = parse_structure('<div align="center">\n\nA survey of KV cache methods, 3.6× faster.\n\n</div>\n')
+    assert section_boilerplate(head.sections[0]) is None  # a wrapper around words is content

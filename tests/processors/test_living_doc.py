@@ -4,7 +4,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.documents import parse_document
-from processors.living_doc import anchored_names, parse_living_doc, sections_citing
+from processors.living_doc import parse_living_doc, sections_citing
 from processors.models import Document, RawFile
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -58,44 +58,53 @@ def test_real_awesome_readme() -> None:
     assert living.version is None
     assert len(living.cited_ids) >= 150
     headings = [s.heading for s in living.sections]
-    assert "1️⃣ Pruning / Evicting / Sparse" in headings
-    # Keycap digits number the method sections: 1️⃣ … 8️⃣ are §1 … §8.
-    assert [s.number for s in living.sections if s.number] == [f"§{n}" for n in range(1, 9)]
-    assert sections_citing(living, "2404.14469") == ["§1"]
+    assert "Pruning / Evicting / Sparse" in headings
+    # Keycaps decorate the method headings: no § number, the label is the cleaned title, printed once.
+    assert not any(s.number for s in living.sections)
+    assert [s.label for s in living.sections if s.placeable] == [
+        "Survey", "Pruning / Evicting / Sparse", "Merging", "Cross-Layer", "Low-Rank", "Quantization",
+        "Prompt Compression", "Reuse", "Non-Autoregressive", "Evaluation",
+    ]  # fmt: skip
+    assert sections_citing(living, "2404.14469") == ["Pruning / Evicting / Sparse"]
 
 
-def test_known_vs_new_and_sections_against_the_real_kv_cache_living_document() -> None:
-    from tests.processors.notes import brief, note
+def test_the_real_lists_boilerplate_is_no_place() -> None:
+    path = CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md"
+    living = parse_living_doc(parse("living/kv-cache.md", path.read_text(encoding="utf-8")))
+    reasons = {s.label: s.boilerplate for s in living.sections}
+    assert reasons[""] == "badge"  # the logo and the badge row
+    assert reasons["News"] == reasons["Notice"] == "boilerplate_section"
+    assert reasons["Project"] == "boilerplate_section"  # kvpress, KVCache-Factory: repositories, no paper
+    assert reasons["Survey"] is None and reasons["Evaluation"] is None
+    method = next(s for s in living.sections if s.label == "Method")
+    assert method.boilerplate is None and not method.placeable  # its papers are all in its sub-sections
 
-    real = (CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md").read_text()
-    living_doc = note("living/inference.md", real)
-    snap = note(
-        "inbox/jay/2026-09-27-1000-snapkv.md",
-        "# KV 剪枝笔记\n\n## SnapKV 复现\narXiv:2404.14469 SnapKV 在 vLLM 推理上复现：KV cache 内存降低 3.6×，"
-        "pruning / evicting 的 observation window 有效。\n",
+
+def test_labels_of_a_list_without_numbers() -> None:
+    text = (
+        "# Awesome\n## 📖Systems ([©️back👆🏻](#paperlist))\n### Papers\n- [**A: B**](https://arxiv.org/abs/2401.00001)\n"
+        "## 📖Kernels ([©️back👆🏻](#paperlist))\n### Papers\n- [**C: D**](https://arxiv.org/abs/2401.00002)\n"
+        "## 3.3 Cache compression\n- [**E: F**](https://arxiv.org/abs/2401.00003)\n"
     )
-    fresh = note(
-        "inbox/jay/2026-09-27-1100-new.md",
-        "# 新论文\n\n## KV cache quantization 新方法\narXiv:2609.11111 提出 2-bit KV cache quantization，"
-        "吞吐量提升 2.1×，精度损失 0.3%。\n",
-    )
-    b = brief([snap, fresh], living_doc=living_doc)
-    assert b.summary.continued_arxiv == ["2404.14469"] and b.summary.new_arxiv == ["2609.11111"]
-    sections = b.living_doc.sections
-    assert sections["§1"] == "Pruning / Evicting / Sparse" and sections["§5"] == "Quantization"
-    by_id = {i: inc for inc in b.increments for i in inc.arxiv}
-    snapkv = by_id["2404.14469"]  # continued, but it brings a figure the document does not have
-    assert snapkv.related_sections[0] == "§1" and snapkv.relations[0].via == "arxiv_id"
-    assert "SnapKV" in snapkv.relations[0].anchored[0]
-    assert "§5" in by_id["2609.11111"].suggested_sections  # a quantization paper goes to 5️⃣ Quantization
+    living = parse_living_doc(parse("living/x.md", text))
+    assert [s.label for s in living.sections] == [
+        "Awesome", "Systems", "Systems › Papers", "Kernels", "Kernels › Papers", "§3.3",
+    ]  # fmt: skip
+    assert [s.title for s in living.sections][-1] == "Cache compression"
 
 
-def test_a_curated_list_anchors_its_papers_by_their_link_titles() -> None:
+def test_front_matter_version() -> None:
+    living = parse_living_doc(parse("living/risk.md", "---\nversion: v2.1\n---\n# risk\n## §1 Attacks\nx\n"))
+    assert living.version == "v2.1" and living.sections[-1].label == "§1"
+
+
+def test_what_a_section_lists_is_its_papers_titles() -> None:
     text = (CORPUS / "living_docs" / "October2001_Awesome-KV-Cache-Compression_README.md").read_text("utf-8")
     living = parse_living_doc(parse("living/kv.md", text))
-    headings = [s.heading for s in living.sections]
-    assert "Pruning / Evicting / Sparse" in " ".join(headings) and "News" in headings
-    pruning = next(s for s in living.sections if s.heading.endswith("Pruning / Evicting / Sparse"))
-    names = anchored_names(pruning, first=["2404.14469"])
-    assert names[0] == "SnapKV"  # the link's title, cut at its colon
-    assert not any(n.lower() in ("pdf", "arxiv", "neurips 2023") for n in names)
+    pruning = next(s for s in living.sections if s.label == "Pruning / Evicting / Sparse")
+    assert len(pruning.items) == 95
+    assert pruning.items[1].title == "SnapKV: LLM Knows What You are Looking for Before Generation"
+    assert pruning.items[1].ids == ("2404.14469",)
+    assert not any("et al" in i.title or i.title.startswith("Arxiv") for i in pruning.items)
+    prose = parse_living_doc(parse("living/inference.md", LIVING))
+    assert [i.title for i in prose.sections[2].items] == ["SnapKV"]  # the words before its id
