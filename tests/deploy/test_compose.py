@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,13 @@ def compose_check() -> Path:
 
 
 def check(
-    tool: Path, path: Path, *args: str, env_file: Path = ENV_EXAMPLE, **env: str
+    tool: Path, path: Path, *args: str, env_file: Path = ENV_EXAMPLE, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The validator as an operator runs compose: with an env file (never a stray .env beside the file)."""
     environ = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/root"),
-        **env,
+        **(env or {}),
     }
     return subprocess.run(
         [str(tool), *args, "-env-file", str(env_file), str(path)],
@@ -50,7 +51,7 @@ def check(
 
 
 def resolved(tool: Path, **env: str) -> dict[str, Any]:
-    result = check(tool, COMPOSE, "-json", **env)
+    result = check(tool, COMPOSE, "-json", env=env)
     assert result.returncode == 0, result.stderr
     loaded: dict[str, Any] = json.loads(result.stdout)
     return loaded
