@@ -187,6 +187,8 @@ class Settings(BaseSettings):
     watcher_metrics_port: int = 6067
     metrics_interval_seconds: float = 15.0  # how often polled gauges (lag, window size) are refreshed
     token: SecretStr | None = None  # the bearer token of POST routes; required when web_host is not loopback
+    # Or a file holding it (a compose or Kubernetes secret: /run/secrets/…), read once at load; never dumped.
+    token_file: Path | None = Field(None, exclude=True)
     web_allow_no_token: bool = False  # accept a non-loopback web_host without a token (logged as a WARNING)
     web_origins: tuple[
         str, ...
@@ -205,6 +207,28 @@ class Settings(BaseSettings):
         if cls.toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_file))
         return tuple(sources)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _token_from_file(cls, data: Any) -> Any:
+        # PREDIGEST_TOKEN_FILE keeps the token out of the environment (and `docker inspect`).
+        if not isinstance(data, dict) or data.get("token_file") is None:
+            return data
+        if data.get("token") is not None:
+            raise ValueError(
+                "token and token_file are both set: keep one (PREDIGEST_TOKEN or PREDIGEST_TOKEN_FILE)"
+            )
+        path = Path(data["token_file"])
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ValueError(
+                f"token_file {path} cannot be read ({reason}): point it at the token's file"
+            ) from None
+        if not token:
+            raise ValueError(f"token_file {path} is empty: write the token into it")
+        return {**data, "token": token}
 
     @model_validator(mode="after")
     def _retention_covers_the_window(self) -> Settings:

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from sinks.files import BriefingFiles
+from streams.settings import load_settings
 from tests.deploy.tools import DEPLOY, PROJECT, ensure_compose_check
 
 COMPOSE = PROJECT / "docker-compose.yml"
+ENV_EXAMPLE = PROJECT / ".env.example"
+BENCH = json.loads((PROJECT / "bench" / "results.json").read_text(encoding="utf-8"))
+PREDIGEST_SERVICES = ("watcher", "worker-1", "worker-2")
+WORKERS = ("worker-1", "worker-2")
+MIB = 1024 * 1024
+_READS = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @pytest.fixture(scope="module")
@@ -22,25 +32,37 @@ def compose_check() -> Path:
 
 
 def check(
-    tool: Path, path: Path, *args: str, token: str | None = "t0ken"
+    tool: Path, path: Path, *args: str, env_file: Path = ENV_EXAMPLE, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
-    if token is not None:
-        env["PREDIGEST_TOKEN"] = token
+    """The validator as an operator runs compose: with an env file (never a stray .env beside the file)."""
+    environ = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        **(env or {}),
+    }
     return subprocess.run(
-        [str(tool), *args, str(path)], env=env, capture_output=True, text=True, timeout=60, check=False
+        [str(tool), *args, "-env-file", str(env_file), str(path)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
-@pytest.fixture(scope="module")
-def project(compose_check: Path) -> dict[str, Any]:
-    result = check(compose_check, COMPOSE, "-json")
+def resolved(tool: Path, **env: str) -> dict[str, Any]:
+    result = check(tool, COMPOSE, "-json", env=env)
     assert result.returncode == 0, result.stderr
     loaded: dict[str, Any] = json.loads(result.stdout)
     return loaded
 
 
-def test_the_stack_is_a_valid_compose_project(compose_check: Path) -> None:
+@pytest.fixture(scope="module")
+def project(compose_check: Path) -> dict[str, Any]:
+    return resolved(compose_check)
+
+
+def test_the_stack_with_the_example_env_is_a_valid_compose_project(compose_check: Path) -> None:
     result = check(compose_check, COMPOSE)
     assert result.returncode == 0, result.stderr
     assert "valid compose project" in result.stdout
@@ -56,24 +78,53 @@ def test_the_stack_runs_kafka_watcher_two_workers_prometheus_and_grafana(project
     assert services["kafka"]["image"] == "apache/kafka:4.1.1"
 
 
-def _volume(svc: dict[str, Any], target: str) -> str:
-    return next(str(v["source"]) for v in svc["volumes"] if v["target"] == target)
+def _volume(svc: dict[str, Any], target: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(v for v in svc["volumes"] if v["target"] == target)
+    return found
 
 
-def test_each_worker_has_its_own_state_and_port_and_they_share_the_briefings(project: dict[str, Any]) -> None:
-    w1, w2 = project["services"]["worker-1"], project["services"]["worker-2"]
-    assert _volume(w1, "/data/state") != _volume(w2, "/data/state")
-    assert _volume(w1, "/data/out") == _volume(w2, "/data/out") == "briefings"
+def test_each_worker_has_its_own_state_and_port(project: dict[str, Any]) -> None:
+    w1, w2 = (project["services"][w] for w in WORKERS)
+    states = {_volume(w, "/data/state")["source"] for w in (w1, w2)}
+    assert len(states) == 2
+    # The volumes must be named ones, or state would vanish with the container.
+    assert states <= set(project["volumes"])
     ports = []
     for w in (w1, w2):
         port = int(w["environment"]["PREDIGEST_WEB_PORT"])
         assert [p["target"] for p in w["ports"]] == [port]
         assert f"127.0.0.1:{port}/healthz" in " ".join(w["healthcheck"]["test"])
-        assert w["environment"]["PREDIGEST_TOKEN"] == "t0ken"
         ports.append(port)
     assert len(set(ports)) == 2
-    # The volumes must be named ones, or state would vanish with the container.
-    assert {_volume(w1, "/data/state"), _volume(w2, "/data/state")} <= set(project["volumes"])
+
+
+def test_briefings_land_in_one_host_folder_that_compose_never_creates(compose_check: Path) -> None:
+    for env, folder in (
+        ({}, PROJECT / "briefings"),
+        ({"PREDIGEST_BRIEFINGS": "/srv/briefings"}, "/srv/briefings"),
+    ):
+        services = resolved(compose_check, **env)["services"]
+        for name in WORKERS:
+            out = _volume(services[name], "/data/out")
+            assert out["type"] == "bind", f"{name}: briefings in a volume the host cannot read"
+            assert Path(out["source"]) == Path(folder), name
+            # A folder docker created would be root's, and the workers (uid 10001) could not write into it.
+            assert out["bind"]["create_host_path"] is False, name
+            assert not out.get("read_only"), name
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="product: sinks/files.py writes briefings through mkstemp, mode 0600, so on the host only uid 10001 "
+    "or root reads them; it should set 0644 (less the umask) before the rename. Remove this mark then.",
+)
+def test_a_briefing_file_is_readable_by_the_hosts_users(tmp_path: Path) -> None:
+    written = BriefingFiles(tmp_path).ensure(
+        "inference", "2026-09-27-close", '{"axis": "inference"}', "# E1\n"
+    )
+    assert written
+    for path in written:
+        assert path.stat().st_mode & 0o004, f"{path.name} is mode {path.stat().st_mode & 0o777:o}"
 
 
 def test_the_watcher_is_unhealthy_when_its_loop_stalls(project: dict[str, Any]) -> None:
@@ -85,9 +136,9 @@ def test_the_watcher_is_unhealthy_when_its_loop_stalls(project: dict[str, Any]) 
 
 def test_prometheus_and_grafana_mount_the_projects_configuration(project: dict[str, Any]) -> None:
     prom, graf = project["services"]["prometheus"], project["services"]["grafana"]
-    assert Path(_volume(prom, "/etc/prometheus")) == DEPLOY / "prometheus"
-    assert Path(_volume(graf, "/etc/grafana/provisioning")) == DEPLOY / "grafana" / "provisioning"
-    assert Path(_volume(graf, "/etc/grafana/dashboards")) == DEPLOY / "grafana" / "dashboards"
+    assert Path(_volume(prom, "/etc/prometheus")["source"]) == DEPLOY / "prometheus"
+    assert Path(_volume(graf, "/etc/grafana/provisioning")["source"]) == DEPLOY / "grafana" / "provisioning"
+    assert Path(_volume(graf, "/etc/grafana/dashboards")["source"]) == DEPLOY / "grafana" / "dashboards"
     provider = yaml.safe_load((DEPLOY / "grafana/provisioning/dashboards/predigest.yml").read_text())
     assert provider["providers"][0]["options"]["path"] == "/etc/grafana/dashboards"
 
@@ -109,6 +160,129 @@ def test_every_scrape_target_is_a_service_listening_on_that_port(project: dict[s
         assert port in (env.get("PREDIGEST_WEB_PORT"), env.get("PREDIGEST_WATCHER_METRICS_PORT")), target
 
 
+# --- secrets -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["PREDIGEST_TOKEN_FILE", "GRAFANA_ADMIN_PASSWORD_FILE"])
+def test_the_stack_refuses_to_start_without_either_secret(
+    compose_check: Path, tmp_path: Path, missing: str
+) -> None:
+    env_file = tmp_path / ".env"
+    kept = [
+        line for line in ENV_EXAMPLE.read_text(encoding="utf-8").splitlines() if not line.startswith(missing)
+    ]
+    env_file.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    result = check(compose_check, COMPOSE, env_file=env_file)
+    assert result.returncode != 0, f"the stack started without {missing}"
+    assert (
+        f"required variable {missing} is missing a value: set {missing} to the file holding" in result.stderr
+    )
+
+
+def test_a_copy_of_the_compose_file_alone_is_refused(compose_check: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "docker-compose.yml"
+    copy.write_text(COMPOSE.read_text(encoding="utf-8"), encoding="utf-8")
+    empty = tmp_path / "empty.env"
+    empty.write_text("", encoding="utf-8")
+    result = check(compose_check, copy, env_file=empty)
+    assert result.returncode != 0
+    assert "set PREDIGEST_TOKEN_FILE" in result.stderr and "set GRAFANA_ADMIN_PASSWORD_FILE" in result.stderr
+
+
+def test_the_token_and_the_grafana_password_reach_the_containers_only_as_files(compose_check: Path) -> None:
+    project = resolved(compose_check, PREDIGEST_TOKEN_FILE="/etc/predigest/token")
+    secrets, services = project["secrets"], project["services"]
+    assert secrets["predigest_token"]["file"] == "/etc/predigest/token"
+    assert Path(secrets["grafana_admin_password"]["file"]) == PROJECT / "secrets" / "grafana_admin_password"
+    for name in WORKERS:
+        (mount,) = services[name]["secrets"]
+        assert mount["source"] == "predigest_token"
+        assert services[name]["environment"]["PREDIGEST_TOKEN_FILE"] == mount["target"]
+    (mount,) = services["grafana"]["secrets"]
+    assert mount["source"] == "grafana_admin_password"
+    assert services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD__FILE"] == mount["target"]
+    assert not services["watcher"].get("secrets"), "the watcher serves no POST route: it needs no token"
+    for name, svc in services.items():
+        for key in svc.get("environment") or {}:
+            if re.search(r"TOKEN|PASSWORD|SECRET", key):
+                assert key.endswith("_FILE"), f"{name} gets {key} in its environment, not from a secret file"
+
+
+def test_the_workers_environment_is_a_configuration_they_accept(
+    project: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    token = tmp_path / "predigest_token"
+    token.write_text("t0ken\n", encoding="utf-8")
+    for name in PREDIGEST_SERVICES:
+        with monkeypatch.context() as m:
+            for key, value in project["services"][name]["environment"].items():
+                m.setenv(key, str(token) if key == "PREDIGEST_TOKEN_FILE" else value)
+            m.setenv("PREDIGEST_WEB_HOST", "0.0.0.0")  # the image's ENV
+            m.setenv("PREDIGEST_ROOT", str(tmp_path))  # /notes is the container's mount
+            settings = load_settings()
+        assert settings.log_json, f"{name} logs text: the operator's log shipper expects JSON"
+        assert settings.kafka.bootstrap == "kafka:9092"
+        if name in WORKERS:
+            assert settings.token is not None and settings.token.get_secret_value() == "t0ken"
+
+
+# --- logs and memory -----------------------------------------------------------------------------------------
+
+
+def test_every_service_rotates_its_log(project: dict[str, Any]) -> None:
+    for name, svc in project["services"].items():
+        logging = svc.get("logging") or {}
+        assert logging.get("driver") in ("json-file", "local"), name
+        options = logging.get("options") or {}
+        assert re.fullmatch(r"\d+[kmg]", options.get("max-size", "")), f"{name}'s log grows without bound"
+        assert int(options.get("max-file", "0")) >= 2, name
+
+
+def _limit_mib(svc: dict[str, Any]) -> float:
+    memory = ((svc.get("deploy") or {}).get("resources") or {}).get("limits", {}).get("memory")
+    assert memory, "no memory limit"
+    return int(memory) / MIB
+
+
+def test_every_service_has_a_memory_limit(project: dict[str, Any]) -> None:
+    for name, svc in project["services"].items():
+        assert _limit_mib(svc) >= 256, name
+
+
+def test_the_predigest_limits_leave_headroom_over_the_benchmarks_peaks(project: dict[str, Any]) -> None:
+    services = project["services"]
+    runs = BENCH["runs"].values()
+    # A worker's container holds the worker and its parse processes.
+    worker_peak = max(r["worker_rss_mib"] + r["parse_processes_rss_mib"] for r in runs)
+    watcher_peak = max(
+        BENCH["latency_ms"]["watcher_rss_mib"], *(r["backfill_rss_mib"] for r in runs)
+    )  # its start-up scan publishes like `backfill`
+    for name in WORKERS:
+        assert _limit_mib(services[name]) >= 1.5 * worker_peak, (name, worker_peak)
+    assert _limit_mib(services["watcher"]) >= 1.5 * watcher_peak, watcher_peak
+    heap = re.search(r"-Xmx(\d+)m", services["kafka"]["environment"]["KAFKA_HEAP_OPTS"])
+    assert heap and _limit_mib(services["kafka"]) >= 1.5 * int(heap.group(1))
+
+
+def test_the_worker_memory_limit_is_the_operators_to_raise(compose_check: Path) -> None:
+    services = resolved(compose_check, PREDIGEST_WORKER_MEMORY="3g")["services"]
+    assert [_limit_mib(services[w]) for w in WORKERS] == [3072, 3072]
+
+
+# --- .env.example --------------------------------------------------------------------------------------------
+
+
+def test_the_example_env_sets_every_variable_the_compose_file_reads_and_says_what_it_is() -> None:
+    read = set(_READS.findall(COMPOSE.read_text(encoding="utf-8")))
+    lines = ENV_EXAMPLE.read_text(encoding="utf-8").splitlines()
+    keys = {line.split("=", 1)[0]: i for i, line in enumerate(lines) if line and not line.startswith("#")}
+    assert set(keys) == read
+    for key, i in keys.items():
+        assert lines[i - 1].startswith("# "), f"{key} has no comment above it"
+
+
+# --- broken copies -------------------------------------------------------------------------------------------
+
 BROKEN = {
     "an unknown service key": (
         '    command: ["watch"]\n',
@@ -122,6 +296,16 @@ BROKEN = {
     ),
     "a port that is not a number": ('"127.0.0.1:9090:9090"', '"127.0.0.1:9090:prom"', "containerPort: prom"),
     "a healthcheck with a malformed interval": ("interval: 10s", "interval: ten seconds", "ten seconds"),
+    "a secret that is not declared": (
+        "      - grafana_admin_password\n",
+        "      - grafana_password\n",
+        "undefined secret grafana_password",
+    ),
+    "a memory limit that is not a size": (
+        "memory: 512m",
+        "memory: half a gig",
+        "deploy.resources.limits.memory' strconv.ParseFloat",
+    ),
 }
 
 
@@ -135,9 +319,3 @@ def test_a_broken_compose_file_is_refused(compose_check: Path, tmp_path: Path, c
     result = check(compose_check, broken)
     assert result.returncode != 0, f"{case} was accepted"
     assert message in result.stderr, result.stderr
-
-
-def test_the_stack_refuses_to_start_without_a_token(compose_check: Path) -> None:
-    result = check(compose_check, COMPOSE, token=None)
-    assert result.returncode != 0
-    assert "set PREDIGEST_TOKEN" in result.stderr

@@ -114,20 +114,100 @@ def test_a_renamed_metric_is_caught() -> None:
     assert unknown_names("predigest_kafka_up_total") == {"predigest_kafka_up_total"}
 
 
-def test_the_dashboard_is_provisionable_and_every_panel_queries_existing_metrics() -> None:
+def dashboard_variables() -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in dashboard()["templating"]["list"]}
+
+
+def dashboard_queries() -> list[str]:
+    """The panels' queries as Grafana sends them with every variable at "All"."""
+    names = sorted(dashboard_variables(), key=len, reverse=True)  # $instance before a shorter prefix
+    queries = []
+    for expr in dashboard_exprs():
+        expr = expr.replace("$__rate_interval", "1m")
+        for name in names:
+            expr = expr.replace(f"${name}", ".*")
+        queries.append(expr)
+    return queries
+
+
+def _datasource_refs(node: Any) -> Iterator[Any]:
+    if isinstance(node, dict):
+        if isinstance(node.get("datasource"), dict):
+            yield node["datasource"].get("uid")
+        for value in node.values():
+            yield from _datasource_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _datasource_refs(value)
+
+
+def test_every_panel_queries_existing_metrics() -> None:
     board = dashboard()
     assert board["uid"] == "predigest"
-    datasource_uid = yaml.safe_load(DATASOURCES.read_text())["datasources"][0]["uid"]
     panels = [p for p in dashboard_panels() if p["type"] != "row"]
     assert len({p["id"] for p in dashboard_panels()}) == len(list(dashboard_panels()))
     for panel in panels:
         assert panel["targets"], f"panel {panel['title']!r} has no query"
-        assert panel["datasource"]["uid"] == datasource_uid, panel["title"]
         for target in panel["targets"]:
             assert target["expr"].strip(), panel["title"]
             assert not unknown_names(target["expr"]), (panel["title"], unknown_names(target["expr"]))
-    for variable in board["templating"]["list"]:
-        assert not unknown_names(variable["definition"]), variable["name"]
+    for variable in dashboard_variables().values():
+        assert not unknown_names(variable.get("definition", "")), variable["name"]
+    assert not [q for q in dashboard_queries() if "$" in q], "a query uses a variable the dashboard lacks"
+
+
+def test_the_dashboard_is_importable_with_a_prometheus_input_and_names_no_data_source_uid() -> None:
+    board = dashboard()
+    (source,) = board["__inputs"]
+    assert (source["name"], source["type"], source["pluginId"]) == (
+        "DS_PROMETHEUS",
+        "datasource",
+        "prometheus",
+    )
+    assert board["id"] is None
+    # Every panel, query and variable goes through the `datasource` variable, never a fixed uid.
+    refs = list(_datasource_refs(board))
+    assert refs and set(refs) == {"${datasource}"}
+    variable = dashboard_variables()["datasource"]
+    assert (variable["type"], variable["query"]) == ("datasource", "prometheus")
+    # Import (Dashboards > Import) replaces ${DS_PROMETHEUS} everywhere with the data source chosen.
+    imported = json.loads(json.dumps(board).replace("${DS_PROMETHEUS}", "P1809F7CD0C75ACF3"))
+    assert {v["name"]: v for v in imported["templating"]["list"]}["datasource"]["current"]["value"] == (
+        "P1809F7CD0C75ACF3"
+    )
+    assert "${DS_" not in json.dumps(imported)
+
+
+def test_the_provisioned_dashboard_picks_the_provisioned_data_source() -> None:
+    # Provisioning replaces no input: the variable's value matches no uid, and Grafana then picks the option
+    # whose name is the variable's text (scenes' MultiValueVariable, findOptionMatchingCurrent).
+    (provisioned,) = yaml.safe_load(DATASOURCES.read_text())["datasources"]
+    current = dashboard_variables()["datasource"]["current"]
+    assert current == {"selected": False, "text": provisioned["name"], "value": "${DS_PROMETHEUS}"}
+    assert provisioned["type"] == "prometheus" and provisioned["isDefault"]
+
+
+def test_the_dashboard_narrows_to_a_job_and_an_instance() -> None:
+    variables = dashboard_variables()
+    job, instance = variables["job"], variables["instance"]
+    for variable in (job, instance):
+        assert variable["type"] == "query" and variable["multi"] and variable["includeAll"], variable["name"]
+        assert _NAME.search(variable["definition"]), variable["name"]
+        # "All" is the values found (a regex of them), not `.*`, so Prometheus's own job stays out of `up`.
+        assert "allValue" not in variable, variable["name"]
+    assert job["definition"] == "label_values(predigest_build_info, job)"
+    assert '{job=~"$job"}' in instance["definition"], "instances of the jobs chosen"
+    names = list(variables)
+    assert names.index("datasource") < names.index("job") < names.index("instance")
+    for panel in dashboard_panels():
+        for target in panel.get("targets", []):
+            selectors = re.findall(r"\b(?:predigest_[A-Za-z0-9_]+|up)(\{[^}]*\})?", target["expr"])
+            assert selectors, target["expr"]
+            for labels in selectors:
+                assert 'job=~"$job"' in labels, (panel["title"], target["expr"])
+                # An axis with no owner is one that no worker owns: that query looks at every instance.
+                if target.get("legendFormat") != "{{axis}}: no owner":
+                    assert 'instance=~"$instance"' in labels, (panel["title"], target["expr"])
 
 
 def test_the_dashboard_shows_what_the_operations_issue_asks_for() -> None:

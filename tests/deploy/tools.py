@@ -22,3 +22,9 @@ def ensure_compose_check() -> Path:
     """The compose-go validator, built from deploy/compose-check."""
     subprocess.run(["bash", str(DEPLOY / "compose-check" / "ensure-compose-check.sh")], check=True)
     return PROJECT / ".cache" / "bin" / "compose-check"
+
+
+def ensure_dockerfile_check() -> Path:
+    """BuildKit's Dockerfile parser and linter, built from deploy/dockerfile-check."""
+    subprocess.run(["bash", str(DEPLOY / "dockerfile-check" / "ensure-dockerfile-check.sh")], check=True)
+    return PROJECT / ".cache" / "bin" / "dockerfile-check"
