@@ -21,7 +21,7 @@ import pyromark
 _CONTROL_CLASS = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 CONTROL = re.compile(_CONTROL_CLASS)
 # For one-line output (logs): line and paragraph separators, tab, LF and CR as well.
-_LINE_BREAKING = re.compile(_CONTROL_CLASS[:-1] + "\t\n\r\u2028\u2029]")
+LINE_BREAKING = re.compile(_CONTROL_CLASS[:-1] + "\t\n\r\u2028\u2029]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _SPACE = re.compile(r"\s+")
 # A link kept for readers: a web address with a host. Anything else (javascript:, data:, vbscript:, file:,
@@ -57,7 +57,7 @@ def visible(text: str) -> str:
 
 def one_line(text: str) -> str:
     """`visible`, and line breaks and tabs escaped too (`\\n`, `\\r`, `\\t`, `\\u2028`): one log line."""
-    return _LINE_BREAKING.sub(_show, text)
+    return LINE_BREAKING.sub(_show, text)
 
 
 def web_url(url: str) -> str | None:
