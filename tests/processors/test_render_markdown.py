@@ -73,7 +73,7 @@ def test_document_text_cannot_inject_html_or_break_a_table() -> None:
 
 
 RLO, LRI, PDI = "\u202e", "\u2066", "\u2069"
-HOSTILE_PATH = f"inbox/jay/2026-09-27-1000-invoice{RLO}dm.exe.md"
+HOSTILE_PATH = f"inbox/jay/2026-09-27-1000-invoice{RLO}fdp.md"  # shows as invoicedm.pdf
 HOSTILE_NOTE = (
     f"# vLLM 推理 {LRI}serving{PDI} report{RLO}fdp.exe [click](javascript:alert(document.cookie))\n\n"
     "- vLLM KV cache 推理 [click](javascript:alert(document.cookie)) 吞吐 3.8×\n"
@@ -100,7 +100,7 @@ def test_a_hostile_note_briefs_to_inert_markdown(lang: str) -> None:
     assert "&lt;img src=http://evil.example/x.png&gt; &lt;script&gt;" in text
     # No bidi control reaches the reader: each is shown, in the path, the title and the id line.
     assert not any(c in text for c in BIDI)
-    assert "invoice\\u202edm.exe.md" in text
+    assert "invoice\\u202efdp.md" in text
     assert "\\u2066serving\\u2069 report\\u202efdp.exe" in text
     assert "2609.23130\\u202e KV cache" in text
     # The JSON is data: it keeps what the note wrote (docs/security.md).
