@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from zoneinfo import ZoneInfo
 import jinja2
 
 from processors.i18n import LABELS, Lang, relevance_label
+from processors.inert import CONTROL, markdown_inline
 from processors.models import Briefing, Increment, NoIncrementSource, SourceEntry
 from processors.placement import join_labels
 from processors.reasons import NO_INCREMENT_CODES, NoIncrementCode
@@ -25,22 +25,22 @@ _TIME = "%Y-%m-%d %H:%M"
 
 
 class _Trusted(str):
-    """Text the template wrote itself (a table header); `esc` leaves it alone."""
+    """Text the template wrote itself (a table header, its values escaped); `esc` leaves it alone."""
 
 
-_SPACE = re.compile(r"\s+")
-# What esc changes: `<`, `>`, `&`, `|`, any whitespace but a lone space. Most cells have none of it.
-_TO_ESCAPE = re.compile(r"[<>&|]|[^\S ]|  ")
+# What esc changes (processors.inert.markdown_inline): `<`, `>`, `&`, `|`, `\`, `[` (every link and image
+# starts with one), whitespace but a lone space, bidi and control characters. Most cells have none of it.
+_TO_ESCAPE = re.compile(r"[<>&|\\\[]|[^\S ]|  |" + CONTROL.pattern)
 
 
 def esc(value: Any) -> str:
-    """Escape a value for Markdown tables and HTML: `|`, newlines (to one space), `<`, `>`, `&`."""
+    """Document text as inert one-line Markdown: nothing breaks a table, links only to http(s), no image."""
     if isinstance(value, _Trusted):
         return str(value)
     text = str(value) if value is not None else ""
     if _TO_ESCAPE.search(text) is None:
         return text
-    return html.escape(_SPACE.sub(" ", text), quote=False).replace("|", "\\|")
+    return markdown_inline(text)
 
 
 _ENV = jinja2.Environment(
@@ -53,6 +53,7 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _ENV.filters["safe_table_header"] = _Trusted
+_ENV.filters["esc"] = esc
 
 
 def _size(n: int) -> str:

@@ -1,15 +1,30 @@
-"""Log setup: plain text or one JSON object per line, with the document's path and axis as fields."""
+"""Log setup: plain text or one JSON object per line, with the document's path and axis as fields.
+
+A record is one line whatever a document's path or text holds: in text logs, arguments (paths, document
+text, errors) show a newline as `\\n` and a bidi control as `\\u202e`; the lines a log call writes on
+purpose (a traceback, Faust's tables) follow indented, so no line of them can pass for a record. JSON logs
+get the same from `json.dumps`.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from numbers import Number
+from types import TracebackType
 from typing import Any
 
+from mode.utils.logging import DEFAULT_COLOR_FORMAT, DEFAULT_COLORS, ExtensionFormatter
+
+from processors.inert import LINE_BREAKING, one_line, visible
 from sinks.state import Position
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+CONTINUED = "    "  # starts every line of a record after its first
 # Everything a LogRecord carries by itself; the rest came in through `extra=` and becomes a JSON field.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}
 
@@ -22,6 +37,10 @@ def doc_context(path: str, axis: str | None = None, position: Position | None = 
     if position is not None:
         ctx.update(topic=position.topic, partition=position.partition, offset=position.offset)
     return ctx
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,26 +58,111 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False, default=str)
+        # json.dumps leaves U+2028, bidi and C1 controls raw (JSON allows them); escaped, the line is the same
+        # JSON, but no line splitter breaks it and no terminal reorders it. They occur only inside strings.
+        return LINE_BREAKING.sub(_json_escape, json.dumps(out, ensure_ascii=False, default=str))
+
+
+class _Shown:
+    """A log argument printed on one line, whether `%s` or `%r` prints it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return one_line(str(self.value))
+
+    def __repr__(self) -> str:
+        return one_line(repr(self.value))
+
+
+# Left as they are: numbers (`%d` needs them), containers (`%s` shows their strings by repr, escaped; mode
+# turns Faust's topic sets and maps into tables); anything else is shown on one line.
+_AS_IS = (Number, Mapping, list, tuple, set, frozenset, type(None))
+
+
+def _arg(value: object) -> object:
+    return value if isinstance(value, _AS_IS) else _Shown(value)
+
+
+def _one_line_args(record: logging.LogRecord) -> logging.LogRecord:
+    """A copy of `record` whose arguments and `extra=` strings cannot break its line."""
+    copy = logging.makeLogRecord(record.__dict__)
+    if isinstance(record.args, Mapping):
+        copy.args = {k: _arg(v) for k, v in record.args.items()}
+    elif record.args:
+        copy.args = tuple(_arg(v) for v in record.args)
+    for key, value in record.__dict__.items():
+        if key not in _STANDARD and isinstance(value, str):
+            setattr(copy, key, one_line(value))
+    copy.exc_text = None  # formatted again, by formatException below
+    return copy
+
+
+def _indented(text: str) -> str:
+    return "\n".join(CONTINUED + visible(line) for line in text.splitlines())
+
+
+class _OneRecordPerLine(logging.Formatter):
+    """A text formatter whose every record starts a line and whose every other line is indented."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(_one_line_args(record))
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # Any line break counts (splitlines: CR, VT, FF, NEL, U+2028 …), as some viewer will break there.
+        first, *rest = record.message.splitlines() or [""]
+        record.message = visible(first) + "".join(f"\n{CONTINUED}{visible(line)}" for line in rest)
+        return super().formatMessage(record)
+
+    def formatException(
+        self, ei: tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+    ) -> str:
+        return _indented(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indented(super().formatStack(stack_info))
+
+
+class TextFormatter(_OneRecordPerLine):
+    """The CLI's text lines: `TEXT_FORMAT`, one record per line."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+
+class FaustTextFormatter(_OneRecordPerLine, ExtensionFormatter):
+    """The worker's text lines: mode's coloured format and Faust's tables, one record per line."""
 
 
 def configure(*, log_json: bool, level: str) -> None:
     """Root logging for the CLI commands (the worker's Faust logging gets `faust_logging_config`)."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if log_json else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_json else TextFormatter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
 
 
-def faust_logging_config(*, log_json: bool, level: str) -> dict[str, Any] | None:
-    """A dictConfig replacing mode's coloured handler with the JSON one; None keeps Faust's own."""
-    if not log_json:
-        return None
+def faust_logging_config(*, log_json: bool, level: str) -> dict[str, Any]:
+    """The worker's dictConfig: JSON on stdout, or mode's coloured text on stderr (where mode writes it)."""
+    if log_json:
+        formatters: dict[str, Any] = {"json": {"()": f"{__name__}.JsonFormatter"}}
+        handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
+    else:
+        formatters = {
+            "text": {
+                "()": f"{__name__}.FaustTextFormatter",
+                "format": DEFAULT_COLOR_FORMAT,
+                "log_colors": DEFAULT_COLORS,
+                "stream": sys.stderr,  # colours only when this is a terminal
+            }
+        }
+        handler = {"class": "colorlog.StreamHandler", "formatter": "text", "stream": "ext://sys.stderr"}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
-        "handlers": {
-            "default": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
-        },
+        "formatters": formatters,
+        "handlers": {"default": handler},
         "root": {"level": level, "handlers": ["default"]},
     }

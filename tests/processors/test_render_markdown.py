@@ -1,15 +1,15 @@
 """The Markdown a reader gets: the example's sections in order, both languages, nothing injectable."""
 
-import html
-import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from processors.inert import markdown_inline
 from processors.models import NoIncrementSource, Rejection
 from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, render_markdown
+from tests.processors.markdown_viewer import BIDI, only_web, rendered
 from tests.processors.notes import SH, brief, example_documents, note
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -72,6 +72,41 @@ def test_document_text_cannot_inject_html_or_break_a_table() -> None:
             assert line.count(" | ") == 2  # three cells, however many pipes the title had
 
 
+RLO, LRI, PDI = "\u202e", "\u2066", "\u2069"
+HOSTILE_PATH = f"inbox/jay/2026-09-27-1000-invoice{RLO}fdp.md"  # shows as invoicedm.pdf
+HOSTILE_NOTE = (
+    f"# vLLM 推理 {LRI}serving{PDI} report{RLO}fdp.exe [click](javascript:alert(document.cookie))\n\n"
+    "- vLLM KV cache 推理 [click](javascript:alert(document.cookie)) 吞吐 3.8×\n"
+    "- vLLM serving ![beacon](http://evil.example/p.png) 命中率 92.2%\n"
+    "- vLLM 推理 [payload](data:text/html;base64,PHNjcmlwdD4=) and [v](vbscript:msgbox) TTFT 12 ms\n"
+    '- vLLM 推理 <a href="javascript:x">a</a> <img src=http://evil.example/x.png> <script>alert(1)</script>\n'
+    "- vLLM 推理 see [the vLLM docs](https://docs.vllm.ai/en/latest/) on speculative decoding\n"
+    f"- vLLM 推理 arXiv:2609.23130{RLO} KV cache 命中率\n"
+)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_hostile_note_briefs_to_inert_markdown(lang: str) -> None:
+    b = brief([note(HOSTILE_PATH, HOSTILE_NOTE)], lang=lang)  # type: ignore[arg-type]
+    text = render_markdown(b, lang=lang, zone=SH)  # type: ignore[arg-type]
+    links, images, raw = rendered(text)
+    # A viewer fetches nothing, runs nothing and follows only web links: the docs, and the beacon as a link.
+    assert images == [] and raw == [] and only_web(links), links
+    assert {"https://docs.vllm.ai/en/latest/", "http://evil.example/p.png"} <= set(links)
+    assert "[beacon](http://evil.example/p.png)" in text
+    # The rest is shown as the note wrote it.
+    assert "\\[click](javascript:alert(document.cookie))" in text
+    assert "\\[payload](data:text/html;base64,PHNjcmlwdD4=)" in text
+    assert "&lt;img src=http://evil.example/x.png&gt; &lt;script&gt;" in text
+    # No bidi control reaches the reader: each is shown, in the path, the title and the id line.
+    assert not any(c in text for c in BIDI)
+    assert "invoice\\u202efdp.md" in text
+    assert "\\u2066serving\\u2069 report\\u202efdp.exe" in text
+    assert "2609.23130\\u202e KV cache" in text
+    # The JSON is data: it keeps what the note wrote (docs/security.md).
+    assert any("[click](javascript:alert(document.cookie))" in p for i in b.increments for p in i.points)
+
+
 def test_esc_flattens_newlines_and_escapes_pipes_and_angle_brackets() -> None:
     assert esc("a|b\n<c> & d") == "a\\|b &lt;c&gt; &amp; d"
 
@@ -83,13 +118,12 @@ def test_an_empty_window_says_so_and_keeps_every_section() -> None:
 
 
 @given(
-    st.text(alphabet=st.sampled_from(list("ab |<>&\n\t\r\u3000\xa0\u2028推")), max_size=40)
+    st.text(alphabet=st.sampled_from(list("ab |<>&[]()!\\\n\t\r\u3000\xa0\u2028\u202e\x1b推")), max_size=40)
     | st.text(max_size=40)
 )
 def test_escaping_skips_only_cells_it_would_not_change(text: str) -> None:
     # esc returns plain cells as they are; what it returns must be what the full escaping gives.
-    full = html.escape(re.sub(r"\s+", " ", text), quote=False).replace("|", "\\|")
-    assert esc(text) == full
+    assert esc(text) == markdown_inline(text)
 
 
 def _six(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import sys
@@ -11,11 +12,19 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from mode.utils.logging import DEFAULT_COLOR_FORMAT, DEFAULT_COLORS
 
 from processors.models import RawFile
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
-from streams.logs import JsonFormatter, doc_context, faust_logging_config
+from streams.logs import (
+    CONTINUED,
+    FaustTextFormatter,
+    JsonFormatter,
+    TextFormatter,
+    doc_context,
+    faust_logging_config,
+)
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings, load_settings
 
@@ -53,8 +62,73 @@ def test_log_json_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     settings = load_settings()
     assert settings.log_json is True
     config = faust_logging_config(log_json=True, level="INFO")
-    assert config is not None and config["formatters"]["json"]["()"] == "streams.logs.JsonFormatter"
-    assert faust_logging_config(log_json=False, level="INFO") is None
+    assert config["formatters"]["json"]["()"] == "streams.logs.JsonFormatter"
+    text = faust_logging_config(log_json=False, level="INFO")
+    assert text["formatters"]["text"]["()"] == "streams.logs.FaustTextFormatter"
+
+
+FORGED = "inbox/jay/x\n[CRITICAL] forged.md"
+SHOWN = "inbox/jay/x\\n[CRITICAL] forged.md"
+
+
+def _record(msg: str, *args: object, exc: bool = False, path: str = FORGED) -> logging.LogRecord:
+    exc_info = None
+    if exc:
+        try:
+            raise ValueError(f"cannot read {path}")
+        except ValueError:
+            exc_info = sys.exc_info()
+    record = logging.LogRecord("streams.watcher", logging.WARNING, __file__, 1, msg, args, exc_info)
+    for key, value in doc_context(path, "inference").items():
+        setattr(record, key, value)
+    return record
+
+
+TEXT_FORMATTERS = {
+    "cli": TextFormatter(),
+    "worker": FaustTextFormatter(fmt=DEFAULT_COLOR_FORMAT, log_colors=DEFAULT_COLORS, stream=io.StringIO()),
+}
+
+
+@pytest.mark.parametrize("which", TEXT_FORMATTERS)
+def test_a_path_or_text_cannot_forge_a_text_log_line(which: str) -> None:
+    formatter = TEXT_FORMATTERS[which]
+    hidden = FORGED + "\u202e\x1b[2J\r\u2028"
+    line = formatter.format(_record("published %s (%d bytes); was %r", hidden, 12, hidden))
+    assert "\n" not in line
+    assert (
+        f"published {SHOWN}\\u202e\\x1b[2J\\r\\u2028 (12 bytes); was '{SHOWN}\\u202e\\x1b[2J\\r\\u2028'"
+        in line
+    )
+    # The record itself is not changed: the JSON handler next to it gets the raw path.
+    record = _record("published %s", FORGED)
+    formatter.format(record)
+    assert record.getMessage() == f"published {FORGED}" and record.path == FORGED  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("which", TEXT_FORMATTERS)
+def test_a_traceback_and_a_table_follow_their_record_indented(which: str) -> None:
+    formatter = TEXT_FORMATTERS[which]
+    text = formatter.format(_record("reading %s failed", FORGED, exc=True))
+    first, *rest = text.splitlines()
+    assert f"reading {SHOWN} failed" in first
+    assert rest and all(line.startswith(CONTINUED) for line in rest), text
+    assert rest[-2:] == [
+        f"{CONTINUED}ValueError: cannot read inbox/jay/x",
+        f"{CONTINUED}[CRITICAL] forged.md",
+    ]
+    # Line breaks a log call writes itself (Faust's tables) are kept, indented.
+    table = formatter.format(logging.LogRecord("faust", logging.INFO, "", 1, "t:\n| a |\r\n| b |", (), None))
+    assert [line.rstrip() for line in table.splitlines()[1:]] == [f"{CONTINUED}| a |", f"{CONTINUED}| b |"]
+
+
+def test_a_json_line_is_one_valid_object_with_the_raw_path() -> None:
+    hidden = FORGED + "\u202e\u2028\x85\r"
+    line = JsonFormatter().format(_record("published %s", hidden, exc=True, path=hidden))
+    assert len(line.splitlines()) == 1  # splitlines breaks at U+2028 and NEL too: they are escaped
+    parsed = json.loads(line)
+    assert parsed["path"] == hidden and parsed["message"] == f"published {hidden}"
+    assert f"cannot read {hidden}" in parsed["exc"]
 
 
 def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
