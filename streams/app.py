@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -15,6 +15,7 @@ from processors.commands import check_command
 from processors.models import ControlCommand
 from processors.window import due_closes
 from processors.wire import DocumentRecord, decode
+from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.metrics import Metrics
 from sinks.state import Position
 from sinks.state_files import open_state
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def create_app(settings: Settings) -> faust.App:
+def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> faust.App:
     """A worker app; settings must carry a concrete Kafka bootstrap."""
     warning = exposure_warning(settings)  # ConfigError for a web port others reach with no token
     if warning is not None:
@@ -84,14 +85,16 @@ def create_app(settings: Settings) -> faust.App:
     def pipeline() -> Pipeline:
         # Opened lazily, in the worker process only: DuckDB allows one writer per file.
         if "p" not in holder:
-            state, aside = open_state(settings.state_file, datetime.now(UTC))
+            state, aside = open_state(settings.state_file, clock.now())
             if aside is not None:
                 metrics.state_set_aside.labels(reason="unreadable").inc()
-            holder["p"] = Pipeline(settings, state, metrics, enricher=make_enricher(settings, metrics))
+            holder["p"] = Pipeline(
+                settings, state, metrics, clock, enricher=make_enricher(settings, metrics, clock)
+            )
         return holder["p"]
 
     ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
-    sync = StateSync(settings, pipeline, ownership, metrics)
+    sync = StateSync(settings, pipeline, ownership, metrics, clock)
     docs_name, control_name = settings.kafka.topic("documents"), settings.kafka.topic("control")
 
     async def before_shutdown(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
@@ -196,7 +199,7 @@ def create_app(settings: Settings) -> faust.App:
         async for events in stream.take_events(settings.batch_records, within=settings.batch_seconds):
             # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
             values = [(event.value, event.message.offset) for event in events]
-            seen_at = pipeline().clock()
+            seen_at = clock.now()
             routed = await must_finish(
                 partial(parser.route, values, seen_at), f"parsing {len(values)} raw record(s)"
             )
@@ -227,7 +230,7 @@ def create_app(settings: Settings) -> faust.App:
             msg = event.message
             # Checked before anything else: a command that cannot be briefed would fail every retry and stop
             # the worker for good (Kafka redelivers it at each restart), so it is refused and skipped.
-            refused = check_command(command, settings.command_limits, pipeline().clock())
+            refused = check_command(command, settings.command_limits, clock.now())
             if refused is not None:
                 pipeline().refuse_command(command, refused, Position(msg.topic, msg.partition, msg.offset))
                 continue
@@ -268,7 +271,7 @@ def create_app(settings: Settings) -> faust.App:
         except Exception:
             log.exception("reading the briefings topic failed; closes are checked on the next tick")
             return
-        now = datetime.now(UTC)
+        now = clock.now()
         for axis in settings.axes:
             last = pipeline().state.last_close_end(axis.name)
             for end in due_closes(last, now, settings.close_at, settings.tz, settings.grace):
@@ -286,13 +289,13 @@ def create_app(settings: Settings) -> faust.App:
         # Window size, the schedule and consumer lag move without any event arriving, so they are polled.
         try:
             gauges.refresh_state_gauges(
-                settings, pipeline().state, metrics, datetime.now(UTC), owned=set(ownership.owned_axes())
+                settings, pipeline().state, metrics, clock.now(), owned=set(ownership.owned_axes())
             )
             await gauges.refresh_consumer_lag(settings, metrics)
         except Exception:  # a monitoring tick must never take the worker down
             log.exception("refreshing the polled gauges failed")
 
-    register_views(app, settings, metrics, pipeline, send_command, ownership)
+    register_views(app, settings, metrics, pipeline, send_command, ownership, clock)
     return app
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import faust
@@ -12,6 +12,7 @@ from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
+from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
@@ -33,6 +34,7 @@ def register_views(
     pipeline: Callable[[], Pipeline],
     send_command: SendCommand,
     ownership: Ownership,
+    clock: Clock,
 ) -> None:
     @app.page("/metrics")
     class MetricsView(View):
@@ -48,7 +50,7 @@ def register_views(
     @app.page("/status")
     class Status(View):
         async def get(self, request: Request) -> Response:
-            body = await worker_status(settings, pipeline().state, ownership, datetime.now(UTC))
+            body = await worker_status(settings, pipeline().state, ownership, clock.now())
             return self.json(body)
 
     @app.page("/flush")
@@ -69,7 +71,7 @@ def register_views(
                 return self.json(
                     {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
                 )
-            now = datetime.now(UTC)
+            now = clock.now()
             try:
                 end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else now
             except ValueError:

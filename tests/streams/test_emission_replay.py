@@ -17,20 +17,15 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Emission, Pipeline
 from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
 
-class Ticking:
+def ticking() -> ManualClock:
     """A clock that moves a minute per reading, so a re-assembled briefing would carry a new generated_at."""
-
-    def __init__(self) -> None:
-        self.now = END + timedelta(minutes=10)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
+    return ManualClock(END + timedelta(minutes=10), tick=timedelta(minutes=1))
 
 
 @pytest.fixture
@@ -42,7 +37,7 @@ def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
         kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
     )
     state = StateStore(s.state_file)
-    yield Pipeline(s, state, Metrics(), clock=Ticking())
+    yield Pipeline(s, state, Metrics(), clock=ticking())
     state.close()
 
 

@@ -18,6 +18,7 @@ from sinks.state import Position, StateStore
 from streams.logs import JsonFormatter, doc_context, faust_logging_config
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings, load_settings
+from tests.clocks import ManualClock
 
 NOW = datetime(2026, 9, 27, 22, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
 
@@ -61,7 +62,7 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     s = Settings(root=tmp_path, state_dir=tmp_path / "state", out_dir=tmp_path / "out", kafka=KafkaSettings())
-    pipeline = Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: NOW)
+    pipeline = Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(NOW))
     good = b"# vLLM inference\n\nKV cache serving.\n"
     raws = [
         RawFile(

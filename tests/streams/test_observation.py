@@ -21,6 +21,7 @@ from streams.gauges import refresh_state_gauges
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
+from tests.clocks import ManualClock
 
 SH = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 9, 27, 22, 30, tzinfo=SH)  # ten minutes after the 22:20 close, five after its grace
@@ -52,7 +53,7 @@ def value(m: Metrics, name: str, **labels: str) -> float | None:
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Pipeline:
     s = _settings(tmp_path)
-    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: NOW)
+    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(NOW))
 
 
 def test_storing_a_note_observes_end_to_end_lag_and_the_duckdb_write(pipeline: Pipeline) -> None:

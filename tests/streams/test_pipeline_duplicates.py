@@ -17,6 +17,7 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import Settings, load_settings
+from tests.clocks import ManualClock
 from tests.processors.near_dup_samples import EN_NOTE, EN_NOTE_EDITED
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -39,7 +40,7 @@ async def _brief(tmp_path: Path, threshold: float) -> Metrics:
     )
     metrics = Metrics()
     state = StateStore(tmp_path / "state" / f"{threshold}.duckdb")
-    pipeline = Pipeline(settings, state, metrics)
+    pipeline = Pipeline(settings, state, metrics, ManualClock(END))
     pipeline.store(_event("inbox/jay/2026-09-27-1000-kv.md", EN_NOTE))
     pipeline.store(_event("inbox/tom/2026-09-27-1100-kv-edited.md", EN_NOTE_EDITED))
     pipeline.store(_event("inbox/tom/2026-09-27-1200-kv-copy.md", EN_NOTE))

@@ -20,6 +20,7 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
 from tests.state_support import window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -35,7 +36,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
         out_dir=tmp_path / "out",
         kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
     )
-    p = Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: END)
+    p = Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(END))
     for offset, path in enumerate(sorted(EXAMPLES.rglob("*.md"))):
         data = path.read_bytes()
         raw = RawFile(
