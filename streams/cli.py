@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import math
-import socket
 import sys
 import tempfile
 from datetime import datetime, timedelta
@@ -25,15 +24,9 @@ from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, sta
 from streams.errors import StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
-from streams.worker_process import load_dumped_settings
+from streams.worker_process import free_port, load_dumped_settings
 
 log = logging.getLogger("predigest")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _parse_end(text: str | None, clock: Clock) -> datetime:
@@ -129,8 +122,8 @@ def _once_settings(args: argparse.Namespace) -> Settings:
         out_dir=Path(args.out),
         close_enabled=False,
         state_dir=Path(tempfile.mkdtemp(prefix="predigest-once-")),
-        web_port=_free_port(),
-        watcher_metrics_port=_free_port(),
+        web_port=free_port(),
+        watcher_metrics_port=free_port(),
     )
     kafka = base.kafka.model_copy(update={"topic_prefix": f"{base.kafka.topic_prefix}-once-{run_id}"})
     return base.model_copy(update={"app_id": f"{base.app_id}-once-{run_id}", "kafka": kafka})

@@ -17,13 +17,13 @@ from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.commands import Refused
-from processors.ingest import Routed, RouteParams, route_file
-from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
+from processors.ingest import Routed, RouteParams
+from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, Trigger
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
-from processors.routing import DocumentEvent, rejection_reason_label, warning_reason_label
+from processors.routing import rejection_reason_label, warning_reason_label
 from processors.window import window_bounds
-from processors.wire import DocumentRecord, to_record
+from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
 from sinks.clock import Clock
@@ -123,12 +123,6 @@ class Pipeline:
         self.clock = clock
         self.enricher = enricher
 
-    def route(self, raw: RawFile, raw_offset: int | None = None) -> list[DocumentEvent]:
-        """The events a raw file becomes (logged and counted as the parse agent does)."""
-        routed = route_file(raw, route_params(self.settings), self.clock.now(), raw_offset, keep_events=True)
-        self.note(routed)
-        return list(routed.events)
-
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
         topic = self.settings.kafka.topic(stage)
@@ -177,12 +171,6 @@ class Pipeline:
             log.warning("kept %s with warnings: %s", path, "; ".join(routed.warnings), extra=ctx)
         if not routed.records:
             log.info("%s matches no configured axis; not stored", path, extra=ctx)
-
-    def store(
-        self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False
-    ) -> bool:
-        """Apply one documents record to the state; True if it changed what a briefing sees."""
-        return self.store_batch([(to_record(event), position)], replaying=replaying)[0]
 
     def store_batch(
         self, items: Sequence[tuple[DocumentRecord, Position | None]], *, replaying: bool = False

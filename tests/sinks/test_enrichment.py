@@ -13,9 +13,9 @@ from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
 from sinks.enrichment import EnrichedId, Enricher
 from sinks.metrics import Metrics
+from streams.worker_process import free_port
 from tests.arxiv_server import FakeArxiv, fake_arxiv
 from tests.clocks import ManualClock
-from tests.support import free_port
 
 HEAT_BATH = "Heat-bath random walks with Markov bases"
 

@@ -19,6 +19,7 @@ from streams.logs import JsonFormatter, doc_context, faust_logging_config
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings, load_settings
 from tests.clocks import ManualClock
+from tests.streams.pipeline_support import ingest
 
 NOW = datetime(2026, 9, 27, 22, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
 
@@ -77,8 +78,7 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
     ]
     with caplog.at_level(logging.DEBUG, logger="streams.pipeline"):
         for offset, raw in enumerate(raws):
-            for event in pipeline.route(raw, raw_offset=offset):
-                pipeline.store(event, Position("p.documents", 0, offset))
+            ingest(pipeline, raw, offset, Position("p.documents", 0, offset))
     about_documents = [r for r in caplog.records if r.name == "streams.pipeline"]
     assert {r.getMessage().split(" ", 1)[0] for r in about_documents} >= {"stored", "rejected", "deleted"}
     for record in about_documents:

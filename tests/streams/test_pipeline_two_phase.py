@@ -22,6 +22,7 @@ from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
 from tests.state_support import window_documents
+from tests.streams.pipeline_support import ingest
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -46,8 +47,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
             mtime=END.timestamp(),
             sha256=hashlib.sha256(data).hexdigest(),
         )
-        for event in p.route(raw, raw_offset=offset):
-            p.store(event)
+        ingest(p, raw, offset)
     return p
 
 
