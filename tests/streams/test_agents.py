@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import NoReturn
 from uuid import uuid4
 from zoneinfo import ZoneInfo
 
@@ -21,6 +23,7 @@ import pytest
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.wire import decode
 from streams.control import new_command
+from streams.failstop import must_finish
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
 from tests.streams.pipeline_support import raw_file
@@ -34,8 +37,18 @@ TEXT = "# vLLM 推理\nKV cache serving for LLM inference, arXiv:2609.23130\n"
 Records = list[tuple[bytes, bytes]]
 
 
+class StepFailed(Exception):
+    pass
+
+
+def _fail(code: int) -> NoReturn:
+    raise StepFailed(f"an agent step kept failing (the worker would exit {code})")
+
+
 @pytest.fixture
-async def worker(tmp_path: Path) -> AsyncIterator[InProcessWorker]:
+async def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[InProcessWorker]:
+    # A step that keeps failing ends the worker process without acking (failstop.halt); here it fails the test.
+    monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2, stop=_fail))
     w = in_process_worker(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
     yield w
     opened = w.services.pipeline.opened
