@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from processors.models import ControlCommand
+from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
@@ -19,7 +20,7 @@ from streams.worker_process import load_dumped_settings
 async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
     settings = load_dumped_settings(cfg)
     state = StateStore(settings.state_file)
-    pipeline = Pipeline(settings, state, Metrics())
+    pipeline = Pipeline(settings, state, Metrics(), SYSTEM_CLOCK)
     command = ControlCommand(
         axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"
     )

@@ -21,8 +21,7 @@ from processors.models import Briefing
 from streams import kafka_io
 from streams.control import send_command
 from streams.settings import KafkaSettings, Settings
-from streams.worker_process import PROJECT, dump_settings, spawn_cli, stop_process
-from tests.support import free_port
+from streams.worker_process import PROJECT, dump_settings, free_port, spawn_cli, stop_process
 
 AXIS = "inference"  # every generated note is about inference, so its window holds all N
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from processors.models import AxisSpec, RawFile
 from processors.reasons import RejectionCode, WarningCode
-from processors.routing import DocumentEvent, Refusal, route_raw, to_every_axis
+from processors.routing import Refusal, route_raw, to_every_axis
 from processors.wire import encode_events
 
 
@@ -32,7 +32,6 @@ class Routed:
 
     path: str
     records: tuple[tuple[bytes, bytes], ...] = ()
-    events: tuple[DocumentEvent, ...] = ()  # only when asked for (tests, the in-process path's callers)
     unreadable: str | None = None  # the raw record is not a RawFile: skipped
     error: str | None = None  # routing raised (a bug): the file became a rejection; the traceback
     rejection: str | None = None  # the reason the file was rejected
@@ -43,9 +42,7 @@ class Routed:
     too_big: str | None = None  # the parsed document was over the message limit: rejected
 
 
-def route_file(
-    raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None, *, keep_events: bool = False
-) -> Routed:
+def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
     """Parse, fan out and encode one file; a bug in routing turns it into a rejection, never a crash."""
     error = None
     try:
@@ -75,7 +72,6 @@ def route_file(
     return Routed(
         path=raw.path,
         records=tuple(records),
-        events=tuple(events) if keep_events else (),
         error=error,
         rejection=None if rejected is None else rejected.reason or "rejected",
         rejection_code=None if rejected is None else rejected.reason_code or "parse",

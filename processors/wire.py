@@ -129,9 +129,3 @@ def decode(value: bytes) -> DocumentRecord:
     # damaged record) is refused here, where the agent skips it with an error, not at each briefing.
     load_summary(summary_json)
     return DocumentRecord(header, StoredDocument(summary_json, parts[3].decode()))
-
-
-def to_event(record: DocumentRecord) -> DocumentEvent:
-    """The DocumentEvent a record was made from (the document decoded whole)."""
-    document = load_document(record.stored) if record.stored is not None else None
-    return DocumentEvent.model_construct(**record.header.fields(), document=document)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 
 from processors.arxiv_atom import ArxivRecord
 from sinks import duck
+from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import StateUnreadableError
 
 log = logging.getLogger(__name__)
@@ -32,10 +33,6 @@ CACHE = duck.DuckFile(
 _IN_IDS = "id IN (SELECT unnest(?::VARCHAR[]))"
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute(_SCHEMA)
 
@@ -48,14 +45,14 @@ class ArxivCache:
         path: Path,
         *,
         negative_ttl: timedelta = timedelta(days=1),
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.negative_ttl = negative_ttl
         self._clock = clock
         try:
             self._db = duck.open_checked(path, CACHE, _create)
         except StateUnreadableError as exc:
-            aside = duck.set_aside(path, clock(), "unreadable")
+            aside = duck.set_aside(path, clock.now(), "unreadable")
             log.error("%s; set aside as %s", exc, aside)
             self._db = duck.open_checked(path, CACHE, _create)
 
@@ -72,7 +69,7 @@ class ArxivCache:
 
     def put_many(self, records: Iterable[ArxivRecord]) -> None:
         """Store or replace records in one batch; an id that now exists leaves the negative cache."""
-        now = self._clock()
+        now = self._clock.now()
         rows = [[r.id, r.model_dump_json(), now] for r in {r.id: r for r in records}.values()]
         if not rows:
             return
@@ -83,7 +80,7 @@ class ArxivCache:
 
     def put_missing(self, ids: Iterable[str]) -> None:
         """Remember that arXiv has no paper under these ids (until `negative_ttl` passes)."""
-        now = self._clock()
+        now = self._clock.now()
         rows = [[i, now] for i in dict.fromkeys(ids)]
         if rows:
             self._db.executemany("INSERT OR REPLACE INTO missing VALUES (?, ?)", rows)
@@ -93,7 +90,7 @@ class ArxivCache:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return set()
-        cutoff = self._clock() - self.negative_ttl
+        cutoff = self._clock.now() - self.negative_ttl
         rows = self._db.execute(
             f"SELECT id FROM missing WHERE {_IN_IDS} AND checked_at > ?", [wanted, cutoff]
         ).fetchall()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -19,13 +18,12 @@ from tenacity import (
 
 from processors.arxiv_atom import ArxivAtomError, ArxivRecord, AtomFeed, parse_feed
 from processors.arxiv_ids import strip_version
+from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
 from sinks.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 DEFAULT_URL = "https://export.arxiv.org/api/query"
 MAX_RETRY_AFTER = 60.0
 
@@ -58,19 +56,19 @@ class ArxivLookup:
 class RateLimiter:
     """At most one request per `min_interval` seconds, across every caller of one client."""
 
-    def __init__(self, min_interval: float, clock: Clock, sleep: Sleep) -> None:
+    def __init__(self, min_interval: float, clock: Clock) -> None:
         self.min_interval = min_interval
-        self._clock, self._sleep = clock, sleep
+        self._clock = clock
         self._last: float | None = None
         self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
         async with self._lock:
             if self._last is not None:
-                delay = self._last + self.min_interval - self._clock()
+                delay = self._last + self.min_interval - self._clock.monotonic()
                 if delay > 0:
-                    await self._sleep(delay)
-            self._last = self._clock()
+                    await self._clock.sleep(delay)
+            self._last = self._clock.monotonic()
 
 
 def _retry_after(response: httpx.Response) -> float:
@@ -102,8 +100,7 @@ class ArxivClient:
         max_retries: int = 3,
         backoff_seconds: float = 1.0,
         metrics: Metrics | None = None,
-        clock: Clock = time.monotonic,
-        sleep: Sleep = asyncio.sleep,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._http = http
         self.base_url = base_url
@@ -112,8 +109,8 @@ class ArxivClient:
         self.max_retries = max_retries
         self._backoff = wait_exponential(multiplier=backoff_seconds, max=MAX_RETRY_AFTER)
         self._metrics = metrics
-        self._clock, self._sleep = clock, sleep
-        self.limiter = RateLimiter(min_interval_seconds, clock, sleep)
+        self._clock = clock
+        self.limiter = RateLimiter(min_interval_seconds, clock)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -190,7 +187,7 @@ class ArxivClient:
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
             retry=retry_if_exception_type(_Transient),
-            sleep=self._sleep,
+            sleep=self._clock.sleep,
             before_sleep=self._before_sleep,
             reraise=True,
         )
@@ -202,12 +199,12 @@ class ArxivClient:
     def _count(self, outcome: str, started: float) -> None:
         if self._metrics is not None:
             self._metrics.arxiv_requests.labels(outcome=outcome).inc()
-            self._metrics.arxiv_request_seconds.observe(max(0.0, self._clock() - started))
+            self._metrics.arxiv_request_seconds.observe(max(0.0, self._clock.monotonic() - started))
 
     async def _attempt(self, batch: Sequence[str]) -> AtomFeed:
         await self.limiter.wait()
         params = {"id_list": ",".join(batch), "start": "0", "max_results": str(len(batch))}
-        started = self._clock()
+        started = self._clock.monotonic()
         try:
             response = await self._http.get(self.base_url, params=params, timeout=self.timeout)
         except httpx.TimeoutException as exc:

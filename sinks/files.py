@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pydantic_core
 
-from processors.models import Briefing
-
 
 def _atomic_write(target: Path, data: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -65,8 +63,3 @@ class BriefingFiles:
                 _atomic_write(target, text)
                 written.append(target)
         return written
-
-    def write(self, briefing: Briefing, basename: str, markdown: str) -> tuple[Path, Path]:
-        """Write both files of a briefing."""
-        self.ensure(briefing.axis, basename, briefing.model_dump_json(by_alias=True), markdown)
-        return self.paths(briefing.axis, basename)

@@ -76,9 +76,6 @@ class StateStore:
     def applied_offset(self, topic: str, partition: int) -> int | None:
         return self.offsets.get(topic, partition)
 
-    def applied_offsets(self) -> dict[tuple[str, int], int]:
-        return self.offsets.all()
-
     def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         return self.docs.window_summaries(axis, window)
 

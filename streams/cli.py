@@ -7,10 +7,9 @@ import asyncio
 import json
 import logging
 import math
-import socket
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -19,25 +18,20 @@ from pydantic import ValidationError
 
 from processors.models import Trigger
 from sinks import state_files
+from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
 from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, web_guard
 from streams.errors import StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
-from streams.worker_process import load_dumped_settings
+from streams.worker_process import free_port, load_dumped_settings
 
 log = logging.getLogger("predigest")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _parse_end(text: str | None) -> datetime:
+def _parse_end(text: str | None, clock: Clock) -> datetime:
     if not text:
-        return datetime.now(UTC)
+        return clock.now()
     try:
         end = datetime.fromisoformat(text)
     except ValueError as exc:
@@ -47,10 +41,11 @@ def _parse_end(text: str | None) -> datetime:
     return end
 
 
-def _archive_settings(settings: Settings, axes: list[str], trigger: Trigger, end: datetime) -> Settings:
+def _archive_settings(
+    settings: Settings, axes: list[str], trigger: Trigger, end: datetime, now: datetime
+) -> Settings:
     """`once` and `run` brief the --end their operator typed, however far back (an archive's window), so their
     worker's reach extends to it; every other check (axis, the calendar, the future) holds as for a flush."""
-    now = datetime.now(UTC)
     back = (now - end) / timedelta(days=1)
     if back > settings.flush_max_past_days:
         settings = settings.model_copy(update={"flush_max_past_days": min(math.ceil(back) + 1, 36_600)})
@@ -76,7 +71,7 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
     return load_settings(Path(args.config) if args.config else None, **extra)
 
 
-def _run_worker(settings: Settings) -> None:
+def _run_worker(settings: Settings, clock: Clock) -> None:
     from faust.worker import Worker
 
     from streams.app import create_app
@@ -88,7 +83,7 @@ def _run_worker(settings: Settings) -> None:
     settings = settings.model_copy(
         update={"kafka": settings.kafka.model_copy(update={"partitions": partitions})}
     )
-    app = create_app(settings)
+    app = create_app(settings, clock)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
     Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
 
@@ -106,8 +101,8 @@ def _status(settings: Settings, workers: list[str] | None, as_json: bool) -> int
     return 0 if answered else 1
 
 
-def _rebuild(settings: Settings) -> int:
-    done = asyncio.run(rebuild(settings))
+def _rebuild(settings: Settings, clock: Clock) -> int:
+    done = asyncio.run(rebuild(settings, clock))
     log.info(
         "rebuilt %s: %d documents record(s) and %d briefing(s) replayed, %d current document version(s)",
         settings.state_file,
@@ -127,8 +122,8 @@ def _once_settings(args: argparse.Namespace) -> Settings:
         out_dir=Path(args.out),
         close_enabled=False,
         state_dir=Path(tempfile.mkdtemp(prefix="predigest-once-")),
-        web_port=_free_port(),
-        watcher_metrics_port=_free_port(),
+        web_port=free_port(),
+        watcher_metrics_port=free_port(),
     )
     kafka = base.kafka.model_copy(update={"topic_prefix": f"{base.kafka.topic_prefix}-once-{run_id}"})
     return base.model_copy(update={"app_id": f"{base.app_id}-once-{run_id}", "kafka": kafka})
@@ -185,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logs.configure(log_json=False, level="DEBUG" if args.verbose else "INFO")
     try:
-        return _dispatch(args)
+        return _dispatch(args, SYSTEM_CLOCK)
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2
@@ -194,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, clock: Clock) -> int:
     if args.command == "kafka":
         settings = _settings(args)
         if args.action == "start":
@@ -208,8 +203,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         if settings.log_json:
             logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
         settings.require_axis(args.axis)
-        end = _parse_end(args.end)
-        settings = kafka_local.resolve_bootstrap(_archive_settings(settings, [args.axis], args.trigger, end))
+        end = _parse_end(args.end, clock)
+        settings = _archive_settings(settings, [args.axis], args.trigger, end, clock.now())
+        settings = kafka_local.resolve_bootstrap(settings)
         path = asyncio.run(oneshot.once(settings, args.axis, end, args.trigger, args.timeout))
         log.info("briefing written: %s (and .json)", path)
         return 0
@@ -221,24 +217,24 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _status(settings, args.worker, args.json)
     if args.command == "flush":  # refused at the door, before any broker is looked for
         command = control.checked_command(
-            settings, args.axis, "flush", _parse_end(args.end), datetime.now(UTC)
+            settings, args.axis, "flush", _parse_end(args.end, clock), clock.now()
         )
         asyncio.run(control.send(kafka_local.resolve_bootstrap(settings), command))
         return 0
     if args.command in ("run", "worker"):
         web_guard.exposure_warning(settings)  # before any broker or topic is touched
     if args.command == "run":
-        end = _parse_end(args.end)
-        settings = _archive_settings(settings, [a.name for a in settings.axes], "flush", end)
+        end = _parse_end(args.end, clock)
+        settings = _archive_settings(settings, [a.name for a in settings.axes], "flush", end, clock.now())
         asyncio.run(oneshot.run(kafka_local.resolve_bootstrap(settings), end, args.exit))
         return 0
     settings = kafka_local.resolve_bootstrap(settings)
     if args.command == "rebuild":
-        return _rebuild(settings)
+        return _rebuild(settings, clock)
     if args.command == "watch":
         asyncio.run(oneshot.watch(settings))
     elif args.command == "worker":
-        _run_worker(settings)
+        _run_worker(settings, clock)
     elif args.command == "backfill":
         asyncio.run(
             backfill.run_cli(settings, args.compression, show=not args.no_progress and sys.stderr.isatty())

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import uuid4
 
 from processors.commands import check_command
 from processors.models import Briefing, ControlCommand, Trigger
+from sinks.clock import SYSTEM_CLOCK, Clock
 from streams import kafka_io
 from streams.errors import CommandRefusedError, StreamsError
 from streams.settings import Settings
@@ -49,9 +50,11 @@ async def send(settings: Settings, command: ControlCommand) -> ControlCommand:
     return command
 
 
-async def send_command(settings: Settings, axis: str, trigger: Trigger, end: datetime) -> ControlCommand:
+async def send_command(
+    settings: Settings, axis: str, trigger: Trigger, end: datetime, clock: Clock = SYSTEM_CLOCK
+) -> ControlCommand:
     """Check a command as a worker would, then send it; CommandRefusedError for one a worker would refuse."""
-    return await send(settings, checked_command(settings, axis, trigger, end, datetime.now(UTC)))
+    return await send(settings, checked_command(settings, axis, trigger, end, clock.now()))
 
 
 async def await_briefing(

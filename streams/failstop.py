@@ -14,6 +14,14 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import NoReturn, TypeVar
 
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -41,23 +49,35 @@ async def must_finish(
     stop: Callable[[int], NoReturn] = halt,
 ) -> T:
     """Run `step` until it succeeds, `attempts` times with doubling back-off; then stop the process."""
-    delay = backoff
-    for attempt in range(1, attempts + 1):
-        try:
-            return await step()
-        except Exception as exc:
-            if attempt == attempts:
-                log.critical(
-                    "%s failed %d times; stopping the worker without acknowledging the record, "
-                    "which Kafka will deliver again after the restart",
-                    what,
-                    attempts,
-                    exc_info=True,
-                )
-                stop(EXIT_CODE)
-            log.warning(
-                "%s failed (attempt %d of %d): %s; retrying in %.1fs", what, attempt, attempts, exc, delay
-            )
-            await sleep(delay)
-            delay = min(delay * 2, MAX_BACKOFF_SECONDS)
-    raise AssertionError("unreachable: the last attempt returns or stops")  # pragma: no cover
+
+    def retrying(state: RetryCallState) -> None:
+        log.warning(
+            "%s failed (attempt %d of %d): %s; retrying in %.1fs",
+            what,
+            state.attempt_number,
+            attempts,
+            state.outcome.exception() if state.outcome else None,
+            state.next_action.sleep if state.next_action else 0.0,
+        )
+
+    def give_up(state: RetryCallState) -> NoReturn:
+        log.critical(
+            "%s failed %d times; stopping the worker without acknowledging the record, "
+            "which Kafka will deliver again after the restart",
+            what,
+            state.attempt_number,
+            exc_info=state.outcome.exception() if state.outcome else None,
+        )
+        stop(EXIT_CODE)
+
+    # Exception only: a cancellation (the worker stopping, a revocation) is a BaseException and goes through.
+    retry = AsyncRetrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=backoff, max=MAX_BACKOFF_SECONDS),
+        retry=retry_if_exception_type(Exception),
+        sleep=sleep,
+        before_sleep=retrying,
+        retry_error_callback=give_up,
+    )
+    result: T = await retry(step)
+    return result

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,15 +17,15 @@ from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.commands import Refused
-from processors.ingest import Routed, RouteParams, route_file
-from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, RawFile, Trigger
+from processors.ingest import Routed, RouteParams
+from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, Trigger
 from processors.naming import briefing_basename
 from processors.render_markdown import render_markdown
-from processors.routing import DocumentEvent
 from processors.window import window_bounds
-from processors.wire import DocumentRecord, to_record
+from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
+from sinks.clock import Clock
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
@@ -42,14 +41,12 @@ LOG_EACH_UP_TO = 20  # a batch of more records logs one line, each document at D
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def make_enricher(settings: Settings, metrics: Metrics) -> Enricher:
+def make_enricher(settings: Settings, metrics: Metrics, clock: Clock) -> Enricher:
     """The worker's arXiv enricher: its cache always, the API only when `arxiv.enabled`."""
     arxiv = settings.arxiv
-    cache = ArxivCache(settings.arxiv_cache_file, negative_ttl=timedelta(hours=arxiv.negative_ttl_hours))
+    cache = ArxivCache(
+        settings.arxiv_cache_file, negative_ttl=timedelta(hours=arxiv.negative_ttl_hours), clock=clock
+    )
     client = None
     if arxiv.enabled:
         http = httpx.AsyncClient(headers={"User-Agent": USER_AGENT}, follow_redirects=True)
@@ -62,6 +59,7 @@ def make_enricher(settings: Settings, metrics: Metrics) -> Enricher:
             max_retries=arxiv.max_retries,
             backoff_seconds=arxiv.backoff_seconds,
             metrics=metrics,
+            clock=clock,
         )
     return Enricher(cache, client, metrics)
 
@@ -115,7 +113,7 @@ class Pipeline:
         settings: Settings,
         state: StateStore,
         metrics: Metrics,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Clock,
         enricher: Enricher | None = None,
     ) -> None:
         self.settings = settings
@@ -124,12 +122,6 @@ class Pipeline:
         self.files = BriefingFiles(settings.out_dir)
         self.clock = clock
         self.enricher = enricher
-
-    def route(self, raw: RawFile, raw_offset: int | None = None) -> list[DocumentEvent]:
-        """The events a raw file becomes (logged and counted as the parse agent does)."""
-        routed = route_file(raw, route_params(self.settings), self.clock(), raw_offset, keep_events=True)
-        self.note(routed)
-        return list(routed.events)
 
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
@@ -180,23 +172,17 @@ class Pipeline:
         if not routed.records:
             log.info("%s is the living document of no configured axis; not stored", path, extra=ctx)
 
-    def store(
-        self, event: DocumentEvent, position: Position | None = None, *, replaying: bool = False
-    ) -> bool:
-        """Apply one documents record to the state; True if it changed what a briefing sees."""
-        return self.store_batch([(to_record(event), position)], replaying=replaying)[0]
-
     def store_batch(
         self, items: Sequence[tuple[DocumentRecord, Position | None]], *, replaying: bool = False
     ) -> list[bool]:
         """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it."""
         if not items:
             return []
-        started = time.perf_counter()
+        started = self.clock.monotonic()
         changed = self.state.apply_batch(items)
-        took = time.perf_counter() - started
+        took = self.clock.monotonic() - started
         self.metrics.duckdb_write.labels(operation="batch").observe(took)
-        now = self.clock().timestamp()
+        now = self.clock.now().timestamp()
         # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
         # per second, so those lines are for debugging only and a batch gets one line of its own.
         each = logging.INFO if not replaying and len(items) <= LOG_EACH_UP_TO else logging.DEBUG
@@ -273,7 +259,7 @@ class Pipeline:
             )
             basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
             with self.metrics.duckdb_write.labels(operation="emission").time():
-                self.state.record_emission(briefing, basename, markdown, emitted_at=self.clock())
+                self.state.record_emission(briefing, basename, markdown, emitted_at=self.clock.now())
             record = self.state.emission_record(axis.name, command.end, command.trigger)
             assert record is not None, "an emission just recorded must be readable"
             self._count_emission(briefing, len(documents))
@@ -300,7 +286,7 @@ class Pipeline:
 
     def delivered(self, emission: Emission) -> None:
         """The briefing topic acknowledged the emission: a repeated command will send nothing."""
-        self.state.mark_delivered(emission.axis, emission.window_end, emission.trigger, self.clock())
+        self.state.mark_delivered(emission.axis, emission.window_end, emission.trigger, self.clock.now())
 
     def _write_files(self, axis: str, record: EmissionRecord) -> list[Path]:
         markdown = record.markdown
@@ -315,7 +301,7 @@ class Pipeline:
     def _count_emission(self, briefing: Briefing, window_documents: int) -> None:
         axis = briefing.axis
         self.metrics.briefings_emitted.labels(axis=axis, trigger=briefing.trigger).inc()
-        self.metrics.last_briefing.labels(axis=axis).set(self.clock().timestamp())
+        self.metrics.last_briefing.labels(axis=axis).set(self.clock.now().timestamp())
         self.metrics.window_documents.labels(axis=axis).set(window_documents)
         for s in briefing.sources:
             if s.status == "duplicate":
@@ -372,7 +358,7 @@ class Pipeline:
                 axis=axis,
                 trigger=command.trigger,
                 window=window,
-                generated_at=self.clock(),
+                generated_at=self.clock.now(),
                 zone=self.settings.tz,
                 documents=documents,
                 living=living,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from sinks.clock import Clock
 from sinks.duck import set_aside
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -31,17 +31,17 @@ class Rebuilt:
     documents: int  # current document versions held afterwards
 
 
-async def rebuild(settings: Settings) -> Rebuilt:
+async def rebuild(settings: Settings, clock: Clock) -> Rebuilt:
     """Set the state file aside and replay the topics into a fresh one."""
     path = settings.state_file
     reason = reason_to_replace(path)  # fails with StateLockedError while a worker holds the file
-    aside = set_aside(path, datetime.now(UTC), reason)
+    aside = set_aside(path, clock.now(), reason)
     if aside is not None:
         log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
     state = StateStore(path)
     try:
-        pipeline = Pipeline(settings, state, Metrics())
-        progress = ReplayProgress(every_seconds=2.0)
+        pipeline = Pipeline(settings, state, Metrics(), clock)
+        progress = ReplayProgress(clock, every_seconds=2.0)
         partitions = await kafka_io.partition_numbers(settings, settings.kafka.topic("documents"))
         log.info("replaying %s, partitions %s", settings.kafka.topic("documents"), partitions)
         docs = await replay_documents(settings, pipeline, partitions, progress)

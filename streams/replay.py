@@ -8,7 +8,6 @@ committed offset, so a fresh worker, a takeover and a deleted state file all reb
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from processors.models import Briefing
 from processors.naming import briefing_basename
 from processors.wire import DocumentRecord, decode
+from sinks.clock import Clock
 from sinks.state import Position, StateStore
 from streams import kafka_io
 from streams.logs import doc_context
@@ -163,12 +163,13 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
 class ReplayProgress:
     """Logs a line per partition at most every `every_seconds`, and when it completes."""
 
-    def __init__(self, every_seconds: float) -> None:
+    def __init__(self, clock: Clock, every_seconds: float) -> None:
+        self._clock = clock
         self._every = every_seconds
         self._last: dict[tuple[str, int], float] = {}
 
     def __call__(self, topic: str, partition: int, done: int, todo: int) -> None:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         key = (topic, partition)
         if done == todo or now - self._last.get(key, 0.0) >= self._every:
             self._last[key] = now

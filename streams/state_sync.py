@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 
 from aiokafka.errors import KafkaError
 
+from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams import kafka_io
 from streams.ownership import Ownership
@@ -33,15 +33,21 @@ class StateSync:
     """Runs the catch-up of each new assignment in the background and marks partitions ready."""
 
     def __init__(
-        self, settings: Settings, pipeline: Callable[[], Pipeline], ownership: Ownership, metrics: Metrics
+        self,
+        settings: Settings,
+        pipeline: Callable[[], Pipeline],
+        ownership: Ownership,
+        metrics: Metrics,
+        clock: Clock,
     ) -> None:
         self._settings = settings
+        self._clock = clock
         self._pipeline = pipeline
         self._ownership = ownership
         self._metrics = metrics
         self._task: asyncio.Task[None] | None = None
         self._briefings_lock = asyncio.Lock()
-        self._progress = ReplayProgress(every_seconds=PROGRESS_SECONDS)
+        self._progress = ReplayProgress(clock, every_seconds=PROGRESS_SECONDS)
 
     def on_assigned(self, partitions: set[int], control: set[int]) -> None:
         """A new assignment (Kafka's eager rebalance: the whole of it) of documents and control partitions."""
@@ -82,7 +88,7 @@ class StateSync:
         self._task = None
 
     async def _catch_up(self, partitions: list[int]) -> None:
-        started = time.monotonic()
+        started = self._clock.monotonic()
         while True:
             try:
                 emitted = await self.refresh_briefings()
@@ -102,13 +108,13 @@ class StateSync:
                 log.warning(
                     "catching up partitions %s failed (%s); again in %.0fs", partitions, exc, RETRY_SECONDS
                 )
-                await asyncio.sleep(RETRY_SECONDS)
+                await self._clock.sleep(RETRY_SECONDS)
         log.info(
             "state caught up on documents partitions %s: %d record(s) replayed, %d briefing(s) restored, %.1fs",
             partitions,
             total,
             emitted,
-            time.monotonic() - started,
+            self._clock.monotonic() - started,
         )
         warn_missing_living(self._settings, self._pipeline().state, self._ownership.owned_axes())
 

@@ -3,37 +3,27 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import faust
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from processors.models import ControlCommand
-from sinks.metrics import Metrics
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
-from streams.ownership import Ownership
-from streams.pipeline import Pipeline
-from streams.settings import Settings
+from streams.services import Services
 from streams.status import worker_status
+from streams.topics import SendCommand
 from streams.web_guard import post_refusal
 
 log = logging.getLogger(__name__)
 
-SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
+def register_views(app: faust.App, services: Services, send_command: SendCommand) -> None:
+    """The worker's pages; the state is read through the services, so the first request may open it."""
+    settings, metrics, pipeline = services.settings, services.metrics, services.pipeline
 
-def register_views(
-    app: faust.App,
-    settings: Settings,
-    metrics: Metrics,
-    pipeline: Callable[[], Pipeline],
-    send_command: SendCommand,
-    ownership: Ownership,
-) -> None:
     @app.page("/metrics")
     class MetricsView(View):
         async def get(self, request: Request) -> Response:
@@ -48,7 +38,7 @@ def register_views(
     @app.page("/status")
     class Status(View):
         async def get(self, request: Request) -> Response:
-            body = await worker_status(settings, pipeline().state, ownership, datetime.now(UTC))
+            body = await worker_status(settings, pipeline().state, services.ownership, services.clock.now())
             return self.json(body)
 
     @app.page("/flush")
@@ -69,7 +59,7 @@ def register_views(
                 return self.json(
                     {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
                 )
-            now = datetime.now(UTC)
+            now = services.clock.now()
             try:
                 end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else now
             except ValueError:

@@ -1,9 +1,10 @@
-"""Run `predigest` commands as child processes: the worker for `once` and `run`, the tests and the benchmark."""
+"""Run `predigest` commands as child processes (the worker for `once` and `run`, the tests, the benchmark) on free ports."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,13 @@ from typing import Any
 from streams.settings import Settings
 
 PROJECT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a child's web or metrics server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def dump_settings(settings: Settings, path: Path) -> Path:

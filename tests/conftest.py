@@ -11,7 +11,7 @@ import pytest
 
 from streams.kafka_local import start_broker, stop_broker
 from streams.settings import KafkaSettings, Settings
-from tests.support import free_port
+from streams.worker_process import free_port
 
 PROJECT = Path(__file__).resolve().parents[1]
 KAFKA_CACHE = PROJECT / ".cache" / "kafka"

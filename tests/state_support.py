@@ -1,4 +1,4 @@
-"""Builders for tests of the DuckDB state: records through the real write path, whole window documents back."""
+"""Builders for tests of the DuckDB state: records through the real write path, whole documents and events back."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 from processors.documents import parse_document
 from processors.models import Document, RawFile, WindowBounds
-from processors.wire import DocumentRecord, EventHeader, store_document
+from processors.routing import DocumentEvent
+from processors.wire import DocumentRecord, EventHeader, load_document, store_document
 from sinks.state import Position, StateStore
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -60,3 +61,9 @@ def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list
         return loader.load([d.path for d in summaries])
     finally:
         loader.close()
+
+
+def to_event(record: DocumentRecord) -> DocumentEvent:
+    """The DocumentEvent a documents record was made from (the document decoded whole)."""
+    document = load_document(record.stored) if record.stored is not None else None
+    return DocumentEvent.model_construct(**record.header.fields(), document=document)

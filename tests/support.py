@@ -1,10 +1,9 @@
-"""Helpers shared by the integration tests: ports, topic reads, a worker process, polling."""
+"""Helpers shared by the integration tests: topic reads, a worker process, polling."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,12 +15,6 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams import kafka_io
 from streams.settings import Settings
 from streams.worker_process import spawn_worker, stop_process
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def read_topic(settings: Settings, stage: str) -> list[tuple[bytes | None, bytes]]:

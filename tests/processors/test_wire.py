@@ -21,9 +21,9 @@ from processors.wire import (
     load_document,
     load_summary,
     store_document,
-    to_event,
 )
 from streams.settings import DEFAULT_AXES
+from tests.state_support import to_event
 
 SH = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)

@@ -10,16 +10,9 @@ import pytest
 from processors.arxiv_atom import ArxivRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.errors import StateLockedError
+from tests.clocks import ManualClock
 
 T0 = datetime(2026, 9, 27, 14, 20, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def rec(arxiv_id: str, title: str = "A title", version: int = 1) -> ArxivRecord:
@@ -63,13 +56,13 @@ def test_many_ids_in_one_batch(tmp_path: Path) -> None:
 
 
 def test_negative_cache_expires_after_its_ttl(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     cache = ArxivCache(tmp_path / "c.duckdb", negative_ttl=timedelta(hours=24), clock=clock)
     cache.put_missing(["2609.99999", "2609.99998"])
     assert cache.known_missing(["2609.99999", "2609.23130"]) == {"2609.99999"}
-    clock.now = T0 + timedelta(hours=23)
+    clock.set(T0 + timedelta(hours=23))
     assert cache.known_missing(["2609.99999"]) == {"2609.99999"}
-    clock.now = T0 + timedelta(hours=25)
+    clock.set(T0 + timedelta(hours=25))
     assert cache.known_missing(["2609.99999"]) == set()  # asked again after a day
 
 

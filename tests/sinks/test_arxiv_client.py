@@ -15,26 +15,11 @@ from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
 from sinks.enrichment import Enricher
 from sinks.metrics import Metrics
+from streams.worker_process import free_port
 from tests.arxiv_server import Fail, FakeArxiv, Stall, fake_arxiv
-from tests.support import free_port
+from tests.clocks import ManualClock
 
 HEAT_BATH = "Heat-bath random walks with Markov bases"
-
-
-class FakeTime:
-    """A monotonic clock that only moves when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 @pytest.fixture
@@ -44,16 +29,16 @@ def server() -> Iterator[FakeArxiv]:
 
 
 @pytest.fixture
-def fake_time() -> FakeTime:
-    return FakeTime()
+def fake_time() -> ManualClock:
+    return ManualClock()  # moves only when the code under test sleeps
 
 
 @pytest.fixture
-async def http(fake_time: FakeTime) -> AsyncIterator[httpx.AsyncClient]:
+async def http(fake_time: ManualClock) -> AsyncIterator[httpx.AsyncClient]:
     sent_at: list[float] = []
 
     async def stamp(request: httpx.Request) -> None:
-        sent_at.append(fake_time.now)
+        sent_at.append(fake_time.monotonic())
 
     async with httpx.AsyncClient(event_hooks={"request": [stamp]}) as client:
         client.sent_at = sent_at  # type: ignore[attr-defined]
@@ -67,14 +52,13 @@ def metrics() -> Metrics:
 
 @pytest.fixture
 def make_client(
-    server: FakeArxiv, http: httpx.AsyncClient, fake_time: FakeTime, metrics: Metrics
+    server: FakeArxiv, http: httpx.AsyncClient, fake_time: ManualClock, metrics: Metrics
 ) -> Callable[..., ArxivClient]:
     def make(**kw: Any) -> ArxivClient:
         args: dict[str, Any] = {
             "base_url": server.url,
             "metrics": metrics,
-            "clock": fake_time.clock,
-            "sleep": fake_time.sleep,
+            "clock": fake_time,
             "timeout_seconds": 5.0,
         }
         args.update(kw)
@@ -113,7 +97,7 @@ async def test_requests_are_at_least_three_seconds_apart_across_calls(
     server: FakeArxiv,
     make_client: Callable[..., ArxivClient],
     http: httpx.AsyncClient,
-    fake_time: FakeTime,
+    fake_time: ManualClock,
 ) -> None:
     client = make_client()
     await client.fetch(["1605.08386"])
@@ -126,7 +110,7 @@ async def test_requests_are_at_least_three_seconds_apart_across_calls(
 
 
 async def test_503_is_retried_with_back_off_then_succeeds(
-    server: FakeArxiv, make_client: Callable[..., ArxivClient], fake_time: FakeTime, metrics: Metrics
+    server: FakeArxiv, make_client: Callable[..., ArxivClient], fake_time: ManualClock, metrics: Metrics
 ) -> None:
     server.script = [Fail(503)]
     found = await make_client(backoff_seconds=2.0).fetch(["1605.08386"])
@@ -137,7 +121,7 @@ async def test_503_is_retried_with_back_off_then_succeeds(
 
 
 async def test_429_honours_retry_after(
-    server: FakeArxiv, make_client: Callable[..., ArxivClient], fake_time: FakeTime
+    server: FakeArxiv, make_client: Callable[..., ArxivClient], fake_time: ManualClock
 ) -> None:
     server.script = [Fail(429, retry_after=7)]
     found = await make_client().fetch(["1605.08386"])
@@ -188,7 +172,7 @@ async def test_nonexistent_id_is_absent_and_negatively_cached(
 
 
 async def test_an_unreachable_api_gives_an_empty_result_and_stops_early(
-    http: httpx.AsyncClient, fake_time: FakeTime, metrics: Metrics
+    http: httpx.AsyncClient, fake_time: ManualClock, metrics: Metrics
 ) -> None:
     closed = f"http://127.0.0.1:{free_port()}/api/query"
     client = ArxivClient(
@@ -196,8 +180,7 @@ async def test_an_unreachable_api_gives_an_empty_result_and_stops_early(
         base_url=closed,
         batch_size=1,
         max_retries=2,
-        clock=fake_time.clock,
-        sleep=fake_time.sleep,
+        clock=fake_time,
         metrics=metrics,
     )
     found = await client.fetch(["1605.08386", "1707.08567", "2104.12255"])

@@ -15,6 +15,7 @@ from sinks.errors import StateLocationError, StateUnreadableError
 from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
+from tests.clocks import ManualClock
 from tests.state_support import SH, document_record, parsed, window_documents
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
@@ -45,7 +46,7 @@ def test_a_state_file_truncated_to_half_is_found_at_open_and_set_aside(tmp_path:
     state, aside = open_state(path, NOW)
     assert aside is not None and aside.name == "worker.duckdb.unreadable-20260928T010203000000Z"
     assert aside.read_bytes() == whole[: len(whole) // 2]  # kept as it was, for a post-mortem
-    assert state.applied_offsets() == {} and state.document_count() == 0  # the catch-up replays from 0
+    assert state.offsets.all() == {} and state.document_count() == 0  # the catch-up replays from 0
     state.close()
 
 
@@ -93,7 +94,7 @@ def test_a_damaged_ledger_says_so_and_what_to_do(tmp_path: Path) -> None:
 def test_a_damaged_arxiv_cache_is_set_aside_and_started_afresh(tmp_path: Path) -> None:
     path = tmp_path / "arxiv-cache.duckdb"
     path.write_bytes(b"not a database" * 100)
-    cache = ArxivCache(path, clock=lambda: NOW)
+    cache = ArxivCache(path, clock=ManualClock(NOW))
     assert cache.get_many(["2609.23130"]) == {}
     cache.close()
     assert (tmp_path / "arxiv-cache.duckdb.unreadable-20260928T010203000000Z").exists()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,14 +13,11 @@ from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient
 from sinks.enrichment import EnrichedId, Enricher
 from sinks.metrics import Metrics
+from streams.worker_process import free_port
 from tests.arxiv_server import FakeArxiv, fake_arxiv
-from tests.support import free_port
+from tests.clocks import ManualClock
 
 HEAT_BATH = "Heat-bath random walks with Markov bases"
-
-
-async def no_wait(seconds: float) -> None:
-    await asyncio.sleep(0)
 
 
 @pytest.fixture
@@ -44,7 +40,7 @@ def cache(tmp_path: Path) -> ArxivCache:
 def client(http: httpx.AsyncClient, url: str) -> ArxivClient:
     # batch_size 1: the server only replays id lists arXiv was really asked (single ids, mostly).
     return ArxivClient(
-        http, base_url=url, batch_size=1, min_interval_seconds=0.0, max_retries=1, sleep=no_wait
+        http, base_url=url, batch_size=1, min_interval_seconds=0.0, max_retries=1, clock=ManualClock()
     )
 
 

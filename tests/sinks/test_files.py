@@ -31,7 +31,10 @@ def empty_briefing() -> Briefing:
 
 def test_both_files_are_written_and_no_temp_file_remains(tmp_path: Path) -> None:
     b = empty_briefing()
-    md, js = BriefingFiles(tmp_path).write(b, "2026-09-27-inference-e1prep", "# md\n")
+    files = BriefingFiles(tmp_path)
+    md, js = files.paths("inference", "2026-09-27-inference-e1prep")
+    written = files.ensure("inference", md.stem, b.model_dump_json(by_alias=True), "# md\n")
+    assert written == [js, md]
     assert md.read_text() == "# md\n"
     assert Briefing.model_validate_json(js.read_text()) == b
     assert sorted(p.name for p in (tmp_path / "inference").iterdir()) == sorted([md.name, js.name])

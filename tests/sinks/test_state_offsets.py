@@ -53,7 +53,7 @@ def test_records_at_or_below_the_applied_offset_are_skipped(state: StateStore) -
     assert put_document(state, "inference", parsed("# a\nother"), raw_offset=11, position=at(0)) is False
     assert current(state) == ["# a\nfirst"]
     state.mark_applied(at(5))
-    assert state.applied_offsets() == {("p.documents", 2): 5}
+    assert state.offsets.all() == {("p.documents", 2): 5}
     state.mark_applied(at(3))  # never backwards
     assert state.applied_offset("p.documents", 2) == 5
 
@@ -145,7 +145,7 @@ def test_a_wal_duckdb_cannot_replay_is_set_aside(tmp_path: Path) -> None:
     state, aside = open_state(path, NOW)
     assert aside is not None and aside.name == "worker.duckdb.unreadable-20260928T010203000000Z"
     assert aside.exists() and aside.with_name(aside.name + ".wal").exists()
-    assert state.applied_offsets() == {} and state.document_count() == 0
+    assert state.offsets.all() == {} and state.document_count() == 0
 
 
 def test_a_file_that_is_not_duckdb_is_set_aside(tmp_path: Path) -> None:

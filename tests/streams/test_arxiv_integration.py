@@ -16,8 +16,9 @@ from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import ArxivSettings, Settings
 from streams.watcher import publish_root
+from streams.worker_process import free_port
 from tests.arxiv_server import FakeArxiv, fake_arxiv
-from tests.support import free_port, running_worker, worker_url
+from tests.support import running_worker, worker_url
 
 pytestmark = pytest.mark.integration
 

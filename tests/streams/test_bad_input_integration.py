@@ -18,13 +18,14 @@ import pytest
 
 from processors.models import Briefing, RawFile
 from processors.routing import DocumentEvent
-from processors.wire import decode, to_event
+from processors.wire import decode
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import DEFAULT_AXES, KafkaSettings, Settings
-from streams.worker_process import stop_process
+from streams.worker_process import free_port, stop_process
 from tests.conftest import KAFKA_CACHE
+from tests.state_support import to_event
 from tests.streams.fault_support import (
     metric,
     printed_logs_on_failure,
@@ -32,7 +33,7 @@ from tests.streams.fault_support import (
     watcher_metrics,
     worker_metrics,
 )
-from tests.support import free_port, read_topic, running_worker
+from tests.support import read_topic, running_worker
 
 pytestmark = [pytest.mark.integration]
 

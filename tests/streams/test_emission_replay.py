@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import hashlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,26 +10,23 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from processors.models import Briefing, ControlCommand, RawFile, Trigger
+from processors.models import Briefing, ControlCommand, Trigger
 from sinks.files import pretty_json
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Emission, Pipeline
 from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
+from tests.streams.pipeline_support import ingest as ingest_raw
+from tests.streams.pipeline_support import raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
 
-class Ticking:
+def ticking() -> ManualClock:
     """A clock that moves a minute per reading, so a re-assembled briefing would carry a new generated_at."""
-
-    def __init__(self) -> None:
-        self.now = END + timedelta(minutes=10)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
+    return ManualClock(END + timedelta(minutes=10), tick=timedelta(minutes=1))
 
 
 @pytest.fixture
@@ -42,15 +38,12 @@ def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
         kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
     )
     state = StateStore(s.state_file)
-    yield Pipeline(s, state, Metrics(), clock=Ticking())
+    yield Pipeline(s, state, Metrics(), clock=ticking())
     state.close()
 
 
 def ingest(p: Pipeline, path: str, text: str) -> None:
-    data = text.encode()
-    raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
-    for event in p.route(raw):
-        p.store(event)
+    ingest_raw(p, raw_file(path, text))
 
 
 def command(trigger: Trigger = "close") -> ControlCommand:

@@ -39,6 +39,25 @@ async def test_a_step_that_recovers_is_retried_with_doubling_back_off() -> None:
     assert sleeps == [0.5, 1.0]
 
 
+async def test_the_back_off_doubles_up_to_its_cap_and_each_retry_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls, sleeps = [], []
+
+    async def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 7:
+            raise OSError("broker away")
+        return "sent"
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    assert await must_finish(flaky, "sending x", attempts=7, sleep=sleep, stop=stop) == "sent"
+    assert sleeps == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert "sending x failed (attempt 1 of 7): broker away; retrying in 0.5s" in caplog.text
+
+
 async def test_a_step_that_keeps_failing_stops_the_process(caplog: pytest.LogCaptureFixture) -> None:
     async def broken() -> None:
         raise OSError("disk gone")

@@ -10,12 +10,13 @@ import pytest
 from aiokafka.errors import KafkaError
 
 from processors.models import RawFile
-from processors.wire import decode, to_event
+from processors.wire import decode
 from streams import kafka_io
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.watcher import publish_root
 from streams.worker_process import spawn_worker
+from tests.state_support import to_event
 from tests.streams.fault_support import (
     WRITERS,
     assert_each_path_stored_once,

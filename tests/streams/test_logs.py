@@ -27,6 +27,8 @@ from streams.logs import (
 )
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings, load_settings
+from tests.clocks import ManualClock
+from tests.streams.pipeline_support import ingest
 
 NOW = datetime(2026, 9, 27, 22, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
 
@@ -135,7 +137,7 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     s = Settings(root=tmp_path, state_dir=tmp_path / "state", out_dir=tmp_path / "out", kafka=KafkaSettings())
-    pipeline = Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: NOW)
+    pipeline = Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(NOW))
     good = b"# vLLM inference\n\nKV cache serving.\n"
     raws = [
         RawFile(
@@ -150,8 +152,7 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
     ]
     with caplog.at_level(logging.DEBUG, logger="streams.pipeline"):
         for offset, raw in enumerate(raws):
-            for event in pipeline.route(raw, raw_offset=offset):
-                pipeline.store(event, Position("p.documents", 0, offset))
+            ingest(pipeline, raw, offset, Position("p.documents", 0, offset))
     about_documents = [r for r in caplog.records if r.name == "streams.pipeline"]
     assert {r.getMessage().split(" ", 1)[0] for r in about_documents} >= {"stored", "rejected", "deleted"}
     for record in about_documents:

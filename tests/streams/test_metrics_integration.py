@@ -22,9 +22,10 @@ from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.watcher import publish_root
+from streams.worker_process import free_port
 from tests.deploy.test_monitoring_config import alert_rules, dashboard_queries
 from tests.deploy.tools import DEPLOY, ensure_promtool
-from tests.support import free_port, running_worker, wait_for, worker_url
+from tests.support import running_worker, wait_for, worker_url
 
 pytestmark = pytest.mark.integration
 

@@ -21,6 +21,8 @@ from streams.gauges import refresh_state_gauges
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
+from tests.clocks import ManualClock
+from tests.streams.pipeline_support import ingest
 
 SH = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 9, 27, 22, 30, tzinfo=SH)  # ten minutes after the 22:20 close, five after its grace
@@ -52,26 +54,20 @@ def value(m: Metrics, name: str, **labels: str) -> float | None:
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Pipeline:
     s = _settings(tmp_path)
-    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: NOW)
+    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(NOW))
 
 
 def test_storing_a_note_observes_end_to_end_lag_and_the_duckdb_write(pipeline: Pipeline) -> None:
     m = pipeline.metrics
     mtime = NOW.timestamp() - 42.0
-    for event in pipeline.route(
-        _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime)
-    ):
-        pipeline.store(event)
+    ingest(pipeline, _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime))
     assert value(m, "predigest_end_to_end_lag_seconds_count") == 1
     assert value(m, "predigest_end_to_end_lag_seconds_sum") == pytest.approx(42.0)
     assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="30.0") == 0
     assert value(m, "predigest_end_to_end_lag_seconds_bucket", le="60.0") == 1
     assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="batch") == 1
     # A replayed record writes no row, so it is no new end-to-end observation.
-    for event in pipeline.route(
-        _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime)
-    ):
-        pipeline.store(event)
+    ingest(pipeline, _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", mtime))
     assert value(m, "predigest_end_to_end_lag_seconds_count") == 1
 
 
@@ -79,8 +75,7 @@ async def test_a_briefing_counts_exact_duplicates_and_times_the_emission_write(p
     m = pipeline.metrics
     text = "# vLLM 推理\nKV cache serving arXiv:2609.23130\n"
     for path in ("inbox/jay/2026-09-27-1000-a.md", "inbox/tom/2026-09-27-1100-b.md"):
-        for event in pipeline.route(_raw(path, text, NOW.timestamp())):
-            pipeline.store(event)
+        ingest(pipeline, _raw(path, text, NOW.timestamp()))
     end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
     command = ControlCommand(
         axis="inference", trigger="close", end=end, requested_at=NOW, request_id=uuid4().hex
@@ -93,8 +88,7 @@ async def test_a_briefing_counts_exact_duplicates_and_times_the_emission_write(p
 
 async def test_polled_gauges_follow_the_clock_and_come_back_from_state(pipeline: Pipeline) -> None:
     s, state, m = pipeline.settings, pipeline.state, pipeline.metrics
-    for event in pipeline.route(_raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache", 0.0)):
-        pipeline.store(event)
+    ingest(pipeline, _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache", 0.0))
     refresh_state_gauges(s, state, m, NOW)
     assert value(m, "predigest_window_documents", axis="inference") == 1
     assert value(m, "predigest_window_documents", axis="risk") == 0

@@ -17,7 +17,9 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import Settings, load_settings
+from tests.clocks import ManualClock
 from tests.processors.near_dup_samples import EN_NOTE, EN_NOTE_EDITED
+from tests.streams.pipeline_support import store_event
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -39,10 +41,10 @@ async def _brief(tmp_path: Path, threshold: float) -> Metrics:
     )
     metrics = Metrics()
     state = StateStore(tmp_path / "state" / f"{threshold}.duckdb")
-    pipeline = Pipeline(settings, state, metrics)
-    pipeline.store(_event("inbox/jay/2026-09-27-1000-kv.md", EN_NOTE))
-    pipeline.store(_event("inbox/tom/2026-09-27-1100-kv-edited.md", EN_NOTE_EDITED))
-    pipeline.store(_event("inbox/tom/2026-09-27-1200-kv-copy.md", EN_NOTE))
+    pipeline = Pipeline(settings, state, metrics, ManualClock(END))
+    store_event(pipeline, _event("inbox/jay/2026-09-27-1000-kv.md", EN_NOTE))
+    store_event(pipeline, _event("inbox/tom/2026-09-27-1100-kv-edited.md", EN_NOTE_EDITED))
+    store_event(pipeline, _event("inbox/tom/2026-09-27-1200-kv-copy.md", EN_NOTE))
     command = ControlCommand(
         axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="r1"
     )

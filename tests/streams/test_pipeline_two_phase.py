@@ -20,7 +20,9 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
 from tests.state_support import window_documents
+from tests.streams.pipeline_support import ingest
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -35,7 +37,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
         out_dir=tmp_path / "out",
         kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
     )
-    p = Pipeline(s, StateStore(s.state_file), Metrics(), clock=lambda: END)
+    p = Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(END))
     for offset, path in enumerate(sorted(EXAMPLES.rglob("*.md"))):
         data = path.read_bytes()
         raw = RawFile(
@@ -45,8 +47,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
             mtime=END.timestamp(),
             sha256=hashlib.sha256(data).hexdigest(),
         )
-        for event in p.route(raw, raw_offset=offset):
-            p.store(event)
+        ingest(p, raw, offset)
     return p
 
 
@@ -113,8 +114,7 @@ async def test_d_numbers_hold_across_the_worker_s_briefings_in_any_order(pipelin
         mtime=END.timestamp(),
         sha256=hashlib.sha256(late).hexdigest(),
     )
-    for event in pipeline.route(raw, raw_offset=10_000):
-        pipeline.store(event)
+    ingest(pipeline, raw, raw_offset=10_000)
 
     async def d_items(end: datetime, trigger: Trigger) -> dict[str, str]:
         command = ControlCommand(

@@ -10,7 +10,7 @@ import pytest
 
 from streams.settings import KafkaSettings, Settings
 from streams.status_table import fetch, merge, render
-from tests.support import free_port
+from streams.worker_process import free_port
 
 ANSWER: dict[str, Any] = {
     "worker": "http://127.0.0.1:6066",

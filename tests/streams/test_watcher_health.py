@@ -22,10 +22,10 @@ from sinks.metrics import Metrics
 from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
-from streams.worker_process import spawn_cli
+from streams.worker_process import free_port, spawn_cli
 from tests.streams.fault_support import metric
 from tests.streams.test_watcher_files import FakeProducer
-from tests.support import free_port, wait_for
+from tests.support import wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]
 HEARTBEAT = "predigest_watcher_loop_heartbeat_timestamp_seconds"

@@ -20,7 +20,8 @@ from streams.oneshot import wait_ingested
 from streams.ownership import key_partition
 from streams.settings import Settings
 from streams.watcher import publish_root
-from tests.support import async_wait_for, free_port, read_topic, running_worker, worker_url
+from streams.worker_process import free_port
+from tests.support import async_wait_for, read_topic, running_worker, worker_url
 
 pytestmark = pytest.mark.integration
 

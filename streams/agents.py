@@ -1,0 +1,179 @@
+"""The worker's agents: parse (raw → documents), window (documents → state), control (commands → briefings).
+
+Each agent is a loop over its stream that hands a batch, or a command, to a handler here; the handlers call the
+processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
+
+Commit safety (README "Guarantees"): concurrency stays 1, since with more Faust can commit past an
+unfinished message (faust-streaming #606). `take_events` acks a batch's records only once the loop body
+has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
+producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
+exit without acking) and the parse agent awaits every send of its batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import NamedTuple, TypeVar
+
+import faust
+from faust.streams import Stream
+from faust.types import AgentT, EventT
+
+from processors.commands import check_command
+from processors.models import ControlCommand
+from processors.wire import DocumentRecord, decode
+from sinks.state import Position
+from streams.failstop import must_finish
+from streams.pipeline import Emission
+from streams.services import Services
+from streams.topics import Outputs, Topics
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Agents(NamedTuple):
+    """The registered agents; `test_context()` on each drives it in process, without a broker."""
+
+    parse: AgentT[bytes]
+    window: AgentT[bytes]
+    control: AgentT[bytes]
+
+
+def register_agents(app: faust.App, topics: Topics, services: Services, outputs: Outputs) -> Agents:
+    """Declare the three agents on their topics, each with concurrency 1 (Faust's default: see the module)."""
+    return Agents(
+        parse=app.agent(topics.raw, name="streams.agents.parse")(partial(parse_agent, services, outputs)),
+        window=app.agent(topics.documents, name="streams.agents.window")(partial(window_agent, services)),
+        control=app.agent(topics.control, name="streams.agents.control")(
+            partial(control_agent, services, outputs)
+        ),
+    )
+
+
+def _decoded(services: Services, parse: Callable[[bytes], T], value: bytes, stage: str) -> T | None:
+    try:
+        return parse(value)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        services.pipeline().unreadable(stage, str(exc))
+        return None
+
+
+def _position(event: EventT[bytes]) -> Position:
+    msg = event.message
+    return Position(msg.topic, msg.partition, msg.offset)
+
+
+async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
+    try:
+        await services.parser.start()
+    except Exception:  # the first batch starts it again, under must_finish
+        log.exception("starting the parse processes failed")
+        services.parser.close()
+    s = services.settings
+    async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
+        await parse_batch(services, outputs, events)
+
+
+async def parse_batch(services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]) -> None:
+    """Route raw records in the parse processes, log and count what routing found, forward the documents records."""
+    # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
+    values = [(event.value, event.message.offset) for event in events]
+    seen_at = services.clock.now()
+    routed = await must_finish(
+        partial(services.parser.route, values, seen_at), f"parsing {len(values)} raw record(s)"
+    )
+    pipeline = services.pipeline()
+    for r in routed:
+        pipeline.note(r)
+    records = [record for r in routed for record in r.records]
+    what = f"forwarding {len(records)} record(s) of {len(values)} file(s) to the documents topic"
+    await must_finish(partial(outputs.forward, records), what)
+
+
+async def window_agent(services: Services, stream: Stream[bytes]) -> None:
+    s = services.settings
+    async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
+        await window_batch(services, events)
+
+
+async def window_batch(services: Services, events: Sequence[EventT[bytes]]) -> None:
+    """Apply a batch of documents records to the state, in one transaction, once their partitions caught up."""
+    items: list[tuple[DocumentRecord, Position]] = []
+    for event in events:
+        record = _decoded(services, decode, event.value, "documents")
+        if record is not None:
+            items.append((record, _position(event)))
+    what = f"storing {len(items)} record(s) in {services.settings.state_file}"
+    await must_finish(partial(store_when_ready, services, items), what)
+
+
+async def store_when_ready(services: Services, items: list[tuple[DocumentRecord, Position]]) -> None:
+    """Store the records of owned partitions once their catch-up is done; the others are not ours to store."""
+    ownership = services.ownership
+    parts = {position.partition for _, position in items}
+    while True:
+        # Until the catch-up has replayed a partition, its records wait; a revoke + reassign while waiting
+        # brings a new catch-up, so readiness is read again, and the write follows with no await between.
+        for p in sorted(parts):
+            await ownership.wait_ready(p)
+        if not parts & ownership.catching_up():
+            break
+    ready = [(record, position) for record, position in items if ownership.is_ready(position.partition)]
+    services.pipeline().store_batch(ready)
+
+
+async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
+    async for event in stream.events():
+        await answer_command(services, outputs, event)
+
+
+async def answer_command(services: Services, outputs: Outputs, event: EventT[bytes]) -> None:
+    """Emit the briefing a close or flush command asks for, if this worker owns its axis; refuse a bad one."""
+    command = _decoded(services, ControlCommand.model_validate_json, event.value, "control")
+    if command is None:
+        return
+    position = _position(event)
+    # Checked before anything else: a command that cannot be briefed would fail every retry and stop
+    # the worker for good (Kafka redelivers it at each restart), so it is refused and skipped.
+    refused = check_command(command, services.settings.command_limits, services.clock.now())
+    if refused is not None:
+        services.pipeline().refuse_command(command, refused, position)
+        return
+    if not await _owned_here(services, command, position.partition):
+        return
+    what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
+    emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
+    if emission is not None and not emission.delivered:
+        await must_finish(
+            partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
+        )
+
+
+async def _owned_here(services: Services, command: ControlCommand, partition: int) -> bool:
+    """Whether this worker answers the command (after waiting for its partition's catch-up); logged if not."""
+    ownership = services.ownership
+    refusal = ownership.refusal(command.axis, partition)
+    if refusal is None and not await ownership.wait_ready(partition):
+        refusal = "not_owned"  # the partition moved while its state was catching up
+    if refusal is None:
+        return True
+    log.warning(
+        "%s command for %s on control partition %d not answered here: %s (axis partition %d)",
+        command.trigger,
+        command.axis,
+        partition,
+        refusal,
+        ownership.partition_of(command.axis),
+        extra={"axis": command.axis},
+    )
+    services.metrics.commands_ignored.labels(reason=refusal).inc()
+    return False
+
+
+async def deliver(services: Services, outputs: Outputs, emission: Emission) -> None:
+    """Send a recorded briefing to the briefings topic, then record that it was acknowledged."""
+    await outputs.briefing(emission.axis, emission.briefing_json)
+    services.pipeline().delivered(emission)

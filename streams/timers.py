@@ -1,0 +1,86 @@
+"""The worker's timers: the leader's check for due window closes, and the refresh of the polled gauges."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from functools import partial
+
+import faust
+
+from processors.window import due_closes
+from sinks.clock import Clock
+from streams import gauges
+from streams.control import new_command
+from streams.pipeline import Pipeline
+from streams.services import Services
+from streams.settings import Settings
+from streams.topics import Outputs, SendCommand
+
+log = logging.getLogger(__name__)
+
+
+class CloseCheck:
+    """On the leader, each tick: send a close for every scheduled window that is due and not yet emitted."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        pipeline: Callable[[], Pipeline],
+        refresh_briefings: Callable[[], Awaitable[int]],
+        send: SendCommand,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._pipeline = pipeline
+        self._refresh_briefings = refresh_briefings
+        self._send = send
+        self._sent: set[tuple[str, datetime]] = set()
+
+    async def tick(self) -> None:
+        # Crontab does not catch up missed runs, so every tick compares the schedule with what was emitted.
+        s = self._settings
+        if not s.close_enabled:
+            return
+        try:
+            # Other workers own other axes: their emissions reach this state through the briefings topic.
+            await self._refresh_briefings()
+        except Exception:
+            log.exception("reading the briefings topic failed; closes are checked on the next tick")
+            return
+        now = self._clock.now()
+        state = self._pipeline().state
+        for axis in s.axes:
+            last = state.last_close_end(axis.name)
+            for end in due_closes(last, now, s.close_at, s.tz, s.grace):
+                # Sent once per leader: the owner answers it, or dedups it if an earlier leader sent it too.
+                if state.emission(axis.name, end, "close") is None and (axis.name, end) not in self._sent:
+                    self._sent.add((axis.name, end))
+                    log.info("sending close for %s window ending %s", axis.name, end.isoformat())
+                    await self._send(new_command(axis.name, "close", end, now))
+
+
+async def refresh_gauges(services: Services) -> None:
+    """Window size, the schedule and consumer lag move without any event arriving, so they are polled."""
+    try:
+        owned = set(services.ownership.owned_axes())
+        gauges.refresh_state_gauges(
+            services.settings, services.pipeline().state, services.metrics, services.clock.now(), owned=owned
+        )
+        await gauges.refresh_consumer_lag(services.settings, services.metrics)
+    except Exception:  # a monitoring tick must never take the worker down
+        log.exception("refreshing the polled gauges failed")
+
+
+def register_timers(app: faust.App, services: Services, outputs: Outputs) -> CloseCheck:
+    """The close check on the leader only; the gauges on every worker (each reports its own axes)."""
+    s = services.settings
+    check = CloseCheck(s, services.clock, services.pipeline, services.sync.refresh_briefings, outputs.command)
+    # Bound methods and partials with every argument given: Faust passes the app to a timer that takes one.
+    app.timer(interval=s.close_check_seconds, on_leader=True, name="streams.timers.close_windows")(check.tick)
+    app.timer(interval=s.metrics_interval_seconds, name="streams.timers.refresh_gauges")(
+        partial(refresh_gauges, services)
+    )
+    return check

@@ -1,0 +1,86 @@
+"""The worker's Kafka topics, declared by one factory, and the sends the agents, timers and views make on them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import faust
+from faust.types import TopicT
+
+from processors.models import ControlCommand
+from streams.settings import Settings
+
+# Outputs.command, as the timers and views take it.
+SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
+
+
+def stage_topic(app: faust.App, settings: Settings, stage: str) -> TopicT:
+    """One stage's topic (`<prefix>.<stage>`): bytes in and out, since processors.wire and pydantic encode them."""
+    return app.topic(
+        settings.kafka.topic(stage),
+        key_type=bytes,
+        value_type=bytes,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The stages of DESIGN §3 as Faust topics (a new stage, e.g. `dead`, is one field here and in kafka_io.STAGES)."""
+
+    raw: TopicT  # key: root-relative path; value: a RawFile
+    documents: TopicT  # key: axis; value: a documents record (processors.wire)
+    control: TopicT  # key: axis; value: a ControlCommand
+    briefings: TopicT  # key: axis; value: the emitted briefing's JSON
+
+    @classmethod
+    def declare(cls, app: faust.App, settings: Settings) -> Topics:
+        return cls(
+            raw=stage_topic(app, settings, "raw"),
+            documents=stage_topic(app, settings, "documents"),
+            control=stage_topic(app, settings, "control"),
+            briefings=stage_topic(app, settings, "briefings"),
+        )
+
+
+class Outputs(Protocol):
+    """Where the worker's results go: the topics, or what an in-process test records."""
+
+    async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """Put documents records (key, value) on the documents topic; return once every one is acknowledged."""
+        ...
+
+    async def briefing(self, axis: str, briefing_json: str) -> None:
+        """Put an emitted briefing on the briefings topic; return once it is acknowledged."""
+        ...
+
+    async def command(self, command: ControlCommand) -> ControlCommand:
+        """Put a command on the control topic; return it once it is acknowledged."""
+        ...
+
+
+class TopicOutputs:
+    """The sends of a running worker, through Faust's own producer (the one it flushes before each commit)."""
+
+    def __init__(self, app: faust.App, topics: Topics) -> None:
+        self._app = app
+        self._topics = topics
+
+    async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        # Every record is handed to the producer first, then every acknowledgement awaited. Faust's own
+        # producer (the one its commits flush), without Topic.send's per-message bookkeeping.
+        producer = await self._app.maybe_start_producer()
+        name = self._topics.documents.get_topic_name()
+        pending = [await producer.send(name, key, value, None, None, None) for key, value in records]
+        await asyncio.gather(*pending)
+
+    async def briefing(self, axis: str, briefing_json: str) -> None:
+        await (await self._topics.briefings.send(key=axis.encode(), value=briefing_json.encode()))
+
+    async def command(self, command: ControlCommand) -> ControlCommand:
+        await self._topics.control.send(key=command.axis.encode(), value=command.model_dump_json().encode())
+        return command

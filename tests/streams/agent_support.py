@@ -1,0 +1,95 @@
+"""One worker's agents and timers in process, without a broker: the real app, services and DuckDB state, with the
+sends to the topics recorded instead of produced (Faust's `test_context()` feeds the agents)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from processors.models import ControlCommand
+from streams.agents import Agents, register_agents
+from streams.app import faust_app
+from streams.services import Services
+from streams.settings import KafkaSettings, Settings
+from streams.topics import Topics
+from tests.clocks import ManualClock
+
+
+@dataclass
+class RecordedOutputs:
+    """`streams.topics.Outputs` that keeps what the worker would have sent."""
+
+    documents: list[tuple[bytes, bytes]] = field(default_factory=list)
+    briefings: list[tuple[str, str]] = field(default_factory=list)
+    commands: list[ControlCommand] = field(default_factory=list)
+
+    async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        self.documents.extend(records)
+
+    async def briefing(self, axis: str, briefing_json: str) -> None:
+        self.briefings.append((axis, briefing_json))
+
+    async def command(self, command: ControlCommand) -> ControlCommand:
+        self.commands.append(command)
+        return command
+
+
+@dataclass
+class InProcessWorker:
+    """What a test drives: the agents (through `test_context()`), the services and the recorded sends."""
+
+    settings: Settings
+    clock: ManualClock
+    services: Services
+    agents: Agents
+    outputs: RecordedOutputs
+
+    def partition_of(self, axis: str) -> int:
+        return self.services.ownership.partition_of(axis)
+
+    def own(self, *axes: str, ready: bool = True) -> None:
+        """Take the axes' partitions as an assignment would, caught up unless `ready` is False."""
+        partitions = {self.partition_of(a) for a in axes}
+        self.services.ownership.assign(partitions)
+        if ready:
+            for p in partitions:
+                self.services.ownership.mark_ready(p)
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.services.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def in_process_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "root": tmp_path / "root",
+        "state_dir": tmp_path / "state",
+        "out_dir": tmp_path / "out",
+        # Never dialled: nothing here starts a Kafka client. Eight partitions give each default axis its own.
+        "kafka": KafkaSettings(bootstrap="127.0.0.1:9", partitions=8),
+        "parse_processes": 0,  # parsed in the event loop, as the pool does with no processes
+        "batch_seconds": 0.01,
+        "flush_max_past_days": 36_600,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def in_process_worker(settings: Settings, clock: ManualClock) -> InProcessWorker:
+    """The app and services `create_app` builds, with recorded sends; no state is opened until used."""
+    app = faust_app(settings)
+    services = Services.build(settings, clock)
+    outputs = RecordedOutputs()
+    agents = register_agents(app, Topics.declare(app, settings), services, outputs)
+    return InProcessWorker(settings, clock, services, agents, outputs)
+
+
+async def settled(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    """Wait for an agent's batch to be handled: `put` returns once the stream took the event, not after the body."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)

@@ -1,0 +1,33 @@
+"""Files through the worker's own steps, in process: routed as the parse agent does, stored as the window agent does."""
+
+from __future__ import annotations
+
+import hashlib
+
+from processors.ingest import route_file
+from processors.models import RawFile
+from processors.routing import DocumentEvent
+from processors.wire import decode, to_record
+from sinks.state import Position
+from streams.pipeline import Pipeline, route_params
+
+
+def raw_file(path: str, text: str | bytes, mtime: float = 0.0) -> RawFile:
+    data = text.encode() if isinstance(text, str) else text
+    return RawFile(
+        path=path, content=data, size=len(data), mtime=mtime, sha256=hashlib.sha256(data).hexdigest()
+    )
+
+
+def ingest(
+    pipeline: Pipeline, raw: RawFile, raw_offset: int | None = None, position: Position | None = None
+) -> list[bool]:
+    """Route one raw file (logged and counted by `Pipeline.note`), then apply its documents records."""
+    routed = route_file(raw, route_params(pipeline.settings), pipeline.clock.now(), raw_offset)
+    pipeline.note(routed)
+    return pipeline.store_batch([(decode(value), position) for _, value in routed.records])
+
+
+def store_event(pipeline: Pipeline, event: DocumentEvent) -> bool:
+    """Apply one hand-built event as its documents record; True if a briefing now sees it."""
+    return pipeline.store_batch([(to_record(event), None)])[0]

@@ -1,0 +1,200 @@
+"""The agents in process, in milliseconds: Faust's `test_context()` feeds each one, as Kafka would, a stream that
+it reads with `take_events`; the state is a real DuckDB file and only the sends to the topics are recorded.
+
+`put` returns once the stream has taken the event, before the batch it joins is handled (`take_events` hands the
+batch over after `batch_seconds`), so each test waits for the effect it checks (`settled`). The same guarantees
+on the real broker, with real commits and crashes, are in test_pipeline_integration, test_faults_worker,
+test_poison_commands and test_workers_integration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import NoReturn
+from uuid import uuid4
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.models import Briefing, ControlCommand, Trigger
+from processors.wire import decode
+from streams.control import new_command
+from streams.failstop import must_finish
+from tests.clocks import ManualClock
+from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
+from tests.streams.pipeline_support import raw_file
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+NOTE = "inbox/jay/2026-09-27-1000-kv.md"
+OTHER = "inbox/tom/2026-09-27-1100-kv.md"
+TEXT = "# vLLM 推理\nKV cache serving for LLM inference, arXiv:2609.23130\n"
+
+Records = list[tuple[bytes, bytes]]
+
+
+class StepFailed(Exception):
+    pass
+
+
+def _fail(code: int) -> NoReturn:
+    raise StepFailed(f"an agent step kept failing (the worker would exit {code})")
+
+
+@pytest.fixture
+async def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[InProcessWorker]:
+    # A step that keeps failing ends the worker process without acking (failstop.halt); here it fails the test.
+    monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2, stop=_fail))
+    w = in_process_worker(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
+    yield w
+    opened = w.services.pipeline.opened
+    if opened is not None:
+        opened.state.close()
+
+
+def raw_value(path: str = NOTE, text: str = TEXT) -> bytes:
+    return raw_file(path, text).model_dump_json().encode()
+
+
+def of_axis(records: Records, axis: str) -> Records:
+    return [(key, value) for key, value in records if key == axis.encode()]
+
+
+async def parsed(worker: InProcessWorker, *raws: bytes) -> Records:
+    """What the parse agent forwards for these raw values (raw offsets 0, 1, … within one agent run)."""
+    before = len(worker.outputs.documents)
+    async with worker.agents.parse.test_context() as agent:
+        for value in raws:
+            await agent.put(value, key=b"path")
+        await settled(lambda: len(worker.outputs.documents) > before, "the documents records")
+    return worker.outputs.documents[before:]
+
+
+async def stored(worker: InProcessWorker, records: Records) -> None:
+    """Feed documents records to the window agent, each on its axis's partition; wait until all are applied."""
+    pipeline = worker.services.pipeline()
+    topic = worker.settings.kafka.topic("documents")
+    last: dict[int, int] = {}
+    async with worker.agents.window.test_context() as agent:
+        for key, value in records:
+            event = await agent.put(value, key=key, partition=worker.partition_of(key.decode()))
+            last[event.message.partition] = event.message.offset
+        await settled(
+            lambda: all(pipeline.state.applied_offset(topic, p) == o for p, o in last.items()), "the window"
+        )
+
+
+def command(worker: InProcessWorker, axis: str = "inference", trigger: Trigger = "flush") -> ControlCommand:
+    return new_command(axis, trigger, END, worker.clock.now())
+
+
+async def test_the_parse_agent_forwards_each_axis_a_record_carrying_the_raw_offset(
+    worker: InProcessWorker,
+) -> None:
+    records = await parsed(worker, raw_value())
+    assert b"inference" in {key for key, _ in records}
+    for _, value in records:
+        header = decode(value).header
+        assert (header.path, header.raw_offset) == (NOTE, 0)  # the offset orders the versions of a path
+    assert worker.metric("predigest_records_unreadable_total", stage="raw") == 0
+
+
+async def test_an_unreadable_raw_record_is_counted_and_skipped_and_its_batch_goes_on(
+    worker: InProcessWorker,
+) -> None:
+    records = await parsed(worker, b"not a raw file", raw_value())
+    assert worker.metric("predigest_records_unreadable_total", stage="raw") == 1
+    assert {decode(value).header.raw_offset for _, value in records} == {1}
+
+
+async def test_the_window_agent_stores_a_batch_with_its_offsets(worker: InProcessWorker) -> None:
+    worker.own("inference", "llm-infra", "risk", "llm-application")
+    await stored(worker, await parsed(worker, raw_value(), raw_value(OTHER, TEXT + "more\n")))
+    assert worker.services.pipeline().state.document_count("inference") == 2
+    assert worker.metric("predigest_documents_stored_total", axis="inference", kind="inbox") == 2
+
+
+async def test_records_wait_for_their_partition_to_catch_up_and_a_revoked_partition_stores_nothing(
+    worker: InProcessWorker,
+) -> None:
+    worker.own("inference", ready=False)  # the catch-up replay of its partition is still running
+    [(_, first)] = of_axis(await parsed(worker, raw_value()), "inference")
+    [(_, second)] = of_axis(await parsed(worker, raw_value(OTHER, TEXT + "more\n")), "inference")
+    partition = worker.partition_of("inference")
+    state = worker.services.pipeline().state
+    async with worker.agents.window.test_context() as agent:
+        await agent.put(first, key=b"inference", partition=partition)
+        await asyncio.sleep(10 * worker.settings.batch_seconds)  # the batch is handed over, and waits
+        assert state.document_count("inference") == 0  # storing it now would make the replay skip it
+        worker.services.ownership.mark_ready(partition)
+        await settled(lambda: state.document_count("inference") == 1, "the record once caught up")
+        worker.services.ownership.revoke({partition})
+        await agent.put(second, key=b"inference", partition=partition)
+        await agent.put(b"not a documents record", key=b"inference", partition=partition)
+        await settled(
+            lambda: worker.metric("predigest_records_unreadable_total", stage="documents") == 1, "the batch"
+        )
+    assert state.document_count("inference") == 1  # the partition moved on: its new owner stores the second
+
+
+async def test_a_flush_is_briefed_sent_and_marked_delivered_once(worker: InProcessWorker) -> None:
+    worker.own("inference")
+    await stored(worker, of_axis(await parsed(worker, raw_value()), "inference"))
+    flush = command(worker).model_dump_json().encode()
+    async with worker.agents.control.test_context() as agent:
+        for _ in range(2):  # the second is the same command delivered again (a redelivery after a crash)
+            await agent.put(flush, key=b"inference", partition=worker.partition_of("inference"))
+        await settled(
+            lambda: (
+                worker.metric("predigest_briefing_commands_repeated_total", axis="inference", trigger="flush")
+                == 1
+            ),
+            "both commands",
+        )
+    [(axis, briefing_json)] = worker.outputs.briefings
+    briefing = Briefing.model_validate_json(briefing_json)
+    assert (axis, briefing.window.end, briefing.trigger) == ("inference", END, "flush")
+    assert [s.path for s in briefing.sources] == [NOTE]
+    record = worker.services.pipeline().state.emission_record("inference", END, "flush")
+    assert record is not None and record.delivered
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2  # .md and .json
+
+
+async def test_bad_commands_are_refused_or_ignored_and_counted_never_briefed(worker: InProcessWorker) -> None:
+    worker.own("inference")
+    inference, risk = worker.partition_of("inference"), worker.partition_of("risk")
+    far_ahead = new_command("inference", "flush", END + timedelta(days=30), worker.clock.now())
+    unknown = ControlCommand(
+        axis="nope", trigger="flush", end=END, requested_at=worker.clock.now(), request_id=uuid4().hex
+    )
+    async with worker.agents.control.test_context() as agent:
+        await agent.put(b"{not json", key=b"inference", partition=inference)
+        await agent.put(far_ahead.model_dump_json().encode(), key=b"inference", partition=inference)
+        await agent.put(unknown.model_dump_json().encode(), key=b"nope", partition=inference)
+        # Keyed by another partitioner: read from a partition the axis does not live on.
+        await agent.put(command(worker).model_dump_json().encode(), key=b"inference", partition=risk)
+        await agent.put(command(worker, "risk").model_dump_json().encode(), key=b"risk", partition=risk)
+        await settled(
+            lambda: worker.metric("predigest_commands_ignored_total", reason="not_owned") == 1,
+            "every command",
+        )
+    assert worker.metric("predigest_records_unreadable_total", stage="control") == 1
+    assert worker.metric("predigest_commands_refused_total", reason="end_too_far_ahead") == 1
+    assert worker.metric("predigest_commands_refused_total", reason="unknown_axis") == 1
+    assert worker.metric("predigest_commands_ignored_total", reason="misrouted") == 1
+    assert worker.outputs.briefings == []
+    assert not worker.settings.out_dir.exists()
+
+
+def test_building_the_worker_opens_no_state(tmp_path: Path) -> None:
+    # DuckDB allows one writer per file: the CLI builds the app before it spawns the worker that owns it.
+    w = in_process_worker(in_process_settings(tmp_path), ManualClock())
+    assert w.services.pipeline.opened is None
+    assert not w.settings.state_file.exists()
+    assert w.services.pipeline() is w.services.pipeline()  # opened once, on first use
+    assert w.settings.state_file.exists()
+    w.services.pipeline().state.close()
