@@ -37,7 +37,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
-LOG_EACH_UP_TO = 20  # a batch of more records logs one line, each document at DEBUG
+LOG_EACH_UP_TO = 20  # a batch of more notes logs one line, each document at DEBUG
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
@@ -185,9 +185,12 @@ class Pipeline:
         now = self.clock.now().timestamp()
         # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
         # per second, so those lines are for debugging only and a batch gets one line of its own.
-        each = logging.INFO if not replaying and len(items) <= LOG_EACH_UP_TO else logging.DEBUG
+        # Counted in notes, not records: every note travels as one record per axis.
+        notes = len({record.header.path for record, _ in items})
+        each = logging.INFO if not replaying and notes <= LOG_EACH_UP_TO else logging.DEBUG
         logged = log.isEnabledFor(each)
         stored = deleted = 0
+        lagged: set[tuple[str, str]] = set()  # one lag observation per note version, not per axis row
         for (record, position), done in zip(items, changed, strict=True):
             h = record.header
             if not done or h.type == "rejection":
@@ -195,7 +198,8 @@ class Pipeline:
             if h.type == "document":
                 stored += 1
                 self.metrics.documents_stored.labels(axis=h.axis, kind=h.kind).inc()
-                if h.mtime is not None and not replaying:
+                if h.mtime is not None and not replaying and (h.path, h.sha256) not in lagged:
+                    lagged.add((h.path, h.sha256))
                     self.metrics.end_to_end_lag.observe(max(0.0, now - h.mtime))
                 if logged:
                     ctx = doc_context(h.path, h.axis, position)

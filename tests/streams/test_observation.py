@@ -90,8 +90,9 @@ async def test_polled_gauges_follow_the_clock_and_come_back_from_state(pipeline:
     s, state, m = pipeline.settings, pipeline.state, pipeline.metrics
     ingest(pipeline, _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache", 0.0))
     refresh_state_gauges(s, state, m, NOW)
+    # Every axis weighs every note: the note is in each axis's window, whatever its keywords.
     assert value(m, "predigest_window_documents", axis="inference") == 1
-    assert value(m, "predigest_window_documents", axis="risk") == 0
+    assert value(m, "predigest_window_documents", axis="risk") == 1
     # The 22:20 close is due once its five-minute grace has passed; never closed yet: 0, so the alert sees it.
     assert (
         value(m, "predigest_close_due_timestamp_seconds")

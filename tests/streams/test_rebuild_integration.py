@@ -20,7 +20,7 @@ from sinks.state import StateStore
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
-from streams.settings import Settings
+from streams.settings import DEFAULT_AXES, Settings
 from streams.watcher import publish_root
 from streams.worker_process import PROJECT, dump_settings
 from tests.support import async_wait_for, read_topic, running_worker, wait_for, worker_url
@@ -29,6 +29,7 @@ pytestmark = pytest.mark.integration
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+AXES = {a.name for a in DEFAULT_AXES}
 NOTES = {
     "inbox/jay/2026-09-27-0900-kv.md": "# KV cache 推理\n\nvLLM serving: arXiv:2609.23130 cache hit 92.2%.\n",
     "inbox/jay/2026-09-27-0930-kv-repost.md": "# KV cache 推理\n\nvLLM serving: arXiv:2609.23130 cache hit 92.2%.\n",
@@ -52,7 +53,9 @@ def _check_json_log(path: Path) -> None:
     assert not [line for line in lines if line.startswith("[20")], "Faust's text handler is still there"
     stored = [r for r in records if r["message"].startswith("stored ")]
     assert len(stored) >= len(NOTES) - 1
-    assert all(r["path"] in NOTES and r["axis"] == "inference" and r["offset"] >= 0 for r in stored)
+    # Every axis weighs every note; the living document goes to its own axis alone.
+    assert all(r["path"] in NOTES and r["axis"] in AXES and r["offset"] >= 0 for r in stored)
+    assert {r["axis"] for r in stored if r["path"] == "living/inference.md"} <= {"inference"}
 
 
 def _metric(settings: Settings, line_start: str) -> float:

@@ -106,7 +106,7 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
             )
             assert [a.status_code for a in answers[:2]] == [202, 202]
             assert answers[2].returncode == 0, answers[2].stderr
-            # An axis that is configured but has no document yet: a briefing that says so.
+            # An axis none of whose keywords the note uses: a briefing that accounts for it and adds nothing.
             owned = await http.post(
                 worker_url(s, "/flush"), params={"axis": "risk", "end": end.isoformat()}, headers=auth
             )
@@ -127,7 +127,7 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
         assert cli.returncode == 2 and "axis 'nope' is not configured" in cli.stderr
         # A command for an axis this worker does not know (an older config, a typo) is refused, loudly.
         await control.send(s, new_command("nope", "flush", end, datetime.now(UTC)))
-        empty = await await_briefing(s, "risk", end, "flush", 60)
+        risk = await await_briefing(s, "risk", end, "flush", 60)
         await await_briefing(s, "inference", end, "flush", 60)
         await async_wait_for(lambda: repeated(s, "flush") == 2, 30, "two of the three flushes to repeat")
         await send_command(s, "risk", "flush", end + timedelta(minutes=1))  # the worker is still answering
@@ -140,6 +140,8 @@ async def test_racing_flushes_an_axis_without_documents_and_an_unknown_axis(
         ("risk", end),
         ("risk", end + timedelta(minutes=1)),
     ]
-    assert (empty.sources, empty.increments) == ([], [])
+    assert risk.increments == []
+    assert [(src.path, src.status) for src in risk.sources] == [("inbox/jay/note.md", "no_increment")]
+    assert [n.path for n in risk.no_increment_sources] == ["inbox/jay/note.md"]
     log = (tmp_path / "worker.log").read_text()
     assert "refused the flush command" in log and "(unknown_axis): axis 'nope' is not configured" in log
