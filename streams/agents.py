@@ -3,7 +3,7 @@
 Each agent is a loop over its stream that hands a batch, or a command, to a handler here; the handlers call the
 processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
 
-Commit safety (README "Guarantees"): concurrency stays 1, since with more Faust can commit past an
+Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
 unfinished message (faust-streaming #606). `take_events` acks a batch's records only once the loop body
 has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
 producer; a step that raises would still be acked, so each one runs under must_finish (retry, else

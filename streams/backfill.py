@@ -23,7 +23,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 Compression = Literal["gzip", "lz4", "zstd", "snappy", "none"]
-# Measured (README "Performance"): zstd at level 3 compresses the archive 5:1 at ~200 MB/s; aiokafka runs
+# Measured (docs/performance.md): zstd at level 3 compresses the archive 5:1 at ~200 MB/s; aiokafka runs
 # gzip and lz4 at level 9 (25-35 MB/s), which costs more CPU than everything else the backfill does.
 DEFAULT_COMPRESSION: Compression = "zstd"
 # One batch per partition is in flight at a time (aiokafka's sender), so a batch must hold many notes.

@@ -158,7 +158,7 @@ class Settings(BaseSettings):
     axes: tuple[AxisSpec, ...] = DEFAULT_AXES
     increment_min: int = 3
     increment_max: int = 8
-    near_duplicate_threshold: float = Field(0.8, gt=0.0, le=1.0)  # Jaccard on shingles, see README
+    near_duplicate_threshold: float = Field(0.8, gt=0.0, le=1.0)  # Jaccard on shingles, see docs/briefing.md
     lang: Literal["zh", "en"] = "zh"
     rules: BriefingRules = Field(default_factory=BriefingRules)  # relevance, increments, credibility
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
