@@ -10,7 +10,6 @@ from typing import Literal
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
-from processors.id_titles import plausible_title
 from processors.key_points import figures, has_figure, highlights, key_points, thesis
 from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
 from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
@@ -204,17 +203,8 @@ def _title(cluster: Cluster, ctx: Context) -> str:
         known = next((ctx.titles[i] for i in cluster.ids if i in ctx.titles), "")
         if known:
             return known
-        for u in cluster.units:
-            heading = _HEADING_NUMBER.sub("", u.heading).strip()
-            # A unit's heading names the paper only when it could be a title (not `OSDI 2024`, not a
-            # briefing's own `增量 2：…（⭐⭐⭐⭐⭐）`); otherwise the id stands alone.
-            if (
-                heading
-                and u.primary_ids
-                and not heading.lower().startswith("arxiv")
-                and plausible_title(heading)
-            ):
-                return heading
+        # A heading titles the paper only through the window's titles (a heading carrying the id, or heading a
+        # section that opens with it): `安全事件关联` over `Detokenization Leaks（arXiv …）` is a topic.
         return cluster.ids[0]
     if cluster.key.startswith("title:"):
         heading = _HEADING_NUMBER.sub("", cluster.units[0].heading).strip()

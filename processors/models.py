@@ -215,6 +215,10 @@ class Increment(Frozen):
     suggestions: list[SectionSuggestion] = Field(default_factory=list)
     score: float = 0.0
 
+    def named(self) -> str:
+        """The title when there is one beyond the id ('' when the id stands alone)."""
+        return "" if self.title in self.arxiv else self.title
+
 
 class Claim(Frozen):
     text: str

@@ -31,11 +31,11 @@ def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], la
                 rows.append(Priority(level=level, content=s.reason, action=_write([s.section], lang)))
             continue
         figures = say("pri.figures", lang, figures=" / ".join(inc.highlights)) if inc.highlights else ""
-        head = f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else ""
+        head = f"arXiv {'/'.join(inc.arxiv)}" if inc.arxiv else ""
         rows.append(
             Priority(
                 level=level,
-                content=f"{head}{inc.title}{figures}",
+                content=" ".join(x for x in (head, inc.named()) if x) + figures,
                 action=_write(inc.suggested_sections, lang),
             )
         )
