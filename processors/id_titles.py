@@ -110,6 +110,29 @@ def _author_list(text: str) -> bool:
     return names >= 2 and names >= 0.8 * len(parts)
 
 
+_DATE = re.compile(
+    r"^(?:listed|published|updated|submitted|accepted|发布|发表|更新)?\s*[:：]?\s*\d{4}(?:[.\-/年]\d{1,2}){0,2}[.日]?$",
+    re.IGNORECASE,
+)
+# Fields of a metadata line: ` · `, ` | `, or the end of an author list (`… Deming Chen. Arxiv 2024.`).
+_FIELDS = re.compile(r"\s+[·|]\s+|(?<=[a-z\)])\.\s+")
+
+
+def _metadata_field(part: str) -> bool:
+    bare = _ID_NOISE.sub(" ", part).strip(" .,;:()[]（）*_·|")
+    low = bare.lower()
+    if not bare or low in _PLACEHOLDER or _VENUE.match(low) or _DATE.match(bare):
+        return True
+    return (len(bare) <= 80 and bool(_ET_AL.search(bare))) or _author_list(bare)
+
+
+def is_metadata(text: str) -> bool:
+    """True for a line of paper metadata: authors, a venue, a date, ids and URLs, or such fields joined with
+    ` · ` (`Yike Zhang, Zhiyuan He et al. · arXiv 2508.02215 · listed 2025-08-05`); never for a finding."""
+    parts = [p for p in _FIELDS.split(" ".join(text.split())) if p]
+    return bool(parts) and all(_metadata_field(p) for p in parts)
+
+
 def _balanced(text: str) -> bool:
     pairs = (("(", ")"), ("[", "]"), ("（", "）"), ("【", "】"), ("《", "》"))
     return text.count("**") % 2 == 0 and all(text.count(a) == text.count(b) for a, b in pairs)
@@ -154,7 +177,7 @@ def block_ids(block: Block) -> list[str]:
     return extract_arxiv_ids(f"{block.text} {urls}" if urls else block.text)
 
 
-def _title_column(header: Sequence[str]) -> int | None:
+def title_column(header: Sequence[str]) -> int | None:
     cells = [" ".join(EMOJI.sub("", c).split()).strip(" *:：") for c in header]
     for pattern in _TITLE_COLUMNS:
         for i, cell in enumerate(cells):
@@ -195,7 +218,7 @@ def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
         if len(ids) != 1:
             continue
         if block.kind == "table_row":
-            column = _title_column(block.header)
+            column = title_column(block.header)
             if column is not None and column < len(block.cells):
                 add(ids[0], block.cells[column], "table")
         elif block.kind == "heading":

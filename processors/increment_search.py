@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from processors.increments import Candidate, Context, IncrementRules, build, cluster_units, evaluate, select
 from processors.models import Document, Increment, Relevance
 from processors.relevance import AxisSpace
-from processors.units import Unit, mention_units, units_of
+from processors.units import Unit, units_of
 
 
 def axis_units(
@@ -25,7 +25,6 @@ def axis_units(
             text = f"{u.heading}\n{u.text}"
             if u.primary_ids or space.score_text(text, ctx.axis) >= floor or ctx.matcher.similar(text, 1):
                 out.append(u)
-            out.extend(mention_units(u, [i for i in u.ids if i in new_ids]))
     return out
 
 

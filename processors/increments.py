@@ -10,7 +10,7 @@ from typing import Literal
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
-from processors.key_points import figures, has_figure, highlights, key_points, thesis
+from processors.key_points import Said, figures, has_figure, has_substance, highlights, key_points
 from processors.living_doc import LivingSection, SectionMatcher, anchored_names, section_label, section_title
 from processors.models import Frozen, Increment, SectionRelation, SectionSuggestion
 from processors.tfidf import NearestIndex, Vector
@@ -130,12 +130,13 @@ class Candidate:
 
 
 def _has_substance(units: Sequence[Unit]) -> bool:
-    """Figures, versions or at least two bullet points: something an editor could write down."""
-    points = key_points((u.text for u in units), limit=3)
-    return any(any(ch.isdigit() for ch in p) for p in points) or len(points) >= 2
+    """Figures, versions or at least two points of their own: something an editor could write down."""
+    return has_substance([Said(p) for u in units for p in u.points])
 
 
 def _substance(cluster: Cluster) -> bool:
+    if not any(u.points for u in cluster.units):
+        return False  # a table row of title, authors and venue: listed in 四, nothing to write down
     return bool(cluster.ids) or cluster.key.startswith("title:") or _has_substance(cluster.units)
 
 
@@ -155,7 +156,7 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
     # A section of a note that is squarely on the axis borrows some of the note's relevance.
     rel_blend = max(rel, 0.6 * max(u.score for u in cluster.units))
     novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
-    points = key_points((u.text for u in cluster.units), limit=8)
+    points = [p for u in cluster.units for p in u.points]
     richness = 0.5 * min(1.0, len(points) / 4) + 0.5 * min(1.0, len(figures(cluster.text)) / 3)
     stars = max(u.stars for u in cluster.units)
     support = len(cluster.docs)
@@ -193,7 +194,11 @@ def select(candidates: Sequence[Candidate], rules: IncrementRules) -> list[Candi
     for c in ranked:
         if len(chosen) >= rules.min_count:
             break
-        if c not in chosen and c.relevance >= rules.relevance_floor:
+        if (
+            c not in chosen
+            and c.relevance >= rules.relevance_floor
+            and any(u.points for u in c.cluster.units)
+        ):
             chosen.append(c)
     return sorted(chosen, key=lambda c: (-c.score, c.cluster.key))
 
@@ -207,8 +212,10 @@ def _title(cluster: Cluster, ctx: Context) -> str:
         # section that opens with it): `安全事件关联` over `Detokenization Leaks（arXiv …）` is a topic.
         return cluster.ids[0]
     if cluster.key.startswith("title:"):
-        heading = _HEADING_NUMBER.sub("", cluster.units[0].heading).strip()
-        return heading or cluster.units[0].paper_title
+        # A newsletter section's (translated) heading names its paper; a row's or an item's section does not.
+        first = cluster.units[0]
+        heading = _HEADING_NUMBER.sub("", first.heading).strip() if first.shape == "section_paper" else ""
+        return heading or first.paper_title
     doc_title = cluster.units[0].doc_title
     parts = [_HEADING_NUMBER.sub("", u.heading).strip() for u in cluster.units if u.heading != u.doc_title]
     parts = list(dict.fromkeys(p for p in parts if p))[:4]
@@ -216,7 +223,8 @@ def _title(cluster: Cluster, ctx: Context) -> str:
 
 
 def _points(cluster: Cluster, limit: int) -> list[str]:
-    per_unit = [key_points([u.text], limit=limit) for u in cluster.units]
+    """Each unit's own points in turn (its first, then every unit's second …): a point is its unit's."""
+    per_unit = [u.points for u in cluster.units]
     out: list[str] = []
     depth = 0
     while len(out) < limit and any(depth < len(p) for p in per_unit):
@@ -301,7 +309,7 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
     )
     suggestions = _suggestions(cluster, points, ctx)
     relations = _relations(cluster, suggestions, ctx)
-    texts = [u.text for u in cluster.units if has_figure(u.text)] + [u.text for u in cluster.units]
+    theses = [u.thesis for u in cluster.units if has_figure(u.thesis)] + [u.thesis for u in cluster.units]
     return Increment(
         rank=rank,
         title=_title(cluster, ctx),
@@ -310,7 +318,7 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
         sources=list(dict.fromkeys(u.ref for u in cluster.units)),
         urls=urls,
         points=points,
-        thesis=thesis(texts),
+        thesis=next((t for t in theses if t), ""),
         credibility=cred.text,
         novelty="new" if candidate.novelty == "new" else "continued",
         related_sections=[r.section for r in relations],
