@@ -52,7 +52,6 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     ctx = Context(
         axis=axis,
         vectorise=weights.space.vector_of_text,
-        score_text=lambda text: weights.space.score_text(text, axis),
         new_ids=set(ids.new) - screening.suspect,
         matcher=matcher,
         living_text=req.living.text if req.living else "",

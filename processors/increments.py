@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +29,6 @@ class IncrementRules(Frozen):
     merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
     covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
     max_points: int = 6
-    relevance_floor: float = 0.1
-    full_relevance: float = 0.45  # a cluster this relevant gets the whole relevance share of its score
     score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
     # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
     max_contributors: int = 80
@@ -58,7 +55,6 @@ class Context:
 
     axis: str
     vectorise: Callable[[str], Vector]
-    score_text: Callable[[str], float]  # a text's [0, 1] score against the axis profile
     new_ids: Collection[str]
     matcher: SectionMatcher
     living_text: str
@@ -140,38 +136,46 @@ def _substance(cluster: Cluster) -> bool:
     return bool(cluster.ids) or cluster.key.startswith("title:") or _has_substance(cluster.units)
 
 
-def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate:
-    """Relevance, novelty and support of a cluster, and its ranking score."""
-    rel = ctx.score_text(cluster.text)
+def _novel(cluster: Cluster, ctx: Context, rules: IncrementRules) -> bool:
     if cluster.ids:
         # An increment is new when the id it leads with is: one the living document, an earlier briefing or
         # the baseline already cites is continued, whatever new ids its sections also name.
-        novel = cluster.ids[0] in ctx.new_ids
-    elif cluster.key.startswith("title:"):
-        novel = cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
-    else:
-        best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
-        novel = not best or best[0][1] < rules.covered_similarity
+        return cluster.ids[0] in ctx.new_ids
+    if cluster.key.startswith("title:"):
+        return cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
+    best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
+    return not best or best[0][1] < rules.covered_similarity
+
+
+def support(cluster: Cluster) -> float:
+    """How many stand behind it, in [0, 1]: a second writer or note, a third; a paper card; an anchor."""
+    writers = len({(u.writer or u.doc_path) for u in cluster.units})
+    card = any(u.shape == "card" for u in cluster.units)
+    anchored = any(u.anchors for u in cluster.units)
+    return min(1.0, 0.5 * (writers - 1) + 0.25 * card + 0.25 * anchored)
+
+
+def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best: float) -> Candidate:
+    """Relevance, novelty and support of a cluster, and its ranking score.
+
+    Relevance is the cluster's own units' (never their notes'), as a share of the window's most relevant unit:
+    the ranking holds whatever the profile's absolute scores. Figures count, the number of points does not (a
+    digest's long entry is not worth more than a writer's one-line finding).
+    """
+    rel = max(u.relevance for u in cluster.units)
+    novel = _novel(cluster, ctx, rules)
     adds = bool(figures(cluster.text) - figures(ctx.living_text))
-    # A section of a note that is squarely on the axis borrows some of the note's relevance.
-    rel_blend = max(rel, 0.6 * max(u.score for u in cluster.units))
     novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
-    points = [p for u in cluster.units for p in u.points]
-    richness = 0.5 * min(1.0, len(points) / 4) + 0.5 * min(1.0, len(figures(cluster.text)) / 3)
-    stars = max(u.stars for u in cluster.units)
-    support = len(cluster.docs)
     score = (
-        0.35 * min(1.0, rel_blend / rules.full_relevance)
+        0.40 * (min(1.0, rel / window_best) if window_best > 0 else 0.0)
         + 0.25 * novelty
         + 0.10 * (1.0 if cluster.ids else 0.5 if cluster.key.startswith("title:") else 0.0)
-        + 0.20 * richness
-        + 0.05 * max(0, stars - 3) / 2
-        + 0.05 * min(1.0, math.log2(support) / 2 if support > 1 else 0.0)
-        + (0.05 if any(u.anchors for u in cluster.units) else 0.0)
+        + 0.10 * min(1.0, len(figures(cluster.text)) / 3)
+        + 0.15 * support(cluster)
     )
     return Candidate(
         cluster=cluster,
-        relevance=round(rel_blend, 4),  # the floor and the score see the same relevance
+        relevance=round(rel, 4),
         novelty="new" if novel else "continued",
         adds_figures=adds,
         substance=_substance(cluster),
@@ -180,25 +184,21 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
 
 
 def select(candidates: Sequence[Candidate], rules: IncrementRules) -> list[Candidate]:
-    """The best `max_count` candidates that add something; below `min_count`, weaker ones fill in."""
+    """The best `max_count` candidates that add something; below `min_count`, weaker ones fill in.
+
+    Every candidate is on the axis already (processors.unit_relevance); one with no point of its own never is
+    chosen."""
     ranked = sorted(candidates, key=lambda c: (-c.score, c.cluster.key))
     strong = [
         c
         for c in ranked
-        if c.substance
-        and c.relevance >= rules.relevance_floor
-        and c.score >= rules.score_floor
-        and (c.novelty == "new" or c.adds_figures)
+        if c.substance and c.score >= rules.score_floor and (c.novelty == "new" or c.adds_figures)
     ]
     chosen = strong[: rules.max_count]
     for c in ranked:
         if len(chosen) >= rules.min_count:
             break
-        if (
-            c not in chosen
-            and c.relevance >= rules.relevance_floor
-            and any(u.points for u in c.cluster.units)
-        ):
+        if c not in chosen and any(u.points for u in c.cluster.units):
             chosen.append(c)
     return sorted(chosen, key=lambda c: (-c.score, c.cluster.key))
 
