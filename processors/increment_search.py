@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from processors.increments import Candidate, Context, IncrementRules, build, cluster_units, evaluate, select
 from processors.models import Document, Increment, Relevance
 from processors.relevance import AxisSpace
+from processors.triage import star_ratings
 from processors.unit_relevance import WeighedUnits, weigh_units
 from processors.units import Unit, units_of
 
@@ -72,6 +73,10 @@ def find_increments(
     ]
     candidates = [evaluate(c, ctx, rules, weighed.best) for c in clusters]
     chosen = select(candidates, rules)
-    increments = [build(c, rank, ctx, rules) for rank, c in enumerate(chosen, start=1)]
+    stars = star_ratings(chosen, lambda c: bool(c.cluster.ids and ctx.matcher.citing(c.cluster.ids)))
+    # Listed by their stars, then their score: an editor reads the five-star finds first.
+    rated = sorted(zip(chosen, stars, strict=True), key=lambda cs: (-cs[1], -cs[0].score, cs[0].cluster.key))
+    chosen = [c for c, _ in rated]
+    increments = [build(c, rank, ctx, rules, n) for rank, (c, n) in enumerate(rated, start=1)]
     units = weighed.considered
     return Found(units=units, candidates=candidates, chosen=chosen, increments=increments)

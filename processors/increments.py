@@ -290,8 +290,8 @@ def _relations(
     return list(out.values())[:4]
 
 
-def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) -> Increment:
-    """The briefing entry of a chosen cluster."""
+def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules, stars: int) -> Increment:
+    """The briefing entry of a chosen cluster, with its stars (processors.triage)."""
     cluster = candidate.cluster
     points = _points(cluster, rules.max_points)
     urls = list(dict.fromkeys(url for u in cluster.units for url in u.urls))
@@ -313,7 +313,7 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
     return Increment(
         rank=rank,
         title=_title(cluster, ctx),
-        stars=max(1, min(5, round((max(u.stars for u in cluster.units) + cred.stars) / 2 + 0.01))),
+        stars=stars,
         arxiv=list(cluster.ids),
         sources=list(dict.fromkeys(u.ref for u in cluster.units)),
         urls=urls,
