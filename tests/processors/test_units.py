@@ -191,3 +191,17 @@ def test_paper_title_is_absent_when_the_line_names_no_title() -> None:
     assert paper_title("Title: Kimi k1.5: Scaling Reinforcement Learning with LLMs") == (
         "Kimi k1.5: Scaling Reinforcement Learning with LLMs"
     )
+
+
+def test_a_nested_item_is_its_parent_s_point_and_a_paper_under_a_plain_item_is_its_own() -> None:
+    text = (  # the shape of tom's serving note (bench/quality/roots/r1), one level deeper
+        "# 推理服务论文速记\n\n## 新论文\n"
+        "- **FreeKV: Boosting KV Cache Retrieval for Efficient LLM Inference**（arXiv:2505.13109）\n"
+        "  - 对比 SnapKV（arXiv:2404.14469），检索召回提升 13×\n"
+        "- KV cache 压缩：\n"
+        "  - **CaliDrop: KV Cache Compression with Calibration**（arXiv:2507.19906）：token eviction 精度提升 5%\n"
+    )
+    by_id = _by_id(_units(text, "inbox/tom/2026-08-04-1410-serving-papers.md"))
+    assert set(by_id) == {"2505.13109", "2507.19906"}  # SnapKV is FreeKV's comparison, not a paper here
+    assert by_id["2505.13109"].points == ("对比 SnapKV（arXiv:2404.14469），检索召回提升 13×",)
+    assert by_id["2507.19906"].points == ("token eviction 精度提升 5%",)
