@@ -29,7 +29,9 @@ class IncrementRules(Frozen):
     merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
     covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
     max_points: int = 6
-    score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
+    # Above min_count, a candidate scoring under this share of the window's best is left to 六, not padded in:
+    # relative, because a window's scores rise and fall with its profile (a keyword-only axis, a short window).
+    score_share: float = 0.5
     # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
     max_contributors: int = 80
 
@@ -189,10 +191,9 @@ def select(candidates: Sequence[Candidate], rules: IncrementRules) -> list[Candi
     Every candidate is on the axis already (processors.unit_relevance); one with no point of its own never is
     chosen."""
     ranked = sorted(candidates, key=lambda c: (-c.score, c.cluster.key))
+    floor = rules.score_share * ranked[0].score if ranked else 0.0
     strong = [
-        c
-        for c in ranked
-        if c.substance and c.score >= rules.score_floor and (c.novelty == "new" or c.adds_figures)
+        c for c in ranked if c.substance and c.score >= floor and (c.novelty == "new" or c.adds_figures)
     ]
     chosen = strong[: rules.max_count]
     for c in ranked:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,12 @@ class AxisSpace:
         keywords count as keyword evidence only as often as the whole keyword occurs (a term that is a keyword
         of its own still counts alone); as the living document's vocabulary they count in full.
         """
+        counts, whole = self._unit_counts(text)
+        length = sum(counts.values())
+        return self._profile_scores(counts, length, whole)[axis], length
+
+    def _unit_counts(self, text: str) -> tuple[Counter[str], dict[str, int]]:
+        """(a text's term counts, its counts of the terms of several-term keywords, as whole keywords)."""
         counts = term_counts(text)
         whole: dict[str, int] = {}
         if self._phrases:
@@ -140,8 +147,12 @@ class AxisSpace:
             for term, patterns in self._phrases.items():
                 if term in counts:
                     whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
-        length = sum(counts.values())
-        return self._profile_scores(counts, length, whole)[axis], length
+        return counts, whole
+
+    def names_axis(self, text: str, axis: str) -> bool:
+        """Whether the text uses one of the axis's keywords (several-term keywords whole)."""
+        counts, whole = self._unit_counts(text)
+        return any(whole.get(t, counts.get(t, 0)) > 0 for t in self.keywords.get(axis, ()))
 
     def mention_level(self, length: float, axis: str) -> float:
         """The score a text of `length` terms gets from one occurrence of the axis's most favoured keyword."""

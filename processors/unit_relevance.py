@@ -8,8 +8,10 @@ one `inference` in a chat-bot paper), once in a one-line finding (`P99 TTFT 降�
 living document's vocabulary, it is evidence. The bar comes from the profile and the window, not from a
 constant tuned on a corpus. A unit written like one of the living document's sections (its TF-IDF cosine
 to the section clears the section matcher's own floor: `DSpark 投机解码 85% 加速` beside `§4.1 投机解码`) is on
-the axis without naming a keyword: keywords are hints, not a gate. A paper card anchored into the axis and a
-paper the living document already cites are on the axis by that fact. Other units drop out, however relevant their note: a mixed digest
+the axis without naming a keyword: keywords are hints, not a gate. In a note filed under the axis (its front
+matter declares it, or its title names it) one mention of its own is enough: the writer has said what the note
+is about, and the unit agrees. A paper card anchored into the axis and a paper the living document already
+cites are on the axis by that fact. Other units drop out, however relevant their note: a mixed digest
 contributes only its on-axis sections, rows and items, and an off-topic item of an on-topic note drops too.
 
 Bounded: the units of one window that go on to clustering are at most `MAX_WINDOW_UNITS`, the most relevant.
@@ -66,7 +68,11 @@ def weigh_units(
         anchored = bool(u.anchors) or any(i in cited for i in u.primary_ids)
         if score <= 0 and not anchored and not u.primary_ids and not u.paper_title:
             continue
-        evident = anchored or score > passing + _MARGIN or close(f"{u.heading}\n{u.text}")
+        text = f"{u.heading}\n{u.text}"
+        # A note filed under the axis (declared in its front matter, or the axis named in its title) vouches for
+        # a unit that names the axis itself, once: `安全事件关联` in `jay 安全 × 推理 × RAG`, `axes: [inference]`.
+        filed = (u.declared or space.names_axis(u.doc_title, axis)) and space.names_axis(text, axis)
+        evident = anchored or filed or score > passing + _MARGIN or close(text)
         considered.append((u.model_copy(update={"relevance": score}), evident))
         if evident:
             evident_papers.update(paper_keys(u))

@@ -23,6 +23,7 @@ from processors.id_titles import block_ids, clean_title, plausible_title, title_
 from processors.key_points import Said, has_substance, point_list, thesis_of
 from processors.models import Document, DocumentSummary, Frozen, Kind, Section
 from processors.paper_blocks import PaperBlock, papers_in
+from processors.relevance import declared_axes
 from processors.statements import row_statement, said_by
 from processors.structure import Block, SectionNode, parse_structure
 from processors.tokens import URL_CHAR, URL_TRAILING
@@ -59,6 +60,7 @@ class Unit(Frozen):
     points: tuple[str, ...] = ()  # its own key points: figure-bearing sentences first, then its opening one
     thesis: str = ""
     relevance: float = 0.0  # its own text's score against the axis profile (set when units are weighed)
+    declared: bool = False  # its note declares the axis (front matter `axes`, `primary` or `anchors`)
 
 
 def paper_title(text: str) -> str:
@@ -130,6 +132,7 @@ class _NoteReader:
 
     def __init__(self, doc: Document, axis: str, relevance: tuple[int, float]) -> None:
         self.doc, self.axis = doc, axis
+        self.declared = any(axis in found for found in declared_axes(doc))
         self.stars, self.score = relevance
         self.lines = _Lines(doc.text)
         self.doc_urls: list[str] = []
@@ -167,6 +170,7 @@ class _NoteReader:
             score=self.score,
             primary_ids=what.primary,
             paper_title=what.paper_title,
+            declared=self.declared,
             shape=what.shape,
             points=tuple(point_list(said, MAX_POINTS)),
             thesis=thesis_of(said),

@@ -113,3 +113,27 @@ def test_the_units_going_on_to_clustering_are_bounded_and_the_most_relevant() ->
     weighed = _weigh(docs, "inference", AXES)
     assert len(weighed.on_axis) == MAX_WINDOW_UNITS
     assert all("KV cache" in u.text for u in weighed.on_axis)
+
+
+DETOKENIZATION = (  # real: examples/root, jay's security note, its `安全事件关联` section
+    "## 安全事件关联\nDetokenization Leaks（arXiv 2609.06674）：共享后端（Ollama / LM Studio）时，detokenization "
+    "时间可作为侧信道泄露其他用户的 LLM 输出。\n- Ollama 5200 万次/月下载受影响\n"
+    "- 加密通信无法防御：攻击针对推理引擎内部的 detokenization 延迟，而非网络层\n"
+)
+LONG_AND_SHORT = (  # two on-axis sections of the same note make the window's average unit short
+    "## 2.2 Dell KV Cache 综述\narXiv:2603.20397 Dell 的 KV Cache 管理综述，按淘汰、量化、卸载三类整理。\n\n"
+    "## 2.3 LLM Serving 需要数学优化\narXiv:2605.01280 主张用数学规划做 serving 调度。\n\n"
+)
+
+
+def test_a_note_filed_under_the_axis_vouches_for_a_section_that_names_it_once() -> None:
+    filed = note(
+        "inbox/jay/2026-09-27-1335-jay.md",
+        "---\ntitle: jay 安全 × 推理 × RAG 技术栈 9-27\naxes: [inference, risk]\n---\n# jay 安全 × 推理 × RAG 技术栈 9-27\n\n"
+        + LONG_AND_SHORT
+        + DETOKENIZATION,
+    )
+    loose = note("inbox/jay/2026-09-27-1336-misc.md", "# 杂记\n\n" + LONG_AND_SHORT + DETOKENIZATION)
+    assert ("2609.06674",) in [u.primary_ids for u in _weigh([filed], "inference", AXES).on_axis]
+    # the same section, in a note neither declaring nor naming the axis: one `推理` in passing
+    assert ("2609.06674",) not in [u.primary_ids for u in _weigh([loose], "inference", AXES).on_axis]
