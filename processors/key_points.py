@@ -158,6 +158,14 @@ def figures(text: str) -> set[str]:
     return found
 
 
+_ENUMERATION = re.compile(r"[（(]\s*(?:\d{1,2}|[ivx]{1,4})\s*[)）]|^\s*\d{1,2}[.、)]\s", re.IGNORECASE)
+
+
+def _has_number(text: str) -> bool:
+    """A number besides an enumeration mark: `（2）在监督微调期间…` says no number."""
+    return any(ch.isdigit() for ch in _ENUMERATION.sub("", text))
+
+
 class Said(NamedTuple):
     """One thing a unit says: a sentence of a paragraph, or a bullet (a list item, a table cell) kept whole."""
 
@@ -183,7 +191,7 @@ def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
         return []
     ordered = [s.text for s in found if has_figure(s.text)]
     ordered.append(found[0].text)
-    ordered += [s.text for s in found[1:] if s.bullet or any(ch.isdigit() for ch in s.text)]
+    ordered += [s.text for s in found[1:] if s.bullet or _has_number(s.text)]
     out: list[str] = []
     for point in ordered:
         point = _clip(point)

@@ -55,3 +55,14 @@ def test_a_unit_s_points_lead_with_its_figures_then_its_opening_sentence() -> No
 def test_table_rows_are_never_line_points() -> None:
     table = "| Date | Title | Venue |\n|---|---|---|\n| 2025-07-02 | RocketKV: Two-Stage KV Cache Compression | ICML 2025 |\n"
     assert key_points([table]) == []
+
+
+def test_an_enumeration_mark_is_no_number() -> None:
+    from processors.key_points import Said, point_list
+
+    said = [  # real: zh_hf_2404589803/final/2025-01-15_daily_paper.md, Tarsier2's abstract, by sentence
+        Said("我们介绍了Tarsier2，这是一种最先进的大型视觉语言模型（LVLM）。"),
+        Said("（2）在监督微调期间进行细粒度的时间对齐；"),
+        Said("（1）将预训练数据从1100万扩展到4000万视频-文本对，丰富了数据量和多样性；"),
+    ]
+    assert point_list(said) == [said[0].text, said[2].text]
