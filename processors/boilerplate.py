@@ -79,7 +79,8 @@ _STATS_LINE = re.compile(
     re.IGNORECASE,
 )
 _NOTHING_NEW = re.compile(
-    r"\bno new (?:papers?|items?|entries|results|findings|updates|ids?|arxiv)\b|\bnothing new\b"
+    r"\bno new (?:(?!and\b|or\b|with\b)[\w-]+ ){0,2}?(?:papers?|items?|entries|results|findings|updates|ids?|arxiv)\b"
+    r"|\bnothing new\b"
     r"|(?:未发现|没有发现|暂无|今日无|本期无|本周无)新[^。，,.；;！!]{0,12}?(?:论文|增量|内容|条目|文章|进展)"
     r"|无新增(?:论文|内容|条目|增量)?(?=[。，,.；;！!\s]|$)"
     r"|새(?:로운)? 논문(?:이|은)? 없|신규 (?:논문 )?없음",

@@ -35,16 +35,8 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines, *window.docs], anchors.ids)
 
-    # Lead words before ids are read from the notes read whole only: over a 100k window this alone takes minutes.
-    readers = [
-        *(found_whole.whole[d.path] for d in anchors.baselines if d.path in found_whole.whole),
-        *([req.living] if req.living else []),
-        *(d for d, _ in found_whole.chosen),
-    ]
     api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
-    titles = window_titles(
-        [*window.kept, *([req.living] if req.living else [])], readers, api_titles, ids.window
-    )
+    titles = window_titles([*window.kept, *([req.living] if req.living else [])], api_titles, ids.window)
     notes = [d for d in window.kept if d.kind in ("inbox", "paper_card")]
     screening = dx.screen_ids(
         # The living document's titles are among those stated, the earlier briefings' come with the history:
@@ -60,7 +52,6 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     ctx = Context(
         axis=axis,
         vectorise=weights.space.vector_of_text,
-        score_text=lambda text: weights.space.score_text(text, axis),
         new_ids=set(ids.new) - screening.suspect,
         matcher=matcher,
         living_text=req.living.text if req.living else "",

@@ -2,9 +2,11 @@
 
 Sources in order of trust (`TRUST`): a paper card's title; the text of the link that points at the paper; the
 cell under a table's title column in the row carrying the id; a heading carrying exactly one id; a
-`原文标题：`/`Title:` line; the bold lead of an item carrying the id; the words right before an id. Every
-candidate must pass `plausible_title`: never a venue, an author list, a sentence or a cut fragment. When
-nothing qualifies the id has no title.
+`原文标题：`/`Title:` line; the bold lead of an item carrying the id; the heading of a section whose first
+paragraph opens with the id. Every candidate must pass `plausible_title`: never a venue, an author list, a
+sentence or a cut fragment. The words a writer puts before an id in a section's first block
+(`MadaKV (arXiv:…)`) are kept as the id's *name*: evidence for the D-items (the same name under two ids is a
+likely typo) but never the paper's title. When nothing qualifies the id has no title.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from processors.arxiv_ids import extract_arxiv_ids
-from processors.key_points import clean_line
+from processors.boilerplate import section_boilerplate
 from processors.markup import EMOJI
 from processors.models import Document, DocumentSummary, TitledId
 from processors.structure import Block, SectionNode, Structure, parse_structure
 
 # Rank of each source; the arXiv API (added by the briefing) outranks them all.
-TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "inline": 0}
+TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "section": 0}
+NAME = -1  # the rank of a name (`MadaKV`): a pair for the D-items, below every title
+_TITLE_FROM = TRUST["section"]
 _STRONG_FROM = TRUST["title_line"]  # ranks from here up are titles a writer states as titles
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+|^\s*\[\d{1,4}\]\s*")
@@ -30,6 +34,11 @@ _TAG_PREFIX = re.compile(r"^\[[^\[\]]{1,40}\]\s*(?=\S+\s+\S+\s+\S)")  # `[vLLM] 
 _AFFILIATION = re.compile(r"\s*\(@[^()]{1,80}\)\s*$")  # `… PagedAttention(@UC Berkeley etc)`
 _BEFORE_ID = re.compile(
     r"([^/；;，,、。|：:]{2,60}?)\s*[（(]?\s*(?:arxiv\s*[: ]?\s*)?(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE
+)
+# A paragraph that opens with the paper's id, or with a source label and the link to it.
+_OPENS_WITH_ID = re.compile(
+    r"^\s*(?:(?:来源|原始来源|原文|source|paper|论文)\s*[:：]\s*(?:https?://\S*?)?)?(?:arxiv\s*[: ]?\s*)?\d{4}\.\d{4,5}",
+    re.IGNORECASE,
 )
 
 _VENUES = (
@@ -57,7 +66,8 @@ _SENTENCE_START = re.compile(
     re.IGNORECASE,
 )
 _ET_AL = re.compile(r"\bet\.?\s?al\b|等人", re.IGNORECASE)
-_BRIEFING_HEADING = re.compile(r"^(?:主?增量|increment)\s*\d", re.IGNORECASE)
+# A briefing's own headings read back from a baseline: `增量 2：…`, `D5：作者标注待核实：…`.
+_BRIEFING_HEADING = re.compile(r"^(?:(?:主?增量|increment)\s*\d|D\d{1,6}\s*[：:])", re.IGNORECASE)
 _LABEL = re.compile(
     r"^(?:原文标题|原标题|英文标题|论文标题|标题|original title|paper title|title|제목|논문 제목|원제)\s*[:：]?\s*$",
     re.IGNORECASE,
@@ -100,6 +110,29 @@ def _author_list(text: str) -> bool:
     return names >= 2 and names >= 0.8 * len(parts)
 
 
+_DATE = re.compile(
+    r"^(?:listed|published|updated|submitted|accepted|发布|发表|更新)?\s*[:：]?\s*\d{4}(?:[.\-/年]\d{1,2}){0,2}[.日]?$",
+    re.IGNORECASE,
+)
+# Fields of a metadata line: ` · `, ` | `, or the end of an author list (`… Deming Chen. Arxiv 2024.`).
+_FIELDS = re.compile(r"\s+[·|]\s+|(?<=[a-z\)])\.\s+")
+
+
+def _metadata_field(part: str) -> bool:
+    bare = _ID_NOISE.sub(" ", part).strip(" .,;:()[]（）*_·|")
+    low = bare.lower()
+    if not bare or low in _PLACEHOLDER or _VENUE.match(low) or _DATE.match(bare):
+        return True
+    return (len(bare) <= 80 and bool(_ET_AL.search(bare))) or _author_list(bare)
+
+
+def is_metadata(text: str) -> bool:
+    """True for a line of paper metadata: authors, a venue, a date, ids and URLs, or such fields joined with
+    ` · ` (`Yike Zhang, Zhiyuan He et al. · arXiv 2508.02215 · listed 2025-08-05`); never for a finding."""
+    parts = [p for p in _FIELDS.split(" ".join(text.split())) if p]
+    return bool(parts) and all(_metadata_field(p) for p in parts)
+
+
 def _balanced(text: str) -> bool:
     pairs = (("(", ")"), ("[", "]"), ("（", "）"), ("【", "】"), ("《", "》"))
     return text.count("**") % 2 == 0 and all(text.count(a) == text.count(b) for a, b in pairs)
@@ -115,7 +148,9 @@ def plausible_title(text: str) -> bool:
         return False
     if _LABEL_NUMBER.match(text):
         return False
-    if not _balanced(text) or text.endswith(("[", "(", "（", "·", ",", "，", "、", "→", "-", "—", ":", "：")):
+    if not _balanced(text) or text.endswith(
+        ("[", "(", "（", "·", ",", "，", "、", "→", "-", "—", ":", "：", "…")
+    ):
         return False  # a cut fragment: `Compiler for Direct CUDA Inference** · Xuanzhe Li et.al. · [`
     if " · " in text or " | " in text or "⭐" in text or "★" in text or _BRIEFING_HEADING.match(text):
         return False  # fields joined into one line, or a briefing's own heading
@@ -142,7 +177,7 @@ def block_ids(block: Block) -> list[str]:
     return extract_arxiv_ids(f"{block.text} {urls}" if urls else block.text)
 
 
-def _title_column(header: Sequence[str]) -> int | None:
+def title_column(header: Sequence[str]) -> int | None:
     cells = [" ".join(EMOJI.sub("", c).split()).strip(" *:：") for c in header]
     for pattern in _TITLE_COLUMNS:
         for i, cell in enumerate(cells):
@@ -153,7 +188,7 @@ def _title_column(header: Sequence[str]) -> int | None:
 
 def title_cell(block: Block) -> str:
     """The cell under the title column of a table row (`Title`, `Paper`, `标题` …), '' when there is none."""
-    column = _title_column(block.header) if block.kind == "table_row" else None
+    column = title_column(block.header) if block.kind == "table_row" else None
     return block.cells[column] if column is not None and column < len(block.cells) else ""
 
 
@@ -207,9 +242,11 @@ def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
 def _named_paper(section: SectionNode, ref: str, section_ids: dict[str, None]) -> list[TitledId]:
     """A section about one paper whose heading names no id but whose first block cites it.
 
-    `安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…` gives the words before the id; the heading
-    stands for the paper only when the block opens with the id itself and the section cites nothing else
-    (`### 2.1 InferenceBench` / `arXiv:2607.20468 提出 …`): a heading over a linked title is a category.
+    `### 2.1 InferenceBench` / `arXiv:2607.20468 提出 …` (or a `来源：` line linking the paper): the heading
+    titles the paper when the first paragraph opens with the id and the section cites nothing else. A heading
+    over a list or a table is a category (`Notes`, `Excluded`), and a heading over a paragraph that names the
+    paper (`安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…`) is a topic: the words before the id
+    are then the paper's name only.
     """
     if section.level < 2 or section.head is None or block_ids(section.head):
         return []
@@ -219,9 +256,14 @@ def _named_paper(section: SectionNode, ref: str, section_ids: dict[str, None]) -
         return []
     named = lead_name(first.text, ids[0])
     if named:
-        pair = _candidate(ids[0], named, ref, TRUST["inline"])
-    elif len(section_ids) == 1 and ids[0] in first.text and not first.lead:
-        pair = _candidate(ids[0], section.heading, ref, TRUST["inline"])
+        pair = _candidate(ids[0], named, ref, NAME)
+    elif (
+        first.kind == "paragraph"
+        and list(section_ids) == ids
+        and _OPENS_WITH_ID.match(first.text)
+        and section_boilerplate(section) is None
+    ):
+        pair = _candidate(ids[0], section.heading, ref, TRUST["section"])
     else:
         pair = None
     return [pair] if pair is not None else []
@@ -257,24 +299,11 @@ def lead_name(line: str, arxiv_id: str) -> str:
     return ""
 
 
-def inline_names(doc: Document) -> list[TitledId]:
-    """Weak (id, name) pairs for every id with a plausible short name right before it, anywhere in the text."""
-    out: list[TitledId] = []
-    for raw in doc.text.splitlines():
-        line = clean_line(raw)
-        for arxiv_id in extract_arxiv_ids(line):
-            name = lead_name(line, arxiv_id)
-            if name and plausible_title(name):
-                out.append(
-                    TitledId(id=arxiv_id, title=name, source=doc.path, strong=False, rank=TRUST["inline"])
-                )
-    return out
-
-
 def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
-    """The title of each id from its most trusted source (the first of equals); strong before weak."""
+    """The title of each id from its most trusted source (the first of equals); strong before weak; a name
+    is no title."""
     titles: dict[str, str] = {}
-    for p in sorted(pairs, key=lambda p: (-p.rank, not p.strong)):
+    for p in sorted((p for p in pairs if p.rank >= _TITLE_FROM), key=lambda p: (-p.rank, not p.strong)):
         titles.setdefault(p.id, p.title)
     return titles
 
@@ -298,14 +327,12 @@ def stated_titles(doc: DocumentSummary) -> Sequence[TitledId]:
 
 def window_titles(
     kept: Iterable[DocumentSummary],
-    readers: Iterable[Document],
     api_titles: Mapping[str, str],
     window_ids: Sequence[str],
 ) -> WindowTitles:
-    """Titles stated across the window (a typo'd id is caught wherever it sits); lead words before ids in
-    the documents read whole (`readers`) fill in; the API is authoritative."""
+    """Titles stated across the window (a typo'd id is caught wherever it sits); the API is authoritative."""
     stated = [p for d in kept for p in stated_titles(d)]
-    best = best_titles([*stated, *(p for d in readers for p in inline_names(d))])
+    best = best_titles(stated)
     best.update(api_titles)
     verified = {i: i in api_titles for i in window_ids} if api_titles else {}
     return WindowTitles(best=best, stated=stated, verified=verified)

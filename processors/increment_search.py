@@ -8,25 +8,19 @@ from dataclasses import dataclass
 from processors.increments import Candidate, Context, IncrementRules, build, cluster_units, evaluate, select
 from processors.models import Document, Increment, Relevance
 from processors.relevance import AxisSpace
-from processors.units import Unit, mention_units, units_of
+from processors.triage import star_ratings
+from processors.unit_relevance import WeighedUnits, weigh_units
+from processors.units import Unit, units_of
 
 
 def axis_units(
-    contributors: Sequence[tuple[Document, Relevance]],
-    ctx: Context,
-    space: AxisSpace,
-    new_ids: Collection[str],
-    floor: float,
-) -> list[Unit]:
-    """Sections of the contributors that are on the axis: about a paper, close to the profile or to a section."""
-    out: list[Unit] = []
-    for doc, rel in contributors:
-        for u in units_of(doc, ctx.axis, rel.stars, rel.score):
-            text = f"{u.heading}\n{u.text}"
-            if u.primary_ids or space.score_text(text, ctx.axis) >= floor or ctx.matcher.similar(text, 1):
-                out.append(u)
-            out.extend(mention_units(u, [i for i in u.ids if i in new_ids]))
-    return out
+    contributors: Sequence[tuple[Document, Relevance]], ctx: Context, space: AxisSpace
+) -> WeighedUnits:
+    """The contributors' units, each weighed by its own text against the axis profile."""
+    units = [u for doc, rel in contributors for u in units_of(doc, ctx.axis, rel.stars, rel.score)]
+    living = ctx.matcher.living
+    cited = {i for s in living.sections for i in s.arxiv_ids} if living is not None else set()
+    return weigh_units(units, space, ctx.axis, (cited, lambda text: bool(ctx.matcher.similar(text, limit=1))))
 
 
 @dataclass(frozen=True)
@@ -72,10 +66,17 @@ def find_increments(
     `ids` is (the window's new ids, the ones under suspicion): a suspect id is a unit of its own but never
     leads an increment.
     """
-    new_ids, suspect = ids
-    units = axis_units(contributors, ctx, space, new_ids, rules.relevance_floor)
-    clusters = [c for c in cluster_units(units, ctx, rules) if not (c.ids and set(c.ids) <= set(suspect))]
-    candidates = [evaluate(c, ctx, rules) for c in clusters]
+    _new_ids, suspect = ids
+    weighed = axis_units(contributors, ctx, space)
+    clusters = [
+        c for c in cluster_units(weighed.on_axis, ctx, rules) if not (c.ids and set(c.ids) <= set(suspect))
+    ]
+    candidates = [evaluate(c, ctx, rules, weighed.best) for c in clusters]
     chosen = select(candidates, rules)
-    increments = [build(c, rank, ctx, rules) for rank, c in enumerate(chosen, start=1)]
+    stars = star_ratings(chosen, lambda c: bool(c.cluster.ids and ctx.matcher.citing(c.cluster.ids)))
+    # Listed by their stars, then their score: an editor reads the five-star finds first.
+    rated = sorted(zip(chosen, stars, strict=True), key=lambda cs: (-cs[1], -cs[0].score, cs[0].cluster.key))
+    chosen = [c for c, _ in rated]
+    increments = [build(c, rank, ctx, rules, n) for rank, (c, n) in enumerate(rated, start=1)]
+    units = weighed.considered
     return Found(units=units, candidates=candidates, chosen=chosen, increments=increments)

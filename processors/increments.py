@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
-from processors.id_titles import plausible_title
-from processors.key_points import figures, has_figure, highlights, key_points, thesis
+from processors.key_points import Said, figures, has_figure, has_substance, highlights
 from processors.living_doc import SectionMatcher
 from processors.models import Frozen, Increment
 from processors.placement import PlacementQuery, place
@@ -31,9 +29,9 @@ class IncrementRules(Frozen):
     merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
     covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
     max_points: int = 6
-    relevance_floor: float = 0.1
-    full_relevance: float = 0.45  # a cluster this relevant gets the whole relevance share of its score
-    score_floor: float = 0.5  # above min_count, weaker candidates are left to 六 rather than padded in
+    # Above min_count, a candidate scoring under this share of the window's best is left to 六, not padded in:
+    # relative, because a window's scores rise and fall with its profile (a keyword-only axis, a short window).
+    score_share: float = 0.5
     # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
     max_contributors: int = 80
 
@@ -59,7 +57,6 @@ class Context:
 
     axis: str
     vectorise: Callable[[str], Vector]
-    score_text: Callable[[str], float]  # a text's [0, 1] score against the axis profile
     new_ids: Collection[str]
     matcher: SectionMatcher
     living_text: str
@@ -131,47 +128,56 @@ class Candidate:
 
 
 def _has_substance(units: Sequence[Unit]) -> bool:
-    """Figures, versions or at least two bullet points: something an editor could write down."""
-    points = key_points((u.text for u in units), limit=3)
-    return any(any(ch.isdigit() for ch in p) for p in points) or len(points) >= 2
+    """Figures, versions or at least two points of their own: something an editor could write down."""
+    return has_substance([Said(p) for u in units for p in u.points])
 
 
 def _substance(cluster: Cluster) -> bool:
+    if not any(u.points for u in cluster.units):
+        return False  # a table row of title, authors and venue: listed in 四, nothing to write down
     return bool(cluster.ids) or cluster.key.startswith("title:") or _has_substance(cluster.units)
 
 
-def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate:
-    """Relevance, novelty and support of a cluster, and its ranking score."""
-    rel = ctx.score_text(cluster.text)
+def _novel(cluster: Cluster, ctx: Context, rules: IncrementRules) -> bool:
     if cluster.ids:
         # An increment is new when the id it leads with is: one the living document, an earlier briefing or
         # the baseline already cites is continued, whatever new ids its sections also name.
-        novel = cluster.ids[0] in ctx.new_ids
-    elif cluster.key.startswith("title:"):
-        novel = cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
-    else:
-        best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
-        novel = not best or best[0][1] < rules.covered_similarity
+        return cluster.ids[0] in ctx.new_ids
+    if cluster.key.startswith("title:"):
+        return cluster.units[0].paper_title.lower() not in ctx.living_text.lower()
+    best = ctx.matcher.similar(cluster.text, limit=1, min_score=0.0)
+    return not best or best[0][1] < rules.covered_similarity
+
+
+def support(cluster: Cluster) -> float:
+    """How many stand behind it, in [0, 1]: a second writer or note, a third; a paper card; an anchor."""
+    writers = len({(u.writer or u.doc_path) for u in cluster.units})
+    card = any(u.shape == "card" for u in cluster.units)
+    anchored = any(u.anchors for u in cluster.units)
+    return min(1.0, 0.5 * (writers - 1) + 0.25 * card + 0.25 * anchored)
+
+
+def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best: float) -> Candidate:
+    """Relevance, novelty and support of a cluster, and its ranking score.
+
+    Relevance is the cluster's own units' (never their notes'), as a share of the window's most relevant unit:
+    the ranking holds whatever the profile's absolute scores. Figures count, the number of points does not (a
+    digest's long entry is not worth more than a writer's one-line finding).
+    """
+    rel = max(u.relevance for u in cluster.units)
+    novel = _novel(cluster, ctx, rules)
     adds = bool(figures(cluster.text) - figures(ctx.living_text))
-    # A section of a note that is squarely on the axis borrows some of the note's relevance.
-    rel_blend = max(rel, 0.6 * max(u.score for u in cluster.units))
     novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
-    points = key_points((u.text for u in cluster.units), limit=8)
-    richness = 0.5 * min(1.0, len(points) / 4) + 0.5 * min(1.0, len(figures(cluster.text)) / 3)
-    stars = max(u.stars for u in cluster.units)
-    support = len(cluster.docs)
     score = (
-        0.35 * min(1.0, rel_blend / rules.full_relevance)
+        0.40 * (min(1.0, rel / window_best) if window_best > 0 else 0.0)
         + 0.25 * novelty
         + 0.10 * (1.0 if cluster.ids else 0.5 if cluster.key.startswith("title:") else 0.0)
-        + 0.20 * richness
-        + 0.05 * max(0, stars - 3) / 2
-        + 0.05 * min(1.0, math.log2(support) / 2 if support > 1 else 0.0)
-        + (0.05 if any(u.anchors for u in cluster.units) else 0.0)
+        + 0.10 * min(1.0, len(figures(cluster.text)) / 3)
+        + 0.15 * support(cluster)
     )
     return Candidate(
         cluster=cluster,
-        relevance=round(rel_blend, 4),  # the floor and the score see the same relevance
+        relevance=round(rel, 4),
         novelty="new" if novel else "continued",
         adds_figures=adds,
         substance=_substance(cluster),
@@ -180,21 +186,20 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules) -> Candidate
 
 
 def select(candidates: Sequence[Candidate], rules: IncrementRules) -> list[Candidate]:
-    """The best `max_count` candidates that add something; below `min_count`, weaker ones fill in."""
+    """The best `max_count` candidates that add something; below `min_count`, weaker ones fill in.
+
+    Every candidate is on the axis already (processors.unit_relevance); one with no point of its own never is
+    chosen."""
     ranked = sorted(candidates, key=lambda c: (-c.score, c.cluster.key))
+    floor = rules.score_share * ranked[0].score if ranked else 0.0
     strong = [
-        c
-        for c in ranked
-        if c.substance
-        and c.relevance >= rules.relevance_floor
-        and c.score >= rules.score_floor
-        and (c.novelty == "new" or c.adds_figures)
+        c for c in ranked if c.substance and c.score >= floor and (c.novelty == "new" or c.adds_figures)
     ]
     chosen = strong[: rules.max_count]
     for c in ranked:
         if len(chosen) >= rules.min_count:
             break
-        if c not in chosen and c.relevance >= rules.relevance_floor:
+        if c not in chosen and any(u.points for u in c.cluster.units):
             chosen.append(c)
     return sorted(chosen, key=lambda c: (-c.score, c.cluster.key))
 
@@ -204,21 +209,14 @@ def _title(cluster: Cluster, ctx: Context) -> str:
         known = next((ctx.titles[i] for i in cluster.ids if i in ctx.titles), "")
         if known:
             return known
-        for u in cluster.units:
-            heading = _HEADING_NUMBER.sub("", u.heading).strip()
-            # A unit's heading names the paper only when it could be a title (not `OSDI 2024`, not a
-            # briefing's own `增量 2：…（⭐⭐⭐⭐⭐）`); otherwise the id stands alone.
-            if (
-                heading
-                and u.primary_ids
-                and not heading.lower().startswith("arxiv")
-                and plausible_title(heading)
-            ):
-                return heading
+        # A heading titles the paper only through the window's titles (a heading carrying the id, or heading a
+        # section that opens with it): `安全事件关联` over `Detokenization Leaks（arXiv …）` is a topic.
         return cluster.ids[0]
     if cluster.key.startswith("title:"):
-        heading = _HEADING_NUMBER.sub("", cluster.units[0].heading).strip()
-        return heading or cluster.units[0].paper_title
+        # A newsletter section's (translated) heading names its paper; a row's or an item's section does not.
+        first = cluster.units[0]
+        heading = _HEADING_NUMBER.sub("", first.heading).strip() if first.shape == "section_paper" else ""
+        return heading or first.paper_title
     doc_title = cluster.units[0].doc_title
     parts = [_HEADING_NUMBER.sub("", u.heading).strip() for u in cluster.units if u.heading != u.doc_title]
     parts = list(dict.fromkeys(p for p in parts if p))[:4]
@@ -226,7 +224,8 @@ def _title(cluster: Cluster, ctx: Context) -> str:
 
 
 def _points(cluster: Cluster, limit: int) -> list[str]:
-    per_unit = [key_points([u.text], limit=limit) for u in cluster.units]
+    """Each unit's own points in turn (its first, then every unit's second …): a point is its unit's."""
+    per_unit = [u.points for u in cluster.units]
     out: list[str] = []
     depth = 0
     while len(out) < limit and any(depth < len(p) for p in per_unit):
@@ -237,8 +236,8 @@ def _points(cluster: Cluster, limit: int) -> list[str]:
     return out
 
 
-def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) -> Increment:
-    """The briefing entry of a chosen cluster."""
+def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules, stars: int) -> Increment:
+    """The briefing entry of a chosen cluster, with its stars (processors.triage)."""
     cluster = candidate.cluster
     points = _points(cluster, rules.max_points)
     urls = list(dict.fromkeys(url for u in cluster.units for url in u.urls))
@@ -258,16 +257,16 @@ def build(candidate: Candidate, rank: int, ctx: Context, rules: IncrementRules) 
     placed = place(
         ctx.matcher.living, PlacementQuery(title, tuple(points), tuple(cluster.ids), tuple(cluster.units))
     )
-    texts = [u.text for u in cluster.units if has_figure(u.text)] + [u.text for u in cluster.units]
+    theses = [u.thesis for u in cluster.units if has_figure(u.thesis)] + [u.thesis for u in cluster.units]
     return Increment(
         rank=rank,
         title=title,
-        stars=max(1, min(5, round((max(u.stars for u in cluster.units) + cred.stars) / 2 + 0.01))),
+        stars=stars,
         arxiv=list(cluster.ids),
         sources=list(dict.fromkeys(u.ref for u in cluster.units)),
         urls=urls,
         points=points,
-        thesis=thesis(texts),
+        thesis=next((t for t in theses if t), ""),
         credibility=cred.text,
         novelty="new" if candidate.novelty == "new" else "continued",
         related_sections=[r.section for r in placed.relations],

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)、](?!\d))\s+")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
@@ -23,8 +24,10 @@ _THESIS_MARKERS = (
     "核心", "关键", "意味着", "范式", "表明", "证明", "结论", "首次", "标杆",
     "key", "shows", "show that", "demonstrat", "conclude", "first",
 )  # fmt: skip
+# What a paper proposes, when no sentence states a finding (abstracts: `我们提出…`, `we propose …`).
+_PROPOSAL_MARKERS = ("提出", "we propose", "we introduce", "we present", "this paper presents")
 _MARKUP = re.compile(r"\*\*|__|`|^#+\s*")
-MAX_POINT = 160
+MAX_POINT = 240  # a long sentence is kept whole: clipping it could cut a figure
 
 
 def clean_line(line: str) -> str:
@@ -87,10 +90,12 @@ def _key_points(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
                 # Points are only ever appended, so the first `limit` are final: checking every further line
                 # against all of them was quadratic (a minute for a 10,000-line note).
                 return tuple(out[:limit])
+            if raw.lstrip().startswith("|"):
+                continue  # a table row: its cells are read by the paper they belong to, never joined
             line = clean_line(raw)
             if not line or _SOURCE_LINE.match(line):
                 continue
-            if _BULLET.match(raw) or raw.strip().startswith("|"):
+            if _BULLET.match(raw):
                 add(line)
             elif lead:
                 add(sentences(line)[0] if sentences(line) else line)  # the lead says what the section is
@@ -151,3 +156,63 @@ def figures(text: str) -> set[str]:
         if STRIKING.search(m.group(0)):
             found.add(fig)
     return found
+
+
+_ENUMERATION = re.compile(r"[（(]\s*(?:\d{1,2}|[ivx]{1,4})\s*[)）]|^\s*\d{1,2}[.、)]\s", re.IGNORECASE)
+
+
+def _has_number(text: str) -> bool:
+    """A number besides an enumeration mark: `（2）在监督微调期间…` says no number."""
+    return any(ch.isdigit() for ch in _ENUMERATION.sub("", text))
+
+
+class Said(NamedTuple):
+    """One thing a unit says: a sentence of a paragraph, or a bullet (a list item, a table cell) kept whole."""
+
+    text: str
+    bullet: bool = False
+
+
+def _candidates(said: Iterable[Said]) -> list[Said]:
+    out: list[Said] = []
+    for s in said:
+        if s.bullet and len(s.text) > MAX_POINT:
+            out.extend(Said(x) for x in sentences(s.text))  # a bullet too long to be one point
+        else:
+            out.append(s)
+    return out
+
+
+def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
+    """A unit's key points from what it says: the figure-bearing sentences first, then its opening sentence,
+    then its other bullets and its sentences with numbers, in order."""
+    found = _candidates(said)
+    if not found:
+        return []
+    ordered = [s.text for s in found if has_figure(s.text)]
+    ordered.append(found[0].text)
+    ordered += [s.text for s in found[1:] if s.bullet or _has_number(s.text)]
+    out: list[str] = []
+    for point in ordered:
+        point = _clip(point)
+        if point not in out and not any(point in other for other in out):
+            out.append(point)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def thesis_of(statements: Sequence[Said]) -> str:
+    """The sentence of a unit's own statements that states the claim: one with a thesis marker, else one saying
+    what it proposes, else its first figure-bearing sentence, else its first sentence."""
+    said = [x for s in statements for x in sentences(s.text)]
+    for markers in (_THESIS_MARKERS, _PROPOSAL_MARKERS):
+        marked = next((s for s in said if any(m in s.lower() for m in markers)), "")
+        if marked:
+            return _clip(marked, 200)
+    return _clip(next((s for s in said if has_figure(s)), said[0] if said else ""), 200)
+
+
+def has_substance(statements: Sequence[Said]) -> bool:
+    """Something an editor could write down: a number, or at least two statements."""
+    return len(statements) >= 2 or any(any(ch.isdigit() for ch in s.text) for s in statements)

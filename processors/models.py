@@ -220,6 +220,10 @@ class Increment(Frozen):
     score: float = 0.0
     unplaced_reason: UnplacedReason | None = None  # why `suggested_sections` is empty
 
+    def named(self) -> str:
+        """The title when there is one beyond the id ('' when the id stands alone)."""
+        return "" if self.title in self.arxiv else self.title
+
 
 class Claim(Frozen):
     text: str

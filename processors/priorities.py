@@ -1,4 +1,5 @@
-"""七: what to update first tonight — 🔴 new high-relevance increments, 🟡 the rest, 🟢 D-item notes."""
+"""七: what to update first tonight — 🔴 for the few that deserve it, 🟡 the rest, 🟢 low ones and D-item notes
+(levels from processors.triage)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,9 @@ from collections.abc import Sequence
 
 from processors.discrepancy_keys import ordered_span
 from processors.i18n import Lang, say
-from processors.models import Discrepancy, Increment, Priority, PriorityLevel, UnplacedReason
+from processors.models import Discrepancy, Increment, Priority, UnplacedReason
 from processors.placement import write_action
-
-
-def _level(inc: Increment) -> PriorityLevel:
-    if inc.stars <= 3:
-        return "low"
-    if inc.novelty == "new" and inc.arxiv and inc.stars >= 5:
-        return "highest"
-    return "medium"
+from processors.triage import levels
 
 
 def _write(sections: Sequence[str], lang: Lang, unplaced: UnplacedReason | None = None) -> str:
@@ -25,18 +19,17 @@ def _write(sections: Sequence[str], lang: Lang, unplaced: UnplacedReason | None 
 def priorities(increments: Sequence[Increment], items: Sequence[Discrepancy], lang: Lang) -> list[Priority]:
     """One row per increment (per suggested section for an id-less one), then one row for the D-items."""
     rows: list[Priority] = []
-    for inc in increments:
-        level = _level(inc)
+    for inc, level in zip(increments, levels(increments), strict=True):
         if not inc.arxiv and len([s for s in inc.suggestions if s.via == "text"]) >= 2:
             for s in inc.suggestions:
                 rows.append(Priority(level=level, content=s.reason, action=_write([s.section], lang)))
             continue
         figures = say("pri.figures", lang, figures=" / ".join(inc.highlights)) if inc.highlights else ""
-        head = f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else ""
+        head = f"arXiv {'/'.join(inc.arxiv)}" if inc.arxiv else ""
         rows.append(
             Priority(
                 level=level,
-                content=f"{head}{inc.title}{figures}",
+                content=" ".join(x for x in (head, inc.named()) if x) + figures,
                 action=_write(inc.suggested_sections, lang, inc.unplaced_reason),
             )
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -10,7 +12,7 @@ from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relev
 from processors.reasons import RelevanceCode
 from processors.routing import keyword_terms
 from processors.tfidf import TfIdf, Vector
-from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, token_counts
+from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, terms, token_counts
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
 LIVING_SHARE = 0.4
@@ -62,6 +64,7 @@ class AxisSpace:
         self.keywords: dict[str, tuple[str, ...]] = {}
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
+        self._phrases = _phrase_terms(axes)
         for axis in axes:
             self.keywords[axis.name] = axis_terms(axis.keywords, axis.name)
             if axis.name in living_counts:
@@ -82,7 +85,9 @@ class AxisSpace:
             self._index = index
         return self._index
 
-    def _profile_scores(self, counts: Mapping[str, int], length: int) -> dict[str, float]:
+    def _profile_scores(
+        self, counts: Mapping[str, int], length: int, keyword_counts: Mapping[str, int] | None = None
+    ) -> dict[str, float]:
         norm = K1 * (1 - B + B * (length / self._avg_length if length else 1.0))
         missing = dict.fromkeys(self.keywords, 1.0)
         coverage = dict.fromkeys(self.keywords, 0.0)
@@ -92,10 +97,13 @@ class AxisSpace:
         for t in index.keys() & counts.keys():
             c = counts[t]
             sat = c / (c + norm) if c else 0.0
+            # A unit's keyword evidence may count fewer occurrences than its vocabulary (`unit_score`).
+            k = keyword_counts.get(t, c) if keyword_counts is not None else c
+            keyword_sat = k / (k + norm) if k else 0.0
             for name, weight in index[t]:
                 if weight is None:
                     # Keywords are alternatives: one used throughout a note is as strong as several used once.
-                    missing[name] *= (1.0 - sat) ** KEYWORD_SOFTNESS
+                    missing[name] *= (1.0 - keyword_sat) ** KEYWORD_SOFTNESS
                 else:
                     coverage[name] += weight * sat
         out: dict[str, float] = {}
@@ -116,12 +124,68 @@ class AxisSpace:
         counts = term_counts(text)
         return self._profile_scores(counts, sum(counts.values()))[axis]
 
+    def unit_score(self, text: str, axis: str) -> tuple[float, int]:
+        """(a unit's score against one axis profile, its length in terms), keywords of several terms matched
+        whole.
+
+        Such a keyword is indexed by its terms (`视觉语言` → 视觉, 觉语, 语言; `vision-language` → vision,
+        language): over a note a stray `语言` or `language` weighs little, but in a paragraph-sized unit one
+        `自然语言处理` or `Natural Language Processing` would count as the keyword. A unit's terms of such
+        keywords count as keyword evidence only as often as the whole keyword occurs (a term that is a keyword
+        of its own still counts alone); as the living document's vocabulary they count in full.
+        """
+        counts, whole = self._unit_counts(text)
+        length = sum(counts.values())
+        return self._profile_scores(counts, length, whole)[axis], length
+
+    def _unit_counts(self, text: str) -> tuple[Counter[str], dict[str, int]]:
+        """(a text's term counts, its counts of the terms of several-term keywords, as whole keywords)."""
+        counts = term_counts(text)
+        whole: dict[str, int] = {}
+        if self._phrases:
+            norm = normalise(text)
+            for term, patterns in self._phrases.items():
+                if term in counts:
+                    whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
+        return counts, whole
+
+    def names_axis(self, text: str, axis: str) -> bool:
+        """Whether the text uses one of the axis's keywords (several-term keywords whole)."""
+        counts, whole = self._unit_counts(text)
+        return any(whole.get(t, counts.get(t, 0)) > 0 for t in self.keywords.get(axis, ()))
+
+    def mention_level(self, length: float, axis: str) -> float:
+        """The score a text of `length` terms gets from one occurrence of the axis's most favoured keyword."""
+        terms_ = self.keywords.get(axis, ())
+        return max((self._profile_scores({t: 1}, round(length))[axis] for t in terms_), default=0.0)
+
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
         vec = self._text_vectors.get(text)
         if vec is None:
             vec = self._text_vectors[text] = self.model.vector(term_counts(text))
         return vec
+
+
+def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[re.Pattern[str], ...]]:
+    """Term → the keywords of several terms that contain it, as patterns (`语言` → `视觉语言`, `language` →
+    `vision-language`); a term that is a keyword of its own (`video`) is left out."""
+    single = {terms(k)[0] for axis in axes for k in axis.keywords if len(terms(k)) == 1}
+    out: dict[str, list[re.Pattern[str]]] = {}
+    for axis in axes:
+        for keyword in axis.keywords:
+            parts = terms(keyword)
+            if len(parts) < 2:
+                continue
+            words = re.findall(r"\w+", normalise(keyword))
+            # `KV cache`, `KV-cache`, `key-value (KV) cache`: the words in order, a little punctuation between.
+            pattern = re.compile(
+                r"(?<![a-z0-9])" + r"[\W_]{0,3}".join(map(re.escape, words)) + r"(?![a-z0-9])"
+            )
+            for t in parts:
+                if t not in single:
+                    out.setdefault(t, []).append(pattern)
+    return {t: tuple(dict.fromkeys(p)) for t, p in out.items()}
 
 
 def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:

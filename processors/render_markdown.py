@@ -107,9 +107,12 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
 
     def increment_heading(inc: Increment) -> str:
         stars = "⭐" * inc.stars
-        if inc.arxiv:
-            return t["inc_id"].format(rank=inc.rank, ids=" / ".join(inc.arxiv), title=inc.title, stars=stars)
-        return t["inc_doc"].format(rank=inc.rank, title=inc.title, stars=stars)
+        ids = " / ".join(inc.arxiv)
+        if inc.arxiv and inc.named():
+            return t["inc_id"].format(rank=inc.rank, ids=ids, title=inc.title, stars=stars)
+        return t["inc_doc"].format(
+            rank=inc.rank, title=f"arXiv {ids}" if inc.arxiv else inc.title, stars=stars
+        )
 
     def named(label: str, title: str, style: str = "{label}{lp}{title}{rp}") -> str:
         # A §-less section's label is its title: print it once, never `Survey Survey`.
@@ -138,8 +141,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
 
     core = " ".join(
         f"{_CIRCLED[i] if i < len(_CIRCLED) else i + 1} "
-        + (f"arXiv {'/'.join(inc.arxiv)} " if inc.arxiv else "")
-        + inc.title
+        + " ".join(x for x in (f"arXiv {'/'.join(inc.arxiv)}" if inc.arxiv else "", inc.named()) if x)
         + (f"{t['lp']}{' / '.join(inc.highlights)}{t['rp']}" if inc.highlights else "")
         for i, inc in enumerate(b.increments)
     )
@@ -147,7 +149,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     footer = t["footer"].format(
         at=b.generated_at.astimezone(zone).strftime(_TIME + " %Z"),
         n=b.summary.increment_count,
-        titles=" / ".join(inc.title for inc in b.increments) or "—",
+        titles=" / ".join(inc.named() or f"arXiv {inc.title}" for inc in b.increments) or "—",
         x=len(new),
         y=len(cont),
         s=len(b.sources),

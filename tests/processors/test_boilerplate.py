@@ -68,6 +68,10 @@ def reason_of(markdown: str) -> str | None:
         ("今日未发现新的推理论文。", "nothing_new"),
         ("本周无新增。", "nothing_new"),
         ("오늘은 새 논문 없음", "nothing_new"),
+        (
+            "No new KV-cache paper found in today's cs.DC listing.",
+            "nothing_new",
+        ),  # the quality root r1, day 2
         # a writer's excluded list, by its own lead
         ("- **Excluded:** 2609.11111 (off-topic), 2609.22222 (duplicate)", "excluded"),
     ],
@@ -87,6 +91,7 @@ def test_boilerplate_lines(line: str, reason: str) -> None:
         "Results excluded outliers and still show a 3.8× throughput gain",
         "无新增参数，吞吐提升 3.8×",
         "The model adds no new parameters and keeps accuracy within 0.1%",
+        "It needs no new training data and results stay within 0.2% of the baseline",
         "See [§3.3](#33-cache-compression) for the 20× KVTC result",
         "[**kvpress.**](https://github.com/NVIDIA/kvpress) *NVIDIA.* [![stars](https://img.shields.io/github/stars/NVIDIA/kvpress)](https://github.com/NVIDIA/kvpress)",
         "来源不明的数字：vLLM 生产 10 大坑",

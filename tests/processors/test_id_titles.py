@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.id_titles import TRUST, best_titles, clean_title, plausible_title, titled_ids
+from processors.id_titles import NAME, TRUST, best_titles, clean_title, plausible_title, titled_ids
 from processors.models import Document, TitledId
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -70,6 +70,8 @@ def test_real_titles_are_plausible(text: str) -> None:
         "Efficient Memory Management for Large (",
         # a briefing's own heading read back
         "增量 2： — 부상 — …SAGA（⭐⭐⭐⭐⭐",
+        # a D-item heading of yesterday's briefing read back as the baseline (the quality root r1, day 2)
+        "D5：作者标注待核实：MadaKV : By dynamical…",
         # link placeholders and labels
         "[pdf]", "arXiv", "HuggingFace", "原文标题：", "论文链接", "",
     ],
@@ -200,3 +202,48 @@ def test_the_d_items_real_titles_are_plausible(text: str) -> None:
 @pytest.mark.parametrize("text", D_NOT_TITLES)
 def test_venues_authors_sentences_fragments_and_labels_are_not_titles(text: str) -> None:
     assert not plausible_title(text)
+
+
+# The quality roots (bench/quality/roots/r1/jay_kv_table_0804.md.j2 and r3/tom_serving_kv_0820.md.j2, as built).
+R1_NOTES = (
+    "## Notes\n\n"
+    "- MadaKV (arXiv:2506.15724): By dynamically sensing modality information within attention heads and "
+    "adaptively retaining critical tokens, MadaKV achieves substantial reductions in KV cache memory footprint "
+    "and model inference decoding latency (1.3 to 1.5 times improvement) while maintaining high accuracy across "
+    "various multimodal long-context tasks. (unverified: the figure is from the authors' slides, not the paper)\n"
+    "- Lookahead Reasoning (arXiv:2506.19830): Speedup 1.4–2.1× over plain speculative decoding on GSM8K and AIME.\n"
+)
+R3_EXCLUDED = (
+    "## Excluded (read, not in scope)\n\n"
+    "- 2502.03771 — vCache: Verified Semantic Prompt Caching: semantic prompt caching, not a KV cache\n"
+)
+
+
+def test_a_name_before_an_id_is_never_the_paper_s_title_but_stays_evidence_for_d_items() -> None:
+    pairs = titled_ids(doc("inbox/jay/2026-08-04-0930-kv-paper-table.md", R1_NOTES))
+    assert best_titles(pairs) == {}  # `MadaKV`, `Lookahead Reasoning`: the id stands alone
+    assert [(p.id, p.title, p.rank) for p in pairs] == [("2506.15724", "MadaKV", NAME)]
+
+
+def test_the_heading_of_an_excluded_list_or_of_a_topic_is_no_title() -> None:
+    excluded = doc("inbox/tom/2026-08-20-1500-serving-kv-papers.md", R3_EXCLUDED)
+    assert titles(excluded) == {}  # not `Excluded (read, not in scope)`
+    topic = doc(  # real: examples/root, jay's security note
+        "inbox/jay/2026-09-27-1335-x.md",
+        "# jay\n\n## 安全事件关联\nDetokenization Leaks（arXiv 2609.06674）：共享后端（Ollama / LM Studio）时，"
+        "detokenization 时间可作为侧信道泄露其他用户的 LLM 输出。\n",
+    )
+    assert titles(topic) == {}  # neither `安全事件关联` nor the name `Detokenization Leaks`
+
+
+def test_a_heading_over_a_paragraph_opening_with_the_id_titles_the_section_s_paper() -> None:
+    text = (  # real: examples/root, jay's security note
+        "# jay\n\n### 2.1 InferenceBench\narXiv:2607.20468 提出 InferenceBench，测量端到端的 LLM 推理服务器部署和"
+        "优化能力。\n- 关键发现：Agent 驱动的推理优化在固定预算下可超越人工调优基线\n\n"
+        "### 2.4 llm-d × vLLM × Mooncake\n来源：https://arxiv.org/html/2609.23130v1\n"
+        "- Mooncake 分布式 KV 持久化：Cache hit 从 1.7% 升至 92.2%\n"
+    )
+    assert titles(doc("inbox/jay/2026-09-27-1335-x.md", text)) == {
+        "2607.20468": "InferenceBench",
+        "2609.23130": "llm-d × vLLM × Mooncake",
+    }

@@ -84,7 +84,7 @@ def test_the_count_stays_within_the_configured_range() -> None:
 
 
 def test_below_the_minimum_weaker_candidates_fill_in() -> None:
-    strict = BriefingRules(increments=IncrementRules(score_floor=0.99))
+    strict = BriefingRules(increments=IncrementRules(score_share=0.99))
     assert len(brief(ALL, rules=strict).increments) == 3
 
 

@@ -32,3 +32,37 @@ def test_thesis_prefers_a_sentence_that_states_the_claim() -> None:
     text = "InferenceBench 测量部署能力。\n关键发现：Agent 驱动的优化可超越人工调优基线。\n"
     assert thesis([text]).startswith("关键发现")
     assert thesis(["只有一句话。"]) == "只有一句话。"
+
+
+def test_a_unit_s_points_lead_with_its_figures_then_its_opening_sentence() -> None:
+    from processors.key_points import Said, point_list, thesis_of
+
+    said = [
+        Said(s)
+        for s in [  # real: zh_hf_2404589803/final/2025-01-13_daily_paper.md, SCRIT's abstract, by sentence
+            "尽管大型语言模型（LLMs）表现出色，但其发展面临一个关键挑战：在人类评估困难或LLMs超越人类的任务中提供有效反馈。",
+            "我们引入了SCRIT（自进化批评者），一个能够实现批评能力真正自进化的框架。",
+            "使用最强大的LLMs之一Qwen2.5-72B-Instruct实现，SCRIT在批评纠正和错误识别基准上实现了高达10.3%的改进。",
+        ]
+    ]
+    points = point_list(said)
+    assert points[0].endswith("高达10.3%的改进。") and points[1].startswith("尽管大型语言模型")
+    assert len(points) == 2  # a sentence without a number or a figure is no point beyond the opening one
+    assert thesis_of(said).startswith("尽管大型语言模型")  # `关键` marks a claim before `引入`/`提出` does
+    assert thesis_of(said[1:]).startswith("使用最强大的")  # a figure, when no sentence states a claim
+
+
+def test_table_rows_are_never_line_points() -> None:
+    table = "| Date | Title | Venue |\n|---|---|---|\n| 2025-07-02 | RocketKV: Two-Stage KV Cache Compression | ICML 2025 |\n"
+    assert key_points([table]) == []
+
+
+def test_an_enumeration_mark_is_no_number() -> None:
+    from processors.key_points import Said, point_list
+
+    said = [  # real: zh_hf_2404589803/final/2025-01-15_daily_paper.md, Tarsier2's abstract, by sentence
+        Said("我们介绍了Tarsier2，这是一种最先进的大型视觉语言模型（LVLM）。"),
+        Said("（2）在监督微调期间进行细粒度的时间对齐；"),
+        Said("（1）将预训练数据从1100万扩展到4000万视频-文本对，丰富了数据量和多样性；"),
+    ]
+    assert point_list(said) == [said[0].text, said[2].text]

@@ -4,7 +4,7 @@ import pytest
 
 from processors.documents import parse_document
 from processors.i18n import RELEVANCE, relevance_label
-from processors.models import RawFile, Relevance
+from processors.models import AxisSpec, RawFile, Relevance
 from processors.reasons import RELEVANCE_CODES
 from processors.relevance import AxisSpace, doc_counts, relevance
 from processors.routing import keyword_terms
@@ -92,3 +92,26 @@ def test_a_record_parsed_before_terms_were_kept_is_scored_on_the_terms_the_parse
     legacy = parsed.model_copy(update={"terms": {}})
     assert doc_counts(legacy, keep) == parsed.terms
     assert AxisSpace([legacy], AXES, {}).scores(legacy) == AxisSpace([parsed], AXES, {}).scores(parsed)
+
+
+def test_a_unit_s_keywords_of_several_terms_count_only_whole() -> None:
+    axes = (
+        AxisSpec(name="multimodal", keywords=("视觉语言", "vision-language", "video")),
+        AxisSpec(name="inference", keywords=("KV cache", "serving")),
+    )
+    space = AxisSpace([], axes, {})
+    # real: zh_hf_2404589803/final/2025-01-10_daily_paper.md (HisTR), 2025-01-13 (VideoRAG, in English)
+    assert space.unit_score("构建历史土耳其语自然语言处理的基础", "multimodal")[0] == 0.0
+    assert space.unit_score("Natural Language Processing of Historical Turkish", "multimodal")[0] == 0.0
+    assert space.unit_score("大型视觉语言模型", "multimodal")[0] > 0
+    assert space.unit_score("Retrieval-Augmented Generation over Video Corpus", "multimodal")[0] > 0
+    # real: LeanK's abstract (tests/corpus/arxiv_metadata): the phrase around a parenthesis still counts
+    assert space.unit_score("the growing key-value (KV) cache", "inference")[0] > 0
+    assert space.unit_score("a semantic prompt cache", "inference")[0] == 0.0
+
+
+def test_one_mention_is_the_passing_level_and_two_are_more() -> None:
+    space = AxisSpace([], (AxisSpec(name="multimodal", keywords=("video", "视频")),), {})
+    once, n = space.unit_score("我们提出一个视频基准，用于评估语言模型的规划能力。", "multimodal")
+    twice, _ = space.unit_score("我们提出一个视频基准，用于评估视频语言模型的规划能力。", "multimodal")
+    assert once == space.mention_level(n, "multimodal") < twice

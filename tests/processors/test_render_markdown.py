@@ -65,7 +65,8 @@ def test_document_text_cannot_inject_html_or_break_a_table() -> None:
     )
     text = render_markdown(brief([hostile]), zone=SH)
     assert "<script>" not in text and "<img" not in text
-    assert "&lt;img src=x onerror=alert(1)&gt; 命中率 92.2% \\|" in text  # a key point, escaped
+    # Key points are the parsed text: inline HTML never reaches them, a pipe in them is escaped.
+    assert "  - 命中率 92.2%\n" in text and "vLLM KV cache 推理 \\| 吞吐 3.8×" in text
     assert "a\\|b vLLM 推理" in text  # headings lose their tags at parse time; the pipe is escaped here
     for line in text.splitlines():
         if line.startswith("| inbox/jay"):
@@ -90,21 +91,20 @@ def test_a_hostile_note_briefs_to_inert_markdown(lang: str) -> None:
     b = brief([note(HOSTILE_PATH, HOSTILE_NOTE)], lang=lang)  # type: ignore[arg-type]
     text = render_markdown(b, lang=lang, zone=SH)  # type: ignore[arg-type]
     links, images, raw = rendered(text)
-    # A viewer fetches nothing, runs nothing and follows only web links: the docs, and the beacon as a link.
+    # A viewer fetches nothing, runs nothing and follows only web links. Key points are the parsed text of the
+    # note (a link is its text), so the payloads are words: nothing of them is clickable.
     assert images == [] and raw == [] and only_web(links), links
-    assert {"https://docs.vllm.ai/en/latest/", "http://evil.example/p.png"} <= set(links)
-    assert "[beacon](http://evil.example/p.png)" in text
-    # The rest is shown as the note wrote it.
-    assert "\\[click](javascript:alert(document.cookie))" in text
-    assert "\\[payload](data:text/html;base64,PHNjcmlwdD4=)" in text
-    assert "&lt;img src=http://evil.example/x.png&gt; &lt;script&gt;" in text
+    assert "  - vLLM KV cache 推理 click 吞吐 3.8×\n" in text and "  - vLLM 推理 payload and v TTFT 12 ms\n" in text
+    assert not any(f"]({scheme}" in text for scheme in ("javascript:", "data:", "vbscript:"))
+    assert "<img" not in text and "<script" not in text and "<a " not in text
     # No bidi control reaches the reader: each is shown, in the path, the title and the id line.
     assert not any(c in text for c in BIDI)
     assert "invoice\\u202efdp.md" in text
     assert "\\u2066serving\\u2069 report\\u202efdp.exe" in text
     assert "2609.23130\\u202e KV cache" in text
-    # The JSON is data: it keeps what the note wrote (docs/security.md).
-    assert any("[click](javascript:alert(document.cookie))" in p for i in b.increments for p in i.points)
+    # The JSON is data: its points are the same parsed text, its paths and titles as the note wrote them.
+    assert any(p == "vLLM KV cache 推理 click 吞吐 3.8×" for i in b.increments for p in i.points)
+    assert RLO in b.sources[0].path
 
 
 def test_esc_flattens_newlines_and_escapes_pipes_and_angle_brackets() -> None:
