@@ -286,6 +286,10 @@ def screen_ids(
     docs = list({d.path: d for d, _ in hits}.values())
     future_items = future_ids(hits, read(docs), zone, lang)
     anchored_set = set(anchored)
-    suspect = {i for item in id_items for i in ids_of(item) if i in new_ids and ids_of(item) & anchored_set}
-    suspect |= {i for _, i in hits}
+    # An id titled like another one that is anchored: most likely a typo of it.
+    like_anchored = {i for item in id_items for i in ids_of(item) if (ids_of(item) - {i}) & anchored_set}
+    # A typo'd id is often dated after its note too (2609.08315 for 2509.08315): one discrepancy, told once, by
+    # the item that names the right id, whether or not an earlier briefing listed the typo already.
+    future_items = [item for item in future_items if not ids_of(item) & like_anchored]
+    suspect = (like_anchored & set(new_ids)) | {i for _, i in hits}
     return Screening(id_items=id_items, future_items=future_items, suspect=frozenset(suspect))

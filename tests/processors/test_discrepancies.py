@@ -6,6 +6,7 @@ root; lines marked "shaped" reproduce what issue 11 reports from material that i
 
 from pathlib import Path
 
+from processors.briefing_request import cited_ids_of
 from processors.discrepancies import flagged_and_unsourced, version_conflicts
 from processors.id_conflicts import id_conflicts
 from processors.living_doc import parse_living_doc
@@ -163,6 +164,25 @@ def test_a_note_citing_a_living_document_paper_under_another_id_is_a_d_item_not_
     assert "2407.02940" not in [i for inc in b.increments for i in inc.arxiv]
     listed_typo = [a for a in b.arxiv if a.id == "2407.02940"]
     assert all(item.id in a.credibility and "2407.02490" in a.credibility for a in listed_typo)
+
+
+def test_a_typo_dated_after_its_note_is_one_discrepancy_told_by_the_right_id() -> None:
+    # real: item 28 of the KV-cache list; shaped: a note citing it as 2607.02490, a month after the note's
+    listed = (
+        "# inference.md v3.44\n\n## §3 KV Cache\n\n### §3.3 Cache Compression\n"
+        "28. [**MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse Attention.**]"
+        "(https://arxiv.org/abs/2407.02490) *Huiqiang Jiang, Yucheng Li.* NeurIPS 2024.\n"
+    )
+    typo = note(
+        "inbox/jay/2026-09-27-1000-minference.md",
+        "# 长上下文推理\n\n## MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse "
+        "Attention（arXiv 2610.02490）\nMInference 动态稀疏注意力加速长上下文 prefill 推理，TTFT 降低 10×。\n",
+    )
+    earlier = brief([typo], living_doc=living(listed))
+    assert [d.key for d in earlier.discrepancies] == ["ids:2407.02490|2610.02490"]
+    # A later flush: the first briefing listed the typo in 四, which does not make it the right id.
+    again = brief([typo], living_doc=living(listed), earlier=cited_ids_of(earlier))
+    assert [d.key for d in again.discrepancies] == ["ids:2407.02490|2610.02490"]
 
 
 def test_an_id_from_a_later_month_than_its_note_is_flagged() -> None:
