@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 from datetime import time, timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.exceptions import SettingsError
 
 from processors.briefing_request import BriefingRules
 from processors.commands import CommandLimits
 from processors.models import AxisSpec
 from processors.window import MAX_CATCH_UP
+from streams import config_load
 from streams.errors import ConfigError
 
 DEFAULT_AXES = (
@@ -208,6 +220,19 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_file))
         return tuple(sources)
 
+    @field_validator("zone")
+    @classmethod
+    def _known_zone(cls, zone: str) -> str:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            close = difflib.get_close_matches(zone, sorted(available_timezones()), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(
+                f"{zone!r} is no IANA time zone{hint}: use a name such as Asia/Shanghai, Europe/Berlin or UTC"
+            ) from None
+        return zone
+
     @model_validator(mode="before")
     @classmethod
     def _token_from_file(cls, data: Any) -> Any:
@@ -313,9 +338,22 @@ class Settings(BaseSettings):
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Load settings: explicit overrides, then PREDIGEST_* env, then the TOML file."""
+    """Load settings: explicit overrides, then PREDIGEST_* env, then the TOML file.
+
+    ConfigError, in one line naming the file and line or the variable, for whatever is wrong: a file that is
+    missing or not TOML, a key or variable that is no setting (with the closest one), a value refused.
+    """
+    environ = dict(os.environ)  # the one place that reads the environment (pydantic-settings reads it too)
+    data = config_load.read_toml(config_file) if config_file is not None else {}
+    config_load.refuse_unknown(Settings, environ, config_file, data)
     Settings.toml_file = config_file
     try:
         return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(config_load.describe(exc, environ, config_file, data)) from None
+    except SettingsError as exc:  # a variable holding a table (PREDIGEST_KAFKA='{…}') that is not JSON
+        raise ConfigError(
+            f"configuration error: {exc}: give it as JSON, or set its keys one by one"
+        ) from None
     finally:
         Settings.toml_file = None

@@ -71,7 +71,7 @@ def test_a_configuration_error_does_not_echo_the_secrets(
     monkeypatch.setenv("PREDIGEST_KAFKA__SASL_PASSWORD", "pw")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    with pytest.raises(ValidationError) as error:
+    with pytest.raises(ConfigError) as error:
         load_settings()
     assert "'pw'" not in str(error.value) and "'tk'" not in str(error.value)
 
@@ -185,7 +185,7 @@ def test_the_opt_out_starts_with_a_loud_warning(tmp_path: Path, caplog: pytest.L
 @pytest.mark.parametrize("token", ["", "   "])
 def test_an_empty_token_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
     monkeypatch.setenv("PREDIGEST_TOKEN", token)
-    with pytest.raises(ValidationError, match="token is empty"):
+    with pytest.raises(ConfigError, match="token is empty"):
         load_settings()
 
 

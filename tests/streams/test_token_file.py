@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from streams.errors import ConfigError
 from streams.settings import Settings, load_settings
 from streams.web_guard import authorised, exposure_warning
 from streams.worker_process import dump_settings, load_dumped_settings
@@ -68,7 +69,7 @@ def test_a_missing_empty_or_binary_token_file_is_refused(
 def test_a_token_and_a_token_file_together_are_refused(monkeypatch: pytest.MonkeyPatch, secret: Path) -> None:
     monkeypatch.setenv("PREDIGEST_TOKEN", "other")
     monkeypatch.setenv("PREDIGEST_TOKEN_FILE", str(secret))
-    with pytest.raises(ValidationError, match="token and token_file are both set"):
+    with pytest.raises(ConfigError, match="token and token_file are both set"):
         load_settings()
 
 
