@@ -35,7 +35,7 @@ def checked_command(
 async def send(settings: Settings, command: ControlCommand) -> ControlCommand:
     """Put one command on `predigest.control` (key: axis) and wait for Kafka's acknowledgement."""
     producer = kafka_io.make_producer(settings)
-    await producer.start()
+    await kafka_io.start_client(settings, producer)
     try:
         await (
             await producer.send(
@@ -62,7 +62,7 @@ async def await_briefing(
 ) -> Briefing:
     """The first briefing on `predigest.briefings` for (axis, end, trigger), reading from the start."""
     consumer = kafka_io.make_consumer(settings, settings.kafka.topic("briefings"))
-    await consumer.start()
+    await kafka_io.start_client(settings, consumer)
     try:
         async with asyncio.timeout(timeout):
             async for msg in consumer:

@@ -12,6 +12,7 @@ from processors.window import due_closes, window_bounds
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams import kafka_io
+from streams.errors import BrokerUnavailableError
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ async def refresh_consumer_lag(settings: Settings, metrics: Metrics) -> None:
         lag = await asyncio.wait_for(
             kafka_io.group_lag(settings, settings.app_id, topics), LAG_TIMEOUT_SECONDS
         )
-    except (KafkaError, TimeoutError, OSError) as exc:
+    except (KafkaError, BrokerUnavailableError, TimeoutError, OSError) as exc:
         metrics.kafka_up.set(0)
         log.warning("Kafka at %s unreachable while reading consumer lag: %s", settings.kafka.bootstrap, exc)
         return

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import re
 import ssl
-from typing import Any
+from typing import Any, TypeAlias
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from streams.errors import ConfigError
+from streams.errors import BrokerUnavailableError, ConfigError
 from streams.settings import KAFKA_MESSAGE_BYTES, KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,70 @@ def faust_broker_kwargs(settings: Settings) -> dict[str, Any]:
     return kwargs
 
 
+Client: TypeAlias = AIOKafkaProducer | AIOKafkaConsumer | AIOKafkaAdminClient
+
+
+async def close_client(client: Client) -> None:
+    """Stop a producer or consumer, close an admin client (each never raises on one that never started)."""
+    with contextlib.suppress(Exception):
+        if isinstance(client, AIOKafkaAdminClient):
+            await client.close()
+        else:
+            await client.stop()
+
+
+class _ConnectErrors(logging.Filter):
+    """Holds back aiokafka's own "Unable connect to …" lines while a client starts: the one line says it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Unable connect to"):
+            self.held.append(record.getMessage().removeprefix("Unable connect to "))
+            return False
+        return True
+
+
+def unreachable(
+    settings: Settings, exc: BaseException, held: list[str] | None = None
+) -> BrokerUnavailableError:
+    """The one line for a broker that cannot be reached, naming it and the setting that points at it."""
+    why = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
+    if held:
+        why = held[-1]
+    # aiokafka's line repeats the address the message names already, and an errno says it in two words.
+    errno = re.search(r"\[Errno (-?\d+)\] ?", why)
+    if errno and int(errno.group(1)) > 0:
+        why = os.strerror(int(errno.group(1)))
+    elif errno:
+        why = why[errno.end() :]
+    return BrokerUnavailableError(
+        f"Kafka at {settings.kafka.bootstrap} cannot be reached ({why}): start the broker, or point "
+        "kafka.bootstrap (PREDIGEST_KAFKA__BOOTSTRAP) at a running one"
+    )
+
+
+async def start_client(settings: Settings, client: Client) -> None:
+    """Start an aiokafka client; when Kafka cannot be reached, close it (nothing left unclosed) and say so."""
+    errors = _ConnectErrors()
+    aiokafka_log = logging.getLogger("aiokafka")
+    aiokafka_log.addFilter(errors)
+    try:
+        await client.start()
+    except (KafkaError, OSError) as exc:
+        await close_client(client)
+        raise unreachable(settings, exc, errors.held) from None
+    except BaseException:
+        await close_client(client)
+        raise
+    finally:
+        aiokafka_log.removeFilter(errors)
+    for line in errors.held:  # a broker of several that did not answer while another did: worth a line
+        log.warning("while connecting to Kafka: unable to connect to %s", line)
+
+
 def make_producer(settings: Settings) -> AIOKafkaProducer:
     """An idempotent producer with acks=all: aiokafka's defaults (acks=1, no idempotence) lose data."""
     return AIOKafkaProducer(
@@ -105,7 +171,7 @@ def retention_ms(settings: Settings, stage: str) -> int:
 async def ensure_topics(settings: Settings) -> None:
     """Create the pipeline's topics with retention ≥ window + grace + margin and large messages."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
-    await admin.start()
+    await start_client(settings, admin)
     try:
         existing = set(await admin.list_topics())
         wanted = [
@@ -144,8 +210,12 @@ async def group_caught_up(settings: Settings, group_id: str, topics: list[str]) 
     """True when the group's committed offsets reach the end of every partition of the topics."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
     consumer = AIOKafkaConsumer(**client_kwargs(settings))
-    await admin.start()
-    await consumer.start()
+    await start_client(settings, admin)
+    try:
+        await start_client(settings, consumer)
+    except BaseException:
+        await close_client(admin)
+        raise
     try:
         parts = await topic_partitions(admin, topics)
         if len({tp.topic for tp in parts}) < len(topics):
@@ -185,8 +255,8 @@ async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dic
     consumer = AIOKafkaConsumer(**client_kwargs(settings))
     try:
         # Both are closed even when start fails, so an unreachable broker leaks no connections.
-        await admin.start()
-        await consumer.start()
+        await start_client(settings, admin)
+        await start_client(settings, consumer)
         parts = await topic_partitions(admin, topics)
         if not parts:
             return {}
@@ -208,7 +278,7 @@ async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dic
 async def committed_offsets(settings: Settings, topic: str, partitions: list[int]) -> dict[int, int]:
     """The worker group's committed offset per partition of a topic; 0 where it has committed nothing."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
-    await admin.start()
+    await start_client(settings, admin)
     try:
         tps = [TopicPartition(topic, p) for p in partitions]
         committed = await admin.list_consumer_group_offsets(settings.app_id, partitions=tps)
@@ -224,7 +294,7 @@ async def committed_offsets(settings: Settings, topic: str, partitions: list[int
 async def partition_numbers(settings: Settings, topic: str) -> list[int]:
     """The partition numbers of one topic; none when the broker does not know it."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
-    await admin.start()
+    await start_client(settings, admin)
     try:
         return sorted(tp.partition for tp in await topic_partitions(admin, [topic]))
     finally:
@@ -248,7 +318,7 @@ async def check_topics(settings: Settings) -> int:
     Returns the documents topic's partition count, which decides which axis lives on which partition.
     """
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
-    await admin.start()
+    await start_client(settings, admin)
     try:
         names = {stage: settings.kafka.topic(stage) for stage in STAGES}
         loop = asyncio.get_running_loop()

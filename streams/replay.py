@@ -54,7 +54,7 @@ async def _replay(
     if not tps:
         return 0
     consumer = _consumer(settings)
-    await consumer.start()
+    await kafka_io.start_client(settings, consumer)
     try:
         consumer.assign(tps)
         ends: dict[Any, int] = await consumer.end_offsets(tps)

@@ -18,6 +18,7 @@ from aiokafka.errors import KafkaError
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams import kafka_io
+from streams.errors import BrokerUnavailableError
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
@@ -103,7 +104,7 @@ class StateSync:
                     total += n
                     self._ownership.mark_ready(p)
                 break
-            except (KafkaError, OSError, TimeoutError) as exc:
+            except (KafkaError, BrokerUnavailableError, OSError, TimeoutError) as exc:
                 # Until the state is caught up the partitions' records wait; answering from half a state is worse.
                 log.warning(
                     "catching up partitions %s failed (%s); again in %.0fs", partitions, exc, RETRY_SECONDS

@@ -19,6 +19,7 @@ from processors.window import next_close_fire, window_bounds
 from processors.window_set import window_duplicates
 from sinks.state import StateStore
 from streams import kafka_io
+from streams.errors import BrokerUnavailableError
 from streams.ownership import Ownership
 from streams.settings import Settings
 
@@ -29,7 +30,7 @@ LAG_TIMEOUT_SECONDS = 5.0
 
 async def _end_offsets(settings: Settings, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
     consumer = AIOKafkaConsumer(**kafka_io.client_kwargs(settings))
-    await consumer.start()
+    await kafka_io.start_client(settings, consumer)
     try:
         ends: dict[TopicPartition, int] = await consumer.end_offsets(tps)
         return ends
@@ -47,7 +48,7 @@ async def _lags(
         async with asyncio.timeout(LAG_TIMEOUT_SECONDS):
             ends = await _end_offsets(settings, tps) if tps else {}
             commands = await kafka_io.group_lag(settings, settings.app_id, [control])
-    except (KafkaError, OSError, TimeoutError) as exc:
+    except (KafkaError, BrokerUnavailableError, OSError, TimeoutError) as exc:
         log.warning("status: Kafka unreachable, lag unknown: %s", exc)
         return None
     out: dict[int, dict[str, int]] = {}
