@@ -15,6 +15,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import make_wsgi_app
 
 from sinks.metrics import Metrics
+from streams.errors import ConfigError
+from streams.preflight import port_message
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +50,9 @@ def health_app(
     return app
 
 
-def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer | None:
-    """Serve in a daemon thread; None (and a warning) when the port is taken: the watcher runs on without it."""
+def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer:
+    """Serve in a daemon thread; ConfigError when the port is taken: a watcher nobody can scrape or probe would
+    look dead to Prometheus and to `run`, which advertises the port."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
 
@@ -59,8 +62,8 @@ def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer 
         app = health_app(metrics, health)
         server: WSGIServer = make_server(host, port, app, _ServerOfFamily, handler_class=_QuietHandler)
     except OSError as exc:
-        log.warning("watcher metrics not served on %s:%d: %s", host, port, exc)
-        return None
+        why = exc.strerror or str(exc)
+        raise ConfigError(port_message(host, port, "watcher_metrics_port", why)) from None
     threading.Thread(target=server.serve_forever, name="watcher-web", daemon=True).start()
     log.info("watcher metrics at http://%s:%d/metrics, health at /healthz", host, port)
     return server

@@ -1,0 +1,180 @@
+"""What each `predigest` subcommand does once its arguments are checked; heavy modules are imported by the
+command that needs them, so that a wrong argument is answered in a second."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import cast
+from uuid import uuid4
+
+from processors.models import Trigger
+from sinks.clock import Clock
+from streams import control, kafka_local
+from streams.errors import StreamsError
+from streams.settings import Settings
+from streams.worker_process import free_port
+
+log = logging.getLogger("predigest")
+
+
+def parse_end(text: str | None, clock: Clock) -> datetime:
+    if not text:
+        return clock.now()
+    try:
+        end = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise StreamsError(f"--end {text!r} is not ISO 8601, e.g. 2026-09-27T22:20:00+08:00") from exc
+    if end.tzinfo is None:
+        raise StreamsError(f"--end {text!r} needs a UTC offset, e.g. 2026-09-27T22:20:00+08:00")
+    return end
+
+
+def archive_settings(
+    settings: Settings, axes: list[str], trigger: Trigger, end: datetime, now: datetime
+) -> Settings:
+    """`once` and `run` brief the --end their operator typed, however far back (an archive's window), so their
+    worker's reach extends to it; every other check (axis, the calendar, the future) holds as for a flush."""
+    back = (now - end) / timedelta(days=1)
+    if back > settings.flush_max_past_days:
+        settings = settings.model_copy(update={"flush_max_past_days": min(math.ceil(back) + 1, 36_600)})
+    for axis in axes:
+        control.checked_command(settings, axis, trigger, end, now)
+    return settings
+
+
+def run_worker(settings: Settings, clock: Clock) -> int:
+    from sinks import state_files
+    from streams import kafka_io, worker_main
+
+    state_files.check_version(settings.state_file)  # an older schema: one line and exit 2, not restarts
+    asyncio.run(kafka_io.ensure_topics(settings))
+    # The topics decide which axis lives on which partition, whatever kafka.partitions says now.
+    partitions = asyncio.run(kafka_io.check_topics(settings))
+    settings = settings.model_copy(
+        update={"kafka": settings.kafka.model_copy(update={"partitions": partitions})}
+    )
+    worker_main.run(settings, clock)
+    return 0
+
+
+def status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
+    from streams import status_table
+
+    urls = workers or [f"http://{settings.web_host}:{settings.web_port}"]
+    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls)))
+    text = (
+        json.dumps(report, indent=2, ensure_ascii=False)
+        if as_json
+        else status_table.render(report, settings.tz)
+    )
+    sys.stdout.write(text + "\n")
+    answered = [w for w in report["workers"] if "error" not in w]
+    return 0 if answered else 1
+
+
+def rebuild(settings: Settings, clock: Clock) -> int:
+    from streams.rebuild import rebuild as replay_all
+
+    done = asyncio.run(replay_all(settings, clock))
+    log.info(
+        "rebuilt %s: %d documents record(s) and %d briefing(s) replayed, %d current document version(s)",
+        settings.state_file,
+        done.documents_records,
+        done.briefings_records,
+        done.documents,
+    )
+    return 0
+
+
+def flush(settings: Settings, axis: str, end: datetime, clock: Clock) -> int:
+    command = control.checked_command(settings, axis, "flush", end, clock.now())  # before any broker
+    asyncio.run(control.send(kafka_local.resolve_bootstrap(settings), command))
+    return 0
+
+
+@dataclass(frozen=True)
+class OnceRequest:
+    """What `predigest once` was asked for."""
+
+    axis: str
+    end: datetime
+    trigger: Trigger
+    timeout: float
+
+
+def once_settings(settings: Settings) -> Settings:
+    """Fresh topics, group and free ports for one run, so a re-run never sees an earlier one's records."""
+    run_id = uuid4().hex[:8]
+    kafka = settings.kafka.model_copy(update={"topic_prefix": f"{settings.kafka.topic_prefix}-once-{run_id}"})
+    return settings.model_copy(
+        update={
+            "app_id": f"{settings.app_id}-once-{run_id}",
+            "kafka": kafka,
+            "close_enabled": False,
+            "web_port": free_port(),
+            "watcher_metrics_port": free_port(),
+        }
+    )
+
+
+def once(settings: Settings, request: OnceRequest, clock: Clock) -> int:
+    from streams import oneshot
+
+    settings.require_axis(request.axis)
+    settings = archive_settings(settings, [request.axis], request.trigger, request.end, clock.now())
+    settings = kafka_local.resolve_bootstrap(once_settings(settings))
+    workdir = Path(tempfile.mkdtemp(prefix="predigest-once-"))
+    settings = settings.model_copy(update={"state_dir": workdir})
+    try:
+        path = asyncio.run(
+            oneshot.once(settings, request.axis, request.end, request.trigger, request.timeout)
+        )
+    except BaseException:
+        if (workdir / "worker.log").exists():
+            log.error("the worker's log and state are kept in %s", workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
+    log.info("briefing written: %s (and .json)", path)
+    return 0
+
+
+def run(settings: Settings, end: datetime, exit_after: bool, clock: Clock) -> int:
+    from streams import oneshot
+
+    settings = archive_settings(settings, [a.name for a in settings.axes], "flush", end, clock.now())
+    asyncio.run(oneshot.run(kafka_local.resolve_bootstrap(settings), end, exit_after))
+    return 0
+
+
+def watch(settings: Settings) -> int:
+    from streams import oneshot
+
+    asyncio.run(oneshot.watch(kafka_local.resolve_bootstrap(settings)))
+    return 0
+
+
+def backfill(settings: Settings, compression: str, show: bool) -> int:
+    from streams import backfill as bulk
+
+    settings = kafka_local.resolve_bootstrap(settings)
+    asyncio.run(bulk.run_cli(settings, cast("bulk.Compression", compression), show=show))
+    return 0
+
+
+def kafka(settings: Settings, action: str) -> int:
+    if action == "start":
+        log.info("bootstrap %s", kafka_local.ensure_local_broker(settings))
+    else:
+        kafka_local.stop_local_broker(settings)
+    return 0

@@ -1,0 +1,39 @@
+"""Start the Faust worker with predigest's logging: one format per mode, and nothing printed around it."""
+
+from __future__ import annotations
+
+import logging
+from typing import IO, Any
+
+from faust.worker import Worker
+
+from sinks.clock import Clock
+from streams import logs
+from streams.settings import Settings
+
+log = logging.getLogger("faust.worker")
+
+
+class LoggingWorker(Worker):
+    """mode's worker prints to the terminal (`-INT- -INT-…`, a spinner on a TTY); here every word is a log record,
+    so a JSON log stays JSON and a text log keeps its one format."""
+
+    def _say(self, msg: str, file: IO[str] | None = None, end: str = "\n", **kwargs: Any) -> None:
+        text = msg.strip()
+        if not text:
+            return
+        if text.startswith("-INT-"):
+            text = "interrupted (SIGINT): stopping"
+        log.warning("%s", text) if file is self.stderr else log.info("%s", text)
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        self.spinner = None  # its handler writes spinner frames between the log lines
+
+
+def run(settings: Settings, clock: Clock) -> None:
+    """Build the app on these settings (a concrete bootstrap, checked topics) and run it until stopped."""
+    from streams.app import create_app
+
+    app = create_app(settings, clock)
+    logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
+    LoggingWorker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
