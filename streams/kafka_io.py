@@ -195,6 +195,19 @@ async def ensure_topics(settings: Settings) -> None:
         await admin.close()
 
 
+async def delete_topics_of(settings: Settings, prefixes: tuple[str, ...]) -> list[str]:
+    """Delete every topic whose name starts with one of `prefixes` (a finished `once` run's); their names."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await start_client(settings, admin)
+    try:
+        names = sorted(t for t in await admin.list_topics() if t.startswith(prefixes))
+        if names:
+            await admin.delete_topics(names)
+        return names
+    finally:
+        await admin.close()
+
+
 async def topic_partitions(admin: AIOKafkaAdminClient, topics: list[str]) -> list[TopicPartition]:
     """Every partition of the topics; a topic the broker does not know yet contributes none."""
     # The consumer's `topics()` fetches metadata into a throwaway cluster object, so

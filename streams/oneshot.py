@@ -43,7 +43,19 @@ async def once(settings: Settings, axis: str, end: datetime, trigger: Trigger, t
         await await_briefing(settings, axis, end, trigger, timeout)
     finally:
         stop_process(worker)
+        await drop_run_topics(settings)
     return briefing_path(settings, axis, end, trigger)
+
+
+async def drop_run_topics(settings: Settings) -> None:
+    """The run's own topics (`<prefix>-once-<id>.*` and Faust's `<app_id>-__assignor-…`) are of no further use."""
+    prefixes = (f"{settings.kafka.topic_prefix}.", f"{settings.app_id}-")
+    try:
+        names = await kafka_io.delete_topics_of(settings, prefixes)
+    except Exception as exc:  # the briefing is written: leftover topics are worth a line, not a failure
+        log.warning("could not delete this run's topics (%s*): %s", prefixes[0], exc)
+        return
+    log.info("deleted this run's %d topic(s): %s", len(names), ", ".join(names))
 
 
 async def watch(settings: Settings) -> None:

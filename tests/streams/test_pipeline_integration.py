@@ -50,6 +50,10 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
         check=False,
     )
     assert result.returncode == 0, result.stderr[-4000:]
+    # Its topics served this run only: they are gone, and it said so.
+    assert "deleted this run's" in result.stderr
+    leftover = asyncio.run(_topics(kafka_bootstrap))
+    assert not [t for t in leftover if t.startswith("predigest-once-")], leftover
     folder = out / "inference"
     briefing = Briefing.model_validate_json((folder / "2026-09-27-inference-e1prep.json").read_text())
     markdown = (folder / "2026-09-27-inference-e1prep.md").read_text()
@@ -84,6 +88,17 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
     assert briefing.living_doc.version == "v3.44"
     for heading in ("状态摘要", "一、检查过的来源清单", "二、增量条目", "七、建议今晚 E2 活文档更新优先级"):
         assert heading in markdown
+
+
+async def _topics(bootstrap: str) -> list[str]:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        return list(await admin.list_topics())
+    finally:
+        await admin.close()
 
 
 async def test_watcher_publishes_files_written_while_it_runs(
