@@ -16,7 +16,8 @@ from pathlib import Path
 from bench import procs
 from bench.archive import Generator, living_documents
 
-_STORED = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\].*?stored (\S+) for axis")
+# The worker's text log line starts with its time (streams.logs.TEXT_FORMAT; mode's bracketed one before).
+_STORED = re.compile(r"^\[?(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\]? .*?stored (\S+) for axis", re.M)
 
 
 def write_notes(root: Path, rate: float, seconds: float, seed: int) -> dict[str, float]:

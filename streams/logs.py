@@ -18,7 +18,7 @@ from numbers import Number
 from types import TracebackType
 from typing import Any
 
-from mode.utils.logging import DEFAULT_COLOR_FORMAT, DEFAULT_COLORS, ExtensionFormatter
+from mode.utils.logging import ExtensionFormatter
 
 from processors.inert import LINE_BREAKING, one_line, visible
 from sinks.state import Position
@@ -134,7 +134,19 @@ class TextFormatter(_OneRecordPerLine):
 
 
 class FaustTextFormatter(_OneRecordPerLine, ExtensionFormatter):
-    """The worker's text lines: mode's coloured format and Faust's tables, one record per line."""
+    """The worker's text lines: `TEXT_FORMAT` with Faust's tables, one record per line."""
+
+
+# Below DEBUG the libraries say only what went wrong: their INFO lines (every service starting and stopping,
+# every subscription table) buried the ones an operator needs. The worker's own start, Ready and stop stay.
+_LIBRARY_LEVELS = {"faust": "WARNING", "mode": "WARNING", "aiokafka": "WARNING", "faust.worker": "INFO"}
+
+
+def library_levels(level: str) -> dict[str, str]:
+    """Logger name → level for the libraries, at the operator's `level`."""
+    if logging.getLevelName(level) <= logging.DEBUG:
+        return {}
+    return {name: max(lib, level, key=logging.getLevelName) for name, lib in _LIBRARY_LEVELS.items()}
 
 
 def configure(*, log_json: bool, level: str) -> None:
@@ -142,27 +154,31 @@ def configure(*, log_json: bool, level: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_json else TextFormatter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    for name, lib_level in library_levels(level).items():
+        logging.getLogger(name).setLevel(lib_level)
 
 
 def faust_logging_config(*, log_json: bool, level: str) -> dict[str, Any]:
-    """The worker's dictConfig: JSON on stdout, or mode's coloured text on stderr (where mode writes it)."""
+    """The worker's dictConfig: the CLI's own formats (JSON, or TEXT_FORMAT with Faust's tables) on stderr.
+
+    One format per mode, wherever a line comes from (predigest, Faust, mode, aiokafka), and on the stream the
+    other commands log to: an operator reads one terminal, a shipper parses one kind of line.
+    """
     if log_json:
-        formatters: dict[str, Any] = {"json": {"()": f"{__name__}.JsonFormatter"}}
-        handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
+        formatter: dict[str, Any] = {"()": f"{__name__}.JsonFormatter"}
     else:
-        formatters = {
-            "text": {
-                "()": f"{__name__}.FaustTextFormatter",
-                "format": DEFAULT_COLOR_FORMAT,
-                "log_colors": DEFAULT_COLORS,
-                "stream": sys.stderr,  # colours only when this is a terminal
-            }
-        }
-        handler = {"class": "colorlog.StreamHandler", "formatter": "text", "stream": "ext://sys.stderr"}
+        formatter = {"()": f"{__name__}.FaustTextFormatter", "format": TEXT_FORMAT, "stream": sys.stderr}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": formatters,
-        "handlers": {"default": handler},
+        "formatters": {"default": formatter},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "default",
+                "stream": "ext://sys.stderr",
+            }
+        },
         "root": {"level": level, "handlers": ["default"]},
+        "loggers": {name: {"level": lib} for name, lib in library_levels(level).items()},
     }

@@ -69,7 +69,7 @@ async def watch(settings: Settings) -> None:
 async def run(settings: Settings, end: datetime, exit_after: bool, timeout: float = 180.0) -> None:
     """The whole pipeline on one root: worker + watcher, a flush of every axis, then keep running."""
     await kafka_io.ensure_topics(settings)
-    worker = spawn_worker(settings, settings.state_dir)
+    worker = spawn_worker(settings, settings.state_dir, terminal=True)
     stop = asyncio.Event()
     install_stop(stop, before_exit=worker.terminate)  # a forced exit does not leave the worker behind
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))

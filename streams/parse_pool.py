@@ -10,6 +10,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +36,9 @@ def _what(exc: BaseException) -> str:
 
 def _exit_with_parent(parent: int) -> None:
     """In each parse process: exit once the worker is gone (a SIGKILLed worker cannot stop its pool)."""
+    # A Ctrl-C reaches the whole process group: the worker stops its pool, which must not die mid-note with
+    # a KeyboardInterrupt traceback in the operator's terminal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

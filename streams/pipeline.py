@@ -349,6 +349,14 @@ class Pipeline:
         # Everything read from the state before the await below: the window agent may store a new version of a
         # note meanwhile, which would then show as both a source and superseded.
         living = self.state.living_document(axis.name)
+        if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
+            log.warning(
+                "briefing %s without its living document: %s never reached the worker (not published, or older "
+                "than the documents topic's retention); its sections show as TBD until the file changes",
+                axis.name,
+                axis.living_doc,
+                extra=doc_context(axis.living_doc, axis.name),
+            )
         other_living = {a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis}
         superseded = self.state.superseded_summaries(axis.name, window)
         rejected = self.state.rejections(window)

@@ -21,7 +21,7 @@ from streams import kafka_io
 from streams.errors import BrokerUnavailableError
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
-from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
+from streams.replay import ReplayProgress, replay_briefings, replay_documents
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,6 @@ class StateSync:
             emitted,
             self._clock.monotonic() - started,
         )
-        warn_missing_living(self._settings, self._pipeline().state, self._ownership.owned_axes())
 
     async def refresh_briefings(self) -> int:
         """Restore every emission on `predigest.briefings` the state does not hold yet; how many records."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import IO, Any
 
-from faust.worker import Worker
+from faust import worker
 
 from sinks.clock import Clock
 from streams import logs
@@ -14,7 +14,7 @@ from streams.settings import Settings
 log = logging.getLogger("faust.worker")
 
 
-class LoggingWorker(Worker):
+class Worker(worker.Worker):
     """mode's worker prints to the terminal (`-INT- -INT-…`, a spinner on a TTY); here every word is a log record,
     so a JSON log stays JSON and a text log keeps its one format."""
 
@@ -36,4 +36,4 @@ def run(settings: Settings, clock: Clock) -> None:
 
     app = create_app(settings, clock)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
-    LoggingWorker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
+    Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()

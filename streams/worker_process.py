@@ -42,25 +42,33 @@ def load_dumped_settings(path: Path) -> Settings:
 
 
 def spawn_cli(
-    settings: Settings, workdir: Path, name: str, *command: str, prefix: Sequence[str] = ()
+    settings: Settings,
+    workdir: Path,
+    name: str,
+    *command: str,
+    prefix: Sequence[str] = (),
+    terminal: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """`predigest <command>` as a child process with these settings; its output goes to `<workdir>/<name>.log`.
+    """`predigest <command>` as a child process with these settings; its output goes to `<workdir>/<name>.log`,
+    or with `terminal` to this process's stderr (where `predigest run` logs: the operator reads one stream).
 
     `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler).
     """
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
-    log_file = (workdir / f"{name}.log").open("ab")
+    out = sys.stderr if terminal else (workdir / f"{name}.log").open("ab")
     return subprocess.Popen(
         [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
-        stdout=log_file,
+        stdout=out,
         stderr=subprocess.STDOUT,
         cwd=PROJECT,
     )
 
 
-def spawn_worker(settings: Settings, workdir: Path, *, name: str = "worker") -> subprocess.Popen[bytes]:
-    """Start `predigest worker` with these settings; its output goes to `<workdir>/<name>.log`."""
-    return spawn_cli(settings, workdir, name, "worker")
+def spawn_worker(
+    settings: Settings, workdir: Path, *, name: str = "worker", terminal: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start `predigest worker` with these settings; its output as `spawn_cli` says."""
+    return spawn_cli(settings, workdir, name, "worker", terminal=terminal)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:

@@ -66,9 +66,9 @@ def test_duplicates_are_exact_copies_or_near_ones_above_the_threshold() -> None:
 def test_worker_log_lines_give_the_stored_time(tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
     log.write_text(
-        "[2026-12-03 06:09:15,250] [20328] [INFO] [^Worker]: Ready\n"
-        "[2026-12-03 06:09:17,125] [20328] [INFO] stored inbox/jay/a.md for axis inference\n"
-        "[2026-12-03 06:09:17,500] [20328] [INFO] stored inbox/jay/a.md for axis risk\n"
+        "2026-12-03 06:09:15,250 INFO faust.worker: [^Worker]: Ready\n"
+        "2026-12-03 06:09:17,125 INFO streams.pipeline: stored inbox/jay/a.md for axis inference\n"
+        "2026-12-03 06:09:17,500 INFO streams.pipeline: stored inbox/jay/a.md for axis risk\n"
     )
     found = latency.stored_times(log)
     assert list(found) == ["inbox/jay/a.md"]

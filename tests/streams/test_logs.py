@@ -19,6 +19,7 @@ from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.logs import (
     CONTINUED,
+    TEXT_FORMAT,
     FaustTextFormatter,
     JsonFormatter,
     TextFormatter,
@@ -64,9 +65,14 @@ def test_log_json_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     settings = load_settings()
     assert settings.log_json is True
     config = faust_logging_config(log_json=True, level="INFO")
-    assert config["formatters"]["json"]["()"] == "streams.logs.JsonFormatter"
+    assert config["formatters"]["default"]["()"] == "streams.logs.JsonFormatter"
     text = faust_logging_config(log_json=False, level="INFO")
-    assert text["formatters"]["text"]["()"] == "streams.logs.FaustTextFormatter"
+    assert text["formatters"]["default"]["()"] == "streams.logs.FaustTextFormatter"
+    # The worker's text lines have the CLI's format, and both modes write where the CLI does.
+    assert text["formatters"]["default"]["format"] == TEXT_FORMAT
+    assert (
+        config["handlers"]["default"]["stream"] == text["handlers"]["default"]["stream"] == "ext://sys.stderr"
+    )
 
 
 FORGED = "inbox/jay/x\n[CRITICAL] forged.md"
