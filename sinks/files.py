@@ -8,11 +8,26 @@ from pathlib import Path
 
 import pydantic_core
 
+# Briefings are for the host's readers (an editor, a bind-mounted folder read by another uid): mkstemp's 0600
+# would leave them to the worker's user alone. The umask still applies, as it would to a plain open().
+FILE_MODE = 0o644
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# Read once, at import: os.umask is process-wide, and briefings are written from threads.
+PROCESS_UMASK = _umask()
+
 
 def _atomic_write(target: Path, data: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        os.fchmod(fd, FILE_MODE & ~PROCESS_UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)
             fh.flush()

@@ -28,7 +28,7 @@ log = logging.getLogger("predigest")
 
 def parse_end(text: str | None, clock: Clock) -> datetime:
     if not text:
-        return clock.now()
+        return clock.now().replace(microsecond=0)  # the briefing's file name shows the end to the second
     try:
         end = datetime.fromisoformat(text)
     except ValueError as exc:

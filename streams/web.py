@@ -60,8 +60,9 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
                     {"error": f"unknown axis {unknown}", "axes": [a.name for a in settings.axes]}, status=400
                 )
             now = services.clock.now()
+            default_end = now.replace(microsecond=0)  # to the second, as the briefing's file name shows it
             try:
-                end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else now
+                end = datetime.fromisoformat(request.query["end"]) if "end" in request.query else default_end
             except ValueError:
                 return self.json({"error": "end must be ISO 8601 with an offset"}, status=400)
             try:

@@ -113,11 +113,6 @@ def test_briefings_land_in_one_host_folder_that_compose_never_creates(compose_ch
             assert not out.get("read_only"), name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product: sinks/files.py writes briefings through mkstemp, mode 0600, so on the host only uid 10001 "
-    "or root reads them; it should set 0644 (less the umask) before the rename. Remove this mark then.",
-)
 def test_a_briefing_file_is_readable_by_the_hosts_users(tmp_path: Path) -> None:
     written = BriefingFiles(tmp_path).ensure(
         "inference", "2026-09-27-close", '{"axis": "inference"}', "# E1\n"

@@ -64,3 +64,14 @@ def test_naming() -> None:
     assert briefing_basename("inference", end, "close", SH) == "2026-09-27-inference-e1prep"
     flush = datetime(2026, 9, 27, 14, 15, tzinfo=UTC)
     assert briefing_basename("inference", flush, "flush", SH) == "2026-09-27-inference-e1prep-flush-2215"
+
+
+def test_two_flushes_in_one_minute_have_two_names() -> None:
+    first = datetime(2026, 9, 27, 21, 38, 5, tzinfo=SH)
+    second = datetime(2026, 9, 27, 21, 38, 40, tzinfo=SH)
+    names = {briefing_basename("inference", end, "flush", SH) for end in (first, second)}
+    assert names == {"2026-09-27-inference-e1prep-flush-213805", "2026-09-27-inference-e1prep-flush-213840"}
+    odd = datetime(2026, 9, 27, 21, 38, 40, 250_000, tzinfo=SH)  # an --end typed with a fraction
+    assert (
+        briefing_basename("inference", odd, "flush", SH) == "2026-09-27-inference-e1prep-flush-213840.250000"
+    )

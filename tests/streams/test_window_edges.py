@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from processors.models import Briefing
+from sinks.files import FILE_MODE, PROCESS_UMASK
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -149,3 +150,33 @@ async def test_the_zone_sets_window_bounds_stamps_and_file_names(
     assert (s.out_dir / "inference" / f"{close_name}.md").exists()
     local_end = flush_end.astimezone(ZoneInfo(zone))
     assert f"{local_end:%Y-%m-%d %H:%M}" in (s.out_dir / "inference" / f"{flush_name}.md").read_text()
+
+
+async def test_two_flushes_in_one_minute_keep_both_briefings(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings(zone="Asia/Shanghai")
+    await kafka_io.ensure_topics(s)
+    first_end = datetime(2026, 9, 27, 21, 38, 5, tzinfo=SH)
+    second_end = datetime(2026, 9, 27, 21, 38, 40, tzinfo=SH)
+    note(s.root, "inbox/jay/first.md", first_end - timedelta(hours=1), "first")
+    await publish(s)
+    with running_worker(s, tmp_path):
+        await wait_ingested(s, 60)
+        await send_command(s, "inference", "flush", first_end)
+        first = await await_briefing(s, "inference", first_end, "flush", 60)
+        note(s.root, "inbox/jay/second.md", first_end + timedelta(seconds=10), "second")
+        await publish(s)
+        await wait_ingested(s, 60)
+        await send_command(s, "inference", "flush", second_end)
+        second = await await_briefing(s, "inference", second_end, "flush", 60)
+    folder = s.out_dir / "inference"
+    one = Briefing.model_validate_json((folder / "2026-09-27-inference-e1prep-flush-213805.json").read_text())
+    two = Briefing.model_validate_json((folder / "2026-09-27-inference-e1prep-flush-213840.json").read_text())
+    assert (one, two) == (first, second)  # the first briefing is still on disk, next to the second
+    assert paths(one) == {"inbox/jay/first.md"} and paths(two) == {
+        "inbox/jay/first.md",
+        "inbox/jay/second.md",
+    }
+    mode = (folder / "2026-09-27-inference-e1prep-flush-213805.md").stat().st_mode & 0o777
+    assert mode == FILE_MODE & ~PROCESS_UMASK  # readable by the host's users, as a file they saved would be
