@@ -1,4 +1,4 @@
-"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, backfill, kafka."""
+"""The `predigest` command: watch, worker, flush, status, check, rebuild, once, run, backfill, kafka."""
 
 from __future__ import annotations
 
@@ -109,6 +109,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )
+    c = sub.add_parser(
+        "check",
+        parents=common,
+        help="is all ready? config, root, living documents, unstamped notes, ports, Kafka (exit 1 if not)",
+    )
+    c.add_argument("--root")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
     k = sub.add_parser("kafka", parents=common, help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -138,6 +145,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
         return commands.kafka(settings, args.action)
     if command == "status":  # HTTP only: no broker needed
         return commands.status(settings, args.worker, args.json)
+    if command == "check":  # reports what the other commands refuse: never starts anything
+        return commands.check(settings, Path(args.config) if args.config else None, args.json)
     end = commands.parse_end(getattr(args, "end", None), clock)
     if command == "flush":
         return commands.flush(settings, args.axis, end, clock)

@@ -4,6 +4,7 @@ command that needs them, so that a wrong argument is answered in a second."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -170,6 +171,19 @@ def backfill(settings: Settings, compression: str, show: bool) -> int:
     settings = kafka_local.resolve_bootstrap(settings)
     asyncio.run(bulk.run_cli(settings, cast("bulk.Compression", compression), show=show))
     return 0
+
+
+def check(settings: Settings, config: Path | None, as_json: bool) -> int:
+    """Exit 0 when all is well, 1 when a finding must be fixed first (warnings alone do not fail)."""
+    from streams import check as checks
+
+    rows = checks.findings(settings, config)
+    if as_json:
+        text = json.dumps([dataclasses.asdict(r) for r in rows], indent=2, ensure_ascii=False)
+    else:
+        text = checks.render(rows)
+    sys.stdout.write(text + "\n")
+    return 1 if any(r.status == "fail" for r in rows) else 0
 
 
 def kafka(settings: Settings, action: str) -> int:
