@@ -153,6 +153,9 @@ class Relevance(Frozen):
     code: RelevanceCode
     stars: int
     score: float
+    # The axis profile's terms (keywords, the living document's vocabulary) the source uses, most frequent first:
+    # the evidence behind `score`, for `predigest explain`. Empty in briefings written before it was recorded.
+    terms: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from processors.tokens import axis_terms, normalise, note_index, note_terms, ter
 LIVING_SHARE = 0.4
 KEYWORD_SOFTNESS = 0.5  # soft-OR exponent: one keyword saturated gives ~0.7 keyword evidence, not 1.0
 LIVING_TERMS = 40  # the living document's most characteristic terms that join its axis profile
+EVIDENCE_TERMS = 8  # the profile terms a source entry names as the evidence behind its score
 K1, B = 1.2, 0.75  # BM25's usual term saturation and length normalisation
 
 
@@ -118,6 +119,13 @@ class AxisSpace:
         if counts is None:
             counts = doc_counts(doc, self._keep)
         return self._profile_scores(counts, self._lengths.get(doc.path) or doc.length or sum(counts.values()))
+
+    def evidence(self, doc: DocumentSummary, axis: str, limit: int = EVIDENCE_TERMS) -> tuple[str, ...]:
+        """The axis profile's terms the document uses, most frequent first: what its score was made of."""
+        counts = self._counts.get(doc.path) or doc_counts(doc, self._keep)
+        index = self._profile_index()
+        hits = [t for t in index.keys() & counts.keys() if any(name == axis for name, _ in index[t])]
+        return tuple(sorted(hits, key=lambda t: (-counts[t], t))[:limit])
 
     def score_text(self, text: str, axis: str) -> float:
         """A section's score against one axis profile."""
@@ -234,11 +242,16 @@ def relevance(
     scores: Mapping[str, float],
     rules: RelevanceRules | None = None,
     lang: Lang = "zh",
+    terms: tuple[str, ...] = (),
 ) -> Relevance:
-    """The code, label (in `lang`), stars and score of `doc` for `axis`."""
+    """The code, label (in `lang`), stars and score of `doc` for `axis`, with the terms behind the score."""
     code = relevance_code(doc, axis, scores, rules or RelevanceRules())
     return Relevance.model_construct(
-        label=relevance_label(code, lang), code=code, stars=STARS.get(code, 0), score=scores.get(axis, 0.0)
+        label=relevance_label(code, lang),
+        code=code,
+        stars=STARS.get(code, 0),
+        score=scores.get(axis, 0.0),
+        terms=terms,
     )
 
 
@@ -265,6 +278,6 @@ def weigh_sources(
     axes, living = profiles
     space = AxisSpace(kept, axes, living)
     scores = {d.path: space.scores(d) for d in docs}
-    rel = {d.path: relevance(d, axis, scores[d.path], rules, lang) for d in docs}
+    rel = {d.path: relevance(d, axis, scores[d.path], rules, lang, space.evidence(d, axis)) for d in docs}
     low = frozenset(d.path for d in docs if rel[d.path].code == "low")
     return Weights(space=space, scores=scores, rel=rel, low=low, rules=rules)

@@ -200,6 +200,8 @@ def superseded_entries(
     out = []
     for d in sorted(superseded, key=lambda d: (d.event_time, d.path)):
         if in_window(d.event_time, window):
-            rel = relevance(d, axis, weights.space.scores(d), weights.rules, lang)
+            rel = relevance(
+                d, axis, weights.space.scores(d), weights.rules, lang, weights.space.evidence(d, axis)
+            )
             out.append(source_entry(d, axis, rel, "superseded", None, lang))
     return out

@@ -53,6 +53,17 @@ def test_a_note_on_the_axis_gets_more_stars_than_one_mainly_about_another_axis()
     assert on.score > off.score
 
 
+def test_the_terms_behind_a_score_are_the_axis_profile_terms_the_note_uses() -> None:
+    space = AxisSpace([ON_AXIS, OFF_AXIS, LOW], AXES, {})
+    on = space.evidence(ON_AXIS, "inference")
+    assert {"vllm", "推理", "kv", "cache", "ttft"} <= set(on) and on.index("kv") < on.index(
+        "ttft"
+    )  # twice, once
+    assert set(on) <= set(space.keywords["inference"])  # no living document here: keywords only
+    assert space.evidence(LOW, "inference") == ()  # a score of nothing has no evidence
+    assert not set(space.evidence(OFF_AXIS, "inference")) & {"gpu", "kubernetes"}  # another axis's words
+
+
 def test_a_note_far_from_every_axis_is_low_with_fewer_stars_than_medium() -> None:
     low = _rel(LOW)
     assert (low.code, low.label, low.stars) == ("low", "低", 2)
