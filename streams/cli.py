@@ -1,4 +1,4 @@
-"""The `predigest` command: watch, worker, flush, status, check, rebuild, once, run, backfill, kafka."""
+"""The `predigest` command: watch, worker, flush, status, check, explain, rebuild, once, run, backfill, kafka."""
 
 from __future__ import annotations
 
@@ -116,6 +116,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--root")
     c.add_argument("--json", action="store_true", help="machine-readable output")
+    e = sub.add_parser(
+        "explain",
+        parents=common,
+        help="what the latest briefing of each axis said about one note: score, terms, duplicate, increment",
+    )
+    e.add_argument("path", help="the note (under the root, or root-relative as briefings name it)")
+    e.add_argument("--axis", help="one axis (default: every configured axis)")
+    e.add_argument("--root")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
     k = sub.add_parser("kafka", parents=common, help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -145,6 +154,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
         return commands.kafka(settings, args.action)
     if command == "status":  # HTTP only: no broker needed
         return commands.status(settings, args.worker, args.json)
+    if command == "explain":  # reads the briefings as written: no broker, no worker
+        return commands.explain(settings, args.path, args.axis, args.json)
     if command == "check":  # reports what the other commands refuse: never starts anything
         return commands.check(settings, Path(args.config) if args.config else None, args.json)
     end = commands.parse_end(getattr(args, "end", None), clock)

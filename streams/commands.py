@@ -186,6 +186,22 @@ def check(settings: Settings, config: Path | None, as_json: bool) -> int:
     return 1 if any(r.status == "fail" for r in rows) else 0
 
 
+def explain(settings: Settings, path: str, axis: str | None, as_json: bool) -> int:
+    """Exit 0 when a briefing lists the note (for the axis asked, or any), 1 when none does yet."""
+    from streams import explain as why
+
+    rel, answers = why.explain(settings, path, axis)
+    if as_json:
+        body = [
+            {"axis": a.axis, "briefing": str(a.briefing) if a.briefing else None, **a.said} for a in answers
+        ]
+        text = json.dumps({"path": rel, "axes": body}, indent=2, ensure_ascii=False)
+    else:
+        text = why.render(rel, answers, settings)
+    sys.stdout.write(text + "\n")
+    return 0 if any(a.briefing for a in answers) else 1
+
+
 def kafka(settings: Settings, action: str) -> int:
     if action == "start":
         log.info("bootstrap %s", kafka_local.ensure_local_broker(settings))

@@ -1,0 +1,74 @@
+"""`predigest explain PATH`: the latest briefing's own words about one note, read back, never recomputed."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from processors.models import Briefing
+from processors.naming import briefing_basename
+from sinks.files import BriefingFiles
+from tests.processors.notes import END, SH, brief, example_documents
+from tests.streams.test_cli_errors import predigest
+
+REPOST = "inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"
+ORIGINAL = "inbox/jay/2026-09-27-1620-csdn-inference-engineering-llmops-speculative-decoding-sep27.md"
+
+
+def written(out: Path, briefing: Briefing) -> None:
+    name = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, SH)
+    BriefingFiles(out).ensure(briefing.axis, name, briefing.model_dump_json(by_alias=True), "# E1\n")
+
+
+def explain(out: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    done = predigest("explain", *args, "--json", env={"PREDIGEST_OUT_DIR": str(out)})
+    assert done.stderr == "", done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_explain_says_what_the_latest_briefing_said(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    docs = example_documents()
+    briefing = brief(docs)
+    written(out, brief(docs[:3], end=END - timedelta(days=1)))  # an older briefing of the axis
+    written(out, briefing)
+    sources = {s.path: s for s in briefing.sources}
+
+    code, said = explain(out, REPOST, "--axis", "inference")
+    assert code == 0 and said["path"] == REPOST
+    (axis,) = said["axes"]
+    assert axis["briefing"].endswith("2026-09-27-inference-e1prep.json")
+    assert axis["relevance"]["score"] == sources[REPOST].relevance.score
+    assert axis["terms"] == list(sources[REPOST].relevance.terms) and axis["terms"]
+    assert axis["duplicate_of"]["path"] == ORIGINAL and axis["duplicate_of"]["kind"] == "near"
+    assert axis["no_increment"]["code"] == "duplicate"
+
+    used = next(s.path for s in briefing.sources if s.status == "used")
+    code, said = explain(out, str(Path("examples/root") / used), "--axis", "inference")
+    (axis,) = said["axes"]
+    ranks = [i.rank for i in briefing.increments if any(s.split("#")[0] == used for s in i.sources)]
+    assert [i["rank"] for i in axis["increments"]] == ranks and ranks
+    assert "no_increment" not in axis
+
+
+def test_a_note_no_briefing_lists_answers_1_and_an_unknown_axis_2(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    written(out, brief(example_documents()))
+    code, said = explain(out, "inbox/jay/never-written.md")
+    assert code == 1 and all(a["briefing"] is None for a in said["axes"])
+    assert [a["axis"] for a in said["axes"]] == ["inference", "llm-infra", "risk", "llm-application"]
+    done = predigest("explain", REPOST, "--axis", "nope", env={"PREDIGEST_OUT_DIR": str(out)})
+    assert done.returncode == 2 and "axis 'nope' is not configured" in done.stderr
+
+
+def test_the_text_answer_is_in_the_briefings_words(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    briefing = brief(example_documents())
+    written(out, briefing)
+    done = predigest("explain", REPOST, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
+    reason = next(n.reason for n in briefing.no_increment_sources if n.path == REPOST)
+    assert done.returncode == 0
+    assert f"no increment  {reason} (duplicate)" in done.stdout
+    assert f"duplicate  of {ORIGINAL} (near, similarity" in done.stdout
