@@ -170,7 +170,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
         request = commands.OnceRequest(args.axis, end, args.trigger, args.timeout)
         return commands.once(settings, request, clock)
     if command == "run":
-        return commands.run(settings, end, args.exit, clock)
+        return commands.run(settings, commands.RunRequest(end, bool(args.end), args.exit), clock)
     if command == "watch":
         return commands.watch(settings)
     if command == "backfill":

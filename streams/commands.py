@@ -112,6 +112,17 @@ class OnceRequest:
     timeout: float
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What `predigest run` was asked for: the first flush's window end, whether that end was given (an
+    archive's window, as in `make run`), and whether to stop after the first briefings."""
+
+    end: datetime
+    archive: bool
+    exit_after: bool
+    timeout: float = 180.0
+
+
 def once_settings(settings: Settings) -> Settings:
     """Fresh topics, group and free ports for one run, so a re-run never sees an earlier one's records."""
     run_id = uuid4().hex[:8]
@@ -150,11 +161,34 @@ def once(settings: Settings, request: OnceRequest, clock: Clock) -> int:
     return 0
 
 
-def run(settings: Settings, end: datetime, exit_after: bool, clock: Clock) -> int:
+def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
     from streams import oneshot
 
-    settings = archive_settings(settings, [a.name for a in settings.axes], "flush", end, clock.now())
-    asyncio.run(oneshot.run(kafka_local.resolve_bootstrap(settings), end, exit_after))
+    now = clock.now()
+    settings = archive_settings(settings, [a.name for a in settings.axes], "flush", request.end, now)
+    if request.archive:
+        # The daily close would brief today's window of an archive's root: empty briefings nobody asked for.
+        settings = settings.model_copy(update={"close_enabled": False})
+        log.info(
+            "--end names an archive's window: the daily close is off (run without --end for a live root)"
+        )
+    local = not settings.kafka.bootstrap
+    started = local and not kafka_local.local_broker_running(settings)
+    settings = kafka_local.resolve_bootstrap(settings)
+    try:
+        asyncio.run(oneshot.run(settings, request))
+    finally:
+        if started:
+            log.info(
+                "stopping the local Kafka broker this run started (its data stays in %s)",
+                settings.kafka_cache,
+            )
+            kafka_local.stop_local_broker(settings)
+        elif local:
+            log.info(
+                "the local Kafka broker at %s keeps running (it ran before this run): `predigest kafka stop` stops it",
+                settings.kafka.bootstrap,
+            )
     return 0
 
 

@@ -44,12 +44,20 @@ def stop_broker(cache: Path, data_dir: Path) -> None:
 
 def ensure_local_broker(settings: Settings) -> str:
     """Return the bootstrap of the embedded broker, starting it (and fetching Kafka) if needed."""
+    if local_broker_running(settings):
+        # `start` finds the running one and starts nothing.
+        bootstrap = start_broker(settings.kafka_cache, settings.kafka_cache / "run")
+        log.info("no Kafka bootstrap configured: using the local broker at %s", bootstrap)
+        return bootstrap
     log.info("no Kafka bootstrap configured: starting the local broker (cache %s)", settings.kafka_cache)
     bootstrap = start_broker(settings.kafka_cache, settings.kafka_cache / "run")
-    log.info(
-        "local Kafka broker at %s; it outlives this command (`predigest kafka stop` stops it)", bootstrap
-    )
+    log.info("local Kafka broker started at %s (`predigest kafka stop` stops it)", bootstrap)
     return bootstrap
+
+
+def local_broker_running(settings: Settings) -> bool:
+    """Whether the local broker of `kafka_cache` runs and answers now (nothing is started)."""
+    return _run(["status", str(settings.kafka_cache / "run")], settings.kafka_cache, 30).returncode == 0
 
 
 def stop_local_broker(settings: Settings) -> None:

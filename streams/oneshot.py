@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from processors.models import Trigger
 from processors.naming import briefing_basename
@@ -15,6 +17,9 @@ from streams.settings import Settings
 from streams.stopping import install_stop
 from streams.watcher import publish_root
 from streams.worker_process import spawn_worker, stop_process
+
+if TYPE_CHECKING:
+    from streams.commands import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +71,35 @@ async def watch(settings: Settings) -> None:
     await publish_root(settings, follow=True, stop=stop)
 
 
-async def run(settings: Settings, end: datetime, exit_after: bool, timeout: float = 180.0) -> None:
+def _a_note(root: Path) -> str:
+    """A writer's note of the root to name in the hint (not an axis's briefing), or the inbox itself."""
+    notes = sorted(p for p in (root / "inbox").glob("*/*.md") if "-e1prep" not in p.name)
+    return str(notes[0]) if notes else str(root / "inbox")
+
+
+def flush_hint(settings: Settings, request: RunRequest) -> str:
+    """How to see an edit: a configured axis, and for an archive's window a later end (each end is briefed once;
+    a flush without an end asks for now, which an archive's notes are far from)."""
+    query = f"axis={settings.axes[0].name}"
+    if request.archive:
+        query += "&end=" + quote((request.end + timedelta(minutes=1)).isoformat())
+    auth = ' -H "Authorization: Bearer $PREDIGEST_TOKEN"' if settings.token else ""
+    url = f"http://{settings.web_host}:{settings.web_port}/flush?{query}"
+    later = ", a later end each time" if request.archive else ""
+    return (
+        f"to brief an edit: change a note (e.g. {_a_note(settings.root)}), then flush again{later}: "
+        f"curl -X POST -H 'X-Predigest-Request: 1'{auth} '{url}'"
+    )
+
+
+async def run(settings: Settings, request: RunRequest) -> None:
     """The whole pipeline on one root: worker + watcher, a flush of every axis, then keep running."""
     await kafka_io.ensure_topics(settings)
     worker = spawn_worker(settings, settings.state_dir, terminal=True)
     stop = asyncio.Event()
     install_stop(stop, before_exit=worker.terminate)  # a forced exit does not leave the worker behind
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    end, timeout = request.end, request.timeout
     try:
         await asyncio.sleep(2)  # the watcher's startup scan goes first
         await wait_ingested(settings, timeout)
@@ -83,12 +110,8 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
             log.info("briefing: %s", briefing_path(settings, axis.name, end, "flush").resolve())
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
-        log.info(
-            "flush again: curl -X POST -H 'X-Predigest-Request: 1' 'http://%s:%d/flush?axis=inference'",
-            settings.web_host,
-            settings.web_port,
-        )
-        if not exit_after:
+        log.info("%s", flush_hint(settings, request))
+        if not request.exit_after:
             log.info("running; Ctrl-C stops the watcher and the worker")
             await stop.wait()
     finally:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from uuid import uuid4
 
+import httpx
 import pytest
 
 from streams.worker_process import free_port
@@ -53,3 +58,90 @@ def test_run_logs_the_worker_on_its_stderr_all_json(kafka_bootstrap: str, tmp_pa
     assert any("briefing risk " in m for m in missing), said
     assert not [m for m in missing if "inference" in m or "llm-infra" in m], missing
     assert not [r for r in records if r["level"] in ("ERROR", "CRITICAL")], records
+
+
+def _wait_for_line(log: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text(errors="replace")[-4000:]
+        for line in log.read_text(errors="replace").splitlines():
+            if needle in line:
+                return line
+        time.sleep(0.5)
+    raise AssertionError(f"no {needle!r} in {log.read_text(errors='replace')[-4000:]}")
+
+
+def test_make_runs_hint_briefs_an_edit_and_ctrl_c_stops_it(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """What `make run` does on the example root, then what its printed hint tells a new user to do."""
+    root = tmp_path / "root"
+    shutil.copytree(PROJECT / "examples/root", root)
+    run_id = uuid4().hex[:8]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PREDIGEST_KAFKA__BOOTSTRAP": kafka_bootstrap,
+        "PREDIGEST_KAFKA__TOPIC_PREFIX": f"run{run_id}",
+        "PREDIGEST_APP_ID": f"run{run_id}",
+        "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
+        "PREDIGEST_OUT_DIR": str(tmp_path / "out"),
+        "PREDIGEST_WEB_PORT": str(free_port()),
+        "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
+    }
+    log = tmp_path / "run.log"
+    predigest = Path(sys.executable).parent / "predigest"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(predigest), "run", "--root", str(root), "--end", END], cwd=PROJECT, env=env, stderr=out
+        )
+    try:
+        hint = _wait_for_line(log, "to brief an edit", proc, 180)
+        note = Path(re.search(r"\(e\.g\. (\S+)\)", hint)[1])  # type: ignore[index]
+        url = re.search(r"'(http://\S+)'", hint)[1]  # type: ignore[index]
+        assert "axis=inference" in url and "end=2026-09-27T22%3A21%3A00%2B08%3A00" in url
+        note.write_text(note.read_text(encoding="utf-8") + "\n## Edited\nvLLM 推理 EDITED-MARK 4.2× TTFT.\n")
+        time.sleep(3)  # quiet_seconds, then the watcher publishes it
+        answer = httpx.post(url, headers={"X-Predigest-Request": "1"}, timeout=10)
+        assert answer.status_code == 202, answer.text
+        again = tmp_path / "out/inference/2026-09-27-inference-e1prep-flush-2221.md"
+        _wait_for_line(log, "emitted briefing inference ending 2026-09-27T22:21:00+08:00", proc, 90)
+        briefing = json.loads(again.with_suffix(".json").read_text(encoding="utf-8"))
+        listed = {
+            s["status"]: s for s in briefing["sources"] if s["path"] == note.relative_to(root).as_posix()
+        }
+        assert listed.keys() == {"used", "superseded"}, listed.keys()
+        assert listed["used"]["bytes"] == note.stat().st_size  # the edited version, the first one superseded
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    briefed = sorted(p.name for p in (tmp_path / "out").rglob("*.md"))
+    assert all("-flush-" in name for name in briefed), briefed  # no close of today's (empty) window
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_run_stops_the_local_broker_it_started(tmp_path: Path) -> None:
+    cache = tmp_path / "kafka"
+    for libs in (PROJECT / ".cache/kafka").glob("libs-*"):
+        shutil.copytree(libs, cache / libs.name)  # the jars only: no broker runs in this cache
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PREDIGEST_KAFKA_CACHE": str(cache),
+        "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
+        "PREDIGEST_OUT_DIR": str(tmp_path / "out"),
+        "PREDIGEST_WEB_PORT": str(free_port()),
+        "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
+    }
+    predigest = Path(sys.executable).parent / "predigest"
+    done = subprocess.run(
+        [str(predigest), "run", "--root", "examples/root", "--end", END, "--exit"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "local Kafka broker started at" in done.stderr
+    assert "stopping the local Kafka broker this run started" in done.stderr
+    assert not (cache / "run" / "kafka.pid").exists()  # kafka.sh stop removes it once the JVM is gone
