@@ -94,7 +94,10 @@ def test_a_hostile_note_briefs_to_inert_markdown(lang: str) -> None:
     # A viewer fetches nothing, runs nothing and follows only web links. Key points are the parsed text of the
     # note (a link is its text), so the payloads are words: nothing of them is clickable.
     assert images == [] and raw == [] and only_web(links), links
-    assert "  - vLLM KV cache 推理 click 吞吐 3.8×\n" in text and "  - vLLM 推理 payload and v TTFT 12 ms\n" in text
+    assert (
+        "  - vLLM KV cache 推理 click 吞吐 3.8×\n" in text
+        and "  - vLLM 推理 payload and v TTFT 12 ms\n" in text
+    )
     assert not any(f"]({scheme}" in text for scheme in ("javascript:", "data:", "vbscript:"))
     assert "<img" not in text and "<script" not in text and "<a " not in text
     # No bidi control reaches the reader: each is shown, in the path, the title and the id line.
@@ -174,3 +177,16 @@ def test_a_rejected_file_is_shown_by_its_code_in_the_briefing_language() -> None
     assert "- inbox/jay/2026-09-27-bin.md（拒收：二进制文件（含 NUL 字节））" in zh
     assert "- inbox/jay/2026-09-27-bin.md (rejected: binary file (NUL bytes))" in en
     assert "- inbox/jay/2026-09-27-old.md (rejected: recorded before codes)" in en
+
+
+def test_a_window_of_many_ids_names_a_few_in_the_summary_and_lists_them_all_in_4() -> None:
+    ids = [f"2609.{30000 + i}" for i in range(40)]
+    digest = note(
+        "inbox/tom/2026-09-27-0900-daily.md",
+        "# vLLM 推理 daily\n\n"
+        + "".join(f"- vLLM KV cache 推理 paper arXiv:{i} 吞吐 1.{n}×\n" for n, i in enumerate(ids)),
+    )
+    text = render_markdown(brief([digest]), zone=SH)
+    summary = next(line for line in text.splitlines() if line.startswith("- 涉及 arXiv 号"))
+    assert summary.count("2609.") == 12 and "… 另 28 个见四" in summary
+    assert sum(1 for line in text.splitlines() if line.startswith("| 2609.3")) == 40
