@@ -162,7 +162,9 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     def id_run(ids: Sequence[str]) -> str:
         # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
         shown = " / ".join(ids[:SUMMARY_IDS]) or "—"
-        return shown + (" " + t["more_ids"].format(n=len(ids) - SUMMARY_IDS) if len(ids) > SUMMARY_IDS else "")
+        return shown + (
+            " " + t["more_ids"].format(n=len(ids) - SUMMARY_IDS) if len(ids) > SUMMARY_IDS else ""
+        )
 
     lo, hi = b.summary.target_range
     return _ENV.get_template("briefing.md.j2").render(
