@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -10,7 +9,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
-from processors.documents import parse_document
+from processors.documents import is_blank, parse_document
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile
 from processors.tokens import axis_terms
@@ -31,7 +30,7 @@ _REJECTION_LABELS = (
 )
 # Phrases of a kept document's warnings → metric label.
 _WARNING_LABELS = (
-    ("not valid utf-8", "decode"),
+    ("not valid utf-", "decode"),
     ("front matter", "front_matter"),
     ("no date stamp", "no_stamp"),
     ("arxiv id", "arxiv_id"),
@@ -111,7 +110,7 @@ def route_raw(
         return to_every_axis("deletion", raw, seen_at, axes, raw_offset)
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
-        if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
+        if is_blank(raw.content):
             # Usually a note caught between create and first write; its next version is stored as usual.
             raise ParseError(f"{raw.path}: file is empty; nothing to brief")
     except ParseError as exc:
