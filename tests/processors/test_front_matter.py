@@ -95,9 +95,11 @@ def test_ordinary_aliases_and_a_long_field_are_read() -> None:
 
 def test_the_weight_counts_every_alias_as_a_copy_and_each_shared_node_once() -> None:
     node = yaml.compose("s: &s abcd\nl: [*s, *s, *s]", Loader=yaml.SafeLoader)
+    assert node is not None
     # mapping 1 + "s" 2 + "abcd" 5 + "l" 2 + list 1 + three copies of "abcd" 15
     assert expanded_size(node, MAX_EXPANDED) == 26
     wide = yaml.compose("a: &a [" + ", ".join(["x"] * 100) + "]\nb: [" + ", ".join(["*a"] * 100) + "]")
+    assert wide is not None
     assert expanded_size(wide, 1000) == 1001  # capped, not counted to the end
 
 
