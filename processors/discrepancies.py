@@ -17,9 +17,10 @@ from processors.models import Claim, Discrepancy, DiscrepancyKind, Document, Doc
 from processors.tokens import terms
 from processors.units import Unit, section_ref, urls_in
 
-# `vLLM 0.3.3`, `vLLM v0.30.0`, `Claude Code 2.1.114`, `TensorRT-LLM v1.2.1`; not `>= 1.2.4` constraints.
+# `vLLM 0.3.3`, `vLLM v0.30.0`, `Claude Code 2.1.114`, `TensorRT-LLM v1.2.1`; not `>= 1.2.4` constraints. A
+# product starts at a word's start, never after its `-` or `+` (from each of them `a-a-a-…` was read again).
 _VERSION = re.compile(
-    r"(?<![\w.>=<~^!])(?P<product>[A-Za-z][A-Za-z0-9+_-]*(?: [A-Z][A-Za-z0-9+_-]*)?)\s+"
+    r"(?<![\w.>=<~^!+-])(?P<product>[A-Za-z][A-Za-z0-9+_-]*(?: [A-Z][A-Za-z0-9+_-]*)?)\s+"
     r"(?P<op>[><=~^!]=?\s*)?v?(?P<version>\d+(?:\.\d+){1,3})(?![\w.+%×倍])"
 )
 _NOT_PRODUCTS = frozenset(

@@ -13,7 +13,9 @@ from processors.structure import parse_structure
 from processors.tfidf import Vector, cosine
 
 _SEPARATORS = re.compile(r"[/；;，,、。\n]")
-_OPEN = re.compile(r"[（(]\s*$|\s*(?:arxiv|arXiv)\s*[: ]?\s*$")
+# What opens an id's mention at the end of the text before it: `(`, `arXiv:`. A match starts at the first space of
+# a run and takes the run once; from every space, split every way, a long run cost quadratic time.
+_OPEN = re.compile(r"[（(]\s*$|(?<!\s)\s*(?:arxiv|arXiv)(?>\s*[: ]?\s*)$")
 
 
 class LivingSection(Frozen):
@@ -100,6 +102,16 @@ def _link_names(text: str) -> dict[str, str]:
     return out
 
 
+def _before_open_bracket(text: str) -> str:
+    """The text up to its first bracket that nothing closes: `Foo (see` → `Foo `.
+
+    Not `[（(][^）)]*$`: from every `(` that scan ran to the next `)`, quadratic in a run of `(`.
+    """
+    closed = max(text.rfind(")"), text.rfind("）"))
+    opened = [i for i in (text.find("(", closed + 1), text.find("（", closed + 1)) if i >= 0]
+    return text[: min(opened)] if opened else text
+
+
 def anchored_names(section: LivingSection, limit: int = 6, first: Collection[str] = ()) -> list[str]:
     """Short names of what a section already anchors (the ids in `first` leading): link texts, else the
     words right before each id."""
@@ -117,7 +129,7 @@ def anchored_names(section: LivingSection, limit: int = 6, first: Collection[str
         if pos < 0:
             continue
         before = _OPEN.sub("", section.text[:pos])
-        before = re.sub(r"[（(][^）)]*$", "", before)
+        before = _before_open_bracket(before)
         name = _SEPARATORS.split(before)[-1].strip(" ：:—-*")
         if name and len(name) <= 40 and name not in names:
             names.append(name)

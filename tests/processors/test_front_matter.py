@@ -106,7 +106,9 @@ def test_the_weight_counts_every_alias_as_a_copy_and_each_shared_node_once() -> 
 def test_parse_time_of_nested_aliases_grows_with_the_text_not_the_expansion() -> None:
     # Each level doubles the expansion; the time must follow the 2x text, not the 2^n expansion.
     def seconds(levels: int) -> float:
-        front = "\n".join(["l0: &l0 [x, x]"] + [f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]" for i in range(1, levels)])
+        front = "\n".join(
+            ["l0: &l0 [x, x]"] + [f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]" for i in range(1, levels)]
+        )
         warnings: list[str] = []
         start = time.process_time()
         for _ in range(20):
