@@ -111,8 +111,10 @@ def changed_paths(
     listing: Mapping[str, Stat], known: Mapping[str, Stat]
 ) -> tuple[list[tuple[str, Stat]], list[str]]:
     """What a scan found against the ledger: (paths new or changed, with their stat), and paths gone; sorted."""
-    # Set differences of the dicts' views run in C: 100,000 paths in milliseconds.
-    return sorted(listing.items() - known.items()), sorted(known.keys() - listing.keys())
+    # A loop, not a set difference of the items: hashing 100,000 (path, (size, mtime)) pairs costs more.
+    changed = [(rel, st) for rel, st in listing.items() if known.get(rel) != st]
+    gone = [rel for rel in known if rel not in listing]
+    return sorted(changed), sorted(gone)
 
 
 def under(folder: str, paths: Iterable[str]) -> list[str]:

@@ -31,7 +31,7 @@ from streams.publisher import Publisher
 from streams.raw_producer import RawProducer
 from streams.renames import RenameWatch
 from streams.settings import Settings
-from streams.tree_listing import TreeListing
+from streams.tree_listing import Changes, TreeListing
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,12 @@ class Watcher:
 
     async def rescan(self) -> tuple[int, int]:
         """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
-        found = await asyncio.to_thread(self._tree.changes, self._ledger.stats())
+        began = time.monotonic()
+        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats())
+        kind = "full" if found.full else "changed_folders"
+        self._metrics.watcher_rescan.labels(kind).observe(time.monotonic() - began)
+        self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
+        self._metrics.watcher_files.set(found.files)
         changed, gone = found.changed, found.gone
         now = self._clock()
         for rel, seen in changed:
@@ -143,6 +148,12 @@ class Watcher:
             self._quiet.mark(rel, self._stat(rel), now, urgent=False)
         self._beat()
         return len(changed), len(gone)
+
+    def _list(self, known: dict[str, Stat]) -> tuple[Changes, float]:
+        """In a thread: what changed against `known`, and the CPU time it took."""
+        began = time.thread_time()
+        found = self._tree.changes(known)
+        return found, time.thread_time() - began
 
     async def drain(self) -> int:
         """Publish everything pending, waiting for each file to be quiet (the one-shot scan)."""
