@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 
 import pydantic_core
 
 from processors.models import Briefing
+
+log = logging.getLogger(__name__)
+
+# What `_atomic_write` names its temp files (mkstemp: the prefix, then eight of [a-z0-9_]), and only that.
+_TEMP = re.compile(r"^\..+\.(?:md|json)\.[a-z0-9_]{8}$")
+STALE_TEMP_SECONDS = 60.0  # a write takes well under a second; a younger temp file may be another worker's
+
+
+def remove_stale_temps(out_dir: Path, now: float | None = None) -> list[Path]:
+    """Remove the temp files an interrupted briefing write left in `<out>/<axis>/` (a worker killed mid-write):
+    this writer's own names only, and only those untouched for a minute."""
+    now = time.time() if now is None else now
+    removed = []
+    for folder in out_dir.iterdir() if out_dir.is_dir() else ():
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in folder.iterdir():
+            try:
+                st = path.lstat()
+                if _TEMP.match(path.name) and path.is_file() and now - st.st_mtime > STALE_TEMP_SECONDS:
+                    path.unlink()
+                    removed.append(path)
+            except OSError:  # gone meanwhile, or not ours to remove: leave it
+                continue
+    return removed
 
 
 def _atomic_write(target: Path, data: str) -> None:
@@ -43,10 +71,17 @@ def pretty_json(briefing_json: str) -> str:
 
 
 class BriefingFiles:
-    """Writes `<out>/<axis>/<basename>.md` and `.json`."""
+    """Writes `<out>/<axis>/<basename>.md` and `.json`; at start, removes what an interrupted write left."""
 
     def __init__(self, out_dir: Path) -> None:
         self._out = out_dir
+        removed = remove_stale_temps(out_dir)
+        if removed:
+            log.warning(
+                "removed %d temp file(s) left by an interrupted briefing write: %s",
+                len(removed),
+                ", ".join(str(p) for p in removed[:5]),
+            )
 
     def paths(self, axis: str, basename: str) -> tuple[Path, Path]:
         folder = self._out / axis
