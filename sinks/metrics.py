@@ -8,12 +8,19 @@ from importlib.metadata import PackageNotFoundError, version
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from processors.commands import COMMAND_REFUSALS
+from processors.dead_letters import DEAD_LETTER_REASONS
 
 # File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
+# The (stage, reason) pairs that can happen, at zero from the start so that an alert on increase() sees the first.
+DEAD_LETTER_SERIES = {
+    "raw": ("unreadable", "routing_failed"),
+    "documents": ("unreadable",),
+    "control": tuple(r for r in DEAD_LETTER_REASONS if r != "routing_failed"),
+}
 
 
 def _version() -> str:
@@ -196,6 +203,15 @@ class Metrics:
         # At zero from the start: the set-aside happens at the first assignment, before any scrape, and an
         # alert on increase() must see the series go from 0 to 1.
         self.state_set_aside.labels(reason="unreadable")
+        self.dead_letters = Counter(
+            "predigest_dead_letters_total",
+            "Records sent to the dead-letter topic: unreadable, routing_failed, or a refused command's reason",
+            ["stage", "reason"],
+            registry=r,
+        )
+        for stage, codes in DEAD_LETTER_SERIES.items():
+            for code in codes:
+                self.dead_letters.labels(stage=stage, reason=code)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -124,16 +124,14 @@ class Pipeline:
         self.enricher = enricher
 
     def unreadable(self, stage: str, why: str) -> None:
-        """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
+        """A record no version can read, however often it is delivered: dead-lettered, loudly, and counted."""
         topic = self.settings.kafka.topic(stage)
-        log.error("skipped an unreadable record on %s: %s", topic, why.splitlines()[0] if why else "?")
+        first = why.splitlines()[0] if why else "?"
+        log.error("an unreadable record on %s goes to the dead-letter topic: %s", topic, first)
         self.metrics.records_unreadable.labels(stage=stage).inc()
 
     def refuse_command(self, command: ControlCommand, refused: Refused, position: Position) -> None:
-        """A command that must not be acted on: logged, counted and skipped, never retried.
-
-        The one place a refused command goes; a dead-letter topic would be written from here.
-        """
+        """A command that must not be acted on: logged and counted here, then dead-lettered, never retried."""
         log.warning(
             "refused the %s command %r on %s partition %d offset %d (%s): %s",
             command.trigger,

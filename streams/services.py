@@ -1,5 +1,5 @@
 """What one worker's agents, timers and views share, built once at its start: settings, clock, metrics, ownership,
-the parse pool, the state catch-up and the state itself (opened on first use)."""
+the parse pool, the state catch-up, the dead-letter policy and the state itself (opened on first use)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state
+from streams.dead_letters import DeadLetterPolicy
 from streams.ownership import Ownership
 from streams.parse_pool import ParsePool
 from streams.pipeline import Pipeline, make_enricher, route_params
@@ -54,6 +55,7 @@ class Services:
     parser: ParsePool
     pipeline: LazyPipeline
     sync: StateSync
+    dead: DeadLetterPolicy
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -70,6 +72,7 @@ class Services:
             parser=ParsePool(route_params(settings), settings.parse_processes),
             pipeline=pipeline,
             sync=StateSync(settings, pipeline, ownership, metrics, clock),
+            dead=DeadLetterPolicy(settings, metrics, clock),
         )
 
     async def stop(self) -> None:

@@ -24,6 +24,7 @@ from processors.models import Briefing, ControlCommand, Trigger
 from processors.wire import decode
 from streams.control import new_command
 from streams.failstop import must_finish
+from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
 from tests.streams.pipeline_support import raw_file
@@ -103,12 +104,22 @@ async def test_the_parse_agent_forwards_each_axis_a_record_carrying_the_raw_offs
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 0
 
 
-async def test_an_unreadable_raw_record_is_counted_and_skipped_and_its_batch_goes_on(
+async def test_an_unreadable_raw_record_is_dead_lettered_whole_and_its_batch_goes_on(
     worker: InProcessWorker,
 ) -> None:
     records = await parsed(worker, b"not a raw file", raw_value())
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 1
     assert {decode(value).header.raw_offset for _, value in records} == {1}
+    [letter] = worker.outputs.dead_letters
+    assert (letter.topic, letter.offset, letter.stage, letter.reason) == (
+        worker.settings.kafka.topic("raw"),
+        0,
+        "raw",
+        "unreadable",
+    )
+    assert (letter.key, letter.value) == (b"path", b"not a raw file")  # byte for byte, for a replay
+    assert letter.failed_at == worker.clock.now() and "RawFile" in letter.error
+    assert worker.metric("predigest_dead_letters_total", stage="raw", reason="unreadable") == 1
 
 
 async def test_the_window_agent_stores_a_batch_with_its_offsets(worker: InProcessWorker) -> None:
@@ -185,6 +196,12 @@ async def test_bad_commands_are_refused_or_ignored_and_counted_never_briefed(wor
     assert worker.metric("predigest_records_unreadable_total", stage="control") == 1
     assert worker.metric("predigest_commands_refused_total", reason="end_too_far_ahead") == 1
     assert worker.metric("predigest_commands_refused_total", reason="unknown_axis") == 1
+    # The unreadable and the refused ones are dead-lettered; one for a partition not owned here is not a failure.
+    assert [(x.stage, x.reason, x.key) for x in worker.outputs.dead_letters] == [
+        ("control", "unreadable", b"inference"),
+        ("control", "end_too_far_ahead", b"inference"),
+        ("control", "unknown_axis", b"nope"),
+    ]
     assert worker.metric("predigest_commands_ignored_total", reason="misrouted") == 1
     assert worker.outputs.briefings == []
     assert not worker.settings.out_dir.exists()
@@ -198,3 +215,77 @@ def test_building_the_worker_opens_no_state(tmp_path: Path) -> None:
     assert w.services.pipeline() is w.services.pipeline()  # opened once, on first use
     assert w.settings.state_file.exists()
     w.services.pipeline().state.close()
+
+
+async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_after_the_fix_is_stored_once(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker.own("inference", "llm-infra", "risk", "llm-application")
+
+    def crash(*args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError("a bug in routing")
+
+    async with worker.agents.parse.test_context() as agent:
+        with monkeypatch.context() as bug:
+            bug.setattr("processors.ingest.route_raw", crash)
+            await agent.put(raw_value(), key=b"path")
+            await settled(lambda: len(worker.outputs.dead_letters) == 1, "the dead letter")
+        [letter] = worker.outputs.dead_letters
+        assert letter.reason == "routing_failed" and "a bug in routing" in letter.error
+        # The fix deployed, the dead letter re-driven twice: its value is the raw record it was, byte for byte.
+        for _ in range(2):
+            await agent.put(letter.value, key=letter.key)
+        await settled(lambda: len(worker.outputs.documents) == 3 * 4, "a record per axis of each")
+    await stored(worker, worker.outputs.documents)
+    state = worker.services.pipeline().state
+    assert state.document_count("inference") == 1
+    assert worker.metric("predigest_dead_letters_total", stage="raw", reason="routing_failed") == 1
+
+
+@pytest.fixture
+def stops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The exit codes the dead-letter limit asked for; each stop raises, as the worker's would end it."""
+    codes: list[int] = []
+
+    def stop(code: int) -> NoReturn:
+        codes.append(code)
+        raise StepFailed(f"the worker would exit {code}")
+
+    monkeypatch.setattr("streams.dead_letters.halt", stop)
+    return codes
+
+
+async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_stop_survives_a_restart(
+    tmp_path: Path, stops: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = DeadLetterSettings(max_consecutive=3)
+    settings = in_process_settings(tmp_path, dead_letters=limits)
+    first = in_process_worker(settings, ManualClock(END))
+    garbage = [f"garbage {i}".encode() for i in range(5)]
+    async with first.agents.parse.test_context() as agent:
+        for value in garbage[:3]:
+            await agent.put(value, key=b"path")
+        await settled(lambda: len(first.outputs.dead_letters) == 3, "three dead letters")
+        for value in garbage[3:]:
+            await agent.put(value, key=b"path")
+        await settled(lambda: stops == [78], "the stop")
+    # The fourth in a row stopped it: nothing of its batch was sent, and the batch is not acknowledged.
+    assert len(first.outputs.dead_letters) == 3
+    [line] = [r for r in caplog.records if r.levelname == "CRITICAL"]
+    assert "4 consecutive records failed" in line.getMessage() and "offset 3" in line.getMessage()
+    assert settings.dead_letter_stop_file.exists()
+
+    # Restarted: the record that stopped it comes again and stops it at once; nothing more is skipped.
+    again = in_process_worker(settings, ManualClock(END))
+    async with again.agents.parse.test_context() as agent:
+        await agent.put(garbage[3], key=b"path")
+        await settled(lambda: stops == [78, 78], "the second stop")
+    assert again.outputs.dead_letters == []
+
+    # Fixed: the first record that goes through clears the stop.
+    fixed = in_process_worker(settings, ManualClock(END))
+    async with fixed.agents.parse.test_context() as agent:
+        await agent.put(raw_value(), key=b"path")
+        await agent.put(garbage[4], key=b"path")
+        await settled(lambda: len(fixed.outputs.dead_letters) == 1, "the next failure, dead-lettered")
+    assert not settings.dead_letter_stop_file.exists() and stops == [78, 78]
