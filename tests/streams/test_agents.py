@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from processors.models import Briefing, ControlCommand, Trigger
+from processors.window import window_bounds
 from processors.wire import decode
 from streams.control import new_command
 from streams.failstop import must_finish
@@ -239,6 +240,7 @@ async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_afte
     await stored(worker, worker.outputs.documents)
     state = worker.services.pipeline().state
     assert state.document_count("inference") == 1
+    assert state.rejections(window_bounds(END, timedelta(hours=24))) == []  # a source now, not rejected
     assert worker.metric("predigest_dead_letters_total", stage="raw", reason="routing_failed") == 1
 
 
