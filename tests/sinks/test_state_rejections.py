@@ -50,7 +50,9 @@ def test_a_file_without_a_stamp_is_placed_by_its_mtime(tmp_path: Path) -> None:
     assert [r.path for r in state.rejections(window)] == ["inbox/jay/blob.md"]
 
 
-def test_bytes_rejected_by_a_routing_crash_and_routed_after_the_fix_are_no_longer_listed(tmp_path: Path) -> None:
+def test_bytes_rejected_by_a_routing_crash_and_routed_after_the_fix_are_no_longer_listed(
+    tmp_path: Path,
+) -> None:
     # A dead-lettered note replayed once the bug is fixed: the same bytes, now a document; and then the same
     # bytes crashing again (a later regression) are listed again. The latest record about them decides.
     state = StateStore(tmp_path / "worker.duckdb")
