@@ -209,6 +209,19 @@ class Metrics:
             ["stage", "reason"],
             registry=r,
         )
+        self.briefing_failures = Counter(
+            "predigest_briefing_failures_total",
+            "Attempts to write (or send) an axis's briefing that failed: no_space, permission, read_only, "
+            "not_a_folder, os_error, send, error",
+            ["axis", "reason"],
+            registry=r,
+        )
+        self.briefing_failing = Gauge(
+            "predigest_briefing_failing",
+            "1 while an axis has briefings recorded that cannot be written (retried with back-off); sum: how many",
+            ["axis"],
+            registry=r,
+        )
         for stage, codes in DEAD_LETTER_SERIES.items():
             for code in codes:
                 self.dead_letters.labels(stage=stage, reason=code)
@@ -225,3 +238,4 @@ class Metrics:
                 self.duplicates.labels(axis=axis, kind=kind)
             self.window_documents.labels(axis=axis)
             self.axis_owned.labels(axis=axis)
+            self.briefing_failing.labels(axis=axis)

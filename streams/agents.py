@@ -184,11 +184,17 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
     if not await _owned_here(services, command, position.partition):
         return
     what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
-    emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
-    if emission is not None and not emission.delivered:
-        await must_finish(
-            partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
-        )
+    async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
+        emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
+        # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
+        # acknowledged, and the worker goes on (streams.outbox).
+        if emission is None or not await services.outbox.write(emission):
+            return
+        services.outbox.settle(emission.axis)
+        if not emission.delivered:
+            await must_finish(
+                partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
+            )
 
 
 async def _owned_here(services: Services, command: ControlCommand, partition: int) -> bool:

@@ -189,6 +189,9 @@ class Settings(BaseSettings):
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")
     out_dir: Path = Path("out")
+    # An axis whose briefing files cannot be written is tried again after this long, doubling up to the maximum.
+    briefing_retry_seconds: float = Field(5.0, gt=0)
+    briefing_retry_max_seconds: float = Field(300.0, gt=0)
     kafka_cache: Path = Path(".cache/kafka")
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)

@@ -23,6 +23,7 @@ import pytest
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.window import window_bounds
 from processors.wire import decode
+from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
 from streams.settings import DeadLetterSettings
@@ -291,3 +292,71 @@ async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_
         await agent.put(garbage[4], key=b"path")
         await settled(lambda: len(fixed.outputs.dead_letters) == 1, "the next failure, dead-lettered")
     assert not settings.dead_letter_stop_file.exists() and stops == [78, 78]
+
+
+async def flush_both_with_inference_unwritable(worker: InProcessWorker) -> None:
+    """A file where inference's output folder should be (fails for root too), then a flush of inference and risk."""
+    worker.own("inference", "risk")
+    worker.settings.out_dir.mkdir(parents=True)
+    (worker.settings.out_dir / "inference").write_text("not a folder")
+    async with worker.agents.control.test_context() as agent:
+        for axis in ("inference", "risk"):
+            await agent.put(
+                command(worker, axis).model_dump_json().encode(),
+                key=axis.encode(),
+                partition=worker.partition_of(axis),
+            )
+        await settled(lambda: len(worker.outputs.briefings) == 1, "the risk briefing")
+
+
+async def test_an_axis_whose_folder_cannot_be_written_waits_in_the_outbox_while_the_others_emit(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    assert [axis for axis, _ in worker.outputs.briefings] == ["risk"]  # the other axis is written and sent
+    assert len(list((worker.settings.out_dir / "risk").iterdir())) == 2
+    [failing] = worker.services.outbox.report().items()
+    assert failing[0] == "inference" and (failing[1]["reason"], failing[1]["pending"]) == ("not_a_folder", 1)
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="not_a_folder") == 1
+    assert worker.metric("predigest_briefing_failing", axis="inference") == 1
+    state = worker.services.pipeline().state
+    record = state.emission_record("inference", END, "flush")
+    assert record is not None and not record.delivered  # recorded: the outbox
+
+    send = partial(deliver, worker.services, worker.outputs)
+    await worker.services.outbox.tick(send)  # still broken: tried again, with back-off
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="not_a_folder") == 2
+    (worker.settings.out_dir / "inference").unlink()  # fixed
+    await worker.services.outbox.tick(send)
+    assert len(worker.outputs.briefings) == 1  # not due yet
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    for _ in range(2):
+        await worker.services.outbox.tick(send)
+        worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    assert sorted(axis for axis, _ in worker.outputs.briefings) == ["inference", "risk"]  # once each
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
+    assert worker.services.outbox.report() == {}
+    assert worker.metric("predigest_briefing_failing", axis="inference") == 0
+    record = state.emission_record("inference", END, "flush")
+    assert record is not None and record.delivered
+
+
+async def test_a_briefing_left_in_the_outbox_is_written_and_sent_at_the_next_start(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    worker.services.pipeline().state.close()
+    (worker.settings.out_dir / "inference").unlink()  # fixed while the worker was stopped
+    restarted = in_process_worker(worker.settings, worker.clock)
+    try:
+        send = partial(deliver, restarted.services, restarted.outputs)
+        restarted.own("inference", ready=False)
+        await restarted.services.outbox.tick(send)
+        assert restarted.outputs.briefings == []  # not before the axis's state caught up
+        restarted.own("inference")
+        await restarted.services.outbox.tick(send)
+        [(axis, briefing_json)] = restarted.outputs.briefings
+        assert axis == "inference" and Briefing.model_validate_json(briefing_json).window.end == END
+        assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
+    finally:
+        restarted.services.pipeline().state.close()
