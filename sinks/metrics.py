@@ -59,7 +59,7 @@ class Metrics:
         )
         self.documents_warned = Counter(
             "predigest_documents_warned_total",
-            "Documents kept with a warning (decode fallback, bad front matter, no stamp, bad arXiv id)",
+            "Documents kept with a warning (decode fallback, bad front matter, no stamp, bad arXiv id, many ids)",
             ["reason"],
             registry=r,
         )
