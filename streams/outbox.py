@@ -96,23 +96,27 @@ class BriefingOutbox:
             failure.pending.discard(key)
         return True
 
-    def _failed(self, axis: str, key: tuple[datetime, str], exc: BaseException) -> None:
+    def _failed(
+        self, axis: str, key: tuple[datetime, str], exc: BaseException, sending: bool = False
+    ) -> None:
         s = self._settings
-        reason = failure_reason(exc)
+        reason = "send" if sending else failure_reason(exc)
         failure = self._failing.setdefault(axis, AxisFailure(reason, str(exc), self._clock.now()))
         failure.reason, failure.error = reason, str(exc)
         failure.attempts += 1
         failure.pending.add(key)
-        backoff = min(s.briefing_retry_max_seconds, s.briefing_retry_seconds * 2 ** (failure.attempts - 1))
+        doublings = min(failure.attempts - 1, 32)  # days of failing must not overflow the float
+        backoff = min(s.briefing_retry_max_seconds, s.briefing_retry_seconds * 2**doublings)
         failure.next_attempt = self._clock.monotonic() + backoff
         self._metrics.briefing_failures.labels(axis=axis, reason=reason).inc()
         self._metrics.briefing_failing.labels(axis=axis).set(1)
         log.error(
-            "the briefing of %s ending %s (%s) cannot be written (%s: %s); %d pending for this axis, next try "
+            "the briefing of %s ending %s (%s) cannot be %s (%s: %s); %d pending for this axis, next try "
             "in %.0f s; the worker and the other axes go on",
             axis,
             key[0].isoformat(),
             key[1],
+            "sent" if sending else "written",
             reason,
             exc,
             len(failure.pending),
@@ -159,7 +163,7 @@ class BriefingOutbox:
         try:
             await deliver(emission)
         except Exception as exc:  # Kafka: tried again with the axis's next attempt
-            self._failed(axis, (end, emission.trigger), exc)
+            self._failed(axis, (end, emission.trigger), exc, sending=True)
             return False
         log.info(
             "wrote and sent the briefing of %s ending %s (%s) that was waiting",

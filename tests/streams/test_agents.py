@@ -19,6 +19,7 @@ from uuid import uuid4
 from zoneinfo import ZoneInfo
 
 import pytest
+from aiokafka.errors import KafkaConnectionError
 
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.window import window_bounds
@@ -26,6 +27,7 @@ from processors.wire import decode
 from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
+from streams.pipeline import Emission
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
@@ -360,3 +362,24 @@ async def test_a_briefing_left_in_the_outbox_is_written_and_sent_at_the_next_sta
         assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
     finally:
         restarted.services.pipeline().state.close()
+
+
+async def test_a_waiting_briefing_the_topic_refuses_is_reported_as_a_send_failure_and_sent_later(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    (worker.settings.out_dir / "inference").unlink()  # fixed, but now Kafka refuses
+
+    async def refused(emission: Emission) -> None:
+        raise KafkaConnectionError("the broker is down")
+
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    await worker.services.outbox.tick(refused)
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="send") == 1
+    assert worker.services.outbox.report()["inference"]["reason"] == "send"
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2  # written meanwhile
+
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    await worker.services.outbox.tick(partial(deliver, worker.services, worker.outputs))
+    assert sorted(axis for axis, _ in worker.outputs.briefings) == ["inference", "risk"]
+    assert worker.services.outbox.report() == {}
