@@ -137,6 +137,7 @@ class Pipeline:
         self.state = state
         self.metrics = metrics
         self.files = BriefingFiles(settings.out_dir)
+        self.files.clean_up(clock.now().timestamp())
         self.clock = clock
         self.enricher = enricher
 

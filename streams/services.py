@@ -72,7 +72,7 @@ class Services:
             clock=clock,
             metrics=metrics,
             ownership=ownership,
-            parser=ParsePool(route_params(settings), settings.parse_processes),
+            parser=ParsePool(route_params(settings), settings.parse_processes, clock=clock),
             pipeline=pipeline,
             sync=StateSync(settings, pipeline, ownership, metrics, clock),
             dead=DeadLetterPolicy(settings, metrics, clock),
