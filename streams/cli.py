@@ -1,4 +1,5 @@
-"""The `predigest` command: watch, worker, flush, status, check, explain, rebuild, once, run, backfill, kafka."""
+"""The `predigest` command: watch, worker, flush, status, check, explain, rebuild, once, run, backfill, dead,
+kafka."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pydantic import ValidationError
 
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
-from streams import commands, kafka_local, logs, preflight, web_guard
-from streams.errors import StreamsError
+from streams import commands, kafka_local, logs, preflight, stopping, web_guard
+from streams.dead_admin import add_parser as add_dead_parser
+from streams.dead_admin import run as run_dead
+from streams.errors import StoppedBySignalError, StreamsError
 from streams.settings import Settings, load_settings
 from streams.worker_process import load_dumped_settings
 
@@ -58,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         help="TOML config file (PREDIGEST_* environment variables override it); see examples/predigest.toml",
     )
     p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # a child of once/run: die with it
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     common = [_common()]
@@ -125,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--axis", help="one axis (default: every configured axis)")
     e.add_argument("--root")
     e.add_argument("--json", action="store_true", help="machine-readable output")
+    add_dead_parser(sub, common)
     k = sub.add_parser("kafka", parents=common, help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -132,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.parent_pid:
+        stopping.exit_with_parent(args.parent_pid)
     level = "DEBUG" if args.verbose else "INFO"
     logs.configure(log_json=False, level=level)
     try:
@@ -139,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         if settings.log_json:
             logs.configure(log_json=True, level=level)
         return _dispatch(args, settings, SYSTEM_CLOCK)
+    except StoppedBySignalError as exc:
+        log.error("%s", exc)
+        return 128 + exc.signum
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2
@@ -154,6 +164,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
         return commands.kafka(settings, args.action)
     if command == "status":  # HTTP only: no broker needed
         return commands.status(settings, args.worker, args.json)
+    if command == "dead":
+        return run_dead(args, settings, kafka_local.resolve_bootstrap)
     if command == "explain":  # reads the briefings as written: no broker, no worker
         return commands.explain(settings, args.path, args.axis, args.json)
     if command == "check":  # reports what the other commands refuse: never starts anything

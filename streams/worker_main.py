@@ -8,10 +8,11 @@ from typing import IO, Any
 from faust import worker
 
 from sinks.clock import Clock
-from streams import logs
+from streams import logs, stopping
 from streams.settings import Settings
 
 log = logging.getLogger("faust.worker")
+STOP_GRACE_SECONDS = 15.0
 
 
 class Worker(worker.Worker):
@@ -25,6 +26,11 @@ class Worker(worker.Worker):
         if text.startswith("-INT-"):
             text = "interrupted (SIGINT): stopping"
         log.warning("%s", text) if file is self.stderr else log.info("%s", text)
+
+    def install_signal_handlers(self) -> None:
+        super().install_signal_handlers()
+        # Faust stops on SIGTERM from its loop, which a long computation keeps busy: exit anyway, later.
+        stopping.hard_exit_after_signal(STOP_GRACE_SECONDS)
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         self.spinner = None  # its handler writes spinner frames between the log lines

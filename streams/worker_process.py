@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 from streams.settings import Settings
 
 PROJECT = Path(__file__).resolve().parents[1]
+STOP_CHILD_SECONDS = 5.0  # after SIGINT/SIGTERM: a child still running this long after SIGTERM is killed
 
 
 def free_port() -> int:
@@ -48,16 +50,19 @@ def spawn_cli(
     *command: str,
     prefix: Sequence[str] = (),
     terminal: bool = False,
+    with_parent: bool = False,
 ) -> subprocess.Popen[bytes]:
     """`predigest <command>` as a child process with these settings; its output goes to `<workdir>/<name>.log`,
     or with `terminal` to this process's stderr (where `predigest run` logs: the operator reads one stream).
 
-    `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler).
+    `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler); `with_parent` makes
+    the child die with this process, even when this one is SIGKILLed (the worker of `once` and `run`).
     """
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
     out = sys.stderr if terminal else (workdir / f"{name}.log").open("ab")
+    parent = ["--parent-pid", str(os.getpid())] if with_parent else []
     return subprocess.Popen(
-        [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
+        [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *parent, *command],
         stdout=out,
         stderr=subprocess.STDOUT,
         cwd=PROJECT,
@@ -65,10 +70,15 @@ def spawn_cli(
 
 
 def spawn_worker(
-    settings: Settings, workdir: Path, *, name: str = "worker", terminal: bool = False
+    settings: Settings,
+    workdir: Path,
+    *,
+    name: str = "worker",
+    terminal: bool = False,
+    with_parent: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """Start `predigest worker` with these settings; its output as `spawn_cli` says."""
-    return spawn_cli(settings, workdir, name, "worker", terminal=terminal)
+    """Start `predigest worker` with these settings; its output and parent as `spawn_cli` says."""
+    return spawn_cli(settings, workdir, name, "worker", terminal=terminal, with_parent=with_parent)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
