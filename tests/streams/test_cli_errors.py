@@ -63,8 +63,12 @@ def test_config_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
     assert "did not answer" in done.stdout
 
 
-def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
-    done = predigest("status", "--config", str(tmp_path / "nope.toml"))
+@pytest.mark.parametrize(
+    "command",
+    [("status",), ("check",), ("explain", "inbox/x.md"), ("dead", "list"), ("flush", "--axis", "x")],
+)
+def test_a_missing_config_file_is_named(tmp_path: Path, command: tuple[str, ...]) -> None:
+    done = predigest(*command, "--config", str(tmp_path / "nope.toml"))
     assert done.returncode == 2
     line = one_line(done)
     assert f"config file {tmp_path / 'nope.toml'} does not exist" in line
