@@ -6,6 +6,7 @@ the duplicate it was taken for, the increment it joined or the reason it yielded
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,15 @@ def note_path(settings: Settings, given: str) -> str:
         return path.as_posix()  # a root-relative name, as a briefing lists it
 
 
-def _briefings(folder: Path) -> list[tuple[Path, Briefing]]:
+def _briefings(folder: Path, rel: str) -> list[tuple[Path, Briefing]]:
+    """The briefings of the folder whose text names the note (a year of them is hundreds of MB to validate)."""
+    needle = json.dumps(rel, ensure_ascii=False).encode()
     out = []
     for file in sorted(folder.glob("*.json")):
         try:
-            out.append((file, Briefing.model_validate_json(file.read_bytes())))
+            data = file.read_bytes()
+            if needle in data:
+                out.append((file, Briefing.model_validate_json(data)))
         except (OSError, ValidationError):
             continue  # not a briefing (or one half written by hand): the others still answer
     return out
@@ -88,7 +93,7 @@ def explain_axis(settings: Settings, axis: AxisSpec, rel: str) -> Explanation:
     """The latest briefing of the axis (by window end, then generation) that lists the note."""
     listing = [
         (b.window.end, b.generated_at, file, b, s)
-        for file, b in _briefings(settings.out_dir / axis.name)
+        for file, b in _briefings(settings.out_dir / axis.name, rel)
         for s in b.sources
         if s.path == rel and s.status != "superseded"
     ]
