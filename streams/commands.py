@@ -121,6 +121,7 @@ class RunRequest:
     archive: bool
     exit_after: bool
     timeout: float = 180.0
+    broker_started: bool = False  # the local broker is this run's: Ctrl-C stops it too
 
 
 def once_settings(settings: Settings) -> Settings:
@@ -176,7 +177,7 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
     started = local and not kafka_local.local_broker_running(settings)
     settings = kafka_local.resolve_bootstrap(settings)
     try:
-        asyncio.run(oneshot.run(settings, request))
+        asyncio.run(oneshot.run(settings, dataclasses.replace(request, broker_started=started)))
     finally:
         if started:
             log.info(

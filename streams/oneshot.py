@@ -119,7 +119,8 @@ async def run(settings: Settings, request: RunRequest) -> None:
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
         log.info("%s", flush_hint(settings, request))
         if not request.exit_after:
-            log.info("running; Ctrl-C stops the watcher and the worker")
+            also = " and the local Kafka broker this run started" if request.broker_started else ""
+            log.info("running; Ctrl-C stops the watcher and the worker%s", also)
             await stop.wait()
     finally:
         stop.set()
