@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,19 @@ def living_finding(settings: Settings, axis: AxisSpec) -> Finding:
     return Finding(what, "ok", f"{axis.living_doc} {version}, {sections}")
 
 
+def folder_findings(settings: Settings) -> Iterator[Finding]:
+    """The folders the worker writes: each writable, or creatable under a writable parent."""
+    for name in ("state_dir", "out_dir"):
+        folder = Path(getattr(settings, name))
+        existing = next((p for p in (folder, *folder.absolute().parents) if p.exists()), Path("/"))
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            yield Finding(name, "fail", f"{folder} cannot be written ({existing} is not a writable folder)")
+        else:
+            yield Finding(
+                name, "ok", f"{folder} is writable" if existing == folder else f"{folder} will be created"
+            )
+
+
 def port_findings(settings: Settings) -> Iterator[Finding]:
     for name in ("web_port", "watcher_metrics_port"):
         port = int(getattr(settings, name))
@@ -170,7 +184,7 @@ def findings(settings: Settings, config: Path | None) -> list[Finding]:
     if preflight.root_problem(settings.root) is None:  # else the root's one row says it all
         out += note_findings(settings)
         out += [living_finding(settings, axis) for axis in settings.axes]
-    out += [*port_findings(settings), kafka_finding(settings)]
+    out += [*folder_findings(settings), *port_findings(settings), kafka_finding(settings)]
     return out
 
 

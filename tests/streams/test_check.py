@@ -48,6 +48,10 @@ def test_what_is_wrong_is_named_and_the_exit_code_says_so(tmp_path: Path) -> Non
         port = taken.getsockname()[1]
         env = {
             **ports(),
+            "PREDIGEST_OUT_DIR": str(
+                root / "inbox/jay/2026-09-27-1050-jay-engineering-filtering-inference-agent-eval-sep27.md/out"
+            ),
+            "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
             "PREDIGEST_WEB_PORT": str(port),
             "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}",
         }
@@ -61,6 +65,8 @@ def test_what_is_wrong_is_named_and_the_exit_code_says_so(tmp_path: Path) -> Non
     assert found["axis llm-infra"]["status"] == "ok" and "v2.10" in found["axis llm-infra"]["detail"]
     assert found["web_port"]["status"] == "fail" and f"port {port}" in found["web_port"]["detail"]
     assert found["watcher_metrics_port"]["status"] == "ok"
+    assert found["out_dir"]["status"] == "fail" and "cannot be written" in found["out_dir"]["detail"]
+    assert found["state_dir"]["status"] == "ok"
     assert found["kafka"]["status"] == "fail" and "cannot be reached" in found["kafka"]["detail"]
     assert done.stderr == ""  # no traceback, no aiokafka line: the findings are the answer
 
