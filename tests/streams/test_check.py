@@ -13,6 +13,9 @@ import pytest
 from streams.worker_process import free_port
 from tests.streams.test_cli_errors import PROJECT, predigest
 
+# Each case runs the real command; one asks the session broker, which may be starting.
+pytestmark = pytest.mark.timeout(180)
+
 
 def rows(stdout: str) -> dict[str, dict[str, Any]]:
     return {r["what"]: r for r in json.loads(stdout)}

@@ -20,6 +20,9 @@ from streams.worker_process import free_port
 PROJECT = Path(__file__).resolve().parents[2]
 END = "2026-09-27T22:20:00+08:00"
 
+# Each case starts the real command (a second or two of imports), up to five per parametrised test.
+pytestmark = pytest.mark.timeout(120)
+
 
 def predigest(
     *args: str, env: dict[str, str] | None = None, cwd: Path = PROJECT, timeout: float = 60

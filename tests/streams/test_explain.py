@@ -7,6 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from processors.models import Briefing
 from processors.naming import briefing_basename
 from sinks.files import BriefingFiles
@@ -15,6 +17,9 @@ from tests.streams.test_cli_errors import predigest
 
 REPOST = "inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"
 ORIGINAL = "inbox/jay/2026-09-27-1620-csdn-inference-engineering-llmops-speculative-decoding-sep27.md"
+
+# Two briefings assembled in process and the real command run against them.
+pytestmark = pytest.mark.timeout(120)
 
 
 def written(out: Path, briefing: Briefing) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from streams.worker_process import free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]  # a run, and a broker started
 
 PROJECT = Path(__file__).resolve().parents[2]
 END = "2026-09-27T22:20:00+08:00"
