@@ -16,10 +16,12 @@ venv: $(BIN)/predigest
 kafka-fetch:
 	bash deploy/kafka/kafka.sh fetch
 
-# promtool and a Prometheus server (Debian's package), and the compose-go validator (Go module proxy).
+# promtool and a Prometheus server (Debian's package), the compose-go validator (Go module proxy), and a
+# headless Chromium (Debian's package) for the briefing browser's tests.
 tools:
 	bash deploy/prometheus/ensure-promtool.sh
 	bash deploy/compose-check/ensure-compose-check.sh
+	bash deploy/chromium/ensure-chromium.sh
 
 run: venv kafka-fetch
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00
