@@ -277,6 +277,11 @@ class Pipeline:
             )
             self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
         written = self._write_files(axis.name, record)
+        if fresh:  # from the command's request (queueing and catch-up included) to the files on disk
+            took = (self.clock.now() - command.requested_at).total_seconds()
+            self.metrics.briefing_duration.labels(axis=axis.name, trigger=command.trigger).observe(
+                max(0.0, took)
+            )
         if written and not fresh:
             log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
         return Emission(

@@ -21,7 +21,7 @@ from processors.labels import writer_label
 from processors.models import RawFile
 from processors.root_paths import WATCHED, FileRefusal, top_folder, watched
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
 from streams.logs import doc_context
@@ -54,7 +54,7 @@ class Watcher:
         settings: Settings,
         producer: AIOKafkaProducer,
         ledger: Ledger,
-        metrics: Metrics,
+        metrics: WatcherMetrics,
         clock: Callable[[], float] = time.time,
         renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
@@ -376,7 +376,7 @@ async def started_producer(settings: Settings) -> AIOKafkaProducer:
 
 async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
-    metrics = Metrics()
+    metrics = WatcherMetrics()
     producer = await started_producer(settings)
     metrics.kafka_up.set(1)
     ledger = Ledger(settings.ledger_file)

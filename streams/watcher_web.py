@@ -14,7 +14,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
 
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def health_app(
-    metrics: Metrics, health: Health
+    metrics: WatcherMetrics, health: Health
 ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
     """`/healthz` from `health` (200 or 503, JSON); every other path is the Prometheus exposition."""
     exposition = make_wsgi_app(metrics.registry)
@@ -48,7 +48,7 @@ def health_app(
     return app
 
 
-def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer | None:
+def serve(host: str, port: int, metrics: WatcherMetrics, health: Health) -> WSGIServer | None:
     """Serve in a daemon thread; None (and a warning) when the port is taken: the watcher runs on without it."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
@@ -73,7 +73,7 @@ def test_a_stalled_loop_fails_health_and_freezes_the_heartbeat(
         quiet_seconds=0.1,
         watcher_stall_seconds=1.0,
     )
-    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
+    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     watcher = Watcher(s, producer, ledger, metrics)
     port = free_port()
     server = watcher_web.serve("127.0.0.1", port, metrics, watcher.health)
