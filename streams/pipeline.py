@@ -122,6 +122,9 @@ class Pipeline:
         self.files = BriefingFiles(settings.out_dir)
         self.clock = clock
         self.enricher = enricher
+        # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in
+        # progress finishes first, and the next one waits until the new state has caught up.
+        self.briefing_lock = asyncio.Lock()
 
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
@@ -242,8 +245,9 @@ class Pipeline:
         Recorded first, then written from the record: a crash anywhere in between is repaired by the
         replayed command with the same bytes. Returns None for an unknown axis.
         """
-        with _collector_paused():
-            return await self._brief(command)
+        async with self.briefing_lock:
+            with _collector_paused():
+                return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:
         axis = self.settings.axis(command.axis)

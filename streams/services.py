@@ -3,16 +3,22 @@ the parse pool, the state catch-up and the state itself (opened on first use).""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from sinks.clock import Clock
 from sinks.metrics import Metrics
-from sinks.state_files import open_state
+from sinks.state_files import open_state, replace_state
+from streams.lag_probe import LagProbe
 from streams.ownership import Ownership
 from streams.parse_pool import ParsePool
 from streams.pipeline import Pipeline, make_enricher, route_params
+from streams.readiness import Readiness
 from streams.settings import Settings
+from streams.state_guard import StateGuard
 from streams.state_sync import StateSync
+
+log = logging.getLogger(__name__)
 
 
 class LazyPipeline:
@@ -42,6 +48,15 @@ class LazyPipeline:
             self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
         return self._pipeline
 
+    def replace_damaged(self) -> None:
+        """Set the open state's file aside as unreadable and go on with a fresh one (streams.state_guard)."""
+        if self._pipeline is None:
+            return
+        state, aside = replace_state(self._pipeline.state, self._settings.state_file, self._clock.now())
+        self._pipeline.state = state
+        self._metrics.state_set_aside.labels(reason="unreadable").inc()
+        log.error("the damaged state file was set aside as %s; a fresh one is rebuilt from Kafka", aside)
+
 
 @dataclass(frozen=True)
 class Services:
@@ -54,6 +69,9 @@ class Services:
     parser: ParsePool
     pipeline: LazyPipeline
     sync: StateSync
+    lag: LagProbe
+    guard: StateGuard
+    readiness: Readiness
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -62,6 +80,9 @@ class Services:
         metrics.declare_axes(a.name for a in settings.axes)
         pipeline = LazyPipeline(settings, metrics, clock)
         ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
+        sync = StateSync(settings, pipeline, ownership, metrics, clock)
+        lag = LagProbe(settings, metrics, clock)
+        guard = StateGuard(settings, pipeline, sync, clock)
         return cls(
             settings=settings,
             clock=clock,
@@ -69,7 +90,10 @@ class Services:
             ownership=ownership,
             parser=ParsePool(route_params(settings), settings.parse_processes),
             pipeline=pipeline,
-            sync=StateSync(settings, pipeline, ownership, metrics, clock),
+            sync=sync,
+            lag=lag,
+            guard=guard,
+            readiness=Readiness(settings, ownership, pipeline, guard, lag, metrics),
         )
 
     async def stop(self) -> None:

@@ -70,6 +70,8 @@ class Watcher:
         self._pending: dict[str, _Pending] = {}
         self._topic = settings.kafka.topic("raw")
         self.kafka_failed = False  # the last settle stopped on a Kafka error
+        self.kafka_ok = True  # the last send or probe reached Kafka (started_producer reached it first)
+        self.scanned = False  # the start-up scan is done: everything already in the root was published
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
         self._beat_at = clock()
         self._beat()
@@ -84,6 +86,22 @@ class Watcher:
         age = max(0.0, self._clock() - self._beat_at)
         ok = age <= self._s.watcher_stall_seconds
         return ok, {"status": "ok" if ok else "stalled", "heartbeat_age_seconds": round(age, 3)}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready when the loop is alive, Kafka answered last time and the start-up scan is done (`/readyz`)."""
+        alive, health = self.health()
+        checks = {
+            "loop": {"ok": alive, "heartbeat_age_seconds": health["heartbeat_age_seconds"]},
+            "kafka": {"ok": self.kafka_ok},
+            "startup_scan": {"ok": self.scanned},
+        }
+        not_ready = [name for name, check in checks.items() if not check["ok"]]
+        self._metrics.ready.set(0 if not_ready else 1)
+        return not not_ready, {
+            "status": "not_ready" if not_ready else "ready",
+            "not_ready": not_ready,
+            "checks": checks,
+        }
 
     def _rel(self, path: Path) -> str | None:
         try:
@@ -268,10 +286,14 @@ class Watcher:
             )
             await fut
         except KafkaError:
-            self._metrics.kafka_up.set(0)
+            self._kafka(False)
             self._stale = self._renew is not None
             raise
-        self._metrics.kafka_up.set(1)
+        self._kafka(True)
+
+    def _kafka(self, up: bool) -> None:
+        self.kafka_ok = up
+        self._metrics.kafka_up.set(1 if up else 0)
 
     async def _renew_producer(self) -> None:
         """A fresh producer id after a failed send: aiokafka keeps counting sequence numbers past a batch that
@@ -293,14 +315,15 @@ class Watcher:
             await asyncio.wait_for(self.producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
         except (KafkaError, TimeoutError, OSError) as exc:
             log.warning("Kafka unreachable: %s", exc)
-            self._metrics.kafka_up.set(0)
+            self._kafka(False)
             return False
-        self._metrics.kafka_up.set(1)
+        self._kafka(True)
         return True
 
     async def run(self, stop: asyncio.Event) -> None:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
         count = await self.scan()
+        self.scanned = True
         log.info(
             "startup scan published %d file(s) from %s; %d waiting to be quiet",
             count,
@@ -384,7 +407,8 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     try:
         if not follow:
             return await watcher.scan() + await watcher.drain()
-        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, watcher.health)
+        checks = {"/healthz": watcher.health, "/readyz": watcher.readiness}
+        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, checks)
         try:
             await watcher.run(stop)
         finally:

@@ -1,4 +1,4 @@
-"""Web views on the worker's Faust server: metrics, health, status, flush, latest briefing."""
+"""Web views on the worker's Faust server: metrics, health, readiness, status, flush, latest briefing."""
 
 from __future__ import annotations
 
@@ -33,7 +33,14 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
     @app.page("/healthz")
     class Health(View):
         async def get(self, request: Request) -> Response:
-            return self.json({"status": "ok", "documents": pipeline().state.document_count()})
+            # Alive: the event loop answered. Whether the worker does its work is /readyz.
+            return self.json({"status": "ok"})
+
+    @app.page("/readyz")
+    class Ready(View):
+        async def get(self, request: Request) -> Response:
+            ready, body = await services.readiness.report()
+            return self.json(body, status=200 if ready else 503)
 
     @app.page("/status")
     class Status(View):

@@ -177,10 +177,15 @@ async def test_the_watcher_keeps_a_file_pending_while_kafka_is_down(tmp_path: Pa
     assert value(m, "predigest_kafka_up") == 0
     assert await watcher.probe() is False
     assert ledger.get(rel) is None
+    ready, body = watcher.readiness()  # its /readyz names what is wrong: Kafka, and no start-up scan yet
+    assert not ready and body["not_ready"] == ["kafka", "startup_scan"]
+    assert value(m, "predigest_ready") == 0
 
     producer.down = False
     assert await watcher.probe() is True
     assert value(m, "predigest_kafka_up") == 1
+    watcher.scanned = True
+    assert watcher.readiness()[0] and value(m, "predigest_ready") == 1
     assert await watcher.settle(force=True) == 1  # the same path, still pending, goes out now
     assert producer.sent == [rel.encode()]
     assert value(m, "predigest_documents_published_total", kind="inbox", writer="jay") == 1
