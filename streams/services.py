@@ -17,6 +17,7 @@ from streams.readiness import Readiness
 from streams.settings import Settings
 from streams.state_guard import StateGuard
 from streams.state_sync import StateSync
+from streams.status import StatusSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class Services:
     lag: LagProbe
     guard: StateGuard
     readiness: Readiness
+    status: StatusSnapshot
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -94,6 +96,7 @@ class Services:
             lag=lag,
             guard=guard,
             readiness=Readiness(settings, ownership, pipeline, guard, lag, metrics),
+            status=StatusSnapshot(settings, pipeline, ownership, lag, clock),
         )
 
     async def stop(self) -> None:

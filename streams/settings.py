@@ -193,6 +193,8 @@ class Settings(BaseSettings):
     # Or a file holding it (a compose or Kubernetes secret: /run/secrets/…), read once at load; never dumped.
     token_file: Path | None = Field(None, exclude=True)
     web_allow_no_token: bool = False  # accept a non-loopback web_host without a token (logged as a WARNING)
+    # /status and the briefing browser answer from a snapshot at most this old (issue 16: reads cannot slow ingest).
+    status_refresh_seconds: float = Field(5.0, gt=0)
     web_origins: tuple[
         str, ...
     ] = ()  # origins besides the worker's own allowed to POST (e.g. a proxy's https://…)

@@ -13,7 +13,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
 from streams.services import Services
-from streams.status import worker_status
 from streams.topics import SendCommand
 from streams.web_guard import post_refusal
 
@@ -45,8 +44,8 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
     @app.page("/status")
     class Status(View):
         async def get(self, request: Request) -> Response:
-            body = await worker_status(settings, pipeline().state, services.ownership, services.clock.now())
-            return self.json(body)
+            # A snapshot at most status_refresh_seconds old, read off the event loop: pollers cannot slow ingest.
+            return self.json(await services.status.get())
 
     @app.page("/flush")
     class Flush(View):
