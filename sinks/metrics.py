@@ -233,8 +233,8 @@ class Metrics(_Common):
             self.commands_refused.labels(reason=reason)
         self.web_requests_refused = Counter(
             "predigest_web_requests_refused_total",
-            "State-changing web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
-            "token",
+            "Web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
+            "token (POSTs; reads too with web_read_token)",
             ["reason"],
             registry=r,
         )

@@ -90,7 +90,8 @@ def _run_worker(settings: Settings, clock: Clock) -> None:
 
 def _status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
     urls = workers or [f"http://{settings.web_host}:{settings.web_port}"]
-    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls)))
+    token = settings.token.get_secret_value() if settings.token else None
+    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls, token)))
     text = (
         json.dumps(report, indent=2, ensure_ascii=False)
         if as_json

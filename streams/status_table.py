@@ -14,10 +14,12 @@ TIMEOUT_SECONDS = 10.0
 COLUMNS = ("AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "LAST BRIEFING", "LAG")
 
 
-async def fetch(urls: list[str]) -> list[dict[str, Any]]:
+async def fetch(urls: list[str], token: str | None = None) -> list[dict[str, Any]]:
     """Each worker's answer; an unreachable worker becomes `{"worker": url, "error": ...}`."""
     answers: list[dict[str, Any]] = []
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as http:
+    # The token goes along when one is configured: a worker with web_read_token asks for it.
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, headers=headers) as http:
         for url in urls:
             try:
                 response = await http.get(url.rstrip("/") + "/status")

@@ -14,7 +14,7 @@ from streams.control import checked_command
 from streams.errors import CommandRefusedError
 from streams.services import Services
 from streams.topics import SendCommand
-from streams.web_guard import post_refusal
+from streams.web_guard import Refusal, post_refusal, read_refusal
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,19 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
             ready, body = await services.readiness.report()
             return self.json(body, status=200 if ready else 503)
 
+    def refuse(view: View, route: str, refused: Refusal) -> Response:
+        metrics.web_requests_refused.labels(reason=refused.reason).inc()
+        log.warning("refused %s: %s (%s)", route, refused.reason, refused.message)
+        challenge = {"WWW-Authenticate": 'Bearer realm="predigest"'} if refused.status == 401 else {}
+        body = {"error": refused.message, "reason": refused.reason}
+        return view.json(body, status=refused.status, headers=challenge)
+
     @app.page("/status")
     class Status(View):
         async def get(self, request: Request) -> Response:
+            refused = read_refusal(settings, request.headers)
+            if refused is not None:
+                return refuse(self, "GET /status", refused)
             # A snapshot at most status_refresh_seconds old, read off the event loop: pollers cannot slow ingest.
             return self.json(await services.status.get())
 
@@ -53,11 +63,7 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
             # Every state-changing route starts with this check: no web page, and the token when one is set.
             refused = post_refusal(settings, request.headers)
             if refused is not None:
-                metrics.web_requests_refused.labels(reason=refused.reason).inc()
-                log.warning("refused POST /flush: %s (%s)", refused.reason, refused.message)
-                challenge = {"WWW-Authenticate": 'Bearer realm="predigest"'} if refused.status == 401 else {}
-                body = {"error": refused.message, "reason": refused.reason}
-                return self.json(body, status=refused.status, headers=challenge)
+                return refuse(self, "POST /flush", refused)
             axis = request.query.get("axis")
             names: list[str] = [a.name for a in settings.axes] if not axis or axis == "all" else [axis]
             unknown = [n for n in names if settings.axis(n) is None]
@@ -81,6 +87,9 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
     @app.page("/briefings/{axis}/latest")
     class Latest(View):
         async def get(self, request: Request, axis: str) -> Response:
+            refused = read_refusal(settings, request.headers)
+            if refused is not None:
+                return refuse(self, f"GET /briefings/{axis[:40]!r}/latest", refused)
             briefing = pipeline().state.latest_emission(axis)
             if briefing is None:
                 return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from streams import kafka_io
 from streams.oneshot import wait_ingested
@@ -18,6 +19,9 @@ from streams.watcher import publish_root
 from tests.support import running_worker, worker_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+TOKEN = "tok-read-5e1f"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def _lag_gauges(s: Settings, topic: str) -> dict[str, int]:
@@ -48,16 +52,22 @@ async def test_status_is_a_shared_snapshot_behind_the_token_showing_the_gauges_l
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     # The gauges' own timer is slowed down, so that every lag probe here is one /status asked for.
-    s = make_settings(status_refresh_seconds=2.0, metrics_interval_seconds=600)
+    s = make_settings(
+        token=SecretStr(TOKEN), web_read_token=True, status_refresh_seconds=2.0, metrics_interval_seconds=600
+    )
     await kafka_io.ensure_topics(s)
     await _publish(s, {"inbox/jay/2026-09-27-0900-a.md": "# a\n\nvLLM KV cache serving.\n"})
     with running_worker(s, tmp_path):
         await wait_ingested(s, 60)
         async with httpx.AsyncClient(timeout=10) as http:
             url = worker_url(s, "/status")
+            assert (await http.get(url)).status_code == 401  # reads behind the token
+            assert (await http.get(worker_url(s, "/briefings/inference/latest"))).status_code == 401
+            for open_path in ("/healthz", "/metrics"):  # probes and Prometheus need none
+                assert (await http.get(worker_url(s, open_path))).status_code == 200, open_path
 
             async def status() -> dict[str, object]:
-                answer = await http.get(url)
+                answer = await http.get(url, headers=AUTH)
                 assert answer.status_code == 200, answer.text
                 body: dict[str, object] = answer.json()
                 return body
