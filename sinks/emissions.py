@@ -147,13 +147,10 @@ class Emissions:
             for r in rows
         ]
 
-    def previous(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
-        """The axis's briefing recorded just before this one (in window-end order), or None."""
+    def by_basename(self, axis: str, basename: str) -> Briefing | None:
+        """The axis's briefing written under this file name (what the briefing browser links to), or None."""
         row = self._db.execute(
-            "SELECT briefing_json FROM emissions e WHERE axis=$1 AND (window_end, emitted_at, trigger) < "
-            "(SELECT (window_end, emitted_at, trigger) FROM emissions WHERE axis=$1 AND window_end=$2 AND trigger=$3) "
-            f"ORDER BY {_ORDER.replace(',', ' DESC,')} DESC LIMIT 1",
-            [axis, window_end, trigger],
+            "SELECT briefing_json FROM emissions WHERE axis=? AND basename=?", [axis, basename]
         ).fetchone()
         return Briefing.model_validate_json(row[0]) if row else None
 

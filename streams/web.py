@@ -1,4 +1,5 @@
-"""Web views on the worker's Faust server: metrics, health, readiness, status, flush, latest briefing."""
+"""Web views on the worker's Faust server: metrics, health, readiness, status, flush, latest briefing, and the
+briefing browser (streams.browser)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import faust
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from streams.browser import HEADERS, Browser, Page
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
 from streams.services import Services
@@ -95,3 +97,41 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
                 return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)
             body: Any = briefing.model_dump(mode="json", by_alias=True)
             return self.json(body)
+
+    browser = Browser(settings, pipeline, services.clock)
+
+    def page(view: View, found: Page) -> Response:
+        if found.status == 404:
+            return view.html(
+                "<!doctype html><title>not found</title><p>not found</p>", status=404, headers=dict(HEADERS)
+            )
+        return view.html(found.html, headers=dict(HEADERS))
+
+    @app.page("/browse")
+    class BrowseIndex(View):
+        async def get(self, request: Request) -> Response:
+            refused = read_refusal(settings, request.headers)
+            if refused is not None:
+                return refuse(self, "GET /browse", refused)
+            return page(self, await browser.index())
+
+    @app.page("/browse/note")
+    class BrowseNote(View):
+        async def get(self, request: Request) -> Response:
+            refused = read_refusal(settings, request.headers)
+            if refused is not None:
+                return refuse(self, "GET /browse/note", refused)
+            path = request.query.get("path", "")
+            if not path or len(path) > 1024:
+                return self.json(
+                    {"error": "path= names a note of the root (at most 1024 characters)"}, status=400
+                )
+            return page(self, await browser.note(path))
+
+    @app.page("/browse/{axis}/{basename}")
+    class BrowseBriefing(View):
+        async def get(self, request: Request, axis: str, basename: str) -> Response:
+            refused = read_refusal(settings, request.headers)
+            if refused is not None:
+                return refuse(self, "GET /browse/…", refused)
+            return page(self, await browser.briefing(axis, basename[:200]))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium package (the headless browser tests/streams/test_browser_chromium.py drives over
-# its DevTools protocol) unless a chromium is already on PATH. Idempotent and quiet; run by `make tools`.
-# The tests need no chromedriver: they speak the DevTools protocol through aiohttp, already a dependency.
+# Installs Debian's chromium package (the headless browser tests/streams/test_browser_chromium.py runs with
+# --dump-dom: the page as Chromium built it, scripts run) unless a chromium is already on PATH. Idempotent and
+# quiet; run by `make tools`. No chromedriver is needed.
 set -euo pipefail
 
 for name in chromium chromium-browser; do

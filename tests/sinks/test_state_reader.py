@@ -136,10 +136,11 @@ def test_the_index_and_the_history_reads_of_the_emissions(tmp_path: Path) -> Non
         (END, "flush", 2),
         (END, "close", 1),
     ]
-    previous = state.emissions.previous("inference", END, "close")
-    assert previous is not None and previous.trigger == "flush"
-    first = state.emissions.previous("inference", END - day, "close")
-    assert first is None
+    found = state.emissions.by_basename("inference", f"{END:%m%d}-flush")
+    assert (
+        found is not None and found.trigger == "flush" and [d.id for d in found.discrepancies] == ["D1", "D2"]
+    )
+    assert state.emissions.by_basename("risk", f"{END:%m%d}-flush") is None  # another axis's name
     lists = state.emissions.discrepancy_lists("inference")
     assert [(t, '"D2"' in d) for _, t, d in lists] == [("close", False), ("flush", True), ("close", True)]
 
