@@ -62,7 +62,10 @@ async def test_status_is_a_shared_snapshot_behind_the_token_showing_the_gauges_l
         async with httpx.AsyncClient(timeout=10) as http:
             url = worker_url(s, "/status")
             assert (await http.get(url)).status_code == 401  # reads behind the token
-            assert (await http.get(worker_url(s, "/briefings/inference/latest"))).status_code == 401
+            for read in ("/briefings/inference/latest", "/browse", "/browse/note?path=inbox/jay/x.md"):
+                assert (await http.get(worker_url(s, read))).status_code == 401, read
+            browse = await http.get(worker_url(s, "/browse"), headers=AUTH)
+            assert browse.status_code == 200 and "text/html" in browse.headers["content-type"]
             for open_path in ("/healthz", "/metrics"):  # probes and Prometheus need none
                 assert (await http.get(worker_url(s, open_path))).status_code == 200, open_path
 
