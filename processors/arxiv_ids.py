@@ -27,9 +27,10 @@ _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
 _URL_RE = re.compile(rf"https?://(?:www\.|export\.)?arxiv\.org/{URL_CHAR}*", re.IGNORECASE)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
-# Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots.
+# Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots. The white space
+# after the prefix is taken once (atomic): `\s*[: ]\s*` split a long run every possible way before failing.
 _MENTION_RE = re.compile(
-    r"(?:(?<![A-Za-z])arxiv\s*[: ]\s*|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
+    r"(?:(?<![A-Za-z])arxiv(?>\s*[: ]\s*)|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
     re.IGNORECASE,
 )
 

@@ -75,7 +75,7 @@ _SOURCE_SPEC = re.compile(
 _STATS_LINE = re.compile(
     r"^\[?\s*(?:total(?: papers)?|papers|count|read(?:ing)? time|relevance score|score|word count|"
     r"总论文数|论文数|论文总数|总数|共计|阅读时间|字数|논문 수|총 논문|총)"
-    r"\s*[:：]\s*[\d.,/ ]+\s*(?:min(?:utes)?|words|篇|个|分钟|편|개|분)?\s*\]?$",
+    r"\s*[:：]\s*+[\d.,/ ]++\s*+(?:(?:min(?:utes)?|words|篇|个|分钟|편|개|분)\s*+)?\]?$",
     re.IGNORECASE,
 )
 _NOTHING_NEW = re.compile(

@@ -44,7 +44,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         [*titles.stated, *req.history.titles],
         notes,
         lambda docs: read_whole(docs, req.load),
-        (ids.new, anchors.ids),
+        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
         (req.zone, lang),
     )
 

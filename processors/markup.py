@@ -14,12 +14,12 @@ EMOJI = re.compile(
 )
 # What a dropped back-link leaves: `()`, `[back]`, `（返回）`.
 _RESIDUE = re.compile(
-    r"[(\[（【]\s*(?:back(?: to top)?|top|toc|up|返回(?:顶部|目录)?|回到顶部|맨 위로)?\s*[)\]）】]",
+    r"[(\[（【]\s*(?:(?:back(?: to top)?|top|toc|up|返回(?:顶部|目录)?|回到顶部|맨 위로)\s*)?[)\]）】]",
     re.IGNORECASE,
 )
 # The text of a back-link: `[Back]`, `©️back👆🏻` (emoji removed or not), `返回顶部`.
 BACK_TEXT = re.compile(
-    r"^\W*(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)?\W*$", re.IGNORECASE
+    r"^\W*(?:(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)\W*)?$", re.IGNORECASE
 )
 
 

@@ -21,6 +21,7 @@ _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 # no_increment_sources has every one), so a window of 500 digests stays readable.
 LIST_ALL = 12
 LIST_FIRST = 5
+SUMMARY_IDS = 12  # ids a summary line names; 四 lists every one
 _TIME = "%Y-%m-%d %H:%M"
 
 
@@ -157,6 +158,14 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         r=len(b.rejected),
     )
     count: Callable[[str], int] = lambda status_: sum(1 for s in b.sources if s.status == status_)  # noqa: E731
+
+    def id_run(ids: Sequence[str]) -> str:
+        # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
+        shown = " / ".join(ids[:SUMMARY_IDS]) or "—"
+        return shown + (
+            " " + t["more_ids"].format(n=len(ids) - SUMMARY_IDS) if len(ids) > SUMMARY_IDS else ""
+        )
+
     lo, hi = b.summary.target_range
     return _ENV.get_template("briefing.md.j2").render(
         b=b,
@@ -169,6 +178,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         living=living,
         core=core,
         unverified=[a.id for a in b.arxiv if a.metadata.source == "document"],
+        id_run=id_run,
         groups=reason_groups(b.no_increment_sources),
         footer=footer,
         count=count,

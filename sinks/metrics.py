@@ -25,6 +25,7 @@ LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 # Command to briefing written: a small window briefs in a second, 10k documents in a few, a catch-up in minutes.
 BRIEFING_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+RESCAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
 
@@ -89,6 +90,23 @@ class WatcherMetrics(_Common):
             "predigest_watcher_loop_heartbeat_timestamp_seconds",
             "When the watcher's loop last made progress",
             registry=r,
+        )
+        self.watcher_rescan = Histogram(
+            "predigest_watcher_rescan_duration_seconds",
+            "Time a rescan took to list the root (in a thread beside the event path), by pass: changed folders, "
+            "or full (every file statted)",
+            ["pass"],
+            buckets=RESCAN_BUCKETS,
+            registry=r,
+        )
+        self.watcher_rescan_cpu = Counter(
+            "predigest_watcher_rescan_cpu_seconds_total",
+            "CPU time the rescans' listing took, by pass (changed folders, or full)",
+            ["pass"],
+            registry=r,
+        )
+        self.watcher_files = Gauge(
+            "predigest_watcher_files", "Files under the watched folders at the last rescan", registry=r
         )
 
 

@@ -20,13 +20,14 @@ from processors.models import Trigger
 from sinks import state_files
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
-from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, web_guard
-from streams.errors import StreamsError
+from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, stopping, web_guard
+from streams.errors import StoppedBySignalError, StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
 from streams.worker_process import free_port, load_dumped_settings
 
 log = logging.getLogger("predigest")
+WORKER_STOP_GRACE_SECONDS = 15.0
 
 
 def _parse_end(text: str | None, clock: Clock) -> datetime:
@@ -74,6 +75,12 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
 def _run_worker(settings: Settings, clock: Clock) -> None:
     from faust.worker import Worker
 
+    class _Worker(Worker):
+        def install_signal_handlers(self) -> None:
+            super().install_signal_handlers()
+            # Faust stops on SIGTERM from its loop, which a long computation keeps busy: exit anyway, later.
+            stopping.hard_exit_after_signal(WORKER_STOP_GRACE_SECONDS)
+
     from streams.app import create_app
 
     state_files.check_version(settings.state_file)  # an older schema: one line and exit 2, not restarts
@@ -85,7 +92,7 @@ def _run_worker(settings: Settings, clock: Clock) -> None:
     )
     app = create_app(settings, clock)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
-    Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
+    _Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
 
 
 def _status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
@@ -134,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="predigest", description=__doc__)
     p.add_argument("--config", help="TOML config file (PREDIGEST_* environment variables override it)")
     p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # a child of once/run: die with it
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     w = sub.add_parser("watch", help="publish the root's files to Kafka, continuously")
@@ -179,9 +187,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.parent_pid:
+        stopping.exit_with_parent(args.parent_pid)
     logs.configure(log_json=False, level="DEBUG" if args.verbose else "INFO")
     try:
         return _dispatch(args, SYSTEM_CLOCK)
+    except StoppedBySignalError as exc:
+        log.error("%s", exc)
+        return 128 + exc.signum
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2

@@ -24,7 +24,7 @@ from processors.render_markdown import render_markdown
 from processors.window import window_bounds
 from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
-from sinks.arxiv_client import ArxivClient
+from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
@@ -50,17 +50,15 @@ def make_enricher(settings: Settings, metrics: Metrics, clock: Clock) -> Enriche
     client = None
     if arxiv.enabled:
         http = httpx.AsyncClient(headers={"User-Agent": USER_AGENT}, follow_redirects=True)
-        client = ArxivClient(
-            http,
+        policy = ArxivPolicy(
             base_url=arxiv.base_url,
             batch_size=arxiv.batch_size,
             min_interval_seconds=arxiv.min_interval_seconds,
             timeout_seconds=arxiv.timeout_seconds,
             max_retries=arxiv.max_retries,
             backoff_seconds=arxiv.backoff_seconds,
-            metrics=metrics,
-            clock=clock,
         )
+        client = ArxivClient(http, policy, metrics=metrics, clock=clock)
     return Enricher(cache, client, metrics)
 
 
@@ -120,6 +118,7 @@ class Pipeline:
         self.state = state
         self.metrics = metrics
         self.files = BriefingFiles(settings.out_dir)
+        self.files.clean_up(clock.now().timestamp())
         self.clock = clock
         self.enricher = enricher
         # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in

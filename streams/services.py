@@ -90,7 +90,7 @@ class Services:
             clock=clock,
             metrics=metrics,
             ownership=ownership,
-            parser=ParsePool(route_params(settings), settings.parse_processes),
+            parser=ParsePool(route_params(settings), settings.parse_processes, clock=clock),
             pipeline=pipeline,
             sync=sync,
             lag=lag,

@@ -164,6 +164,9 @@ class Settings(BaseSettings):
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
+    # Most rescans list only the folders whose mtime changed; every this-many-th one stats every file, for edits in
+    # place whose events were dropped (1 on a network file system, where folder mtimes may lag).
+    full_rescan_every: int = Field(10, ge=1)
     # The watcher's /healthz fails when its loop made no progress for this long (a stuck read, a hung send).
     watcher_stall_seconds: float = Field(120.0, gt=0)
     # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.

@@ -41,7 +41,7 @@ def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_
         [*doc.titled, *list(doc.titled)],
         [doc],
         lambda docs: {d.path: doc for d in docs},
-        (set(doc.arxiv_ids), set()),
+        (set(doc.arxiv_ids), set(), set()),
         (SH, "zh"),
     )
     versions = version_conflicts(units, parse_living_doc(living()), "zh")

@@ -51,6 +51,9 @@ def test_both_processes_export_their_process_series_and_the_watcher_only_its_own
         "predigest_documents_published",
         "predigest_watcher_lag_seconds",
         "predigest_watcher_loop_heartbeat_timestamp_seconds",
+        "predigest_watcher_rescan_duration_seconds",
+        "predigest_watcher_rescan_cpu_seconds",
+        "predigest_watcher_files",
     }
     shared = {"predigest_build_info", "predigest_kafka_up", "predigest_ready", "predigest_documents_rejected"}
     assert {n.removesuffix("_created") for n in watcher if n.startswith("predigest_")} == own | shared
