@@ -59,6 +59,18 @@ class LagProbe:
         # Shielded: a caller that gives up (a client gone) does not cancel the others' probe.
         return await asyncio.shield(self._running)
 
+    async def recent(self, max_age: float, keep: float) -> LagReading:
+        """Like `get`, but a reading up to `keep` seconds old answers at once while a new one is probed in the
+        background: what `/readyz` uses, so that a health check is not held up by a Kafka round trip."""
+        last = self.last
+        if last is None or self._clock.monotonic() - last.monotonic > keep:
+            return await self.get(max_age)
+        if self._clock.monotonic() - last.monotonic > max_age and (
+            self._running is None or self._running.done()
+        ):
+            self._running = asyncio.create_task(self._probe())
+        return last
+
     async def _probe(self) -> LagReading:
         s = self._settings
         topics = [s.kafka.topic(stage) for stage in CONSUMED_STAGES]

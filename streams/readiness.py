@@ -11,7 +11,7 @@ from streams.ownership import Ownership
 from streams.settings import Settings
 from streams.state_guard import StateGuard, StateHolder
 
-KAFKA_MAX_AGE_SECONDS = 10.0  # a Kafka reading this recent answers; else /readyz probes (shared with /status)
+KAFKA_MAX_AGE_SECONDS = 10.0  # a Kafka reading older than this is probed again (shared with /status)
 
 
 class Readiness:
@@ -36,7 +36,9 @@ class Readiness:
     async def report(self) -> tuple[bool, dict[str, Any]]:
         """(ready, the JSON body): `not_ready` lists the failing checks, `checks` what each one found."""
         max_age = min(self._settings.metrics_interval_seconds, KAFKA_MAX_AGE_SECONDS)
-        reading = await self._lag.get(max_age=max_age)
+        # A reading up to three times that old answers at once (a new one is probed meanwhile): a health check
+        # must answer fast, and the state checks below are read after this, when the answer is built.
+        reading = await self._lag.recent(max_age, keep=3 * max_age)
         own = self._ownership
         catching_up = sorted(own.catching_up())
         guard = self._guard

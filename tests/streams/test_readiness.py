@@ -84,3 +84,14 @@ async def test_a_stale_kafka_reading_is_probed_again(tmp_path: Path) -> None:
     clock.advance(60)  # older than the readiness check accepts: it asks the broker, which is not there
     _, body = await readiness.report()
     assert lag.last is not first and body["checks"]["kafka"]["ok"] is False
+
+
+async def test_a_slightly_old_kafka_reading_answers_at_once_while_a_new_one_is_probed(tmp_path: Path) -> None:
+    readiness, _, _, _, lag, _, clock = _parts(tmp_path)
+    _kafka(lag, clock, True)
+    first = lag.last
+    clock.advance(15)  # older than a reading may be, younger than three times that
+    _, body = await readiness.report()
+    assert body["checks"]["kafka"]["ok"] is True and lag.last is first  # answered without waiting on Kafka
+    await lag.get(max_age=0.0)  # joins the probe started in the background (the broker is not there)
+    assert lag.last is not first and lag.last is not None and not lag.last.ok
