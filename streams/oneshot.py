@@ -75,6 +75,7 @@ async def run(settings: Settings, end: datetime, exit_after: bool, timeout: floa
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     try:
         await until_stopped(_first_briefings(settings, end, timeout), stop, stopping)
+        log.info("briefings in a browser: http://%s:%d/browse", settings.web_host, settings.web_port)
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
         log.info(
