@@ -145,8 +145,8 @@ def run(settings: Settings, work: Path, a: argparse.Namespace) -> dict[str, Any]
         watcher = procs.spawn(settings, work, "watcher", "watch")
         procs.wait_log(work / "watcher.log", "startup scan published", watcher, 120)
         time.sleep(3)
-        for label, pollers in (("quiet", 0), ("pollers", a.pollers), ("quiet_again", 0)):
-            seed = {"quiet": 4242, "pollers": 4343, "quiet_again": 4444}[label]
+        for label, pollers in (("quiet", 0), ("with_pollers", a.pollers), ("quiet_again", 0)):
+            seed = {"quiet": 4242, "with_pollers": 4343, "quiet_again": 4444}[label]
             with Pollers(status_url, pollers) as p:
                 written = latency.write_notes(settings.root, a.rate, a.seconds, seed=seed)
                 time.sleep(5)
