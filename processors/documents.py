@@ -7,7 +7,12 @@ import re
 from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
-from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids, invalid_arxiv_mentions
+from processors.arxiv_ids import (
+    MAX_LISTED_IDS_PER_NOTE,
+    arxiv_id_from_card_name,
+    extract_arxiv_ids,
+    invalid_arxiv_mentions,
+)
 from processors.errors import ParseError
 from processors.front_matter import split_front_matter
 from processors.id_titles import titled_ids
@@ -239,6 +244,11 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     if front.get("arxiv") is not None:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
     ids.extend(extract_arxiv_ids(body))
+    ids = list(dict.fromkeys(ids))
+    if len(ids) > MAX_LISTED_IDS_PER_NOTE and kind not in ("baseline", "living"):  # our own, or read whole
+        warnings.append(
+            ("many_ids", f"cites {len(ids)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}")
+        )
     for bad in invalid_arxiv_mentions(body)[:_MAX_ID_WARNINGS]:
         warnings.append(("arxiv_id", f"{bad!r} is written as an arXiv id but is not a valid one; not cited"))
 
@@ -258,7 +268,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         tags=_as_strings(front.get("tags")),
         headings=headings,
         sections=tuple(sections),
-        arxiv_ids=tuple(dict.fromkeys(ids)),
+        arxiv_ids=tuple(ids),
         text=body,
         text_hash=hash_normalised(norm),
         signature=signature_of(counts.keys()),

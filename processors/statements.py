@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from processors.boilerplate import link_free_text
 from processors.id_titles import clean_title, is_metadata, title_line
 from processors.key_points import Said, sentences
 from processors.structure import Block
@@ -50,15 +51,6 @@ _SPACE_BEFORE = re.compile(
 MAX_STATEMENT = 4000  # characters kept of one block: a point is a sentence or two, not a page
 
 
-def _residue(block: Block) -> str:
-    """The block's text without the text of its links."""
-    text = block.text
-    for label, _ in block.links:
-        if label:
-            text = text.replace(label, " ", 1)
-    return text
-
-
 def _drop_label(text: str) -> tuple[str, str]:
     """(label, the rest) when the text opens with a short `label：`, else ('', text)."""
     m = _LABEL.match(text)
@@ -91,7 +83,7 @@ def statement(block: Block, *, title: str = "", own_ids: Sequence[str] = ()) -> 
         return ""
     if block.kind == "table_row":
         return ""  # a row's cells are read by the paper they belong to, never as one joined line
-    if title_line(block) or not _WORD.search(_residue(block)):
+    if title_line(block) or not _WORD.search(link_free_text(block)):
         return ""  # `原文标题：…` is the title; `论文链接： [HuggingFace](…) | [arXiv](…)` says nothing
     text = block.text[:MAX_STATEMENT]
     if title:

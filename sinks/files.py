@@ -74,7 +74,11 @@ class BriefingFiles:
 
     def clean_up(self, now: float) -> None:
         """At start: remove what an interrupted write left (`now`: wall time, epoch seconds)."""
-        removed = remove_stale_temps(self._out, now)
+        try:
+            removed = remove_stale_temps(self._out, now)
+        except OSError as exc:  # a folder that cannot be read stops its axes' briefings, not the worker
+            log.warning("could not look for temp files in %s: %s", self._out, exc)
+            return
         if removed:
             log.warning(
                 "removed %d temp file(s) left by an interrupted briefing write: %s",

@@ -1,4 +1,4 @@
-"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, kafka."""
+"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, backfill, dead, kafka."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from sinks import state_files
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
 from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, stopping, web_guard
+from streams.dead_admin import add_parser as add_dead_parser
+from streams.dead_admin import run as run_dead
 from streams.errors import StoppedBySignalError, StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
@@ -180,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )
+    add_dead_parser(sub)
     k = sub.add_parser("kafka", help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -229,6 +232,8 @@ def _dispatch(args: argparse.Namespace, clock: Clock) -> int:
         logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
     if args.command == "status":  # HTTP only: no broker needed
         return _status(settings, args.worker, args.json)
+    if args.command == "dead":
+        return run_dead(args, settings, kafka_local.resolve_bootstrap)
     if args.command == "flush":  # refused at the door, before any broker is looked for
         command = control.checked_command(
             settings, args.axis, "flush", _parse_end(args.end, clock), clock.now()

@@ -155,15 +155,7 @@ class Publisher:
         entry = self._ledger.get(rel)
         if entry is not None and entry[2] == digest and (entry[0], entry[1]) == (size, mtime):
             return None
-        raw = RawFile(
-            path=rel,
-            content=b"",
-            size=size,
-            mtime=mtime,
-            sha256=digest,
-            refused=f"it {refused.detail}",
-            refused_code=refused.reason,
-        )
+        raw = root_files.refusal_record(rel, size, mtime, refused)
         return _Record(raw, p, (size, mtime, digest), refused.reason, refused.detail)
 
     def _acknowledged(self, record: _Record) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from processors.models import RawFile
 from processors.root_paths import REFUSAL_TEXT, FileRefusal, ignored
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -48,6 +49,19 @@ class Refused:
     detail: str
     size: int | None = None
     mtime: float | None = None
+
+
+def refusal_record(rel: str, size: int, mtime: float, refused: Refused) -> RawFile:
+    """The record that tells the worker a file was refused (no bytes; one digest per reason, sent once)."""
+    return RawFile(
+        path=rel,
+        content=b"",
+        size=size,
+        mtime=mtime,
+        sha256=f"refused-{refused.reason}",
+        refused=f"it {refused.detail}",
+        refused_code=refused.reason,
+    )
 
 
 @dataclass(frozen=True)

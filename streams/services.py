@@ -1,5 +1,6 @@
 """What one worker's agents, timers and views share, built once at its start: settings, clock, metrics, ownership,
-the parse pool, the state catch-up and the state itself (opened on first use)."""
+the parse pool, the state catch-up, the dead-letter policy, the briefing outbox and the state itself (opened on
+first use)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from dataclasses import dataclass
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
+from streams.dead_letters import DeadLetterPolicy
 from streams.lag_probe import LagProbe
+from streams.outbox import BriefingOutbox
 from streams.ownership import Ownership
 from streams.parse_pool import ParsePool
 from streams.pipeline import Pipeline, make_enricher, route_params
@@ -74,6 +77,8 @@ class Services:
     guard: StateGuard
     readiness: Readiness
     status: StatusSnapshot
+    dead: DeadLetterPolicy
+    outbox: BriefingOutbox
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -97,6 +102,8 @@ class Services:
             guard=guard,
             readiness=Readiness(settings, ownership, pipeline, guard, lag, metrics),
             status=StatusSnapshot(settings, pipeline, ownership, lag, clock),
+            dead=DeadLetterPolicy(settings, metrics, clock),
+            outbox=BriefingOutbox(settings, metrics, clock, pipeline, ownership),
         )
 
     async def stop(self) -> None:

@@ -131,6 +131,20 @@ class ArxivSettings(BaseModel):
         return self
 
 
+class DeadLetterSettings(BaseModel):
+    """The dead-letter topic (`<prefix>.dead`) and when a stage stops instead of dead-lettering (docs/guarantees.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # After this many failed records in a row have been dead-lettered, the next stops the worker (0: no limit).
+    max_consecutive: int = Field(20, ge=0)
+    # Or when more than this share of the last `share_window` records of a stage failed (1.0: no limit).
+    max_share: float = Field(0.5, gt=0.0, le=1.0)
+    share_window: int = Field(200, ge=10, le=100_000)
+    # How long the dead-letter topic keeps a record: time to notice, fix and replay.
+    retention_hours: float = Field(24 * 30, gt=0)
+
+
 class Settings(BaseSettings):
     """All of predigest's configuration; frozen once loaded."""
 
@@ -178,9 +192,13 @@ class Settings(BaseSettings):
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")
     out_dir: Path = Path("out")
+    # An axis whose briefing files cannot be written is tried again after this long, doubling up to the maximum.
+    briefing_retry_seconds: float = Field(5.0, gt=0)
+    briefing_retry_max_seconds: float = Field(300.0, gt=0)
     kafka_cache: Path = Path(".cache/kafka")
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+    dead_letters: DeadLetterSettings = Field(default_factory=DeadLetterSettings)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = False  # one JSON object per log line, with path and axis fields on document lines
@@ -301,6 +319,11 @@ class Settings(BaseSettings):
     @property
     def arxiv_cache_file(self) -> Path:
         return self.state_dir / "arxiv-cache.duckdb"
+
+    @property
+    def dead_letter_stop_file(self) -> Path:
+        """Written when a stage stopped the worker on its dead-letter limit; `predigest dead resume` removes it."""
+        return self.state_dir / "dead-letter-stop.json"
 
     @property
     def command_limits(self) -> CommandLimits:

@@ -57,7 +57,9 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
             if refused is not None:
                 return refuse(self, "GET /status", refused)
             # A snapshot at most status_refresh_seconds old, read off the event loop: pollers cannot slow ingest.
-            return self.json(await services.status.get())
+            body = await services.status.get()
+            body["briefing_failures"] = services.outbox.report()  # axes whose briefings cannot be written
+            return self.json(body)
 
     @app.page("/flush")
     class Flush(View):

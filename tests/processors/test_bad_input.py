@@ -102,7 +102,7 @@ def test_the_codes_are_the_metric_labels_dashboards_and_alerts_use() -> None:
     assert set(REJECTION_CODES) == {
         "binary", "limit", "empty", "outside", "symlink", "special", "unreadable", "vanished", "parse"
     }  # fmt: skip
-    assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id"}
+    assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id", "many_ids"}
 
 
 def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:

@@ -115,5 +115,6 @@ def test_parse_time_of_nested_aliases_grows_with_the_text_not_the_expansion() ->
             split_front_matter(f"---\n{front}\n---\nbody", warnings)
         return time.process_time() - start
 
-    small, large = seconds(200), seconds(400)
+    # The best of three: a shared machine's stray pause lands in one run, not in all three.
+    small, large = min(seconds(200) for _ in range(3)), min(seconds(400) for _ in range(3))
     assert large / max(small, 1e-3) < 6, f"2x the levels took {large / small:.1f}x the time"

@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingRequest
 from processors.models import AxisSpec, Briefing
@@ -64,3 +66,17 @@ def test_temp_files_of_an_interrupted_write_are_removed_at_start_and_nothing_els
     BriefingFiles(tmp_path).clean_up(time.time())
     assert [p.exists() for p in left] == [False, False]
     assert young.exists() and all(p.exists() for p in kept)
+
+
+def test_an_output_folder_that_cannot_be_read_does_not_stop_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 15: one axis's output problem stops that axis only, so the start-up clean-up must not raise.
+    (tmp_path / "inference").mkdir()
+
+    def denied(self: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", denied)
+    BriefingFiles(tmp_path).clean_up(time.time())
+    assert "could not look for temp files" in caplog.text

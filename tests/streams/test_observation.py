@@ -94,11 +94,16 @@ async def test_a_briefing_observes_its_duration_from_the_request_once(pipeline: 
     command = ControlCommand(
         axis="inference", trigger="flush", end=end, requested_at=requested, request_id="r"
     )
-    await pipeline.brief(command)
+    emission = await pipeline.brief(command)
+    assert emission is not None
     labels = {"axis": "inference", "trigger": "flush"}
+    assert not value(m, "predigest_briefing_duration_seconds_count", **labels)  # recorded, no file yet
+    pipeline.write_files(emission)  # what the outbox does next: the files are the end of the briefing
     assert value(m, "predigest_briefing_duration_seconds_count", **labels) == 1
     assert value(m, "predigest_briefing_duration_seconds_sum", **labels) == pytest.approx(3.0)
-    await pipeline.brief(command)  # "already emitted": nothing was briefed, nothing is timed
+    again = await pipeline.brief(command)  # "already emitted": nothing was briefed, nothing is timed
+    assert again is not None
+    pipeline.write_files(again)
     assert value(m, "predigest_briefing_duration_seconds_count", **labels) == 1
 
 

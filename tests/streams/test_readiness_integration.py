@@ -40,8 +40,8 @@ def readyz(s: Settings) -> tuple[int, dict[str, Any]]:
     try:
         answer = httpx.get(worker_url(s, "/readyz"), timeout=10)
         return answer.status_code, answer.json()
-    except (httpx.HTTPError, ValueError) as exc:  # the poller goes on, and the answer is kept for the assertions
-        return 0, {"error": str(exc)}
+    except (httpx.HTTPError, ValueError) as exc:
+        return 0, {"error": str(exc)}  # the poller goes on, and the answer is kept for the assertions
 
 
 def healthz(s: Settings) -> Any:
