@@ -57,14 +57,15 @@ def spawn_cli(
     the child die with this process, even when this one is SIGKILLed (the worker of `once` and `run`).
     """
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
-    log_file = (workdir / f"{name}.log").open("ab")
     parent = ["--parent-pid", str(os.getpid())] if with_parent else []
-    return subprocess.Popen(
-        [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *parent, *command],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=PROJECT,
-    )
+    # The child holds its own copy of the log's descriptor: this process's copy is closed at once.
+    with (workdir / f"{name}.log").open("ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *parent, *command],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=PROJECT,
+        )
 
 
 def spawn_worker(

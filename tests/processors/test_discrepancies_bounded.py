@@ -3,6 +3,8 @@
 import time
 from collections import Counter
 
+import pytest
+
 from processors.discrepancies import (
     MAX_FUTURE_PER_NOTE,
     MAX_ITEMS,
@@ -16,6 +18,9 @@ from processors.living_doc import parse_living_doc
 from processors.units import units_of
 from processors.writer_flags import MAX_FLAGS_PER_NOTE
 from tests.processors.notes import SH, living, note
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 
 def _hostile() -> str:

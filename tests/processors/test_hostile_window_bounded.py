@@ -9,11 +9,16 @@ from __future__ import annotations
 import resource
 import time
 
+import pytest
+
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.discrepancies import MAX_ITEMS
 from processors.models import Document
 from processors.render_markdown import render_markdown
 from tests.processors.notes import SH, brief, note
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 
 def ident(n: int, yymm: str) -> str:

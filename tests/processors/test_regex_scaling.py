@@ -20,6 +20,9 @@ from types import SimpleNamespace
 
 import pytest
 
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
+
 PROCESSORS = Path(__file__).resolve().parents[2] / "processors"
 _FUNCTIONS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
 # The values a pattern built inside a function is made of, as its callers pass them.

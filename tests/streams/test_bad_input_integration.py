@@ -36,7 +36,7 @@ from tests.streams.fault_support import (
 )
 from tests.support import read_topic, running_worker
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SH = ZoneInfo("Asia/Shanghai")
 STAMP = (datetime.now(SH) - timedelta(hours=1)).strftime("%Y-%m-%d-%H%M")

@@ -12,11 +12,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from processors.ingest import Routed, RouteParams, route_values
 from processors.models import RawFile
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
 from streams.settings import Settings
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
 PROJECT = Path(__file__).resolve().parents[2]
