@@ -329,6 +329,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
         finally:
             if server is not None:
                 server.shutdown()
+                server.server_close()  # the listening socket too, not only the serving thread
         return 0
     finally:
         ledger.close()

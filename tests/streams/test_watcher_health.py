@@ -103,6 +103,7 @@ def test_a_stalled_loop_fails_health_and_freezes_the_heartbeat(
     finally:
         release.set()
         server.shutdown()
+        server.server_close()
         ledger.close()
 
 
