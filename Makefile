@@ -19,10 +19,12 @@ venv: $(BIN)/predigest  ## the virtualenv with predigest installed (editable) an
 kafka-fetch:  ## fetch Apache Kafka through Maven into .cache/kafka
 	bash deploy/kafka/kafka.sh fetch
 
-# promtool and a Prometheus server (Debian's package), and the compose-go validator (Go module proxy).
+# promtool and a Prometheus server (Debian's package), the compose-go validator (Go module proxy), and a
+# headless Chromium (Debian's package) for the briefing browser's tests.
 tools:  ## promtool, Prometheus, chromium and the compose validator the deploy tests use
 	bash deploy/prometheus/ensure-promtool.sh
 	bash deploy/compose-check/ensure-compose-check.sh
+	bash deploy/chromium/ensure-chromium.sh
 
 run: venv kafka-fetch  ## the whole pipeline on examples/root, a local broker started for you
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00

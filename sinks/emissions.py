@@ -24,6 +24,25 @@ class EmissionRecord:
         return self.delivered_at is not None
 
 
+@dataclass(frozen=True)
+class EmissionEntry:
+    """One recorded briefing as an index lists it: its key, its time and its sizes, no JSON decoded."""
+
+    axis: str
+    window_end: datetime
+    trigger: str
+    basename: str
+    emitted_at: datetime
+    sources: int
+    increments: int
+    discrepancies: int
+
+
+# A briefing's place among the axis's: by window end, then by when it was recorded (a close and a flush can
+# end at the same time).
+_ORDER = "window_end, emitted_at, trigger"
+
+
 class Emissions:
     """The emissions table, one row per (axis, window end, trigger)."""
 
@@ -120,3 +139,33 @@ class Emissions:
         row = self._db.execute(f"SELECT {column} FROM emissions WHERE {where}", [axis]).fetchone()
         value = row[0] if row else None
         return value if isinstance(value, datetime) else None
+
+    def entries(self) -> list[EmissionEntry]:
+        """Every recorded briefing, by axis and in order; sizes counted by DuckDB from the JSON."""
+        rows = self._db.execute(
+            "SELECT axis, window_end, trigger, basename, emitted_at, "
+            "json_array_length(briefing_json, '$.sources'), json_array_length(briefing_json, '$.increments'), "
+            f"json_array_length(briefing_json, '$.discrepancies') FROM emissions ORDER BY axis, {_ORDER}"
+        ).fetchall()
+        return [
+            EmissionEntry(
+                str(r[0]), r[1], str(r[2]), str(r[3]), r[4], int(r[5] or 0), int(r[6] or 0), int(r[7] or 0)
+            )
+            for r in rows
+        ]
+
+    def by_basename(self, axis: str, basename: str) -> Briefing | None:
+        """The axis's briefing written under this file name (what the briefing browser links to), or None."""
+        row = self._db.execute(
+            "SELECT briefing_json FROM emissions WHERE axis=? AND basename=?", [axis, basename]
+        ).fetchone()
+        return Briefing.model_validate_json(row[0]) if row else None
+
+    def discrepancy_lists(self, axis: str) -> list[tuple[datetime, str, str]]:
+        """Per briefing of the axis, in order: (window end, trigger, its D-items as JSON), the rest left unread."""
+        rows = self._db.execute(
+            f"SELECT window_end, trigger, CAST(briefing_json->'$.discrepancies' AS VARCHAR) FROM emissions "
+            f"WHERE axis=? ORDER BY {_ORDER}",
+            [axis],
+        ).fetchall()
+        return [(r[0], str(r[1]), r[2] or "[]") for r in rows]

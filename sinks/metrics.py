@@ -1,11 +1,22 @@
-"""Prometheus metrics of predigest, on an injected registry so tests see only their own."""
+"""Prometheus metrics of predigest, on an injected registry so tests see only their own.
+
+The worker (`Metrics`) and the watcher (`WatcherMetrics`) each export their own series, plus what every
+predigest process exports (`_Common`: its version, Kafka reachability, refusals, readiness and `process_*`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 
 from processors.commands import COMMAND_REFUSALS
 from processors.dead_letters import DEAD_LETTER_REASONS
@@ -13,6 +24,8 @@ from processors.dead_letters import DEAD_LETTER_REASONS
 # File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+# Command to briefing written: a small window briefs in a second, 10k documents in a few, a catch-up in minutes.
+BRIEFING_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 RESCAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
@@ -31,11 +44,36 @@ def _version() -> str:
         return "unknown"
 
 
-class Metrics:
-    """Every metric predigest exports; labels stay low-cardinality (axis, writer, kind, reason)."""
+class _Common:
+    """What every predigest process exports: its version, Kafka, refusals at the door, readiness, `process_*`."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        r = self.registry
+        ProcessCollector(registry=r)  # process_resident_memory_bytes, _cpu_seconds_total, _open_fds …
+        self.build_info = Gauge(
+            "predigest_build_info", "Always 1; the running version as a label", ["version"], registry=r
+        )
+        self.build_info.labels(version=_version()).set(1)
+        self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
+        self.ready = Gauge(
+            "predigest_ready",
+            "1 when the process's /readyz answered 200 the last time it was checked",
+            registry=r,
+        )
+        self.documents_rejected = Counter(
+            "predigest_documents_rejected_total", "Files refused at the door", ["reason"], registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class WatcherMetrics(_Common):
+    """The watcher's series: files seen and published, its lag and the heartbeat of its loop."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        super().__init__(registry)
         r = self.registry
         self.documents_seen = Counter(
             "predigest_documents_seen_total",
@@ -49,14 +87,47 @@ class Metrics:
             ["kind", "writer"],
             registry=r,
         )
+        self.watcher_lag = Histogram(
+            "predigest_watcher_lag_seconds",
+            "File mtime to Kafka acknowledgement",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.watcher_heartbeat = Gauge(
+            "predigest_watcher_loop_heartbeat_timestamp_seconds",
+            "When the watcher's loop last made progress",
+            registry=r,
+        )
+        self.watcher_rescan = Histogram(
+            "predigest_watcher_rescan_duration_seconds",
+            "Time a rescan took to list the root (in a thread beside the event path), by pass: changed folders, "
+            "or full (every file statted)",
+            ["pass"],
+            buckets=RESCAN_BUCKETS,
+            registry=r,
+        )
+        self.watcher_rescan_cpu = Counter(
+            "predigest_watcher_rescan_cpu_seconds_total",
+            "CPU time the rescans' listing took, by pass (changed folders, or full)",
+            ["pass"],
+            registry=r,
+        )
+        self.watcher_files = Gauge(
+            "predigest_watcher_files", "Files under the watched folders at the last rescan", registry=r
+        )
+
+
+class Metrics(_Common):
+    """The worker's series; labels stay low-cardinality (axis, writer, kind, reason)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        super().__init__(registry)
+        r = self.registry
         self.documents_stored = Counter(
             "predigest_documents_stored_total",
             "Document versions written to state",
             ["axis", "kind"],
             registry=r,
-        )
-        self.documents_rejected = Counter(
-            "predigest_documents_rejected_total", "Files refused at the door", ["reason"], registry=r
         )
         self.documents_warned = Counter(
             "predigest_documents_warned_total",
@@ -91,12 +162,6 @@ class Metrics:
             ["axis"],
             registry=r,
         )
-        self.watcher_lag = Histogram(
-            "predigest_watcher_lag_seconds",
-            "File mtime to Kafka acknowledgement",
-            buckets=LAG_BUCKETS,
-            registry=r,
-        )
         # --- operations (issue 5): lag, state writes, schedule, build ---
         self.end_to_end_lag = Histogram(
             "predigest_end_to_end_lag_seconds",
@@ -128,32 +193,12 @@ class Metrics:
             "End of the latest scheduled window whose close (end + grace) is due",
             registry=r,
         )
-        self.build_info = Gauge(
-            "predigest_build_info", "Always 1; the running version as a label", ["version"], registry=r
-        )
-        self.build_info.labels(version=_version()).set(1)
-        self.kafka_up = Gauge("predigest_kafka_up", "1 when the last Kafka call succeeded", registry=r)
-        self.watcher_heartbeat = Gauge(
-            "predigest_watcher_loop_heartbeat_timestamp_seconds",
-            "When the watcher's loop last made progress (0 in a process that runs no watcher)",
+        self.briefing_duration = Histogram(
+            "predigest_briefing_duration_seconds",
+            "Close or flush command requested to the briefing's files written (briefings emitted here, once each)",
+            ["axis", "trigger"],
+            buckets=BRIEFING_BUCKETS,
             registry=r,
-        )
-        self.watcher_rescan = Histogram(
-            "predigest_watcher_rescan_duration_seconds",
-            "Time a rescan took to list the root (in a thread beside the event path), by pass: changed folders, "
-            "or full (every file statted)",
-            ["pass"],
-            buckets=RESCAN_BUCKETS,
-            registry=r,
-        )
-        self.watcher_rescan_cpu = Counter(
-            "predigest_watcher_rescan_cpu_seconds_total",
-            "CPU time the rescans' listing took, by pass (changed folders, or full)",
-            ["pass"],
-            registry=r,
-        )
-        self.watcher_files = Gauge(
-            "predigest_watcher_files", "Files under the watched folders at the last rescan", registry=r
         )
         self.arxiv_requests = Counter(
             "predigest_arxiv_requests_total",
@@ -213,8 +258,8 @@ class Metrics:
             self.commands_refused.labels(reason=reason)
         self.web_requests_refused = Counter(
             "predigest_web_requests_refused_total",
-            "State-changing web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
-            "token",
+            "Web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
+            "token (POSTs; reads too with web_read_token)",
             ["reason"],
             registry=r,
         )
@@ -244,14 +289,12 @@ class Metrics:
             for code in codes:
                 self.dead_letters.labels(stage=stage, reason=code)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
-
     def declare_axes(self, axes: Iterable[str]) -> None:
         """Create the per-axis series at zero, so that rate() and the alerts see them before the first event."""
         for axis in axes:
             for trigger in TRIGGERS:
                 self.briefings_emitted.labels(axis=axis, trigger=trigger)
+                self.briefing_duration.labels(axis=axis, trigger=trigger)
             for kind in DUPLICATE_KINDS:
                 self.duplicates.labels(axis=axis, kind=kind)
             self.window_documents.labels(axis=axis)

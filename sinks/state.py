@@ -18,6 +18,7 @@ from sinks.counts import Counts
 from sinks.documents import DocumentLoader, Documents
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.offsets import AppliedOffsets, Position
+from sinks.state_reader import StateReader
 
 __all__ = ["STATE", "EmissionRecord", "Position", "StateStore"]
 
@@ -42,6 +43,10 @@ class StateStore:
     def check(self) -> None:
         """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
         duck.check_integrity(self._db, self._path, STATE)
+
+    def reader(self) -> StateReader:
+        """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
+        return StateReader(self._db.cursor(), self._path, STATE)
 
     def close(self) -> None:
         self._db.close()

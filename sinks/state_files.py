@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,18 @@ def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
         aside = duck.set_aside(path, now, "unreadable")
         log.error("%s (set aside as %s)", exc, aside)
         return StateStore(path), aside
+
+
+def replace_state(old: StateStore, path: Path, now: datetime) -> tuple[StateStore, Path | None]:
+    """A state found damaged while running: closed (its cursors with it), its file set aside, a fresh one opened.
+
+    Every connection to the old file must be closed first: DuckDB hands a new connection to a path it still
+    has open the old database, renamed file or not.
+    """
+    with contextlib.suppress(duckdb.Error):
+        old.close()
+    aside = duck.set_aside(path, now, "unreadable")
+    return StateStore(path), aside
 
 
 def check_version(path: Path) -> None:

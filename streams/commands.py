@@ -71,7 +71,8 @@ def status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
     from streams import status_table
 
     urls = workers or [f"http://{settings.web_host}:{settings.web_port}"]
-    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls)))
+    token = settings.token.get_secret_value() if settings.token else None
+    report = status_table.merge(settings, asyncio.run(status_table.fetch(urls, token)))
     text = (
         json.dumps(report, indent=2, ensure_ascii=False)
         if as_json

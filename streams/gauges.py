@@ -1,24 +1,15 @@
-"""The worker's polled gauges: window size, last briefings, the close schedule, consumer lag, Kafka up."""
+"""The worker's polled gauges read from its state: window size, last briefings, the close schedule.
+
+Consumer lag and Kafka reachability come from `streams.lag_probe`, shared with `/status` and `/readyz`."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from datetime import datetime
-
-from aiokafka.errors import KafkaError
 
 from processors.window import due_closes, window_bounds
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from streams import kafka_io
-from streams.errors import BrokerUnavailableError
 from streams.settings import Settings
-
-log = logging.getLogger(__name__)
-
-CONSUMED_STAGES = ("raw", "documents", "control")
-LAG_TIMEOUT_SECONDS = 10.0
 
 
 def refresh_state_gauges(
@@ -43,19 +34,3 @@ def refresh_state_gauges(
         due = due_closes(None, now, settings.close_at, settings.tz, settings.grace)
         if due:
             metrics.close_due.set(due[-1].timestamp())
-
-
-async def refresh_consumer_lag(settings: Settings, metrics: Metrics) -> None:
-    """Ask the broker for the group's lag; the round trip doubles as the worker's Kafka reachability."""
-    topics = [settings.kafka.topic(stage) for stage in CONSUMED_STAGES]
-    try:
-        lag = await asyncio.wait_for(
-            kafka_io.group_lag(settings, settings.app_id, topics), LAG_TIMEOUT_SECONDS
-        )
-    except (KafkaError, BrokerUnavailableError, TimeoutError, OSError) as exc:
-        metrics.kafka_up.set(0)
-        log.warning("Kafka at %s unreachable while reading consumer lag: %s", settings.kafka.bootstrap, exc)
-        return
-    metrics.kafka_up.set(1)
-    for tp, value in lag.items():
-        metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(value)

@@ -115,6 +115,7 @@ async def run(settings: Settings, request: RunRequest) -> None:
     end, timeout = request.end, request.timeout
     try:
         await until_stopped(_first_briefings(settings, end, timeout), stop, stopping)
+        log.info("briefings in a browser: http://%s:%d/browse", settings.web_host, settings.web_port)
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
         log.info("%s", flush_hint(settings, request))

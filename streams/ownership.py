@@ -29,6 +29,7 @@ class Ownership:
         self._axes = list(axes)
         self._ready: dict[int, asyncio.Event] = {}  # the owned partitions, each with its catch-up
         self.control_partitions: set[int] = set()  # what Faust assigned of the control topic, for status
+        self.assignments = 0  # how many assignments came (0: the worker has not joined its group yet)
 
     def partition_of(self, axis: str) -> int:
         return key_partition(axis, self.partitions)
@@ -58,6 +59,7 @@ class Ownership:
         """A new assignment: every owned partition waits for its catch-up before records are applied."""
         self.revoke(self._ready)
         self._ready = {p: asyncio.Event() for p in partitions}
+        self.assignments += 1
 
     def revoke(self, partitions: Iterable[int]) -> None:
         for p in set(partitions):
@@ -81,6 +83,11 @@ class Ownership:
             if event.is_set():
                 return True
             await event.wait()
+
+    async def wait_caught_up(self) -> None:
+        """Until no owned partition is catching up (each one caught up, or revoked)."""
+        while pending := self.catching_up():
+            await self.wait_ready(min(pending))
 
     def refusal(self, axis: str, partition: int) -> str | None:
         """Why a command for `axis` read from `partition` must not be answered here; None if it may."""

@@ -84,10 +84,17 @@ class Emission:
     delivered: bool  # the briefing topic already acknowledged it: nothing to send
     markdown: str | None = None  # None: restored from the briefings topic, rendered again when written
     fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
+    requested_at: datetime | None = None  # when its command was requested (the briefing duration's start)
 
     @classmethod
     def of(
-        cls, axis: str, window_end: datetime, trigger: Trigger, record: EmissionRecord, fresh: bool
+        cls,
+        axis: str,
+        window_end: datetime,
+        trigger: Trigger,
+        record: EmissionRecord,
+        fresh: bool,
+        requested_at: datetime | None = None,
     ) -> Emission:
         return cls(
             axis=axis,
@@ -98,6 +105,7 @@ class Emission:
             delivered=record.delivered,
             markdown=record.markdown,
             fresh=fresh,
+            requested_at=requested_at,
         )
 
     @property
@@ -138,6 +146,9 @@ class Pipeline:
         self.files.clean_up(clock.now().timestamp())
         self.clock = clock
         self.enricher = enricher
+        # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in
+        # progress finishes first, and the next one waits until the new state has caught up.
+        self.briefing_lock = asyncio.Lock()
 
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: dead-lettered, loudly, and counted."""
@@ -256,8 +267,9 @@ class Pipeline:
         Recorded first; its files and topic message are made from the record (`write_files`, the control
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
-        with _collector_paused():
-            return await self._brief(command)
+        async with self.briefing_lock:
+            with _collector_paused():
+                return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:
         axis = self.settings.axis(command.axis)
@@ -290,7 +302,9 @@ class Pipeline:
                 "" if record.delivered else " (re-sending the recorded one: it was never acknowledged)",
             )
             self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
-        return Emission.of(axis.name, command.end, command.trigger, record, fresh)
+        return Emission.of(
+            axis.name, command.end, command.trigger, record, fresh, requested_at=command.requested_at
+        )
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
@@ -307,6 +321,11 @@ class Pipeline:
         if markdown is None:  # restored from the briefings topic, which carries the JSON only
             markdown = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
         written = self.files.ensure(emission.axis, emission.basename, emission.briefing_json, markdown)
+        if emission.fresh and emission.requested_at is not None:
+            # From the command's request (queueing and catch-up included) to its files on disk, once each.
+            took = (self.clock.now() - emission.requested_at).total_seconds()
+            labels = {"axis": emission.axis, "trigger": emission.trigger}
+            self.metrics.briefing_duration.labels(**labels).observe(max(0.0, took))
         if written and not emission.fresh:
             log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
         return written

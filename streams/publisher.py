@@ -20,7 +20,7 @@ from processors.models import RawFile
 from processors.quiet import Pending
 from processors.root_paths import FileRefusal, top_folder
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.logs import doc_context
 from streams.raw_producer import RawProducer
@@ -64,7 +64,7 @@ class Publisher:
         max_bytes: int,
         raw: RawProducer,
         ledger: Ledger,
-        metrics: Metrics,
+        metrics: WatcherMetrics,
         clock: Callable[[], float],
         beat: Callable[[], None],
     ) -> None:

@@ -14,7 +14,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.models import RawFile
 from sinks.clock import epoch_seconds
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class RawProducer:
         self,
         producer: AIOKafkaProducer,
         topic: str,
-        metrics: Metrics,
+        metrics: WatcherMetrics,
         clock: Callable[[], float] = epoch_seconds,
         renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
@@ -40,6 +40,7 @@ class RawProducer:
         self._renew = renew
         self._stale = False  # a send failed: the producer's idempotence sequence is suspect
         self._last_renew = 0.0
+        self.up = True  # the last send, acknowledgement or probe reached Kafka (the watcher's /readyz)
 
     async def send(self, raw: RawFile) -> asyncio.Future[Any]:
         """Hand the record to the producer; the future resolves once Kafka acknowledges it (see `delivered`)."""
@@ -55,11 +56,15 @@ class RawProducer:
         return fut
 
     def delivered(self) -> None:
-        self._metrics.kafka_up.set(1)
+        self._kafka(True)
+
+    def _kafka(self, up: bool) -> None:
+        self.up = up
+        self._metrics.kafka_up.set(1 if up else 0)
 
     def failed(self) -> None:
         """A send or its acknowledgement failed: Kafka counts as down, and the next send renews the producer."""
-        self._metrics.kafka_up.set(0)
+        self._kafka(False)
         self._stale = self._renew is not None
 
     async def _renew_producer(self) -> None:
@@ -82,9 +87,9 @@ class RawProducer:
             await asyncio.wait_for(self.producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
         except (KafkaError, TimeoutError, OSError) as exc:
             log.warning("Kafka unreachable: %s", exc)
-            self._metrics.kafka_up.set(0)
+            self._kafka(False)
             return False
-        self._metrics.kafka_up.set(1)
+        self._kafka(True)
         return True
 
     async def stop(self) -> None:

@@ -4,18 +4,25 @@ first use)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from sinks.clock import Clock
 from sinks.metrics import Metrics
-from sinks.state_files import open_state
+from sinks.state_files import open_state, replace_state
 from streams.dead_letters import DeadLetterPolicy
+from streams.lag_probe import LagProbe
 from streams.outbox import BriefingOutbox
 from streams.ownership import Ownership
 from streams.parse_pool import ParsePool
 from streams.pipeline import Pipeline, make_enricher, route_params
+from streams.readiness import Readiness
 from streams.settings import Settings
+from streams.state_guard import StateGuard
 from streams.state_sync import StateSync
+from streams.status import StatusSnapshot
+
+log = logging.getLogger(__name__)
 
 
 class LazyPipeline:
@@ -45,6 +52,15 @@ class LazyPipeline:
             self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
         return self._pipeline
 
+    def replace_damaged(self) -> None:
+        """Set the open state's file aside as unreadable and go on with a fresh one (streams.state_guard)."""
+        if self._pipeline is None:
+            return
+        state, aside = replace_state(self._pipeline.state, self._settings.state_file, self._clock.now())
+        self._pipeline.state = state
+        self._metrics.state_set_aside.labels(reason="unreadable").inc()
+        log.error("the damaged state file was set aside as %s; a fresh one is rebuilt from Kafka", aside)
+
 
 @dataclass(frozen=True)
 class Services:
@@ -57,6 +73,10 @@ class Services:
     parser: ParsePool
     pipeline: LazyPipeline
     sync: StateSync
+    lag: LagProbe
+    guard: StateGuard
+    readiness: Readiness
+    status: StatusSnapshot
     dead: DeadLetterPolicy
     outbox: BriefingOutbox
 
@@ -67,6 +87,9 @@ class Services:
         metrics.declare_axes(a.name for a in settings.axes)
         pipeline = LazyPipeline(settings, metrics, clock)
         ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
+        sync = StateSync(settings, pipeline, ownership, metrics, clock)
+        lag = LagProbe(settings, metrics, clock)
+        guard = StateGuard(settings, pipeline, sync, clock)
         return cls(
             settings=settings,
             clock=clock,
@@ -74,7 +97,11 @@ class Services:
             ownership=ownership,
             parser=ParsePool(route_params(settings), settings.parse_processes, clock=clock),
             pipeline=pipeline,
-            sync=StateSync(settings, pipeline, ownership, metrics, clock),
+            sync=sync,
+            lag=lag,
+            guard=guard,
+            readiness=Readiness(settings, ownership, pipeline, guard, lag, metrics),
+            status=StatusSnapshot(settings, pipeline, ownership, lag, clock),
             dead=DeadLetterPolicy(settings, metrics, clock),
             outbox=BriefingOutbox(settings, metrics, clock, pipeline, ownership),
         )

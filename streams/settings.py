@@ -219,10 +219,18 @@ class Settings(BaseSettings):
     web_port: int = 6066
     watcher_metrics_port: int = 6067
     metrics_interval_seconds: float = 15.0  # how often polled gauges (lag, window size) are refreshed
+    # How often the worker reads its state file through (size and every block, in a thread); one that fails is
+    # set aside and rebuilt from Kafka while the worker runs. About 0.3 s of a core per 40 MB of state.
+    state_check_seconds: float = Field(60.0, gt=0)
     token: SecretStr | None = None  # the bearer token of POST routes; required when web_host is not loopback
     # Or a file holding it (a compose or Kubernetes secret: /run/secrets/…), read once at load; never dumped.
     token_file: Path | None = Field(None, exclude=True)
     web_allow_no_token: bool = False  # accept a non-loopback web_host without a token (logged as a WARNING)
+    # GET /status, /briefings/… and the briefing browser need the bearer token too (health, readiness and
+    # /metrics stay open for probes and Prometheus).
+    web_read_token: bool = False
+    # /status and the briefing browser answer from a snapshot at most this old (issue 16: reads cannot slow ingest).
+    status_refresh_seconds: float = Field(5.0, gt=0)
     web_origins: tuple[
         str, ...
     ] = ()  # origins besides the worker's own allowed to POST (e.g. a proxy's https://…)
@@ -291,6 +299,10 @@ class Settings(BaseSettings):
         # An empty token would accept `Authorization: Bearer` with nothing after it.
         if self.token is not None and not self.token.get_secret_value().strip():
             raise ValueError("token is empty: set PREDIGEST_TOKEN to a secret, or leave it unset")
+        if self.web_read_token and self.token is None:
+            raise ValueError(
+                "web_read_token is set but no token is: set PREDIGEST_TOKEN (or PREDIGEST_TOKEN_FILE)"
+            )
         return self
 
     @property

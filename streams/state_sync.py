@@ -76,6 +76,22 @@ class StateSync:
         self._cancel()
         self._ownership.revoke(partitions)
 
+    async def replace_damaged(self, reopen: Callable[[], None]) -> None:
+        """The open state failed a read: `reopen` sets it aside and opens a fresh one, which the owned
+        partitions' catch-up rebuilds from Kafka, as at a start with no state file.
+
+        Under the pipeline's briefing lock: a briefing in progress finishes first and the next waits for the
+        rebuild; the window and control agents wait as well, every owned partition catching up again.
+        """
+        async with self._pipeline().briefing_lock:
+            self._cancel()
+            owned = sorted(self._ownership.owned_partitions)
+            self._ownership.assign(owned)
+            reopen()
+            log.info("rebuilding the state of documents partitions %s from Kafka", owned)
+            self._task = asyncio.create_task(self._catch_up(owned))
+            await self._ownership.wait_caught_up()
+
     async def stop(self) -> None:
         task = self._task
         self._cancel()

@@ -14,10 +14,12 @@ TIMEOUT_SECONDS = 10.0
 COLUMNS = ("AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "LAST BRIEFING", "LAG")
 
 
-async def fetch(urls: list[str]) -> list[dict[str, Any]]:
+async def fetch(urls: list[str], token: str | None = None) -> list[dict[str, Any]]:
     """Each worker's answer; an unreachable worker becomes `{"worker": url, "error": ...}`."""
     answers: list[dict[str, Any]] = []
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as http:
+    # The token goes along when one is configured: a worker with web_read_token asks for it.
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, headers=headers) as http:
         for url in urls:
             try:
                 response = await http.get(url.rstrip("/") + "/status")
@@ -81,14 +83,25 @@ def _row(entry: dict[str, Any], zone: ZoneInfo) -> tuple[str, ...]:
     )
 
 
+def _parse_lag(answers: list[dict[str, Any]], zone: ZoneInfo) -> str:
+    """The raw records not parsed yet: the whole group's, so any worker's latest reading says it."""
+    readings = [a["lag"] for a in answers if a.get("lag", {}).get("ok")]
+    if not readings:
+        return "parse lag unknown (no worker reached Kafka)"
+    latest = max(readings, key=lambda r: str(r["checked_at"]))
+    when = _local(latest["checked_at"], zone, "%H:%M:%S")
+    return f"parse lag: {latest['parse']} raw record(s) not parsed yet (as of {when}, as the lag gauges show)"
+
+
 def render(report: dict[str, Any], zone: ZoneInfo) -> str:
     """A fixed-width table; unreachable workers are listed under it."""
     rows = [COLUMNS, *(_row(e, zone) for e in report["axes"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.append(
-        f"window times in {zone.key}; DUPS = exact+near in the window; LAG = records not yet applied"
+        f"window times in {zone.key}; DUPS = exact+near in the window; LAG = records the group has not processed"
     )
+    lines.append(_parse_lag(report["workers"], zone))
     for answer in report["workers"]:
         if "error" in answer:
             lines.append(f"worker {answer['worker']} did not answer: {answer['error']}")

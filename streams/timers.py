@@ -67,13 +67,14 @@ class CloseCheck:
 
 
 async def refresh_gauges(services: Services) -> None:
-    """Window size, the schedule and consumer lag move without any event arriving, so they are polled."""
+    """Window size, the schedule, consumer lag and readiness move without any event arriving, so they are polled."""
     try:
         owned = set(services.ownership.owned_axes())
         gauges.refresh_state_gauges(
             services.settings, services.pipeline().state, services.metrics, services.clock.now(), owned=owned
         )
-        await gauges.refresh_consumer_lag(services.settings, services.metrics)
+        await services.lag.get(max_age=0.0)  # sets the lag gauges and predigest_kafka_up
+        await services.readiness.report()  # sets predigest_ready
     except Exception:  # a monitoring tick must never take the worker down
         log.exception("refreshing the polled gauges failed")
 
@@ -95,6 +96,7 @@ def register_timers(app: faust.App, services: Services, outputs: Outputs) -> Clo
     app.timer(interval=s.metrics_interval_seconds, name="streams.timers.refresh_gauges")(
         partial(refresh_gauges, services)
     )
+    app.timer(interval=s.state_check_seconds, name="streams.timers.check_state")(services.guard.check)
     app.timer(interval=OUTBOX_TICK_SECONDS, name="streams.timers.retry_briefings")(
         partial(retry_briefings, services, outputs)
     )

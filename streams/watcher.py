@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaProducer
 from processors.quiet import Pending, QuietTracker, Stat, under
 from processors.root_paths import WATCHED, watched
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
 from streams.publisher import Publisher
@@ -47,7 +47,7 @@ class Watcher:
         settings: Settings,
         producer: AIOKafkaProducer,
         ledger: Ledger,
-        metrics: Metrics,
+        metrics: WatcherMetrics,
         clock: Callable[[], float] = time.time,
         renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
@@ -63,6 +63,7 @@ class Watcher:
             self._root, settings.max_bytes, self._raw, ledger, metrics, clock, self._beat
         )
         self.kafka_failed = False  # the last settle stopped on a Kafka error
+        self.scanned = False  # the start-up scan is done: what was in the root at start is published
         self._more = False  # the last settle left ready files for the next pass
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
         self._beat_at = clock()
@@ -82,6 +83,22 @@ class Watcher:
         age = max(0.0, self._clock() - self._beat_at)
         ok = age <= self._s.watcher_stall_seconds
         return ok, {"status": "ok" if ok else "stalled", "heartbeat_age_seconds": round(age, 3)}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready when the loop is alive, Kafka answered last time and the start-up scan is done (`/readyz`)."""
+        alive, health = self.health()
+        checks = {
+            "loop": {"ok": alive, "heartbeat_age_seconds": health["heartbeat_age_seconds"]},
+            "kafka": {"ok": self._raw.up},
+            "startup_scan": {"ok": self.scanned},
+        }
+        not_ready = [name for name, check in checks.items() if not check["ok"]]
+        self._metrics.ready.set(0 if not_ready else 1)
+        return not not_ready, {
+            "status": "not_ready" if not_ready else "ready",
+            "not_ready": not_ready,
+            "checks": checks,
+        }
 
     def _rel(self, path: Path) -> str | None:
         try:
@@ -213,6 +230,7 @@ class Watcher:
                         len(self._quiet),
                     )
                     backlog = False
+                    self.scanned = True
                 rescans.step()
                 if self._more and not self.kafka_failed:
                     await asyncio.sleep(0)  # more are ready: the next pass at once, events first
@@ -296,7 +314,7 @@ async def started_producer(settings: Settings) -> AIOKafkaProducer:
 
 async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
-    metrics = Metrics()
+    metrics = WatcherMetrics()
     producer = await started_producer(settings)
     metrics.kafka_up.set(1)
     ledger = Ledger(settings.ledger_file)
@@ -304,12 +322,14 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     try:
         if not follow:
             return await watcher.scan() + await watcher.drain()
-        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, watcher.health)
+        checks = {"/healthz": watcher.health, "/readyz": watcher.readiness}
+        server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, checks)
         try:
             await watcher.run(stop)
         finally:
             if server is not None:
                 server.shutdown()
+                server.server_close()  # the listening socket too, not only the serving thread
         return 0
     finally:
         ledger.close()

@@ -1,5 +1,5 @@
-"""The watcher's own HTTP server, in a thread beside its loop: `/metrics`, and `/healthz` that fails when the
-loop stalls (a thread still answers while the loop is stuck, which is the point)."""
+"""The watcher's own HTTP server, in a thread beside its loop: `/metrics`, `/healthz` that fails when the loop
+stalls (a thread still answers while the loop is stuck, which is the point) and `/readyz`."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
 
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams.errors import ConfigError
 from streams.preflight import port_message
 
 log = logging.getLogger(__name__)
 
-Health = Callable[[], tuple[bool, dict[str, Any]]]  # (healthy, what /healthz shows)
+Health = Callable[[], tuple[bool, dict[str, Any]]]  # (healthy, what /healthz or /readyz shows)
 StartResponse = Callable[..., Any]
 
 
@@ -34,15 +34,16 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def health_app(
-    metrics: Metrics, health: Health
+    metrics: WatcherMetrics, checks: Mapping[str, Health]
 ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
-    """`/healthz` from `health` (200 or 503, JSON); every other path is the Prometheus exposition."""
+    """Each path of `checks` (200 or 503, JSON); every other path is the Prometheus exposition."""
     exposition = make_wsgi_app(metrics.registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") != "/healthz":
+        check = checks.get(environ.get("PATH_INFO", ""))
+        if check is None:
             return exposition(environ, start_response)  # type: ignore[no-any-return]
-        ok, body = health()
+        ok, body = check()
         status = "200 OK" if ok else "503 Service Unavailable"
         start_response(status, [("Content-Type", "application/json")])
         return [json.dumps(body).encode()]
@@ -50,7 +51,7 @@ def health_app(
     return app
 
 
-def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer:
+def serve(host: str, port: int, metrics: WatcherMetrics, checks: Mapping[str, Health]) -> WSGIServer:
     """Serve in a daemon thread; ConfigError when the port is taken: a watcher nobody can scrape or probe would
     look dead to Prometheus and to `run`, which advertises the port."""
     try:
@@ -59,11 +60,11 @@ def serve(host: str, port: int, metrics: Metrics, health: Health) -> WSGIServer:
         class _ServerOfFamily(_Server):
             address_family = family  # an IPv6 web_host (::1) too
 
-        app = health_app(metrics, health)
+        app = health_app(metrics, checks)
         server: WSGIServer = make_server(host, port, app, _ServerOfFamily, handler_class=_QuietHandler)
     except OSError as exc:
         why = exc.strerror or str(exc)
         raise ConfigError(port_message(host, port, "watcher_metrics_port", why)) from None
     threading.Thread(target=server.serve_forever, name="watcher-web", daemon=True).start()
-    log.info("watcher metrics at http://%s:%d/metrics, health at /healthz", host, port)
+    log.info("watcher metrics at http://%s:%d/metrics, health at /healthz and /readyz", host, port)
     return server

@@ -72,6 +72,16 @@ def post_refusal(settings: Settings, headers: Mapping[str, str]) -> Refusal | No
     return None
 
 
+def read_refusal(settings: Settings, headers: Mapping[str, str]) -> Refusal | None:
+    """None when a read route (status, briefings, the browser) may answer: always, unless `web_read_token`."""
+    if not settings.web_read_token:
+        return None
+    h = {k.lower(): v for k, v in headers.items()}
+    if authorised(settings, h.get("authorization")):
+        return None
+    return Refusal("token", 401, "missing or wrong bearer token (web_read_token puts reads behind it)")
+
+
 def authorised(settings: Settings, header: str | None) -> bool:
     """State-changing routes need the bearer token when one is configured (any other scheme is refused)."""
     if settings.token is None:

@@ -93,7 +93,8 @@ def test_each_worker_has_its_own_state_and_port(project: dict[str, Any]) -> None
     for w in (w1, w2):
         port = int(w["environment"]["PREDIGEST_WEB_PORT"])
         assert [p["target"] for p in w["ports"]] == [port]
-        assert f"127.0.0.1:{port}/healthz" in " ".join(w["healthcheck"]["test"])
+        # Ready, not merely alive: Kafka answers, the state is caught up and sound (a 503 fails urlopen).
+        assert f"127.0.0.1:{port}/readyz" in " ".join(w["healthcheck"]["test"])
         ports.append(port)
     assert len(set(ports)) == 2
 
@@ -125,8 +126,9 @@ def test_a_briefing_file_is_readable_by_the_hosts_users(tmp_path: Path) -> None:
 def test_the_watcher_is_unhealthy_when_its_loop_stalls(project: dict[str, Any]) -> None:
     watcher = project["services"]["watcher"]
     port = int(watcher["environment"]["PREDIGEST_WATCHER_METRICS_PORT"])
-    # /healthz answers 503 once the loop made no progress for watcher_stall_seconds; /metrics would still answer.
-    assert f"127.0.0.1:{port}/healthz" in " ".join(watcher["healthcheck"]["test"])
+    # /readyz answers 503 once the loop made no progress for watcher_stall_seconds (as /healthz does) and while
+    # Kafka is unreachable; /metrics would still answer.
+    assert f"127.0.0.1:{port}/readyz" in " ".join(watcher["healthcheck"]["test"])
 
 
 def test_prometheus_and_grafana_mount_the_projects_configuration(project: dict[str, Any]) -> None:

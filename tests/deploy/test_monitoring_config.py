@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sinks.metrics import Metrics
+from sinks.metrics import Metrics, WatcherMetrics
 from tests.deploy.tools import DEPLOY, ensure_promtool
 
 PROM = DEPLOY / "prometheus"
@@ -23,10 +23,11 @@ _SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
 
 
 def exposed_names() -> set[str]:
-    """Every series name `Metrics()` can expose, labelled children or not."""
+    """Every series name the worker's or the watcher's metrics can expose, labelled children or not."""
     names: set[str] = set()
-    for family in Metrics().registry.collect():
-        names.update(family.name + suffix for suffix in _SUFFIXES.get(family.type, ("",)))
+    for metrics in (Metrics(), WatcherMetrics()):
+        for family in metrics.registry.collect():
+            names.update(family.name + suffix for suffix in _SUFFIXES.get(family.type, ("",)))
     return names
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from importlib.metadata import version
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from sinks.metrics import Metrics
+from sinks.metrics import Metrics, WatcherMetrics
 
 
 def test_build_info_carries_the_installed_version() -> None:
@@ -24,11 +25,45 @@ def test_declared_axes_have_zero_series_so_rates_and_alerts_see_them() -> None:
         assert m.registry.get_sample_value("predigest_duplicates_total", {"axis": axis, "kind": "near"}) == 0
 
 
+def _families(metrics: Metrics | WatcherMetrics) -> list[Any]:
+    return list(text_string_to_metric_families(metrics.render().decode()))
+
+
 def test_every_name_follows_the_conventions() -> None:
-    families = list(text_string_to_metric_families(Metrics().render().decode()))
+    families = _families(Metrics()) + _families(WatcherMetrics())
     assert len(families) >= 15
     for family in families:
-        assert family.name.startswith("predigest_"), family.name
+        assert family.name.startswith(("predigest_", "process_")), family.name
         assert family.documentation, family.name
         for bad in ("_milliseconds", "_minutes", "_hours", "_kilobytes", "_megabytes"):
             assert bad not in family.name, family.name
+
+
+def test_both_processes_export_their_process_series_and_the_watcher_only_its_own() -> None:
+    worker = {f.name for f in _families(Metrics())}
+    watcher = {f.name for f in _families(WatcherMetrics())}
+    for names in (worker, watcher):
+        # RSS and CPU of the process (prometheus_client's ProcessCollector), so memory can be watched.
+        assert {"process_resident_memory_bytes", "process_cpu_seconds", "process_open_fds"} <= names
+        assert {"predigest_build_info", "predigest_kafka_up", "predigest_ready"} <= names
+    own = {
+        "predigest_documents_seen",
+        "predigest_documents_published",
+        "predigest_watcher_lag_seconds",
+        "predigest_watcher_loop_heartbeat_timestamp_seconds",
+        "predigest_watcher_rescan_duration_seconds",
+        "predigest_watcher_rescan_cpu_seconds",
+        "predigest_watcher_files",
+    }
+    shared = {"predigest_build_info", "predigest_kafka_up", "predigest_ready", "predigest_documents_rejected"}
+    assert {n.removesuffix("_created") for n in watcher if n.startswith("predigest_")} == own | shared
+    assert not own & worker
+    assert "predigest_briefing_duration_seconds" in worker
+
+
+def test_the_briefing_duration_exists_per_axis_and_trigger_before_the_first_briefing() -> None:
+    m = Metrics()
+    m.declare_axes(["inference"])
+    for trigger in ("close", "flush"):
+        labels = {"axis": "inference", "trigger": trigger}
+        assert m.registry.get_sample_value("predigest_briefing_duration_seconds_count", labels) == 0

@@ -51,6 +51,31 @@ async def send_unreadable(s: Settings) -> None:
         await producer.stop()
 
 
+# The watcher's own series and the ones every predigest process exports (sinks/metrics.py).
+WATCHER_FAMILIES = {
+    "predigest_documents_seen",
+    "predigest_documents_published",
+    "predigest_watcher_lag_seconds",
+    "predigest_watcher_loop_heartbeat_timestamp_seconds",
+    "predigest_watcher_rescan_duration_seconds",
+    "predigest_watcher_rescan_cpu_seconds",
+    "predigest_watcher_files",
+    "predigest_build_info",
+    "predigest_kafka_up",
+    "predigest_ready",
+    "predigest_documents_rejected",
+}
+
+
+def families(body: str) -> set[str]:
+    """The predigest metric families of an exposition (`_created` series folded into their family)."""
+    return {
+        f.name.removesuffix("_created")
+        for f in text_string_to_metric_families(body)
+        if f.name.startswith("predigest_")
+    }
+
+
 def sample(body: str, name: str, **labels: str) -> float | None:
     for family in text_string_to_metric_families(body):
         for s in family.samples:
@@ -158,6 +183,14 @@ async def test_the_worker_and_watcher_metrics_pass_promtool_and_tell_what_happen
     assert (sample(w, "predigest_duckdb_write_duration_seconds_count", operation="batch") or 0) >= 1
     assert (sample(w, "predigest_last_briefing_timestamp_seconds", axis="inference") or 0) > 0
     assert "predigest_build_info{" in w
+    # The time from the flush command to its files, once; RSS and CPU of each process.
+    assert sample(w, "predigest_briefing_duration_seconds_count", axis="inference", trigger="flush") == 1
+    for body in (w, watcher_body):
+        assert (sample(body, "process_resident_memory_bytes") or 0) > 10_000_000
+        assert sample(body, "process_cpu_seconds_total") is not None
+    # The watcher exports its own series, none of the worker's.
+    assert families(watcher_body) - WATCHER_FAMILIES == set()
+    assert "predigest_window_documents" in families(w)
     assert sample(watcher_body, "predigest_documents_published_total", kind="inbox", writer="tom") == 1
     assert sample(watcher_body, "predigest_watcher_lag_seconds_count") == 3
     assert sample(watcher_body, "predigest_kafka_up") == 1

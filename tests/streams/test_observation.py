@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaConnectionError
 
 from processors.models import ControlCommand, RawFile
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import Metrics, WatcherMetrics
 from sinks.state import StateStore
 from streams.gauges import refresh_state_gauges
 from streams.pipeline import Pipeline
@@ -47,7 +47,7 @@ def _raw(path: str, text: str, mtime: float) -> RawFile:
     )
 
 
-def value(m: Metrics, name: str, **labels: str) -> float | None:
+def value(m: Metrics | WatcherMetrics, name: str, **labels: str) -> float | None:
     return m.registry.get_sample_value(name, labels)
 
 
@@ -84,6 +84,27 @@ async def test_a_briefing_counts_exact_duplicates_and_times_the_emission_write(p
     assert value(m, "predigest_duplicates_total", axis="inference", kind="exact") == 1
     assert value(m, "predigest_briefings_emitted_total", axis="inference", trigger="close") == 1
     assert value(m, "predigest_duckdb_write_duration_seconds_count", operation="emission") == 1
+
+
+async def test_a_briefing_observes_its_duration_from_the_request_once(pipeline: Pipeline) -> None:
+    m = pipeline.metrics
+    ingest(pipeline, _raw("inbox/jay/2026-09-27-1000-a.md", "# vLLM 推理\nKV cache serving", NOW.timestamp()))
+    end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+    requested = NOW - timedelta(seconds=3)  # queued behind other work for 3 s before the worker took it
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=end, requested_at=requested, request_id="r"
+    )
+    emission = await pipeline.brief(command)
+    assert emission is not None
+    labels = {"axis": "inference", "trigger": "flush"}
+    assert not value(m, "predigest_briefing_duration_seconds_count", **labels)  # recorded, no file yet
+    pipeline.write_files(emission)  # what the outbox does next: the files are the end of the briefing
+    assert value(m, "predigest_briefing_duration_seconds_count", **labels) == 1
+    assert value(m, "predigest_briefing_duration_seconds_sum", **labels) == pytest.approx(3.0)
+    again = await pipeline.brief(command)  # "already emitted": nothing was briefed, nothing is timed
+    assert again is not None
+    pipeline.write_files(again)
+    assert value(m, "predigest_briefing_duration_seconds_count", **labels) == 1
 
 
 async def test_polled_gauges_follow_the_clock_and_come_back_from_state(pipeline: Pipeline) -> None:
@@ -153,7 +174,7 @@ async def test_the_watcher_keeps_a_file_pending_while_kafka_is_down(tmp_path: Pa
     rel = "inbox/jay/2026-09-27-1000-a.md"
     (s.root / "inbox" / "jay").mkdir(parents=True)
     (s.root / rel).write_text("# a\nvLLM\n", encoding="utf-8")
-    producer, m = FlakyProducer(), Metrics()
+    producer, m = FlakyProducer(), WatcherMetrics()
     ledger = Ledger(s.ledger_file)
     watcher = Watcher(s, producer, ledger, m)
     watcher.mark(rel)
@@ -161,10 +182,15 @@ async def test_the_watcher_keeps_a_file_pending_while_kafka_is_down(tmp_path: Pa
     assert value(m, "predigest_kafka_up") == 0
     assert await watcher.probe() is False
     assert ledger.get(rel) is None
+    ready, body = watcher.readiness()  # its /readyz names what is wrong: Kafka, and no start-up scan yet
+    assert not ready and body["not_ready"] == ["kafka", "startup_scan"]
+    assert value(m, "predigest_ready") == 0
 
     producer.down = False
     assert await watcher.probe() is True
     assert value(m, "predigest_kafka_up") == 1
+    watcher.scanned = True
+    assert watcher.readiness()[0] and value(m, "predigest_ready") == 1
     assert await watcher.settle(force=True) == 1  # the same path, still pending, goes out now
     assert producer.sent == [rel.encode()]
     assert value(m, "predigest_documents_published_total", kind="inbox", writer="jay") == 1

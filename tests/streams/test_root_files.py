@@ -17,7 +17,7 @@ import pytest
 
 from processors.models import RawFile
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.root_files import Folder, Missing, Refused, Regular, read_file, walk
 from streams.settings import KafkaSettings, Settings
@@ -212,7 +212,7 @@ async def test_the_watcher_publishes_nothing_of_the_secret_while_the_note_is_swa
 ) -> None:
     s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
     producer, ledger = KeepingProducer(), Ledger(s.ledger_file)
-    watcher = Watcher(s, producer, ledger, Metrics())
+    watcher = Watcher(s, producer, ledger, WatcherMetrics())
     try:
         deadline = time.monotonic() + 3
         rounds = 0

@@ -44,6 +44,7 @@ ANSWER: dict[str, Any] = {
             "lag": None,
         },
     ],
+    "lag": {"ok": True, "checked_at": "2026-09-27T14:29:58+00:00", "parse": 40, "raw": {"0": 40}},
 }
 
 
@@ -68,6 +69,8 @@ def test_the_table_has_a_row_per_axis_and_names_who_is_missing(tmp_path: Path) -
     risk = next(line for line in lines if line.startswith("risk"))
     assert risk.split()[1] == "2" and "no worker answered for it" in risk
     assert "worker http://127.0.0.1:6068 did not answer: connection refused" in text
+    # The parse (raw-topic) lag is the group's, from the worker's last lag probe (the gauges' reading).
+    assert "parse lag: 40 raw record(s) not parsed yet (as of 22:29:58" in text
 
 
 def test_an_axis_whose_briefings_cannot_be_written_is_named_under_the_table(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
 
 from processors.models import RawFile
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
@@ -42,7 +42,7 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, Ledger, Metrics]]:
+def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, Ledger, WatcherMetrics]]:
     s = Settings(
         root=root,
         state_dir=tmp_path / "state",
@@ -50,12 +50,12 @@ def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, L
         kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
         quiet_seconds=0.5,
     )
-    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
+    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     yield Watcher(s, producer, ledger, metrics), producer, ledger, metrics
     ledger.close()
 
 
-def rejected(m: Metrics, reason: str) -> float:
+def rejected(m: WatcherMetrics, reason: str) -> float:
     return m.registry.get_sample_value("predigest_documents_rejected_total", {"reason": reason}) or 0.0
 
 
@@ -68,7 +68,7 @@ def write_old(path: Path, text: str) -> Path:
 
 
 async def test_symlinks_and_special_files_are_refused_once_and_reach_kafka_as_refusals(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, tmp_path: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, tmp_path: Path
 ) -> None:
     watcher, producer, _ledger, m = parts
     secret = tmp_path / "secret.txt"
@@ -95,7 +95,7 @@ async def test_symlinks_and_special_files_are_refused_once_and_reach_kafka_as_re
 
 
 async def test_a_path_under_a_symlinked_folder_is_refused_as_outside(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, tmp_path: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, tmp_path: Path
 ) -> None:
     watcher, producer, _ledger, m = parts
     elsewhere = tmp_path / "elsewhere"
@@ -111,7 +111,7 @@ async def test_a_path_under_a_symlinked_folder_is_refused_as_outside(
 
 
 async def test_a_file_deleted_before_it_was_read_is_counted_and_not_published(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
     watcher, producer, _ledger, m = parts
     note = root / "inbox/jay/2026-09-27-gone.md"
@@ -129,7 +129,7 @@ async def test_a_file_deleted_before_it_was_read_is_counted_and_not_published(
 
 
 async def test_a_rescan_waits_for_a_growing_file_to_be_quiet(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
     watcher, producer, _ledger, _m = parts
     write_old(root / "living/inference.md", "# inference.md v1\n")
@@ -145,7 +145,7 @@ async def test_a_rescan_waits_for_a_growing_file_to_be_quiet(
 
 
 async def test_a_file_that_changes_while_it_is_read_is_read_again_later(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, monkeypatch: pytest.MonkeyPatch
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     watcher, producer, _ledger, _m = parts
     note = root / "inbox/jay/2026-09-27-race.md"
@@ -167,7 +167,7 @@ async def test_a_file_that_changes_while_it_is_read_is_read_again_later(
 
 
 async def test_a_renamed_folder_deletes_the_old_paths_and_publishes_the_new_ones(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
     watcher, producer, ledger, _m = parts
     for name in ("a", "b"):
@@ -183,7 +183,7 @@ async def test_a_renamed_folder_deletes_the_old_paths_and_publishes_the_new_ones
 
 
 async def test_a_scan_survives_files_vanishing_under_it(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, monkeypatch: pytest.MonkeyPatch
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     watcher, producer, _ledger, _m = parts
     gone = root_files.Entry("inbox/jay/2026-09-27-gone.md", 5, 1.0)  # listed, then deleted before it is read
@@ -215,7 +215,7 @@ class PoisonedProducer(FakeProducer):
 
 async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Path, tmp_path: Path) -> None:
     s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
-    poisoned, fresh, ledger, m = PoisonedProducer(), FakeProducer(), Ledger(s.ledger_file), Metrics()
+    poisoned, fresh, ledger, m = PoisonedProducer(), FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     renewals: list[float] = []
     now = [1000.0]
 
@@ -242,7 +242,7 @@ async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Pat
 
 
 async def test_a_file_renamed_into_place_goes_at_once_one_written_in_place_waits_to_be_quiet(
-    parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
     watcher, producer, _ledger, _m = parts
     stop = asyncio.Event()

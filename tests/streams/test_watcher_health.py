@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
@@ -73,10 +73,10 @@ def test_a_stalled_loop_fails_health_and_freezes_the_heartbeat(
         quiet_seconds=0.1,
         watcher_stall_seconds=1.0,
     )
-    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), Metrics()
+    producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     watcher = Watcher(s, producer, ledger, metrics)
     port = free_port()
-    server = watcher_web.serve("127.0.0.1", port, metrics, watcher.health)
+    server = watcher_web.serve("127.0.0.1", port, metrics, {"/healthz": watcher.health})
     assert server is not None
     release = threading.Event()
     real_read = root_files.read_file
@@ -103,6 +103,7 @@ def test_a_stalled_loop_fails_health_and_freezes_the_heartbeat(
     finally:
         release.set()
         server.shutdown()
+        server.server_close()
         ledger.close()
 
 
@@ -155,12 +156,19 @@ async def test_the_real_watcher_is_healthy_and_stops_on_sigterm_within_seconds(
         port = s.watcher_metrics_port
         wait_for(lambda: _answers(port), 60, "the watcher's /healthz")
         assert health(port) == (200, {"status": "ok", "heartbeat_age_seconds": pytest.approx(0, abs=1)})
+        # Ready once its start-up scan is done, Kafka answering: what the compose healthcheck asks.
+        ready = _readyz(port)
+        assert (ready.status_code, ready.json()["not_ready"]) == (200, [])
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
         assert time.monotonic() - started < 5
     finally:
         proc.kill()
+
+
+def _readyz(port: int) -> httpx.Response:
+    return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2.0)
 
 
 def _answers(port: int) -> bool:

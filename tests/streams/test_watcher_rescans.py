@@ -14,7 +14,7 @@ import pytest
 
 from processors.quiet import Stat
 from sinks.ledger import Ledger
-from sinks.metrics import Metrics
+from sinks.metrics import WatcherMetrics
 from streams import watcher as watcher_module
 from streams.settings import KafkaSettings, Settings
 from streams.tree_listing import Changes, TreeListing
@@ -51,7 +51,7 @@ async def test_a_new_note_is_published_within_the_quiet_period_while_a_rescan_is
 
     monkeypatch.setattr(TreeListing, "changes", slow)
     producer, ledger = FakeProducer(), Ledger(s.ledger_file)
-    watcher, stop = Watcher(s, producer, ledger, Metrics()), asyncio.Event()
+    watcher, stop = Watcher(s, producer, ledger, WatcherMetrics()), asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
     try:
         await async_wait_for(listing.is_set, 10, "a rescan to start listing")
@@ -73,7 +73,7 @@ async def test_what_a_writer_changes_goes_out_before_a_rescans_backlog(tmp_path:
     for i in range(watcher_module.BATCH_FILES + 100):
         write_old(s.root / f"inbox/jay/2026-09-26-old-{i:04d}.md", f"# old {i}\n")
     producer, ledger = FakeProducer(), Ledger(s.ledger_file)
-    watcher = Watcher(s, producer, ledger, Metrics())
+    watcher = Watcher(s, producer, ledger, WatcherMetrics())
     assert await watcher.rescan() == (watcher_module.BATCH_FILES + 100, 0)
     new = s.root / "inbox/jay/2026-09-27-1000-new.md"
     new.write_text("# new\n", encoding="utf-8")

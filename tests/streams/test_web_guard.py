@@ -7,7 +7,7 @@ import pytest
 from pydantic import SecretStr
 
 from streams.settings import Settings
-from streams.web_guard import REQUEST_HEADER, own_origins, post_refusal
+from streams.web_guard import REQUEST_HEADER, own_origins, post_refusal, read_refusal
 
 SCRIPT = {REQUEST_HEADER: "1"}
 
@@ -65,3 +65,15 @@ def test_own_origins_follow_the_bind_address_and_web_origins() -> None:
         post_refusal(lan, {**SCRIPT, "Origin": "https://predigest.example", "Authorization": "Bearer t"})
         is None
     )
+
+
+def test_reads_need_the_token_only_when_web_read_token_is_set() -> None:
+    open_reads = Settings(token=SecretStr("tok"))
+    assert read_refusal(open_reads, {}) is None  # the default: status and briefings answer anyone on the port
+    closed = Settings(token=SecretStr("tok"), web_read_token=True)
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic tok"}):
+        refused = read_refusal(closed, headers)
+        assert refused is not None and (refused.reason, refused.status) == ("token", 401)
+    assert read_refusal(closed, {"authorization": "Bearer tok"}) is None
+    with pytest.raises(ValueError, match="web_read_token is set but no token"):
+        Settings(web_read_token=True)

@@ -1,0 +1,65 @@
+"""The browser's reads of a real state: the index and a briefing page with its previous one and D-item history,
+a note, 404s, and pages kept for `status_refresh_seconds` (readers cannot make the worker read more often)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from processors.models import Briefing
+from sinks.metrics import Metrics
+from streams.browser import Browser
+from streams.services import LazyPipeline
+from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
+from tests.processors.notes import brief, example_documents, living
+from tests.state_support import parsed, put_document
+
+
+def _setup(tmp_path: Path) -> tuple[Browser, LazyPipeline, ManualClock]:
+    s = Settings(
+        root=tmp_path / "root",
+        state_dir=tmp_path / "state",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+        status_refresh_seconds=5.0,
+        lang="en",
+    )
+    clock = ManualClock()
+    pipeline = LazyPipeline(s, Metrics(), clock)
+    return Browser(s, pipeline, clock), pipeline, clock
+
+
+def _record(pipeline: LazyPipeline, b: Briefing, name: str, minutes: int) -> None:
+    state = pipeline().state
+    state.record_emission(b, name, "# md\n", emitted_at=b.window.end + timedelta(minutes=minutes))
+
+
+async def test_pages_of_a_real_state_and_their_cache(tmp_path: Path) -> None:
+    browser, pipeline, clock = _setup(tmp_path)
+    assert "no briefing yet" in (await browser.index()).html
+    flush = brief(example_documents(), living_doc=living(), lang="en", trigger="flush")
+    close = brief(example_documents(), living_doc=living(), lang="en", trigger="close")
+    _record(pipeline, flush, "0927-2220-flush", 0)
+    _record(pipeline, close, "0927-2220-close", 5)
+    assert "no briefing yet" in (await browser.index()).html  # the page read a moment ago is kept
+    clock.advance(6)
+    index = (await browser.index()).html
+    assert "/browse/inference/0927-2220-flush" in index and "/browse/inference/0927-2220-close" in index
+
+    page = await browser.briefing("inference", "0927-2220-close")
+    assert page.status == 200 and 'class="previous" href="/browse/inference/0927-2220-flush"' in page.html
+    for d in close.discrepancies:  # each D-item lists both briefings: the flush first
+        assert page.html.index(f'id="{d.id}"') < page.html.index(
+            "0927-2220-flush", page.html.index(f'id="{d.id}"')
+        )
+    first = await browser.briefing("inference", "0927-2220-flush")
+    assert "first briefing" in first.html and 'class="previous"' not in first.html
+
+    assert (await browser.briefing("inference", "nope")).status == 404
+    assert (await browser.briefing("not-an-axis", "0927-2220-close")).status == 404
+    assert (await browser.note("inbox/jay/never.md")).status == 404
+    path = "inbox/jay/2026-09-27-0900-a.md"
+    put_document(pipeline().state, "inference", parsed(path, "# A note\n\n## §1 One\n\ntext\n"), raw_offset=1)
+    note = await browser.note(path)
+    assert note.status == 200 and 'id="sec-1"' in note.html
+    pipeline.opened.state.close()  # type: ignore[union-attr]

@@ -1,0 +1,97 @@
+"""`/readyz` of the worker, check by check: each failing one is named, and the readiness gauge follows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sinks.metrics import Metrics
+from streams.lag_probe import LagProbe, LagReading
+from streams.ownership import Ownership
+from streams.readiness import Readiness
+from streams.services import LazyPipeline
+from streams.settings import KafkaSettings, Settings
+from streams.state_guard import StateGuard
+from streams.state_sync import StateSync
+from tests.clocks import ManualClock
+
+
+def _parts(
+    tmp_path: Path,
+) -> tuple[Readiness, Ownership, LazyPipeline, StateGuard, LagProbe, Metrics, ManualClock]:
+    s = Settings(
+        root=tmp_path / "root", state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9")
+    )
+    clock, metrics = ManualClock(), Metrics()
+    ownership = Ownership([a.name for a in s.axes], 1)
+    pipeline = LazyPipeline(s, metrics, clock)
+    guard = StateGuard(s, pipeline, StateSync(s, pipeline, ownership, metrics, clock), clock)
+    lag = LagProbe(s, metrics, clock)
+    return (
+        Readiness(s, ownership, pipeline, guard, lag, metrics),
+        ownership,
+        pipeline,
+        guard,
+        lag,
+        metrics,
+        clock,
+    )
+
+
+def _kafka(lag: LagProbe, clock: ManualClock, ok: bool) -> None:
+    """A reading as the probe leaves it, fresh, so that /readyz does not ask the (absent) broker again."""
+    lag.last = LagReading(clock.now(), clock.monotonic(), ok, error=None if ok else "no broker")
+
+
+async def test_each_check_that_fails_is_named_until_all_pass(tmp_path: Path) -> None:
+    readiness, ownership, pipeline, guard, lag, metrics, clock = _parts(tmp_path)
+    _kafka(lag, clock, False)
+    ready, body = await readiness.report()
+    # Started, never assigned, the state not open yet, Kafka away.
+    assert not ready and body["not_ready"] == ["kafka", "assignment", "state"]
+    assert body["checks"]["kafka"]["error"] == "no broker"
+    assert metrics.registry.get_sample_value("predigest_ready") == 0
+
+    _kafka(lag, clock, True)
+    ownership.assign([0])
+    pipeline()  # an agent opened the state
+    ready, body = await readiness.report()
+    assert body["not_ready"] == ["catch_up"] and body["checks"]["catch_up"]["catching_up"] == [0]
+
+    ownership.mark_ready(0)
+    ready, body = await readiness.report()
+    assert ready and body == {**body, "status": "ready", "not_ready": []}
+    assert metrics.registry.get_sample_value("predigest_ready") == 1
+
+    guard.problem = "the state file worker.duckdb is shorter than its blocks (truncated)"
+    ready, body = await readiness.report()
+    assert body["not_ready"] == ["state"] and "truncated" in body["checks"]["state"]["problem"]
+    pipeline.opened.state.close()  # type: ignore[union-attr]
+
+
+async def test_a_worker_assigned_no_partition_is_ready(tmp_path: Path) -> None:
+    readiness, ownership, pipeline, _, lag, _, clock = _parts(tmp_path)
+    _kafka(lag, clock, True)
+    ownership.assign([])  # more workers than partitions: nothing to own, nothing to catch up
+    pipeline()
+    assert (await readiness.report())[0]
+    pipeline.opened.state.close()  # type: ignore[union-attr]
+
+
+async def test_a_stale_kafka_reading_is_probed_again(tmp_path: Path) -> None:
+    readiness, _, _, _, lag, _, clock = _parts(tmp_path)
+    _kafka(lag, clock, True)
+    first = lag.last
+    clock.advance(60)  # older than the readiness check accepts: it asks the broker, which is not there
+    _, body = await readiness.report()
+    assert lag.last is not first and body["checks"]["kafka"]["ok"] is False
+
+
+async def test_a_slightly_old_kafka_reading_answers_at_once_while_a_new_one_is_probed(tmp_path: Path) -> None:
+    readiness, _, _, _, lag, _, clock = _parts(tmp_path)
+    _kafka(lag, clock, True)
+    first = lag.last
+    clock.advance(15)  # older than a reading may be, younger than three times that
+    _, body = await readiness.report()
+    assert body["checks"]["kafka"]["ok"] is True and lag.last is first  # answered without waiting on Kafka
+    await lag.get(max_age=0.0)  # joins the probe started in the background (the broker is not there)
+    assert lag.last is not first and lag.last is not None and not lag.last.ok
