@@ -5,13 +5,21 @@ BIN := $(VENV)/bin
 
 .PHONY: venv run test lint kafka-fetch tools bench quality clean
 
+# The compiled extension (native/, Rust via maturin, docs/development.md) that processors/ imports: built and
+# installed into the venv, again whenever its sources change (cargo keeps its build in native/target).
+NATIVE := native/pyproject.toml native/Cargo.toml native/Cargo.lock native/predigest_native.pyi $(wildcard native/src/*.rs)
+
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
-venv: $(BIN)/predigest
+$(VENV)/.native: $(NATIVE) | $(BIN)/predigest
+	$(BIN)/pip install -q --force-reinstall --no-deps ./native
+	touch $@
+
+venv: $(BIN)/predigest $(VENV)/.native
 
 kafka-fetch:
 	bash deploy/kafka/kafka.sh fetch
