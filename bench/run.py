@@ -336,9 +336,10 @@ def main() -> None:
         for k in (
             "read_hash",
             "parse",
+            "parse_python",
+            "read_note",
+            "read_note_python",
             "assign_axes",
-            "near_dup",
-            "text_hash",
             "duckdb",
             "duckdb_batch",
             "event_json_encode",

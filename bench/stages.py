@@ -8,17 +8,19 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from unittest import mock
 from zoneinfo import ZoneInfo
 
+from processors import documents
 from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.models import RawFile
-from processors.near_duplicates import signature
 from processors.routing import DocumentEvent, route_raw
-from processors.text import text_hash
+from processors.structure import read_note
 from processors.wire import decode, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
+from tests.processors.reference import reading
 
 SH = ZoneInfo("Asia/Shanghai")
 BATCH = 500  # records per apply_batch: the worker's batch_records
@@ -37,6 +39,15 @@ def _us_per(fn: Callable[[], object], count: int, repeats: int = 2) -> float:
 def _raw(root: Path, rel: str) -> RawFile:
     data = (root / rel).read_bytes()
     return RawFile(path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _python_parse(raws: Sequence[RawFile]) -> Callable[[], object]:
+    def run() -> None:
+        with mock.patch.object(documents, "read_note", reading.read_note):
+            for r in raws:
+                parse_document(r, zone=SH)
+
+    return run
 
 
 def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
@@ -63,9 +74,12 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
         "read_hash": _us_per(read_hash, n),
         "raw_json_decode": _us_per(lambda: [RawFile.model_validate_json(v) for v in raw_json], n),
         "parse": _us_per(lambda: [parse_document(r, zone=SH) for r in raws], n, 1),
+        # The parse as before the compiled pass (issue 14), in the same run: every field computed in Python.
+        "parse_python": _us_per(_python_parse(raws), n, 1),
         "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
-        "near_dup": _us_per(lambda: [signature(t) for t in texts], n),
-        "text_hash": _us_per(lambda: [text_hash(t) for t in texts], n),
+        # The one pass over a body (structure, ids, hash, terms, MinHash), compiled and in Python.
+        "read_note": _us_per(lambda: [read_note(t) for t in texts], n),
+        "read_note_python": _us_per(lambda: [reading.read_note(t) for t in texts], n, 1),
         # Per note: v1 wrote the whole event for each of its axes, v2 writes the document once.
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
         "event_v2_encode": _us_per(lambda: [encode_events(note) for note in per_note], n),

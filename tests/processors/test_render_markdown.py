@@ -94,7 +94,10 @@ def test_a_hostile_note_briefs_to_inert_markdown(lang: str) -> None:
     # A viewer fetches nothing, runs nothing and follows only web links. Key points are the parsed text of the
     # note (a link is its text), so the payloads are words: nothing of them is clickable.
     assert images == [] and raw == [] and only_web(links), links
-    assert "  - vLLM KV cache 推理 click 吞吐 3.8×\n" in text and "  - vLLM 推理 payload and v TTFT 12 ms\n" in text
+    assert (
+        "  - vLLM KV cache 推理 click 吞吐 3.8×\n" in text
+        and "  - vLLM 推理 payload and v TTFT 12 ms\n" in text
+    )
     assert not any(f"]({scheme}" in text for scheme in ("javascript:", "data:", "vbscript:"))
     assert "<img" not in text and "<script" not in text and "<a " not in text
     # No bidi control reaches the reader: each is shown, in the path, the title and the id line.

@@ -1,10 +1,8 @@
-"""A note's Markdown structure, read with a CommonMark/GFM parser: sections, and the blocks of each.
+"""The reference walk: a note's structure read from pyromark's (pulldown-cmark's) events in Python.
 
-`parse_structure(body)` walks pyromark's (pulldown-cmark's) event stream once. Sections split on top-level
-headings (ATX or setext, never inside code, quotes or lists); each holds its blocks: paragraphs, list items,
-table rows (with their table's header), block-quote paragraphs, code and HTML blocks, nested headings. Every
-block carries its plain text (markup removed, links reduced to their text, images left out), its links and
-images, its lead (the bold text or link text that opens it) and its line. Linear in the size of the note.
+The product reads the same structure in compiled code (`processors.structure.parse_structure`, through
+predigest_native); this walk defines what it must return, and tests/processors/test_native_equality.py holds
+the two equal on random and real text. Linear in the size of the note.
 """
 
 from __future__ import annotations
@@ -12,15 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pyromark
 
-from processors.markup import BACK_TEXT, clean_heading, section_number
-
-BlockKind = Literal["paragraph", "list_item", "table_row", "quote", "code", "html", "heading"]
-Link = tuple[str, str]  # (text, url)
-Image = tuple[str, str]  # (alt, url)
+from processors.structure import Block, BlockKind, Image, Link, SectionNode, Structure
+from tests.processors.reference.markup import BACK_TEXT, clean_heading, section_number
 
 _OPTIONS = (
     pyromark.Options.ENABLE_TABLES
@@ -28,49 +23,6 @@ _OPTIONS = (
     | pyromark.Options.ENABLE_TASKLISTS
     | pyromark.Options.ENABLE_FOOTNOTES
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One block of a note, as plain text with its links, images and opening lead."""
-
-    kind: BlockKind
-    text: str  # plain text, whitespace collapsed; "" for code (never content)
-    line: int  # 1-based line of the body where the block starts
-    links: tuple[Link, ...] = ()
-    images: tuple[Image, ...] = ()
-    lead: str = ""  # the strong text or link text the block opens with
-    depth: int = 0  # list items: 0 for a top-level item, 1 for an item nested once …
-    checked: bool | None = None  # list items: a task box's state, None without one
-    quoted: bool = False  # inside a block quote
-    cells: tuple[str, ...] = ()  # table rows: plain text of each cell
-    cell_links: tuple[tuple[Link, ...], ...] = ()  # table rows: the links of each cell
-    header: tuple[str, ...] = ()  # table rows: the header cells of the row's table (never a row itself)
-
-
-@dataclass(frozen=True, slots=True)
-class SectionNode:
-    """A top-level heading and what follows it up to the next one; level 0 is the text before any heading."""
-
-    level: int
-    number: str | None  # "§3.3" from `§3.3 …`, `3.3 …` or a keycap `3️⃣ …`; None without one
-    heading: str  # cleaned: links as their text; images, HTML, emoji and back-link residue removed
-    head: Block | None  # the heading as a block (its links, lead, line); None for level 0
-    text: str  # the Markdown under the heading, blank lines at both ends trimmed
-    start: int  # character offsets of `text` in the body: body[start:end] == text
-    end: int
-    blocks: tuple[Block, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Structure:
-    """The sections of one note, in order."""
-
-    sections: tuple[SectionNode, ...]
-
-    def blocks(self) -> list[Block]:
-        """Every block of every section, in document order (section heads not included)."""
-        return [b for s in self.sections for b in s.blocks]
 
 
 # ---- the event walk -----------------------------------------------------------
@@ -245,7 +197,7 @@ _TEXT = frozenset(("Text", "Code", "InlineMath", "DisplayMath"))
 
 
 def parse_structure(body: str) -> Structure:
-    """The sections and blocks of a Markdown body."""
+    """The sections and blocks of a Markdown body, read in Python."""
     try:
         data = body.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: each becomes one '?', so offsets still index `body`
