@@ -11,6 +11,7 @@ mod minhash;
 mod structure;
 mod text;
 mod unicode;
+mod unicode_tables;
 
 use std::sync::Arc;
 
@@ -232,10 +233,11 @@ impl NoteReading {
     fn terms<'py>(
         &self,
         py: Python<'py>,
-        title: &str,
+        title: &Bound<'py, PyString>,
         keep: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyDict>, u64)> {
-        let title_norm = normalise(title);
+        // A lone surrogate (a title from front matter may hold one) separates tokens, as `?` does.
+        let title_norm = normalise(&body_text(title)?);
         let title_scan = scan(&title_norm, false);
         let title_tokens = &title_scan.tokens;
         let mut length: u64 = 0;
@@ -270,7 +272,8 @@ impl NoteReading {
         }
         for k in keep.try_iter()? {
             let k = k?;
-            let term = k.cast::<PyString>()?.to_str()?;
+            // A term with a lone surrogate is no token of any text: never found.
+            let Ok(term) = k.cast::<PyString>()?.to_str() else { continue };
             let hash = token_hash(term);
             let body = self.tokens.get(&self.norm, term, hash).unwrap_or(0);
             let title = title_tokens.get(&title_norm, term, hash).unwrap_or(0);

@@ -8,13 +8,32 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-use crate::unicode::{is_alnum, is_cjk, is_space};
+use crate::unicode::{is_alnum, is_assigned, is_cjk, is_space};
 
 /// `processors.tokens.normalise`: NFKC, then lower case (with Greek final sigma, as `str.lower` does).
 pub fn normalise(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();
     }
+    if text.chars().all(is_assigned) {
+        return normalise_assigned(text);
+    }
+    // A code point the reference's Unicode does not assign is, to Python, a starter that neither composes
+    // nor changes case: the text is normalised in the stretches between such code points.
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if !is_assigned(c) {
+            out.push_str(&normalise_assigned(&text[start..i]));
+            out.push(c);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push_str(&normalise_assigned(&text[start..]));
+    out
+}
+
+fn normalise_assigned(text: &str) -> String {
     if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
         return text.to_lowercase();
     }

@@ -1,19 +1,41 @@
 //! Python's character classes (`str.isalnum`, `str.isspace`, `\d`, `str.isdigit`), case-insensitive ASCII
 //! letters as Python's `re.IGNORECASE` matches them, and the CJK ranges of `processors/tokens.py`.
 //!
-//! Python 3.11 reads Unicode 14; the tables here are newer. For every character Unicode 14 assigns they
-//! agree (a test runs every code point through both); characters assigned later are classified by the
-//! newer tables, where Python would see unassigned code points.
+//! The classes are Python's own (src/unicode_tables.rs, generated from Python 3.11, Unicode 14): the Rust
+//! crates' tables are newer, and a character assigned since is unassigned — no letter, digit or case — to
+//! the Python this pass replaces.
 
-use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCategory};
+use crate::unicode_tables::{ALNUM, ASSIGNED, DECIMAL, DIGIT};
 
-/// `str.isalnum()`: a letter or a number (general category L* or N*; checked equal for Unicode 14).
+#[inline]
+fn in_table(table: &[(u32, u32)], c: char) -> bool {
+    let cp = c as u32;
+    table
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Whether the reference's Unicode (14) assigns `c`.
+#[inline]
+pub fn is_assigned(c: char) -> bool {
+    c.is_ascii() || in_table(ASSIGNED, c)
+}
+
+/// `str.isalnum()`.
 #[inline]
 pub fn is_alnum(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric();
     }
-    matches!(c.general_category_group(), GeneralCategoryGroup::Letter | GeneralCategoryGroup::Number)
+    in_table(ALNUM, c)
 }
 
 /// A word character of Python's `re` (`\w`): alphanumeric or `_`.
@@ -42,7 +64,7 @@ pub fn is_decimal(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_digit();
     }
-    c.general_category() == GeneralCategory::DecimalNumber
+    in_table(DECIMAL, c)
 }
 
 /// The value of a decimal digit, as Python's `int()` reads it. Unicode encodes every decimal digit set as
@@ -66,19 +88,13 @@ pub fn decimal_value(c: char) -> u32 {
     run % 10
 }
 
-/// Numeric_Type=Digit characters that are no decimal digits (superscripts, circled digits …): with the
-/// decimal digits, what `str.isdigit()` accepts.
-const DIGITS: &[(u32, u32)] = &[
-    (0xb2, 0xb3), (0xb9, 0xb9), (0x1369, 0x1371), (0x19da, 0x19da), (0x2070, 0x2070), (0x2074, 0x2079),
-    (0x2080, 0x2089), (0x2460, 0x2468), (0x2474, 0x247c), (0x2488, 0x2490), (0x24ea, 0x24ea),
-    (0x24f5, 0x24fd), (0x24ff, 0x24ff), (0x2776, 0x277e), (0x2780, 0x2788), (0x278a, 0x2792),
-    (0x10a40, 0x10a43), (0x10e60, 0x10e68), (0x11052, 0x1105a), (0x1f100, 0x1f10a),
-];
-
 /// `str.isdigit()` of one character.
 #[inline]
 pub fn is_digit(c: char) -> bool {
-    is_decimal(c) || DIGITS.iter().any(|&(lo, hi)| (lo..=hi).contains(&(c as u32)))
+    if c.is_ascii() {
+        return c.is_ascii_digit();
+    }
+    in_table(DIGIT, c)
 }
 
 /// `processors.tokens.CJK`: kana, Hangul and the CJK ideograph blocks (none put spaces between words).
