@@ -8,19 +8,16 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from unittest import mock
 from zoneinfo import ZoneInfo
 
-from processors import documents
+from bench import parse_speed
 from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.models import RawFile
 from processors.routing import DocumentEvent, route_raw
-from processors.structure import read_note
 from processors.wire import decode, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
-from tests.processors.reference import reading
 
 SH = ZoneInfo("Asia/Shanghai")
 BATCH = 500  # records per apply_batch: the worker's batch_records
@@ -41,15 +38,6 @@ def _raw(root: Path, rel: str) -> RawFile:
     return RawFile(path=rel, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
 
 
-def _python_parse(raws: Sequence[RawFile]) -> Callable[[], object]:
-    def run() -> None:
-        with mock.patch.object(documents, "read_note", reading.read_note):
-            for r in raws:
-                parse_document(r, zone=SH)
-
-    return run
-
-
 def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     """µs per document of each stage (duckdb rows: per stored row, i.e. per document and axis)."""
     n = len(paths)
@@ -60,7 +48,6 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
 
     raws = [_raw(root, rel) for rel in paths]
     docs = [parse_document(r, zone=SH) for r in raws]
-    texts = [d.text for d in docs]
     seen = datetime.now(UTC)
     per_note = [
         route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=i)
@@ -73,13 +60,10 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     out = {
         "read_hash": _us_per(read_hash, n),
         "raw_json_decode": _us_per(lambda: [RawFile.model_validate_json(v) for v in raw_json], n),
-        "parse": _us_per(lambda: [parse_document(r, zone=SH) for r in raws], n, 1),
-        # The parse as before the compiled pass (issue 14), in the same run: every field computed in Python.
-        "parse_python": _us_per(_python_parse(raws), n, 1),
+        # parse_document with the compiled pass and with the Python pass of before (issue 14), and the pass
+        # alone: "parse", "parse_python", "read_note", "read_note_python" (bench/parse_speed.py).
+        **parse_speed.measure(raws, repeats=2),
         "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
-        # The one pass over a body (structure, ids, hash, terms, MinHash), compiled and in Python.
-        "read_note": _us_per(lambda: [read_note(t) for t in texts], n),
-        "read_note_python": _us_per(lambda: [reading.read_note(t) for t in texts], n, 1),
         # Per note: v1 wrote the whole event for each of its axes, v2 writes the document once.
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
         "event_v2_encode": _us_per(lambda: [encode_events(note) for note in per_note], n),
