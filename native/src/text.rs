@@ -37,7 +37,33 @@ fn normalise_assigned(text: &str) -> String {
     if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
         return text.to_lowercase();
     }
-    text.nfkc().collect::<String>().to_lowercase()
+    // NFKC runs only over the stretches that need it: ASCII and the CJK unified ideographs are their own
+    // NFKC, never reorder, and nothing composes with them as its second character, so they bound a stretch
+    // (an ASCII character before one goes with it: `e` + U+0301 is `é`). Chinese text always has some
+    // full-width punctuation to fold, and NFKC of the whole note cost more than the rest of the pass.
+    let inert = |c: char| c.is_ascii() || ('\u{4e00}'..='\u{9fff}').contains(&c);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut copied = 0; // bytes of `text` already in `out`
+    let mut stretch: Option<usize> = None; // start of the stretch being read
+    let mut ascii_before: Option<usize> = None; // the previous character, when it is ASCII
+    for (i, c) in text.char_indices() {
+        if inert(c) {
+            if let Some(start) = stretch.take() {
+                out.extend(text[start..i].nfkc());
+                copied = i;
+            }
+            ascii_before = c.is_ascii().then_some(i);
+        } else if stretch.is_none() {
+            let start = ascii_before.unwrap_or(i);
+            out.push_str(&text[copied..start]);
+            stretch = Some(start);
+        }
+    }
+    match stretch {
+        Some(start) => out.extend(text[start..].nfkc()),
+        None => out.push_str(&text[copied..]),
+    }
+    out.to_lowercase()
 }
 
 /// The 64-bit hash of a token: rensa's token hash (FxHasher over its UTF-8 bytes), which also keys the
