@@ -116,3 +116,26 @@ def test_slices_of_real_notes_read_the_same(path: Path, a: float, b: float) -> N
 )
 def test_edge_cases_read_the_same(body: str) -> None:
     assert_equal_reading(body, "标题")
+
+
+def _ident(n: int, yymm: str) -> str:
+    return f"{yymm}.{10000 + n:05d}"
+
+
+HOSTILE = {
+    "10k ids on a line": " ".join(f"arXiv:{_ident(n, '2608')}" for n in range(10_000)),
+    "5k id sections": "\n".join(
+        f"## {_ident(n, '2609')} KV 压缩 {n}\n- vLLM 吞吐 {n % 9}.{n % 7}×\n" for n in range(5000)
+    ),
+    "40-deep quotes": "\n".join(">" * (i % 40 + 1) + f" vLLM 推理 {i}" for i in range(20_000)),
+    "50k nested quotes": "# 引用\n\n" + "> " * 50_000 + "KV cache 3.8×\n",
+    "80k blank lines": "# a\n" + "\n" * 80_000 + "x",
+    "runs of markup": "*" * 20_000 + " a " + "|" * 20_000 + "\n" + "-" * 20_000 + "\n" + "[" * 20_000,
+    "spaces before an id": "arXiv" + " " * 20_000 + "2401.12345 " + "2401." + " " * 20_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_notes_read_the_same(name: str) -> None:
+    # The red team's notes (issue 15): the compiled pass must agree on them too, not only stay fast.
+    assert_equal_reading(HOSTILE[name], name)
