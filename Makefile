@@ -3,7 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint kafka-fetch tools bench quality clean
+.PHONY: help venv run test test-fast lint kafka-fetch tools bench quality clean
+
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 20
 
 # The compiled extension (native/, Rust via maturin, docs/development.md) that processors/ imports: built and
 # installed into the venv, again whenever its sources change (cargo keeps its build in native/target).
@@ -19,37 +22,40 @@ $(VENV)/.native: $(NATIVE) | $(BIN)/predigest
 	$(BIN)/pip install -q --force-reinstall --no-deps ./native
 	touch $@
 
-venv: $(BIN)/predigest $(VENV)/.native
+venv: $(BIN)/predigest $(VENV)/.native  ## the virtualenv with predigest (editable), its compiled extension and dev tools
 
-kafka-fetch:
+kafka-fetch:  ## fetch Apache Kafka through Maven into .cache/kafka
 	bash deploy/kafka/kafka.sh fetch
 
 # promtool and a Prometheus server (Debian's package), and the compose-go validator (Go module proxy).
-tools:
+tools:  ## promtool, Prometheus, chromium and the compose validator the deploy tests use
 	bash deploy/prometheus/ensure-promtool.sh
 	bash deploy/compose-check/ensure-compose-check.sh
 
-run: venv kafka-fetch
+run: venv kafka-fetch  ## the whole pipeline on examples/root, a local broker started for you
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00
 
-lint: venv
+lint: venv  ## ruff, mypy (product, tests, bench), import-linter
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mypy tests bench
 	$(BIN)/lint-imports
 
-test: lint kafka-fetch tools
+test: lint kafka-fetch tools  ## lint and the whole suite, the real broker included (what CI runs)
 	$(BIN)/pytest -q
 
+test-fast: venv  ## the tests that need no broker (a minute or two)
+	$(BIN)/pytest -q -m 'not integration'
+
 # The end-to-end benchmark (issue 6), under 15 minutes: `make bench N=1000,10000` for a quicker run.
-bench: venv kafka-fetch
+bench: venv kafka-fetch  ## the end-to-end benchmark, N = 1k, 10k, 100k (about 15 minutes)
 	$(BIN)/python -m bench.run $(if $(N),--n $(N))
 
 # The briefing-quality benchmark (issue 11): three roots built from the real corpus, briefed in process against
 # their ground truth; seconds, no Kafka. Figures in bench/quality.json, briefings under .cache/quality/.
-quality: venv
+quality: venv  ## the briefing-quality benchmark on three real roots (seconds)
 	$(BIN)/python -m bench.quality
 
-clean:
+clean:  ## remove the virtualenv, caches and briefings
 	rm -rf $(VENV) .cache out

@@ -26,6 +26,8 @@ async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
     )
     t = time.perf_counter()
     emission = await pipeline.brief(command)
+    if emission is not None:  # the files too, as the control agent writes them
+        pipeline.write_files(emission)
     seconds = time.perf_counter() - t
     state.close()
     sources = len(emission.briefing.sources) if emission else 0

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import archive, latency, procs, stages
+from bench import archive, latency, procs, stages, watcher_scale
 from bench.pipeline_run import bench_settings, briefing_in_process, flush_and_wait, ingest
 from streams import kafka_io
 from streams.backfill import backfill
@@ -291,6 +291,27 @@ def verdicts(results: dict[str, Any]) -> None:
         say(f"target {name}: {value} (target {op} {target}): {'MET' if met else 'MISSED'}{note}")
 
 
+def say_watcher(w: dict[str, Any]) -> None:
+    """The watcher's lines (issue 15 item 7): first start, restart, rescans of unchanged files, latency meanwhile."""
+    n = w["files"]
+    say(
+        f"watcher: first start over {n} new small files: {w['first_start_s']}s to publish them all "
+        f"(CPU {w['first_start_cpu_s']}s); restart over them unchanged: {w['restart_s']}s"
+    )
+    say(
+        f"watcher rescan of {n} unchanged files: changed-folder pass {w.get('rescan_changed_folders_s')}s "
+        f"(CPU {w.get('rescan_changed_folders_cpu_s')}s), full pass (every 10th) {w.get('rescan_full_s')}s "
+        f"(CPU {w.get('rescan_full_cpu_s')}s); the watcher used {w['idle_cpu_s']}s of CPU over {w['idle_s']:.0f}s "
+        f"idle with a rescan every 3 s ({w['idle_cores']:.1%} of a core)"
+    )
+    lat = w["note_latency_during_full_rescans_s"]
+    say(
+        f"watcher: a note renamed into place while full rescans of {n} files ran back to back "
+        f"({lat['full_rescans_meanwhile']} of ~{lat['full_rescan_s']}s): p50 {lat['p50']}s, max {lat['max']}s "
+        f"to Kafka ({lat['notes']} notes)"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", default=os.environ.get("N", "1000,10000,100000"))
@@ -422,6 +443,8 @@ def main() -> None:
             f"profile: worker on N={profile_n}, first {prof['seconds']:.0f}s ({prof['notes_parsed']} files parsed, "
             f"{prof['rows_stored']:.0f} rows stored) -> {prof['report']}"
         )
+        results["watcher_scale"] = w = watcher_scale.measure(bootstrap, base / "watcher-scale", sizes[-1])
+        say_watcher(w)
         verdicts(results)
     finally:
         stop_broker(PROJECT / ".cache" / "kafka", kafka_data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.living_doc import LivingDoc, parse_living_doc
 from processors.models import Document, DocumentSummary, Relevance
 
@@ -42,9 +43,14 @@ class IdSplit:
     continued: list[str]
 
 
+def _listed(doc: DocumentSummary) -> Sequence[str]:
+    return doc.arxiv_ids if doc.kind == "baseline" else doc.arxiv_ids[:MAX_LISTED_IDS_PER_NOTE]
+
+
 def split_ids(docs: Iterable[DocumentSummary], anchored: Collection[str]) -> IdSplit:
-    """The ids the documents cite, new unless anchored."""
-    window = list(dict.fromkeys(i for d in docs for i in d.arxiv_ids))
+    """The ids the documents cite, new unless anchored; a note's first MAX_LISTED_IDS_PER_NOTE only (a baseline's all:
+    it is an earlier briefing, bounded the same way)."""
+    window = list(dict.fromkeys(i for d in docs for i in _listed(d)))
     return IdSplit(
         window=window,
         new=[i for i in window if i not in anchored],

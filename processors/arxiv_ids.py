@@ -14,6 +14,10 @@ import predigest_native
 
 from processors.tokens import URL_CHAR, URL_TRAILING
 
+# Ids of one note a briefing lists in 四 (a daily digest of a few hundred papers stays whole): a note citing
+# 50,000 is a dump, and listing it whole made an 8.9 MB briefing. The note keeps every id, with a warning.
+MAX_LISTED_IDS_PER_NOTE = 300
+
 # Old-style archives (identifiers up to 0703); subject classes like math.AG are allowed after them.
 _ARCHIVES = (
     "hep-th", "hep-ph", "hep-ex", "hep-lat", "astro-ph", "cond-mat", "gr-qc", "math-ph",

@@ -75,7 +75,7 @@ _SOURCE_SPEC = re.compile(
 _STATS_LINE = re.compile(
     r"^\[?\s*(?:total(?: papers)?|papers|count|read(?:ing)? time|relevance score|score|word count|"
     r"总论文数|论文数|论文总数|总数|共计|阅读时间|字数|논문 수|총 논문|총)"
-    r"\s*[:：]\s*[\d.,/ ]+\s*(?:min(?:utes)?|words|篇|个|分钟|편|개|분)?\s*\]?$",
+    r"\s*[:：]\s*+[\d.,/ ]++\s*+(?:(?:min(?:utes)?|words|篇|个|分钟|편|개|분)\s*+)?\]?$",
     re.IGNORECASE,
 )
 _NOTHING_NEW = re.compile(
@@ -101,7 +101,7 @@ def _heading_key(heading: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split()).lower()
 
 
-def _residue(block: Block) -> str:
+def link_free_text(block: Block) -> str:
     """The block's text without the text of its links: what it says besides linking."""
     text = block.text
     for label, _ in block.links:
@@ -117,7 +117,7 @@ def _has_words(text: str) -> bool:
 def _is_navigation(block: Block) -> bool:
     links = [url for _, url in block.links if url]
     internal = bool(links) and all(is_internal(u) for u in links)
-    if internal and not _has_words(_residue(block)):
+    if internal and not _has_words(link_free_text(block)):
         return True  # `[[Back]](#toc)`, `[← Daily summary](../2026-08-04.md) · [Relationship graph](g.md)`
     if len(block.text) > 80:
         return False
@@ -137,7 +137,7 @@ def _is_toc_item(block: Block) -> bool:
         block.kind == "list_item"
         and bool(links)
         and all(u.startswith("#") for u in links)
-        and not _has_words(_residue(block))
+        and not _has_words(link_free_text(block))
     )
 
 

@@ -10,12 +10,21 @@ from processors.contributors import gather_contributors, read_whole
 from processors.id_titles import window_titles
 from processors.increment_search import find_increments
 from processors.increments import Context
-from processors.living_doc import SectionMatcher, section_label, section_title
+from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
 from processors.models import Briefing, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import weigh_sources
 from processors.sources import AccountContext, account_sources, queue_counts, superseded_entries
 from processors.window_set import collect_window
+
+
+def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDocRef:
+    """The living document the briefing was weighed against: its path, version and sections."""
+    return LivingDocRef(
+        path=req.axis.living_doc or (req.living.path if req.living else None),
+        version=req.living.version if req.living else None,
+        sections={section_label(s): section_title(s) for s in living.sections} if living else {},
+    )
 
 
 def assemble_briefing(req: BriefingRequest) -> Briefing:
@@ -44,7 +53,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         [*titles.stated, *req.history.titles],
         notes,
         lambda docs: read_whole(docs, req.load),
-        (ids.new, anchors.ids),
+        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
         (req.zone, lang),
     )
 
@@ -77,17 +86,12 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     ]
     discrepancies = dx.number_items(items, req.history.numbers)
     listing = IdListing(titles, found.increments, anchors.living, req.arxiv_records, rules.credibility, lang)
-    living = anchors.living
     return Briefing(
         axis=axis,
         trigger=req.trigger,
         generated_at=req.generated_at,
         window=req.window,
-        living_doc=LivingDocRef(
-            path=req.axis.living_doc or (req.living.path if req.living else None),
-            version=req.living.version if req.living else None,
-            sections={section_label(s): section_title(s) for s in living.sections} if living else {},
-        ),
+        living_doc=_living_doc_ref(req, anchors.living),
         summary=Summary(
             increment_count=len(found.increments),
             target_range=(inc_rules.min_count, inc_rules.max_count),

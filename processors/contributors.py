@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from processors.briefing_request import Loader
 from processors.models import Document, DocumentSummary, Relevance
 from processors.reasons import ROLE_CODES
 from processors.relevance import Weights
 from processors.units import card_anchors
-
-Loader = Callable[[Sequence[str]], Sequence[Document]]
 
 
 def read_whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str, Document]:

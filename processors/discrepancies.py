@@ -271,25 +271,34 @@ def screen_ids(
     stated: Sequence[TitledId],
     notes: Sequence[DocumentSummary],
     read: Callable[[Sequence[DocumentSummary]], Mapping[str, Document]],
-    ids: tuple[Collection[str], Collection[str]],
+    ids: tuple[Collection[str], Collection[str], Collection[str]],
     where: tuple[ZoneInfo, Lang],
 ) -> Screening:
-    """Title/id conflicts and ids dated after their note. `ids` is (new, anchored); `read` loads notes whole.
+    """Title/id conflicts and ids dated after their note. `ids` is (new, anchored, the living document's);
+    `read` loads notes whole.
 
     `stated` holds the titles of the window, the living document and earlier briefings. A new id titled like
     an anchored one, or dated after its note, is most likely a typo: a D-item, never an increment.
     """
-    new_ids, anchored = ids
+    new_ids, anchored, living_ids = ids
     zone, lang = where
     id_items = id_conflicts(stated, lang)
     hits = future_id_hits(notes, zone)
     docs = list({d.path: d for d, _ in hits}.values())
     future_items = future_ids(hits, read(docs), zone, lang)
     anchored_set = set(anchored)
-    # An id titled like another one that is anchored: most likely a typo of it.
-    like_anchored = {i for item in id_items for i in ids_of(item) if (ids_of(item) - {i}) & anchored_set}
+    living_set, new_set = set(living_ids), set(new_ids)
+    # An id titled like one the living document cites is most likely a typo of it, whether or not an earlier
+    # briefing listed the typo already (its 四 lists every id); a new id titled like another anchored one too.
+    typos = {
+        i
+        for item in id_items
+        for i in ids_of(item)
+        if (i not in living_set and (ids_of(item) - {i}) & living_set)
+        or (i in new_set and (ids_of(item) - {i}) & anchored_set)
+    }
     # A typo'd id is often dated after its note too (2609.08315 for 2509.08315): one discrepancy, told once, by
-    # the item that names the right id, whether or not an earlier briefing listed the typo already.
-    future_items = [item for item in future_items if not ids_of(item) & like_anchored]
-    suspect = (like_anchored & set(new_ids)) | {i for _, i in hits}
+    # the item that names the right id.
+    future_items = [item for item in future_items if not ids_of(item) & typos]
+    suspect = typos | {i for _, i in hits}
     return Screening(id_items=id_items, future_items=future_items, suspect=frozenset(suspect))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import math
+import codecs
 import re
 from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
-from frontmatter.default_handlers import YAMLHandler
-
-from processors.arxiv_ids import arxiv_id_from_card_name, extract_arxiv_ids
+from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE, arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
+from processors.front_matter import split_front_matter
 from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
 from processors.reasons import WarningCode
@@ -21,9 +19,13 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
 _BASELINE_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[-T]\d{4})?-)?(?P<axis>.+?)-e1prep$")
 _VERSION_RE = re.compile(r"(?<![0-9A-Za-z])v\d+(?:\.\d+)*(?![0-9A-Za-z])")
-_YAML = YAMLHandler()
-# A front matter bigger than this after alias expansion is hostile (YAML "billion laughs").
-_FM_NODE_BUDGET = 10_000
+# UTF-32 before UTF-16: the UTF-32 LE mark starts with the UTF-16 LE one.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 # A note full of broken ids gets a few warnings, not thousands.
 _MAX_ID_WARNINGS = 5
 
@@ -45,7 +47,26 @@ def _kind_of(path: str) -> tuple[Kind, str | None]:
     raise ParseError(f"{path}: not under inbox/<writer>/, paper_cards/, work-queue/ or living/; ignored")
 
 
-def _decode(content: bytes, warnings: Warnings) -> str:
+def _decode(path: str, content: bytes, warnings: Warnings) -> str:
+    """The text of a note: UTF-8 (with or without BOM), UTF-16/32 by their BOM, else GB18030, else UTF-8 with
+    replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of)."""
+    wide = next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
+    if wide is not None:
+        try:
+            text = content.decode(wide)  # the codec reads the BOM for the byte order and drops it
+        except UnicodeDecodeError:
+            warnings.append(
+                ("decode", f"file is not valid {wide.upper()} after its byte-order mark; bytes replaced")
+            )
+            text = content.decode(wide, errors="replace")
+        if "\x00" in text:
+            raise ParseError(
+                f"{path}: file contains NUL bytes even as {wide.upper()}; binary files are not notes",
+                "binary",
+            )
+        return text
+    if b"\x00" in content:
+        raise ParseError(f"{path}: file contains NUL bytes; binary files are not notes", "binary")
     try:
         return content.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -59,53 +80,12 @@ def _decode(content: bytes, warnings: Warnings) -> str:
         return content.decode("utf-8", errors="replace")
 
 
-def _json_safe(value: object, budget: list[int]) -> object:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ValueError("front matter too large")
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v, budget) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_json_safe(v, budget) for v in value]
-    return str(value)
-
-
-def _split_front_matter(text: str, warnings: Warnings) -> tuple[dict[str, object], object, str]:
-    """(JSON-safe front matter, raw `date` value, body)."""
-    if not _YAML.detect(text):
-        return {}, None, text
+def is_blank(content: bytes) -> bool:
+    """Nothing but white space (and a byte-order mark), in whichever encoding the note is read."""
     try:
-        fm, body = _YAML.split(text)
-        body = body.removeprefix("\r\n").removeprefix("\n")  # the closing line's own break
-    except ValueError:
-        warnings.append(("front_matter", "front matter has no closing '---'; read as body"))
-        return {}, None, text
-    try:
-        data = _YAML.load(fm)  # yaml.SafeLoader: no Python object construction
-    except Exception as exc:  # PyYAML raises YAMLError, but deep nesting can raise others
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        warnings.append(("front_matter", f"front matter is not valid YAML ({first}); ignored"))
-        return {}, None, body
-    if data is None:
-        return {}, None, body
-    if not isinstance(data, dict):
-        warnings.append(("front_matter", "front matter is not a mapping; ignored"))
-        return {}, None, body
-    try:
-        safe = _json_safe(data, [_FM_NODE_BUDGET])
-    except (ValueError, RecursionError):
-        warnings.append(("front_matter", "front matter is too large or too deeply nested; ignored"))
-        return {}, None, body
-    assert isinstance(safe, dict)
-    return safe, data.get("date"), body
+        return not _decode("", content, []).strip()
+    except ParseError:
+        return False
 
 
 def _as_strings(value: object) -> tuple[str, ...]:
@@ -199,14 +179,13 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
             "split it or raise PREDIGEST_MAX_BYTES",
             "limit",
         )
-    if b"\x00" in raw.content:
-        raise ParseError(f"{raw.path}: file contains NUL bytes; binary files are not notes", "binary")
     kind, writer = _kind_of(raw.path)
     name = raw.path.rsplit("/", 1)[-1]
     stem = name.rsplit(".", 1)[0] if "." in name else name
     warnings: Warnings = []
-    text = _decode(raw.content, warnings)
-    front, raw_date, body = _split_front_matter(text, warnings)
+    text = _decode(raw.path, raw.content, warnings)
+    fm = split_front_matter(text, warnings)
+    front, raw_date, body = fm.fields, fm.date, fm.body
 
     baseline_axis = None
     if kind == "inbox":
@@ -261,6 +240,11 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     if front.get("arxiv") is not None:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
     ids.extend(reading.arxiv_ids)
+    ids = list(dict.fromkeys(ids))
+    if len(ids) > MAX_LISTED_IDS_PER_NOTE and kind not in ("baseline", "living"):  # our own, or read whole
+        warnings.append(
+            ("many_ids", f"cites {len(ids)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}")
+        )
     for bad in reading.invalid_ids[:_MAX_ID_WARNINGS]:
         warnings.append(("arxiv_id", f"{bad!r} is written as an arXiv id but is not a valid one; not cited"))
 
@@ -278,7 +262,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         tags=_as_strings(front.get("tags")),
         headings=headings,
         sections=tuple(sections),
-        arxiv_ids=tuple(dict.fromkeys(ids)),
+        arxiv_ids=tuple(ids),
         text=body,
         text_hash=reading.text_hash,
         signature=reading.signature,

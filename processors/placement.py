@@ -58,7 +58,7 @@ _NAME_CHARS = 40
 _STEMMER = snowballstemmer.stemmer("english")
 _LATIN = re.compile(rf"^[^{CJK}]+$")
 # Alternatives a heading names: `Pruning / Evicting / Sparse`, `Hybrid Memory 与分层 Offloading`.
-_ALTERNATIVES = re.compile(r"\s*(?:/|／|&|、|，|,|\||·|\band\b|与|和|及)\s*", re.IGNORECASE)
+_ALTERNATIVES = re.compile(r"(?<!\s)\s*+(?:/|／|&|、|，|,|\||·|\band\b|与|和|及)\s*", re.IGNORECASE)
 
 
 @lru_cache(maxsize=65536)

@@ -30,6 +30,7 @@ WarningCode = Literal[
     "front_matter",  # front matter unreadable, not a mapping, too large, unclosed, or a bad date
     "no_stamp",  # no date in the name or front matter: event time from the mtime
     "arxiv_id",  # something written as an arXiv id that is not one; a card name without an id
+    "many_ids",  # cites more arXiv ids than a briefing lists of one note: the first ones are listed
 ]
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)
 

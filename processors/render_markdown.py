@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,6 +21,7 @@ _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 # no_increment_sources has every one), so a window of 500 digests stays readable.
 LIST_ALL = 12
 LIST_FIRST = 5
+SUMMARY_IDS = 12  # ids a summary line names; 四 lists every one
 _TIME = "%Y-%m-%d %H:%M"
 
 
@@ -82,81 +83,103 @@ def reason_groups(items: Sequence[NoIncrementSource]) -> list[ReasonGroup]:
     ]
 
 
-def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
-    """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
-    t = LABELS[lang]
-    start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
-    living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
-    sep = t["sep"]
+@dataclass(frozen=True)
+class _View:
+    """What the template calls to word a briefing's parts in one language and zone."""
 
-    def when(s: SourceEntry) -> str:
-        return f"{s.event_time.astimezone(zone):%H:%M} · {_size(s.bytes)}"
+    t: dict[str, str]
+    lang: Lang
+    zone: ZoneInfo
+    living: str
 
-    def status(s: SourceEntry) -> str:
+    def when(self, s: SourceEntry) -> str:
+        return f"{s.event_time.astimezone(self.zone):%H:%M} · {_size(s.bytes)}"
+
+    def status(self, s: SourceEntry) -> str:
+        t = self.t
         if s.status == "duplicate" and s.duplicate_kind == "near":
             return t["near_duplicate"].format(of=s.duplicate_of or "?", similarity=f"{s.similarity or 0:.2f}")
         return t["duplicate"].format(of=s.duplicate_of or "?") if s.status == "duplicate" else t[s.status]
 
-    def file_cell(s: SourceEntry) -> str:
+    def file_cell(self, s: SourceEntry) -> str:
         name = s.path.rpartition("/")[2]
-        extra = "" if s.status in ("used", "no_increment") else f" · {status(s)}"
-        return f"{name}{t['lp']}{when(s)} · {s.topic or s.title}{extra}{t['rp']}"
+        extra = "" if s.status in ("used", "no_increment") else f" · {self.status(s)}"
+        return f"{name}{self.t['lp']}{self.when(s)} · {s.topic or s.title}{extra}{self.t['rp']}"
 
-    def relevance(s: SourceEntry) -> str:
-        return f"{relevance_label(s.relevance.code, lang)} {'⭐' * s.relevance.stars}".strip()
+    def relevance(self, s: SourceEntry) -> str:
+        return f"{relevance_label(s.relevance.code, self.lang)} {'⭐' * s.relevance.stars}".strip()
 
-    def increment_heading(inc: Increment) -> str:
+    def increment_heading(self, inc: Increment) -> str:
         stars = "⭐" * inc.stars
         ids = " / ".join(inc.arxiv)
         if inc.arxiv and inc.named():
-            return t["inc_id"].format(rank=inc.rank, ids=ids, title=inc.title, stars=stars)
-        return t["inc_doc"].format(
+            return self.t["inc_id"].format(rank=inc.rank, ids=ids, title=inc.title, stars=stars)
+        return self.t["inc_doc"].format(
             rank=inc.rank, title=f"arXiv {ids}" if inc.arxiv else inc.title, stars=stars
         )
 
-    def named(label: str, title: str, style: str = "{label}{lp}{title}{rp}") -> str:
+    def named(self, label: str, title: str, style: str = "{label}{lp}{title}{rp}") -> str:
         # A §-less section's label is its title: print it once, never `Survey Survey`.
         if title and title != label:
-            return style.format(label=label, title=title, lp=t["lp"], rp=t["rp"])
+            return style.format(label=label, title=title, lp=self.t["lp"], rp=self.t["rp"])
         return label
 
-    def related(label: str, title: str) -> str:
+    def _related(self, label: str, title: str) -> str:
         # zh runs `§3.3（Cache Compression）已锚定` together, but keeps a space after a bare title.
-        sec = named(label, title)
-        return sec if lang == "en" or sec.endswith(t["rp"]) else f"{sec} "
+        sec = self.named(label, title)
+        return sec if self.lang == "en" or sec.endswith(self.t["rp"]) else f"{sec} "
 
-    def relation(inc: Increment) -> str:
+    def relation(self, inc: Increment) -> str:
+        t = self.t
         parts = [
-            t["rel_anchored"].format(sec=related(r.section, r.title), names=" / ".join(r.anchored))
+            t["rel_anchored"].format(sec=self._related(r.section, r.title), names=" / ".join(r.anchored))
             if r.anchored
-            else t["rel_plain"].format(sec=related(r.section, r.title))
+            else t["rel_plain"].format(sec=self._related(r.section, r.title))
             for r in inc.relations
         ]
         if not parts:
-            return t["rel_none"].format(doc=living)
+            return t["rel_none"].format(doc=self.living)
         tail = t["rel_new"] if inc.novelty == "new" else t["rel_cont"]
         if inc.highlights:
-            tail += sep + t["rel_figures"].format(figures=" / ".join(inc.highlights))
-        return f"{living} " + t["semi"].join(parts) + t["semi"] + tail
+            tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
+        return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
 
-    core = " ".join(
+    def id_run(self, ids: Sequence[str]) -> str:
+        # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
+        shown = " / ".join(ids[:SUMMARY_IDS]) or "—"
+        more = len(ids) - SUMMARY_IDS
+        return shown + (" " + self.t["more_ids"].format(n=more) if more > 0 else "")
+
+
+def _core(b: Briefing, t: dict[str, str]) -> str:
+    """状态摘要's 核心新增: each increment's ids, name and figures, numbered ① ② …"""
+    return " ".join(
         f"{_CIRCLED[i] if i < len(_CIRCLED) else i + 1} "
         + " ".join(x for x in (f"arXiv {'/'.join(inc.arxiv)}" if inc.arxiv else "", inc.named()) if x)
         + (f"{t['lp']}{' / '.join(inc.highlights)}{t['rp']}" if inc.highlights else "")
         for i, inc in enumerate(b.increments)
     )
-    new, cont = b.summary.new_arxiv, b.summary.continued_arxiv
-    footer = t["footer"].format(
+
+
+def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo) -> str:
+    return t["footer"].format(
         at=b.generated_at.astimezone(zone).strftime(_TIME + " %Z"),
         n=b.summary.increment_count,
         titles=" / ".join(inc.named() or f"arXiv {inc.title}" for inc in b.increments) or "—",
-        x=len(new),
-        y=len(cont),
+        x=len(b.summary.new_arxiv),
+        y=len(b.summary.continued_arxiv),
         s=len(b.sources),
         d=sum(1 for s in b.sources if s.status == "duplicate"),
         r=len(b.rejected),
     )
-    count: Callable[[str], int] = lambda status_: sum(1 for s in b.sources if s.status == status_)  # noqa: E731
+
+
+def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
+    """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
+    t = LABELS[lang]
+    start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
+    living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
+    view = _View(t, lang, zone, living)
     lo, hi = b.summary.target_range
     return _ENV.get_template("briefing.md.j2").render(
         b=b,
@@ -167,18 +190,19 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         hi=hi,
         in_range=lo <= b.summary.increment_count <= hi,
         living=living,
-        core=core,
+        core=_core(b, t),
         unverified=[a.id for a in b.arxiv if a.metadata.source == "document"],
+        id_run=view.id_run,
         groups=reason_groups(b.no_increment_sources),
-        footer=footer,
-        count=count,
+        footer=_footer(b, t, zone),
+        count=lambda status: sum(1 for s in b.sources if s.status == status),
         folder=lambda p: p.rpartition("/")[0] or ".",
-        file_cell=file_cell,
-        relevance=relevance,
-        increment_heading=increment_heading,
-        relation=relation,
-        named=named,
+        file_cell=view.file_cell,
+        relevance=view.relevance,
+        increment_heading=view.increment_heading,
+        relation=view.relation,
+        named=view.named,
         join_labels=lambda labels: join_labels(labels, lang),
-        when=when,
-        status=status,
+        when=view.when,
+        status=view.status,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,7 +10,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
-from processors.documents import file_time, parse_document
+from processors.documents import file_time, is_blank, parse_document
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile
 from processors.reasons import RejectionCode
@@ -107,7 +106,7 @@ def route_raw(
         return to_every_axis(raw, seen_at, axes, raw_offset, zone)
     try:
         doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
-        if not raw.content.removeprefix(codecs.BOM_UTF8).strip():
+        if is_blank(raw.content):
             # Usually a note caught between create and first write; its next version is stored as usual.
             raise ParseError(f"{raw.path}: file is empty; nothing to brief", "empty")
     except ParseError as exc:

@@ -74,46 +74,59 @@ def source_entry(
     )
 
 
-def no_increment(
-    doc: DocumentSummary,
-    *,
-    axis: str,
-    rel: Relevance,
-    duplicate: DuplicateOf | None,
-    low: bool,
-    other_axis: str | None,
-    anchored: Collection[str],
-    had_candidates: bool,
-    selected: int,
-    lang: Lang,
-    queue_items: Mapping[str, int],
-) -> NoIncrementSource:
+@dataclass(frozen=True)
+class AccountContext:
+    """What accounting for sources needs besides the window and the increments."""
+
+    axis: str
+    anchored: Collection[str]
+    queue_items: Mapping[str, int]
+    lang: Lang
+
+
+@dataclass(frozen=True)
+class Standing:
+    """How one source stands for the axis: its relevance, what it duplicates, whether it had candidates."""
+
+    rel: Relevance
+    duplicate: DuplicateOf | None
+    low: bool
+    other_axis: str | None
+    had_candidates: bool
+
+
+def no_increment(doc: DocumentSummary, st: Standing, ctx: AccountContext, selected: int) -> NoIncrementSource:
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
-        return NoIncrementSource.model_construct(path=doc.path, reason=say(key, lang, **values), code=code)
-
-    if duplicate is not None and duplicate.kind == "near":
-        return out(
-            "duplicate", "why.near_duplicate", of=duplicate.kept, similarity=f"{duplicate.similarity:.2f}"
+        return NoIncrementSource.model_construct(
+            path=doc.path, reason=say(key, ctx.lang, **values), code=code
         )
-    if duplicate is not None:
-        return out("duplicate", "why.duplicate", of=duplicate.kept)
-    if rel.code == "baseline":
+
+    if st.duplicate is not None and st.duplicate.kind == "near":
+        return out(
+            "duplicate",
+            "why.near_duplicate",
+            of=st.duplicate.kept,
+            similarity=f"{st.duplicate.similarity:.2f}",
+        )
+    if st.duplicate is not None:
+        return out("duplicate", "why.duplicate", of=st.duplicate.kept)
+    if st.rel.code == "baseline":
         return out("baseline", "why.baseline")
     if doc.kind == "baseline":
         return out("reference", "why.reference", axis=doc.baseline_axis or "?")
     if doc.kind == "work_queue":
-        n = queue_items.get(axis, 0)
-        return out("work_queue", "why.work_queue_has" if n else "why.work_queue", axis=axis, n=n)
-    if rel.code == "adjacent":
-        other = other_axis or say("why.adjacent_axis_unknown", lang)
-        return out("adjacent", "why.adjacent", other=other, axis=axis)
-    if low:
-        return out("low", "why.low", axis=axis, score=f"{rel.score:.2f}")
-    if doc.arxiv_ids and all(i in anchored for i in doc.arxiv_ids):
+        n = ctx.queue_items.get(ctx.axis, 0)
+        return out("work_queue", "why.work_queue_has" if n else "why.work_queue", axis=ctx.axis, n=n)
+    if st.rel.code == "adjacent":
+        other = st.other_axis or say("why.adjacent_axis_unknown", ctx.lang)
+        return out("adjacent", "why.adjacent", other=other, axis=ctx.axis)
+    if st.low:
+        return out("low", "why.low", axis=ctx.axis, score=f"{st.rel.score:.2f}")
+    if doc.arxiv_ids and all(i in ctx.anchored for i in doc.arxiv_ids):
         return out("covered", "why.covered", ids=" / ".join(doc.arxiv_ids[:4]))
-    if had_candidates:
+    if st.had_candidates:
         return out("not_selected", "why.not_selected", n=selected)
     return out("no_content", "why.no_content")
 
@@ -135,16 +148,6 @@ def work_queue_items(doc: Document, axis_names: Collection[str]) -> dict[str, in
             if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line):
                 counts[name] = counts.get(name, 0) + 1
     return counts
-
-
-@dataclass(frozen=True)
-class AccountContext:
-    """What accounting for sources needs besides the window and the increments."""
-
-    axis: str
-    anchored: Collection[str]
-    queue_items: Mapping[str, int]
-    lang: Lang
 
 
 @dataclass(frozen=True)
@@ -175,21 +178,14 @@ def account_sources(window: WindowSet, weights: Weights, found: Found, ctx: Acco
             continue
         dup = window.duplicates.get(d.path)
         sources.append(source_entry(d, ctx.axis, rel, "duplicate" if dup else "no_increment", dup, ctx.lang))
-        no_inc.append(
-            no_increment(
-                d,
-                axis=ctx.axis,
-                rel=rel,
-                duplicate=dup,
-                low=d.path in weights.low,
-                other_axis=_other_axis(d, ctx.axis, weights.scores[d.path]),
-                anchored=ctx.anchored,
-                had_candidates=d.path in had_candidates,
-                selected=len(found.increments),
-                lang=ctx.lang,
-                queue_items=ctx.queue_items,
-            )
+        standing = Standing(
+            rel=rel,
+            duplicate=dup,
+            low=d.path in weights.low,
+            other_axis=_other_axis(d, ctx.axis, weights.scores[d.path]),
+            had_candidates=d.path in had_candidates,
         )
+        no_inc.append(no_increment(d, standing, ctx, len(found.increments)))
     return Accounts(sources=sources, no_increment=no_inc)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from processors.boilerplate import link_free_text
 from processors.id_titles import clean_title, is_metadata, title_line
 from processors.key_points import Said, sentences
 from processors.structure import Block
@@ -33,28 +34,21 @@ _INTRO_LABEL = re.compile(
     r"核心内容|요약|결과|초록|결론)$",
     re.IGNORECASE,
 )
-_LABEL = re.compile(r"^\s*([^:：。.!?！？]{1,24}?)\s*[:：]\s*")  # `摘要：`, `TL;DR:`, `Result:`
-_ID = r"(?:arxiv\s*[: ]?\s*)?(?P<id>\d{4}\.\d{4,5})(?:v\d+)?"
+_LABEL = re.compile(r"^\s*+([^:：。.!?！？]{1,24}?)\s*[:：]\s*")  # `摘要：`, `TL;DR:`, `Result:`
+_ID = r"(?:arxiv(?>\s*[: ]?\s*))?(?P<id>\d{4}\.\d{4,5})(?:v\d+)?"
 _BRACKETED_ID = re.compile(rf"[（(\[]\s*{_ID}\s*[)）\]]", re.IGNORECASE)
 # A source line a soft break joined to the paragraph above it: `… 2+ 小时/大型模型。 来源：https://…`.
 _SOURCE_TAIL = re.compile(
-    r"\s*(?:来源|原始来源|出处|source|url|链接)\s*[:：]\s*https?://\S+\s*$", re.IGNORECASE
+    r"(?<!\s)\s*+(?:来源|原始来源|出处|source|url|链接)\s*+[:：]\s*+https?://\S++\s*$", re.IGNORECASE
 )
 _ID_AFTER_LABEL = re.compile(r"\d{4}\.\d{4,5}")
-_LEAD_ID = re.compile(rf"^\s*{_ID}\s*[—–:：-]?\s*", re.IGNORECASE)
+_LEAD_ID = re.compile(rf"^\s*+{_ID}\s*[—–:：-]?\s*", re.IGNORECASE)
 _BULLETISH = re.compile(r"^[\s\-—–·|:：,，;；]+|[\s\-—–·|:：,，;；]+$")
 _WORD = re.compile(r"\w")
-_SPACE_BEFORE = re.compile(r"\s+([:：,，;；.。])")  # what a dropped `(arXiv:…)` leaves: `MadaKV : By …`
+_SPACE_BEFORE = re.compile(
+    r"(?<!\s)\s++([:：,，;；.。])"
+)  # what a dropped `(arXiv:…)` leaves: `MadaKV : By …`
 MAX_STATEMENT = 4000  # characters kept of one block: a point is a sentence or two, not a page
-
-
-def _residue(block: Block) -> str:
-    """The block's text without the text of its links."""
-    text = block.text
-    for label, _ in block.links:
-        if label:
-            text = text.replace(label, " ", 1)
-    return text
 
 
 def _drop_label(text: str) -> tuple[str, str]:
@@ -89,7 +83,7 @@ def statement(block: Block, *, title: str = "", own_ids: Sequence[str] = ()) -> 
         return ""
     if block.kind == "table_row":
         return ""  # a row's cells are read by the paper they belong to, never as one joined line
-    if title_line(block) or not _WORD.search(_residue(block)):
+    if title_line(block) or not _WORD.search(link_free_text(block)):
         return ""  # `原文标题：…` is the title; `论文链接： [HuggingFace](…) | [arXiv](…)` says nothing
     text = block.text[:MAX_STATEMENT]
     if title:

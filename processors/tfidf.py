@@ -34,17 +34,17 @@ class TfIdf:
             for t, c in counts.items()
             if c > 0
         }
-        return normalise(raw)
+        return unit_length(raw)
 
 
 def heaviest(vec: Mapping[str, float], top: int) -> Vector:
     """`vec` cut to its `top` heaviest terms and renormalised."""
     if len(vec) <= top:
         return dict(vec)
-    return normalise(dict(sorted(vec.items(), key=lambda kv: -kv[1])[:top]))
+    return unit_length(dict(sorted(vec.items(), key=lambda kv: -kv[1])[:top]))
 
 
-def normalise(vec: Mapping[str, float]) -> Vector:
+def unit_length(vec: Mapping[str, float]) -> Vector:
     norm = math.sqrt(sum(v * v for v in vec.values()))
     return {t: v / norm for t, v in vec.items()} if norm > 0 else {}
 
@@ -55,7 +55,7 @@ def combine(weighted: Iterable[tuple[float, Mapping[str, float]]]) -> Vector:
     for weight, vec in weighted:
         for t, v in vec.items():
             out[t] = out.get(t, 0.0) + weight * v
-    return normalise(out)
+    return unit_length(out)
 
 
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:

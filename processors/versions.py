@@ -118,11 +118,16 @@ class BatchPlan:
         self.touched: set[Key] = set()  # paths whose `current` flags are rewritten
         # (path, sha256) → (message, seen at, code, the file's own time)
         self.rejected: dict[tuple[str, str], tuple[str, datetime, str | None, datetime | None]] = {}
+        # Bytes a document record routed after a rejection of them (a routing crash fixed and replayed): no
+        # longer listed as rejected. The latest record about a (path, sha256) decides.
+        self.unrejected: set[tuple[str, str]] = set()
 
     def apply(self, record: DocumentRecord) -> bool:
         """Apply one record; whether a briefing sees what it brought (a rejection always counts)."""
         h = record.header
         if h.type == "document" and record.stored is not None and h.axis:
+            self.rejected.pop((h.path, h.sha256), None)
+            self.unrejected.add((h.path, h.sha256))
             return self._document(h, record.stored)
         if h.type == "deletion" and h.axis:
             path = self.paths.setdefault((h.axis, h.path), PathVersions())

@@ -40,7 +40,7 @@ _LEGEND_HEADING = re.compile(r"图例|标注说明|符号说明|legend|notation|
 # A figure with a named source on its line: `据 AIMultiple 2026-04 实证`, `according to NVIDIA`, `출처: …`.
 _NAMED_SOURCE = re.compile(
     r"(?<![数证依占])据\s*\S{2,}|援引|引自|(?:来源|出处|数据来源|source|sources|출처)\s*[:：]|according to \w|"
-    r"\w+에 따르면|reported by \w|cited from \w",
+    r"(?<!\w)\w+에 따르면|reported by \w|cited from \w",
     re.IGNORECASE,
 )
 # Stats and scaffolding: `总论文数：15`, `Read time: 12 min`, `Relevance Score: 7`, `相关度：85%`.
@@ -90,7 +90,7 @@ def _claim_lines(text: str) -> Iterator[tuple[str, bool]]:
         header = (
             line.lstrip().startswith("|")
             and n + 1 < len(raw)
-            and bool(re.match(r"^\s*\|?\s*:?-{3,}", raw[n + 1]))
+            and bool(re.match(r"^\s*+\|?\s*+:?-{3,}", raw[n + 1]))
         )
         cleaned = clean_line(line)
         if cleaned:

@@ -86,31 +86,38 @@ def _error_message(response: httpx.Response) -> str:
         return f"HTTP {response.status_code}"
 
 
+@dataclass(frozen=True)
+class ArxivPolicy:
+    """Where and how politely the API is asked (the worker's `arxiv.*` settings)."""
+
+    base_url: str = DEFAULT_URL
+    batch_size: int = 50
+    min_interval_seconds: float = 3.0
+    timeout_seconds: float = 20.0
+    max_retries: int = 3
+    backoff_seconds: float = 1.0
+
+
 class ArxivClient:
     """`fetch(ids)` never raises for a bad or absent API: a failed id is absent from the result."""
 
     def __init__(
         self,
         http: httpx.AsyncClient,
+        policy: ArxivPolicy = ArxivPolicy(),  # frozen: one shared default is safe
         *,
-        base_url: str = DEFAULT_URL,
-        batch_size: int = 50,
-        min_interval_seconds: float = 3.0,
-        timeout_seconds: float = 20.0,
-        max_retries: int = 3,
-        backoff_seconds: float = 1.0,
         metrics: Metrics | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._http = http
-        self.base_url = base_url
-        self.batch_size = max(1, batch_size)
-        self.timeout = httpx.Timeout(timeout_seconds)
-        self.max_retries = max_retries
-        self._backoff = wait_exponential(multiplier=backoff_seconds, max=MAX_RETRY_AFTER)
+        self.base_url = policy.base_url
+        self.batch_size = max(1, policy.batch_size)
+        self.timeout = httpx.Timeout(policy.timeout_seconds)
+        self.max_retries = policy.max_retries
+        self._backoff = wait_exponential(multiplier=policy.backoff_seconds, max=MAX_RETRY_AFTER)
         self._metrics = metrics
         self._clock = clock
-        self.limiter = RateLimiter(min_interval_seconds, clock)
+        self.limiter = RateLimiter(policy.min_interval_seconds, clock)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -38,3 +38,8 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
+
+
+def epoch_seconds() -> float:
+    """The system clock's wall time in seconds since the epoch (what file mtimes are compared with)."""
+    return SYSTEM_CLOCK.now().timestamp()

@@ -210,6 +210,12 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
             _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
         )
     _write_deletions(db, plan.deletions_changed())
+    if plan.unrejected:
+        db.execute(
+            "DELETE FROM rejected USING (SELECT unnest($1) AS path, unnest($2) AS sha256) k "
+            "WHERE rejected.path = k.path AND rejected.sha256 = k.sha256",
+            _columns(list(plan.unrejected)),
+        )
     if plan.rejected:
         db.execute(
             "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import duckdb
 
-from processors.models import Briefing
+from processors.models import Briefing, Trigger
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,13 @@ class Emissions:
             "AND delivered_at IS NULL",
             [when, axis, window_end, trigger],
         )
+
+    def undelivered(self) -> list[tuple[str, datetime, Trigger]]:
+        """(axis, window end, trigger) of every emission the briefing topic has not acknowledged, oldest first."""
+        rows = self._db.execute(
+            "SELECT axis, window_end, trigger FROM emissions WHERE delivered_at IS NULL ORDER BY emitted_at, axis"
+        ).fetchall()
+        return [(str(a), w, "close" if t == "close" else "flush") for a, w, t in rows]
 
     def earlier(self, axis: str, before: datetime) -> list[Briefing]:
         """The axis's briefings of windows ending before `before`, oldest first."""

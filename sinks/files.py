@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 
 import pydantic_core
+
+log = logging.getLogger(__name__)
+
+# What `_atomic_write` names its temp files (mkstemp: the prefix, then eight of [a-z0-9_]), and only that.
+_TEMP = re.compile(r"^\..+\.(?:md|json)\.[a-z0-9_]{8}$")
+STALE_TEMP_SECONDS = 60.0  # a write takes well under a second; a younger temp file may be another worker's
+
+
+def remove_stale_temps(out_dir: Path, now: float) -> list[Path]:
+    """Remove the temp files an interrupted briefing write left in `<out>/<axis>/` (a worker killed mid-write):
+    this writer's own names only, and only those untouched for a minute (`now`: wall time, epoch seconds)."""
+    removed = []
+    for folder in out_dir.iterdir() if out_dir.is_dir() else ():
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in folder.iterdir():
+            try:
+                st = path.lstat()
+                if _TEMP.match(path.name) and path.is_file() and now - st.st_mtime > STALE_TEMP_SECONDS:
+                    path.unlink()
+                    removed.append(path)
+            except OSError:  # gone meanwhile, or not ours to remove: leave it
+                continue
+    return removed
 
 
 def _atomic_write(target: Path, data: str) -> None:
@@ -45,6 +71,20 @@ class BriefingFiles:
 
     def __init__(self, out_dir: Path) -> None:
         self._out = out_dir
+
+    def clean_up(self, now: float) -> None:
+        """At start: remove what an interrupted write left (`now`: wall time, epoch seconds)."""
+        try:
+            removed = remove_stale_temps(self._out, now)
+        except OSError as exc:  # a folder that cannot be read stops its axes' briefings, not the worker
+            log.warning("could not look for temp files in %s: %s", self._out, exc)
+            return
+        if removed:
+            log.warning(
+                "removed %d temp file(s) left by an interrupted briefing write: %s",
+                len(removed),
+                ", ".join(str(p) for p in removed[:5]),
+            )
 
     def paths(self, axis: str, basename: str) -> tuple[Path, Path]:
         folder = self._out / axis

@@ -1,19 +1,31 @@
-"""The watcher's ledger: what Kafka acknowledged per path, so a restart republishes nothing unchanged."""
+"""The watcher's ledger: what Kafka acknowledged per path, so a restart republishes nothing unchanged.
+
+Read from a copy in memory (a rescan compares every path: a DuckDB query per path cost 2 ms, 190 s for 100,000
+files) and written in batches (an INSERT per acknowledged file cost 18 ms). A batch not yet written when the
+process dies costs only a second send of those files at the next start, which the worker stores once (it keys
+documents by path and content hash).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
 
 from sinks import duck
+from sinks.clock import SYSTEM_CLOCK
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
     if_locked="Is another watcher running on this root?",
     if_damaged="move it aside and start the watcher again: it republishes every file, which the worker stores once",
 )
+FLUSH_ROWS = 2000  # acknowledgements written in one statement
+FLUSH_SECONDS = 1.0  # and no later than this after the first of them
+
+Row = tuple[int, float, str]  # size, mtime, sha256
 
 
 def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -22,39 +34,98 @@ def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     )
 
 
+def _folders(path: str) -> Iterator[str]:
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        yield "/".join(parts[:i])
+
+
 class Ledger:
     """One row per root-relative path: size, mtime and sha256 of the last acknowledged version."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         self._db = duck.open_checked(path, LEDGER, _create)
+        self._clock = clock
+        rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
+        self._rows: dict[str, Row] = {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
+        self._stats = {p: (row[0], row[1]) for p, row in self._rows.items()}  # what a rescan compares
+        self._folders = Counter(f for p in self._rows for f in _folders(p))
+        self._unwritten: dict[str, Row | None] = {}  # None: forgotten
+        self._oldest_unwritten = 0.0
 
     def close(self) -> None:
+        self.flush()
         self._db.close()
 
-    def get(self, path: str) -> tuple[int, float, str] | None:
-        row = self._db.execute("SELECT size, mtime, sha256 FROM ledger WHERE path=?", [path]).fetchone()
-        return (int(row[0]), float(row[1]), str(row[2])) if row else None
+    def get(self, path: str) -> Row | None:
+        return self._rows.get(path)
 
     def acknowledge(self, path: str, size: int, mtime: float, sha256: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?)", [path, size, mtime, sha256])
+        self._set(path, (size, mtime, sha256))
+        self.flush_if_due()
 
     def acknowledge_many(self, rows: Sequence[tuple[str, int, float, str]]) -> None:
-        """Many acknowledgements in one statement: row at a time costs milliseconds per row."""
-        if not rows:
-            return
-        paths, sizes, mtimes, digests = (list(col) for col in zip(*rows, strict=True))
-        self._db.execute(
-            "INSERT OR REPLACE INTO ledger SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-            [paths, sizes, mtimes, digests],
-        )
-
-    def entries(self) -> dict[str, tuple[int, float, str]]:
-        """Every acknowledged path with its (size, mtime, sha256), in one query."""
-        rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
-        return {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
+        """Many acknowledgements, written at once (the backfill's own batches)."""
+        for path, size, mtime, sha256 in rows:
+            self._set(path, (size, mtime, sha256))
+        self.flush()
 
     def forget(self, path: str) -> None:
-        self._db.execute("DELETE FROM ledger WHERE path=?", [path])
+        if self._rows.pop(path, None) is not None:
+            del self._stats[path]
+            self._folders.subtract(_folders(path))
+        self._note_unwritten(path, None)
+        self.flush_if_due()
+
+    def entries(self) -> dict[str, Row]:
+        """Every acknowledged path with its (size, mtime, sha256): a copy."""
+        return dict(self._rows)
+
+    def known(self) -> Mapping[str, Row]:
+        """Every acknowledged path, read-only and live: for lookups within one step of the event loop."""
+        return self._rows
+
+    def stats(self) -> dict[str, tuple[int, float]]:
+        """(size, mtime) of every acknowledged path: a copy, made in C (a rescan compares it in a thread)."""
+        return dict(self._stats)
 
     def paths(self) -> set[str]:
-        return {str(r[0]) for r in self._db.execute("SELECT path FROM ledger").fetchall()}
+        return set(self._rows)
+
+    def has_folder(self, folder: str) -> bool:
+        """True when an acknowledged path lies below `folder`."""
+        return self._folders[folder] > 0
+
+    def flush_if_due(self) -> None:
+        if self._unwritten and (
+            len(self._unwritten) >= FLUSH_ROWS or self._clock() - self._oldest_unwritten >= FLUSH_SECONDS
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what was acknowledged or forgotten since the last flush, in two statements."""
+        if not self._unwritten:
+            return
+        gone = [p for p, row in self._unwritten.items() if row is None]
+        kept = [(p, *row) for p, row in self._unwritten.items() if row is not None]
+        self._unwritten = {}
+        if gone:
+            self._db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
+        if kept:
+            paths, sizes, mtimes, digests = (list(col) for col in zip(*kept, strict=True))
+            self._db.execute(
+                "INSERT OR REPLACE INTO ledger SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
+                [paths, sizes, mtimes, digests],
+            )
+
+    def _set(self, path: str, row: Row) -> None:
+        if path not in self._rows:
+            self._folders.update(_folders(path))
+        self._rows[path] = row
+        self._stats[path] = (row[0], row[1])
+        self._note_unwritten(path, row)
+
+    def _note_unwritten(self, path: str, row: Row | None) -> None:
+        if not self._unwritten:
+            self._oldest_unwritten = self._clock()
+        self._unwritten[path] = row

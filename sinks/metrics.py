@@ -8,12 +8,20 @@ from importlib.metadata import PackageNotFoundError, version
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from processors.commands import COMMAND_REFUSALS
+from processors.dead_letters import DEAD_LETTER_REASONS
 
 # File mtime to Kafka or DuckDB: the quiet period alone costs a second; a startup scan of old files lands high.
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600, 86400)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+RESCAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
+# The (stage, reason) pairs that can happen, at zero from the start so that an alert on increase() sees the first.
+DEAD_LETTER_SERIES = {
+    "raw": ("unreadable", "routing_failed"),
+    "documents": ("unreadable",),
+    "control": tuple(r for r in DEAD_LETTER_REASONS if r != "routing_failed"),
+}
 
 
 def _version() -> str:
@@ -52,7 +60,7 @@ class Metrics:
         )
         self.documents_warned = Counter(
             "predigest_documents_warned_total",
-            "Documents kept with a warning (decode fallback, bad front matter, no stamp, bad arXiv id)",
+            "Documents kept with a warning (decode fallback, bad front matter, no stamp, bad arXiv id, many ids)",
             ["reason"],
             registry=r,
         )
@@ -130,6 +138,23 @@ class Metrics:
             "When the watcher's loop last made progress (0 in a process that runs no watcher)",
             registry=r,
         )
+        self.watcher_rescan = Histogram(
+            "predigest_watcher_rescan_duration_seconds",
+            "Time a rescan took to list the root (in a thread beside the event path), by pass: changed folders, "
+            "or full (every file statted)",
+            ["pass"],
+            buckets=RESCAN_BUCKETS,
+            registry=r,
+        )
+        self.watcher_rescan_cpu = Counter(
+            "predigest_watcher_rescan_cpu_seconds_total",
+            "CPU time the rescans' listing took, by pass (changed folders, or full)",
+            ["pass"],
+            registry=r,
+        )
+        self.watcher_files = Gauge(
+            "predigest_watcher_files", "Files under the watched folders at the last rescan", registry=r
+        )
         self.arxiv_requests = Counter(
             "predigest_arxiv_requests_total",
             "arXiv API requests by outcome (ok, not_found, bad_request, error, timeout)",
@@ -196,6 +221,28 @@ class Metrics:
         # At zero from the start: the set-aside happens at the first assignment, before any scrape, and an
         # alert on increase() must see the series go from 0 to 1.
         self.state_set_aside.labels(reason="unreadable")
+        self.dead_letters = Counter(
+            "predigest_dead_letters_total",
+            "Records sent to the dead-letter topic: unreadable, routing_failed, or a refused command's reason",
+            ["stage", "reason"],
+            registry=r,
+        )
+        self.briefing_failures = Counter(
+            "predigest_briefing_failures_total",
+            "Attempts to write (or send) an axis's briefing that failed: no_space, permission, read_only, "
+            "not_a_folder, os_error, send, error",
+            ["axis", "reason"],
+            registry=r,
+        )
+        self.briefing_failing = Gauge(
+            "predigest_briefing_failing",
+            "1 while an axis has briefings recorded that cannot be written (retried with back-off); sum: how many",
+            ["axis"],
+            registry=r,
+        )
+        for stage, codes in DEAD_LETTER_SERIES.items():
+            for code in codes:
+                self.dead_letters.labels(stage=stage, reason=code)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -209,3 +256,4 @@ class Metrics:
                 self.duplicates.labels(axis=axis, kind=kind)
             self.window_documents.labels(axis=axis)
             self.axis_owned.labels(axis=axis)
+            self.briefing_failing.labels(axis=axis)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from processors.models import Briefing, Document, DocumentSummary, Rejection, WindowBounds
+from processors.models import Briefing, Document, DocumentSummary, Rejection, Trigger, WindowBounds
 from processors.wire import DocumentRecord
 from sinks import duck, schema
 from sinks.counts import Counts
@@ -102,6 +102,9 @@ class StateStore:
 
     def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
         return self.emissions.record_of(axis, window_end, trigger)
+
+    def undelivered_emissions(self) -> list[tuple[str, datetime, Trigger]]:
+        return self.emissions.undelivered()
 
     def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:
         return self.emissions.earlier(axis, before)

@@ -7,7 +7,8 @@ Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust c
 unfinished message (faust-streaming #606). `take_events` acks a batch's records only once the loop body
 has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
 producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
-exit without acking) and the parse agent awaits every send of its batch.
+exit without acking) and the parse agent awaits every send of its batch. A record a stage cannot read or
+process goes to the dead-letter topic, acknowledged before its batch is (streams.dead_letters).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from faust.streams import Stream
 from faust.types import AgentT, EventT
 
 from processors.commands import check_command
+from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
 from processors.wire import DocumentRecord, decode
 from sinks.state import Position
+from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.failstop import must_finish
 from streams.pipeline import Emission
 from streams.services import Services
@@ -46,24 +49,53 @@ def register_agents(app: faust.App, topics: Topics, services: Services, outputs:
     """Declare the three agents on their topics, each with concurrency 1 (Faust's default: see the module)."""
     return Agents(
         parse=app.agent(topics.raw, name="streams.agents.parse")(partial(parse_agent, services, outputs)),
-        window=app.agent(topics.documents, name="streams.agents.window")(partial(window_agent, services)),
+        window=app.agent(topics.documents, name="streams.agents.window")(
+            partial(window_agent, services, outputs)
+        ),
         control=app.agent(topics.control, name="streams.agents.control")(
             partial(control_agent, services, outputs)
         ),
     )
 
 
-def _decoded(services: Services, parse: Callable[[bytes], T], value: bytes, stage: str) -> T | None:
+def _decoded(
+    services: Services, parse: Callable[[bytes], T], value: bytes | None, stage: Stage
+) -> tuple[T | None, Failure | None]:
     try:
-        return parse(value)
+        return parse(value or b""), None
     except ValueError as exc:  # pydantic's ValidationError is one
         services.pipeline().unreadable(stage, str(exc))
-        return None
+        return None, Failure("unreadable", str(exc))
 
 
 def _position(event: EventT[bytes]) -> Position:
     msg = event.message
     return Position(msg.topic, msg.partition, msg.offset)
+
+
+def _origin(event: EventT[bytes]) -> Origin:
+    msg = event.message
+    key, value = msg.key, msg.value
+    return Origin(
+        topic=msg.topic,
+        partition=msg.partition,
+        offset=msg.offset,
+        key=key if isinstance(key, bytes) or key is None else str(key).encode(),
+        value=value if isinstance(value, bytes) or value is None else str(value).encode(),
+        headers=headers_of(msg.headers),
+    )
+
+
+async def _dead_letters(
+    services: Services, outputs: Outputs, stage: Stage, outcomes: Sequence[tuple[Origin, Failure | None]]
+) -> None:
+    """Sort a batch's outcomes (the worker stops here on its dead-letter limit), then send its dead letters."""
+    letters: list[DeadLetter] = services.dead.sort(stage, outcomes)
+    if letters:
+        await must_finish(
+            partial(services.dead.send, outputs, letters),
+            f"sending {len(letters)} record(s) to the dead-letter topic",
+        )
 
 
 async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
@@ -80,7 +112,7 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
 async def parse_batch(services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]) -> None:
     """Route raw records in the parse processes, log and count what routing found, forward the documents records."""
     # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
-    values = [(event.value, event.message.offset) for event in events]
+    values = [(event.value or b"", event.message.offset) for event in events]
     seen_at = services.clock.now()
     routed = await must_finish(
         partial(services.parser.route, values, seen_at), f"parsing {len(values)} raw record(s)"
@@ -88,24 +120,29 @@ async def parse_batch(services: Services, outputs: Outputs, events: Sequence[Eve
     pipeline = services.pipeline()
     for r in routed:
         pipeline.note(r)
+    outcomes = [(_origin(e), routing_failure(r)) for e, r in zip(events, routed, strict=True)]
+    await _dead_letters(services, outputs, "raw", outcomes)
     records = [record for r in routed for record in r.records]
     what = f"forwarding {len(records)} record(s) of {len(values)} file(s) to the documents topic"
     await must_finish(partial(outputs.forward, records), what)
 
 
-async def window_agent(services: Services, stream: Stream[bytes]) -> None:
+async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
     async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
-        await window_batch(services, events)
+        await window_batch(services, outputs, events)
 
 
-async def window_batch(services: Services, events: Sequence[EventT[bytes]]) -> None:
+async def window_batch(services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]) -> None:
     """Apply a batch of documents records to the state, in one transaction, once their partitions caught up."""
     items: list[tuple[DocumentRecord, Position]] = []
+    outcomes: list[tuple[Origin, Failure | None]] = []
     for event in events:
-        record = _decoded(services, decode, event.value, "documents")
+        record, failure = _decoded(services, decode, event.value, "documents")
+        outcomes.append((_origin(event), failure))
         if record is not None:
             items.append((record, _position(event)))
+    await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} record(s) in {services.settings.state_file}"
     await must_finish(partial(store_when_ready, services, items), what)
 
@@ -132,24 +169,32 @@ async def control_agent(services: Services, outputs: Outputs, stream: Stream[byt
 
 async def answer_command(services: Services, outputs: Outputs, event: EventT[bytes]) -> None:
     """Emit the briefing a close or flush command asks for, if this worker owns its axis; refuse a bad one."""
-    command = _decoded(services, ControlCommand.model_validate_json, event.value, "control")
-    if command is None:
-        return
+    command, failure = _decoded(services, ControlCommand.model_validate_json, event.value, "control")
     position = _position(event)
-    # Checked before anything else: a command that cannot be briefed would fail every retry and stop
-    # the worker for good (Kafka redelivers it at each restart), so it is refused and skipped.
-    refused = check_command(command, services.settings.command_limits, services.clock.now())
-    if refused is not None:
-        services.pipeline().refuse_command(command, refused, position)
+    if command is not None:
+        # Checked before anything else: a command that cannot be briefed would fail every retry and stop
+        # the worker for good (Kafka redelivers it at each restart), so it is refused and dead-lettered.
+        refused = check_command(command, services.settings.command_limits, services.clock.now())
+        if refused is not None:
+            services.pipeline().refuse_command(command, refused, position)
+            failure = Failure(refused.reason, refused.detail)
+    await _dead_letters(services, outputs, "control", [(_origin(event), failure)])
+    if command is None or failure is not None:
         return
     if not await _owned_here(services, command, position.partition):
         return
     what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
-    emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
-    if emission is not None and not emission.delivered:
-        await must_finish(
-            partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
-        )
+    async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
+        emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
+        # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
+        # acknowledged, and the worker goes on (streams.outbox).
+        if emission is None or not await services.outbox.write(emission):
+            return
+        services.outbox.settle(emission.axis)
+        if not emission.delivered:
+            await must_finish(
+                partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
+            )
 
 
 async def _owned_here(services: Services, command: ControlCommand, partition: int) -> bool:

@@ -113,15 +113,7 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
     if digest == known_digest:
         return Prepared(c.rel, size, mtime, digest, None)
     log.warning("refusing %s: it %s", c.rel, refused.detail)
-    raw = RawFile(
-        path=c.rel,
-        content=b"",
-        size=size,
-        mtime=mtime,
-        sha256=digest,
-        refused=f"it {refused.detail}",
-        refused_code=refused.reason,
-    )
+    raw = root_files.refusal_record(c.rel, size, mtime, refused)
     return Prepared(c.rel, size, mtime, digest, raw.model_dump_json().encode(), refused=True)
 
 

@@ -1,4 +1,4 @@
-"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, kafka."""
+"""The `predigest` command: watch, worker, flush, status, rebuild, once, run, backfill, dead, kafka."""
 
 from __future__ import annotations
 
@@ -20,13 +20,16 @@ from processors.models import Trigger
 from sinks import state_files
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
-from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, web_guard
-from streams.errors import StreamsError
+from streams import backfill, control, kafka_io, kafka_local, logs, oneshot, status_table, stopping, web_guard
+from streams.dead_admin import add_parser as add_dead_parser
+from streams.dead_admin import run as run_dead
+from streams.errors import StoppedBySignalError, StreamsError
 from streams.rebuild import rebuild
 from streams.settings import Settings, load_settings
 from streams.worker_process import free_port, load_dumped_settings
 
 log = logging.getLogger("predigest")
+WORKER_STOP_GRACE_SECONDS = 15.0
 
 
 def _parse_end(text: str | None, clock: Clock) -> datetime:
@@ -74,6 +77,12 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
 def _run_worker(settings: Settings, clock: Clock) -> None:
     from faust.worker import Worker
 
+    class _Worker(Worker):
+        def install_signal_handlers(self) -> None:
+            super().install_signal_handlers()
+            # Faust stops on SIGTERM from its loop, which a long computation keeps busy: exit anyway, later.
+            stopping.hard_exit_after_signal(WORKER_STOP_GRACE_SECONDS)
+
     from streams.app import create_app
 
     state_files.check_version(settings.state_file)  # an older schema: one line and exit 2, not restarts
@@ -85,7 +94,7 @@ def _run_worker(settings: Settings, clock: Clock) -> None:
     )
     app = create_app(settings, clock)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
-    Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
+    _Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()
 
 
 def _status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
@@ -133,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="predigest", description=__doc__)
     p.add_argument("--config", help="TOML config file (PREDIGEST_* environment variables override it)")
     p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # a child of once/run: die with it
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     w = sub.add_parser("watch", help="publish the root's files to Kafka, continuously")
@@ -171,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )
+    add_dead_parser(sub)
     k = sub.add_parser("kafka", help="the local broker: start | stop")
     k.add_argument("action", choices=("start", "stop"))
     return p
@@ -178,9 +189,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.parent_pid:
+        stopping.exit_with_parent(args.parent_pid)
     logs.configure(log_json=False, level="DEBUG" if args.verbose else "INFO")
     try:
         return _dispatch(args, SYSTEM_CLOCK)
+    except StoppedBySignalError as exc:
+        log.error("%s", exc)
+        return 128 + exc.signum
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2
@@ -215,6 +231,8 @@ def _dispatch(args: argparse.Namespace, clock: Clock) -> int:
         logs.configure(log_json=True, level="DEBUG" if args.verbose else "INFO")
     if args.command == "status":  # HTTP only: no broker needed
         return _status(settings, args.worker, args.json)
+    if args.command == "dead":
+        return run_dead(args, settings, kafka_local.resolve_bootstrap)
     if args.command == "flush":  # refused at the door, before any broker is looked for
         command = control.checked_command(
             settings, args.axis, "flush", _parse_end(args.end, clock), clock.now()

@@ -1,5 +1,7 @@
 """The streams family of errors."""
 
+import signal
+
 from processors.commands import CommandRefusal
 from processors.errors import PredigestError
 
@@ -14,6 +16,14 @@ class BrokerUnavailableError(StreamsError):
 
 class ConfigError(StreamsError):
     """The configuration or a command-line argument is not usable."""
+
+
+class StoppedBySignalError(StreamsError):
+    """SIGINT or SIGTERM stopped a command; what it started was stopped too. Exits with 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; what it started is stopped")
+        self.signum = signum
 
 
 class CommandRefusedError(StreamsError):

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 # Set together on the topics, the producers (uncompressed size) and the consumers' fetches (DESIGN §6).
 MAX_MESSAGE_BYTES = KAFKA_MESSAGE_BYTES
-STAGES = ("raw", "documents", "control", "briefings")
+STAGES = ("raw", "documents", "control", "briefings", "dead")
 TOPIC_VISIBLE_SECONDS = 10.0
 
 
@@ -96,9 +96,10 @@ def make_consumer(settings: Settings, *topics: str, group_id: str | None = None)
 
 def retention_ms(settings: Settings, stage: str) -> int:
     """The project's retention of a stage's topic: briefings are kept (-1) unless configured otherwise."""
-    hours = (
-        settings.kafka.briefings_retention_hours if stage == "briefings" else settings.kafka.retention_hours
-    )
+    hours = {
+        "briefings": settings.kafka.briefings_retention_hours,
+        "dead": settings.dead_letters.retention_hours,
+    }.get(stage, settings.kafka.retention_hours)
     return -1 if hours < 0 else int(hours * 3600 * 1000)
 
 

@@ -15,9 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing.queues import SimpleQueue
 
 from processors.ingest import Routed, RouteParams, refuse_value, route_value, route_values
+from sinks.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -25,16 +28,22 @@ ORPHAN_CHECK_SECONDS = 1.0
 CHUNKS_PER_PROCESS = 4
 CHUNK_MIN = 8
 NOTE_SECONDS = 30.0  # a 4 MiB note parses in a few seconds: a process this late on one note is stuck
-BATCH_NOTE_SECONDS = 1.0  # and ~7 ms is usual: a batch gets this much more per note and process
+POLL_SECONDS = 0.2  # how often the notes in progress are looked at
 Route = Callable[[Sequence[tuple[bytes, int | None]], RouteParams, datetime], list[Routed]]
+Values = Sequence[tuple[bytes, int | None]]
+_Chunk = list[tuple[int, bytes, int | None]]  # (index in the batch, raw value, raw offset)
+
+# In each parse process: where it says which note it starts, as (process id, attempt, index in the batch).
+# SimpleQueue.put writes to the pipe at once, so a process that dies right after still said it.
+Progress = SimpleQueue[tuple[int, int, int]]
+_progress: Progress | None = None
 
 
-def _what(exc: BaseException) -> str:
-    return "hung" if isinstance(exc, TimeoutError) else "died"
-
-
-def _exit_with_parent(parent: int) -> None:
-    """In each parse process: exit once the worker is gone (a SIGKILLed worker cannot stop its pool)."""
+def _start_process(parent: int, progress: Progress) -> None:
+    """In each parse process: report progress there, and exit once the worker is gone (a SIGKILLed worker cannot
+    stop its pool)."""
+    global _progress
+    _progress = progress
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -44,8 +53,34 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+def _route_chunk(
+    route: Route, attempt: int, chunk: _Chunk, params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """In a parse process: each note of the chunk routed on its own, announced before it starts."""
+    out = []
+    for index, value, offset in chunk:
+        if _progress is not None:
+            _progress.put((os.getpid(), attempt, index))
+        out.extend(route([(value, offset)], params, seen_at))
+    return out
+
+
+@dataclass
+class _Attempt:
+    """What one pass of the pool over some notes of a batch came to."""
+
+    routed: dict[int, Routed] = field(default_factory=dict)
+    hung: set[int] = field(default_factory=set)  # ran longer than note_seconds: rejected
+    suspects: set[int] = field(default_factory=set)  # in progress when a process died: tried again alone
+
+
 class ParsePool:
-    """`processes` worker processes (spawned: the worker's threads and DuckDB must not be forked); 0 parses inline."""
+    """`processes` worker processes (spawned: the worker's threads and DuckDB must not be forked); 0 parses inline.
+
+    A note that hangs its process or kills it costs only itself: the processes say which note they start, so
+    the one past `note_seconds` is known and rejected, and the rest of the batch goes through a fresh pool at
+    once (it waited ~90 s behind a 30 s timeout and a note-by-note retry before).
+    """
 
     def __init__(
         self,
@@ -53,35 +88,45 @@ class ParsePool:
         processes: int,
         note_seconds: float = NOTE_SECONDS,
         route: Route = route_values,  # the function the processes run; tests inject one that crashes
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        self._clock = clock
         self._params = params
         self._processes = processes
         self._note_seconds = note_seconds
         self._route = route
         self._pool: ProcessPoolExecutor | None = None
+        self._progress: Progress | None = None
+        self._attempts = 0
 
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:
+    def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
+        if self._pool is None or self._progress is None:
+            context = multiprocessing.get_context("spawn")
+            # A fresh queue with each pool: a process killed while writing to the old one may hold its lock.
+            self._progress = context.SimpleQueue()
             self._pool = ProcessPoolExecutor(
                 max_workers=self._processes,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
+                mp_context=context,
+                initializer=_start_process,
+                initargs=(os.getpid(), self._progress),
             )
-        return self._pool
+        return self._pool, self._progress
 
     async def start(self) -> None:
         """Start the processes now (they take a second to import): the first note should not wait for them."""
         if self._processes:
             loop = asyncio.get_running_loop()
-            pool, epoch = self._executor(), datetime.fromtimestamp(0, UTC)  # routes nothing: any time will do
+            pool, epoch = (
+                self._executor()[0],
+                datetime.fromtimestamp(0, UTC),
+            )  # routes nothing: any time will do
             calls = [
-                loop.run_in_executor(pool, route_values, [], self._params, epoch)
+                loop.run_in_executor(pool, _route_chunk, self._route, 0, [], self._params, epoch)
                 for _ in range(self._processes)
             ]
             await asyncio.gather(*calls)
 
-    async def route(self, values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
+    async def route(self, values: Values, seen_at: datetime) -> list[Routed]:
         """Each (raw value, raw offset) routed, in order."""
         if self._processes == 0:
             out = []
@@ -89,51 +134,87 @@ class ParsePool:
                 out.append(route_value(value, self._params, seen_at, offset))
                 await asyncio.sleep(0)  # one note at a time, so the window agent is never starved
             return out
+        routed: dict[int, Routed] = {}
+        todo = list(range(len(values)))
+        while todo:
+            attempt = await self._attempt(values, todo, seen_at)
+            routed.update(attempt.routed)
+            for index in attempt.hung:
+                routed[index] = self._refuse(values[index], seen_at, "hung")
+            for index in sorted(attempt.suspects):
+                # Alone in a fresh pool: the note that kills its process again is the one that did.
+                alone = await self._attempt(values, [index], seen_at)
+                if index in alone.routed:
+                    routed[index] = alone.routed[index]
+                else:
+                    routed[index] = self._refuse(values[index], seen_at, "hung" if alone.hung else "died")
+            todo = [i for i in todo if i not in routed]
+        return [routed[i] for i in range(len(values))]
+
+    def _refuse(self, item: tuple[bytes, int | None], seen_at: datetime, what: str) -> Routed:
+        log.error("a parse process %s on one note; it is rejected and the rest of its batch parsed", what)
+        return refuse_value(item[0], self._params, seen_at, item[1], f"its parse process {what}")
+
+    def _chunks(self, todo: Sequence[int]) -> list[list[int]]:
         # A few chunks per process, so that one slow chunk does not leave the other processes idle.
-        size = max(CHUNK_MIN, -(-len(values) // (self._processes * CHUNKS_PER_PROCESS)))
-        chunks = [list(values[i : i + size]) for i in range(0, len(values), size)]
-        loop = asyncio.get_running_loop()
-        pool = self._executor()
-        try:
-            async with asyncio.timeout(self._timeout(len(values))):
-                parts = await asyncio.gather(
-                    *(loop.run_in_executor(pool, self._route, c, self._params, seen_at) for c in chunks)
-                )
-        except (BrokenProcessPool, TimeoutError) as exc:
-            # A process died (OOM, a signal) or hung: find the note that does it, so that it alone is lost.
-            log.warning("a parse process %s; parsing the batch note by note", _what(exc))
-            self.close(kill=True)
-            return await self._one_by_one(values, seen_at)
-        return [r for part in parts for r in part]
+        size = max(CHUNK_MIN, -(-len(todo) // (self._processes * CHUNKS_PER_PROCESS)))
+        return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
 
-    def _timeout(self, notes: int) -> float:
-        return self._note_seconds + BATCH_NOTE_SECONDS * (notes - 1) / max(self._processes, 1)
-
-    async def _one_by_one(
-        self, values: Sequence[tuple[bytes, int | None]], seen_at: datetime
-    ) -> list[Routed]:
+    async def _attempt(self, values: Values, todo: Sequence[int], seen_at: datetime) -> _Attempt:
+        """Route `todo` through the pool until done, or until a note hangs or a process dies (pool killed)."""
         loop = asyncio.get_running_loop()
-        out = []
-        for value, offset in values:
-            try:
-                async with asyncio.timeout(self._timeout(1)):
-                    part = await loop.run_in_executor(
-                        self._executor(), self._route, [(value, offset)], self._params, seen_at
-                    )
-                out.append(part[0])
-            except (BrokenProcessPool, TimeoutError) as exc:
-                log.error("a parse process %s on one note; it is rejected", _what(exc))
+        pool, progress = self._executor()
+        self._attempts += 1
+        token = self._attempts  # what a process says about an earlier batch is no news about this one
+        futures = {
+            loop.run_in_executor(
+                pool,
+                _route_chunk,
+                self._route,
+                token,
+                [(i, *values[i]) for i in chunk],
+                self._params,
+                seen_at,
+            ): chunk
+            for chunk in self._chunks(todo)
+        }
+        attempt, started = _Attempt(), dict[int, tuple[int, float]]()  # process → (note, since)
+        pending: set[asyncio.Future[list[Routed]]] = set(futures)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
+            now = self._clock.monotonic()
+            while not progress.empty():  # read in the loop: the processes must never block on a full pipe
+                pid, about, index = progress.get()
+                if about == token:
+                    started[pid] = (index, now)
+            broken = False
+            for fut in done:
+                try:
+                    attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
+                except BrokenProcessPool:
+                    broken = True
+            running = {i: since for i, since in started.values() if i not in attempt.routed}
+            attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
+            if broken or attempt.hung:
+                # What was in progress elsewhere is parsed again; unannounced notes are suspects only when a
+                # process died before saying what it was on.
+                if broken and not attempt.hung:
+                    unfinished = {i for i in todo if i not in attempt.routed}
+                    attempt.suspects = set(running) or unfinished
+                log.warning("a parse process %s; the rest of its batch goes to a fresh pool", _what(broken))
                 self.close(kill=True)
-                out.append(
-                    refuse_value(value, self._params, seen_at, offset, f"its parse process {_what(exc)}")
-                )
-        return out
+                break
+        return attempt
 
     def close(self, kill: bool = False) -> None:
         """Stop the processes; with kill, also one still busy (hung) instead of letting it finish."""
-        pool, self._pool = self._pool, None
+        pool, self._pool, self._progress = self._pool, None, None
         if pool is not None:
             if kill:
                 for process in list(pool._processes.values()):  # no public way before Python 3.14
                     process.kill()
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _what(broken: bool) -> str:
+    return "died" if broken else "hung"

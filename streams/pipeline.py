@@ -24,7 +24,7 @@ from processors.render_markdown import render_markdown
 from processors.window import window_bounds
 from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
-from sinks.arxiv_client import ArxivClient
+from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
@@ -50,17 +50,15 @@ def make_enricher(settings: Settings, metrics: Metrics, clock: Clock) -> Enriche
     client = None
     if arxiv.enabled:
         http = httpx.AsyncClient(headers={"User-Agent": USER_AGENT}, follow_redirects=True)
-        client = ArxivClient(
-            http,
+        policy = ArxivPolicy(
             base_url=arxiv.base_url,
             batch_size=arxiv.batch_size,
             min_interval_seconds=arxiv.min_interval_seconds,
             timeout_seconds=arxiv.timeout_seconds,
             max_retries=arxiv.max_retries,
             backoff_seconds=arxiv.backoff_seconds,
-            metrics=metrics,
-            clock=clock,
         )
+        client = ArxivClient(http, policy, metrics=metrics, clock=clock)
     return Enricher(cache, client, metrics)
 
 
@@ -84,6 +82,23 @@ class Emission:
     basename: str
     briefing_json: str
     delivered: bool  # the briefing topic already acknowledged it: nothing to send
+    markdown: str | None = None  # None: restored from the briefings topic, rendered again when written
+    fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
+
+    @classmethod
+    def of(
+        cls, axis: str, window_end: datetime, trigger: Trigger, record: EmissionRecord, fresh: bool
+    ) -> Emission:
+        return cls(
+            axis=axis,
+            window_end=window_end,
+            trigger=trigger,
+            basename=record.basename,
+            briefing_json=record.briefing_json,
+            delivered=record.delivered,
+            markdown=record.markdown,
+            fresh=fresh,
+        )
 
     @property
     def briefing(self) -> Briefing:
@@ -120,20 +135,19 @@ class Pipeline:
         self.state = state
         self.metrics = metrics
         self.files = BriefingFiles(settings.out_dir)
+        self.files.clean_up(clock.now().timestamp())
         self.clock = clock
         self.enricher = enricher
 
     def unreadable(self, stage: str, why: str) -> None:
-        """A record no version can read, however often it is delivered: skipped, loudly, and counted."""
+        """A record no version can read, however often it is delivered: dead-lettered, loudly, and counted."""
         topic = self.settings.kafka.topic(stage)
-        log.error("skipped an unreadable record on %s: %s", topic, why.splitlines()[0] if why else "?")
+        first = why.splitlines()[0] if why else "?"
+        log.error("an unreadable record on %s goes to the dead-letter topic: %s", topic, first)
         self.metrics.records_unreadable.labels(stage=stage).inc()
 
     def refuse_command(self, command: ControlCommand, refused: Refused, position: Position) -> None:
-        """A command that must not be acted on: logged, counted and skipped, never retried.
-
-        The one place a refused command goes; a dead-letter topic would be written from here.
-        """
+        """A command that must not be acted on: logged and counted here, then dead-lettered, never retried."""
         log.warning(
             "refused the %s command %r on %s partition %d offset %d (%s): %s",
             command.trigger,
@@ -237,10 +251,10 @@ class Pipeline:
             return {}
 
     async def brief(self, command: ControlCommand) -> Emission | None:
-        """The emission a command asks for, once per (axis, window end, trigger).
+        """The emission a command asks for, once per (axis, window end, trigger), recorded (not yet written).
 
-        Recorded first, then written from the record: a crash anywhere in between is repaired by the
-        replayed command with the same bytes. Returns None for an unknown axis.
+        Recorded first; its files and topic message are made from the record (`write_files`, the control
+        agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
         with _collector_paused():
             return await self._brief(command)
@@ -276,31 +290,26 @@ class Pipeline:
                 "" if record.delivered else " (re-sending the recorded one: it was never acknowledged)",
             )
             self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
-        written = self._write_files(axis.name, record)
-        if written and not fresh:
-            log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
-        return Emission(
-            axis=axis.name,
-            window_end=command.end,
-            trigger=command.trigger,
-            basename=record.basename,
-            briefing_json=record.briefing_json,
-            delivered=record.delivered,
-        )
+        return Emission.of(axis.name, command.end, command.trigger, record, fresh)
+
+    def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
+        """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
+        record = self.state.emission_record(axis, window_end, trigger)
+        return None if record is None else Emission.of(axis, window_end, trigger, record, fresh=False)
 
     def delivered(self, emission: Emission) -> None:
         """The briefing topic acknowledged the emission: a repeated command will send nothing."""
         self.state.mark_delivered(emission.axis, emission.window_end, emission.trigger, self.clock.now())
 
-    def _write_files(self, axis: str, record: EmissionRecord) -> list[Path]:
-        markdown = record.markdown
+    def write_files(self, emission: Emission) -> list[Path]:
+        """Write the emission's files from its record, whichever are missing or differ; raises when they cannot be."""
+        markdown = emission.markdown
         if markdown is None:  # restored from the briefings topic, which carries the JSON only
-            markdown = render_markdown(
-                Briefing.model_validate_json(record.briefing_json),
-                lang=self.settings.lang,
-                zone=self.settings.tz,
-            )
-        return self.files.ensure(axis, record.basename, record.briefing_json, markdown)
+            markdown = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
+        written = self.files.ensure(emission.axis, emission.basename, emission.briefing_json, markdown)
+        if written and not emission.fresh:
+            log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
+        return written
 
     def _count_emission(self, briefing: Briefing, window_documents: int) -> None:
         axis = briefing.axis

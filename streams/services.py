@@ -1,5 +1,6 @@
 """What one worker's agents, timers and views share, built once at its start: settings, clock, metrics, ownership,
-the parse pool, the state catch-up and the state itself (opened on first use)."""
+the parse pool, the state catch-up, the dead-letter policy, the briefing outbox and the state itself (opened on
+first use)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state
+from streams.dead_letters import DeadLetterPolicy
+from streams.outbox import BriefingOutbox
 from streams.ownership import Ownership
 from streams.parse_pool import ParsePool
 from streams.pipeline import Pipeline, make_enricher, route_params
@@ -54,6 +57,8 @@ class Services:
     parser: ParsePool
     pipeline: LazyPipeline
     sync: StateSync
+    dead: DeadLetterPolicy
+    outbox: BriefingOutbox
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -67,9 +72,11 @@ class Services:
             clock=clock,
             metrics=metrics,
             ownership=ownership,
-            parser=ParsePool(route_params(settings), settings.parse_processes),
+            parser=ParsePool(route_params(settings), settings.parse_processes, clock=clock),
             pipeline=pipeline,
             sync=StateSync(settings, pipeline, ownership, metrics, clock),
+            dead=DeadLetterPolicy(settings, metrics, clock),
+            outbox=BriefingOutbox(settings, metrics, clock, pipeline, ownership),
         )
 
     async def stop(self) -> None:

@@ -131,6 +131,20 @@ class ArxivSettings(BaseModel):
         return self
 
 
+class DeadLetterSettings(BaseModel):
+    """The dead-letter topic (`<prefix>.dead`) and when a stage stops instead of dead-lettering (docs/guarantees.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # After this many failed records in a row have been dead-lettered, the next stops the worker (0: no limit).
+    max_consecutive: int = Field(20, ge=0)
+    # Or when more than this share of the last `share_window` records of a stage failed (1.0: no limit).
+    max_share: float = Field(0.5, gt=0.0, le=1.0)
+    share_window: int = Field(200, ge=10, le=100_000)
+    # How long the dead-letter topic keeps a record: time to notice, fix and replay.
+    retention_hours: float = Field(24 * 30, gt=0)
+
+
 class Settings(BaseSettings):
     """All of predigest's configuration; frozen once loaded."""
 
@@ -164,6 +178,9 @@ class Settings(BaseSettings):
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, le=MAX_FILE_BYTES)  # larger files travel without bytes
     quiet_seconds: float = 1.0
     rescan_seconds: float = 60.0
+    # Most rescans list only the folders whose mtime changed; every this-many-th one stats every file, for edits in
+    # place whose events were dropped (1 on a network file system, where folder mtimes may lag).
+    full_rescan_every: int = Field(10, ge=1)
     # The watcher's /healthz fails when its loop made no progress for this long (a stuck read, a hung send).
     watcher_stall_seconds: float = Field(120.0, gt=0)
     # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
@@ -175,9 +192,13 @@ class Settings(BaseSettings):
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")
     out_dir: Path = Path("out")
+    # An axis whose briefing files cannot be written is tried again after this long, doubling up to the maximum.
+    briefing_retry_seconds: float = Field(5.0, gt=0)
+    briefing_retry_max_seconds: float = Field(300.0, gt=0)
     kafka_cache: Path = Path(".cache/kafka")
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+    dead_letters: DeadLetterSettings = Field(default_factory=DeadLetterSettings)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = False  # one JSON object per log line, with path and axis fields on document lines
@@ -286,6 +307,11 @@ class Settings(BaseSettings):
     @property
     def arxiv_cache_file(self) -> Path:
         return self.state_dir / "arxiv-cache.duckdb"
+
+    @property
+    def dead_letter_stop_file(self) -> Path:
+        """Written when a stage stopped the worker on its dead-letter limit; `predigest dead resume` removes it."""
+        return self.state_dir / "dead-letter-stop.json"
 
     @property
     def command_limits(self) -> CommandLimits:

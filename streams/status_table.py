@@ -92,4 +92,10 @@ def render(report: dict[str, Any], zone: ZoneInfo) -> str:
     for answer in report["workers"]:
         if "error" in answer:
             lines.append(f"worker {answer['worker']} did not answer: {answer['error']}")
+        for axis, f in sorted(answer.get("briefing_failures", {}).items()):
+            lines.append(
+                f"briefings of {axis} cannot be written on {answer['worker']} ({f['reason']}): {f['pending']} "
+                f"waiting, {f['attempts']} attempt(s) since {_local(f['since'], zone, '%m-%d %H:%M')}, next in "
+                f"{f['next_attempt_in_seconds']:.0f} s: {f['error']}"
+            )
     return "\n".join(lines)

@@ -1,27 +1,45 @@
-"""SIGINT/SIGTERM stop a long-running command within seconds, even one whose loop is stuck: the signal sets the
-stop event, and a process still alive `grace` seconds later exits hard."""
+"""SIGINT/SIGTERM stop a command within seconds, and what it started with it: the signal sets the stop event, a
+process still alive `grace` seconds later exits hard, and a child started with `--parent-pid` dies with its
+parent even when that parent is SIGKILLed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import FrameType
+from typing import Any, TypeVar
+
+from streams.errors import StoppedBySignalError
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0
+PARENT_CHECK_SECONDS = 1.0
+_PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
+
+
+@dataclass
+class Stopping:
+    """The signal that asked the command to stop; None while none did."""
+
+    signum: int | None = None
 
 
 def install_stop(
     stop: asyncio.Event,
     grace: float = STOP_GRACE_SECONDS,
     before_exit: Callable[[], None] | None = None,
-) -> None:
+) -> Stopping:
     """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later.
 
     A Python-level handler, not the loop's: it runs in the main thread even while the loop is blocked in a
@@ -29,6 +47,56 @@ def install_stop(
     has not acknowledged is published again at the next start, so the hard exit loses nothing.
     """
     loop = asyncio.get_running_loop()
+    state = Stopping()
+    arm = _hard_exit_timer(grace, before_exit)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        state.signum = state.signum or signum
+        with contextlib.suppress(RuntimeError):  # the loop is closed already: nothing left to stop
+            loop.call_soon_threadsafe(stop.set)
+        arm(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    return state
+
+
+async def until_stopped(work: Awaitable[T], stop: asyncio.Event, state: Stopping) -> T:
+    """`work`'s result, unless a signal sets `stop` first: then `work` is cancelled, so that its `finally` blocks
+    stop what it started, and StoppedBySignalError is raised."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        raise StoppedBySignalError(state.signum or signal.SIGTERM)
+    return task.result()
+
+
+def hard_exit_after_signal(grace: float) -> None:
+    """For a process whose event loop handles SIGINT/SIGTERM itself (the Faust worker): the loop still stops it
+    gracefully, and if it is still running `grace` s later (its loop busy in a long computation) it exits.
+
+    The loop is told through the wakeup fd, which the C-level handler writes whatever the Python-level one is.
+    """
+    arm = _hard_exit_timer(grace, None)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+
+        def on_signal(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            arm(signum)
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, on_signal)
+
+
+def _hard_exit_timer(grace: float, before_exit: Callable[[], None] | None) -> Callable[[int], None]:
     armed = threading.Event()
 
     def give_up(signum: int) -> None:
@@ -41,14 +109,34 @@ def install_stop(
             before_exit()
         os._exit(128 + signum)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed already: nothing left to stop
-            loop.call_soon_threadsafe(stop.set)
+    def arm(signum: int) -> None:
         if not armed.is_set():
             armed.set()
             timer = threading.Timer(grace, give_up, args=(signum,))
             timer.daemon = True  # a process that stopped in time exits without waiting for it
             timer.start()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+    return arm
+
+
+def exit_with_parent(parent: int) -> None:
+    """Die with the process that started this one, even when it is SIGKILLed and cannot stop its children.
+
+    Linux kills this process when its parent dies (PR_SET_PDEATHSIG); elsewhere a thread watches the parent.
+    """
+    libc_name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        done = int(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        done = False
+    if os.getppid() != parent:  # it died before we asked
+        os._exit(128 + signal.SIGKILL)
+    if not done:
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(PARENT_CHECK_SECONDS)
+            os._exit(128 + signal.SIGKILL)
+
+        threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -1,4 +1,5 @@
-"""The worker's timers: the leader's check for due window closes, and the refresh of the polled gauges."""
+"""The worker's timers: the leader's check for due window closes, the refresh of the polled gauges, and the retry of
+briefings recorded but not yet written or sent (the outbox)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import faust
 from processors.window import due_closes
 from sinks.clock import Clock
 from streams import gauges
+from streams.agents import deliver
 from streams.control import new_command
 from streams.pipeline import Pipeline
 from streams.services import Services
@@ -19,6 +21,8 @@ from streams.settings import Settings
 from streams.topics import Outputs, SendCommand
 
 log = logging.getLogger(__name__)
+
+OUTBOX_TICK_SECONDS = 1.0  # how often the outbox looks for what is due; each axis has its own back-off
 
 
 class CloseCheck:
@@ -74,6 +78,14 @@ async def refresh_gauges(services: Services) -> None:
         log.exception("refreshing the polled gauges failed")
 
 
+async def retry_briefings(services: Services, outputs: Outputs) -> None:
+    """Briefings recorded but not written (an axis's folder failing) or not sent (a crash): tried again when due."""
+    try:
+        await services.outbox.tick(lambda emission: deliver(services, outputs, emission))
+    except Exception:  # a retry tick must never take the worker down; the next one tries again
+        log.exception("retrying the waiting briefings failed")
+
+
 def register_timers(app: faust.App, services: Services, outputs: Outputs) -> CloseCheck:
     """The close check on the leader only; the gauges on every worker (each reports its own axes)."""
     s = services.settings
@@ -82,5 +94,8 @@ def register_timers(app: faust.App, services: Services, outputs: Outputs) -> Clo
     app.timer(interval=s.close_check_seconds, on_leader=True, name="streams.timers.close_windows")(check.tick)
     app.timer(interval=s.metrics_interval_seconds, name="streams.timers.refresh_gauges")(
         partial(refresh_gauges, services)
+    )
+    app.timer(interval=OUTBOX_TICK_SECONDS, name="streams.timers.retry_briefings")(
+        partial(retry_briefings, services, outputs)
     )
     return check

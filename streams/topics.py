@@ -10,6 +10,7 @@ from typing import Protocol
 import faust
 from faust.types import TopicT
 
+from processors.dead_letters import DeadLetter, dead_headers
 from processors.models import ControlCommand
 from streams.settings import Settings
 
@@ -30,12 +31,14 @@ def stage_topic(app: faust.App, settings: Settings, stage: str) -> TopicT:
 
 @dataclass(frozen=True)
 class Topics:
-    """The stages of DESIGN §3 as Faust topics (a new stage, e.g. `dead`, is one field here and in kafka_io.STAGES)."""
+    """The stages of DESIGN §3 as Faust topics, and the dead-letter topic (a new one is a field here and in
+    kafka_io.STAGES)."""
 
     raw: TopicT  # key: root-relative path; value: a RawFile
     documents: TopicT  # key: axis; value: a documents record (processors.wire)
     control: TopicT  # key: axis; value: a ControlCommand
     briefings: TopicT  # key: axis; value: the emitted briefing's JSON
+    dead: TopicT  # key and value: the failed record's, byte for byte; headers: its origin and error
 
     @classmethod
     def declare(cls, app: faust.App, settings: Settings) -> Topics:
@@ -44,6 +47,7 @@ class Topics:
             documents=stage_topic(app, settings, "documents"),
             control=stage_topic(app, settings, "control"),
             briefings=stage_topic(app, settings, "briefings"),
+            dead=stage_topic(app, settings, "dead"),
         )
 
 
@@ -60,6 +64,10 @@ class Outputs(Protocol):
 
     async def command(self, command: ControlCommand) -> ControlCommand:
         """Put a command on the control topic; return it once it is acknowledged."""
+        ...
+
+    async def dead(self, letters: Sequence[DeadLetter]) -> None:
+        """Put failed records on the dead-letter topic; return once every one is acknowledged."""
         ...
 
 
@@ -84,3 +92,13 @@ class TopicOutputs:
     async def command(self, command: ControlCommand) -> ControlCommand:
         await self._topics.control.send(key=command.axis.encode(), value=command.model_dump_json().encode())
         return command
+
+    async def dead(self, letters: Sequence[DeadLetter]) -> None:
+        # Acknowledged before the batch that met them is acked: a dead letter is never committed past unsent.
+        producer = await self._app.maybe_start_producer()
+        name = self._topics.dead.get_topic_name()
+        pending = [
+            await producer.send(name, letter.key, letter.value, None, None, dead_headers(letter))
+            for letter in letters
+        ]
+        await asyncio.gather(*pending)

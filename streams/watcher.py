@@ -1,49 +1,42 @@
-"""The watcher: publishes every new, changed or deleted file under the root to `predigest.raw`."""
+"""The watcher: publishes every new, changed or deleted file under the root to `predigest.raw`.
+
+Events (watchfiles, and inotify for renames) mark paths, and a path is read once it has been quiet
+(processors.quiet). A rescan, because watchfiles can drop events, lists the tree in a thread and compares it
+with the ledger's copy in memory: it never holds up the event path, and what it finds waits behind what events
+found. Ready files go out in batches: every record handed to the producer, then the acknowledgements awaited,
+then the ledger moved.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaConnectionError, KafkaError
 
-from processors.labels import writer_label
-from processors.models import RawFile
-from processors.root_paths import WATCHED, FileRefusal, top_folder, watched
+from processors.quiet import Pending, QuietTracker, Stat, under
+from processors.root_paths import WATCHED, watched
 from sinks.ledger import Ledger
 from sinks.metrics import Metrics
 from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
-from streams.logs import doc_context
+from streams.publisher import Publisher
+from streams.raw_producer import RawProducer
 from streams.renames import RenameWatch
 from streams.settings import Settings
+from streams.tree_listing import Changes, TreeListing
 
 log = logging.getLogger(__name__)
 
-PROBE_TIMEOUT_SECONDS = 10.0
-RENEW_INTERVAL_SECONDS = 1.0
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
-
-
-@dataclass
-class _Pending:
-    """A path that changed: its last observed (size, mtime), since when, and whether it was ever a file."""
-
-    size: int  # -1: not there
-    mtime: float
-    since: float
-    was_file: bool
-    complete: bool = False  # renamed into place (IN_MOVED_TO) and unchanged since: no quiet period needed
+BATCH_FILES = 500  # files read and sent per pass: a new note waits behind one pass at most
 
 
 class Watcher:
@@ -60,19 +53,24 @@ class Watcher:
     ) -> None:
         self._s = settings
         self._root = settings.root.resolve()
-        self.producer = producer
-        self._renew = renew
-        self._stale = False  # the last send failed: the producer's idempotence sequence is suspect
-        self._last_renew = 0.0
+        self._raw = RawProducer(producer, settings.kafka.topic("raw"), metrics, clock, renew)
         self._ledger = ledger
         self._metrics = metrics
         self._clock = clock
-        self._pending: dict[str, _Pending] = {}
-        self._topic = settings.kafka.topic("raw")
+        self._quiet = QuietTracker(settings.quiet_seconds)
+        self._tree = TreeListing(self._root, WATCHED, settings.full_rescan_every)
+        self._publisher = Publisher(
+            self._root, settings.max_bytes, self._raw, ledger, metrics, clock, self._beat
+        )
         self.kafka_failed = False  # the last settle stopped on a Kafka error
+        self._more = False  # the last settle left ready files for the next pass
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
         self._beat_at = clock()
         self._beat()
+
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        return self._raw.producer
 
     def _beat(self) -> None:
         """The loop made progress: what /healthz and predigest_watcher_loop_heartbeat_timestamp_seconds show."""
@@ -92,28 +90,14 @@ class Watcher:
             return None
         return rel if watched(rel) else None
 
-    def _walk(self, rel: str) -> Iterator[str]:
-        # A symlinked folder is listed (and refused), never followed; what vanishes mid-walk is skipped.
-        return (e.rel for e in root_files.walk(self._root, rel) if watched(e.rel))
-
-    def files(self) -> list[str]:
-        return [rel for top in WATCHED for rel in self._walk(top)]
-
-    def _stat(self, rel: str) -> tuple[int, float] | None:
+    def _stat(self, rel: str) -> Stat | None:
         return root_files.lstat(self._root, rel)
 
-    def mark(self, rel: str, *, since: float | None = None, complete: bool = False) -> None:
+    def mark(
+        self, rel: str, *, since: float | None = None, complete: bool = False, urgent: bool = True
+    ) -> None:
         """Note that a path changed; it is read once it stops changing, or at once if `complete`."""
-        now = self._clock()
-        seen = self._stat(rel)
-        before = self._pending.get(rel)
-        was_file = seen is not None or (before is not None and before.was_file)
-        size, mtime = seen if seen is not None else (-1, 0.0)
-        if before is not None and before.complete and (before.size, before.mtime) == (size, mtime):
-            return  # watchfiles' own event for the rename: the file is still the complete one
-        self._pending[rel] = _Pending(
-            size, mtime, now if since is None else min(since, now), was_file, complete and seen is not None
-        )
+        self._quiet.mark(rel, self._stat(rel), self._clock(), since=since, complete=complete, urgent=urgent)
 
     def moved(self, path: Path) -> None:
         """A file was renamed into place: a writer finished it, so it is published without a quiet period."""
@@ -124,208 +108,122 @@ class Watcher:
 
     def mark_tree(self, rel: str) -> None:
         """A folder appeared, vanished or was renamed: every file under it, and every one known there before."""
-        prefix = f"{rel}/"
-        known = {p for p in (*self._ledger.paths(), *self._pending) if p.startswith(prefix)}
-        for path in sorted(known | set(self._walk(rel))):
+        listed = (e.rel for e in root_files.walk(self._root, rel))
+        for path in sorted({*under(rel, self._ledger.known()), *under(rel, self._quiet.paths()), *listed}):
             self.mark(path)
 
     async def settle(self, *, force: bool = False) -> int:
-        """Publish every pending path that has been quiet long enough; returns how many were published."""
-        published = 0
+        """Publish the pending paths that have been quiet long enough, a batch at a time; how many went out."""
         now = self._clock()
         self.kafka_failed = False
-        for rel, p in list(self._pending.items()):
+        due = self._quiet.due(BATCH_FILES)
+        ready = []
+        for rel in due:
             self._beat()
-            current = self._stat(rel) or (-1, 0.0)
-            if current != (p.size, p.mtime):
-                self._pending[rel] = _Pending(*current, now, p.was_file or current[0] >= 0)
-                continue
-            if not force and not p.complete and now - p.since < self._s.quiet_seconds:
-                continue
-            del self._pending[rel]
-            try:
-                published += await self._publish(rel, p.was_file)
-            except KafkaError as exc:
-                # The ledger has not moved: keep the path pending and retry once the broker answers again.
-                self._pending[rel] = p
-                self.kafka_failed = True
-                log.warning("Kafka unreachable, %s stays pending: %s", rel, exc, extra=doc_context(rel))
-                break
-        return published
+            p = self._quiet.check(rel, self._stat(rel), now, force=force)
+            if p is not None:
+                ready.append((rel, p))
+        self._more = len(due) >= BATCH_FILES
+        return await self._publish(ready) if ready else 0
 
     async def scan(self) -> int:
         """Compare the tree with the ledger and mark what changed or vanished; publish what is quiet."""
-        seen = set(self.files())
-        self._beat()
-        for rel in sorted(seen):
-            st = self._stat(rel)
-            entry = self._ledger.get(rel)
-            if st is None or entry is None or (entry[0], entry[1]) != st:
-                # A file untouched since its mtime has been quiet that long already; a growing one has not.
-                self.mark(rel, since=st[1] if st is not None else None)
-        for rel in sorted(self._ledger.paths() - seen):
-            self.mark(rel)
+        await self.rescan()
         return await self.settle()
+
+    async def rescan(self) -> tuple[int, int]:
+        """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
+        began = time.monotonic()
+        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats())
+        kind = "full" if found.full else "changed_folders"
+        self._metrics.watcher_rescan.labels(kind).observe(time.monotonic() - began)
+        self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
+        self._metrics.watcher_files.set(found.files)
+        changed, gone = found.changed, found.gone
+        now = self._clock()
+        for rel, seen in changed:
+            # A file untouched since its mtime has been quiet that long already; a growing one has not.
+            self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
+        for rel in gone:
+            self._quiet.mark(rel, self._stat(rel), now, urgent=False)
+        self._beat()
+        return len(changed), len(gone)
+
+    def _list(self, known: dict[str, Stat]) -> tuple[Changes, float]:
+        """In a thread: what changed against `known`, and the CPU time it took."""
+        began = time.thread_time()
+        found = self._tree.changes(known)
+        return found, time.thread_time() - began
 
     async def drain(self) -> int:
         """Publish everything pending, waiting for each file to be quiet (the one-shot scan)."""
         published = 0
-        while self._pending:
+        while self._quiet:
             published += await self.settle()
             if self.kafka_failed:
                 raise BrokerUnavailableError(
                     f"Kafka at {self._s.kafka.bootstrap} did not acknowledge the files"
                 )
-            if self._pending:
+            if self._quiet and not self._more:
                 await asyncio.sleep(min(0.1, self._s.quiet_seconds))
+        self._ledger.flush()
         return published
 
-    async def _publish(self, rel: str, was_file: bool) -> int:
-        # Opened without following links and read from the descriptor (streams/root_files.py): a symlink or a
-        # FIFO swapped in after a check can neither leak an outside file nor block the watcher.
-        read = root_files.read_file(self._root, rel, self._s.max_bytes)
-        if isinstance(read, root_files.Missing):
-            return await self._gone(rel, was_file)
-        if isinstance(read, root_files.Folder):
+    async def _publish(self, ready: list[tuple[str, Pending]]) -> int:
+        outcome = await self._publisher.publish(ready)
+        for rel in outcome.again:
+            self.mark(rel)  # changed while read, or replaced since opened: read it again once quiet
+        for rel in outcome.folders:
             self.mark_tree(rel)  # a folder where a file was: what is under it is looked at one by one
-            return 0
-        if isinstance(read, root_files.Changed):
-            self.mark(rel)  # it changed while being read: read it again once it is quiet
-            return 0
-        if isinstance(read, root_files.Refused):
-            return await self._refuse(rel, read)
-        kind, writer = top_folder(rel), writer_label(rel)
-        self._metrics.documents_seen.labels(kind=kind, writer=writer).inc()
-        data = read.data or b""  # an oversized file travels without its bytes; the parser rejects it
-        if read.data is not None and self._stat(rel) != (read.size, read.mtime):
-            self.mark(rel)  # replaced since it was opened: read what is there now once it is quiet
-            return 0
-        digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
-        entry = self._ledger.get(rel)
-        if entry is not None and entry[2] == digest:
-            self._ledger.acknowledge(rel, read.size, read.mtime, digest)
-            return 0
-        await self._send(RawFile(path=rel, content=data, size=read.size, mtime=read.mtime, sha256=digest))
-        self._ledger.acknowledge(rel, read.size, read.mtime, digest)
-        self._metrics.documents_published.labels(kind=kind, writer=writer).inc()
-        self._metrics.watcher_lag.observe(max(0.0, self._clock() - read.mtime))
-        log.info("published %s (%d bytes)", rel, read.size, extra=doc_context(rel))
-        return 1
-
-    async def _gone(self, rel: str, was_file: bool) -> int:
-        if self._ledger.get(rel) is not None:
-            raw = RawFile(path=rel, content=b"", size=0, mtime=self._clock(), sha256="", deleted=True)
-            await self._send(raw)
-            self._ledger.forget(rel)
-            log.info("published deletion of %s", rel, extra=doc_context(rel))
-            return 1
-        if was_file:
-            # Never read, never published: nothing of it can reach a briefing, so nothing is lost either.
-            log.info("%s vanished before it could be read; nothing published", rel, extra=doc_context(rel))
-            self._metrics.documents_rejected.labels(reason="vanished").inc()
-        return 0
-
-    async def _refuse(self, rel: str, refused: root_files.Refused) -> int:
-        """Publish a refusal (no bytes) so that the worker lists the file as rejected; once per version."""
-        label: FileRefusal = refused.reason
-        # The path's own stat, as the rescans compare it with the ledger (no content is read for it).
-        seen = self._stat(rel)
-        if refused.size is not None and refused.mtime is not None:
-            size, mtime = refused.size, refused.mtime
-        else:
-            size, mtime = seen if seen is not None else (0, self._clock())
-        digest = f"refused-{label}"
-        entry = self._ledger.get(rel)
-        if entry is not None and entry[2] == digest and (entry[0], entry[1]) == (size, mtime):
-            return 0
-        if label == "symlink":
-            with contextlib.suppress(OSError):
-                log.warning(
-                    "%s is a symlink to %s", rel, os.readlink(self._root / rel), extra=doc_context(rel)
-                )
-        log.warning("refused %s: it %s", rel, refused.detail, extra=doc_context(rel))
-        self._metrics.documents_rejected.labels(reason=label).inc()
-        await self._send(
-            RawFile(
-                path=rel,
-                content=b"",
-                size=size,
-                mtime=mtime,
-                sha256=digest,
-                refused=f"it {refused.detail}",
-                refused_code=label,
-            )
-        )
-        self._ledger.acknowledge(rel, size, mtime, digest)
-        return 1
-
-    async def _send(self, raw: RawFile) -> None:
-        try:
-            if self._stale:
-                await self._renew_producer()
-            fut = await self.producer.send(
-                self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
-            )
-            await fut
-        except KafkaError:
-            self._metrics.kafka_up.set(0)
-            self._stale = self._renew is not None
-            raise
-        self._metrics.kafka_up.set(1)
-
-    async def _renew_producer(self) -> None:
-        """A fresh producer id after a failed send: aiokafka keeps counting sequence numbers past a batch that
-        expired, and the broker then refuses every later one (OutOfOrderSequenceNumber) until a restart."""
-        assert self._renew is not None
-        if self._clock() - self._last_renew < RENEW_INTERVAL_SECONDS:
-            raise KafkaConnectionError("waiting before the next attempt to reconnect")
-        self._last_renew = self._clock()
-        fresh = await self._renew()  # raises while the broker is still away; the old one stays for the probe
-        old, self.producer = self.producer, fresh
-        self._stale = False
-        log.info("a new Kafka producer replaces the one whose send failed")
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(old.stop(), PROBE_TIMEOUT_SECONDS)
+        for rel, p in outcome.unsent:
+            self._quiet.put_back(rel, p)  # the ledger has not moved: retried once the broker answers again
+        self._more = self._more or outcome.deferred
+        if outcome.error is not None:
+            log.warning("Kafka unreachable, %d file(s) stay pending: %s", len(outcome.unsent), outcome.error)
+            self.kafka_failed = True
+        return outcome.published
 
     async def probe(self) -> bool:
         """A metadata round trip, so that `predigest_kafka_up` stays true to life while nothing is sent."""
-        try:
-            await asyncio.wait_for(self.producer.client.fetch_all_metadata(), PROBE_TIMEOUT_SECONDS)
-        except (KafkaError, TimeoutError, OSError) as exc:
-            log.warning("Kafka unreachable: %s", exc)
-            self._metrics.kafka_up.set(0)
-            return False
-        self._metrics.kafka_up.set(1)
-        return True
+        return await self._raw.probe()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
-        count = await self.scan()
-        log.info(
-            "startup scan published %d file(s) from %s; %d waiting to be quiet",
-            count,
-            self._root,
-            len(self._pending),
-        )
+        started = self._clock()
+        changed, gone = await self.rescan()
+        log.info("startup scan of %s: %d new or changed file(s), %d gone", self._root, changed, gone)
         watch_task = asyncio.create_task(self._watch(stop))
         # Its own task: a send blocked on a dead broker must not keep the gauge at 1.
         probe_task = asyncio.create_task(self._probe_every(stop))
         renames = RenameWatch(self._root, WATCHED, self.moved)
         renames.start()
-        last_rescan = self._clock()
+        rescans = _Rescans(self, self._s.rescan_seconds, self._clock)
+        backlog, published = True, 0
         try:
             while not stop.is_set():
                 self._beat()
                 self._wake.clear()
-                await self.settle()
-                if self._clock() - last_rescan >= self._s.rescan_seconds:
-                    await self.scan()
-                    last_rescan = self._clock()
-                await self._pause(stop)
+                published += await self.settle()
+                self._ledger.flush_if_due()
+                if backlog and not self._quiet.later:
+                    log.info(
+                        "startup scan published %d file(s) in %.1fs; %d waiting to be quiet",
+                        published,
+                        self._clock() - started,
+                        len(self._quiet),
+                    )
+                    backlog = False
+                rescans.step()
+                if self._more and not self.kafka_failed:
+                    await asyncio.sleep(0)  # more are ready: the next pass at once, events first
+                else:
+                    await self._pause(stop)
         finally:
+            rescans.cancel()
             renames.close()
             watch_task.cancel()
             probe_task.cancel()
+            self._ledger.flush()
 
     async def _pause(self, stop: asyncio.Event) -> None:
         """Until the next tick, a file renamed into place, or the stop."""
@@ -359,8 +257,30 @@ class Watcher:
                     self.mark(rel)
 
     def _knows_folder(self, rel: str) -> bool:
-        prefix = f"{rel}/"
-        return any(p.startswith(prefix) for p in (*self._pending, *self._ledger.paths()))
+        return self._ledger.has_folder(rel) or bool(under(rel, self._quiet.paths()))
+
+
+class _Rescans:
+    """The periodic rescan as a task of its own, so that the loop goes on settling events while it lists."""
+
+    def __init__(self, watcher: Watcher, every: float, clock: Callable[[], float]) -> None:
+        self._watcher, self._every, self._clock = watcher, every, clock
+        self._last = clock()
+        self._task: asyncio.Task[tuple[int, int]] | None = None
+
+    def step(self) -> None:
+        if self._task is None:
+            if self._clock() - self._last >= self._every:
+                self._task = asyncio.create_task(self._watcher.rescan())
+        elif self._task.done():
+            changed, gone = self._task.result()
+            if changed or gone:
+                log.info("rescan: %d new or changed file(s), %d gone, that no event reported", changed, gone)
+            self._task, self._last = None, self._clock()
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 async def started_producer(settings: Settings) -> AIOKafkaProducer:

@@ -39,6 +39,7 @@ def register_views(app: faust.App, services: Services, send_command: SendCommand
     class Status(View):
         async def get(self, request: Request) -> Response:
             body = await worker_status(settings, pipeline().state, services.ownership, services.clock.now())
+            body["briefing_failures"] = services.outbox.report()  # axes whose briefings cannot be written
             return self.json(body)
 
     @app.page("/flush")

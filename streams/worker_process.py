@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 from streams.settings import Settings
 
 PROJECT = Path(__file__).resolve().parents[1]
+STOP_CHILD_SECONDS = 5.0  # after SIGINT/SIGTERM: a child still running this long after SIGTERM is killed
 
 
 def free_port() -> int:
@@ -42,25 +44,35 @@ def load_dumped_settings(path: Path) -> Settings:
 
 
 def spawn_cli(
-    settings: Settings, workdir: Path, name: str, *command: str, prefix: Sequence[str] = ()
+    settings: Settings,
+    workdir: Path,
+    name: str,
+    *command: str,
+    prefix: Sequence[str] = (),
+    with_parent: bool = False,
 ) -> subprocess.Popen[bytes]:
     """`predigest <command>` as a child process with these settings; its output goes to `<workdir>/<name>.log`.
 
-    `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler).
+    `prefix` goes between the interpreter and `-m streams.cli` (the benchmark's profiler); `with_parent` makes
+    the child die with this process, even when this one is SIGKILLed (the worker of `once` and `run`).
     """
     cfg = dump_settings(settings, workdir / f"{name}-settings.json")
-    log_file = (workdir / f"{name}.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *command],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=PROJECT,
-    )
+    parent = ["--parent-pid", str(os.getpid())] if with_parent else []
+    # The child holds its own copy of the log's descriptor: this process's copy is closed at once.
+    with (workdir / f"{name}.log").open("ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, *prefix, "-m", "streams.cli", "--settings-json", str(cfg), *parent, *command],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=PROJECT,
+        )
 
 
-def spawn_worker(settings: Settings, workdir: Path, *, name: str = "worker") -> subprocess.Popen[bytes]:
+def spawn_worker(
+    settings: Settings, workdir: Path, *, name: str = "worker", with_parent: bool = False
+) -> subprocess.Popen[bytes]:
     """Start `predigest worker` with these settings; its output goes to `<workdir>/<name>.log`."""
-    return spawn_cli(settings, workdir, name, "worker")
+    return spawn_cli(settings, workdir, name, "worker", with_parent=with_parent)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:

@@ -7,10 +7,15 @@ import os
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from bench import archive, latency, procs, stages
 from processors.documents import parse_document
 from processors.models import RawFile
 from processors.near_duplicates import similarity
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 SH = ZoneInfo("Asia/Shanghai")
 

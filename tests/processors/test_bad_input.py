@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,7 +102,7 @@ def test_the_codes_are_the_metric_labels_dashboards_and_alerts_use() -> None:
     assert set(REJECTION_CODES) == {
         "binary", "limit", "empty", "outside", "symlink", "special", "unreadable", "vanished", "parse"
     }  # fmt: skip
-    assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id"}
+    assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id", "many_ids"}
 
 
 def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
@@ -111,6 +112,33 @@ def test_not_utf8_is_decoded_with_a_fallback_and_a_warning() -> None:
     latin = kept(raw("inbox/jay/2026-09-27-latin.md", b"# vLLM caf\xe9 \xff\xfe serving\n"))
     assert "vLLM" in latin.title and any("not valid UTF-8" in w for w in latin.warnings)
     assert latin.warning_codes == ("decode",)
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded_like_the_other_encodings(codec: str) -> None:
+    # Issue 15: a UTF-16 note was rejected as binary (its NUL bytes were checked before it was decoded).
+    bom = {"utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE}.get(codec) or (
+        codecs.BOM_UTF32_LE if codec == "utf-32-le" else codecs.BOM_UTF32_BE
+    )
+    text = "---\ntitle: vLLM 推理笔记\n---\n# 标题\nvLLM 0.3.3 arXiv:2609.23130\n"
+    doc = kept(raw("inbox/jay/2026-09-27-1000-wide.md", bom + text.encode(codec)))
+    assert (doc.title, doc.text, doc.arxiv_ids, doc.warnings) == (
+        "vLLM 推理笔记",
+        "# 标题\nvLLM 0.3.3 arXiv:2609.23130\n",
+        ("2609.23130",),
+        (),
+    )
+    label, reason = rejected(raw("inbox/jay/2026-09-27-bin.md", bom + "# vLLM\x00\x01".encode(codec)))
+    assert label == "binary" and "NUL bytes" in reason
+    assert rejected(raw("inbox/jay/2026-09-27-blank.md", bom + " \n".encode(codec)))[0] == "empty"
+
+
+def test_a_utf16_note_cut_mid_character_keeps_what_decodes_with_a_warning() -> None:
+    doc = kept(
+        raw("inbox/jay/2026-09-27-cut.md", codecs.BOM_UTF16_LE + "# vLLM 推理\n".encode("utf-16-le") + b"x")
+    )
+    assert doc.title == "vLLM 推理"
+    assert doc.warning_codes == ("decode",)
 
 
 @pytest.mark.parametrize(

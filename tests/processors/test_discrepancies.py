@@ -181,8 +181,11 @@ def test_a_typo_dated_after_its_note_is_one_discrepancy_told_by_the_right_id() -
     earlier = brief([typo], living_doc=living(listed))
     assert [d.key for d in earlier.discrepancies] == ["ids:2407.02490|2610.02490"]
     # A later flush: the first briefing listed the typo in 四, which does not make it the right id.
-    again = brief([typo], living_doc=living(listed), earlier=cited_ids_of(earlier))
+    again = brief([typo], living_doc=living(listed), earlier=sorted(cited_ids_of(earlier)))
     assert [d.key for d in again.discrepancies] == ["ids:2407.02490|2610.02490"]
+    # 四 still marks the typo (and only the typo), though the first briefing made it "continued".
+    marks = {a.id: "2407.02490 的笔误" in a.credibility for a in again.arxiv}
+    assert marks == {"2610.02490": True}
 
 
 def test_an_id_from_a_later_month_than_its_note_is_flagged() -> None:

@@ -3,6 +3,8 @@
 import time
 from collections import Counter
 
+import pytest
+
 from processors.discrepancies import (
     MAX_FUTURE_PER_NOTE,
     MAX_ITEMS,
@@ -16,6 +18,9 @@ from processors.living_doc import parse_living_doc
 from processors.units import units_of
 from processors.writer_flags import MAX_FLAGS_PER_NOTE
 from tests.processors.notes import SH, living, note
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 
 def _hostile() -> str:
@@ -41,7 +46,7 @@ def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_
         [*doc.titled, *list(doc.titled)],
         [doc],
         lambda docs: {d.path: doc for d in docs},
-        (set(doc.arxiv_ids), set()),
+        (set(doc.arxiv_ids), set(), set()),
         (SH, "zh"),
     )
     versions = version_conflicts(units, parse_living_doc(living()), "zh")

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.documents import parse_document
 from processors.errors import ParseError
 from processors.models import Document, RawFile
@@ -87,6 +88,18 @@ def test_paper_card_ids_put_file_name_first() -> None:
     assert doc.kind == "paper_card"
     assert doc.arxiv_ids == ("2609.19969", "2609.11111", "2609.22222")
     assert doc.title == "Card"
+
+
+def test_a_note_citing_more_ids_than_a_briefing_lists_keeps_them_all_with_a_warning() -> None:
+    ids = [f"2609.{10000 + n}" for n in range(MAX_LISTED_IDS_PER_NOTE + 1)]
+    doc = parse("inbox/jay/2026-09-27-1000-dump.md", "# dump\n" + " ".join(ids) + " " + ids[0])
+    assert doc.arxiv_ids == tuple(ids)
+    assert doc.warning_codes == ("many_ids",)
+    assert doc.warnings == (
+        f"cites {len(ids)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}",
+    )
+    assert parse("inbox/jay/2026-09-27-1000-digest.md", "# d\n" + " ".join(ids[1:])).warnings == ()
+    assert parse("living/inference.md", "# inference.md v3\n" + " ".join(ids)).warnings == ()
 
 
 def test_work_queue_and_living_version() -> None:

@@ -177,3 +177,16 @@ def test_a_rejected_file_is_shown_by_its_code_in_the_briefing_language() -> None
     assert "- inbox/jay/2026-09-27-bin.md（拒收：二进制文件（含 NUL 字节））" in zh
     assert "- inbox/jay/2026-09-27-bin.md (rejected: binary file (NUL bytes))" in en
     assert "- inbox/jay/2026-09-27-old.md (rejected: recorded before codes)" in en
+
+
+def test_a_window_of_many_ids_names_a_few_in_the_summary_and_lists_them_all_in_4() -> None:
+    ids = [f"2609.{30000 + i}" for i in range(40)]
+    digest = note(
+        "inbox/tom/2026-09-27-0900-daily.md",
+        "# vLLM 推理 daily\n\n"
+        + "".join(f"- vLLM KV cache 推理 paper arXiv:{i} 吞吐 1.{n}×\n" for n, i in enumerate(ids)),
+    )
+    text = render_markdown(brief([digest]), zone=SH)
+    summary = next(line for line in text.splitlines() if line.startswith("- 涉及 arXiv 号"))
+    assert summary.count("2609.") == 12 and "… 另 28 个见四" in summary
+    assert sum(1 for line in text.splitlines() if line.startswith("| 2609.3")) == 40

@@ -78,18 +78,11 @@ def test_a_second_process_cannot_open_it(tmp_path: Path) -> None:
     import sys
 
     path = tmp_path / "c.duckdb"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb,time; c=duckdb.connect({str(path)!r}); print('ok', flush=True); time.sleep(30)",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"ok"
-        with pytest.raises(StateLockedError, match="arXiv cache"):
-            ArxivCache(path)
-    finally:
-        holder.kill()
-        holder.wait()
+    script = f"import duckdb,time; c=duckdb.connect({str(path)!r}); print('ok', flush=True); time.sleep(30)"
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == b"ok"
+            with pytest.raises(StateLockedError, match="arXiv cache"):
+                ArxivCache(path)
+        finally:
+            holder.kill()

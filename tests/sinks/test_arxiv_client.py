@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from sinks.arxiv_cache import ArxivCache
-from sinks.arxiv_client import ArxivClient
+from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.enrichment import Enricher
 from sinks.metrics import Metrics
 from streams.worker_process import free_port
@@ -55,14 +55,8 @@ def make_client(
     server: FakeArxiv, http: httpx.AsyncClient, fake_time: ManualClock, metrics: Metrics
 ) -> Callable[..., ArxivClient]:
     def make(**kw: Any) -> ArxivClient:
-        args: dict[str, Any] = {
-            "base_url": server.url,
-            "metrics": metrics,
-            "clock": fake_time,
-            "timeout_seconds": 5.0,
-        }
-        args.update(kw)
-        return ArxivClient(http, **args)
+        policy = ArxivPolicy(**{"base_url": server.url, "timeout_seconds": 5.0, **kw})
+        return ArxivClient(http, policy, metrics=metrics, clock=fake_time)
 
     return make
 
@@ -176,12 +170,7 @@ async def test_an_unreachable_api_gives_an_empty_result_and_stops_early(
 ) -> None:
     closed = f"http://127.0.0.1:{free_port()}/api/query"
     client = ArxivClient(
-        http,
-        base_url=closed,
-        batch_size=1,
-        max_retries=2,
-        clock=fake_time,
-        metrics=metrics,
+        http, ArxivPolicy(base_url=closed, batch_size=1, max_retries=2), clock=fake_time, metrics=metrics
     )
     found = await client.fetch(["1605.08386", "1707.08567", "2104.12255"])
     assert found == {}

@@ -10,7 +10,7 @@ import pytest
 
 from processors.arxiv_atom import ArxivRecord
 from sinks.arxiv_cache import ArxivCache
-from sinks.arxiv_client import ArxivClient
+from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.enrichment import EnrichedId, Enricher
 from sinks.metrics import Metrics
 from streams.worker_process import free_port
@@ -39,9 +39,8 @@ def cache(tmp_path: Path) -> ArxivCache:
 
 def client(http: httpx.AsyncClient, url: str) -> ArxivClient:
     # batch_size 1: the server only replays id lists arXiv was really asked (single ids, mostly).
-    return ArxivClient(
-        http, base_url=url, batch_size=1, min_interval_seconds=0.0, max_retries=1, clock=ManualClock()
-    )
+    policy = ArxivPolicy(base_url=url, batch_size=1, min_interval_seconds=0.0, max_retries=1)
+    return ArxivClient(http, policy, clock=ManualClock())
 
 
 async def test_misses_go_to_the_api_and_are_cached(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
+
+import pytest
 
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingRequest
@@ -38,3 +42,41 @@ def test_both_files_are_written_and_no_temp_file_remains(tmp_path: Path) -> None
     assert md.read_text() == "# md\n"
     assert Briefing.model_validate_json(js.read_text()) == b
     assert sorted(p.name for p in (tmp_path / "inference").iterdir()) == sorted([md.name, js.name])
+
+
+def test_temp_files_of_an_interrupted_write_are_removed_at_start_and_nothing_else(tmp_path: Path) -> None:
+    # Issue 15: a worker killed mid-write left a zero-byte `.…json.<random>` file in the folder for good.
+    folder = tmp_path / "inference"
+    folder.mkdir()
+    old = time.time() - 3600
+    left = [
+        folder / ".2026-09-27-inference-e1prep.json.k2x_9a0b",
+        folder / ".2026-09-27-inference-e1prep.md.abcdefgh",
+    ]
+    young = folder / ".2026-09-27-inference-e1prep-flush-2220.json.q1w2e3r4"  # maybe another worker's, now
+    kept = [
+        folder / "2026-09-27-inference-e1prep.json",
+        folder / ".notes.txt",  # not a name this writer makes
+        folder / ".2026-09-27-inference-e1prep.json.toolong12",
+    ]
+    for path in [*left, young, *kept]:
+        path.write_bytes(b"")
+        if path is not young:
+            os.utime(path, (old, old))
+    BriefingFiles(tmp_path).clean_up(time.time())
+    assert [p.exists() for p in left] == [False, False]
+    assert young.exists() and all(p.exists() for p in kept)
+
+
+def test_an_output_folder_that_cannot_be_read_does_not_stop_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 15: one axis's output problem stops that axis only, so the start-up clean-up must not raise.
+    (tmp_path / "inference").mkdir()
+
+    def denied(self: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", denied)
+    BriefingFiles(tmp_path).clean_up(time.time())
+    assert "could not look for temp files" in caplog.text

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,9 @@ from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, store_document
 from sinks.state import Position, StateStore
 from tests.state_support import window_documents
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 SH = ZoneInfo("Asia/Shanghai")
 AXES = ("inference", "risk")

@@ -48,3 +48,26 @@ def test_a_file_without_a_stamp_is_placed_by_its_mtime(tmp_path: Path) -> None:
     refuse(state, "inbox/jay/blob.md", seen)
     window = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
     assert [r.path for r in state.rejections(window)] == ["inbox/jay/blob.md"]
+
+
+def test_bytes_rejected_by_a_routing_crash_and_routed_after_the_fix_are_no_longer_listed(
+    tmp_path: Path,
+) -> None:
+    # A dead-lettered note replayed once the bug is fixed: the same bytes, now a document; and then the same
+    # bytes crashing again (a later regression) are listed again. The latest record about them decides.
+    state = StateStore(tmp_path / "worker.duckdb")
+    seen = datetime(2026, 9, 27, 12, 0, tzinfo=SH)
+    text = b"# vLLM\n\nKV cache serving.\n"
+    raw = RawFile(path="inbox/jay/2026-09-27-1000-kv.md", content=text, size=len(text), mtime=0.0,
+                  sha256=hashlib.sha256(text).hexdigest())  # fmt: skip
+    crashed = route_file(raw.model_copy(update={"content": None}), PARAMS, seen, raw_offset=1)
+    assert crashed.rejection is not None  # bytes that did not travel: rejected, as a crash would be
+    fixed = route_file(raw, PARAMS, seen, raw_offset=2)
+    window = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+
+    state.apply_batch([(decode(v), None) for _, v in crashed.records])
+    assert [r.path for r in state.rejections(window)] == [raw.path]
+    state.apply_batch([(decode(v), None) for _, v in fixed.records])
+    assert state.rejections(window) == [] and state.document_count("inference") == 1
+    state.apply_batch([(decode(v), None) for _, v in crashed.records])
+    assert [r.path for r in state.rejections(window)] == [raw.path]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from processors.dead_letters import DeadLetter
 from processors.models import ControlCommand
 from streams.agents import Agents, register_agents
 from streams.app import faust_app
@@ -25,6 +26,7 @@ class RecordedOutputs:
     documents: list[tuple[bytes, bytes]] = field(default_factory=list)
     briefings: list[tuple[str, str]] = field(default_factory=list)
     commands: list[ControlCommand] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
 
     async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         self.documents.extend(records)
@@ -35,6 +37,9 @@ class RecordedOutputs:
     async def command(self, command: ControlCommand) -> ControlCommand:
         self.commands.append(command)
         return command
+
+    async def dead(self, letters: Sequence[DeadLetter]) -> None:
+        self.dead_letters.extend(letters)
 
 
 @dataclass

@@ -19,11 +19,16 @@ from uuid import uuid4
 from zoneinfo import ZoneInfo
 
 import pytest
+from aiokafka.errors import KafkaConnectionError
 
 from processors.models import Briefing, ControlCommand, Trigger
+from processors.window import window_bounds
 from processors.wire import decode
+from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
+from streams.pipeline import Emission
+from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
 from tests.streams.pipeline_support import raw_file
@@ -103,12 +108,22 @@ async def test_the_parse_agent_forwards_each_axis_a_record_carrying_the_raw_offs
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 0
 
 
-async def test_an_unreadable_raw_record_is_counted_and_skipped_and_its_batch_goes_on(
+async def test_an_unreadable_raw_record_is_dead_lettered_whole_and_its_batch_goes_on(
     worker: InProcessWorker,
 ) -> None:
     records = await parsed(worker, b"not a raw file", raw_value())
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 1
     assert {decode(value).header.raw_offset for _, value in records} == {1}
+    [letter] = worker.outputs.dead_letters
+    assert (letter.topic, letter.offset, letter.stage, letter.reason) == (
+        worker.settings.kafka.topic("raw"),
+        0,
+        "raw",
+        "unreadable",
+    )
+    assert (letter.key, letter.value) == (b"path", b"not a raw file")  # byte for byte, for a replay
+    assert letter.failed_at == worker.clock.now() and "RawFile" in letter.error
+    assert worker.metric("predigest_dead_letters_total", stage="raw", reason="unreadable") == 1
 
 
 async def test_the_window_agent_stores_a_batch_with_its_offsets(worker: InProcessWorker) -> None:
@@ -185,6 +200,12 @@ async def test_bad_commands_are_refused_or_ignored_and_counted_never_briefed(wor
     assert worker.metric("predigest_records_unreadable_total", stage="control") == 1
     assert worker.metric("predigest_commands_refused_total", reason="end_too_far_ahead") == 1
     assert worker.metric("predigest_commands_refused_total", reason="unknown_axis") == 1
+    # The unreadable and the refused ones are dead-lettered; one for a partition not owned here is not a failure.
+    assert [(x.stage, x.reason, x.key) for x in worker.outputs.dead_letters] == [
+        ("control", "unreadable", b"inference"),
+        ("control", "end_too_far_ahead", b"inference"),
+        ("control", "unknown_axis", b"nope"),
+    ]
     assert worker.metric("predigest_commands_ignored_total", reason="misrouted") == 1
     assert worker.outputs.briefings == []
     assert not worker.settings.out_dir.exists()
@@ -198,3 +219,167 @@ def test_building_the_worker_opens_no_state(tmp_path: Path) -> None:
     assert w.services.pipeline() is w.services.pipeline()  # opened once, on first use
     assert w.settings.state_file.exists()
     w.services.pipeline().state.close()
+
+
+async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_after_the_fix_is_stored_once(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker.own("inference", "llm-infra", "risk", "llm-application")
+
+    def crash(*args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError("a bug in routing")
+
+    async with worker.agents.parse.test_context() as agent:
+        with monkeypatch.context() as bug:
+            bug.setattr("processors.ingest.route_raw", crash)
+            await agent.put(raw_value(), key=b"path")
+            await settled(lambda: len(worker.outputs.dead_letters) == 1, "the dead letter")
+        [letter] = worker.outputs.dead_letters
+        assert letter.reason == "routing_failed" and "a bug in routing" in letter.error
+        # The fix deployed, the dead letter re-driven twice: its value is the raw record it was, byte for byte.
+        for _ in range(2):
+            await agent.put(letter.value, key=letter.key)
+        await settled(lambda: len(worker.outputs.documents) == 3 * 4, "a record per axis of each")
+    await stored(worker, worker.outputs.documents)
+    state = worker.services.pipeline().state
+    assert state.document_count("inference") == 1
+    assert state.rejections(window_bounds(END, timedelta(hours=24))) == []  # a source now, not rejected
+    assert worker.metric("predigest_dead_letters_total", stage="raw", reason="routing_failed") == 1
+
+
+@pytest.fixture
+def stops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The exit codes the dead-letter limit asked for; each stop raises, as the worker's would end it."""
+    codes: list[int] = []
+
+    def stop(code: int) -> NoReturn:
+        codes.append(code)
+        raise StepFailed(f"the worker would exit {code}")
+
+    monkeypatch.setattr("streams.dead_letters.halt", stop)
+    return codes
+
+
+async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_stop_survives_a_restart(
+    tmp_path: Path, stops: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = DeadLetterSettings(max_consecutive=3)
+    settings = in_process_settings(tmp_path, dead_letters=limits)
+    first = in_process_worker(settings, ManualClock(END))
+    garbage = [f"garbage {i}".encode() for i in range(5)]
+    async with first.agents.parse.test_context() as agent:
+        for value in garbage[:3]:
+            await agent.put(value, key=b"path")
+        await settled(lambda: len(first.outputs.dead_letters) == 3, "three dead letters")
+        for value in garbage[3:]:
+            await agent.put(value, key=b"path")
+        await settled(lambda: stops == [78], "the stop")
+    # The fourth in a row stopped it: nothing of its batch was sent, and the batch is not acknowledged.
+    assert len(first.outputs.dead_letters) == 3
+    [line] = [r for r in caplog.records if r.levelname == "CRITICAL"]
+    assert "4 consecutive records failed" in line.getMessage() and "offset 3" in line.getMessage()
+    assert settings.dead_letter_stop_file.exists()
+
+    # Restarted: the record that stopped it comes again and stops it at once; nothing more is skipped.
+    again = in_process_worker(settings, ManualClock(END))
+    async with again.agents.parse.test_context() as agent:
+        await agent.put(garbage[3], key=b"path")
+        await settled(lambda: stops == [78, 78], "the second stop")
+    assert again.outputs.dead_letters == []
+
+    # Fixed: the first record that goes through clears the stop.
+    fixed = in_process_worker(settings, ManualClock(END))
+    async with fixed.agents.parse.test_context() as agent:
+        await agent.put(raw_value(), key=b"path")
+        await agent.put(garbage[4], key=b"path")
+        await settled(lambda: len(fixed.outputs.dead_letters) == 1, "the next failure, dead-lettered")
+    assert not settings.dead_letter_stop_file.exists() and stops == [78, 78]
+
+
+async def flush_both_with_inference_unwritable(worker: InProcessWorker) -> None:
+    """A file where inference's output folder should be (fails for root too), then a flush of inference and risk."""
+    worker.own("inference", "risk")
+    worker.settings.out_dir.mkdir(parents=True)
+    (worker.settings.out_dir / "inference").write_text("not a folder")
+    async with worker.agents.control.test_context() as agent:
+        for axis in ("inference", "risk"):
+            await agent.put(
+                command(worker, axis).model_dump_json().encode(),
+                key=axis.encode(),
+                partition=worker.partition_of(axis),
+            )
+        await settled(lambda: len(worker.outputs.briefings) == 1, "the risk briefing")
+
+
+async def test_an_axis_whose_folder_cannot_be_written_waits_in_the_outbox_while_the_others_emit(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    assert [axis for axis, _ in worker.outputs.briefings] == ["risk"]  # the other axis is written and sent
+    assert len(list((worker.settings.out_dir / "risk").iterdir())) == 2
+    [failing] = worker.services.outbox.report().items()
+    assert failing[0] == "inference" and (failing[1]["reason"], failing[1]["pending"]) == ("not_a_folder", 1)
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="not_a_folder") == 1
+    assert worker.metric("predigest_briefing_failing", axis="inference") == 1
+    state = worker.services.pipeline().state
+    record = state.emission_record("inference", END, "flush")
+    assert record is not None and not record.delivered  # recorded: the outbox
+
+    send = partial(deliver, worker.services, worker.outputs)
+    await worker.services.outbox.tick(send)  # still broken: tried again, with back-off
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="not_a_folder") == 2
+    (worker.settings.out_dir / "inference").unlink()  # fixed
+    await worker.services.outbox.tick(send)
+    assert len(worker.outputs.briefings) == 1  # not due yet
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    for _ in range(2):
+        await worker.services.outbox.tick(send)
+        worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    assert sorted(axis for axis, _ in worker.outputs.briefings) == ["inference", "risk"]  # once each
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
+    assert worker.services.outbox.report() == {}
+    assert worker.metric("predigest_briefing_failing", axis="inference") == 0
+    record = state.emission_record("inference", END, "flush")
+    assert record is not None and record.delivered
+
+
+async def test_a_briefing_left_in_the_outbox_is_written_and_sent_at_the_next_start(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    worker.services.pipeline().state.close()
+    (worker.settings.out_dir / "inference").unlink()  # fixed while the worker was stopped
+    restarted = in_process_worker(worker.settings, worker.clock)
+    try:
+        send = partial(deliver, restarted.services, restarted.outputs)
+        restarted.own("inference", ready=False)
+        await restarted.services.outbox.tick(send)
+        assert restarted.outputs.briefings == []  # not before the axis's state caught up
+        restarted.own("inference")
+        await restarted.services.outbox.tick(send)
+        [(axis, briefing_json)] = restarted.outputs.briefings
+        assert axis == "inference" and Briefing.model_validate_json(briefing_json).window.end == END
+        assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
+    finally:
+        restarted.services.pipeline().state.close()
+
+
+async def test_a_waiting_briefing_the_topic_refuses_is_reported_as_a_send_failure_and_sent_later(
+    worker: InProcessWorker,
+) -> None:
+    await flush_both_with_inference_unwritable(worker)
+    (worker.settings.out_dir / "inference").unlink()  # fixed, but now Kafka refuses
+
+    async def refused(emission: Emission) -> None:
+        raise KafkaConnectionError("the broker is down")
+
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    await worker.services.outbox.tick(refused)
+    assert worker.metric("predigest_briefing_failures_total", axis="inference", reason="send") == 1
+    assert worker.services.outbox.report()["inference"]["reason"] == "send"
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2  # written meanwhile
+
+    worker.clock.advance(worker.settings.briefing_retry_max_seconds)
+    await worker.services.outbox.tick(partial(deliver, worker.services, worker.outputs))
+    assert sorted(axis for axis, _ in worker.outputs.briefings) == ["inference", "risk"]
+    assert worker.services.outbox.report() == {}

@@ -20,7 +20,7 @@ from streams.worker_process import free_port
 from tests.arxiv_server import FakeArxiv, fake_arxiv
 from tests.support import running_worker, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)

@@ -19,7 +19,7 @@ from streams.settings import Settings
 from streams.watcher import publish_root
 from tests.support import read_topic
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PROJECT = Path(__file__).resolve().parents[2]
 

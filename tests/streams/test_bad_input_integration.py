@@ -4,6 +4,7 @@ row (`rejected`, or a warning on the source), and nothing else is lost."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ from tests.streams.fault_support import (
 )
 from tests.support import read_topic, running_worker
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SH = ZoneInfo("Asia/Shanghai")
 STAMP = (datetime.now(SH) - timedelta(hours=1)).strftime("%Y-%m-%d-%H%M")
@@ -66,7 +67,13 @@ CASES = [
     Case("fifo", f"inbox/jay/{STAMP}-pipe.md", "rejected", "special", "not a regular file", "watcher"),
     Case("yaml-malformed", f"inbox/spark/{STAMP}-malformed.md", "warned", "front_matter", "not valid YAML"),
     Case("yaml-python-tag", f"inbox/spark/{STAMP}-pytag.md", "warned", "front_matter", "not valid YAML"),
-    Case("yaml-billion-laughs", f"inbox/spark/{STAMP}-laughs.md", "warned", "front_matter", "too large"),
+    Case("yaml-billion-laughs", f"inbox/spark/{STAMP}-laughs.md", "warned", "front_matter", "expands past"),
+    Case(
+        "yaml-over-64kib", f"inbox/spark/{STAMP}-long-front.md", "warned", "front_matter", "over the limit of"
+    ),
+    Case("yaml-alias-bomb", f"inbox/spark/{STAMP}-aliases.md", "warned", "front_matter", "expands past"),
+    Case("utf16-bom", f"inbox/tom/{STAMP}-utf16.md", "stored", None, ""),
+    Case("backtracking-runs", f"inbox/jay/{STAMP}-runs.md", "stored", None, ""),
     Case("empty", f"inbox/jay/{STAMP}-empty.md", "rejected", "empty", "file is empty"),
     Case("no-stamp", "inbox/tom/notes-without-stamp.md", "warned", "no_stamp", "no date stamp"),
     Case("bad-arxiv-id", f"inbox/tom/{STAMP}-bad-id.md", "warned", "arxiv_id", "'2613.12345' is written as"),
@@ -116,6 +123,27 @@ def make_files(root: Path, outside: Path) -> None:
     write(
         root, BY_ID["yaml-billion-laughs"].path, "---\n" + "\n".join(laughs) + "\n---\n# vLLM 推理 laughs\n"
     )
+    long_front = "---\ntags:\n" + "- tag\n" * 12_000 + "---\n# vLLM 推理 long front matter\n"
+    write(root, BY_ID["yaml-over-64kib"].path, long_front)
+    aliases = f"---\nbig: &b {'a' * 8192}\nrefs: [{', '.join(['*b'] * 3000)}]\n---\n# vLLM 推理 aliases\n"
+    write(root, BY_ID["yaml-alias-bomb"].path, aliases)
+    write(
+        root,
+        BY_ID["utf16-bom"].path,
+        codecs.BOM_UTF16_LE + "# vLLM 推理 UTF-16\nKV cache.\n".encode("utf-16-le"),
+    )
+    runs = (  # white space, brackets and hyphens that regexes once backtracked over (500 spaces: 93 s)
+        "# vLLM 推理 runs\nName"
+        + " " * 200_000
+        + "(arXiv 2501.00001)\n\narxiv"
+        + " " * 200_000
+        + "x\n\n"
+        + "(" * 100_000
+        + ")x 2501.00002\n\n"
+        + "-a" * 50_000
+        + " 1.2.3\n"
+    )
+    write(root, BY_ID["backtracking-runs"].path, runs)
     write(root, BY_ID["empty"].path, b"")
     write(root, BY_ID["no-stamp"].path, "# vLLM 推理 without a stamp\n")
     write(root, BY_ID["bad-arxiv-id"].path, "# vLLM 推理\nsee arXiv:2613.12345 and arXiv:2609.23130\n")

@@ -50,6 +50,14 @@ def command(trigger: Trigger = "close") -> ControlCommand:
     return ControlCommand(axis="inference", trigger=trigger, end=END, requested_at=END, request_id="r")
 
 
+async def emit(p: Pipeline, trigger: Trigger = "close") -> Emission:
+    """Record the briefing, then write its files from the record, as the control agent does."""
+    emission = await p.brief(command(trigger))
+    assert emission is not None
+    p.write_files(emission)
+    return emission
+
+
 def files(p: Pipeline) -> dict[str, bytes]:
     folder = p.settings.out_dir / "inference"
     return {f.name: f.read_bytes() for f in sorted(folder.iterdir())} if folder.exists() else {}
@@ -69,7 +77,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
 
     monkeypatch.setattr(pipeline.files, "ensure", crash)
     with pytest.raises(OSError):
-        await pipeline.brief(command())
+        await emit(pipeline)
     monkeypatch.undo()
     assert files(pipeline) == {}
     recorded = pipeline.state.emission_record("inference", END, "close")
@@ -77,8 +85,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
 
     # A document arriving before the replay does not change what was recorded.
     ingest(pipeline, "inbox/tom/2026-09-27-1100-late.md", "# SGLang 推理\nspeculative decoding serving\n")
-    replay = await pipeline.brief(command())
-    assert isinstance(replay, Emission)
+    replay = await emit(pipeline)
     assert replay.briefing_json == recorded.briefing_json
     assert not replay.delivered  # never acknowledged by the topic: the control agent sends it now
     on_disk = files(pipeline)
@@ -93,14 +100,14 @@ async def test_once_delivered_a_repeated_command_sends_nothing_and_restores_a_lo
     pipeline: Pipeline,
 ) -> None:
     ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving\n")
-    first = await pipeline.brief(command("flush"))
-    assert first is not None and not first.delivered
+    first = await emit(pipeline, "flush")
+    assert not first.delivered
     before = files(pipeline)
     pipeline.delivered(first)
 
     (pipeline.settings.out_dir / "inference" / "2026-09-27-inference-e1prep-flush-2220.md").unlink()
-    again = await pipeline.brief(command("flush"))
-    assert again is not None and again.delivered  # the control agent sends nothing
+    again = await emit(pipeline, "flush")
+    assert again.delivered  # the control agent sends nothing
     assert again.briefing_json == first.briefing_json
     assert files(pipeline) == before  # the lost Markdown is back, byte for byte
     assert (
@@ -111,8 +118,7 @@ async def test_once_delivered_a_repeated_command_sends_nothing_and_restores_a_lo
 
 async def test_close_and_flush_of_one_window_are_two_emissions(pipeline: Pipeline) -> None:
     ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving\n")
-    close, flush = await pipeline.brief(command("close")), await pipeline.brief(command("flush"))
-    assert close is not None and flush is not None
+    close, flush = await emit(pipeline, "close"), await emit(pipeline, "flush")
     assert (close.basename, flush.basename) == (
         "2026-09-27-inference-e1prep",
         "2026-09-27-inference-e1prep-flush-2220",
@@ -133,11 +139,11 @@ async def test_a_briefing_runs_with_the_cyclic_collector_paused_and_turns_it_bac
     ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving arXiv:2609.23130\n")
     seen: list[bool] = []
 
-    def crash(*args: object) -> list[Path]:
+    def crash(*args: object, **kwargs: object) -> None:
         seen.append(gc.isenabled())
         raise OSError("disk full")
 
-    monkeypatch.setattr(pipeline.files, "ensure", crash)
+    monkeypatch.setattr(pipeline.state, "record_emission", crash)
     assert gc.isenabled()
     with pytest.raises(OSError):
         await pipeline.brief(command())

@@ -18,7 +18,7 @@ from streams.worker_process import stop_process
 from tests.streams.fault_support import printed_logs_on_failure, spawn_watcher
 from tests.support import running_worker, wait_for
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 FORGED = "inbox/jay/x\n[CRITICAL] forged.md"
 SHOWN = "inbox/jay/x\\n[CRITICAL] forged.md"

@@ -27,7 +27,7 @@ from tests.deploy.test_monitoring_config import alert_rules, dashboard_queries
 from tests.deploy.tools import DEPLOY, ensure_promtool
 from tests.support import running_worker, wait_for, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 NOTES = {
     "inbox/jay/kv-cache-note.md": "# vLLM 推理笔记\n\nKV cache serving: arXiv:2609.23130 hit rate 92%.\n",

@@ -12,11 +12,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from processors.ingest import Routed, RouteParams, route_values
 from processors.models import RawFile
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
 from streams.settings import Settings
+
+# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+pytestmark = pytest.mark.timeout(120)
 
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
 PROJECT = Path(__file__).resolve().parents[2]
@@ -87,6 +92,26 @@ async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_
             for i, r in enumerate(routed)
             if i != POISON
         )
+
+
+async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_retry_note_by_note() -> None:
+    # Issue 15: after a 30 s timeout the whole batch was parsed again note by note, ~90 s for the others. The
+    # processes now say which note they are on: the one past note_seconds is rejected, the rest goes to a fresh
+    # pool at once. Before, this batch took note_seconds + 1 s per note and process (~24 s) plus the retry.
+    params = route_params(Settings())
+    values = [(_value(i), i) for i in range(40)]
+    note_seconds = 4.0
+    pool = ParsePool(params, 2, note_seconds=note_seconds, route=_hangs_on_poison)
+    try:
+        await pool.start()
+        started = time.monotonic()
+        routed = await pool.route(values, NOW)
+        took = time.monotonic() - started
+    finally:
+        pool.close(kill=True)
+    assert [r.rejection is not None for r in routed] == [i == POISON for i in range(40)]
+    assert "its parse process hung" in (routed[POISON].rejection or "")
+    assert took < 2 * note_seconds + 3, f"the batch waited {took:.1f}s behind one hung note"
 
 
 def _children(pid: int) -> set[int]:

@@ -22,7 +22,7 @@ from streams.settings import Settings
 from streams.watcher import publish_root
 from tests.support import async_wait_for, raw_paths, read_topic, running_worker, until_raw_has, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PROJECT = Path(__file__).resolve().parents[2]
 SH = ZoneInfo("Asia/Shanghai")

@@ -25,7 +25,7 @@ from streams.watcher import publish_root
 from streams.worker_process import PROJECT, dump_settings
 from tests.support import async_wait_for, read_topic, running_worker, wait_for, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)

@@ -19,7 +19,7 @@ from streams.settings import KafkaSettings, Settings
 from tests.streams.fault_support import committed, metric, worker_metrics
 from tests.support import read_topic, running_worker, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 TOKEN = "tok-3c9d1e"
 PASSWORD = "sasl-pw-77a1b2"

@@ -70,6 +70,26 @@ def test_the_table_has_a_row_per_axis_and_names_who_is_missing(tmp_path: Path) -
     assert "worker http://127.0.0.1:6068 did not answer: connection refused" in text
 
 
+def test_an_axis_whose_briefings_cannot_be_written_is_named_under_the_table(tmp_path: Path) -> None:
+    s = _settings(tmp_path)
+    failing = {
+        "risk": {
+            "reason": "no_space",
+            "error": "[Errno 28] No space left on device",
+            "since": "2026-09-27T14:20:00+00:00",
+            "attempts": 3,
+            "pending": 2,
+            "next_attempt_in_seconds": 19.6,
+        }
+    }
+    text = render(merge(s, [{**ANSWER, "briefing_failures": failing}]), s.tz)
+    assert text.splitlines()[-1] == (
+        "briefings of risk cannot be written on http://127.0.0.1:6066 (no_space): 2 waiting, 3 attempt(s) since "
+        "09-27 22:20, next in 20 s: [Errno 28] No space left on device"
+    )
+    assert "cannot be written" not in render(merge(s, [ANSWER]), s.tz)
+
+
 @pytest.mark.parametrize("path", ["/", ""])
 async def test_an_unreachable_worker_is_reported_not_raised(path: str) -> None:
     answers = await fetch([f"http://127.0.0.1:{free_port()}{path}"])

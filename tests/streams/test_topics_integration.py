@@ -13,7 +13,7 @@ from streams import kafka_io
 from streams.errors import ConfigError
 from streams.settings import KafkaSettings, Settings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 async def test_topics_are_created_with_the_projects_retention(make_settings: Callable[..., Settings]) -> None:

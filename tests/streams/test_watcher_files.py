@@ -186,7 +186,10 @@ async def test_a_scan_survives_files_vanishing_under_it(
     parts: tuple[Watcher, FakeProducer, Ledger, Metrics], root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     watcher, producer, _ledger, _m = parts
-    monkeypatch.setattr(Watcher, "files", lambda self: ["inbox/jay/2026-09-27-gone.md"])
+    gone = root_files.Entry("inbox/jay/2026-09-27-gone.md", 5, 1.0)  # listed, then deleted before it is read
+    monkeypatch.setattr(
+        root_files, "list_folder", lambda root, rel: ([gone], []) if rel == "inbox" else ([], [])
+    )
     assert await watcher.scan() + await watcher.drain() == 0
     assert producer.sent == []
 

@@ -23,7 +23,7 @@ from streams.watcher import publish_root
 from streams.worker_process import free_port
 from tests.support import async_wait_for, read_topic, running_worker, worker_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)

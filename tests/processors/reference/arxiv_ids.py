@@ -13,7 +13,7 @@ _OLD_RE = re.compile(rf"(?<![0-9A-Za-z_.\-])({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{
 _OLD_HINT = re.compile(r"/\d{7}")
 # Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots.
 _MENTION_RE = re.compile(
-    r"(?:(?<![A-Za-z])arxiv\s*[: ]\s*|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
+    r"(?:(?<![A-Za-z])arxiv(?>\s*[: ]\s*)|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
     re.IGNORECASE,
 )
 

@@ -10,14 +10,15 @@ _SECTION_NO = re.compile(r"§\s*(\d+(?:\.\d+)*)")
 # `2.4 Title`, `3. Title`. A keycap (`1️⃣ Pruning`) decorates a curated list's heading: no number an editor cites.
 _PLAIN_NO = re.compile(r"^(\d{1,2}(?:\.\d{1,3})*)\.?(?=\s|$)")
 _KEYCAP = re.compile(r"[0-9#*]\ufe0f?\u20e3")
-# What a dropped back-link leaves: `()`, `[back]`, `（返回）`.
+# What a dropped back-link leaves: `()`, `[back]`, `（返回）`. Each run of white space is read once (main's robust
+# branch: `\s*(?:…)?\s*` split a long run every possible way before failing).
 _RESIDUE = re.compile(
-    r"[(\[（【]\s*(?:back(?: to top)?|top|toc|up|返回(?:顶部|目录)?|回到顶部|맨 위로)?\s*[)\]）】]",
+    r"[(\[（【]\s*(?:(?:back(?: to top)?|top|toc|up|返回(?:顶部|目录)?|回到顶部|맨 위로)\s*)?[)\]）】]",
     re.IGNORECASE,
 )
 # The text of a back-link: `[Back]`, `©️back👆🏻` (emoji removed or not), `返回顶部`.
 BACK_TEXT = re.compile(
-    r"^\W*(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)?\W*$", re.IGNORECASE
+    r"^\W*(?:(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)\W*)?$", re.IGNORECASE
 )
 
 

@@ -1,0 +1,152 @@
+"""YAML front matter read within bounds: the block is measured in bytes before it is parsed, and its aliases are
+counted as the copies they expand to before any Python object is built from it.
+
+A YAML alias costs a few bytes and names a node of any size: 3,125 aliases of one 100 KiB string made a 312 MB
+front matter out of 300 KiB of text (every documents record carries the front matter), and merge keys (`<<`)
+copy a mapping's entries once per alias while the constructor runs. So the composed node graph is weighed
+first, each alias as a full copy, and a block that would grow past a few times its own size is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, time
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from processors.reasons import WarningCode
+
+# Front matter is a handful of fields; a block over this is not metadata and is not parsed at all.
+MAX_BYTES = 64 * 1024
+# Characters of every scalar plus one per node, each alias counted as a copy of what it names. A block without
+# aliases stays under twice its byte size; this leaves room for an alias or two of a long value, not for bombs.
+MAX_EXPANDED = 4 * MAX_BYTES
+# Values in the JSON-safe copy: a front matter is a few fields, not a data set.
+NODE_BUDGET = 10_000
+
+_HANDLER = YAMLHandler()  # its boundary rule (`---` lines) is what writers' tools produce
+_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    """What a note's text opens with: its JSON-safe fields, the raw `date` value, and the body after it."""
+
+    fields: dict[str, object]
+    date: object
+    body: str
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def split_front_matter(text: str, warnings: list[tuple[WarningCode, str]]) -> FrontMatter:
+    """The front matter of `text`, if any; what cannot be used is ignored with a warning, never raised."""
+    if not _HANDLER.detect(text):
+        return FrontMatter({}, None, text)
+    try:
+        block, body = _HANDLER.split(text)
+        body = body.removeprefix("\r\n").removeprefix("\n")  # the closing line's own break
+    except ValueError:
+        warnings.append(("front_matter", "front matter has no closing '---'; read as body"))
+        return FrontMatter({}, None, text)
+    size = len(block.encode("utf-8", errors="replace"))
+    if size > MAX_BYTES:
+        warnings.append(
+            ("front_matter", f"front matter is {size} bytes, over the limit of {MAX_BYTES}; ignored")
+        )
+        return FrontMatter({}, None, body)
+    try:
+        data = load_bounded(block)
+    except _TooLarge:
+        warnings.append(("front_matter", "front matter expands past its size limit through aliases; ignored"))
+        return FrontMatter({}, None, body)
+    except Exception as exc:  # PyYAML raises YAMLError, but deep nesting can raise others
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        warnings.append(("front_matter", f"front matter is not valid YAML ({first}); ignored"))
+        return FrontMatter({}, None, body)
+    if data is None:
+        return FrontMatter({}, None, body)
+    if not isinstance(data, dict):
+        warnings.append(("front_matter", "front matter is not a mapping; ignored"))
+        return FrontMatter({}, None, body)
+    try:
+        safe = json_safe(data, [NODE_BUDGET])
+    except (ValueError, RecursionError):
+        warnings.append(("front_matter", "front matter is too large or too deeply nested; ignored"))
+        return FrontMatter({}, None, body)
+    assert isinstance(safe, dict)
+    return FrontMatter(safe, data.get("date"), body)
+
+
+def load_bounded(block: str, limit: int = MAX_EXPANDED) -> object:
+    """`yaml.safe_load` of one document, refused (_TooLarge) when its aliases would expand it past `limit`."""
+    loader = _LOADER(block)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if expanded_size(node, limit) > limit:
+            raise _TooLarge
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        yield from node.value
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key
+            yield value
+
+
+def expanded_size(root: yaml.Node, limit: int) -> int:
+    """Scalar characters plus one per node, every alias counted as a copy; limit + 1 once past `limit`.
+
+    A depth-first walk over the composed graph: shared nodes are weighed once and their weight reused, so the
+    walk costs the graph's size, not its expansion. A node that contains itself expands without end.
+    """
+    weight: dict[int, int] = {}
+    open_nodes = {id(root)}
+    stack = [(root, _children(root))]
+    while stack:
+        node, rest = stack[-1]
+        child = next(rest, None)
+        if child is None:
+            stack.pop()
+            open_nodes.discard(id(node))
+            own = 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
+            weight[id(node)] = min(limit + 1, own + sum(weight[id(c)] for c in _children(node)))
+        elif id(child) in open_nodes:
+            return limit + 1  # a recursive alias: `&a [*a]`
+        elif id(child) not in weight:
+            open_nodes.add(id(child))
+            stack.append((child, _children(child)))
+    return weight[id(root)]
+
+
+def json_safe(value: object, budget: list[int]) -> object:
+    """The loaded front matter as JSON values (dates as ISO text, bytes as base64); ValueError past `budget`."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("front matter too large")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): json_safe(v, budget) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v, budget) for v in value]
+    return str(value)

@@ -1,0 +1,120 @@
+"""Front matter within bounds (issue 15 item 6): a block over 64 KiB is not parsed, aliases are weighed as the
+copies they expand to before anything is built, and what is refused leaves the note itself readable."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import tracemalloc
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+import yaml
+
+from processors.documents import Warnings
+from processors.front_matter import MAX_BYTES, MAX_EXPANDED, expanded_size, split_front_matter
+from processors.ingest import Routed, RouteParams, route_file
+from processors.models import AxisSpec, RawFile
+
+SH = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
+PARAMS = RouteParams(
+    axes=(AxisSpec(name="inference", keywords=("vLLM",)),), zone=SH, max_bytes=4 << 20, message_limit=8 << 20
+)
+BODY = "# vLLM 推理\nKV cache body\n"
+
+
+def _note(front: str) -> RawFile:
+    data = f"---\n{front}\n---\n{BODY}".encode()
+    return RawFile(
+        path="inbox/jay/2026-09-27-1000-fm.md",
+        content=data,
+        size=len(data),
+        mtime=NOW.timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _routed_bytes_and_peak(front: str) -> tuple[int, int, Routed]:
+    tracemalloc.start()
+    try:
+        routed = route_file(_note(front), PARAMS, NOW, 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert routed.rejection is None
+    return sum(len(v) for _, v in routed.records), peak, routed
+
+
+def _aliases(string_kib: int, refs: int) -> str:
+    return f"big: &b {'a' * (string_kib * 1024)}\nrefs: [{', '.join(['*b'] * refs)}]"
+
+
+@pytest.mark.parametrize(
+    ("front", "phrase"),
+    [
+        # Issue 15: 100 KiB aliased 3,125 times took 18 s and 4.35 GB; over the byte limit, it is not parsed.
+        (_aliases(100, 3125), "over the limit of 65536"),
+        # Within the byte limit, aliases of a long string: 8 KiB x 3,000 would be 24 MB in every record.
+        (_aliases(8, 3000), "expands past its size limit"),
+        # Merge keys copy a mapping's entries once per alias while the constructor runs: 9^8 entries.
+        (
+            "\n".join(
+                ["m0: &m0 {" + ", ".join(f"k{i}: v" for i in range(9)) + "}"]
+                + [f"m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 9)}]}}" for i in range(1, 9)]
+            ),
+            "expands past",
+        ),
+        ("a: &a [x, *a]", "expands past"),  # contains itself
+    ],
+    ids=["100KiB-x3125", "8KiB-x3000", "merge-keys", "recursive"],
+)
+def test_alias_bombs_are_ignored_before_they_are_built_and_the_note_is_kept(front: str, phrase: str) -> None:
+    size, peak, routed = _routed_bytes_and_peak(front)
+    assert routed.warning_codes == ("front_matter",) and phrase in routed.warnings[0]
+    assert size < 20_000  # the record carries the note, not the expansion
+    assert peak < 30 * 1024 * 1024
+
+
+def test_a_front_matter_over_64_kib_is_not_parsed_and_the_body_is_kept() -> None:
+    warnings: Warnings = []
+    block = "tags:\n" + "- tag\n" * (MAX_BYTES // 6 + 1)
+    fm = split_front_matter(f"---\n{block}---\n{BODY}", warnings)
+    assert fm.fields == {} and fm.body == BODY
+    assert len(warnings) == 1 and warnings[0][1].endswith(f"bytes, over the limit of {MAX_BYTES}; ignored")
+
+
+def test_ordinary_aliases_and_a_long_field_are_read() -> None:
+    warnings: Warnings = []
+    front = f"title: &t Paged attention\nalias_of_title: *t\nabstract: {'x' * 60_000}\naxes: [inference]"
+    fm = split_front_matter(f"---\n{front}\n---\n{BODY}", warnings)
+    assert warnings == []
+    assert fm.fields["alias_of_title"] == "Paged attention" and len(str(fm.fields["abstract"])) == 60_000
+
+
+def test_the_weight_counts_every_alias_as_a_copy_and_each_shared_node_once() -> None:
+    node = yaml.compose("s: &s abcd\nl: [*s, *s, *s]", Loader=yaml.SafeLoader)
+    assert node is not None
+    # mapping 1 + "s" 2 + "abcd" 5 + "l" 2 + list 1 + three copies of "abcd" 15
+    assert expanded_size(node, MAX_EXPANDED) == 26
+    wide = yaml.compose("a: &a [" + ", ".join(["x"] * 100) + "]\nb: [" + ", ".join(["*a"] * 100) + "]")
+    assert wide is not None
+    assert expanded_size(wide, 1000) == 1001  # capped, not counted to the end
+
+
+def test_parse_time_of_nested_aliases_grows_with_the_text_not_the_expansion() -> None:
+    # Each level doubles the expansion; the time must follow the 2x text, not the 2^n expansion.
+    def seconds(levels: int) -> float:
+        front = "\n".join(
+            ["l0: &l0 [x, x]"] + [f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]" for i in range(1, levels)]
+        )
+        warnings: Warnings = []
+        start = time.process_time()
+        for _ in range(20):
+            split_front_matter(f"---\n{front}\n---\nbody", warnings)
+        return time.process_time() - start
+
+    # The best of three: a shared machine's stray pause lands in one run, not in all three.
+    small, large = min(seconds(200) for _ in range(3)), min(seconds(400) for _ in range(3))
+    assert large / max(small, 1e-3) < 6, f"2x the levels took {large / small:.1f}x the time"

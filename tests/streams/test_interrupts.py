@@ -1,0 +1,202 @@
+"""Interrupted commands stop what they started (issue 15 item 8): `predigest once` stopped by SIGTERM, with its
+worker busy or frozen, or killed outright, leaves no process behind; a worker removes the temp files an
+interrupted briefing write left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from streams.settings import Settings
+from streams.worker_process import STOP_CHILD_SECONDS
+from tests.support import running_worker, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+PROJECT = Path(__file__).resolve().parents[2]
+END = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """pid → command line of every process below `pid`."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = {}, [pid]
+    while frontier:
+        below = [p for p, parent in parents.items() if parent in frontier]
+        for p in below:
+            try:
+                found[p] = (Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")).decode(
+                    errors="replace"
+                )
+            except OSError:
+                continue
+        frontier = below
+    return found
+
+
+@contextmanager
+def _once(kafka_bootstrap: str, out: Path) -> Iterator[tuple[subprocess.Popen[str], dict[int, str]]]:
+    """`predigest once` on the example root, run until its worker and the worker's parse processes are up."""
+    predigest = Path(sys.executable).parent / "predigest"
+    args = [
+        "once",
+        "--root",
+        "examples/root",
+        "--axis",
+        "inference",
+        "--end",
+        END.isoformat(),
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        [str(predigest), *args, "--timeout", "120"],
+        cwd=PROJECT,
+        env={"PREDIGEST_KAFKA__BOOTSTRAP": kafka_bootstrap, "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    started: dict[int, str] = {}
+    try:
+
+        def worker_busy() -> bool:
+            started.update(_descendants(proc.pid))
+            workers = [p for p, cmd in started.items() if " worker" in cmd and _alive(p)]
+            return any(_descendants(w) for w in workers)  # its parse processes run: the worker is up
+
+        wait_for(
+            lambda: proc.poll() is not None or worker_busy(), 120, "once's worker and its parse processes"
+        )
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        yield proc, started
+    finally:
+        for pid in [proc.pid, *started]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _none_left(started: dict[int, str], within: float) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    left = {p: cmd for p, cmd in started.items() if _alive(p)}
+    assert left == {}, f"still running {within:.0f}s later: {left}"
+
+
+def test_once_stopped_by_sigterm_stops_its_worker_and_exits_within_seconds(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    with _once(kafka_bootstrap, tmp_path / "out") as (proc, started):
+        stopped_at = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - stopped_at
+        output = proc.stdout.read() if proc.stdout else ""
+        _none_left(started, 10)
+    assert code == 128 + signal.SIGTERM, output[-3000:]
+    assert took < STOP_CHILD_SECONDS + 5, f"once took {took:.1f}s to stop"
+    assert "interrupted by SIGTERM" in output
+
+
+def test_once_stopped_by_sigterm_kills_a_worker_that_does_not_answer(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    # A worker whose loop is stuck in a long computation does not act on SIGTERM; SIGSTOP stands in for it.
+    with _once(kafka_bootstrap, tmp_path / "out") as (proc, started):
+        worker = next(p for p, cmd in started.items() if " worker" in cmd)
+        os.kill(worker, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - stopped_at
+        _none_left(started, 10)
+    assert code == 128 + signal.SIGTERM
+    assert took < STOP_CHILD_SECONDS + 5
+
+
+def test_once_killed_outright_takes_its_worker_with_it(kafka_bootstrap: str, tmp_path: Path) -> None:
+    # SIGKILL (the OOM killer, `timeout -s KILL`) gives once no chance to stop anything: the worker asked the
+    # kernel to kill it when its parent dies, and its parse processes follow their worker.
+    with _once(kafka_bootstrap, tmp_path / "out") as (proc, started):
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        _none_left(started, 10)
+
+
+def test_a_worker_removes_the_temp_files_an_interrupted_write_left(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    folder = s.out_dir / "inference"
+    folder.mkdir(parents=True)
+    left = folder / ".2026-09-27-inference-e1prep.json.x7_k2m9q"  # as a worker SIGKILLed mid-write leaves it
+    left.write_bytes(b"")
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    with running_worker(s, tmp_path):
+        assert not left.exists()
+    assert (
+        "removed 1 temp file(s) left by an interrupted briefing write"
+        in (tmp_path / "worker.log").read_text()
+    )
+
+
+BUSY_LOOP = """
+import asyncio, signal, sys
+from streams.stopping import hard_exit_after_signal
+
+async def main():
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: print("the loop would stop now", flush=True))
+    hard_exit_after_signal(1.0)  # as the worker does once Faust has installed its handlers
+    print("ready", flush=True)
+    while True:  # a briefing that keeps the loop busy: its SIGTERM callback never runs
+        sum(range(10_000))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_process_whose_busy_loop_never_acts_on_sigterm_exits_soon_after_it() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUSY_LOOP],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    assert code == 128 + signal.SIGTERM and time.monotonic() - started < 5
+    assert "still running 1s after SIGTERM: exiting now" in (proc.stderr.read() if proc.stderr else "")
