@@ -8,13 +8,21 @@ BIN := $(VENV)/bin
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 20
 
+# The compiled extension (native/, Rust via maturin, docs/development.md) that processors/ imports: built and
+# installed into the venv, again whenever its sources change (cargo keeps its build in native/target).
+NATIVE := native/pyproject.toml native/Cargo.toml native/Cargo.lock native/predigest_native.pyi $(wildcard native/src/*.rs)
+
 $(BIN)/predigest: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
-venv: $(BIN)/predigest  ## the virtualenv with predigest installed (editable) and its dev tools
+$(VENV)/.native: $(NATIVE) | $(BIN)/predigest
+	$(BIN)/pip install -q --force-reinstall --no-deps ./native
+	touch $@
+
+venv: $(BIN)/predigest $(VENV)/.native  ## the virtualenv with predigest (editable), its compiled extension and dev tools
 
 kafka-fetch:  ## fetch Apache Kafka through Maven into .cache/kafka
 	bash deploy/kafka/kafka.sh fetch

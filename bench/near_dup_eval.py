@@ -28,8 +28,9 @@ from bench import near_dup_speed  # noqa: E402
 from processors import near_duplicates as nd  # noqa: E402
 from processors.documents import parse_document  # noqa: E402
 from processors.models import Document, RawFile  # noqa: E402
-from processors.text import normalise_text  # noqa: E402
 from processors.tokens import CJK  # noqa: E402
+from tests.processors.reference import near_duplicates as ref  # noqa: E402
+from tests.processors.reference.text import normalise_text  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 ZH = CORPUS / "daily_digests" / "zh_hf_2404589803"
@@ -174,10 +175,10 @@ def zh_section(docs: list[ZhDoc], quick: bool) -> None:
     for i, j, same, equal in pairs:
         a, b = docs[i], docs[j]
         if same and not equal and sims[i, j] < 0.8 and a.doc.text.strip() and b.doc.text.strip():
-            exact = _jaccard(nd.shingles(a.doc.text), nd.shingles(b.doc.text))
+            exact = _jaccard(ref.shingles(a.doc.text), ref.shingles(b.doc.text))
             print(
-                f"- {a.name} ({a.doc.bytes} B, {len(nd.shingles(a.doc.text))} shingles) vs {b.name} "
-                f"({b.doc.bytes} B, {len(nd.shingles(b.doc.text))} shingles): estimated {sims[i, j]:.3f}, "
+                f"- {a.name} ({a.doc.bytes} B, {len(ref.shingles(a.doc.text))} shingles) vs {b.name} "
+                f"({b.doc.bytes} B, {len(ref.shingles(b.doc.text))} shingles): estimated {sims[i, j]:.3f}, "
                 f"exact Jaccard {exact:.3f}"
             )
     negatives = [sims[i, j] for i, j, same, _ in pairs if not same]
@@ -203,7 +204,7 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 def _num_perm_sweep(docs: Sequence[ZhDoc], pairs: Sequence[tuple[int, int, bool, bool]], quick: bool) -> None:
     """Recall at 0.8 on same-day pairs of different, non-empty texts, over seeds: the estimator's noise."""
-    token_sets = [list(nd.shingles(d.doc.text)) for d in docs]
+    token_sets = [list(ref.shingles(d.doc.text)) for d in docs]
     seeds = range(5 if quick else 30)
     print("num_perm sweep at t = 0.8 over pairs of different, non-empty texts (mean and worst over seeds);")
     print("pairwise decision, and the groups of find_duplicates. Ceiling (exact Jaccard): 50/52 = 0.962.\n")
@@ -293,8 +294,8 @@ def scheme_section(docs: Sequence[ZhDoc], dblp: Sequence[tuple[str, str, bool]])
 
 def dblp_section(valid: Sequence[tuple[str, str, bool]], test: Sequence[tuple[str, str, bool]]) -> None:
     def sims(rows: Sequence[tuple[str, str, bool]]) -> list[tuple[float, bool]]:
-        left = nd.signatures([r[0] for r in rows])
-        right = nd.signatures([r[1] for r in rows])
+        left = ref.signatures([r[0] for r in rows])
+        right = ref.signatures([r[1] for r in rows])
         return [(nd.similarity(a, b), r[2]) for a, b, r in zip(left, right, rows, strict=True)]
 
     sv, st = sims(valid), sims(test)
@@ -312,7 +313,7 @@ def dblp_section(valid: Sequence[tuple[str, str, bool]], test: Sequence[tuple[st
             label = f"{t}" + (" (default)" if t == 0.8 else "") + (" (best F1 on valid)" if t == best else "")
             print(f"| {name} | {label} | {score([(s >= t, y) for s, y in rows]).row()} |")
     hard = [(a, b) for a, b, y in [*valid, *test] if not y and re.search(r"\bpart ii?\b", a + b)]
-    hard_sims = sorted(nd.similarity(nd.signature(a), nd.signature(b)) for a, b in hard)
+    hard_sims = sorted(nd.similarity(ref.signature(a), ref.signature(b)) for a, b in hard)
     print(
         f"\nHard negatives naming 'part i'/'part ii' (valid + test): {len(hard)}, estimated similarity "
         f"{', '.join(f'{x:.2f}' for x in hard_sims)}; flagged at 0.8: {sum(x >= 0.8 for x in hard_sims)}."

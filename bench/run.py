@@ -35,6 +35,7 @@ TARGETS = {
     "briefing_10k_s": 2,
     "briefing_100k_s": 20,
     "worker_rss_100k_mib": 512,
+    "parse_us_per_note": 400,
 }
 
 
@@ -269,6 +270,13 @@ def verdicts(results: dict[str, Any]) -> None:
             TARGETS["worker_rss_100k_mib"],
             big["complete"],
         ),
+        (
+            "parse_document µs per note, in process",
+            results.get("stages_us_per_doc", {}).get("parse"),
+            "<=",
+            TARGETS["parse_us_per_note"],
+            "stages_us_per_doc" in results,
+        ),
     ]
     results["verdicts"] = {}
     for name, value, op, target, measured in checks:
@@ -357,9 +365,10 @@ def main() -> None:
         for k in (
             "read_hash",
             "parse",
+            "parse_python",
+            "read_note",
+            "read_note_python",
             "assign_axes",
-            "near_dup",
-            "text_hash",
             "duckdb",
             "duckdb_batch",
             "event_json_encode",

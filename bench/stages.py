@@ -10,12 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from bench import parse_speed
 from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.models import RawFile
-from processors.near_duplicates import signature
 from processors.routing import DocumentEvent, route_raw
-from processors.text import text_hash
 from processors.wire import decode, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
@@ -49,7 +48,6 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
 
     raws = [_raw(root, rel) for rel in paths]
     docs = [parse_document(r, zone=SH) for r in raws]
-    texts = [d.text for d in docs]
     seen = datetime.now(UTC)
     per_note = [
         route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=i)
@@ -62,10 +60,10 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     out = {
         "read_hash": _us_per(read_hash, n),
         "raw_json_decode": _us_per(lambda: [RawFile.model_validate_json(v) for v in raw_json], n),
-        "parse": _us_per(lambda: [parse_document(r, zone=SH) for r in raws], n, 1),
+        # parse_document with the compiled pass and with the Python pass of before (issue 14), and the pass
+        # alone: "parse", "parse_python", "read_note", "read_note_python" (bench/parse_speed.py).
+        **parse_speed.measure(raws, repeats=2),
         "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
-        "near_dup": _us_per(lambda: [signature(t) for t in texts], n),
-        "text_hash": _us_per(lambda: [text_hash(t) for t in texts], n),
         # Per note: v1 wrote the whole event for each of its axes, v2 writes the document once.
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
         "event_v2_encode": _us_per(lambda: [encode_events(note) for note in per_note], n),

@@ -1,9 +1,16 @@
-"""Find, validate and normalise arXiv identifiers in free text and file names."""
+"""Find, validate and normalise arXiv identifiers in free text and file names.
+
+Finding them in text is compiled (predigest_native: `YYMM.NNNNN` after no letter, digit or dot, not before
+another digit; `archive/YYMMNNN`; `arXiv:`/arxiv.org mentions), equal to the reference patterns under
+tests/processors/reference/arxiv_ids.py; validating one id is done here.
+"""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+import predigest_native
 
 from processors.tokens import URL_CHAR, URL_TRAILING
 
@@ -21,22 +28,11 @@ _ARCHIVES = (
 )  # fmt: skip
 _ARCHIVE_ALT = "|".join(sorted((re.escape(a) for a in _ARCHIVES), key=len, reverse=True))
 
-# No letter, digit or dot right before, no digit (or dot+digit) right after: keeps "1.7%", "0.30.0",
-# IP addresses and longer digit runs from being read as ids.  CJK next to an id is fine.
-_NEW_RE = re.compile(r"(?<![0-9A-Za-z_.])(\d{4})\.(\d{4,5})(?:v(\d+))?(?![0-9])(?!\.[0-9])")
-_OLD_RE = re.compile(rf"(?<![0-9A-Za-z_.\-])({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v(\d+))?(?![0-9])")
-_OLD_HINT = re.compile(r"/\d{7}")
 _NEW_FULL = re.compile(r"(\d{4})\.(\d{4,5})(?:v\d+)?")
 _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
 _URL_RE = re.compile(rf"https?://(?:www\.|export\.)?arxiv\.org/{URL_CHAR}*", re.IGNORECASE)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
-# Something that says it is an arXiv id: an `arXiv` prefix or an arxiv.org URL, then digits.dots. The white space
-# after the prefix is taken once (atomic): `\s*[: ]\s*` split a long run every possible way before failing.
-_MENTION_RE = re.compile(
-    r"(?:(?<![A-Za-z])arxiv(?>\s*[: ]\s*)|arxiv\.org/(?:abs|html|pdf)/)(\d{2,6}\.\d{1,7}(?:v\d+)?)(?![0-9.])",
-    re.IGNORECASE,
-)
 
 
 def _new_style_ok(yymm_part: str, number: str) -> bool:
@@ -80,38 +76,21 @@ def extract_arxiv_ids(text: str) -> list[str]:
     """Every valid arXiv id in `text`, without version, unique, in order of first appearance."""
     # A briefing asks about the same sections and lines from several angles; the answer never changes. Whole
     # notes are not cached: the cache would keep 8 192 of them alive (~200 MiB in each parse process).
-    return list(_extract_cached(text) if len(text) <= _CACHED_UP_TO else _extract(text))
+    return (
+        list(_extract_cached(text))
+        if len(text) <= _CACHED_UP_TO
+        else predigest_native.extract_arxiv_ids(text)
+    )
 
 
 @lru_cache(maxsize=8192)
 def _extract_cached(text: str) -> tuple[str, ...]:
-    return _extract(text)
-
-
-def _extract(text: str) -> tuple[str, ...]:
-    found: list[tuple[int, str]] = []
-    for m in _NEW_RE.finditer(text):
-        if _new_style_ok(m.group(1), m.group(2)):
-            found.append((m.start(), f"{m.group(1)}.{m.group(2)}"))
-    # Old-style ids need "/" and seven digits; most notes have none, and the archive alternation is slow.
-    for m in _OLD_RE.finditer(text) if _OLD_HINT.search(text) else ():
-        if _old_style_ok(m.group(3)):
-            # Canonical old-style id is archive/YYMMNNN; the subject class is not part of it.
-            found.append((m.start(), f"{m.group(1)}/{m.group(3)}"))
-    found.sort(key=lambda item: item[0])
-    seen: dict[str, None] = {}
-    for _, arxiv_id in found:
-        seen.setdefault(arxiv_id, None)
-    return tuple(seen)
+    return tuple(predigest_native.extract_arxiv_ids(text))
 
 
 def invalid_arxiv_mentions(text: str) -> list[str]:
     """Strings announced as arXiv ids (`arXiv:…`, an arxiv.org URL) that are not valid ids, unique, in order."""
-    seen: dict[str, None] = {}
-    for m in _MENTION_RE.finditer(text):
-        if not is_valid_arxiv_id(m.group(1)):
-            seen.setdefault(m.group(1), None)
-    return list(seen)
+    return predigest_native.invalid_arxiv_mentions(text)
 
 
 def arxiv_urls(text: str) -> list[str]:

@@ -7,21 +7,13 @@ import re
 from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
-from processors.arxiv_ids import (
-    MAX_LISTED_IDS_PER_NOTE,
-    arxiv_id_from_card_name,
-    extract_arxiv_ids,
-    invalid_arxiv_mentions,
-)
+from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE, arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
 from processors.front_matter import split_front_matter
 from processors.id_titles import titled_ids
 from processors.models import Document, Kind, RawFile, Section
-from processors.near_duplicates import signature_of
 from processors.reasons import WarningCode
-from processors.structure import Structure, parse_structure
-from processors.text import hash_normalised
-from processors.tokens import normalise, note_index, note_terms, token_counts
+from processors.structure import Structure, parse_structure, read_note
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
@@ -150,8 +142,10 @@ def file_time(path: str, mtime: float, zone: ZoneInfo) -> datetime | None:
 def split_sections(body: str, structure: Structure | None = None) -> list[Section]:
     """The sections of a Markdown body, split on its headings by the Markdown parser (processors.structure)."""
     structure = structure if structure is not None else parse_structure(body)
+    # Values of the parser's own making, already of the model's types: nothing to validate.
     return [
-        Section(number=s.number, heading=s.heading, level=s.level, text=s.text) for s in structure.sections
+        Section.model_construct(number=s.number, heading=s.heading, level=s.level, text=s.text)
+        for s in structure.sections
     ]
 
 
@@ -215,7 +209,9 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
                 ("no_stamp", "file name has no date stamp; event time taken from the file's mtime")
             )
 
-    structure = parse_structure(body)
+    # One compiled pass over the body: structure, ids, hash, signature and token counts (issue 14).
+    reading = read_note(body)
+    structure = reading.structure
     sections = split_sections(body, structure)
     headings = tuple(s.heading for s in sections if s.level > 0)
     title_fm = front.get("title")
@@ -243,20 +239,18 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
             )
     if front.get("arxiv") is not None:
         ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
-    ids.extend(extract_arxiv_ids(body))
+    ids.extend(reading.arxiv_ids)
     ids = list(dict.fromkeys(ids))
     if len(ids) > MAX_LISTED_IDS_PER_NOTE and kind not in ("baseline", "living"):  # our own, or read whole
         warnings.append(
             ("many_ids", f"cites {len(ids)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}")
         )
-    for bad in invalid_arxiv_mentions(body)[:_MAX_ID_WARNINGS]:
+    for bad in reading.invalid_ids[:_MAX_ID_WARNINGS]:
         warnings.append(("arxiv_id", f"{bad!r} is written as an arXiv id but is not a valid one; not cited"))
 
-    # One normalisation and one token pass serve the exact hash, the MinHash and the relevance terms.
-    norm = normalise(body)
-    counts = token_counts(norm)
-    index = note_index(counts, title)
-    doc = Document(
+    terms, length = reading.terms(title, keep_terms)
+    # Every value below is of the parse's own making and of the model's types: constructed, not validated.
+    doc = Document.model_construct(
         path=raw.path,
         sha256=raw.sha256,
         writer=writer,
@@ -270,15 +264,16 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         sections=tuple(sections),
         arxiv_ids=tuple(ids),
         text=body,
-        text_hash=hash_normalised(norm),
-        signature=signature_of(counts.keys()),
-        terms=note_terms(index, keep_terms),
-        length=sum(index.values()),
+        text_hash=reading.text_hash,
+        signature=reading.signature,
+        terms=terms,
+        length=length,
         front_matter=front,
         warnings=tuple(message for _, message in warnings),
         warning_codes=tuple(code for code, _ in warnings),
         baseline_axis=baseline_axis,
         version=version,
+        titled=(),
     )
     # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
     return doc.model_copy(update={"titled": tuple(titled_ids(doc, structure))})

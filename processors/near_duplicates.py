@@ -1,22 +1,23 @@
-"""Near-duplicate detection: CJK-aware shingles, MinHash signatures (rensa) and banded LSH."""
+"""Near-duplicate detection over MinHash signatures: banded LSH, then the estimated Jaccard.
+
+A note's signature is computed in the compiled pass over it (`processors.structure.read_note`): rensa's
+R-MinHash over its shingles — CJK character bigrams and other letter/digit runs as words, of the NFKC,
+lower-cased text — equal to rensa's own digest (tests/processors/reference/near_duplicates.py).
+"""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Literal
 
-import rensa
-
-from processors.tokens import normalise, token_counts
-
 # Measured on tests/corpus (bench/near_dup_eval.py, README "Near-duplicates"): CJK character bigrams and
 # Latin word unigrams keep every re-translated revision pair above 0.8 while different days stay below 0.22.
 NUM_PERM = 128
-SEED = 20260927  # part of the signature: changing it (or NUM_PERM, or rensa's ALGORITHM_VERSION) needs a re-parse
+SEED = 20260927  # part of the signature: changing it (or NUM_PERM, or the token hash) needs a re-parse
 CJK_NGRAM = 2
 # Below this many distinct shingles a text says too little: "见上" and "见上。" must not pair up as near.
 MIN_SHINGLES = 10
@@ -46,39 +47,6 @@ class DuplicateOf:
     kind: DuplicateKind  # "exact": same normalised text as the kept document
     similarity: float  # estimated Jaccard with the kept document; 1.0 for exact
     matched: str  # the document it was found (nearly) equal to: the kept one or another of its duplicates
-
-
-def shingles(text: str) -> set[str]:
-    """CJK runs as character bigrams, other letter/digit runs as words, of the normalised text."""
-    # Equal to the shingles of processors.text.normalise_text(text) (a test checks it): its markdown-noise and
-    # whitespace passes only touch characters that never belong to a token, and cost half the time of a note.
-    return _tokens(normalise(text))
-
-
-def _tokens(norm: str) -> set[str]:
-    """The shingles of a text already NFKC-normalised and lower-cased."""
-    return set(token_counts(norm))
-
-
-def signature_of(tokens: Collection[str]) -> Signature:
-    """The MinHash digest of a set of shingles; () when there are fewer than MIN_SHINGLES."""
-    if len(tokens) < MIN_SHINGLES:
-        return ()
-    sketch = rensa.RMinHash(NUM_PERM, SEED)
-    sketch.update(list(tokens))
-    return tuple(sketch.digest())
-
-
-def signature(text: str) -> Signature:
-    """The MinHash digest of the text's shingles; () when it has fewer than MIN_SHINGLES."""
-    return signature_of(shingles(text))
-
-
-def signatures(texts: Iterable[str]) -> list[Signature]:
-    """`signature` of many texts."""
-    # rensa's batch API (RMinHash.digests_from_token_sets) measured slower here: shingling in Python is
-    # over 90 % of the time, and the batch call only adds list copies (bench/near_dup_speed.py).
-    return [signature(t) for t in texts]
 
 
 def similarity(a: Sequence[int], b: Sequence[int]) -> float:

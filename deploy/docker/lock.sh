@@ -23,7 +23,8 @@ fi
 cd "$PROJECT"
 unset PIP_FIND_LINKS  # only PyPI's files may feed the lock, not a local wheel folder
 # --allow-unsafe and --build-deps-for wheel: setuptools and wheel are locked too, so that the image builds
-# predigest itself with --no-build-isolation from hashed files as well.
+# predigest itself with --no-build-isolation from hashed files as well; and maturin, the build backend of the
+# compiled extension (native/pyproject.toml), which the image's extension stage installs from the lock.
 CUSTOM_COMPILE_COMMAND="bash deploy/docker/lock.sh" "$VENV/bin/pip-compile" --quiet --generate-hashes \
   --allow-unsafe --strip-extras --build-deps-for wheel --no-emit-index-url --no-emit-find-links \
-  --output-file deploy/docker/requirements.lock "$@" pyproject.toml
+  --output-file deploy/docker/requirements.lock "$@" pyproject.toml native/pyproject.toml

@@ -72,8 +72,11 @@ def test_a_builder_stage_installs_from_the_lock_and_the_runtime_stage_only_copie
     pips = [i for i in builder if " -m pip " in i or "/pip install" in i]
     assert pips == [
         "RUN /opt/predigest/bin/pip install --require-hashes -r /tmp/requirements.lock",
+        "RUN /opt/predigest/bin/pip install --no-deps /wheels/*.whl",
         "RUN /opt/predigest/bin/pip install --no-deps --no-build-isolation .",
     ]
+    # The compiled extension comes as a wheel from its own stage: no Rust toolchain in the builder.
+    assert "COPY --from=extension /wheels /wheels" in builder
     assert "COPY deploy/docker/requirements.lock /tmp/requirements.lock" in builder
     # The lock is installed before the sources are copied: a code change reuses the dependencies' layer.
     assert builder.index(pips[0]) < min(
@@ -84,6 +87,21 @@ def test_a_builder_stage_installs_from_the_lock_and_the_runtime_stage_only_copie
     assert not [i for i in runtime if "pip" in i]
     assert "USER 10001:10001" in runtime
     assert 'ENTRYPOINT ["predigest"]' in runtime
+
+
+def test_the_extension_stage_builds_a_wheel_with_the_locked_maturin_and_crates(image: dict[str, Any]) -> None:
+    extension = stage(image, "extension")
+    assert any(i.startswith("COPY --from=rust /usr/local/cargo") for i in extension)
+    assert "COPY native ./native" in extension
+    build = next(i for i in extension if "maturin build" in i)
+    assert "--locked" in build and "--release" in build and "--out /wheels" in build
+    # maturin is installed from its block of the hashed lock, as every other Python package of the image.
+    assert any("--require-hashes" in i and "maturin" in i for i in extension)
+    native = tomllib.loads((PROJECT / "native" / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = _locked()
+    for line in native["build-system"]["requires"]:
+        req = Requirement(line)
+        assert req.specifier.contains(pins[canonicalize_name(req.name)]), (line, pins.get(req.name))
 
 
 def _locked() -> dict[str, str]:

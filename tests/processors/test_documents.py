@@ -11,7 +11,8 @@ from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.documents import parse_document
 from processors.errors import ParseError
 from processors.models import Document, RawFile
-from processors.text import normalise_text, text_hash
+from processors.structure import read_note
+from tests.processors.reference.text import normalise_text, text_hash
 
 SH = ZoneInfo("Asia/Shanghai")
 MTIME = datetime(2026, 9, 26, 1, 0, tzinfo=UTC).timestamp()
@@ -47,7 +48,7 @@ def test_inbox_note_with_front_matter() -> None:
     assert doc.arxiv_ids == ("2609.23130",)
     assert doc.front_matter["date"] == "2026-09-26T10:30:00"
     assert doc.text.startswith("# Heading")
-    assert doc.text_hash == text_hash(doc.text)
+    assert doc.text_hash == text_hash(doc.text) == read_note(doc.text).text_hash
     assert doc.warnings == ()
 
 

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from processors import near_duplicates as nd
-from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates, signature, similarity
-from processors.text import normalise_text, text_hash
+from processors.near_duplicates import DuplicateOf, Fingerprint, Signature, find_duplicates, similarity
+from processors.structure import read_note
 from tests.processors.near_dup_samples import (
     EN_NOTE,
     EN_NOTE_EDITED,
@@ -29,6 +29,8 @@ from tests.processors.near_dup_samples import (
     ZH_NOTE_EDITED,
     ZH_OTHER,
 )
+from tests.processors.reference import near_duplicates as ref
+from tests.processors.reference.text import normalise_text
 
 SH = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 9, 27, 9, 0, tzinfo=SH)
@@ -38,18 +40,27 @@ PROJECT = Path(__file__).resolve().parents[2]
 PINNED = (3326066334, 3325807588, 3252617030, 272611442)
 
 
+def signature(text: str) -> Signature:
+    """A note's signature as the parse stage computes it: in the compiled pass over the note."""
+    return read_note(text).signature
+
+
+def text_hash(text: str) -> str:
+    return read_note(text).text_hash
+
+
 def fp(key: str, text: str, minutes: int = 0) -> Fingerprint:
     return Fingerprint(key, T0 + timedelta(minutes=minutes), text_hash(text), signature(text))
 
 
 def test_cjk_runs_become_character_bigrams_and_latin_runs_words() -> None:
-    assert nd.shingles("KV缓存压缩 in vLLM 0.6") == {"kv", "缓存", "存压", "压缩", "in", "vllm", "0", "6"}
+    assert ref.shingles("KV缓存压缩 in vLLM 0.6") == {"kv", "缓存", "存压", "压缩", "in", "vllm", "0", "6"}
     # A lone CJK character between Latin words is kept as itself.
-    assert nd.shingles("A 和 B") == {"a", "和", "b"}
+    assert ref.shingles("A 和 B") == {"a", "和", "b"}
 
 
 def test_shingles_are_taken_after_normalisation() -> None:
-    assert nd.shingles("**ＫＶ　Cache**（压缩）") == nd.shingles("kv cache (压缩)")
+    assert ref.shingles("**ＫＶ　Cache**（压缩）") == ref.shingles("kv cache (压缩)")
 
 
 _MARKDOWNISH = st.text(
@@ -60,7 +71,7 @@ _MARKDOWNISH = st.text(
 @given(_MARKDOWNISH)
 def test_shingles_equal_those_of_normalise_text(text: str) -> None:
     # shingles() skips normalise_text's noise and whitespace passes: they must never change a token.
-    assert nd.shingles(text) == nd._tokens(normalise_text(text))
+    assert ref.shingles(text) == ref._tokens(normalise_text(text))
 
 
 def test_signature_is_a_json_serialisable_digest_of_num_perm_ints() -> None:
@@ -73,7 +84,7 @@ def test_signature_is_a_json_serialisable_digest_of_num_perm_ints() -> None:
 
 def test_signature_does_not_depend_on_the_process_hash_seed() -> None:
     # Parse workers and the window worker are different processes: signatures must compare across them.
-    code = "from processors.near_duplicates import signature; import sys; print(list(signature(sys.argv[1])))"
+    code = "from processors.structure import read_note; import sys; print(list(read_note(sys.argv[1]).signature))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
         [sys.executable, "-c", code, EN_NOTE],
@@ -100,11 +111,11 @@ def test_tiny_texts_have_no_signature() -> None:
 
 def test_signatures_in_batch_equal_one_by_one() -> None:
     texts = [ZH_NOTE, "见上", EN_NOTE, "", ZH_OTHER]
-    assert nd.signatures(texts) == [signature(t) for t in texts]
+    assert ref.signatures(texts) == [signature(t) for t in texts]
 
 
 def test_similarity_estimates_jaccard() -> None:
-    a, b = nd.shingles(ZH_NOTE), nd.shingles(ZH_NOTE_EDITED)
+    a, b = ref.shingles(ZH_NOTE), ref.shingles(ZH_NOTE_EDITED)
     exact = len(a & b) / len(a | b)
     assert similarity(signature(ZH_NOTE), signature(ZH_NOTE_EDITED)) == pytest.approx(exact, abs=0.1)
     assert similarity(signature(ZH_NOTE), signature(ZH_NOTE)) == 1.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.near_dup_eval import ZhDoc, load_pairs, load_zh, score, zh_scores
-from processors.near_duplicates import signature, signatures, similarity
+from processors.near_duplicates import similarity
+from tests.processors.reference.near_duplicates import signature, signatures
 
 
 @pytest.fixture(scope="module")

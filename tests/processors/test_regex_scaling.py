@@ -24,6 +24,7 @@ import pytest
 pytestmark = pytest.mark.timeout(120)
 
 PROCESSORS = Path(__file__).resolve().parents[2] / "processors"
+REFERENCE = Path(__file__).resolve().parent / "reference"
 _FUNCTIONS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
 # The values a pattern built inside a function is made of, as its callers pass them.
 SAMPLE_LOCALS = {
@@ -69,10 +70,17 @@ def _flags(call: ast.Call, namespace: dict[str, object]) -> int:
     return flags
 
 
+def _modules() -> list[tuple[Path, str]]:
+    """processors/, and the Python references of its compiled pass: property tests and benches run those on the
+    same hostile text, so they must stay linear too."""
+    own = [(p, f"processors.{p.stem}") for p in sorted(PROCESSORS.glob("*.py"))]
+    return own + [(p, f"tests.processors.reference.{p.stem}") for p in sorted(REFERENCE.glob("*.py"))]
+
+
 def _patterns() -> list[Found]:
     found = []
-    for path in sorted(PROCESSORS.glob("*.py")):
-        module = importlib.import_module(f"processors.{path.stem}")
+    for path, name in _modules():
+        module = importlib.import_module(name)
         namespace = {**vars(module), **SAMPLE_LOCALS}
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from processors.markup import clean_heading, section_number
 from processors.structure import Block, parse_structure
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -56,7 +55,7 @@ def test_section_text_is_an_exact_slice_of_the_body() -> None:
     ],
 )
 def test_section_numbers(heading: str, number: str | None) -> None:
-    assert section_number(heading) == number
+    assert parse_structure(f"## {heading}\n\ntext\n").sections[0].number == number
 
 
 def test_headings_are_cleaned_of_emoji_badges_and_back_links() -> None:
@@ -79,7 +78,7 @@ def test_headings_are_cleaned_of_emoji_badges_and_back_links() -> None:
         "Pruning / Evicting / Sparse",
         "Contents",  # a heading that is only a link keeps its text
     ]
-    assert clean_heading("Systems (©️back👆🏻)") == "Systems"
+    assert parse_structure("## Systems (©️back👆🏻)\n").sections[0].heading == "Systems"
 
 
 def test_curated_list_items_have_their_link_title_as_lead() -> None:

@@ -1,4 +1,7 @@
-"""Text normalisation for exact-duplicate detection."""
+"""The reference of a note's exact-duplicate hash: sha256 of its normalised text with Markdown noise removed.
+
+The product computes it in the compiled pass (`processors.structure.read_note(body).text_hash`).
+"""
 
 from __future__ import annotations
 

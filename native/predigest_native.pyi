@@ -1,0 +1,40 @@
+"""predigest's compiled pass over a note (issue 14): structure, arXiv ids, hash, terms and MinHash in one call."""
+
+from collections.abc import Iterable
+from typing import Any
+
+class NoteReading:
+    """One note read: its structure, ids, normalised-text hash and signature, and its token counts."""
+
+    @property
+    def structure(self) -> Any: ...  # processors.structure.Structure
+    @property
+    def arxiv_ids(self) -> list[str]: ...
+    @property
+    def invalid_ids(self) -> list[str]: ...
+    @property
+    def text_hash(self) -> str: ...
+    @property
+    def signature(self) -> tuple[int, ...]: ...
+    def terms(self, title: str, keep: Iterable[str]) -> tuple[dict[str, int], int]: ...
+
+class Reader:
+    """Reads notes with the product's constants, building its Block, SectionNode and Structure types."""
+
+    def __init__(
+        self,
+        *,
+        block: type,
+        section: type,
+        structure: type,
+        stopwords: Iterable[str],
+        num_perm: int,
+        seed: int,
+        min_shingles: int,
+        index_terms: int,
+    ) -> None: ...
+    def structure(self, body: str) -> Any: ...
+    def read(self, body: str) -> NoteReading: ...
+
+def extract_arxiv_ids(text: str) -> list[str]: ...
+def invalid_arxiv_mentions(text: str) -> list[str]: ...

@@ -1,0 +1,307 @@
+//! predigest's compiled pass over a note (issue 14): `Reader.read(body)` reads a Markdown body once for what
+//! the later stages need — its structure (pulldown-cmark), arXiv ids, normalised-text hash, token counts
+//! and index terms, and rensa's MinHash signature — and hands them to Python in one call.
+//!
+//! The Python reference implementations (under tests/processors/reference/) define every result; a
+//! property test holds these equal to them on random and real text.
+
+mod arxiv;
+mod markup;
+mod minhash;
+mod structure;
+mod text;
+mod unicode;
+mod unicode_tables;
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use rustc_hash::FxHashSet;
+use sha2::{Digest, Sha256};
+
+use crate::structure::{BlockOut, Link, StructureOut};
+use crate::text::{normalise, scan, token_hash, Tokens};
+use crate::unicode::is_digit;
+
+/// What the reader is configured with, shared by every reading.
+struct Config {
+    stopwords: FxHashSet<String>,
+    permutations: minhash::Permutations,
+    min_shingles: usize,
+    index_terms: usize,
+}
+
+impl Config {
+    /// `processors.tokens.is_index_term`: stopwords, bare numbers and single Latin letters say nothing.
+    fn is_index_term(&self, token: &str) -> bool {
+        let single_ascii = token.is_ascii() && token.len() == 1;
+        !(self.stopwords.contains(token) || token.chars().all(is_digit) || single_ascii)
+    }
+}
+
+/// Reads notes: configured once with the product's constants and the Python types it builds.
+#[pyclass(frozen, module = "predigest_native")]
+struct Reader {
+    config: Arc<Config>,
+    block: Py<PyType>,
+    section: Py<PyType>,
+    structure: Py<PyType>,
+}
+
+/// One note read: its structure, ids, hash and signature, and its token counts for `terms`.
+#[pyclass(frozen, module = "predigest_native")]
+struct NoteReading {
+    #[pyo3(get)]
+    structure: Py<PyAny>,
+    #[pyo3(get)]
+    arxiv_ids: Py<PyList>,
+    #[pyo3(get)]
+    invalid_ids: Py<PyList>,
+    #[pyo3(get)]
+    text_hash: Py<PyString>,
+    #[pyo3(get)]
+    signature: Py<PyTuple>,
+    norm: String,
+    tokens: Tokens,
+    config: Arc<Config>,
+}
+
+/// The body as UTF-8: a str holding lone surrogates is read with each one as `?`, as the reference
+/// encodes it, so that character offsets still index the body.
+fn body_text(body: &Bound<'_, PyString>) -> PyResult<String> {
+    match body.to_str() {
+        Ok(s) => Ok(s.to_owned()),
+        Err(_) => {
+            let bytes = body.call_method1("encode", ("utf-8", "replace"))?;
+            Ok(String::from_utf8_lossy(bytes.extract::<&[u8]>()?).into_owned())
+        }
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in digest.iter() {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+#[pymethods]
+impl Reader {
+    #[new]
+    #[pyo3(signature = (*, block, section, structure, stopwords, num_perm, seed, min_shingles, index_terms))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        block: Py<PyType>,
+        section: Py<PyType>,
+        structure: Py<PyType>,
+        stopwords: FxHashSet<String>,
+        num_perm: usize,
+        seed: u64,
+        min_shingles: usize,
+        index_terms: usize,
+    ) -> PyResult<Self> {
+        if num_perm == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err("num_perm must be at least 1"));
+        }
+        let config = Config {
+            stopwords,
+            permutations: minhash::Permutations::new(num_perm, seed),
+            min_shingles,
+            index_terms,
+        };
+        Ok(Reader { config: Arc::new(config), block, section, structure })
+    }
+
+    /// The sections and blocks of a Markdown body (`processors.structure.Structure`).
+    fn structure<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+        let text = body_text(body)?;
+        let out = py.detach(|| structure::parse(&text));
+        self.py_structure(py, &text, &out)
+    }
+
+    /// Everything the parse stage needs of a note's body, in one pass over it.
+    fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<NoteReading> {
+        let text = body_text(body)?;
+        let config = Arc::clone(&self.config);
+        let (out, ids, invalid, norm, hash, signature) = py.detach(|| {
+            let out = structure::parse(&text);
+            let ids = arxiv::extract_ids(&text);
+            let invalid = arxiv::invalid_mentions(&text);
+            let norm = normalise(&text);
+            let read = scan(&norm, true);
+            let hash = sha256_hex(&read.stripped);
+            let signature = if read.tokens.len() < config.min_shingles {
+                Vec::new()
+            } else {
+                let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
+                config.permutations.digest(&hashes)
+            };
+            (out, ids, invalid, (norm, read.tokens), hash, signature)
+        });
+        let (norm, tokens) = norm;
+        Ok(NoteReading {
+            structure: self.py_structure(py, &text, &out)?.unbind(),
+            arxiv_ids: PyList::new(py, ids)?.unbind(),
+            invalid_ids: PyList::new(py, invalid)?.unbind(),
+            text_hash: PyString::new(py, &hash).unbind(),
+            signature: PyTuple::new(py, signature)?.unbind(),
+            norm,
+            tokens,
+            config,
+        })
+    }
+}
+
+impl Reader {
+    fn py_structure<'py>(&self, py: Python<'py>, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
+        let headers = out
+            .headers
+            .iter()
+            .map(|h| PyTuple::new(py, h))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut sections = Vec::with_capacity(out.sections.len());
+        for s in &out.sections {
+            let head = match &s.head {
+                Some(h) => self.py_block(py, h, &headers)?,
+                None => py.None().into_bound(py),
+            };
+            let blocks = s.blocks.iter().map(|b| self.py_block(py, b, &headers)).collect::<PyResult<Vec<_>>>()?;
+            let values = (
+                s.level,
+                s.number.as_deref(),
+                s.heading.as_str(),
+                head,
+                &body[s.bytes.0..s.bytes.1],
+                s.start,
+                s.end,
+                PyTuple::new(py, blocks)?,
+            );
+            sections.push(make(py, &self.section, values.into_pyobject(py)?)?);
+        }
+        make(py, &self.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
+    }
+
+    fn py_block<'py>(
+        &self,
+        py: Python<'py>,
+        b: &BlockOut,
+        headers: &[Bound<'py, PyTuple>],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let header = match b.header {
+            Some(i) => headers[i].clone(),
+            None => PyTuple::empty(py),
+        };
+        let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
+        let values: [Bound<'py, PyAny>; 12] = [
+            PyString::intern(py, b.kind.name()).into_any(),
+            PyString::new(py, &b.text).into_any(),
+            b.line.into_pyobject(py)?.into_any(),
+            links(py, &b.links)?.into_any(),
+            links(py, &b.images)?.into_any(),
+            PyString::new(py, &b.lead).into_any(),
+            b.depth.into_pyobject(py)?.into_any(),
+            b.checked.into_pyobject(py)?.into_any(),
+            b.quoted.into_pyobject(py)?.to_owned().into_any(),
+            PyTuple::new(py, &b.cells)?.into_any(),
+            PyTuple::new(py, cell_links)?.into_any(),
+            header.into_any(),
+        ];
+        make(py, &self.block, PyTuple::new(py, values)?)
+    }
+}
+
+fn links<'py>(py: Python<'py>, links: &[Link]) -> PyResult<Bound<'py, PyTuple>> {
+    if links.is_empty() {
+        return Ok(PyTuple::empty(py));
+    }
+    PyTuple::new(py, links.iter().map(|(t, u)| (t.as_str(), u.as_str())))
+}
+
+/// An instance of a NamedTuple class from its values.
+fn make<'py>(py: Python<'py>, cls: &Py<PyType>, values: Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    let tuple_new = py.get_type::<PyTuple>().getattr(pyo3::intern!(py, "__new__"))?;
+    tuple_new.call1((cls.bind(py), values))
+}
+
+#[pymethods]
+impl NoteReading {
+    /// `processors.tokens.note_terms(note_index(counts, title), keep)` and the note's length (the sum of
+    /// its index counts: body tokens once, title tokens twice).
+    fn terms<'py>(
+        &self,
+        py: Python<'py>,
+        title: &Bound<'py, PyString>,
+        keep: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyDict>, u64)> {
+        // A lone surrogate (a title from front matter may hold one) separates tokens, as `?` does.
+        let title_norm = normalise(&body_text(title)?);
+        let title_scan = scan(&title_norm, false);
+        let title_tokens = &title_scan.tokens;
+        let mut length: u64 = 0;
+        let mut candidates: Vec<(&str, u32)> = Vec::new();
+        for t in self.tokens.table.iter() {
+            let token = &self.norm[t.start as usize..t.end as usize];
+            let count = t.count + 2 * title_tokens.get(&title_norm, token, t.hash).unwrap_or(0);
+            length += u64::from(count);
+            if self.config.is_index_term(token) {
+                candidates.push((token, count));
+            }
+        }
+        for t in title_tokens.table.iter() {
+            let token = &title_norm[t.start as usize..t.end as usize];
+            if self.tokens.get(&self.norm, token, t.hash).is_none() {
+                length += u64::from(2 * t.count);
+                if self.config.is_index_term(token) {
+                    candidates.push((token, 2 * t.count));
+                }
+            }
+        }
+        let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        let top = self.config.index_terms;
+        if candidates.len() > top && top > 0 {
+            candidates.select_nth_unstable_by(top - 1, order);
+        }
+        candidates.truncate(top);
+        candidates.sort_unstable_by(order);
+        let dict = PyDict::new(py);
+        for (token, count) in &candidates {
+            dict.set_item(*token, *count)?;
+        }
+        for k in keep.try_iter()? {
+            let k = k?;
+            // A term with a lone surrogate is no token of any text: never found.
+            let Ok(term) = k.cast::<PyString>()?.to_str() else { continue };
+            let hash = token_hash(term);
+            let body = self.tokens.get(&self.norm, term, hash).unwrap_or(0);
+            let title = title_tokens.get(&title_norm, term, hash).unwrap_or(0);
+            if body + title > 0 {
+                dict.set_item(&k, body + 2 * title)?;
+            }
+        }
+        Ok((dict, length))
+    }
+}
+
+/// `processors.arxiv_ids.extract_arxiv_ids`: every valid arXiv id, without version, unique, in order.
+#[pyfunction]
+fn extract_arxiv_ids(py: Python<'_>, text: &str) -> Vec<String> {
+    py.detach(|| arxiv::extract_ids(text))
+}
+
+/// `processors.arxiv_ids.invalid_arxiv_mentions`: strings announced as arXiv ids that are none.
+#[pyfunction]
+fn invalid_arxiv_mentions(py: Python<'_>, text: &str) -> Vec<String> {
+    py.detach(|| arxiv::invalid_mentions(text))
+}
+
+#[pymodule]
+fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Reader>()?;
+    m.add_class::<NoteReading>()?;
+    m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(invalid_arxiv_mentions, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! Python's character classes (`str.isalnum`, `str.isspace`, `\d`, `str.isdigit`), case-insensitive ASCII
+//! letters as Python's `re.IGNORECASE` matches them, and the CJK ranges of `processors/tokens.py`.
+//!
+//! The classes are Python's own (src/unicode_tables.rs, generated from Python 3.11, Unicode 14): the Rust
+//! crates' tables are newer, and a character assigned since is unassigned — no letter, digit or case — to
+//! the Python this pass replaces.
+
+use crate::unicode_tables::{ALNUM, ASSIGNED, DECIMAL, DIGIT};
+
+#[inline]
+fn in_table(table: &[(u32, u32)], c: char) -> bool {
+    let cp = c as u32;
+    table
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Whether the reference's Unicode (14) assigns `c`.
+#[inline]
+pub fn is_assigned(c: char) -> bool {
+    // ASCII and the CJK unified ideographs of Unicode 1.1 (most of a Chinese note) without the search.
+    c.is_ascii() || ('\u{4e00}'..='\u{9fa5}').contains(&c) || in_table(ASSIGNED, c)
+}
+
+/// `str.isalnum()`.
+#[inline]
+pub fn is_alnum(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
+    in_table(ALNUM, c)
+}
+
+/// A word character of Python's `re` (`\w`): alphanumeric or `_`.
+#[inline]
+pub fn is_word(c: char) -> bool {
+    c == '_' || is_alnum(c)
+}
+
+/// `str.isspace()`, which is also `re`'s `\s` and what `str.split()` splits on.
+#[inline]
+pub fn is_space(c: char) -> bool {
+    match c {
+        '\t'..='\r' | '\x1c'..='\x1f' | ' ' => true,
+        _ if c.is_ascii() => false,
+        _ => matches!(
+            c,
+            '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}'
+                | '\u{205f}' | '\u{3000}'
+        ),
+    }
+}
+
+/// `re`'s `\d` for str patterns: a decimal digit of any script (general category Nd).
+#[inline]
+pub fn is_decimal(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_digit();
+    }
+    in_table(DECIMAL, c)
+}
+
+/// The value of a decimal digit, as Python's `int()` reads it. Unicode encodes every decimal digit set as
+/// ten consecutive code points from zero, so a digit's value is its distance from the start of its run of
+/// Nd code points, modulo ten (adjacent sets, such as the mathematical digits, are whole sets of ten).
+pub fn decimal_value(c: char) -> u32 {
+    if c.is_ascii_digit() {
+        return c as u32 - '0' as u32;
+    }
+    let mut run = 0u32;
+    let mut cp = c as u32;
+    while cp > 0 {
+        match char::from_u32(cp - 1) {
+            Some(p) if is_decimal(p) => {
+                run += 1;
+                cp -= 1;
+            }
+            _ => break,
+        }
+    }
+    run % 10
+}
+
+/// `str.isdigit()` of one character.
+#[inline]
+pub fn is_digit(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_digit();
+    }
+    in_table(DIGIT, c)
+}
+
+/// `processors.tokens.CJK`: kana, Hangul and the CJK ideograph blocks (none put spaces between words).
+#[inline]
+pub fn is_cjk(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff | 0x20000..=0x2ffff
+    )
+}
+
+/// Whether `c` matches the ASCII letter `lower` under Python's `re.IGNORECASE` (which also pairs `i` with
+/// `İ` and `ı`, `k` with the Kelvin sign and `s` with the long s).
+#[inline]
+pub fn ignorecase_eq(c: char, lower: char) -> bool {
+    if c.to_ascii_lowercase() == lower && c.is_ascii() {
+        return true;
+    }
+    match lower {
+        'i' => c == '\u{130}' || c == '\u{131}',
+        'k' => c == '\u{212a}',
+        's' => c == '\u{17f}',
+        _ => false,
+    }
+}
+
+/// `[A-Za-z]` under `re.IGNORECASE`.
+#[inline]
+pub fn is_ascii_letter_ignorecase(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, '\u{130}' | '\u{131}' | '\u{17f}' | '\u{212a}')
+}
+
+/// Whether `text` starts with the ASCII `word` under `re.IGNORECASE`; the byte length matched.
+pub fn starts_with_ignorecase(text: &str, word: &str) -> Option<usize> {
+    let mut chars = text.char_indices();
+    for w in word.chars() {
+        let (_, c) = chars.next()?;
+        let ok = if w.is_ascii_alphabetic() { ignorecase_eq(c, w.to_ascii_lowercase()) } else { c == w };
+        if !ok {
+            return None;
+        }
+    }
+    Some(chars.next().map_or(text.len(), |(i, _)| i))
+}
+
+/// `" ".join(text.split())`: white space runs collapsed to one space, none at either end.
+pub fn collapse(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(is_space).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}

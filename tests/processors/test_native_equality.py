@@ -1,0 +1,141 @@
+"""The compiled pass over a note equals its plain Python reference, on random text and on every real note.
+
+`processors.structure.read_note` (predigest_native, Rust) must return what tests/processors/reference/ computes
+in Python — structure, arXiv ids and invalid mentions, normalised-text hash, MinHash signature, index terms —
+or a briefing would change with the swap. Random text mixes Chinese, Korean, English, digits, Markdown
+syntax, arXiv-like strings, emoji and compatibility characters; real text is tests/corpus and examples/root,
+whole and in random slices.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from processors.structure import parse_structure, read_note
+from tests.processors.reference import reading as reference
+from tests.processors.reference.structure_walk import parse_structure as reference_structure
+
+PROJECT = Path(__file__).resolve().parents[2]
+REAL = sorted(
+    p
+    for folder in (PROJECT / "tests" / "corpus", PROJECT / "examples" / "root")
+    for p in folder.rglob("*.md")
+)
+KEEP = frozenset({"kv", "vllm", "推理", "缓存", "캐시", "2509", "attention", "长上下文"})
+
+# Pieces a note is made of: words of each script, Markdown syntax at line starts and inline, ids and links.
+_PIECES = [
+    "KV 缓存压缩", "长上下文推理", "推理吞吐", "注意力", "키-값 캐시", "추론 속도", "논문", "vLLM", "Attention",
+    "throughput", "the", "and", "SnapKV", "LLM", "0.6", "3.8×", "12 ms", "TTFT", "ＫＶ　Ｃａｃｈｅ", "ﬁne", "Å",
+    "e\u0301", "①", "½", "™", "é", "ß", "İ", "ǅ", "Σσς",
+    "\n", "\n\n", "\n# ", "\n## ", "\n### ", "\n#### ", "\n- ", "\n  - ", "\n* ", "\n1. ", "\n2) ", "\n> ",
+    "\n>> ", "\n---\n", "\n===\n", "\n```\n", "\n```python\n", "\n~~~\n", "\n    ", "\n| a | b |\n|---|---|\n| ",
+    " | ", "|", "**", "*", "__", "_", "`", "``", "~~", "[", "]", "(", ")", "![", "](", "<", ">", "<br>",
+    "<details>", "</details>", "<img src=x>", "&amp;", "&#x4e2d;", "\\", "\t", "  \n", "\r\n", "\r",
+    "- [ ] ", "- [x] ", "[^1]", "[^1]: note", "$x$", "$$\nx\n$$",
+    "[link](https://example.org/a_b)", "[Back](#top)", "[返回顶部](#toc)", "[맨 위로](#top)", "(©️back👆🏻)",
+    "<https://arxiv.org/abs/2409.12345>", "https://arxiv.org/pdf/2509.08315v2", "arXiv:2509.08315",
+    "arXiv: 2609.08315", "arxiv 2410.1234", "2401.00001v3", "2413.12345", "0704.0001", "9912.12345",
+    "hep-th/9901001", "math.AG/0601001", "cs/0703001v2", "1.2345", "192.168.1.1", "v0.30.0", "2409.123456",
+    "§3.3", "2.4 ", "3. ", "1️⃣", "#️⃣", "📒", "🚀", "👩‍💻", "©️", "®", "\u200d", "\ufe0f", "\u00a0", "\u3000",
+    "\u200b", "\u2028", "\x00", "\x0b", "\x0c", "（压缩）", "【返回】", "「引用」", "，", "。", "、", "——", "…",
+]  # fmt: skip
+pieces = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=60).map("".join)
+# Lone surrogates: front matter's escapes can put them in a title, and a str may carry them anywhere.
+surrogates = st.lists(st.sampled_from(_PIECES) | st.characters(categories=["Cs"]), max_size=20).map("".join)
+any_text = st.one_of(pieces, st.text(max_size=300), surrogates)
+titles = st.one_of(
+    st.sampled_from(["", "KV 缓存", "vLLM attention 推理", "키-값 캐시 2509"]),
+    st.text(max_size=30),
+    surrogates,
+)
+keeps = st.frozensets(st.sampled_from(sorted(KEEP)) | st.text(min_size=1, max_size=4), max_size=6)
+
+
+def assert_equal_reading(body: str, title: str = "", keep: frozenset[str] = KEEP) -> None:
+    got, want = read_note(body), reference.read_note(body)
+    assert got.text_hash == want.text_hash, "text_hash"
+    assert got.signature == want.signature, "signature"
+    assert got.arxiv_ids == want.arxiv_ids, "arxiv_ids"
+    assert got.invalid_ids == want.invalid_ids, "invalid_ids"
+    assert got.terms(title, keep) == want.terms(title, keep), "terms"
+    assert got.structure == want.structure, "structure"
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(any_text, titles, keeps)
+def test_random_text_reads_the_same(body: str, title: str, keep: frozenset[str]) -> None:
+    assert_equal_reading(body, title, keep)
+
+
+@SETTINGS
+@given(pieces)
+def test_random_markdown_has_the_same_structure(body: str) -> None:
+    assert parse_structure(body) == reference_structure(body)
+
+
+@cache
+def _real(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(PROJECT)))
+def test_every_real_note_reads_the_same(path: Path) -> None:
+    text = _real(path)
+    assert_equal_reading(text, path.stem)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(REAL), st.floats(0, 1), st.floats(0, 1))
+def test_slices_of_real_notes_read_the_same(path: Path, a: float, b: float) -> None:
+    # A cut anywhere: inside a table, a code fence, a link, a multi-byte character's neighbourhood.
+    text = _real(path)
+    lo, hi = sorted((int(a * len(text)), int(b * len(text))))
+    assert_equal_reading(text[lo : min(hi, lo + 4000)])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "\ud800 lone surrogate 缓存\udfff",
+        "见上",
+        "# 标题\n\n正文 KV 缓存压缩 2509.08315 https://arxiv.org/abs/2509.08315v2\n",
+        "캐시 " * 50,
+        "token " + " ".join(f"t{i}" for i in range(300)),
+    ],
+    ids=["empty", "surrogates", "tiny", "zh-note", "ko-repeated", "many-tokens"],
+)
+def test_edge_cases_read_the_same(body: str) -> None:
+    assert_equal_reading(body, "标题")
+
+
+def _ident(n: int, yymm: str) -> str:
+    return f"{yymm}.{10000 + n:05d}"
+
+
+HOSTILE = {
+    "10k ids on a line": " ".join(f"arXiv:{_ident(n, '2608')}" for n in range(10_000)),
+    "5k id sections": "\n".join(
+        f"## {_ident(n, '2609')} KV 压缩 {n}\n- vLLM 吞吐 {n % 9}.{n % 7}×\n" for n in range(5000)
+    ),
+    "40-deep quotes": "\n".join(">" * (i % 40 + 1) + f" vLLM 推理 {i}" for i in range(20_000)),
+    "50k nested quotes": "# 引用\n\n" + "> " * 50_000 + "KV cache 3.8×\n",
+    "80k blank lines": "# a\n" + "\n" * 80_000 + "x",
+    "runs of markup": "*" * 20_000 + " a " + "|" * 20_000 + "\n" + "-" * 20_000 + "\n" + "[" * 20_000,
+    "spaces before an id": "arXiv" + " " * 20_000 + "2401.12345 " + "2401." + " " * 20_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_notes_read_the_same(name: str) -> None:
+    # The red team's notes (issue 15): the compiled pass must agree on them too, not only stay fast.
+    assert_equal_reading(HOSTILE[name], name)
