@@ -21,7 +21,7 @@ from streams.web_guard import Refusal, post_refusal, read_refusal
 log = logging.getLogger(__name__)
 
 
-def register_views(app: faust.App, services: Services, send_command: SendCommand) -> None:
+def register_views(app: faust.App, services: Services, send_command: SendCommand) -> None:  # noqa: C901
     """The worker's pages; the state is read through the services, so the first request may open it."""
     settings, metrics, pipeline = services.settings, services.metrics, services.pipeline
 
