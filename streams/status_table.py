@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
+from rich.console import Console
+from rich.table import Table
 
 from streams.settings import Settings
 
@@ -94,10 +97,15 @@ def _parse_lag(answers: list[dict[str, Any]], zone: ZoneInfo) -> str:
 
 
 def render(report: dict[str, Any], zone: ZoneInfo) -> str:
-    """A fixed-width table; unreachable workers are listed under it."""
-    rows = [COLUMNS, *(_row(e, zone) for e in report["axes"])]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    """A fixed-width table (rich's, plain text); unreachable workers are listed under it."""
+    table = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1), header_style="")
+    for name in COLUMNS:
+        table.add_column(name, no_wrap=True, overflow="ignore")
+    for entry in report["axes"]:
+        table.add_row(*_row(entry, zone))
+    out = io.StringIO()
+    Console(file=out, width=100_000, color_system=None, highlight=False).print(table)
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
     lines.append(
         f"window times in {zone.key}; DUPS = exact+near in the window; LAG = records the group has not processed"
     )
