@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 from bench import parse_speed
 from processors.axes import assign_axes
 from processors.documents import parse_document
+from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.routing import DocumentEvent, route_raw
 from processors.wire import decode, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES

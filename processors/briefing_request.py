@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from processors.arxiv_atom import NO_RECORDS, EnrichedId
+from processors.briefing_names import briefing_basename
 from processors.credibility import CredibilityRules
 from processors.discrepancy_keys import DNumbers, registry
 from processors.i18n import Lang
@@ -27,7 +28,6 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
-from processors.naming import briefing_basename
 from processors.relevance import RelevanceRules
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")

@@ -7,10 +7,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
 from processors.reasons import RelevanceCode
-from processors.routing import keyword_terms
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, terms, token_counts
 

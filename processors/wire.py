@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from processors.fan_out import DocumentEvent, EventFields
 from processors.models import Document, DocumentSummary, Kind
-from processors.routing import DocumentEvent, EventFields
 
 MAGIC = b"predigest.documents/v2"
 _NL = b"\n"

@@ -25,7 +25,7 @@ from processors.dead_letters import (
     Trip,
     replays_of,
 )
-from processors.ingest import Routed
+from processors.parse_stage import Routed
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams.failstop import halt

@@ -16,6 +16,7 @@ from aiokafka.errors import KafkaError
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams import kafka_io
+from streams.errors import BrokerUnavailableError
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class LagProbe:
         topics = [s.kafka.topic(stage) for stage in CONSUMED_STAGES]
         try:
             lag = await asyncio.wait_for(kafka_io.group_lag(s, s.app_id, topics), LAG_TIMEOUT_SECONDS)
-        except (KafkaError, TimeoutError, OSError) as exc:
+        except (KafkaError, BrokerUnavailableError, TimeoutError, OSError) as exc:
             self._metrics.kafka_up.set(0)
             log.warning("Kafka at %s unreachable while reading consumer lag: %s", s.kafka.bootstrap, exc)
             reading = LagReading(

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from processors.briefing_names import briefing_basename
 from processors.models import Trigger
-from processors.naming import briefing_basename
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.settings import Settings

@@ -1,4 +1,4 @@
-"""Parsing off the event loop: worker processes route chunks of a raw batch (processors.ingest.route_values).
+"""Parsing off the event loop: worker processes route chunks of a raw batch (processors.parse_stage.route_values).
 
 Parsing is pure Python (~5-8 ms per note), so a thread would hold the GIL the agents need; a process uses
 the other core and leaves the event loop free for the window agent, Kafka and the heartbeats.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.queues import SimpleQueue
 
-from processors.ingest import Routed, RouteParams, refuse_value, route_value, route_values
+from processors.parse_stage import Routed, RouteParams, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)

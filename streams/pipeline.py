@@ -15,11 +15,11 @@ import httpx
 
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import assemble_briefing
+from processors.briefing_names import briefing_basename
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.commands import Refused
-from processors.ingest import Routed, RouteParams
 from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, Trigger
-from processors.naming import briefing_basename
+from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import render_markdown
 from processors.window import window_bounds
 from processors.wire import DocumentRecord

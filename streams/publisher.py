@@ -15,7 +15,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 
-from processors.labels import writer_label
+from processors.metric_labels import writer_label
 from processors.models import RawFile
 from processors.quiet import Pending
 from processors.root_paths import FileRefusal, top_folder

@@ -14,8 +14,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
+from processors.briefing_names import briefing_basename
 from processors.models import Briefing
-from processors.naming import briefing_basename
 from processors.wire import DocumentRecord, decode
 from sinks.clock import Clock
 from sinks.state import Position, StateStore

@@ -7,8 +7,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from processors.documents import parse_document
+from processors.fan_out import DocumentEvent
 from processors.models import Document, RawFile, WindowBounds
-from processors.routing import DocumentEvent
 from processors.wire import DocumentRecord, EventHeader, load_document, store_document
 from sinks.state import Position, StateStore
 

@@ -26,8 +26,8 @@ from zoneinfo import ZoneInfo
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import DEFAULT_MAX_BYTES
-from processors.ingest import RouteParams, route_file
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Rejection, Trigger
+from processors.parse_stage import RouteParams, route_file
 from processors.render_markdown import render_markdown
 from processors.window import in_window, window_bounds
 from processors.wire import StoredDocument, decode, load_document, load_summary

@@ -8,8 +8,8 @@ import pytest
 
 from processors.axes import assign_axes
 from processors.documents import parse_document
+from processors.fan_out import route_raw
 from processors.models import AxisSpec, Document, RawFile
-from processors.routing import route_raw
 from processors.wire import encode_events
 
 SH = ZoneInfo("Asia/Shanghai")

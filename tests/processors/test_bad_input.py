@@ -13,9 +13,9 @@ import pytest
 from processors.arxiv_ids import invalid_arxiv_mentions
 from processors.documents import parse_document
 from processors.errors import ParseError
+from processors.fan_out import DocumentEvent, route_raw
 from processors.models import AxisSpec, Document, RawFile
 from processors.reasons import REJECTION_CODES, WARNING_CODES
-from processors.routing import DocumentEvent, route_raw
 
 SH = ZoneInfo("Asia/Shanghai")
 AXES = (AxisSpec(name="inference", keywords=("vLLM", "推理")),)

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from processors.briefing_request import cited_ids_of, max_d_number
+from processors.fan_out import route_raw
 from processors.models import AxisSpec, Briefing, RawFile
 from processors.render_markdown import render_markdown
-from processors.routing import route_raw
 from tests.processors.notes import AXES, END, SH, WINDOW, brief, example_documents, note
 
 KV = "# vLLM 推理\n\n## KV cache\narXiv:2609.23130 vLLM KV cache 推理：吞吐量提升 3.8×，Cache hit 92.2%。\n"

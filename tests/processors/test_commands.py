@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from processors.briefing_names import briefing_basename
 from processors.commands import COMMAND_REFUSALS, CommandLimits, check_command, check_end
 from processors.models import ControlCommand
-from processors.naming import briefing_basename
 from processors.window import window_bounds
 
 SH = ZoneInfo("Asia/Shanghai")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from processors.documents import parse_document
 from processors.errors import ParseError
+from processors.fan_out import route_raw
 from processors.models import AxisSpec, Document, RawFile
-from processors.routing import route_raw
 
 ZONES = [ZoneInfo("Asia/Shanghai"), ZoneInfo("UTC"), ZoneInfo("America/New_York")]
 AXES = (AxisSpec(name="inference", keywords=("vLLM", "推理")), AxisSpec(name="risk", keywords=("安全",)))

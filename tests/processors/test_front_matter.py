@@ -14,8 +14,8 @@ import yaml
 
 from processors.documents import Warnings
 from processors.front_matter import MAX_BYTES, MAX_EXPANDED, expanded_size, split_front_matter
-from processors.ingest import Routed, RouteParams, route_file
 from processors.models import AxisSpec, RawFile
+from processors.parse_stage import Routed, RouteParams, route_file
 
 SH = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)

@@ -3,11 +3,11 @@
 import pytest
 
 from processors.documents import parse_document
+from processors.fan_out import keyword_terms
 from processors.i18n import RELEVANCE, relevance_label
 from processors.models import AxisSpec, RawFile, Relevance
 from processors.reasons import RELEVANCE_CODES
 from processors.relevance import AxisSpace, doc_counts, relevance
-from processors.routing import keyword_terms
 from tests.processors.notes import AXES, SH, note
 
 ON_AXIS = note(

@@ -1,7 +1,7 @@
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from processors.naming import briefing_basename
+from processors.briefing_names import briefing_basename
 from processors.window import due_closes, in_window, next_close_fire, scheduled_close, window_bounds
 
 SH = ZoneInfo("Asia/Shanghai")

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from processors.documents import parse_document
+from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.routing import DocumentEvent, route_raw
 from processors.wire import (
     MAGIC,
     decode,

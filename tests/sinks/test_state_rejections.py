@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from processors.ingest import RouteParams, route_file
 from processors.models import AxisSpec, RawFile
+from processors.parse_stage import RouteParams, route_file
 from processors.window import window_bounds
 from processors.wire import decode
 from sinks.state import StateStore

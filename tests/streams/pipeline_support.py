@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from processors.ingest import route_file
+from processors.fan_out import DocumentEvent
 from processors.models import RawFile
-from processors.routing import DocumentEvent
+from processors.parse_stage import route_file
 from processors.wire import decode, to_record
 from sinks.state import Position
 from streams.pipeline import Pipeline, route_params

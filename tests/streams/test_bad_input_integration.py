@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from processors.fan_out import DocumentEvent
 from processors.models import Briefing, RawFile
-from processors.routing import DocumentEvent
 from processors.wire import decode
 from streams import kafka_io
 from streams.control import await_briefing, send_command

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from processors.briefing_names import briefing_basename
 from processors.models import Briefing
-from processors.naming import briefing_basename
 from sinks.files import BriefingFiles
 from tests.processors.notes import END, SH, brief, example_documents
 from tests.streams.test_cli_errors import predigest

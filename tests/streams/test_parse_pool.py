@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from processors.ingest import Routed, RouteParams, route_values
 from processors.models import RawFile
+from processors.parse_stage import Routed, RouteParams, route_values
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
 from streams.settings import Settings

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from processors.documents import parse_document
+from processors.fan_out import DocumentEvent
 from processors.models import ControlCommand, RawFile
-from processors.routing import DocumentEvent
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from processors.fan_out import Refusal, route_raw, to_every_axis
 from processors.models import AxisSpec, RawFile
 from processors.reasons import RejectionCode, WarningCode
-from processors.routing import Refusal, route_raw, to_every_axis
 from processors.wire import encode_events
 
 

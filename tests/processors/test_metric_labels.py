@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.labels import writer_label
+from processors.metric_labels import writer_label
 
 
 def test_the_writer_is_the_inbox_folder_and_nothing_else_becomes_a_series() -> None:
