@@ -159,7 +159,8 @@ def test_a_worker_removes_the_temp_files_an_interrupted_write_left(
     old = time.time() - 3600
     os.utime(left, (old, old))
     with running_worker(s, tmp_path):
-        assert not left.exists()
+        # At start: once the worker opens its state (its partitions assigned), before any briefing is written.
+        wait_for(lambda: not left.exists(), 30, "the stale temp file to be removed")
     assert (
         "removed 1 temp file(s) left by an interrupted briefing write"
         in (tmp_path / "worker.log").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -36,10 +37,16 @@ def _note(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def _once_topics(bootstrap: str) -> list[str]:
+    return [t for t in asyncio.run(_topics(bootstrap)) if t.startswith("predigest-once-")]
+
+
 def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     predigest = Path(sys.executable).parent / "predigest"
     once = [str(predigest), "once", "--root", "examples/root", "--axis", "inference"]
+    # Other tests' runs (one killed outright, say) may leave theirs on the shared broker: only this run's count.
+    before = set(_once_topics(kafka_bootstrap))
     result = subprocess.run(
         [*once, "--end", END.isoformat(), "--out", str(out)],
         cwd=PROJECT,
@@ -52,8 +59,13 @@ def test_once_on_the_example_root_writes_a_valid_briefing(kafka_bootstrap: str, 
     assert result.returncode == 0, result.stderr[-4000:]
     # Its topics served this run only: they are gone, and it said so.
     assert "deleted this run's" in result.stderr
-    leftover = asyncio.run(_topics(kafka_bootstrap))
-    assert not [t for t in leftover if t.startswith("predigest-once-")], leftover
+    # The broker deletes asynchronously: the list catches up within seconds.
+    deadline = time.monotonic() + 30
+    while (
+        leftover := [t for t in _once_topics(kafka_bootstrap) if t not in before]
+    ) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not leftover, leftover
     folder = out / "inference"
     briefing = Briefing.model_validate_json((folder / "2026-09-27-inference-e1prep.json").read_text())
     markdown = (folder / "2026-09-27-inference-e1prep.md").read_text()

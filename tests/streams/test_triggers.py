@@ -14,6 +14,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from processors.briefing_names import briefing_basename
 from processors.models import Briefing
 from streams import control, kafka_io
 from streams.control import await_briefing, new_command, send_command
@@ -72,9 +73,10 @@ async def test_the_scheduled_close_a_manual_close_and_a_flush_of_one_window_at_o
     assert sorted(b.trigger for b in mine) == ["close", "flush"]  # one of each, never two of one
     assert [src.path for src in close.sources] == [src.path for src in flush.sources] == ["inbox/jay/note.md"]
     names = sorted(p.name for p in (s.out_dir / "inference").iterdir() if f"{end:%Y-%m-%d}" in p.name)
-    stem = f"{end:%Y-%m-%d}-inference-e1prep"
+    close_stem = briefing_basename("inference", end, "close", SH)
+    flush_stem = briefing_basename("inference", end, "flush", SH)
     assert names == sorted(
-        [f"{stem}.json", f"{stem}.md", f"{stem}-flush-{end:%H%M}.json", f"{stem}-flush-{end:%H%M}.md"]
+        [f"{close_stem}.json", f"{close_stem}.md", f"{flush_stem}.json", f"{flush_stem}.md"]
     )
 
 
