@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import faust
+from mode.threads import ServiceThread
+
 from processors.dead_letters import DeadLetter
 from processors.models import ControlCommand
 from streams.agents import Agents, register_agents
@@ -48,9 +51,21 @@ class InProcessWorker:
 
     settings: Settings
     clock: ManualClock
+    app: faust.App
     services: Services
     agents: Agents
     outputs: RecordedOutputs
+
+    def close(self) -> None:
+        """Close the state if a test opened it, and the event loop Faust made for a consumer it never started."""
+        opened = self.services.pipeline.opened
+        if opened is not None:
+            opened.state.close()
+        # The first stream a test iterates makes Faust build its consumer, whose thread makes an event loop in its
+        # constructor and closes it only when the thread ends (mode-streaming 0.7): test_context() never starts it.
+        thread = getattr(self.app._consumer, "_thread", None)
+        if isinstance(thread, ServiceThread) and not thread.thread_loop.is_running():
+            thread.thread_loop.close()
 
     def partition_of(self, axis: str) -> int:
         return self.services.ownership.partition_of(axis)
@@ -88,7 +103,7 @@ def in_process_worker(settings: Settings, clock: ManualClock) -> InProcessWorker
     services = Services.build(settings, clock)
     outputs = RecordedOutputs()
     agents = register_agents(app, Topics.declare(app, settings), services, outputs)
-    return InProcessWorker(settings, clock, services, agents, outputs)
+    return InProcessWorker(settings, clock, app, services, agents, outputs)
 
 
 async def settled(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:

@@ -10,7 +10,7 @@ test_poison_commands and test_workers_integration.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,7 @@ from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
 from streams.pipeline import Emission
-from streams.settings import DeadLetterSettings
+from streams.settings import DeadLetterSettings, Settings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
 from tests.streams.pipeline_support import raw_file
@@ -50,15 +50,28 @@ def _fail(code: int) -> NoReturn:
     raise StepFailed(f"an agent step kept failing (the worker would exit {code})")
 
 
+Start = Callable[[Settings, ManualClock], InProcessWorker]
+
+
 @pytest.fixture
-async def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[InProcessWorker]:
+def start() -> Iterator[Start]:
+    """Build in-process workers (a restart is another on the same settings), each closed after the test."""
+    started: list[InProcessWorker] = []
+
+    def build(settings: Settings, clock: ManualClock) -> InProcessWorker:
+        started.append(in_process_worker(settings, clock))
+        return started[-1]
+
+    yield build
+    for w in started:
+        w.close()
+
+
+@pytest.fixture
+def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start) -> InProcessWorker:
     # A step that keeps failing ends the worker process without acking (failstop.halt); here it fails the test.
     monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2, stop=_fail))
-    w = in_process_worker(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
-    yield w
-    opened = w.services.pipeline.opened
-    if opened is not None:
-        opened.state.close()
+    return start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
 
 
 def raw_value(path: str = NOTE, text: str = TEXT) -> bytes:
@@ -211,14 +224,13 @@ async def test_bad_commands_are_refused_or_ignored_and_counted_never_briefed(wor
     assert not worker.settings.out_dir.exists()
 
 
-def test_building_the_worker_opens_no_state(tmp_path: Path) -> None:
+def test_building_the_worker_opens_no_state(tmp_path: Path, start: Start) -> None:
     # DuckDB allows one writer per file: the CLI builds the app before it spawns the worker that owns it.
-    w = in_process_worker(in_process_settings(tmp_path), ManualClock())
+    w = start(in_process_settings(tmp_path), ManualClock())
     assert w.services.pipeline.opened is None
     assert not w.settings.state_file.exists()
     assert w.services.pipeline() is w.services.pipeline()  # opened once, on first use
     assert w.settings.state_file.exists()
-    w.services.pipeline().state.close()
 
 
 async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_after_the_fix_is_stored_once(
@@ -261,11 +273,11 @@ def stops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_stop_survives_a_restart(
-    tmp_path: Path, stops: list[int], caplog: pytest.LogCaptureFixture
+    tmp_path: Path, stops: list[int], caplog: pytest.LogCaptureFixture, start: Start
 ) -> None:
     limits = DeadLetterSettings(max_consecutive=3)
     settings = in_process_settings(tmp_path, dead_letters=limits)
-    first = in_process_worker(settings, ManualClock(END))
+    first = start(settings, ManualClock(END))
     garbage = [f"garbage {i}".encode() for i in range(5)]
     async with first.agents.parse.test_context() as agent:
         for value in garbage[:3]:
@@ -281,14 +293,14 @@ async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_
     assert settings.dead_letter_stop_file.exists()
 
     # Restarted: the record that stopped it comes again and stops it at once; nothing more is skipped.
-    again = in_process_worker(settings, ManualClock(END))
+    again = start(settings, ManualClock(END))
     async with again.agents.parse.test_context() as agent:
         await agent.put(garbage[3], key=b"path")
         await settled(lambda: stops == [78, 78], "the second stop")
     assert again.outputs.dead_letters == []
 
     # Fixed: the first record that goes through clears the stop.
-    fixed = in_process_worker(settings, ManualClock(END))
+    fixed = start(settings, ManualClock(END))
     async with fixed.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await agent.put(garbage[4], key=b"path")
@@ -344,24 +356,21 @@ async def test_an_axis_whose_folder_cannot_be_written_waits_in_the_outbox_while_
 
 
 async def test_a_briefing_left_in_the_outbox_is_written_and_sent_at_the_next_start(
-    worker: InProcessWorker,
+    worker: InProcessWorker, start: Start
 ) -> None:
     await flush_both_with_inference_unwritable(worker)
-    worker.services.pipeline().state.close()
+    worker.close()
     (worker.settings.out_dir / "inference").unlink()  # fixed while the worker was stopped
-    restarted = in_process_worker(worker.settings, worker.clock)
-    try:
-        send = partial(deliver, restarted.services, restarted.outputs)
-        restarted.own("inference", ready=False)
-        await restarted.services.outbox.tick(send)
-        assert restarted.outputs.briefings == []  # not before the axis's state caught up
-        restarted.own("inference")
-        await restarted.services.outbox.tick(send)
-        [(axis, briefing_json)] = restarted.outputs.briefings
-        assert axis == "inference" and Briefing.model_validate_json(briefing_json).window.end == END
-        assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
-    finally:
-        restarted.services.pipeline().state.close()
+    restarted = start(worker.settings, worker.clock)
+    send = partial(deliver, restarted.services, restarted.outputs)
+    restarted.own("inference", ready=False)
+    await restarted.services.outbox.tick(send)
+    assert restarted.outputs.briefings == []  # not before the axis's state caught up
+    restarted.own("inference")
+    await restarted.services.outbox.tick(send)
+    [(axis, briefing_json)] = restarted.outputs.briefings
+    assert axis == "inference" and Briefing.model_validate_json(briefing_json).window.end == END
+    assert len(list((worker.settings.out_dir / "inference").iterdir())) == 2
 
 
 async def test_a_waiting_briefing_the_topic_refuses_is_reported_as_a_send_failure_and_sent_later(

@@ -139,24 +139,23 @@ def test_parse_processes_exit_when_their_worker_is_killed() -> None:
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    worker = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", script], cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert worker.stdout is not None and worker.stdout.readline() == b"ready\n"
-        children = _children(worker.pid)
-        assert len(children) >= 2
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(Path(f"/proc/{c}").exists() for c in children):
-            time.sleep(0.2)
-        alive = [
-            c
-            for c in children
-            if Path(f"/proc/{c}/stat").exists() and " Z " not in Path(f"/proc/{c}/stat").read_text()
-        ]
-        assert alive == [], "parse processes outlived their worker"
-    finally:
-        if worker.poll() is None:
-            worker.kill()
+    ) as worker:  # closes its pipes on the way out
+        try:
+            assert worker.stdout is not None and worker.stdout.readline() == b"ready\n"
+            children = _children(worker.pid)
+            assert len(children) >= 2
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(Path(f"/proc/{c}").exists() for c in children):
+                time.sleep(0.2)
+            alive = [
+                c
+                for c in children
+                if Path(f"/proc/{c}/stat").exists() and " Z " not in Path(f"/proc/{c}/stat").read_text()
+            ]
+            assert alive == [], "parse processes outlived their worker"
+        finally:
+            worker.kill()  # a no-op once it is reaped

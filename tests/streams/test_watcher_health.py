@@ -124,24 +124,25 @@ asyncio.run(main())
 def test_sigterm_stops_a_process_stuck_in_a_blocking_open_within_seconds(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.md"
     os.mkfifo(fifo)
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", STUCK_IN_OPEN, str(fifo)],
         cwd=PROJECT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(0.3)  # in open() by now
-        started = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=10)
-    finally:
-        proc.kill()
+    ) as proc:  # closes its pipes on the way out
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            time.sleep(0.3)  # in open() by now
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=10)
+        finally:
+            proc.kill()
+        stderr = proc.stderr.read() if proc.stderr else ""
     assert time.monotonic() - started < 5
     assert code == 128 + signal.SIGTERM
-    assert "still running 1s after SIGTERM: exiting now" in (proc.stderr.read() if proc.stderr else "")
+    assert "still running 1s after SIGTERM: exiting now" in stderr
 
 
 @pytest.mark.integration
