@@ -21,7 +21,6 @@ DEBTS = {
     "streams/pipeline.py": 418,
     "bench/run.py:main": 142,
     "processors/documents.py:_parse": 110,
-    "streams/web.py:register_views": 117,
 }
 
 
