@@ -10,7 +10,7 @@ from processors.briefing_request import cited_ids_of
 from processors.discrepancies import flagged_and_unsourced, version_conflicts
 from processors.id_conflicts import id_conflicts
 from processors.living_doc import parse_living_doc
-from processors.models import TitledId
+from processors.models import Document, TitledId
 from processors.units import units_of
 from tests.processors.notes import brief, living, note
 
@@ -32,6 +32,23 @@ FUTURE = note(
     "inbox/tom/2026-09-27-0900-daily.md", "# 日报\n\n## 推理\nvLLM 推理新论文 arXiv:2610.00123 发布。\n"
 )
 KV_LIST = Path(__file__).parents[1] / "corpus/living_docs/October2001_Awesome-KV-Cache-Compression_README.md"
+
+
+# real: item 28 of the KV-cache list, as the living document lists it
+MINFERENCE_LISTED = (
+    "# inference.md v3.44\n\n## §3 KV Cache\n\n### §3.3 Cache Compression\n"
+    "28. [**MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse Attention.**]"
+    "(https://arxiv.org/abs/2407.02490) *Huiqiang Jiang, Yucheng Li.* NeurIPS 2024.\n"
+)
+
+
+def minference_note(cited_id: str) -> Document:
+    """shaped: a note that names MInference by its full title and cites it as `cited_id`."""
+    return note(
+        "inbox/jay/2026-09-27-1000-minference.md",
+        "# 长上下文推理\n\n## MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse "
+        f"Attention（arXiv {cited_id}）\nMInference 动态稀疏注意力加速长上下文 prefill 推理，TTFT 降低 10×。\n",
+    )
 
 
 def _items():
@@ -148,17 +165,8 @@ def test_one_id_under_two_real_titles_in_the_living_document_is_flagged() -> Non
 
 def test_a_note_citing_a_living_document_paper_under_another_id_is_a_d_item_not_a_new_paper() -> None:
     # real: item 28 of the KV-cache list; shaped: a note citing it with two digits swapped
-    listed = (
-        "# inference.md v3.44\n\n## §3 KV Cache\n\n### §3.3 Cache Compression\n"
-        "28. [**MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse Attention.**]"
-        "(https://arxiv.org/abs/2407.02490) *Huiqiang Jiang, Yucheng Li.* NeurIPS 2024.\n"
-    )
-    typo = note(
-        "inbox/jay/2026-09-27-1000-minference.md",
-        "# 长上下文推理\n\n## MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse "
-        "Attention（arXiv 2407.02940）\nMInference 动态稀疏注意力加速长上下文 prefill 推理，TTFT 降低 10×。\n",
-    )
-    b = brief([typo], living_doc=living(listed))
+    typo = minference_note("2407.02940")
+    b = brief([typo], living_doc=living(MINFERENCE_LISTED))
     (item,) = [d for d in b.discrepancies if d.kind == "arxiv_id_conflict"]
     assert item.key == "ids:2407.02490|2407.02940"
     assert "2407.02940" not in [i for inc in b.increments for i in inc.arxiv]
@@ -167,21 +175,12 @@ def test_a_note_citing_a_living_document_paper_under_another_id_is_a_d_item_not_
 
 
 def test_a_typo_dated_after_its_note_is_one_discrepancy_told_by_the_right_id() -> None:
-    # real: item 28 of the KV-cache list; shaped: a note citing it as 2607.02490, a month after the note's
-    listed = (
-        "# inference.md v3.44\n\n## §3 KV Cache\n\n### §3.3 Cache Compression\n"
-        "28. [**MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse Attention.**]"
-        "(https://arxiv.org/abs/2407.02490) *Huiqiang Jiang, Yucheng Li.* NeurIPS 2024.\n"
-    )
-    typo = note(
-        "inbox/jay/2026-09-27-1000-minference.md",
-        "# 长上下文推理\n\n## MInference 1.0: Accelerating Pre-filling for Long-Context LLMs via Dynamic Sparse "
-        "Attention（arXiv 2610.02490）\nMInference 动态稀疏注意力加速长上下文 prefill 推理，TTFT 降低 10×。\n",
-    )
-    earlier = brief([typo], living_doc=living(listed))
+    # real: item 28 of the KV-cache list; shaped: a note citing it as 2610.02490, a month after the note's
+    typo = minference_note("2610.02490")
+    earlier = brief([typo], living_doc=living(MINFERENCE_LISTED))
     assert [d.key for d in earlier.discrepancies] == ["ids:2407.02490|2610.02490"]
     # A later flush: the first briefing listed the typo in 四, which does not make it the right id.
-    again = brief([typo], living_doc=living(listed), earlier=sorted(cited_ids_of(earlier)))
+    again = brief([typo], living_doc=living(MINFERENCE_LISTED), earlier=sorted(cited_ids_of(earlier)))
     assert [d.key for d in again.discrepancies] == ["ids:2407.02490|2610.02490"]
     # 四 still marks the typo (and only the typo), though the first briefing made it "continued".
     marks = {a.id: "2407.02490 的笔误" in a.credibility for a in again.arxiv}
