@@ -1,14 +1,18 @@
-"""Builders for tests of the DuckDB state: records through the real write path, whole documents and events back."""
+"""Builders for tests of the sinks: records through the state's real write path, whole documents and events back,
+and a briefing to record or write."""
 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingRequest
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent
-from processors.models import Document, RawFile, WindowBounds
+from processors.models import AxisSpec, Briefing, Document, RawFile, WindowBounds
+from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, load_document, store_document
 from sinks.state import Position, StateStore
 
@@ -67,3 +71,17 @@ def to_event(record: DocumentRecord) -> DocumentEvent:
     """The DocumentEvent a documents record was made from (the document decoded whole)."""
     document = load_document(record.stored) if record.stored is not None else None
     return DocumentEvent.model_construct(**record.header.fields(), document=document)
+
+
+def empty_briefing(end: datetime, generated_at: datetime | None = None) -> Briefing:
+    """The close briefing of inference's 24 h window ending at `end`, which held no document."""
+    return assemble_briefing(
+        BriefingRequest(
+            axis=AxisSpec(name="inference"),
+            trigger="close",
+            window=window_bounds(end, timedelta(hours=24)),
+            generated_at=generated_at or end,
+            zone=SH,
+            documents=[],
+        )
+    )

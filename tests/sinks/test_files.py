@@ -4,37 +4,20 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingRequest
-from processors.models import AxisSpec, Briefing
-from processors.window import window_bounds
+from processors.models import Briefing
 from sinks.files import BriefingFiles
+from tests.state_support import SH, empty_briefing
 
-SH = ZoneInfo("Asia/Shanghai")
-
-
-def empty_briefing() -> Briefing:
-    end = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
-    return assemble_briefing(
-        BriefingRequest(
-            axis=AxisSpec(name="inference"),
-            trigger="close",
-            window=window_bounds(end, timedelta(hours=24)),
-            generated_at=end,
-            zone=SH,
-            documents=[],
-        )
-    )
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
 
 def test_both_files_are_written_and_no_temp_file_remains(tmp_path: Path) -> None:
-    b = empty_briefing()
+    b = empty_briefing(END)
     files = BriefingFiles(tmp_path)
     md, js = files.paths("inference", "2026-09-27-inference-e1prep")
     written = files.ensure("inference", md.stem, b.model_dump_json(by_alias=True), "# md\n")

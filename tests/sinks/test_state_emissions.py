@@ -4,29 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
-from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingRequest
-from processors.models import AxisSpec, Briefing
-from processors.window import window_bounds
+from processors.models import Briefing
 from sinks.state import StateStore
+from tests.state_support import SH, empty_briefing
 
-SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
 
 def briefing(generated_at: datetime = END) -> Briefing:
-    return assemble_briefing(
-        BriefingRequest(
-            axis=AxisSpec(name="inference"),
-            trigger="close",
-            window=window_bounds(END, timedelta(hours=24)),
-            generated_at=generated_at,
-            zone=SH,
-            documents=[],
-        )
-    )
+    return empty_briefing(END, generated_at)
 
 
 def test_an_emission_is_recorded_once_and_read_back_as_recorded(tmp_path: Path) -> None:

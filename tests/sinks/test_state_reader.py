@@ -10,16 +10,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingRequest
-from processors.models import AxisSpec, Briefing, Claim, Discrepancy
+from processors.models import Briefing, Claim, Discrepancy
 from processors.near_duplicates import find_duplicates
 from processors.window import window_bounds
 from processors.window_set import window_duplicates
 from sinks.errors import StateUnreadableError
 from sinks.state import StateStore
 from sinks.state_files import replace_state
-from tests.state_support import SH, delete_path, parsed, put_document
+from tests.state_support import SH, delete_path, empty_briefing, parsed, put_document
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 WINDOW = window_bounds(END, timedelta(hours=24))
@@ -29,16 +27,7 @@ TEXT = (
 
 
 def _briefing(end: datetime, trigger: str = "close", d_items: tuple[str, ...] = ()) -> Briefing:
-    b = assemble_briefing(
-        BriefingRequest(
-            axis=AxisSpec(name="inference"),
-            trigger="close",
-            window=window_bounds(end, timedelta(hours=24)),
-            generated_at=end,
-            zone=SH,
-            documents=[],
-        )
-    )
+    b = empty_briefing(end)
     found = [
         Discrepancy(
             id=d,
