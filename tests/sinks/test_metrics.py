@@ -9,6 +9,23 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sinks.metrics import Metrics, WatcherMetrics
 
+# The watcher's own series; with the ones every predigest process exports, all the watcher exports (sinks/metrics.py).
+WATCHER_OWN = {
+    "predigest_documents_seen",
+    "predigest_documents_published",
+    "predigest_watcher_lag_seconds",
+    "predigest_watcher_loop_heartbeat_timestamp_seconds",
+    "predigest_watcher_rescan_duration_seconds",
+    "predigest_watcher_rescan_cpu_seconds",
+    "predigest_watcher_files",
+}
+WATCHER_FAMILIES = WATCHER_OWN | {
+    "predigest_build_info",
+    "predigest_kafka_up",
+    "predigest_ready",
+    "predigest_documents_rejected",
+}
+
 
 def test_build_info_carries_the_installed_version() -> None:
     m = Metrics()
@@ -46,18 +63,8 @@ def test_both_processes_export_their_process_series_and_the_watcher_only_its_own
         # RSS and CPU of the process (prometheus_client's ProcessCollector), so memory can be watched.
         assert {"process_resident_memory_bytes", "process_cpu_seconds", "process_open_fds"} <= names
         assert {"predigest_build_info", "predigest_kafka_up", "predigest_ready"} <= names
-    own = {
-        "predigest_documents_seen",
-        "predigest_documents_published",
-        "predigest_watcher_lag_seconds",
-        "predigest_watcher_loop_heartbeat_timestamp_seconds",
-        "predigest_watcher_rescan_duration_seconds",
-        "predigest_watcher_rescan_cpu_seconds",
-        "predigest_watcher_files",
-    }
-    shared = {"predigest_build_info", "predigest_kafka_up", "predigest_ready", "predigest_documents_rejected"}
-    assert {n.removesuffix("_created") for n in watcher if n.startswith("predigest_")} == own | shared
-    assert not own & worker
+    assert {n.removesuffix("_created") for n in watcher if n.startswith("predigest_")} == WATCHER_FAMILIES
+    assert not WATCHER_OWN & worker
     assert "predigest_briefing_duration_seconds" in worker
 
 

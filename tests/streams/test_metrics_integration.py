@@ -25,6 +25,7 @@ from streams.watcher import publish_root
 from streams.worker_process import free_port
 from tests.deploy.test_monitoring_config import alert_rules, dashboard_queries
 from tests.deploy.tools import DEPLOY, ensure_promtool
+from tests.sinks.test_metrics import WATCHER_FAMILIES
 from tests.support import running_worker, wait_for, worker_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -49,22 +50,6 @@ async def send_unreadable(s: Settings) -> None:
             await producer.send_and_wait(s.kafka.topic("documents"), value, key=b"inference")
     finally:
         await producer.stop()
-
-
-# The watcher's own series and the ones every predigest process exports (sinks/metrics.py).
-WATCHER_FAMILIES = {
-    "predigest_documents_seen",
-    "predigest_documents_published",
-    "predigest_watcher_lag_seconds",
-    "predigest_watcher_loop_heartbeat_timestamp_seconds",
-    "predigest_watcher_rescan_duration_seconds",
-    "predigest_watcher_rescan_cpu_seconds",
-    "predigest_watcher_files",
-    "predigest_build_info",
-    "predigest_kafka_up",
-    "predigest_ready",
-    "predigest_documents_rejected",
-}
 
 
 def families(body: str) -> set[str]:
