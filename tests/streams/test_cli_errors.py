@@ -39,8 +39,10 @@ def predigest(
     )
 
 
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The command's only line on stderr (and nothing on stdout): the error, without a traceback."""
+def refused(*args: str, env: dict[str, str] | None = None) -> str:
+    """The command's only line on stderr, its exit 2 (a usage error): the error, without a traceback."""
+    done = predigest(*args, env=env)
+    assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr and "Unclosed" not in done.stderr
@@ -71,17 +73,14 @@ def test_config_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
     [("status",), ("check",), ("explain", "inbox/x.md"), ("dead", "list"), ("flush", "--axis", "x")],
 )
 def test_a_missing_config_file_is_named(tmp_path: Path, command: tuple[str, ...]) -> None:
-    done = predigest(*command, "--config", str(tmp_path / "nope.toml"))
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused(*command, "--config", str(tmp_path / "nope.toml"))
     assert f"config file {tmp_path / 'nope.toml'} does not exist" in line
     assert "examples/predigest.toml" in line
 
 
 def test_a_folder_given_as_config_is_named(tmp_path: Path) -> None:
-    done = predigest("--config", str(tmp_path), "status")
-    assert done.returncode == 2
-    assert f"config file {tmp_path} is a directory" in one_line(done)
+    line = refused("--config", str(tmp_path), "status")
+    assert f"config file {tmp_path} is a directory" in line
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
@@ -89,68 +88,50 @@ def test_an_unreadable_config_file_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "secret.toml"
     cfg.write_text("zone = 'UTC'\n", encoding="utf-8")
     cfg.chmod(0)
-    done = predigest("status", "--config", str(cfg))
-    assert done.returncode == 2
-    assert "cannot be read (Permission denied)" in one_line(done)
+    line = refused("status", "--config", str(cfg))
+    assert "cannot be read (Permission denied)" in line
 
 
 def test_bad_toml_names_the_file_and_the_line(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.toml"
     cfg.write_text('zone = "UTC"\nroot = examples/root\n', encoding="utf-8")
-    done = predigest("status", "--config", str(cfg))
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("status", "--config", str(cfg))
     assert f"{cfg} line 2, column 8" in line and "not valid TOML" in line
 
 
 def test_an_unknown_key_is_named_with_the_closest_setting(tmp_path: Path) -> None:
     cfg = tmp_path / "typo.toml"
     cfg.write_text('zone = "UTC"\n\n[kafka]\nbootstrapp = "kafka:9092"\n', encoding="utf-8")
-    done = predigest("status", "--config", str(cfg))
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("status", "--config", str(cfg))
     assert f"unknown key 'kafka.bootstrapp' in {cfg} line 4 (did you mean 'bootstrap'?)" in line
 
 
 def test_an_unknown_key_of_an_axis_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "axes.toml"
     cfg.write_text('[[axes]]\nname = "kv"\nkeyword = ["KV cache"]\n', encoding="utf-8")
-    done = predigest("status", "--config", str(cfg))
-    assert done.returncode == 2
-    assert "unknown key 'axes[0].keyword'" in one_line(done) and "did you mean 'keywords'?" in done.stderr
+    line = refused("status", "--config", str(cfg))
+    assert "unknown key 'axes[0].keyword'" in line and "did you mean 'keywords'?" in line
 
 
 def test_an_unknown_variable_is_named_with_the_closest_one() -> None:
-    done = predigest("status", env={"PREDIGEST_KAFKA__BOOTSTRAPP": "kafka:9092"})
-    assert done.returncode == 2
-    assert (
-        "unknown variable PREDIGEST_KAFKA__BOOTSTRAPP (did you mean 'PREDIGEST_KAFKA__BOOTSTRAP'?)"
-        in one_line(done)
-    )
+    line = refused("status", env={"PREDIGEST_KAFKA__BOOTSTRAPP": "kafka:9092"})
+    assert "unknown variable PREDIGEST_KAFKA__BOOTSTRAPP (did you mean 'PREDIGEST_KAFKA__BOOTSTRAP'?)" in line
 
 
 def test_a_bad_value_names_the_variable() -> None:
-    done = predigest("status", env={"PREDIGEST_WEB_PORT": "abc"})
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("status", env={"PREDIGEST_WEB_PORT": "abc"})
     assert "web_port: Input should be a valid integer" in line and "PREDIGEST_WEB_PORT" in line
 
 
 def test_a_bad_value_in_the_file_names_its_line(tmp_path: Path) -> None:
     cfg = tmp_path / "bad-value.toml"
     cfg.write_text('lang = "zh"\n\n[kafka]\npartitions = 0\n', encoding="utf-8")
-    done = predigest("status", "--config", str(cfg))
-    assert done.returncode == 2
-    assert (
-        f"kafka.partitions: Input should be greater than or equal to 1; fix it in {cfg} line 4"
-        in one_line(done)
-    )
+    line = refused("status", "--config", str(cfg))
+    assert f"kafka.partitions: Input should be greater than or equal to 1; fix it in {cfg} line 4" in line
 
 
 def test_an_unknown_zone_is_named() -> None:
-    done = predigest("status", env={"PREDIGEST_ZONE": "Mars/Base"})
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("status", env={"PREDIGEST_ZONE": "Mars/Base"})
     assert "zone: 'Mars/Base' is no IANA time zone" in line and "PREDIGEST_ZONE" in line
 
 
@@ -169,16 +150,13 @@ def test_a_root_that_does_not_exist_is_refused_before_anything_starts(
     missing = tmp_path / "no-such-root"
     root = ["--root", str(missing)]
     argv = [a.replace("OUT", str(tmp_path / "out")) for a in args]
-    done = predigest(*argv, *root, env={"PREDIGEST_KAFKA_CACHE": str(tmp_path / "no-kafka")})
-    assert done.returncode == 2
-    assert f"root {missing} does not exist" in one_line(done)
+    line = refused(*argv, *root, env={"PREDIGEST_KAFKA_CACHE": str(tmp_path / "no-kafka")})
+    assert f"root {missing} does not exist" in line
     assert not (tmp_path / "out").exists()
 
 
 def test_flush_of_an_unknown_axis_is_refused_before_the_broker_starts(tmp_path: Path) -> None:
-    done = predigest("flush", "--axis", "nope", env={"PREDIGEST_KAFKA_CACHE": str(tmp_path / "no-kafka")})
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("flush", "--axis", "nope", env={"PREDIGEST_KAFKA_CACHE": str(tmp_path / "no-kafka")})
     assert "axis 'nope' is not configured (configured: inference, llm-infra, risk, llm-application)" in line
     assert not (tmp_path / "no-kafka").exists()
 
@@ -196,18 +174,14 @@ def test_flush_of_an_unknown_axis_is_refused_before_the_broker_starts(tmp_path: 
 def test_an_unreachable_bootstrap_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
     bootstrap = f"127.0.0.1:{free_port()}"
     env = {"PREDIGEST_KAFKA__BOOTSTRAP": bootstrap, "PREDIGEST_STATE_DIR": str(tmp_path / "state")}
-    done = predigest(*(a.replace("OUT", str(tmp_path / "out")) for a in args), env=env)
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused(*(a.replace("OUT", str(tmp_path / "out")) for a in args), env=env)
     assert f"Kafka at {bootstrap} cannot be reached (Connection refused)" in line
     assert "PREDIGEST_KAFKA__BOOTSTRAP" in line
 
 
 def test_a_worker_whose_port_is_taken_says_which_in_one_line(taken_port: int) -> None:
     env = {"PREDIGEST_WEB_PORT": str(taken_port), "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}"}
-    done = predigest("worker", env=env)
-    assert done.returncode == 2
-    line = one_line(done)
+    line = refused("worker", env=env)
     assert f"port {taken_port} on 127.0.0.1 for web_port is not available" in line
     assert "PREDIGEST_WEB_PORT" in line
 
@@ -219,6 +193,5 @@ def test_a_watcher_whose_port_is_taken_does_not_start(taken_port: int, command: 
         "PREDIGEST_WEB_PORT": str(free_port()),
         "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}",
     }
-    done = predigest(command, env=env)
-    assert done.returncode == 2
-    assert f"port {taken_port} on 127.0.0.1 for watcher_metrics_port is not available" in one_line(done)
+    line = refused(command, env=env)
+    assert f"port {taken_port} on 127.0.0.1 for watcher_metrics_port is not available" in line

@@ -20,32 +20,42 @@ from streams.worker_process import free_port
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]  # a run, and a broker started
 
 PROJECT = Path(__file__).resolve().parents[2]
+PREDIGEST = Path(sys.executable).parent / "predigest"
 END = "2026-09-27T22:20:00+08:00"
 
 
-def test_run_logs_the_worker_on_its_stderr_all_json(kafka_bootstrap: str, tmp_path: Path) -> None:
-    run_id = uuid4().hex[:8]
+def run_env(tmp_path: Path, bootstrap: str | None, **more: str) -> dict[str, str]:
+    """The environment of a `predigest run` of this test's own: its state, output and ports, and on the given
+    broker its own topics and group (with no bootstrap, the run starts the local broker)."""
     env = {
         "PATH": "/usr/bin:/bin",
-        "PREDIGEST_KAFKA__BOOTSTRAP": kafka_bootstrap,
-        "PREDIGEST_KAFKA__TOPIC_PREFIX": f"run{run_id}",
-        "PREDIGEST_APP_ID": f"run{run_id}",
         "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
         "PREDIGEST_OUT_DIR": str(tmp_path / "out"),
         "PREDIGEST_WEB_PORT": str(free_port()),
         "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
-        "PREDIGEST_LOG_JSON": "true",
     }
-    predigest = Path(sys.executable).parent / "predigest"
-    done = subprocess.run(
-        [str(predigest), "run", "--root", "examples/root", "--end", END, "--exit"],
+    if bootstrap is not None:
+        run_id = uuid4().hex[:8]
+        env["PREDIGEST_KAFKA__BOOTSTRAP"] = bootstrap
+        env["PREDIGEST_KAFKA__TOPIC_PREFIX"] = env["PREDIGEST_APP_ID"] = f"run{run_id}"
+    return env | more
+
+
+def run_to_the_end(env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """`predigest run --exit` on the example root: its window briefed, then it stops."""
+    return subprocess.run(
+        [str(PREDIGEST), "run", "--root", "examples/root", "--end", END, "--exit"],
         cwd=PROJECT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
         check=False,
     )
+
+
+def test_run_logs_the_worker_on_its_stderr_all_json(kafka_bootstrap: str, tmp_path: Path) -> None:
+    done = run_to_the_end(run_env(tmp_path, kafka_bootstrap, PREDIGEST_LOG_JSON="true"), timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout == ""
     records = [json.loads(line) for line in done.stderr.splitlines()]  # every line, the worker's included
@@ -75,22 +85,11 @@ def test_make_runs_hint_briefs_an_edit_and_ctrl_c_stops_it(kafka_bootstrap: str,
     """What `make run` does on the example root, then what its printed hint tells a new user to do."""
     root = tmp_path / "root"
     shutil.copytree(PROJECT / "examples/root", root)
-    run_id = uuid4().hex[:8]
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PREDIGEST_KAFKA__BOOTSTRAP": kafka_bootstrap,
-        "PREDIGEST_KAFKA__TOPIC_PREFIX": f"run{run_id}",
-        "PREDIGEST_APP_ID": f"run{run_id}",
-        "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
-        "PREDIGEST_OUT_DIR": str(tmp_path / "out"),
-        "PREDIGEST_WEB_PORT": str(free_port()),
-        "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
-    }
+    env = run_env(tmp_path, kafka_bootstrap)
     log = tmp_path / "run.log"
-    predigest = Path(sys.executable).parent / "predigest"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(predigest), "run", "--root", str(root), "--end", END], cwd=PROJECT, env=env, stderr=out
+            [str(PREDIGEST), "run", "--root", str(root), "--end", END], cwd=PROJECT, env=env, stderr=out
         )
     try:
         hint = _wait_for_line(log, "to brief an edit", proc, 180)
@@ -123,24 +122,7 @@ def test_run_stops_the_local_broker_it_started(tmp_path: Path) -> None:
     cache = tmp_path / "kafka"
     for libs in (PROJECT / ".cache/kafka").glob("libs-*"):
         shutil.copytree(libs, cache / libs.name)  # the jars only: no broker runs in this cache
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "PREDIGEST_KAFKA_CACHE": str(cache),
-        "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
-        "PREDIGEST_OUT_DIR": str(tmp_path / "out"),
-        "PREDIGEST_WEB_PORT": str(free_port()),
-        "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
-    }
-    predigest = Path(sys.executable).parent / "predigest"
-    done = subprocess.run(
-        [str(predigest), "run", "--root", "examples/root", "--end", END, "--exit"],
-        cwd=PROJECT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_to_the_end(run_env(tmp_path, None, PREDIGEST_KAFKA_CACHE=str(cache)), timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "local Kafka broker started at" in done.stderr
     assert "stopping the local Kafka broker this run started" in done.stderr
