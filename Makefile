@@ -30,9 +30,9 @@ kafka-fetch:  ## fetch Apache Kafka through Maven into .cache/kafka
 # promtool and a Prometheus server (Debian's package), the compose-go validator (Go module proxy), and a
 # headless Chromium (Debian's package) for the briefing browser's tests.
 tools:  ## promtool, Prometheus, chromium and the compose validator the deploy tests use
-	bash deploy/prometheus/ensure-promtool.sh
-	bash deploy/compose-check/ensure-compose-check.sh
-	bash deploy/chromium/ensure-chromium.sh
+	bash deploy/ensure-deb.sh prometheus promtool prometheus
+	bash deploy/ensure-go-tool.sh compose-check
+	bash deploy/ensure-deb.sh chromium chromium
 
 run: venv kafka-fetch  ## the whole pipeline on examples/root, a local broker started for you
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00

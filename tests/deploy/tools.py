@@ -12,19 +12,24 @@ DEPLOY = PROJECT / "deploy"
 
 def ensure_promtool() -> str:
     """promtool (and the prometheus server beside it), from Debian's prometheus package."""
-    subprocess.run(["bash", str(DEPLOY / "prometheus" / "ensure-promtool.sh")], check=True)
+    subprocess.run(
+        ["bash", str(DEPLOY / "ensure-deb.sh"), "prometheus", "promtool", "prometheus"], check=True
+    )
     found = shutil.which("promtool")
-    assert found, "deploy/prometheus/ensure-promtool.sh ran but promtool is not on PATH"
+    assert found, "deploy/ensure-deb.sh ran but promtool is not on PATH"
     return found
 
 
 def ensure_compose_check() -> Path:
     """The compose-go validator, built from deploy/compose-check."""
-    subprocess.run(["bash", str(DEPLOY / "compose-check" / "ensure-compose-check.sh")], check=True)
-    return PROJECT / ".cache" / "bin" / "compose-check"
+    return _go_tool("compose-check")
 
 
 def ensure_dockerfile_check() -> Path:
     """BuildKit's Dockerfile parser and linter, built from deploy/dockerfile-check."""
-    subprocess.run(["bash", str(DEPLOY / "dockerfile-check" / "ensure-dockerfile-check.sh")], check=True)
-    return PROJECT / ".cache" / "bin" / "dockerfile-check"
+    return _go_tool("dockerfile-check")
+
+
+def _go_tool(name: str) -> Path:
+    subprocess.run(["bash", str(DEPLOY / "ensure-go-tool.sh"), name], check=True)
+    return PROJECT / ".cache" / "bin" / name

@@ -43,7 +43,7 @@ HOSTILE_NOTE = (
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.fail("chromium is missing: run `make tools` (deploy/chromium/ensure-chromium.sh)")
+        pytest.fail("chromium is missing: run `make tools` (deploy/ensure-deb.sh chromium chromium)")
     return found
 
 
