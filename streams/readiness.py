@@ -8,6 +8,7 @@ from typing import Any
 from sinks.metrics import Metrics
 from streams.lag_probe import LagProbe
 from streams.ownership import Ownership
+from streams.readyz import readyz_answer
 from streams.settings import Settings
 from streams.state_guard import StateGuard, StateHolder
 
@@ -55,10 +56,4 @@ class Readiness:
                 "last_rebuilt_after": guard.replaced,
             },
         }
-        not_ready = [name for name, check in checks.items() if not check["ok"]]
-        self._metrics.ready.set(0 if not_ready else 1)
-        return not not_ready, {
-            "status": "not_ready" if not_ready else "ready",
-            "not_ready": not_ready,
-            "checks": checks,
-        }
+        return readyz_answer(checks, self._metrics.ready)

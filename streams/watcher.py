@@ -29,6 +29,7 @@ from streams import kafka_io, root_files, watcher_web
 from streams.errors import BrokerUnavailableError
 from streams.publisher import Publisher
 from streams.raw_producer import RawProducer
+from streams.readyz import readyz_answer
 from streams.renames import RenameWatch
 from streams.settings import Settings
 from streams.tree_listing import Changes, TreeListing
@@ -92,13 +93,7 @@ class Watcher:
             "kafka": {"ok": self._raw.up},
             "startup_scan": {"ok": self.scanned},
         }
-        not_ready = [name for name, check in checks.items() if not check["ok"]]
-        self._metrics.ready.set(0 if not_ready else 1)
-        return not not_ready, {
-            "status": "not_ready" if not_ready else "ready",
-            "not_ready": not_ready,
-            "checks": checks,
-        }
+        return readyz_answer(checks, self._metrics.ready)
 
     def _rel(self, path: Path) -> str | None:
         try:
