@@ -1,4 +1,5 @@
-"""The sinks family of errors."""
+"""The sinks family of errors: a write that failed, and a DuckDB file that cannot be used (locked, its folder
+unusable, damaged, or of another schema)."""
 
 from processors.errors import PredigestError
 

@@ -1,4 +1,5 @@
-"""The streams family of errors."""
+"""The streams family of errors: no broker, an unusable configuration, a refused command, a stop signal; each
+message one line that tells the operator what to do."""
 
 import signal
 
