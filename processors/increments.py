@@ -43,8 +43,13 @@ class Cluster:
     ids: list[str] = field(default_factory=list)
 
     @property
+    def parts(self) -> list[str]:
+        """Each unit's heading and text: what it is weighed and clustered by."""
+        return [f"{u.heading}\n{u.text}" for u in self.units]
+
+    @property
     def text(self) -> str:
-        return "\n".join(f"{u.heading}\n{u.text}" for u in self.units)
+        return "\n".join(self.parts)
 
     @property
     def docs(self) -> list[str]:
@@ -57,6 +62,7 @@ class Context:
 
     axis: str
     vectorise: Callable[[str], Vector]
+    vectorise_parts: Callable[[Sequence[str]], Vector]  # of texts joined by newlines, from each text's counts
     new_ids: Collection[str]
     matcher: SectionMatcher
     living_text: str
@@ -96,7 +102,7 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
         cluster.ids.extend(i for i in u.primary_ids if i not in cluster.ids)
     ids = NearestIndex()
     for key, c in by_id.items():
-        ids.add(key, ctx.vectorise(c.text))
+        ids.add(key, ctx.vectorise_parts(c.parts))
     per_doc: dict[str, Cluster] = {}
     for u in loose:
         hit = ids.nearest(ctx.vectorise(f"{u.heading}\n{u.text}"), rules.attach_similarity)
@@ -107,7 +113,7 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
     notes = NearestIndex()
     merged: dict[str, Cluster] = {}
     for key, cluster in per_doc.items():
-        vec = ctx.vectorise(cluster.text)
+        vec = ctx.vectorise_parts(cluster.parts)
         hit = notes.nearest(vec, rules.merge_similarity)
         if hit is None:
             merged[key] = cluster

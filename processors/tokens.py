@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 # Kana and Hangul count as CJK too: none of them put spaces between words.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
@@ -90,5 +91,42 @@ def note_terms(index: Mapping[str, int], keep: Iterable[str]) -> dict[str, int]:
 
 def term_counts(text: str) -> Counter[str]:
     """Index-term counts of a text (URLs left out)."""
-    counts = token_counts(normalise(_URL.sub(" ", text)))
-    return Counter({t: c for t, c in counts.items() if is_index_term(t)})
+    return merge_terms([term_parts(text)])
+
+
+class TermParts(NamedTuple):
+    """A text's index-term counts, its words and its CJK bigrams apart, each in order of first appearance."""
+
+    words: dict[str, int]
+    cjk: dict[str, int]
+
+
+def term_parts(text: str) -> TermParts:
+    """Index-term counts of a text (URLs left out), words and CJK bigrams apart: see `merge_terms`."""
+    norm = normalise(_URL.sub(" ", text))
+    words = Counter(_WORD.findall(norm))
+    cjk: Counter[str] = Counter()
+    for run in _CJK_RUN.findall(norm):
+        cjk.update(map(operator.add, run[:-1], run[1:]) if len(run) > 1 else (run,))
+    # A CJK token is never a stopword, a digit or a Latin letter: only words need the filter.
+    return TermParts({t: c for t, c in words.items() if is_index_term(t)}, dict(cjk))
+
+
+def merge_terms(parts: Iterable[TermParts]) -> Counter[str]:
+    """`term_counts` of the texts joined by newlines, from each text's parts.
+
+    No token, URL or NFKC composition crosses a line break, so the joined text's counts are the sum of its
+    texts', in the order a single pass finds them (words first, then CJK bigrams): the TF-IDF vectors built
+    from them are the same to the last bit.
+    """
+    parts = list(parts)
+    if len(parts) == 1:
+        return Counter({**parts[0].words, **parts[0].cjk})
+    words: dict[str, int] = {}
+    cjk: dict[str, int] = {}
+    for p in parts:
+        for t, c in p.words.items():
+            words[t] = words.get(t, 0) + c
+        for t, c in p.cjk.items():
+            cjk[t] = cjk.get(t, 0) + c
+    return Counter({**words, **cjk})
