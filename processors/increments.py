@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
@@ -163,6 +164,12 @@ def support(cluster: Cluster) -> float:
     return min(1.0, 0.5 * (writers - 1) + 0.25 * card + 0.25 * anchored)
 
 
+@lru_cache(maxsize=8)
+def _figures_of(text: str) -> frozenset[str]:
+    """The living document's figures, read once for every candidate of its briefings."""
+    return frozenset(figures(text))
+
+
 def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best: float) -> Candidate:
     """Relevance, novelty and support of a cluster, and its ranking score.
 
@@ -172,13 +179,14 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best:
     """
     rel = max(u.relevance for u in cluster.units)
     novel = _novel(cluster, ctx, rules)
-    adds = bool(figures(cluster.text) - figures(ctx.living_text))
+    own = figures(cluster.text)
+    adds = bool(own - _figures_of(ctx.living_text))
     novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
     score = (
         0.40 * (min(1.0, rel / window_best) if window_best > 0 else 0.0)
         + 0.25 * novelty
         + 0.10 * (1.0 if cluster.ids else 0.5 if cluster.key.startswith("title:") else 0.0)
-        + 0.10 * min(1.0, len(figures(cluster.text)) / 3)
+        + 0.10 * min(1.0, len(own) / 3)
         + 0.15 * support(cluster)
     )
     return Candidate(
