@@ -1,9 +1,10 @@
+import math
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.tfidf import TfIdf, combine, cosine
+from processors.tfidf import TfIdf, combine, cosine, heaviest
 from processors.tokens import (
     is_index_term,
     merge_terms,
@@ -54,3 +55,33 @@ def test_the_counts_of_joined_texts_are_their_parts_merged_in_the_same_order(par
     merged = merge_terms(term_parts(p) for p in parts)
     assert list(merged.items()) == _one_pass("\n".join(parts))
     assert [list(term_counts(p).items()) for p in parts] == [_one_pass(p) for p in parts]
+
+
+def _plain_vector(model: TfIdf, counts: dict[str, int]) -> dict[str, float]:
+    """The TF-IDF vector as first written: one comprehension per step."""
+    raw = {t: (1.0 + math.log(c)) * model.idf(t) for t, c in counts.items() if c > 0}
+    norm = math.sqrt(sum(v * v for v in raw.values()))
+    return {t: v / norm for t, v in raw.items()} if norm > 0 else {}
+
+
+_terms = st.sampled_from(["kv", "cache", "推理", "缓存", "vllm", "attention", "캐시", "spec", "decode", "x"])
+_counts = st.dictionaries(_terms | st.text(min_size=1, max_size=3), st.integers(-1, 300), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_counts, min_size=1, max_size=5), _counts, st.integers(1, 8))
+def test_vectors_cosines_and_cuts_are_the_plain_arithmetic_to_the_last_bit(
+    corpus: list[dict[str, int]], counts: dict[str, int], top: int
+) -> None:
+    # Bit for bit, not approximately: a cosine one ulp away can cross a threshold and move an increment.
+    model = TfIdf(corpus)
+    vec, plain = model.vector(counts), _plain_vector(model, counts)
+    assert list(vec.items()) == list(plain.items())
+    other = _plain_vector(model, corpus[0])
+    small, big = (other, vec) if len(vec) > len(other) else (vec, other)
+    assert cosine(vec, other) == sum(v * big.get(t, 0.0) for t, v in small.items())
+    # Ties among the heaviest keep their order: `kv` and `cache` of equal weight stay as the text had them.
+    cut = sorted(vec.items(), key=lambda kv: -kv[1])[:top]
+    norm = math.sqrt(sum(v * v for _, v in cut))
+    expected = dict(vec) if len(vec) <= top else {t: v / norm for t, v in cut} if norm > 0 else {}
+    assert list(heaviest(vec, top).items()) == list(expected.items())
