@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from typing import NamedTuple
 
 # Kana and Hangul count as CJK too: none of them put spaces between words.
@@ -103,13 +104,18 @@ class TermParts(NamedTuple):
 
 def term_parts(text: str) -> TermParts:
     """Index-term counts of a text (URLs left out), words and CJK bigrams apart: see `merge_terms`."""
-    norm = normalise(_URL.sub(" ", text))
+    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
     words = Counter(_WORD.findall(norm))
-    cjk: Counter[str] = Counter()
-    for run in _CJK_RUN.findall(norm):
-        cjk.update(map(operator.add, run[:-1], run[1:]) if len(run) > 1 else (run,))
-    # A CJK token is never a stopword, a digit or a Latin letter: only words need the filter.
-    return TermParts({t: c for t, c in words.items() if is_index_term(t)}, dict(cjk))
+    runs = _CJK_RUN.findall(norm)
+    cjk = Counter(chain.from_iterable(map(operator.add, r[:-1], r[1:]) if len(r) > 1 else (r,) for r in runs))
+    # `is_index_term` inline (a briefing asks it of ~100k words); a CJK token is never a stopword, a digit or a
+    # Latin letter: only words need it.
+    kept = {
+        t: c
+        for t, c in words.items()
+        if t not in STOPWORDS and not t.isdigit() and (len(t) != 1 or not t.isascii())
+    }
+    return TermParts(kept, dict(cjk))
 
 
 def merge_terms(parts: Iterable[TermParts]) -> Counter[str]:

@@ -124,7 +124,17 @@ def _statements(blocks: Sequence[Block], own_ids: Sequence[str], title: str = ""
         said.extend(
             [Said(row_statement(b), bullet=True)] if b.kind == "table_row" else said_by(b, own_ids=own_ids)
         )
-    return [s for s in said if s.text and not (title and clean_title(s.text) == title)]
+    if not title:
+        return [s for s in said if s.text]
+    # clean_title only removes characters (and turns white space into spaces): a text shorter than the title, or
+    # missing one of its characters, cannot be it. A card's hundreds of sentences skip the regexes.
+    chars = set(title) - {" "}
+    return [
+        s
+        for s in said
+        if s.text
+        and not (len(s.text) >= len(title) and chars <= set(s.text) and clean_title(s.text) == title)
+    ]
 
 
 class _NoteReader:
