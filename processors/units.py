@@ -187,9 +187,9 @@ class _NoteReader:
         )
 
     def section_units(self, section: SectionNode, end: int, room: int) -> list[Unit]:
-        if section_boilerplate(section) is not None:
-            return []
         reasons = block_reasons(section, whole=False)
+        if section_boilerplate(section, reasons) is not None:
+            return []
         content = [b for b, r in zip(section.blocks, reasons, strict=True) if r is None and b.kind != "code"]
         self._ids = {}
         # A section's `来源：` line is boilerplate, never a point, but it is the section's source.
@@ -252,8 +252,8 @@ def _card(doc: Document, axis: str, relevance: tuple[int, float]) -> Unit:
     structure = parse_structure(doc.text)
     blocks: list[Block] = []
     for section in structure.sections:
-        if section_boilerplate(section) is None:
-            reasons = block_reasons(section, whole=False)
+        reasons = block_reasons(section, whole=False)
+        if section_boilerplate(section, reasons) is None:
             blocks.extend(b for b, r in zip(section.blocks, reasons, strict=True) if r is None)
     ids = tuple(dict.fromkeys([*doc.arxiv_ids, *extract_arxiv_ids(doc.text)]))
     said = _statements(blocks, doc.arxiv_ids[:1], doc.title)
