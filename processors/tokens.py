@@ -22,6 +22,7 @@ URL_CHAR = rf"[^\s<>()\[\]\"'|`，。；：、（）{CJK}]"
 URL_TRAILING = ".,;:!?*_~"  # punctuation after a URL, not part of it
 _WORD = re.compile(rf"[^\W_{CJK}]+")  # letters and digits, CJK excluded
 _URL = re.compile(r"https?://\S+")
+_TERM = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")  # a CJK run, or a word
 
 _STOPWORD_TEXT = """a an and are as at be by for from has have in into is it its of on or that the this to was were
     will with we our you your not but can may via per vs than then also more most over under new use used
@@ -59,14 +60,13 @@ def index_terms(counts: Mapping[str, int], top: int = INDEX_TERMS) -> dict[str, 
 
 def terms(text: str) -> list[str]:
     """Index terms of a short text (a keyword, a title), URLs left out, in order of appearance."""
-    norm = normalise(_URL.sub(" ", text))
+    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
     out: list[str] = []
-    for m in re.finditer(rf"[{CJK}]+|[^\W_{CJK}]+", norm):
-        tok = m.group(0)
-        if _CJK_RUN.fullmatch(tok):
-            out.extend([tok] if len(tok) < 2 else (tok[i : i + 2] for i in range(len(tok) - 1)))
-        elif is_index_term(tok):
-            out.append(tok)
+    for run, word in _TERM.findall(norm):
+        if run:
+            out.extend([run] if len(run) < 2 else map(operator.add, run[:-1], run[1:]))
+        elif word not in STOPWORDS and not word.isdigit() and (len(word) != 1 or not word.isascii()):
+            out.append(word)  # `is_index_term`, inline: placement asks it of every word of every point
     return out
 
 
