@@ -27,6 +27,7 @@ _THESIS_MARKERS = (
 # What a paper proposes, when no sentence states a finding (abstracts: `我们提出…`, `we propose …`).
 _PROPOSAL_MARKERS = ("提出", "we propose", "we introduce", "we present", "this paper presents")
 _MARKUP = re.compile(r"\*\*|__|`|^#+\s*")
+_WHITE = re.compile(r"\s+")
 _DECIMAL = re.compile(r"\d")  # a decimal digit of any script: each is also a str.isdigit() digit
 MAX_POINT = 240  # a long sentence is kept whole: clipping it could cut a figure
 
@@ -158,7 +159,7 @@ def figures(text: str) -> set[str]:
     """The striking figures of a text, normalised (`92.2%`, `3.8×`), to compare against the living doc."""
     found: set[str] = set()
     for m in NUMBER.finditer(text):
-        fig = re.sub(r"\s+", "", m.group(0)).replace("x", "×").replace("X", "×")
+        fig = _WHITE.sub("", m.group(0)).replace("x", "×").replace("X", "×")
         if STRIKING.search(m.group(0)):
             found.add(fig)
     return found
