@@ -9,6 +9,7 @@ somewhere in a sentence.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from processors.i18n import Lang
@@ -167,8 +168,12 @@ def _own_reason(block: Block) -> BoilerplateReason | None:
     return None
 
 
-def section_boilerplate(section: SectionNode) -> BoilerplateReason | None:
-    """Why a whole section is boilerplate (its heading, or every block in it), None when it is content."""
+def section_boilerplate(
+    section: SectionNode, reasons: Sequence[BoilerplateReason | None] | None = None
+) -> BoilerplateReason | None:
+    """Why a whole section is boilerplate (its heading, or every block in it), None when it is content.
+
+    `reasons` are the section's `block_reasons(section, whole=False)` when the caller has them already."""
     key = _heading_key(section.heading)
     if key:
         if _TOC_HEADING.match(key):
@@ -179,12 +184,12 @@ def section_boilerplate(section: SectionNode) -> BoilerplateReason | None:
             return "statistics"
         if len(section.heading) <= _MAX_EXCLUDED_HEADING and _EXCLUDED.search(section.heading):
             return "excluded"  # `Excluded papers`, `未纳入的论文`; not a long heading that mentions exclusion
-    said = [
-        (b, r) for b, r in zip(section.blocks, block_reasons(section, whole=False), strict=True) if _says(b)
-    ]
-    reasons = [r for _, r in said if r is not None]
-    if said and len(reasons) == len(said):
-        return max(set(reasons), key=reasons.count)
+    if reasons is None:
+        reasons = block_reasons(section, whole=False)
+    said = [(b, r) for b, r in zip(section.blocks, reasons, strict=True) if _says(b)]
+    found = [r for _, r in said if r is not None]
+    if said and len(found) == len(said):
+        return max(set(found), key=found.count)
     return None
 
 

@@ -61,6 +61,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     ctx = Context(
         axis=axis,
         vectorise=weights.space.vector_of_text,
+        vectorise_parts=weights.space.vector_of_parts,
         new_ids=set(ids.new) - screening.suspect,
         matcher=matcher,
         living_text=req.living.text if req.living else "",

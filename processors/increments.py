@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from processors.credibility import CredibilityRules, assess
 from processors.i18n import Lang
@@ -43,8 +44,13 @@ class Cluster:
     ids: list[str] = field(default_factory=list)
 
     @property
+    def parts(self) -> list[str]:
+        """Each unit's heading and text: what it is weighed and clustered by."""
+        return [f"{u.heading}\n{u.text}" for u in self.units]
+
+    @property
     def text(self) -> str:
-        return "\n".join(f"{u.heading}\n{u.text}" for u in self.units)
+        return "\n".join(self.parts)
 
     @property
     def docs(self) -> list[str]:
@@ -57,6 +63,7 @@ class Context:
 
     axis: str
     vectorise: Callable[[str], Vector]
+    vectorise_parts: Callable[[Sequence[str]], Vector]  # of texts joined by newlines, from each text's counts
     new_ids: Collection[str]
     matcher: SectionMatcher
     living_text: str
@@ -96,7 +103,7 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
         cluster.ids.extend(i for i in u.primary_ids if i not in cluster.ids)
     ids = NearestIndex()
     for key, c in by_id.items():
-        ids.add(key, ctx.vectorise(c.text))
+        ids.add(key, ctx.vectorise_parts(c.parts))
     per_doc: dict[str, Cluster] = {}
     for u in loose:
         hit = ids.nearest(ctx.vectorise(f"{u.heading}\n{u.text}"), rules.attach_similarity)
@@ -107,7 +114,7 @@ def cluster_units(units: Sequence[Unit], ctx: Context, rules: IncrementRules) ->
     notes = NearestIndex()
     merged: dict[str, Cluster] = {}
     for key, cluster in per_doc.items():
-        vec = ctx.vectorise(cluster.text)
+        vec = ctx.vectorise_parts(cluster.parts)
         hit = notes.nearest(vec, rules.merge_similarity)
         if hit is None:
             merged[key] = cluster
@@ -157,6 +164,12 @@ def support(cluster: Cluster) -> float:
     return min(1.0, 0.5 * (writers - 1) + 0.25 * card + 0.25 * anchored)
 
 
+@lru_cache(maxsize=8)
+def _figures_of(text: str) -> frozenset[str]:
+    """The living document's figures, read once for every candidate of its briefings."""
+    return frozenset(figures(text))
+
+
 def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best: float) -> Candidate:
     """Relevance, novelty and support of a cluster, and its ranking score.
 
@@ -166,13 +179,14 @@ def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best:
     """
     rel = max(u.relevance for u in cluster.units)
     novel = _novel(cluster, ctx, rules)
-    adds = bool(figures(cluster.text) - figures(ctx.living_text))
+    own = figures(cluster.text)
+    adds = bool(own - _figures_of(ctx.living_text))
     novelty = 1.0 if novel and cluster.ids else 0.7 if novel else 0.4 if adds else 0.1
     score = (
         0.40 * (min(1.0, rel / window_best) if window_best > 0 else 0.0)
         + 0.25 * novelty
         + 0.10 * (1.0 if cluster.ids else 0.5 if cluster.key.startswith("title:") else 0.0)
-        + 0.10 * min(1.0, len(figures(cluster.text)) / 3)
+        + 0.10 * min(1.0, len(own) / 3)
         + 0.15 * support(cluster)
     )
     return Candidate(

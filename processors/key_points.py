@@ -27,6 +27,8 @@ _THESIS_MARKERS = (
 # What a paper proposes, when no sentence states a finding (abstracts: `我们提出…`, `we propose …`).
 _PROPOSAL_MARKERS = ("提出", "we propose", "we introduce", "we present", "this paper presents")
 _MARKUP = re.compile(r"\*\*|__|`|^#+\s*")
+_WHITE = re.compile(r"\s+")
+_DECIMAL = re.compile(r"\d")  # a decimal digit of any script: each is also a str.isdigit() digit
 MAX_POINT = 240  # a long sentence is kept whole: clipping it could cut a figure
 
 
@@ -51,6 +53,11 @@ def sentences(text: str) -> list[str]:
     for part in _SENTENCE.findall(text):
         out.extend(s.strip() for s in _EN_SENTENCE.split(part) if s.strip())
     return out
+
+
+def has_digit(text: str) -> bool:
+    """`any(ch.isdigit() for ch in text)` in C: a decimal digit, else (outside ASCII) a digit such as `²`, `①`."""
+    return _DECIMAL.search(text) is not None or (not text.isascii() and any(map(str.isdigit, text)))
 
 
 def has_figure(text: str) -> bool:
@@ -100,11 +107,11 @@ def _key_points(texts: tuple[str, ...], limit: int) -> tuple[str, ...]:
             elif lead:
                 add(sentences(line)[0] if sentences(line) else line)  # the lead says what the section is
                 for s in sentences(line)[1:]:
-                    if any(ch.isdigit() for ch in s):
+                    if has_digit(s):
                         add(s)
             else:
                 for s in sentences(line):
-                    if any(ch.isdigit() for ch in s):
+                    if has_digit(s):
                         add(s)
             lead = False
     return tuple(out[:limit])
@@ -152,7 +159,7 @@ def figures(text: str) -> set[str]:
     """The striking figures of a text, normalised (`92.2%`, `3.8×`), to compare against the living doc."""
     found: set[str] = set()
     for m in NUMBER.finditer(text):
-        fig = re.sub(r"\s+", "", m.group(0)).replace("x", "×").replace("X", "×")
+        fig = _WHITE.sub("", m.group(0)).replace("x", "×").replace("X", "×")
         if STRIKING.search(m.group(0)):
             found.add(fig)
     return found
@@ -163,7 +170,7 @@ _ENUMERATION = re.compile(r"[（(]\s*(?:\d{1,2}|[ivx]{1,4})\s*[)）]|^\s*\d{1,2}
 
 def _has_number(text: str) -> bool:
     """A number besides an enumeration mark: `（2）在监督微调期间…` says no number."""
-    return any(ch.isdigit() for ch in _ENUMERATION.sub("", text))
+    return has_digit(_ENUMERATION.sub("", text))
 
 
 class Said(NamedTuple):
@@ -215,4 +222,4 @@ def thesis_of(statements: Sequence[Said]) -> str:
 
 def has_substance(statements: Sequence[Said]) -> bool:
     """Something an editor could write down: a number, or at least two statements."""
-    return len(statements) >= 2 or any(any(ch.isdigit() for ch in s.text) for s in statements)
+    return len(statements) >= 2 or any(has_digit(s.text) for s in statements)

@@ -68,7 +68,7 @@ def _stem(term: str) -> str:
 
 def stems(text: str) -> tuple[str, ...]:
     """Index terms of a text in order, English words stemmed, CJK as character bigrams."""
-    return tuple(_stem(t) for t in terms(text))
+    return tuple(map(_stem, terms(text)))
 
 
 def _contains(seq: Sequence[str], phrase: Sequence[str]) -> bool:
@@ -90,6 +90,7 @@ class SectionIndex:
         places = [s for s in living.sections if s.placeable]
         self.model = TfIdf(Counter(stems(p)) for s in places for p in s.passages)
         self.small = sum(len(s.passages) for s in places) < SMALL
+        self._items: dict[str, Vector] = {}
         self._places = [
             _Place(
                 section=s,
@@ -134,13 +135,20 @@ class SectionIndex:
             return ""
         return max(points, key=lambda t: self._score(place, self.vector(t), stems(t)))
 
+    def _item_vector(self, title: str) -> Vector:
+        # The index lives as long as its document: each listed title is vectorised once, not per increment.
+        vec = self._items.get(title)
+        if vec is None:
+            vec = self._items[title] = self.vector(title)
+        return vec
+
     def names(self, section: LivingSection, ids: Iterable[str], near: str) -> list[str]:
         """What the section already anchors: the items citing `ids` first, then those closest to `near`."""
         wanted = {strip_version(i) for i in ids}
         vec = self.vector(near)
         order = sorted(
             enumerate(section.items),
-            key=lambda e: (not wanted & set(e[1].ids), -cosine(vec, self.vector(e[1].title)), e[0]),
+            key=lambda e: (not wanted & set(e[1].ids), -cosine(vec, self._item_vector(e[1].title)), e[0]),
         )
         names: list[str] = []
         for _, item in order:

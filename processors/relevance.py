@@ -12,7 +12,18 @@ from processors.i18n import Lang, relevance_label
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
 from processors.reasons import RelevanceCode
 from processors.tfidf import TfIdf, Vector
-from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, terms, token_counts
+from processors.tokens import (
+    TermParts,
+    axis_terms,
+    merge_terms,
+    normalise,
+    note_index,
+    note_terms,
+    term_counts,
+    term_parts,
+    terms,
+    token_counts,
+)
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
 LIVING_SHARE = 0.4
@@ -62,6 +73,10 @@ class AxisSpace:
         lengths = [n for n in self._lengths.values() if n > 0]
         self._avg_length = sum(lengths) / len(lengths) if lengths else 1.0
         self._text_vectors: dict[str, Vector] = {}
+        # A unit's text is counted by its score, by whether it names the axis and by clustering: count it once.
+        self._text_parts: dict[str, TermParts] = {}
+        self._text_counts: dict[str, Counter[str]] = {}
+        self._whole_counts: dict[str, dict[str, int]] = {}
         self.keywords: dict[str, tuple[str, ...]] = {}
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
@@ -150,15 +165,30 @@ class AxisSpace:
         length = sum(counts.values())
         return self._profile_scores(counts, length, whole)[axis], length
 
+    def _term_parts(self, text: str) -> TermParts:
+        parts = self._text_parts.get(text)
+        if parts is None:
+            parts = self._text_parts[text] = term_parts(text)
+        return parts
+
+    def _term_counts(self, text: str) -> Counter[str]:
+        """`term_counts(text)`, counted once per text of the window (callers only read it)."""
+        counts = self._text_counts.get(text)
+        if counts is None:
+            counts = self._text_counts[text] = merge_terms([self._term_parts(text)])
+        return counts
+
     def _unit_counts(self, text: str) -> tuple[Counter[str], dict[str, int]]:
         """(a text's term counts, its counts of the terms of several-term keywords, as whole keywords)."""
-        counts = term_counts(text)
-        whole: dict[str, int] = {}
-        if self._phrases:
-            norm = normalise(text)
-            for term, patterns in self._phrases.items():
-                if term in counts:
-                    whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
+        counts = self._term_counts(text)
+        whole = self._whole_counts.get(text)
+        if whole is None:
+            whole = self._whole_counts[text] = {}
+            if self._phrases:
+                norm = normalise(text)
+                for term, patterns in self._phrases.items():
+                    if term in counts:
+                        whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
         return counts, whole
 
     def names_axis(self, text: str, axis: str) -> bool:
@@ -175,7 +205,16 @@ class AxisSpace:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
         vec = self._text_vectors.get(text)
         if vec is None:
-            vec = self._text_vectors[text] = self.model.vector(term_counts(text))
+            vec = self._text_vectors[text] = self.model.vector(self._term_counts(text))
+        return vec
+
+    def vector_of_parts(self, parts: Sequence[str]) -> Vector:
+        """`vector_of_text` of the parts joined by newlines (a cluster of units), from the parts' own counts."""
+        text = "\n".join(parts)
+        vec = self._text_vectors.get(text)
+        if vec is None:
+            counts = merge_terms([self._term_parts(p) for p in parts])
+            vec = self._text_vectors[text] = self.model.vector(counts)
         return vec
 
 

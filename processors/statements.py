@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from processors.boilerplate import link_free_text
 from processors.id_titles import clean_title, is_metadata, title_line
-from processors.key_points import Said, sentences
+from processors.key_points import Said, has_digit, sentences
 from processors.structure import Block
 
 # Labels of metadata, not of findings: the block says nothing an editor would write down.
@@ -43,7 +43,12 @@ _SOURCE_TAIL = re.compile(
 )
 _ID_AFTER_LABEL = re.compile(r"\d{4}\.\d{4,5}")
 _LEAD_ID = re.compile(rf"^\s*+{_ID}\s*[—–:：-]?\s*", re.IGNORECASE)
-_BULLETISH = re.compile(r"^[\s\-—–·|:：,，;；]+|[\s\-—–·|:：,，;；]+$")
+# White space (what `str.isspace()` and a regex `\s` take) and separators a bullet or label leaves at either end.
+SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_BULLETISH = SPACES + "-—–·|:：,，;；"
 _WORD = re.compile(r"\w")
 _SPACE_BEFORE = re.compile(
     r"(?<!\s)\s++([:：,，;；.。])"
@@ -90,13 +95,15 @@ def statement(block: Block, *, title: str = "", own_ids: Sequence[str] = ()) -> 
         lead = block.lead if block.lead and clean_title(block.lead) == title else title
         if text.startswith(lead):
             text = text[len(lead) :]
-    text = _SOURCE_TAIL.sub("", _drop_ids(text, own_ids))
+    text = _drop_ids(text, own_ids)
+    if "://" in text:  # the tail is a URL: the pattern tried at every character otherwise
+        text = _SOURCE_TAIL.sub("", text)
     label, rest = _drop_label(text)
     if label and _META_LABEL.match(label):
         return ""
     if not _WORD.search(rest):
         return ""  # a label with nothing after it: `关键发现：`
-    text = _BULLETISH.sub("", rest if label and _INTRO_LABEL.match(label) else text)
+    text = (rest if label and _INTRO_LABEL.match(label) else text).strip(_BULLETISH)
     if not _WORD.search(text) or is_metadata(text):
         return ""
     if not _WORD.search(_without_link_texts(text, block)):
@@ -123,11 +130,7 @@ def row_statement(block: Block) -> str:
     """A table row outside any paper (a results table) as `label — header value; …`, for cells with numbers."""
     cells = [" ".join(c.split()) for c in block.cells]
     header = [*block.header, *[""] * max(0, len(cells) - len(block.header))]
-    said = [
-        f"{h} {c}".strip()
-        for h, c in zip(header[1:], cells[1:], strict=False)
-        if any(ch.isdigit() for ch in c)
-    ]
+    said = [f"{h} {c}".strip() for h, c in zip(header[1:], cells[1:], strict=False) if has_digit(c)]
     if not cells or not said or not _WORD.search(cells[0]):
         return ""
     return f"{cells[0]} — {'; '.join(said)}"[:MAX_STATEMENT]

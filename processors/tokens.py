@@ -11,6 +11,8 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import chain
+from typing import NamedTuple
 
 # Kana and Hangul count as CJK too: none of them put spaces between words.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
@@ -20,6 +22,7 @@ URL_CHAR = rf"[^\s<>()\[\]\"'|`，。；：、（）{CJK}]"
 URL_TRAILING = ".,;:!?*_~"  # punctuation after a URL, not part of it
 _WORD = re.compile(rf"[^\W_{CJK}]+")  # letters and digits, CJK excluded
 _URL = re.compile(r"https?://\S+")
+_TERM = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")  # a CJK run, or a word
 
 _STOPWORD_TEXT = """a an and are as at be by for from has have in into is it its of on or that the this to was were
     will with we our you your not but can may via per vs than then also more most over under new use used
@@ -57,14 +60,13 @@ def index_terms(counts: Mapping[str, int], top: int = INDEX_TERMS) -> dict[str, 
 
 def terms(text: str) -> list[str]:
     """Index terms of a short text (a keyword, a title), URLs left out, in order of appearance."""
-    norm = normalise(_URL.sub(" ", text))
+    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
     out: list[str] = []
-    for m in re.finditer(rf"[{CJK}]+|[^\W_{CJK}]+", norm):
-        tok = m.group(0)
-        if _CJK_RUN.fullmatch(tok):
-            out.extend([tok] if len(tok) < 2 else (tok[i : i + 2] for i in range(len(tok) - 1)))
-        elif is_index_term(tok):
-            out.append(tok)
+    for run, word in _TERM.findall(norm):
+        if run:
+            out.extend([run] if len(run) < 2 else map(operator.add, run[:-1], run[1:]))
+        elif word not in STOPWORDS and not word.isdigit() and (len(word) != 1 or not word.isascii()):
+            out.append(word)  # `is_index_term`, inline: placement asks it of every word of every point
     return out
 
 
@@ -90,5 +92,47 @@ def note_terms(index: Mapping[str, int], keep: Iterable[str]) -> dict[str, int]:
 
 def term_counts(text: str) -> Counter[str]:
     """Index-term counts of a text (URLs left out)."""
-    counts = token_counts(normalise(_URL.sub(" ", text)))
-    return Counter({t: c for t, c in counts.items() if is_index_term(t)})
+    return merge_terms([term_parts(text)])
+
+
+class TermParts(NamedTuple):
+    """A text's index-term counts, its words and its CJK bigrams apart, each in order of first appearance."""
+
+    words: dict[str, int]
+    cjk: dict[str, int]
+
+
+def term_parts(text: str) -> TermParts:
+    """Index-term counts of a text (URLs left out), words and CJK bigrams apart: see `merge_terms`."""
+    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
+    words = Counter(_WORD.findall(norm))
+    runs = _CJK_RUN.findall(norm)
+    cjk = Counter(chain.from_iterable(map(operator.add, r[:-1], r[1:]) if len(r) > 1 else (r,) for r in runs))
+    # `is_index_term` inline (a briefing asks it of ~100k words); a CJK token is never a stopword, a digit or a
+    # Latin letter: only words need it.
+    kept = {
+        t: c
+        for t, c in words.items()
+        if t not in STOPWORDS and not t.isdigit() and (len(t) != 1 or not t.isascii())
+    }
+    return TermParts(kept, dict(cjk))
+
+
+def merge_terms(parts: Iterable[TermParts]) -> Counter[str]:
+    """`term_counts` of the texts joined by newlines, from each text's parts.
+
+    No token, URL or NFKC composition crosses a line break, so the joined text's counts are the sum of its
+    texts', in the order a single pass finds them (words first, then CJK bigrams): the TF-IDF vectors built
+    from them are the same to the last bit.
+    """
+    parts = list(parts)
+    if len(parts) == 1:
+        return Counter({**parts[0].words, **parts[0].cjk})
+    words: dict[str, int] = {}
+    cjk: dict[str, int] = {}
+    for p in parts:
+        for t, c in p.words.items():
+            words[t] = words.get(t, 0) + c
+        for t, c in p.cjk.items():
+            cjk[t] = cjk.get(t, 0) + c
+    return Counter({**words, **cjk})

@@ -124,7 +124,17 @@ def _statements(blocks: Sequence[Block], own_ids: Sequence[str], title: str = ""
         said.extend(
             [Said(row_statement(b), bullet=True)] if b.kind == "table_row" else said_by(b, own_ids=own_ids)
         )
-    return [s for s in said if s.text and not (title and clean_title(s.text) == title)]
+    if not title:
+        return [s for s in said if s.text]
+    # clean_title only removes characters (and turns white space into spaces): a text shorter than the title, or
+    # missing one of its characters, cannot be it. A card's hundreds of sentences skip the regexes.
+    chars = set(title) - {" "}
+    return [
+        s
+        for s in said
+        if s.text
+        and not (len(s.text) >= len(title) and chars <= set(s.text) and clean_title(s.text) == title)
+    ]
 
 
 class _NoteReader:
@@ -177,9 +187,9 @@ class _NoteReader:
         )
 
     def section_units(self, section: SectionNode, end: int, room: int) -> list[Unit]:
-        if section_boilerplate(section) is not None:
-            return []
         reasons = block_reasons(section, whole=False)
+        if section_boilerplate(section, reasons) is not None:
+            return []
         content = [b for b, r in zip(section.blocks, reasons, strict=True) if r is None and b.kind != "code"]
         self._ids = {}
         # A section's `来源：` line is boilerplate, never a point, but it is the section's source.
@@ -242,8 +252,8 @@ def _card(doc: Document, axis: str, relevance: tuple[int, float]) -> Unit:
     structure = parse_structure(doc.text)
     blocks: list[Block] = []
     for section in structure.sections:
-        if section_boilerplate(section) is None:
-            reasons = block_reasons(section, whole=False)
+        reasons = block_reasons(section, whole=False)
+        if section_boilerplate(section, reasons) is None:
             blocks.extend(b for b, r in zip(section.blocks, reasons, strict=True) if r is None)
     ids = tuple(dict.fromkeys([*doc.arxiv_ids, *extract_arxiv_ids(doc.text)]))
     said = _statements(blocks, doc.arxiv_ids[:1], doc.title)

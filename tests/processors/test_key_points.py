@@ -1,6 +1,9 @@
 """Key points keep every figure intact; highlights and thesis come from them."""
 
-from processors.key_points import figures, highlights, key_points, thesis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from processors.key_points import figures, has_digit, highlights, key_points, thesis
 
 SECTION = """来源：https://arxiv.org/html/2609.23130v1
 Mooncake 把分布式 KV 持久化做成了生产系统。
@@ -66,3 +69,10 @@ def test_an_enumeration_mark_is_no_number() -> None:
         Said("（1）将预训练数据从1100万扩展到4000万视频-文本对，丰富了数据量和多样性；"),
     ]
     assert point_list(said) == [said[0].text, said[2].text]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("a 文。2٣²①⑴½Ⅻ๕🄂-") | st.characters(), max_size=40))
+def test_a_number_is_any_digit_python_knows_not_only_an_ascii_one(text: str) -> None:
+    # `has_digit` decides whether a sentence with `²` or `①` counts as having a number, as str.isdigit does.
+    assert has_digit(text) == any(ch.isdigit() for ch in text)

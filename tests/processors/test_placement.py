@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 
 from processors.living_doc import LivingDoc, parse_living_doc
 from processors.models import Briefing
-from processors.placement import PlacementQuery, join_labels, place, section_index, write_action
+from processors.placement import PlacementQuery, join_labels, place, section_index, stems, write_action
 from processors.render_markdown import render_markdown
+from processors.tokens import CJK, terms
 from tests.processors.notes import SH, brief, example_documents, note
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -172,3 +174,16 @@ def test_a_numbered_living_document_still_places_by_its_sections(text: str, labe
     living = parse_living_doc(living_doc)
     assert living.version == "v3.44"
     assert section_index(living).fitting(text, ()) == next(s for s in living.sections if s.label == label)
+
+
+def test_the_compiled_stemmer_stems_every_real_word_as_the_pure_python_snowball_does() -> None:
+    # Placement stems with whatever `snowballstemmer.stemmer` returns: PyStemmer's C stemmer when installed.
+    # Another stem for one word could move an increment into another section.
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    reference, cjk = EnglishStemmer(), re.compile(f"[{CJK}]")
+    files = [*CORPUS.rglob("*.md"), *CORPUS.rglob("*.jsonl"), *CORPUS.rglob("*.xml")]
+    words = sorted({t for p in files for t in terms(p.read_text(encoding="utf-8", errors="replace"))})
+    assert len(words) > 10_000
+    text = "\n".join(words)
+    assert list(stems(text)) == [w if cjk.search(w) else reference.stemWord(w) for w in words]

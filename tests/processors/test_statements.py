@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 import pytest
 
 from processors.key_points import Said
-from processors.statements import cell_statement, said_by, statement
+from processors.statements import SPACES, cell_statement, said_by, statement
 from processors.structure import Block, parse_structure
 
 
@@ -91,3 +94,11 @@ def test_a_paragraph_speaks_by_sentence_and_a_bullet_whole() -> None:
 )
 def test_table_cells_state_content_only(cell: str, header: str, said: str) -> None:
     assert cell_statement(cell, header) == said
+
+
+def test_a_statement_s_ends_lose_every_kind_of_white_space_as_a_regex_would() -> None:
+    # The ends are trimmed with str.strip over a written list of white space: one missing (a no-break or an
+    # ideographic space) would stay at the end of a point. The list must be exactly what `\s` matches.
+    every = {c for c in map(chr, range(sys.maxunicode + 1)) if re.fullmatch(r"\s", c)}
+    assert set(SPACES) == every
+    assert statement(block("摘要：\u3000— P99 TTFT 降低 35%\u2003|")) == "P99 TTFT 降低 35%"

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from processors.id_titles import clean_title
 from processors.structure import parse_structure
 from processors.units import Unit, paper_title, units_of
 from tests.processors.notes import note
@@ -15,6 +19,11 @@ from tests.processors.notes import note
 CORPUS = Path(__file__).parents[1] / "corpus"
 ZH_DAILY = CORPUS / "daily_digests" / "zh_hf_2404589803" / "final"
 EN_DIGEST = CORPUS / "daily_digests" / "en_arxiv_zl-asica" / "2025-09-12.md"
+_TITLE_PIECES = [
+    "LeanK", ": ", "KV 缓存", "📄", "🚀", "\ufe0f", "arXiv:", "2508.02215", "v2", "https://arxiv.org/abs/1",
+    "1. ", "§3.2 ", "[12] ", "[vLLM] ", "(@UC Berkeley)", "（）", "()", "\u3000", "\t", "  ", ".", '"', "“", "”",
+    "《", "》", "—", "-", "·", "|", ";", "，", "et al.",
+]  # fmt: skip
 
 # bench/quality/roots/r1/jay_kv_table_0804.md.j2, as built (two of its twelve rows).
 R1_TABLE = """# KV cache daily paper table — 2026-08-04
@@ -205,3 +214,25 @@ def test_a_nested_item_is_its_parent_s_point_and_a_paper_under_a_plain_item_is_i
     assert set(by_id) == {"2505.13109", "2507.19906"}  # SnapKV is FreeKV's comparison, not a paper here
     assert by_id["2505.13109"].points == ("对比 SnapKV（arXiv:2404.14469），检索召回提升 13×",)
     assert by_id["2507.19906"].points == ("token eviction 精度提升 5%",)
+
+
+def test_a_card_line_that_only_restates_its_title_is_no_point() -> None:
+    title = "LeanK: Learnable K Cache Channel Pruning for Efficient Decoding"
+    card = note(
+        "paper_cards/2102-2508-02215.md",
+        f'---\ntitle: "{title}"\narxiv: "2508.02215"\n---\n# {title}\n\n'
+        f"- 📄  {title}  https://arxiv.org/abs/2508.02215\n"
+        "- Experiments demonstrate up to 70% K cache memory reduction.\n",
+    )
+    (unit,) = units_of(card, "inference", 5, 0.6)
+    assert unit.points == ("Experiments demonstrate up to 70% K cache memory reduction.",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_TITLE_PIECES) | st.text(max_size=5), max_size=25).map("".join))
+def test_cleaning_a_title_only_removes_characters(text: str) -> None:
+    # Units skip clean_title for a statement shorter than the title or missing one of its characters: exact
+    # only while cleaning never lengthens a text nor brings in a character other than a space.
+    cleaned = clean_title(text)
+    assert len(cleaned) <= len(text)
+    assert set(cleaned) - {" "} <= set(text)
