@@ -284,15 +284,22 @@ def section_ref(path: str, section: SectionNode) -> str:
 
 def titled_ids(doc: Document, structure: Structure | None = None) -> list[TitledId]:
     """The (id, title) pairs a document states, from its structure (parsed again when not given)."""
-    out: list[TitledId] = []
-    if doc.kind == "paper_card" and doc.arxiv_ids:
-        stem = doc.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if doc.title != stem:
-            pair = _candidate(doc.arxiv_ids[0], doc.title, doc.path, TRUST["card"])
-            out.extend([pair] if pair else [])
     structure = structure if structure is not None else parse_structure(doc.text)
+    return stated_pairs(doc.path, doc.kind, doc.title, doc.arxiv_ids, structure)
+
+
+def stated_pairs(
+    path: str, kind: str, title: str, arxiv_ids: Sequence[str], structure: Structure
+) -> list[TitledId]:
+    """The (id, title) pairs a note states: a card's title for its id, then each section's pairs."""
+    out: list[TitledId] = []
+    if kind == "paper_card" and arxiv_ids:
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if title != stem:
+            pair = _candidate(arxiv_ids[0], title, path, TRUST["card"])
+            out.extend([pair] if pair else [])
     for section in structure.sections:
-        out.extend(_section_pairs(section, section_ref(doc.path, section)))
+        out.extend(_section_pairs(section, section_ref(path, section)))
     return out
 
 
