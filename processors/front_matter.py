@@ -18,6 +18,7 @@ from datetime import date, datetime, time
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from processors.plain_front_matter import read_plain
 from processors.reasons import WarningCode
 
 # Front matter is a handful of fields; a block over this is not metadata and is not parsed at all.
@@ -62,7 +63,8 @@ def split_front_matter(text: str, warnings: list[tuple[WarningCode, str]]) -> Fr
         )
         return FrontMatter({}, None, body)
     try:
-        data = load_bounded(block)
+        plain = read_plain(block)  # one `key: value` per line, as most notes have it: no PyYAML needed
+        data = load_bounded(block) if plain is None else plain
     except _TooLarge:
         warnings.append(("front_matter", "front matter expands past its size limit through aliases; ignored"))
         return FrontMatter({}, None, body)
