@@ -14,7 +14,7 @@ from processors.front_matter import split_front_matter
 from processors.id_titles import stated_pairs
 from processors.models import Document, Kind, RawFile, Section
 from processors.reasons import WarningCode
-from processors.structure import NoteReading, Structure, parse_structure, read_note
+from processors.structure import NoteReading, read_note
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
@@ -140,12 +140,9 @@ def file_time(path: str, mtime: float, zone: ZoneInfo) -> datetime | None:
         return None
 
 
-def split_sections(body: str, structure: Structure | None = None) -> list[Section]:
-    """The sections of a Markdown body, split on its headings by the Markdown parser (processors.structure)."""
-    structure = structure if structure is not None else parse_structure(body)
-    return [
-        Section(number=s.number, heading=s.heading, level=s.level, text=s.text) for s in structure.sections
-    ]
+def _sections(reading: NoteReading) -> list[Section]:
+    """The sections of a body, split on its headings by the Markdown parser (processors.structure)."""
+    return [Section(number=n, heading=h, level=level, text=t) for n, h, level, t in reading.sections]
 
 
 def parse_document(
@@ -282,7 +279,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     event_time = _event_time(raw, head, fm.date, zone, warnings)
     # One compiled pass over the body: structure, ids, hash, signature and token counts (issue 14).
     reading = read_note(fm.body)
-    sections = split_sections(fm.body, reading.structure)
+    sections = _sections(reading)
     headings = tuple(s.heading for s in sections if s.level > 0)
     title = _title(head, headings)
     ids = _arxiv_ids(head, reading, warnings)
@@ -313,5 +310,5 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
         baseline_axis=head.baseline_axis,
         version=_version(head, headings),
         # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
-        titled=tuple(stated_pairs(raw.path, head.kind, title, ids, reading.structure)),
+        titled=tuple(stated_pairs(raw.path, head.kind, title, ids, reading)),
     )

@@ -10,10 +10,11 @@ mod markup;
 mod minhash;
 mod structure;
 mod text;
+mod titles;
 mod unicode;
 mod unicode_tables;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -22,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::structure::{BlockOut, Link, StructureOut};
 use crate::text::{normalise, scan, token_hash, Tokens};
+use crate::titles::SectionScan;
 use crate::unicode::is_digit;
 
 /// What the reader is configured with, shared by every reading.
@@ -40,20 +42,24 @@ impl Config {
     }
 }
 
-/// Reads notes: configured once with the product's constants and the Python types it builds.
-#[pyclass(frozen, module = "predigest_native")]
-struct Reader {
-    config: Arc<Config>,
+/// The Python types the reader builds (NamedTuples of processors.structure).
+struct Types {
     block: Py<PyType>,
     section: Py<PyType>,
     structure: Py<PyType>,
 }
 
-/// One note read: its structure, ids, hash and signature, and its token counts for `terms`.
+/// Reads notes: configured once with the product's constants and the Python types it builds.
+#[pyclass(frozen, module = "predigest_native")]
+struct Reader {
+    config: Arc<Config>,
+    types: Arc<Types>,
+}
+
+/// One note read: its ids, hash and signature, its sections, what may title its ids, and its token counts
+/// for `terms`; its whole structure is built as Python objects only when asked for.
 #[pyclass(frozen, module = "predigest_native")]
 struct NoteReading {
-    #[pyo3(get)]
-    structure: Py<PyAny>,
     #[pyo3(get)]
     arxiv_ids: Py<PyList>,
     #[pyo3(get)]
@@ -62,6 +68,14 @@ struct NoteReading {
     text_hash: Py<PyString>,
     #[pyo3(get)]
     signature: Py<PyTuple>,
+    #[pyo3(get)]
+    sections: Py<PyList>,
+    #[pyo3(get)]
+    title_scan: Py<PyList>,
+    body: String,
+    out: StructureOut,
+    structure: OnceLock<Py<PyAny>>,
+    types: Arc<Types>,
     norm: String,
     tokens: Tokens,
     config: Arc<Config>,
@@ -112,22 +126,23 @@ impl Reader {
             min_shingles,
             index_terms,
         };
-        Ok(Reader { config: Arc::new(config), block, section, structure })
+        Ok(Reader { config: Arc::new(config), types: Arc::new(Types { block, section, structure }) })
     }
 
     /// The sections and blocks of a Markdown body (`processors.structure.Structure`).
     fn structure<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
         let text = body_text(body)?;
         let out = py.detach(|| structure::parse(&text));
-        self.py_structure(py, &text, &out)
+        py_structure(py, &self.types, &text, &out)
     }
 
     /// Everything the parse stage needs of a note's body, in one pass over it.
     fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<NoteReading> {
         let text = body_text(body)?;
         let config = Arc::clone(&self.config);
-        let (out, ids, invalid, norm, hash, signature) = py.detach(|| {
+        let (out, scanned, ids, invalid, norm, hash, signature) = py.detach(|| {
             let out = structure::parse(&text);
+            let scanned = titles::scan(&out);
             let ids = arxiv::extract_ids(&text);
             let invalid = arxiv::invalid_mentions(&text);
             let norm = normalise(&text);
@@ -139,15 +154,20 @@ impl Reader {
                 let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
                 config.permutations.digest(&hashes)
             };
-            (out, ids, invalid, (norm, read.tokens), hash, signature)
+            (out, scanned, ids, invalid, (norm, read.tokens), hash, signature)
         });
         let (norm, tokens) = norm;
         Ok(NoteReading {
-            structure: self.py_structure(py, &text, &out)?.unbind(),
             arxiv_ids: PyList::new(py, ids)?.unbind(),
             invalid_ids: PyList::new(py, invalid)?.unbind(),
             text_hash: PyString::new(py, &hash).unbind(),
             signature: PyTuple::new(py, signature)?.unbind(),
+            sections: py_sections(py, &text, &out)?.unbind(),
+            title_scan: py_title_scan(py, &out, &scanned)?.unbind(),
+            body: text,
+            out,
+            structure: OnceLock::new(),
+            types: Arc::clone(&self.types),
             norm,
             tokens,
             config,
@@ -155,62 +175,92 @@ impl Reader {
     }
 }
 
-impl Reader {
-    fn py_structure<'py>(&self, py: Python<'py>, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
-        let headers = out
-            .headers
-            .iter()
-            .map(|h| PyTuple::new(py, h))
-            .collect::<PyResult<Vec<_>>>()?;
-        let mut sections = Vec::with_capacity(out.sections.len());
-        for s in &out.sections {
-            let head = match &s.head {
-                Some(h) => self.py_block(py, h, &headers)?,
-                None => py.None().into_bound(py),
-            };
-            let blocks = s.blocks.iter().map(|b| self.py_block(py, b, &headers)).collect::<PyResult<Vec<_>>>()?;
-            let values = (
-                s.level,
-                s.number.as_deref(),
-                s.heading.as_str(),
-                head,
-                &body[s.bytes.0..s.bytes.1],
-                s.start,
-                s.end,
-                PyTuple::new(py, blocks)?,
-            );
-            sections.push(make(py, &self.section, values.into_pyobject(py)?)?);
-        }
-        make(py, &self.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
-    }
+/// `(number, heading, level, text)` of every section, the fields of `processors.models.Section`.
+fn py_sections<'py>(py: Python<'py>, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyList>> {
+    let items = out
+        .sections
+        .iter()
+        .map(|s| (s.number.as_deref(), s.heading.as_str(), s.level, &body[s.bytes.0..s.bytes.1]).into_pyobject(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
 
-    fn py_block<'py>(
-        &self,
-        py: Python<'py>,
-        b: &BlockOut,
-        headers: &[Bound<'py, PyTuple>],
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let header = match b.header {
-            Some(i) => headers[i].clone(),
-            None => PyTuple::empty(py),
+/// `(index, level, number, heading, [(id, text, kind)], (id, text, heading_may_title) | None)` of every
+/// section that offers a title (`titles::scan`).
+fn py_title_scan<'py>(py: Python<'py>, out: &StructureOut, scanned: &[SectionScan]) -> PyResult<Bound<'py, PyList>> {
+    let mut items = Vec::with_capacity(scanned.len());
+    for s in scanned {
+        let section = &out.sections[s.index];
+        let raws = s
+            .raws
+            .iter()
+            .map(|r| (r.id.as_str(), r.text.as_str(), PyString::intern(py, r.kind)).into_pyobject(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        let named = match &s.named {
+            Some(n) => (n.id.as_str(), n.text.as_str(), n.heading_may_title).into_pyobject(py)?.into_any(),
+            None => py.None().into_bound(py),
         };
-        let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
-        let values: [Bound<'py, PyAny>; 12] = [
-            PyString::intern(py, b.kind.name()).into_any(),
-            PyString::new(py, &b.text).into_any(),
-            b.line.into_pyobject(py)?.into_any(),
-            links(py, &b.links)?.into_any(),
-            links(py, &b.images)?.into_any(),
-            PyString::new(py, &b.lead).into_any(),
-            b.depth.into_pyobject(py)?.into_any(),
-            b.checked.into_pyobject(py)?.into_any(),
-            b.quoted.into_pyobject(py)?.to_owned().into_any(),
-            PyTuple::new(py, &b.cells)?.into_any(),
-            PyTuple::new(py, cell_links)?.into_any(),
-            header.into_any(),
-        ];
-        make(py, &self.block, PyTuple::new(py, values)?)
+        let values =
+            (s.index, section.level, section.number.as_deref(), section.heading.as_str(), PyList::new(py, raws)?, named);
+        items.push(values.into_pyobject(py)?);
     }
+    PyList::new(py, items)
+}
+
+fn py_structure<'py>(py: Python<'py>, types: &Types, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
+    let headers = out
+        .headers
+        .iter()
+        .map(|h| PyTuple::new(py, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut sections = Vec::with_capacity(out.sections.len());
+    for s in &out.sections {
+        let head = match &s.head {
+            Some(h) => py_block(py, types, h, &headers)?,
+            None => py.None().into_bound(py),
+        };
+        let blocks = s.blocks.iter().map(|b| py_block(py, types, b, &headers)).collect::<PyResult<Vec<_>>>()?;
+        let values = (
+            s.level,
+            s.number.as_deref(),
+            s.heading.as_str(),
+            head,
+            &body[s.bytes.0..s.bytes.1],
+            s.start,
+            s.end,
+            PyTuple::new(py, blocks)?,
+        );
+        sections.push(make(py, &types.section, values.into_pyobject(py)?)?);
+    }
+    make(py, &types.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
+}
+
+fn py_block<'py>(
+    py: Python<'py>,
+    types: &Types,
+    b: &BlockOut,
+    headers: &[Bound<'py, PyTuple>],
+) -> PyResult<Bound<'py, PyAny>> {
+    let header = match b.header {
+        Some(i) => headers[i].clone(),
+        None => PyTuple::empty(py),
+    };
+    let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
+    let values: [Bound<'py, PyAny>; 12] = [
+        PyString::intern(py, b.kind.name()).into_any(),
+        PyString::new(py, &b.text).into_any(),
+        b.line.into_pyobject(py)?.into_any(),
+        links(py, &b.links)?.into_any(),
+        links(py, &b.images)?.into_any(),
+        PyString::new(py, &b.lead).into_any(),
+        b.depth.into_pyobject(py)?.into_any(),
+        b.checked.into_pyobject(py)?.into_any(),
+        b.quoted.into_pyobject(py)?.to_owned().into_any(),
+        PyTuple::new(py, &b.cells)?.into_any(),
+        PyTuple::new(py, cell_links)?.into_any(),
+        header.into_any(),
+    ];
+    make(py, &types.block, PyTuple::new(py, values)?)
 }
 
 fn links<'py>(py: Python<'py>, links: &[Link]) -> PyResult<Bound<'py, PyTuple>> {
@@ -228,6 +278,16 @@ fn make<'py>(py: Python<'py>, cls: &Py<PyType>, values: Bound<'py, PyTuple>) -> 
 
 #[pymethods]
 impl NoteReading {
+    /// The note's sections and blocks (`processors.structure.Structure`), built on first use.
+    #[getter]
+    fn structure(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(built) = self.structure.get() {
+            return Ok(built.clone_ref(py));
+        }
+        let built = py_structure(py, &self.types, &self.body, &self.out)?.unbind();
+        Ok(self.structure.get_or_init(|| built).clone_ref(py))
+    }
+
     /// `processors.tokens.note_terms(note_index(counts, title), keep)` and the note's length (the sum of
     /// its index counts: body tokens once, title tokens twice).
     fn terms<'py>(
