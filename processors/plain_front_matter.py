@@ -36,7 +36,7 @@ _ITEM = re.compile(r"[^ \-?,]")
 # Entries of a one-line mapping (`anchors: {inference: "§3.3"}`): a key, then a plain scalar without `:` or a
 # double-quoted string without escapes or commas (one with a comma is split apart and fails to match).
 _ENTRY = re.compile(
-    r' *(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}): +(?:"(?P<dq>[^"]*)"|(?P<plain>[^ \-?:"][^:"]*?)) *'
+    r' *+(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}): +(?:"(?P<dq>[^"]*)"|(?P<plain>[^ \-?:"][^:"]*?)) *'
 )
 # Characters YAML reads the same in every context: printable, no tab, CR, NEL, BOM or line/paragraph separator.
 _PRINTABLE = re.compile(
