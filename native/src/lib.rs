@@ -162,7 +162,7 @@ impl Reader {
             invalid_ids: PyList::new(py, invalid)?.unbind(),
             text_hash: PyString::new(py, &hash).unbind(),
             signature: PyTuple::new(py, signature)?.unbind(),
-            sections: py_sections(py, &text, &out)?.unbind(),
+            sections: py_sections(py, body, &text, &out)?.unbind(),
             title_scan: py_title_scan(py, &out, &scanned)?.unbind(),
             body: text,
             out,
@@ -175,14 +175,37 @@ impl Reader {
     }
 }
 
-/// `(number, heading, level, text)` of every section, the fields of `processors.models.Section`.
-fn py_sections<'py>(py: Python<'py>, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyList>> {
-    let items = out
-        .sections
-        .iter()
-        .map(|s| (s.number.as_deref(), s.heading.as_str(), s.level, &body[s.bytes.0..s.bytes.1]).into_pyobject(py))
-        .collect::<PyResult<Vec<_>>>()?;
+/// `(number, heading, level, text)` of every section, the fields of `processors.models.Section`. Each text
+/// is a slice of the body's own str (a copy of its characters, nothing decoded) unless the body holds lone
+/// surrogates, which the pass reads as `?`.
+fn py_sections<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyString>,
+    text: &str,
+    out: &StructureOut,
+) -> PyResult<Bound<'py, PyList>> {
+    let exact = body.to_str().is_ok();
+    let mut items = Vec::with_capacity(out.sections.len());
+    for s in &out.sections {
+        let section_text = if exact {
+            substring(body, s.start, s.end)?
+        } else {
+            PyString::new(py, &text[s.bytes.0..s.bytes.1])
+        };
+        items.push((s.number.as_deref(), s.heading.as_str(), s.level, section_text).into_pyobject(py)?);
+    }
     PyList::new(py, items)
+}
+
+/// `text[start:end]` of a Python str, by character offsets.
+fn substring<'py>(text: &Bound<'py, PyString>, start: usize, end: usize) -> PyResult<Bound<'py, PyString>> {
+    let (start, end) = (start as pyo3::ffi::Py_ssize_t, end as pyo3::ffi::Py_ssize_t);
+    // SAFETY: a valid str and offsets within it; PyUnicode_Substring returns a new reference or NULL with an
+    // exception set, which from_owned_ptr_or_err turns into an error.
+    unsafe {
+        let ptr = pyo3::ffi::PyUnicode_Substring(text.as_ptr(), start, end);
+        Ok(Bound::from_owned_ptr_or_err(text.py(), ptr)?.cast_into_unchecked())
+    }
 }
 
 /// `(index, level, number, heading, [(id, text, kind)], (id, text, heading_may_title) | None)` of every
@@ -300,32 +323,7 @@ impl NoteReading {
         let title_norm = normalise(&body_text(title)?);
         let title_scan = scan(&title_norm, false);
         let title_tokens = &title_scan.tokens;
-        let mut length: u64 = 0;
-        let mut candidates: Vec<(&str, u32)> = Vec::new();
-        for t in self.tokens.table.iter() {
-            let token = &self.norm[t.start as usize..t.end as usize];
-            let count = t.count + 2 * title_tokens.get(&title_norm, token, t.hash).unwrap_or(0);
-            length += u64::from(count);
-            if self.config.is_index_term(token) {
-                candidates.push((token, count));
-            }
-        }
-        for t in title_tokens.table.iter() {
-            let token = &title_norm[t.start as usize..t.end as usize];
-            if self.tokens.get(&self.norm, token, t.hash).is_none() {
-                length += u64::from(2 * t.count);
-                if self.config.is_index_term(token) {
-                    candidates.push((token, 2 * t.count));
-                }
-            }
-        }
-        let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
-        let top = self.config.index_terms;
-        if candidates.len() > top && top > 0 {
-            candidates.select_nth_unstable_by(top - 1, order);
-        }
-        candidates.truncate(top);
-        candidates.sort_unstable_by(order);
+        let (candidates, length) = self.top_terms(&title_norm, title_tokens);
         let dict = PyDict::new(py);
         for (token, count) in &candidates {
             dict.set_item(*token, *count)?;
@@ -342,6 +340,75 @@ impl NoteReading {
             }
         }
         Ok((dict, length))
+    }
+}
+
+impl NoteReading {
+    /// The index terms of the note and its title, most frequent first (ties by the term), at most
+    /// `index_terms` of them, and the note's length.
+    ///
+    /// Only the most frequent tokens can be among them: the tokens are counted by frequency first, and
+    /// only those at or above the lowest frequency that leaves twice as many as are kept are tested for
+    /// stopwords and sorted (all of them, when that leaves too few terms).
+    fn top_terms<'a>(&'a self, title_norm: &'a str, title_tokens: &Tokens) -> (Vec<(&'a str, u32)>, u64) {
+        const LEVELS: usize = 64;
+        let level = |count: u32| (count as usize).min(LEVELS);
+        let mut levels = [0usize; LEVELS + 1]; // tokens of each count, the last for LEVELS and over
+        let mut length: u64 = 0;
+        for t in self.tokens.table.iter() {
+            length += u64::from(t.count);
+            levels[level(t.count)] += 1;
+        }
+        // Title tokens count twice: added to the body's count of the same token, or standing alone.
+        let mut titled: Vec<(u32, &str, u32)> = Vec::new(); // (body start, token, count with the title's)
+        for t in title_tokens.table.iter() {
+            let token = &title_norm[t.start as usize..t.end as usize];
+            length += u64::from(2 * t.count);
+            match self.tokens.find(&self.norm, token, t.hash) {
+                Some(b) => {
+                    levels[level(b.count)] -= 1;
+                    titled.push((b.start, token, b.count + 2 * t.count));
+                }
+                None => titled.push((u32::MAX, token, 2 * t.count)),
+            }
+            levels[level(titled[titled.len() - 1].2)] += 1;
+        }
+        let top = self.config.index_terms;
+        let (mut floor, mut above) = (LEVELS, levels[LEVELS]);
+        while floor > 1 && above < 2 * top {
+            floor -= 1;
+            above += levels[floor];
+        }
+        let mut candidates = self.terms_from(floor as u32, &titled);
+        if candidates.len() < top && floor > 1 {
+            candidates = self.terms_from(1, &titled);
+        }
+        let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        if candidates.len() > top && top > 0 {
+            candidates.select_nth_unstable_by(top - 1, order);
+        }
+        candidates.truncate(top);
+        candidates.sort_unstable_by(order);
+        (candidates, length)
+    }
+
+    /// The index terms counted `floor` times or more, with their counts (`titled`: the title's tokens).
+    fn terms_from<'a>(&'a self, floor: u32, titled: &[(u32, &'a str, u32)]) -> Vec<(&'a str, u32)> {
+        let mut out = Vec::new();
+        for t in self.tokens.table.iter() {
+            if t.count >= floor && !titled.iter().any(|(start, _, _)| *start == t.start) {
+                let token = &self.norm[t.start as usize..t.end as usize];
+                if self.config.is_index_term(token) {
+                    out.push((token, t.count));
+                }
+            }
+        }
+        for &(_, token, count) in titled {
+            if count >= floor && self.config.is_index_term(token) {
+                out.push((token, count));
+            }
+        }
+        out
     }
 }
 
