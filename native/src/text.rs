@@ -2,10 +2,13 @@
 //! its exact-duplicate hash is taken of (`processors.text.strip_markup`), read together, character by
 //! character.
 
+use std::borrow::Cow;
 use std::hash::Hasher;
 
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
+
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 use crate::unicode::{is_alnum, is_assigned, is_cjk, is_space};
@@ -34,40 +37,77 @@ pub fn normalise(text: &str) -> String {
 }
 
 fn normalise_assigned(text: &str) -> String {
-    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
-        return lowercase(text);
-    }
     lowercase(&nfkc_stretches(text))
 }
 
-/// NFKC of `text`, run only over the stretches that need it: ASCII and the CJK unified ideographs are their
-/// own NFKC, never reorder, and nothing composes with them as its second character, so they bound a stretch
-/// (an ASCII character before one goes with it: `e` + U+0301 is `é`). Chinese text always has some
-/// full-width punctuation to fold, and NFKC of the whole note cost more than the rest of the pass.
-fn nfkc_stretches(text: &str) -> String {
-    let inert = |c: char| c.is_ascii() || ('\u{4e00}'..='\u{9fff}').contains(&c);
-    let mut out = String::with_capacity(text.len() + 16);
+/// Whether `c` is its own NFKC and no character before it can change with it (NFKC_QC=Yes, ccc=0): text can
+/// be normalised in pieces cut before such characters. ASCII and the CJK unified ideographs (most of a
+/// note) are answered without a look-up.
+#[inline]
+fn inert(c: char) -> bool {
+    c.is_ascii()
+        || ('\u{4e00}'..='\u{9fff}').contains(&c)
+        || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
+}
+
+/// NFKC of `text`, run only over the stretches that need it: a stretch is a run of characters that are not
+/// inert, with the character before it (which may compose with the first: `e` + U+0301 is `é`). Chinese text
+/// always has some full-width punctuation to fold, and NFKC of the whole note cost more than the rest of
+/// the pass. Borrowed when nothing needs it.
+fn nfkc_stretches(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out`
     let mut stretch: Option<usize> = None; // start of the stretch being read
-    let mut ascii_before: Option<usize> = None; // the previous character, when it is ASCII
-    for (i, c) in text.char_indices() {
+    let mut prev = 0; // start of the previous character
+    let mut i = 0;
+    while i < n {
+        if bytes[i] < 0x80 && stretch.is_none() {
+            let run = bytes[i..].iter().take_while(|&&b| b < 0x80).count();
+            prev = i + run - 1;
+            i += run;
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\0');
         if inert(c) {
             if let Some(start) = stretch.take() {
-                out.extend(text[start..i].nfkc());
+                push_nfkc(&mut out, &text[start..i]);
                 copied = i;
             }
-            ascii_before = c.is_ascii().then_some(i);
         } else if stretch.is_none() {
-            let start = ascii_before.unwrap_or(i);
+            let start = if i > 0 { prev } else { 0 };
+            if out.capacity() == 0 {
+                out.reserve(n + 16);
+            }
             out.push_str(&text[copied..start]);
             stretch = Some(start);
         }
+        prev = i;
+        i += c.len_utf8();
     }
     match stretch {
-        Some(start) => out.extend(text[start..].nfkc()),
+        Some(start) => push_nfkc(&mut out, &text[start..]),
+        None if copied == 0 => return Cow::Borrowed(text),
         None => out.push_str(&text[copied..]),
     }
-    out
+    Cow::Owned(out)
+}
+
+/// NFKC of one stretch. The common one — full-width ASCII (`，`, `（`, `：`), maybe after an inert character —
+/// maps character by character: U+FF01…U+FF5E are `<wide>` forms of U+0021…U+007E, and an ASCII character
+/// composes with nothing before it.
+fn push_nfkc(out: &mut String, stretch: &str) {
+    let wide = |c: char| ('\u{ff01}'..='\u{ff5e}').contains(&c);
+    let mut chars = stretch.chars();
+    let first = chars.next();
+    if first.is_some_and(|c| wide(c) || inert(c)) && chars.clone().all(wide) {
+        for c in first.into_iter().chain(chars) {
+            out.push(if wide(c) { char::from_u32(c as u32 - 0xfee0).unwrap_or(c) } else { c });
+        }
+        return;
+    }
+    out.extend(stretch.nfkc());
 }
 
 /// Characters without case that a note is full of: CJK punctuation, kana, the unified ideographs, Hangul.
@@ -75,6 +115,8 @@ fn nfkc_stretches(text: &str) -> String {
 fn caseless(c: char) -> bool {
     matches!(c as u32, 0x3000..=0x30ff | 0x4e00..=0x9fff | 0xac00..=0xd7af)
 }
+
+const ASCII_MASK: u64 = 0x8080_8080_8080_8080;
 
 /// `str::to_lowercase`: the text copied whole, characters whose lower case differs replaced, then ASCII
 /// lowered in place (no character lowers to an ASCII capital). Caseless characters are passed without a
@@ -85,6 +127,13 @@ fn lowercase(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut copied, mut i) = (0, 0);
     while i < bytes.len() {
+        // ASCII eight bytes at a time: it is lowered in place at the end.
+        while i + 8 <= bytes.len() && u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or([0x80; 8])) & ASCII_MASK == 0 {
+            i += 8;
+        }
+        if i >= bytes.len() {
+            break;
+        }
         if bytes[i] < 0x80 {
             i += 1;
             continue;

@@ -94,6 +94,18 @@ def test_random_text_reads_the_same(body: str, title: str, keep: frozenset[str])
     assert_equal_reading(body, title, keep)
 
 
+# Characters that NFKC and lower case treat specially, next to each other: full-width forms before combining
+# marks, jamo that compose into syllables, precomposed letters that compose further, capital sigma.
+_NORMALISING = "aeAE1 ,.\n中文缓存ＫＶ，（）：！？　\u0301\u0308\u0327\u0323âêÅﬁ½①™\u1100\u1161\u11a8가각ΣσςİẞǅＡＢ\u3002\u3001…\u00a0"
+
+
+@SETTINGS
+@given(st.text(alphabet=_NORMALISING, max_size=40), st.text(alphabet=_NORMALISING, max_size=8))
+def test_text_that_normalises_reads_the_same(body: str, title: str) -> None:
+    # The pass normalises in stretches (native/src/text.rs): any cut between them must not show.
+    assert_equal_reading(body, title)
+
+
 @SETTINGS
 @given(pieces)
 def test_random_markdown_has_the_same_structure(body: str) -> None:
