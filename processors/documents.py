@@ -27,6 +27,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_WIDE = frozenset(bom[:1] for bom, _ in _BOMS)  # the first bytes a UTF-16/32 mark can start with
 # A note full of broken ids gets a few warnings, not thousands.
 _MAX_ID_WARNINGS = 5
 
@@ -51,7 +52,11 @@ def _kind_of(path: str) -> tuple[Kind, str | None]:
 def _decode(path: str, content: bytes, warnings: Warnings) -> str:
     """The text of a note: UTF-8 (with or without BOM), UTF-16/32 by their BOM, else GB18030, else UTF-8 with
     replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of)."""
-    wide = next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
+    wide = (
+        next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
+        if content[:1] in _WIDE
+        else None
+    )
     if wide is not None:
         try:
             text = content.decode(wide)  # the codec reads the BOM for the byte order and drops it
@@ -69,7 +74,8 @@ def _decode(path: str, content: bytes, warnings: Warnings) -> str:
     if b"\x00" in content:
         raise ParseError(f"{path}: file contains NUL bytes; binary files are not notes", "binary")
     try:
-        return content.decode("utf-8-sig")
+        # utf-8-sig, without that codec's Python-level wrapper: its BOM dropped, then UTF-8 decoded in C.
+        return content[3:].decode() if content.startswith(codecs.BOM_UTF8) else content.decode()
     except UnicodeDecodeError:
         pass
     try:

@@ -28,6 +28,7 @@ MAX_BYTES = 64 * 1024
 MAX_EXPANDED = 4 * MAX_BYTES
 # Values in the JSON-safe copy: a front matter is a few fields, not a data set.
 NODE_BUDGET = 10_000
+_PLAIN = frozenset({str, int, bool})  # most of a front matter's values: kept as they are, tested first
 
 _HANDLER = YAMLHandler()  # its boundary rule (`---` lines) is what writers' tools produce
 _LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -139,7 +140,7 @@ def json_safe(value: object, budget: list[int]) -> object:
     budget[0] -= 1
     if budget[0] < 0:
         raise ValueError("front matter too large")
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or type(value) in _PLAIN or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)

@@ -50,7 +50,10 @@ _BUILT = frozenset(
 # The loader processors.front_matter reads with: its resolver tables and constructors decide what a scalar is.
 _LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _RESOLVERS = _LOADER.yaml_implicit_resolvers
-_WILDCARD = _RESOLVERS.get(None, [])  # none in SafeLoader's tables; applied to every scalar as PyYAML does
+# What may resolve a scalar by its first character, then the wildcard resolvers (SafeLoader has none), which
+# PyYAML tries on every scalar after those.
+_WILDCARD = tuple(_RESOLVERS.get(None, []))
+_BY_FIRST = {first: (*resolvers, *_WILDCARD) for first, resolvers in _RESOLVERS.items() if first is not None}
 _CONSTRUCTORS = _LOADER.yaml_constructors
 _CONSTRUCTOR = SafeConstructor()  # a scalar's constructor reads only the node it is given
 
@@ -113,7 +116,7 @@ def _flow_mapping(text: str) -> dict[object, object]:
 
 def _scalar(value: str) -> object:
     """A plain scalar as PyYAML resolves and constructs it (SafeLoader's implicit tags)."""
-    for tag, regexp in [*_RESOLVERS.get(value[:1], ()), *_WILDCARD]:
+    for tag, regexp in _BY_FIRST.get(value[:1], _WILDCARD):
         if regexp.match(value):
             if tag not in _BUILT:
                 raise _Declined  # `<<`, `=`: merge keys and value tags are PyYAML's to read
