@@ -49,9 +49,10 @@ def _kind_of(path: str) -> tuple[Kind, str | None]:
     raise ParseError(f"{path}: not under inbox/<writer>/, paper_cards/, work-queue/ or living/; ignored")
 
 
-def _decode(path: str, content: bytes, warnings: Warnings) -> str:
+def _decode(path: str, content: bytes, warnings: Warnings) -> tuple[str, int | None]:
     """The text of a note: UTF-8 (with or without BOM), UTF-16/32 by their BOM, else GB18030, else UTF-8 with
-    replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of)."""
+    replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of). With it, where in
+    `content` the UTF-8 it was read from starts (after a BOM), or None when it was read any other way."""
     wide = (
         next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
         if content[:1] in _WIDE
@@ -70,27 +71,28 @@ def _decode(path: str, content: bytes, warnings: Warnings) -> str:
                 f"{path}: file contains NUL bytes even as {wide.upper()}; binary files are not notes",
                 "binary",
             )
-        return text
+        return text, None
     if b"\x00" in content:
         raise ParseError(f"{path}: file contains NUL bytes; binary files are not notes", "binary")
+    # utf-8-sig, without that codec's Python-level wrapper: its BOM dropped, then UTF-8 decoded in C.
+    start = len(codecs.BOM_UTF8) if content.startswith(codecs.BOM_UTF8) else 0
     try:
-        # utf-8-sig, without that codec's Python-level wrapper: its BOM dropped, then UTF-8 decoded in C.
-        return content[3:].decode() if content.startswith(codecs.BOM_UTF8) else content.decode()
+        return content[start:].decode(), start
     except UnicodeDecodeError:
         pass
     try:
         text = content.decode("gb18030")
         warnings.append(("decode", "file is not valid UTF-8; decoded as GB18030"))
-        return text
+        return text, None
     except UnicodeDecodeError:
         warnings.append(("decode", "file is not valid UTF-8; undecodable bytes replaced"))
-        return content.decode("utf-8", errors="replace")
+        return content.decode("utf-8", errors="replace"), None
 
 
 def is_blank(content: bytes) -> bool:
     """Nothing but white space (and a byte-order mark), in whichever encoding the note is read."""
     try:
-        return not _decode("", content, []).strip()
+        return not _decode("", content, [])[0].strip()
     except ParseError:
         return False
 
@@ -144,6 +146,14 @@ def file_time(path: str, mtime: float, zone: ZoneInfo) -> datetime | None:
         return datetime.fromtimestamp(mtime, tz=UTC).astimezone(zone)
     except (OverflowError, ValueError, OSError):
         return None
+
+
+def _body_utf8(content: bytes, start: int | None, text: str, body: str) -> bytes | None:
+    """The body's bytes in the file when the file was read as UTF-8 from `start` (the compiled pass then
+    does not encode the body again): found past the text before the body, re-encoded (its front matter)."""
+    if start is None or not text.endswith(body):
+        return None
+    return content[start + len(text[: len(text) - len(body)].encode()) :]
 
 
 def _sections(reading: NoteReading) -> list[Section]:
@@ -280,11 +290,12 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     _admit(raw, max_bytes)
     kind, writer = _kind_of(raw.path)  # a path outside the known folders is refused before its bytes are read
     warnings: Warnings = []
-    fm = split_front_matter(_decode(raw.path, raw.content, warnings), warnings)
+    text, utf8_start = _decode(raw.path, raw.content, warnings)
+    fm = split_front_matter(text, warnings)
     head = _head(raw.path, kind, writer, fm.fields)
     event_time = _event_time(raw, head, fm.date, zone, warnings)
     # One compiled pass over the body: structure, ids, hash, signature and token counts (issue 14).
-    reading = read_note(fm.body)
+    reading = read_note(fm.body, _body_utf8(raw.content, utf8_start, text, fm.body))
     sections = _sections(reading)
     headings = tuple(s.heading for s in sections if s.level > 0)
     title = _title(head, headings)

@@ -1,3 +1,4 @@
+import codecs
 import hashlib
 import time
 from datetime import UTC, datetime
@@ -7,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from processors import documents
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.documents import parse_document
 from processors.errors import ParseError
+from processors.front_matter import split_front_matter
 from processors.models import Document, RawFile
 from processors.structure import read_note
 from tests.processors.reference.text import normalise_text, text_hash
@@ -248,3 +251,27 @@ def test_parse_time_grows_linearly_with_the_note(unit: str) -> None:
     small = _parse_seconds(unit * (10_000 // len(unit)))
     large = _parse_seconds(unit * (80_000 // len(unit)))
     assert large / max(small, 1e-3) < 24, f"{unit!r}: 8x the note took {large / small:.1f}x the time"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "---\ntitle: 缓存\n---\n# KV 缓存\n正文\n".encode(),
+        codecs.BOM_UTF8 + "---\r\ntitle: x\r\n---\r\n\r\n# 标题\r\n".encode(),
+        "# 没有 front matter\n".encode(),
+        "---\ntitle: [unclosed\n---\n体\n".encode(),
+        "---\nno closing line\n体".encode(),
+    ],
+    ids=["front-matter", "bom-crlf", "none", "bad-yaml", "unclosed"],
+)
+def test_the_body_bytes_handed_to_the_compiled_pass_are_the_body(content: bytes) -> None:
+    # The pass reads these instead of encoding the body again: they must be the body, byte for byte.
+    text, start = documents._decode("inbox/a/x.md", content, [])
+    body = split_front_matter(text, []).body
+    assert documents._body_utf8(content, start, text, body) == body.encode()
+
+
+def test_a_note_not_read_as_utf8_hands_the_pass_no_bytes() -> None:
+    content = "标题".encode("gb18030")
+    text, start = documents._decode("inbox/a/x.md", content, [])
+    assert start is None and documents._body_utf8(content, start, text, text) is None

@@ -40,8 +40,8 @@ class ReferenceReading:
         return note_terms(index, keep), sum(index.values())
 
 
-def read_note(body: str) -> ReferenceReading:
-    """The reference reading of a body."""
+def read_note(body: str, utf8: bytes | None = None) -> ReferenceReading:
+    """The reference reading of a body (`utf8`, the product's shortcut past encoding it, is not needed)."""
     norm = normalise(body)
     counts = token_counts(norm)
     structure = parse_structure(body)
