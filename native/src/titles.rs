@@ -111,13 +111,23 @@ fn line_label_end(text: &str, i: usize) -> Option<usize> {
     Some(skip_space(text, j + c.len_utf8()))
 }
 
+/// Whether `text` may open with a label word: its first character opens one (`o`, `p`, `t` in either case —
+/// no other letter matches them under `re.IGNORECASE` — or the first character of a CJK or Korean label).
+/// Most blocks are ruled out here, before any word is compared.
+fn may_open_label(text: &str) -> bool {
+    matches!(text.chars().next(), Some('o' | 'O' | 'p' | 'P' | 't' | 'T' | '原' | '英' | '论' | '标' | '제' | '논' | '원'))
+}
+
 /// `processors.id_titles.title_line`: the title a `Title: …` block states, "" if it is no title line.
 fn title_line(block: &BlockOut) -> &str {
     let lead = block.lead.as_str();
-    if !lead.is_empty() && LABELS.iter().any(|w| starts_with_ignorecase(lead, w).is_some_and(|n| label_end(lead, n))) {
+    if may_open_label(lead) && LABELS.iter().any(|w| starts_with_ignorecase(lead, w).is_some_and(|n| label_end(lead, n))) {
         return block.text.strip_prefix(lead).unwrap_or("");
     }
     let text = block.text.as_str();
+    if !may_open_label(text) {
+        return "";
+    }
     LINE_LABELS
         .iter()
         .find_map(|w| starts_with_ignorecase(text, w).and_then(|n| line_label_end(text, n)))
