@@ -19,8 +19,9 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 
 # A key, then a double-quoted string without escapes, a single-quoted one without quotes, a one-line list, or
-# a plain scalar that opens with no indicator; spaces after it. `#` is refused outright (a comment, or text
-# a comment rule could split), as are tabs (by _PRINTABLE).
+# a plain scalar that opens with no indicator, matched against a line without its trailing spaces (so that
+# no quantifier gives back a run of them: a line of 60k spaces stays linear). `#` is refused outright (a
+# comment, or text a comment rule could split), as are tabs (by _PRINTABLE).
 _LINE = re.compile(
     r"(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}):"
     r"(?: +(?:"
@@ -28,15 +29,16 @@ _LINE = re.compile(
     r"|'(?P<sq>[^']*)'"
     r"|\[(?P<seq>[^\[\]{}#\"'&*!|>%@`:\\]*)\]"
     r"|\{(?P<map>[^\[\]{}#'&*!|>%@`\\]*)\}"
-    r"|(?P<plain>[^ \-?:,\[\]{}#&*!|>'\"%@`\\][^#]*?)"
-    r"))? *"
+    r"|(?P<plain>[^ \-?:,\[\]{}#&*!|>'\"%@`\\][^#]*)"
+    r"))?"
 )
 # Flow items of a one-line list: plain scalars that open with no indicator (the rest of it _LINE checked).
 _ITEM = re.compile(r"[^ \-?,]")
-# Entries of a one-line mapping (`anchors: {inference: "§3.3"}`): a key, then a plain scalar without `:` or a
-# double-quoted string without escapes or commas (one with a comma is split apart and fails to match).
+# Entries of a one-line mapping (`anchors: {inference: "§3.3"}`), stripped of spaces: a key, then a plain
+# scalar without `:` or a double-quoted string without escapes or commas (one with a comma is split apart
+# and fails to match).
 _ENTRY = re.compile(
-    r' *+(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}): +(?:"(?P<dq>[^"]*)"|(?P<plain>[^ \-?:"][^:"]*?)) *'
+    r'(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}): +(?:"(?P<dq>[^"]*)"|(?P<plain>[^ \-?:"][^:"]*))'
 )
 # Characters YAML reads the same in every context: printable, no tab, CR, NEL, BOM or line/paragraph separator.
 _PRINTABLE = re.compile(
@@ -71,7 +73,7 @@ def read_plain(block: str) -> dict[object, object] | None:
         for line in block.split("\n"):
             if not line.strip(" "):
                 continue
-            m = _LINE.fullmatch(line)
+            m = _LINE.fullmatch(line.rstrip(" "))
             if m is None:
                 return None
             data[_scalar(m["key"])] = _value(m)
@@ -107,7 +109,7 @@ def _flow_mapping(text: str) -> dict[object, object]:
         return {}
     out: dict[object, object] = {}
     for entry in text.split(","):
-        m = _ENTRY.fullmatch(entry)
+        m = _ENTRY.fullmatch(entry.strip(" "))
         if m is None:
             raise _Declined
         out[_scalar(m["key"])] = m["dq"] if m["dq"] is not None else _scalar(m["plain"])

@@ -7,6 +7,8 @@ and all), or a note's fields, date and record would change with the shortcut.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,27 @@ def test_a_declined_block_still_gets_pyyaml_and_its_bounds() -> None:
     got = split_front_matter("---\nbig: &b x\nrefs: [*b, *b]\nwhen: 2026-09-27\n---\nbody\n", warnings)
     assert got.fields == {"big": "x", "refs": ["x", "x"], "when": "2026-09-27"}
     assert not warnings
+
+
+def _cpu(block: str) -> float:
+    start = time.process_time()
+    for _ in range(3):
+        read_plain(block)
+    return time.process_time() - start
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "k: a" + " " * n + "#",
+        lambda n: "k:" + " " * n + "#",
+        lambda n: "k: {a: b" + " " * n + '"}',
+        lambda n: " " * n + "k: x",
+        lambda n: "k: [a" + " " * n + "b]",
+    ],
+    ids=["plain", "after-colon", "mapping", "indent", "list"],
+)
+def test_long_runs_of_spaces_cost_linear_time(make: Callable[[int], str]) -> None:
+    # Lines are matched whole (fullmatch): a quantifier that gave a run back would make 64k spaces minutes.
+    small, large = _cpu(make(4_000)), _cpu(make(64_000))
+    assert large < 4 * 16 * max(small, 1e-4), f"16x the spaces took {large / max(small, 1e-4):.0f}x the time"
