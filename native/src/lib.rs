@@ -389,9 +389,11 @@ impl NoteReading {
             floor -= 1;
             above += levels[floor];
         }
-        let mut candidates = self.terms_from(floor as u32, &titled);
+        // A title from front matter may hold thousands of tokens: their body entries are looked up in a set.
+        let in_title: FxHashSet<u32> = titled.iter().map(|(start, _, _)| *start).collect();
+        let mut candidates = self.terms_from(floor as u32, &titled, &in_title);
         if candidates.len() < top && floor > 1 {
-            candidates = self.terms_from(1, &titled);
+            candidates = self.terms_from(1, &titled, &in_title);
         }
         let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
         if candidates.len() > top && top > 0 {
@@ -403,10 +405,15 @@ impl NoteReading {
     }
 
     /// The index terms counted `floor` times or more, with their counts (`titled`: the title's tokens).
-    fn terms_from<'a>(&'a self, floor: u32, titled: &[(u32, &'a str, u32)]) -> Vec<(&'a str, u32)> {
+    fn terms_from<'a>(
+        &'a self,
+        floor: u32,
+        titled: &[(u32, &'a str, u32)],
+        in_title: &FxHashSet<u32>,
+    ) -> Vec<(&'a str, u32)> {
         let mut out = Vec::new();
         for t in self.tokens.table.iter() {
-            if t.count >= floor && !titled.iter().any(|(start, _, _)| *start == t.start) {
+            if t.count >= floor && (in_title.is_empty() || !in_title.contains(&t.start)) {
                 let token = &self.norm[t.start as usize..t.end as usize];
                 if self.config.is_index_term(token) {
                     out.push((token, t.count));

@@ -8,6 +8,8 @@
 //! none of a section's survives, reads the named-paper case from the section's first block. Every section
 //! is scanned here, so Python sees only the few that offer something.
 
+use rustc_hash::FxHashSet;
+
 use crate::arxiv::extract_ids;
 use crate::markup::strip_pictographs;
 use crate::structure::{BlockOut, Kind, SectionOut, StructureOut};
@@ -74,10 +76,10 @@ fn title_column(header: &[String]) -> Option<usize> {
     TITLE_COLUMNS.iter().find_map(|words| cells.iter().position(|c| is_one_of(c, words)))
 }
 
-/// `processors.id_titles.title_cell`: the cell under a table row's title column, "" without one.
-fn title_cell<'a>(block: &'a BlockOut, headers: &[Vec<String>]) -> &'a str {
-    let header = block.header.map_or(&[][..], |h| &headers[h][..]);
-    match title_column(header) {
+/// `processors.id_titles.title_cell`: the cell under a table row's title column, "" without one (`columns`:
+/// the title column of each table's header, found once per table, not once per row).
+fn title_cell<'a>(block: &'a BlockOut, columns: &[Option<usize>]) -> &'a str {
+    match block.header.and_then(|h| columns[h]) {
         Some(column) if column < block.cells.len() => &block.cells[column],
         _ => "",
     }
@@ -136,20 +138,22 @@ fn title_line(block: &BlockOut) -> &str {
 
 /// Every section's offers; sections that offer nothing are left out.
 pub fn scan(structure: &StructureOut) -> Vec<SectionScan> {
+    let columns: Vec<Option<usize>> = structure.headers.iter().map(|h| title_column(h)).collect();
     structure
         .sections
         .iter()
         .enumerate()
         .filter_map(|(index, section)| {
-            let scanned = scan_section(index, section, &structure.headers);
+            let scanned = scan_section(index, section, &columns);
             (!scanned.raws.is_empty() || scanned.named.is_some()).then_some(scanned)
         })
         .collect()
 }
 
-fn scan_section(index: usize, section: &SectionOut, headers: &[Vec<String>]) -> SectionScan {
+fn scan_section(index: usize, section: &SectionOut, columns: &[Option<usize>]) -> SectionScan {
     let mut raws = Vec::new();
     let mut section_ids: Vec<String> = Vec::new();
+    let mut seen: FxHashSet<String> = FxHashSet::default(); // a hostile section cites 10 000 ids
     let mut head_ids = 0;
     for (is_head, block) in section.head.iter().map(|h| (true, h)).chain(section.blocks.iter().map(|b| (false, b))) {
         let ids = block_ids(block);
@@ -157,7 +161,7 @@ fn scan_section(index: usize, section: &SectionOut, headers: &[Vec<String>]) -> 
             head_ids = ids.len();
         }
         for id in &ids {
-            if !section_ids.contains(id) {
+            if seen.insert(id.clone()) {
                 section_ids.push(id.clone());
             }
         }
@@ -169,7 +173,7 @@ fn scan_section(index: usize, section: &SectionOut, headers: &[Vec<String>]) -> 
         }
         let [id] = &ids[..] else { continue };
         let offer = match block.kind {
-            Kind::TableRow => Some((title_cell(block, headers), "table")).filter(|(cell, _)| !cell.is_empty()),
+            Kind::TableRow => Some((title_cell(block, columns), "table")).filter(|(cell, _)| !cell.is_empty()),
             Kind::Heading => Some((if is_head { section.heading.as_str() } else { block.text.as_str() }, "heading")),
             _ if !block.lead.is_empty() && !block.links.iter().any(|(text, _)| *text == block.lead) => {
                 Some((block.lead.as_str(), "lead"))

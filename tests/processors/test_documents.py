@@ -1,6 +1,7 @@
 import codecs
 import hashlib
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -275,3 +276,25 @@ def test_a_note_not_read_as_utf8_hands_the_pass_no_bytes() -> None:
     content = "标题".encode("gb18030")
     text, start = documents._decode("inbox/a/x.md", content, [])
     assert start is None and documents._body_utf8(content, start, text, text) is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: " ".join(f"arXiv:{2401 + i % 8}.{10000 + i:05d}" for i in range(n)),
+        lambda n: (
+            "| Title | id |\n|---|---|\n" + "".join(f"| t{i} | 2401.{10000 + i:05d} |\n" for i in range(n))
+        ),
+        lambda n: (
+            "---\ntitle: "
+            + " ".join(f"w{i}" for i in range(n))
+            + "\n---\n"
+            + " ".join(f"w{i}" for i in range(n))
+        ),
+    ],
+    ids=["distinct-ids", "id-table", "long-title"],
+)
+def test_parse_time_grows_linearly_with_distinct_ids_and_terms(make: Callable[[int], str]) -> None:
+    # What a note cites and the title it gives are sets the pass keeps: looked up, never searched.
+    small, large = _parse_seconds(make(1_000)), _parse_seconds(make(8_000))
+    assert large / max(small, 1e-3) < 24, f"8x the ids or terms took {large / small:.1f}x the time"
