@@ -4,10 +4,17 @@ from collections.abc import Iterable
 from typing import Any
 
 class NoteReading:
-    """One note read: its structure, ids, normalised-text hash and signature, and its token counts."""
+    """One note read: its ids, hash and signature, sections, title offers and token counts; its structure
+    built on first use."""
 
     @property
     def structure(self) -> Any: ...  # processors.structure.Structure
+    @property
+    def sections(self) -> list[tuple[str | None, str, int, str]]: ...  # (number, heading, level, text)
+    @property
+    def title_scan(
+        self,
+    ) -> list[tuple[int, int, str | None, str, list[tuple[str, str, str]], tuple[str, str, bool] | None]]: ...
     @property
     def arxiv_ids(self) -> list[str]: ...
     @property
@@ -34,7 +41,7 @@ class Reader:
         index_terms: int,
     ) -> None: ...
     def structure(self, body: str) -> Any: ...
-    def read(self, body: str) -> NoteReading: ...
+    def read(self, body: str, utf8: bytes | None = None) -> NoteReading: ...
 
 def extract_arxiv_ids(text: str) -> list[str]: ...
 def invalid_arxiv_mentions(text: str) -> list[str]: ...

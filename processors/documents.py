@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE, arxiv_id_from_card_name, extract_arxiv_ids
 from processors.errors import ParseError
 from processors.front_matter import split_front_matter
-from processors.id_titles import titled_ids
+from processors.id_titles import stated_pairs
 from processors.models import Document, Kind, RawFile, Section
 from processors.reasons import WarningCode
-from processors.structure import Structure, parse_structure, read_note
+from processors.structure import NoteReading, read_note
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _STAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-T](\d{2})(\d{2}))?(?![0-9])")
@@ -26,6 +27,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_WIDE = frozenset(bom[:1] for bom, _ in _BOMS)  # the first bytes a UTF-16/32 mark can start with
 # A note full of broken ids gets a few warnings, not thousands.
 _MAX_ID_WARNINGS = 5
 
@@ -47,10 +49,15 @@ def _kind_of(path: str) -> tuple[Kind, str | None]:
     raise ParseError(f"{path}: not under inbox/<writer>/, paper_cards/, work-queue/ or living/; ignored")
 
 
-def _decode(path: str, content: bytes, warnings: Warnings) -> str:
+def _decode(path: str, content: bytes, warnings: Warnings) -> tuple[str, int | None]:
     """The text of a note: UTF-8 (with or without BOM), UTF-16/32 by their BOM, else GB18030, else UTF-8 with
-    replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of)."""
-    wide = next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
+    replacements; ParseError for a binary file (NUL bytes, which UTF-16/32 text is full of). With it, where in
+    `content` the UTF-8 it was read from starts (after a BOM), or None when it was read any other way."""
+    wide = (
+        next((codec for bom, codec in _BOMS if content.startswith(bom)), None)
+        if content[:1] in _WIDE
+        else None
+    )
     if wide is not None:
         try:
             text = content.decode(wide)  # the codec reads the BOM for the byte order and drops it
@@ -64,26 +71,28 @@ def _decode(path: str, content: bytes, warnings: Warnings) -> str:
                 f"{path}: file contains NUL bytes even as {wide.upper()}; binary files are not notes",
                 "binary",
             )
-        return text
+        return text, None
     if b"\x00" in content:
         raise ParseError(f"{path}: file contains NUL bytes; binary files are not notes", "binary")
+    # utf-8-sig, without that codec's Python-level wrapper: its BOM dropped, then UTF-8 decoded in C.
+    start = len(codecs.BOM_UTF8) if content.startswith(codecs.BOM_UTF8) else 0
     try:
-        return content.decode("utf-8-sig")
+        return content[start:].decode(), start
     except UnicodeDecodeError:
         pass
     try:
         text = content.decode("gb18030")
         warnings.append(("decode", "file is not valid UTF-8; decoded as GB18030"))
-        return text
+        return text, None
     except UnicodeDecodeError:
         warnings.append(("decode", "file is not valid UTF-8; undecodable bytes replaced"))
-        return content.decode("utf-8", errors="replace")
+        return content.decode("utf-8", errors="replace"), None
 
 
 def is_blank(content: bytes) -> bool:
     """Nothing but white space (and a byte-order mark), in whichever encoding the note is read."""
     try:
-        return not _decode("", content, []).strip()
+        return not _decode("", content, [])[0].strip()
     except ParseError:
         return False
 
@@ -139,14 +148,17 @@ def file_time(path: str, mtime: float, zone: ZoneInfo) -> datetime | None:
         return None
 
 
-def split_sections(body: str, structure: Structure | None = None) -> list[Section]:
-    """The sections of a Markdown body, split on its headings by the Markdown parser (processors.structure)."""
-    structure = structure if structure is not None else parse_structure(body)
-    # Values of the parser's own making, already of the model's types: nothing to validate.
-    return [
-        Section.model_construct(number=s.number, heading=s.heading, level=s.level, text=s.text)
-        for s in structure.sections
-    ]
+def _body_utf8(content: bytes, start: int | None, text: str, body: str) -> bytes | None:
+    """The body's bytes in the file when the file was read as UTF-8 from `start` (the compiled pass then
+    does not encode the body again): found past the text before the body, re-encoded (its front matter)."""
+    if start is None or not text.endswith(body):
+        return None
+    return content[start + len(text[: len(text) - len(body)].encode()) :]
+
+
+def _sections(reading: NoteReading) -> list[Section]:
+    """The sections of a body, split on its headings by the Markdown parser (processors.structure)."""
+    return [Section(number=n, heading=h, level=level, text=t) for n, h, level, t in reading.sections]
 
 
 def parse_document(
@@ -169,9 +181,20 @@ def parse_document(
         raise ParseError(f"{raw.path}: could not be parsed ({type(exc).__name__}: {exc})") from exc
 
 
-def _parse(  # noqa: C901  (a known debt: tests/test_code_shape.py DEBTS)
-    raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]
-) -> Document:
+@dataclass(frozen=True)
+class _Head:
+    """What a note's path and front matter say of it before its body is read."""
+
+    kind: Kind
+    writer: str | None
+    name: str  # the file name
+    stem: str  # the file name without its extension
+    baseline_axis: str | None  # for a baseline (`…-<axis>-e1prep.md`): its axis
+    front: dict[str, object]
+
+
+def _admit(raw: RawFile, max_bytes: int) -> None:
+    """ParseError for a file the watcher refused or one over the size limit."""
     if raw.refused:
         raise ParseError(f"{raw.path}: {raw.refused}", raw.refused_code or "parse")
     size = max(raw.size, len(raw.content))
@@ -181,14 +204,11 @@ def _parse(  # noqa: C901  (a known debt: tests/test_code_shape.py DEBTS)
             "split it or raise PREDIGEST_MAX_BYTES",
             "limit",
         )
-    kind, writer = _kind_of(raw.path)
-    name = raw.path.rsplit("/", 1)[-1]
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    warnings: Warnings = []
-    text = _decode(raw.path, raw.content, warnings)
-    fm = split_front_matter(text, warnings)
-    front, raw_date, body = fm.fields, fm.date, fm.body
 
+
+def _head(path: str, kind: Kind, writer: str | None, front: dict[str, object]) -> _Head:
+    name = path.rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name else name
     baseline_axis = None
     if kind == "inbox":
         bm = _BASELINE_RE.match(stem)
@@ -196,86 +216,116 @@ def _parse(  # noqa: C901  (a known debt: tests/test_code_shape.py DEBTS)
             kind, baseline_axis = "baseline", bm.group("axis")
     if writer is None and isinstance(front.get("writer"), str):
         writer = str(front["writer"])
+    return _Head(kind, writer, name, stem, baseline_axis, front)
 
-    event_time = _front_matter_time(raw_date, zone, warnings) or _stamp_time(stem, zone)
-    if event_time is None:
-        try:
-            event_time = datetime.fromtimestamp(raw.mtime, tz=UTC).astimezone(zone)
-        except (OverflowError, ValueError, OSError):
-            raise ParseError(
-                f"{raw.path}: no date stamp in its name or front matter, and its mtime {raw.mtime!r} is no "
-                "time; stamp the file name (YYYY-MM-DD-HHMM-…) or fix its mtime"
-            ) from None
-        if kind in ("inbox", "baseline", "work_queue"):
-            warnings.append(
-                ("no_stamp", "file name has no date stamp; event time taken from the file's mtime")
-            )
 
-    # One compiled pass over the body: structure, ids, hash, signature and token counts (issue 14).
-    reading = read_note(body)
-    structure = reading.structure
-    sections = split_sections(body, structure)
-    headings = tuple(s.heading for s in sections if s.level > 0)
-    title_fm = front.get("title")
-    title = str(title_fm).strip() if title_fm not in (None, "") else (headings[0] if headings else stem)
-    if not title:
-        title = stem
+def _event_time(raw: RawFile, head: _Head, raw_date: object, zone: ZoneInfo, warnings: Warnings) -> datetime:
+    """The front matter's date, else the name's stamp, else the file's mtime (with a warning for a note)."""
+    event_time = _front_matter_time(raw_date, zone, warnings) or _stamp_time(head.stem, zone)
+    if event_time is not None:
+        return event_time
+    try:
+        event_time = datetime.fromtimestamp(raw.mtime, tz=UTC).astimezone(zone)
+    except (OverflowError, ValueError, OSError):
+        raise ParseError(
+            f"{raw.path}: no date stamp in its name or front matter, and its mtime {raw.mtime!r} is no "
+            "time; stamp the file name (YYYY-MM-DD-HHMM-…) or fix its mtime"
+        ) from None
+    if head.kind in ("inbox", "baseline", "work_queue"):
+        warnings.append(("no_stamp", "file name has no date stamp; event time taken from the file's mtime"))
+    return event_time
 
-    version = None
-    if kind == "living":
-        vm = _VERSION_RE.search(headings[0]) if headings else None
-        if vm:
-            version = vm.group(0)
-        elif front.get("version") not in (None, ""):
-            version = str(front["version"]).strip()
-            version = f"v{version}" if version[:1].isdigit() else version
 
+def _title(head: _Head, headings: tuple[str, ...]) -> str:
+    """The front matter's title, else the first heading, else the file name's stem."""
+    title_fm = head.front.get("title")
+    title = str(title_fm).strip() if title_fm not in (None, "") else (headings[0] if headings else head.stem)
+    return title or head.stem
+
+
+def _version(head: _Head, headings: tuple[str, ...]) -> str | None:
+    """A living document's version (`v3.44`): from its first heading, else from its front matter."""
+    if head.kind != "living":
+        return None
+    vm = _VERSION_RE.search(headings[0]) if headings else None
+    if vm:
+        return vm.group(0)
+    if head.front.get("version") in (None, ""):
+        return None
+    version = str(head.front["version"]).strip()
+    return f"v{version}" if version[:1].isdigit() else version
+
+
+def _arxiv_ids(head: _Head, reading: NoteReading, warnings: Warnings) -> tuple[str, ...]:
+    """A card's id (from its file name) first, then the front matter's, then the body's; unique, in order."""
     ids: list[str] = []
-    if kind == "paper_card":
-        card_id = arxiv_id_from_card_name(name)
+    if head.kind == "paper_card":
+        card_id = arxiv_id_from_card_name(head.name)
         if card_id:
             ids.append(card_id)
         else:
             warnings.append(
                 ("arxiv_id", "paper card file name carries no valid arXiv id (<card>-<yymm>-<nnnnn>.md)")
             )
-    if front.get("arxiv") is not None:
-        ids.extend(extract_arxiv_ids(" ".join(_as_strings(front["arxiv"]))))
+    if head.front.get("arxiv") is not None:
+        ids.extend(extract_arxiv_ids(" ".join(_as_strings(head.front["arxiv"]))))
     ids.extend(reading.arxiv_ids)
-    ids = list(dict.fromkeys(ids))
-    if len(ids) > MAX_LISTED_IDS_PER_NOTE and kind not in ("baseline", "living"):  # our own, or read whole
+    unique = tuple(dict.fromkeys(ids))
+    if len(unique) > MAX_LISTED_IDS_PER_NOTE and head.kind not in (
+        "baseline",
+        "living",
+    ):  # ours, or read whole
         warnings.append(
-            ("many_ids", f"cites {len(ids)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}")
+            (
+                "many_ids",
+                f"cites {len(unique)} arXiv ids; a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}",
+            )
         )
     for bad in reading.invalid_ids[:_MAX_ID_WARNINGS]:
         warnings.append(("arxiv_id", f"{bad!r} is written as an arXiv id but is not a valid one; not cited"))
+    return unique
 
+
+def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]) -> Document:
+    _admit(raw, max_bytes)
+    kind, writer = _kind_of(raw.path)  # a path outside the known folders is refused before its bytes are read
+    warnings: Warnings = []
+    text, utf8_start = _decode(raw.path, raw.content, warnings)
+    fm = split_front_matter(text, warnings)
+    head = _head(raw.path, kind, writer, fm.fields)
+    event_time = _event_time(raw, head, fm.date, zone, warnings)
+    # One compiled pass over the body: structure, ids, hash, signature and token counts (issue 14).
+    reading = read_note(fm.body, _body_utf8(raw.content, utf8_start, text, fm.body))
+    sections = _sections(reading)
+    headings = tuple(s.heading for s in sections if s.level > 0)
+    title = _title(head, headings)
+    ids = _arxiv_ids(head, reading, warnings)
     terms, length = reading.terms(title, keep_terms)
-    # Every value below is of the parse's own making and of the model's types: constructed, not validated.
-    doc = Document.model_construct(
+    # Validated, not constructed: it costs ~13 µs of a note's parse, and a value of the wrong type (a
+    # surrogate-laden title, a front matter that is not JSON) becomes a ParseError here, not a bad record.
+    return Document(
         path=raw.path,
         sha256=raw.sha256,
-        writer=writer,
-        kind=kind,
+        writer=head.writer,
+        kind=head.kind,
         event_time=event_time,
         bytes=raw.size,
         title=title,
-        axes=_as_strings(front.get("axes")),
-        tags=_as_strings(front.get("tags")),
+        axes=_as_strings(head.front.get("axes")),
+        tags=_as_strings(head.front.get("tags")),
         headings=headings,
         sections=tuple(sections),
-        arxiv_ids=tuple(ids),
-        text=body,
+        arxiv_ids=ids,
+        text=fm.body,
         text_hash=reading.text_hash,
         signature=reading.signature,
         terms=terms,
         length=length,
-        front_matter=front,
+        front_matter=head.front,
         warnings=tuple(message for _, message in warnings),
         warning_codes=tuple(code for code, _ in warnings),
-        baseline_axis=baseline_axis,
-        version=version,
-        titled=(),
+        baseline_axis=head.baseline_axis,
+        version=_version(head, headings),
+        # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
+        titled=tuple(stated_pairs(raw.path, head.kind, title, ids, reading)),
     )
-    # The titles a note gives its ids, kept with its summary: id conflicts are checked across whole windows.
-    return doc.model_copy(update={"titled": tuple(titled_ids(doc, structure))})

@@ -18,6 +18,7 @@ from datetime import date, datetime, time
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from processors.plain_front_matter import read_plain
 from processors.reasons import WarningCode
 
 # Front matter is a handful of fields; a block over this is not metadata and is not parsed at all.
@@ -27,6 +28,7 @@ MAX_BYTES = 64 * 1024
 MAX_EXPANDED = 4 * MAX_BYTES
 # Values in the JSON-safe copy: a front matter is a few fields, not a data set.
 NODE_BUDGET = 10_000
+_PLAIN = frozenset({str, int, bool})  # most of a front matter's values: kept as they are, tested first
 
 _HANDLER = YAMLHandler()  # its boundary rule (`---` lines) is what writers' tools produce
 _LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -62,7 +64,8 @@ def split_front_matter(text: str, warnings: list[tuple[WarningCode, str]]) -> Fr
         )
         return FrontMatter({}, None, body)
     try:
-        data = load_bounded(block)
+        plain = read_plain(block)  # one `key: value` per line, as most notes have it: no PyYAML needed
+        data = load_bounded(block) if plain is None else plain
     except _TooLarge:
         warnings.append(("front_matter", "front matter expands past its size limit through aliases; ignored"))
         return FrontMatter({}, None, body)
@@ -137,7 +140,7 @@ def json_safe(value: object, budget: list[int]) -> object:
     budget[0] -= 1
     if budget[0] < 0:
         raise ValueError("front matter too large")
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or type(value) in _PLAIN or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.boilerplate import section_boilerplate
 from processors.markup import EMOJI
 from processors.models import Document, DocumentSummary, TitledId
-from processors.structure import Block, SectionNode, Structure, parse_structure
+from processors.structure import Block, Structure, read_note
 
 # Rank of each source; the arXiv API (added by the briefing) outranks them all.
 TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "section": 0}
@@ -210,42 +211,56 @@ def title_line(block: Block) -> str:
     return block.text[m.end() :] if m else ""
 
 
-def _section_pairs(section: SectionNode, ref: str) -> list[TitledId]:
+# What the compiled pass finds may title an id in one section (predigest_native, native/src/titles.rs): its
+# index, level, number and heading; the raw texts offered, each with its id and source (a key of TRUST); and
+# the named-paper case — the id the first block cites, that block's text, whether the heading may title it.
+RawTitle = tuple[str, str, str]
+NamedPaper = tuple[str, str, bool]
+TitleScan = tuple[int, int, str | None, str, list[RawTitle], NamedPaper | None]
+
+
+class ScannedNote(Protocol):
+    """A note's reading (processors.structure.read_note) as stated_pairs uses it."""
+
+    @property
+    def title_scan(self) -> Sequence[TitleScan]: ...
+
+    @property
+    def structure(self) -> Structure: ...
+
+
+def titled_ids(doc: Document) -> list[TitledId]:
+    """The (id, title) pairs a document states, its text read again (a record stored without them)."""
+    return stated_pairs(doc.path, doc.kind, doc.title, doc.arxiv_ids, read_note(doc.text))
+
+
+def stated_pairs(
+    path: str, kind: str, title: str, arxiv_ids: Sequence[str], reading: ScannedNote
+) -> list[TitledId]:
+    """The (id, title) pairs a note states: a card's title for its id, then each section's pairs.
+
+    The compiled pass scans every block (`reading.title_scan`); only the texts it offers are judged here.
+    """
     out: list[TitledId] = []
-
-    def add(arxiv_id: str, raw: str, kind: str) -> None:
-        pair = _candidate(arxiv_id, raw, ref, TRUST[kind])
-        if pair is not None:
-            out.append(pair)
-
-    heads = [section.head] if section.head is not None else []
-    section_ids: dict[str, None] = {}
-    for block in [*heads, *section.blocks]:
-        ids = block_ids(block)
-        section_ids.update(dict.fromkeys(ids))
-        for text, url in block.links:
-            link_ids = extract_arxiv_ids(url)
-            if len(link_ids) == 1 and text:
-                add(link_ids[0], text, "link")
-        if len(ids) != 1:
-            continue
-        if block.kind == "table_row":
-            cell = title_cell(block)
-            if cell:
-                add(ids[0], cell, "table")
-        elif block.kind == "heading":
-            add(ids[0], section.heading if block is section.head else block.text, "heading")
-        elif block.lead and not any(block.lead == text for text, _ in block.links):
-            add(ids[0], block.lead, "lead")
-    lines = [t for t in (title_line(b) for b in section.blocks) if t]
-    if lines and len(section_ids) == 1:
-        add(next(iter(section_ids)), lines[0], "title_line")
-    if not out:
-        out.extend(_named_paper(section, ref, section_ids))
+    if kind == "paper_card" and arxiv_ids:
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if title != stem:
+            pair = _candidate(arxiv_ids[0], title, path, TRUST["card"])
+            out.extend([pair] if pair else [])
+    for index, level, number, heading, raws, named in reading.title_scan:
+        ref = (
+            path if level <= 1 else f"{path}#{number or heading}"
+        )  # `path#§2.4`, `path#heading`, or the path
+        pairs = [p for i, raw, source in raws if (p := _candidate(i, raw, ref, TRUST[source])) is not None]
+        if not pairs and named is not None:
+            pairs = _named_paper(named, heading, ref, reading, index)
+        out.extend(pairs)
     return out
 
 
-def _named_paper(section: SectionNode, ref: str, section_ids: dict[str, None]) -> list[TitledId]:
+def _named_paper(
+    named: NamedPaper, heading: str, ref: str, reading: ScannedNote, index: int
+) -> list[TitledId]:
     """A section about one paper whose heading names no id but whose first block cites it.
 
     `### 2.1 InferenceBench` / `arXiv:2607.20468 提出 …` (or a `来源：` line linking the paper): the heading
@@ -254,46 +269,20 @@ def _named_paper(section: SectionNode, ref: str, section_ids: dict[str, None]) -
     paper (`安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…`) is a topic: the words before the id
     are then the paper's name only.
     """
-    if section.level < 2 or section.head is None or block_ids(section.head):
-        return []
-    first = next((b for b in section.blocks if b.text), None)
-    ids = block_ids(first) if first is not None else []
-    if first is None or len(ids) != 1:
-        return []
-    named = lead_name(first.text, ids[0])
-    if named:
-        pair = _candidate(ids[0], named, ref, NAME)
+    arxiv_id, text, heading_may_title = named
+    name = lead_name(text, arxiv_id)
+    if name:
+        pair = _candidate(arxiv_id, name, ref, NAME)
     elif (
-        first.kind == "paragraph"
-        and list(section_ids) == ids
-        and _OPENS_WITH_ID.match(first.text)
-        and section_boilerplate(section) is None
+        heading_may_title
+        and _OPENS_WITH_ID.match(text)
+        # the section's blocks, built as Python objects only now (processors.structure.read_note)
+        and section_boilerplate(reading.structure.sections[index]) is None
     ):
-        pair = _candidate(ids[0], section.heading, ref, TRUST["section"])
+        pair = _candidate(arxiv_id, heading, ref, TRUST["section"])
     else:
         pair = None
     return [pair] if pair is not None else []
-
-
-def section_ref(path: str, section: SectionNode) -> str:
-    """`path#§2.4` for a numbered section, `path#heading` otherwise, the bare path for level 0 and 1."""
-    if section.level <= 1:
-        return path
-    return f"{path}#{section.number or section.heading}"
-
-
-def titled_ids(doc: Document, structure: Structure | None = None) -> list[TitledId]:
-    """The (id, title) pairs a document states, from its structure (parsed again when not given)."""
-    out: list[TitledId] = []
-    if doc.kind == "paper_card" and doc.arxiv_ids:
-        stem = doc.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if doc.title != stem:
-            pair = _candidate(doc.arxiv_ids[0], doc.title, doc.path, TRUST["card"])
-            out.extend([pair] if pair else [])
-    structure = structure if structure is not None else parse_structure(doc.text)
-    for section in structure.sections:
-        out.extend(_section_pairs(section, section_ref(doc.path, section)))
-    return out
 
 
 def lead_name(line: str, arxiv_id: str) -> str:

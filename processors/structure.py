@@ -5,8 +5,9 @@ body once: its structure — sections split on top-level headings (ATX or setext
 lists), each with its blocks: paragraphs, list items, table rows (with their table's header), block-quote
 paragraphs, code and HTML blocks, nested headings; every block with its plain text (markup removed, links
 reduced to their text, images left out), links, images, lead (the bold text or link text that opens it) and
-line — and its arXiv ids, normalised-text hash, token counts and MinHash signature. `parse_structure(body)`
-reads the structure alone. Linear in the size of the note. The plain Python implementations these equal are
+line — and its arXiv ids, normalised-text hash, token counts, MinHash signature and the texts that may title
+its ids (processors.id_titles). `parse_structure(body)` reads the structure alone. Linear in the size of the
+note. The plain Python implementations these equal are
 under tests/processors/reference/ (docs/development.md, "The compiled extension").
 """
 
@@ -85,8 +86,11 @@ def parse_structure(body: str) -> Structure:
     return structure
 
 
-def read_note(body: str) -> NoteReading:
-    """One pass over a body: `.structure`, `.arxiv_ids`, `.invalid_ids` (announced as arXiv ids but none),
-    `.text_hash` (sha256 of the normalised text), `.signature` (MinHash; () below MIN_SHINGLES shingles) and
-    `.terms(title, keep)` (the note's index terms and length, processors.tokens.note_terms)."""
-    return _READER.read(body)
+def read_note(body: str, utf8: bytes | None = None) -> NoteReading:
+    """One pass over a body: `.arxiv_ids`, `.invalid_ids` (announced as arXiv ids but none), `.text_hash`
+    (sha256 of the normalised text), `.signature` (MinHash; () below MIN_SHINGLES shingles), `.sections`
+    ((number, heading, level, text) each), `.title_scan` (what may title which id: processors.id_titles),
+    `.terms(title, keep)` (the note's index terms and length, processors.tokens.note_terms) and `.structure`
+    (built as Python objects only when read: the parse stage needs the blocks of none but a rare section).
+    `utf8`: the body's bytes as the file holds them, when it is UTF-8 (spares encoding it again)."""
+    return _READER.read(body, utf8)

@@ -20,7 +20,6 @@ DEBTS = {
     "bench/run.py": 460,
     "streams/pipeline.py": 418,
     "bench/run.py:main": 142,
-    "processors/documents.py:_parse": 110,
 }
 
 

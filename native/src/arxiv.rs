@@ -161,7 +161,7 @@ pub fn extract_ids(text: &str) -> Vec<String> {
     let mut found: Vec<(usize, String)> = Vec::new();
     // A new-style id has four digits right before a dot: start from the dots.
     let mut last_end = 0;
-    for (dot, _) in text.match_indices('.') {
+    for dot in memchr::memchr_iter(b'.', text.as_bytes()) {
         let mut p = dot;
         let mut ok = true;
         for _ in 0..4 {
@@ -307,18 +307,21 @@ pub fn invalid_mentions(text: &str) -> Vec<String> {
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut i = 0;
     let bytes = text.as_bytes();
-    while i < text.len() {
-        if bytes[i] == b'a' || bytes[i] == b'A' {
-            if let Some((g, end)) = mention_at(text, i) {
-                let group = &text[g..end];
-                if !valid_mention(group) && seen.insert(group) {
-                    out.push(group.to_string());
-                }
-                i = end;
-                continue;
+    // A mention starts at `a` or `A` (`arXiv:`, `arxiv.org/`): jump from one to the next. An ASCII byte is
+    // never inside a multi-byte character, so each is a character boundary.
+    while let Some(at) = memchr::memchr2(b'a', b'A', &bytes[i..]) {
+        i += at;
+        // `arxiv` goes on with `r` (no other letter matches it under `re.IGNORECASE`): most `a`s end here.
+        let found = if matches!(bytes.get(i + 1), Some(b'r' | b'R')) { mention_at(text, i) } else { None };
+        if let Some((g, end)) = found {
+            let group = &text[g..end];
+            if !valid_mention(group) && seen.insert(group) {
+                out.push(group.to_string());
             }
+            i = end;
+        } else {
+            i += 1;
         }
-        i += char_at(text, i).map_or(1, char::len_utf8);
     }
     out
 }

@@ -10,10 +10,11 @@ mod markup;
 mod minhash;
 mod structure;
 mod text;
+mod titles;
 mod unicode;
 mod unicode_tables;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -22,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::structure::{BlockOut, Link, StructureOut};
 use crate::text::{normalise, scan, token_hash, Tokens};
+use crate::titles::SectionScan;
 use crate::unicode::is_digit;
 
 /// What the reader is configured with, shared by every reading.
@@ -40,20 +42,24 @@ impl Config {
     }
 }
 
-/// Reads notes: configured once with the product's constants and the Python types it builds.
-#[pyclass(frozen, module = "predigest_native")]
-struct Reader {
-    config: Arc<Config>,
+/// The Python types the reader builds (NamedTuples of processors.structure).
+struct Types {
     block: Py<PyType>,
     section: Py<PyType>,
     structure: Py<PyType>,
 }
 
-/// One note read: its structure, ids, hash and signature, and its token counts for `terms`.
+/// Reads notes: configured once with the product's constants and the Python types it builds.
+#[pyclass(frozen, module = "predigest_native")]
+struct Reader {
+    config: Arc<Config>,
+    types: Arc<Types>,
+}
+
+/// One note read: its ids, hash and signature, its sections, what may title its ids, and its token counts
+/// for `terms`; its whole structure is built as Python objects only when asked for.
 #[pyclass(frozen, module = "predigest_native")]
 struct NoteReading {
-    #[pyo3(get)]
-    structure: Py<PyAny>,
     #[pyo3(get)]
     arxiv_ids: Py<PyList>,
     #[pyo3(get)]
@@ -62,6 +68,14 @@ struct NoteReading {
     text_hash: Py<PyString>,
     #[pyo3(get)]
     signature: Py<PyTuple>,
+    #[pyo3(get)]
+    sections: Py<PyList>,
+    #[pyo3(get)]
+    title_scan: Py<PyList>,
+    body: String,
+    out: StructureOut,
+    structure: OnceLock<Py<PyAny>>,
+    types: Arc<Types>,
     norm: String,
     tokens: Tokens,
     config: Arc<Config>,
@@ -112,22 +126,33 @@ impl Reader {
             min_shingles,
             index_terms,
         };
-        Ok(Reader { config: Arc::new(config), block, section, structure })
+        Ok(Reader { config: Arc::new(config), types: Arc::new(Types { block, section, structure }) })
     }
 
     /// The sections and blocks of a Markdown body (`processors.structure.Structure`).
     fn structure<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
         let text = body_text(body)?;
         let out = py.detach(|| structure::parse(&text));
-        self.py_structure(py, &text, &out)
+        py_structure(py, &self.types, &text, &out)
     }
 
-    /// Everything the parse stage needs of a note's body, in one pass over it.
-    fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<NoteReading> {
-        let text = body_text(body)?;
+    /// Everything the parse stage needs of a note's body, in one pass over it. `utf8`, when given, is the
+    /// body's UTF-8 as the file holds it: the body is then not encoded again (a tenth of the pass). Bytes
+    /// that are not UTF-8 or not as many characters as the body are ignored.
+    #[pyo3(signature = (body, utf8=None))]
+    fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>, utf8: Option<&[u8]>) -> PyResult<NoteReading> {
+        let given = utf8.and_then(|b| std::str::from_utf8(b).ok());
+        let (text, exact) = match given {
+            Some(t) if t.chars().count() == body.len()? => (t.to_owned(), true),
+            _ => match body.to_str() {
+                Ok(t) => (t.to_owned(), true),
+                Err(_) => (body_text(body)?, false),
+            },
+        };
         let config = Arc::clone(&self.config);
-        let (out, ids, invalid, norm, hash, signature) = py.detach(|| {
+        let (out, scanned, ids, invalid, norm, hash, signature) = py.detach(|| {
             let out = structure::parse(&text);
+            let scanned = titles::scan(&out);
             let ids = arxiv::extract_ids(&text);
             let invalid = arxiv::invalid_mentions(&text);
             let norm = normalise(&text);
@@ -139,15 +164,20 @@ impl Reader {
                 let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
                 config.permutations.digest(&hashes)
             };
-            (out, ids, invalid, (norm, read.tokens), hash, signature)
+            (out, scanned, ids, invalid, (norm, read.tokens), hash, signature)
         });
         let (norm, tokens) = norm;
         Ok(NoteReading {
-            structure: self.py_structure(py, &text, &out)?.unbind(),
             arxiv_ids: PyList::new(py, ids)?.unbind(),
             invalid_ids: PyList::new(py, invalid)?.unbind(),
             text_hash: PyString::new(py, &hash).unbind(),
             signature: PyTuple::new(py, signature)?.unbind(),
+            sections: py_sections(py, body, exact, &text, &out)?.unbind(),
+            title_scan: py_title_scan(py, &out, &scanned)?.unbind(),
+            body: text,
+            out,
+            structure: OnceLock::new(),
+            types: Arc::clone(&self.types),
             norm,
             tokens,
             config,
@@ -155,62 +185,115 @@ impl Reader {
     }
 }
 
-impl Reader {
-    fn py_structure<'py>(&self, py: Python<'py>, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
-        let headers = out
-            .headers
-            .iter()
-            .map(|h| PyTuple::new(py, h))
-            .collect::<PyResult<Vec<_>>>()?;
-        let mut sections = Vec::with_capacity(out.sections.len());
-        for s in &out.sections {
-            let head = match &s.head {
-                Some(h) => self.py_block(py, h, &headers)?,
-                None => py.None().into_bound(py),
-            };
-            let blocks = s.blocks.iter().map(|b| self.py_block(py, b, &headers)).collect::<PyResult<Vec<_>>>()?;
-            let values = (
-                s.level,
-                s.number.as_deref(),
-                s.heading.as_str(),
-                head,
-                &body[s.bytes.0..s.bytes.1],
-                s.start,
-                s.end,
-                PyTuple::new(py, blocks)?,
-            );
-            sections.push(make(py, &self.section, values.into_pyobject(py)?)?);
-        }
-        make(py, &self.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
-    }
-
-    fn py_block<'py>(
-        &self,
-        py: Python<'py>,
-        b: &BlockOut,
-        headers: &[Bound<'py, PyTuple>],
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let header = match b.header {
-            Some(i) => headers[i].clone(),
-            None => PyTuple::empty(py),
+/// `(number, heading, level, text)` of every section, the fields of `processors.models.Section`. Each text
+/// is a slice of the body's own str (a copy of its characters, nothing decoded) unless the body holds lone
+/// surrogates, which the pass reads as `?`.
+fn py_sections<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyString>,
+    exact: bool,
+    text: &str,
+    out: &StructureOut,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut items = Vec::with_capacity(out.sections.len());
+    for s in &out.sections {
+        let section_text = if exact {
+            substring(body, s.start, s.end)?
+        } else {
+            PyString::new(py, &text[s.bytes.0..s.bytes.1])
         };
-        let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
-        let values: [Bound<'py, PyAny>; 12] = [
-            PyString::intern(py, b.kind.name()).into_any(),
-            PyString::new(py, &b.text).into_any(),
-            b.line.into_pyobject(py)?.into_any(),
-            links(py, &b.links)?.into_any(),
-            links(py, &b.images)?.into_any(),
-            PyString::new(py, &b.lead).into_any(),
-            b.depth.into_pyobject(py)?.into_any(),
-            b.checked.into_pyobject(py)?.into_any(),
-            b.quoted.into_pyobject(py)?.to_owned().into_any(),
-            PyTuple::new(py, &b.cells)?.into_any(),
-            PyTuple::new(py, cell_links)?.into_any(),
-            header.into_any(),
-        ];
-        make(py, &self.block, PyTuple::new(py, values)?)
+        items.push((s.number.as_deref(), s.heading.as_str(), s.level, section_text).into_pyobject(py)?);
     }
+    PyList::new(py, items)
+}
+
+/// `text[start:end]` of a Python str, by character offsets.
+fn substring<'py>(text: &Bound<'py, PyString>, start: usize, end: usize) -> PyResult<Bound<'py, PyString>> {
+    let (start, end) = (start as pyo3::ffi::Py_ssize_t, end as pyo3::ffi::Py_ssize_t);
+    // SAFETY: a valid str and offsets within it; PyUnicode_Substring returns a new reference or NULL with an
+    // exception set, which from_owned_ptr_or_err turns into an error.
+    unsafe {
+        let ptr = pyo3::ffi::PyUnicode_Substring(text.as_ptr(), start, end);
+        Ok(Bound::from_owned_ptr_or_err(text.py(), ptr)?.cast_into_unchecked())
+    }
+}
+
+/// `(index, level, number, heading, [(id, text, kind)], (id, text, heading_may_title) | None)` of every
+/// section that offers a title (`titles::scan`).
+fn py_title_scan<'py>(py: Python<'py>, out: &StructureOut, scanned: &[SectionScan]) -> PyResult<Bound<'py, PyList>> {
+    let mut items = Vec::with_capacity(scanned.len());
+    for s in scanned {
+        let section = &out.sections[s.index];
+        let raws = s
+            .raws
+            .iter()
+            .map(|r| (r.id.as_str(), r.text.as_str(), PyString::intern(py, r.kind)).into_pyobject(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        let named = match &s.named {
+            Some(n) => (n.id.as_str(), n.text.as_str(), n.heading_may_title).into_pyobject(py)?.into_any(),
+            None => py.None().into_bound(py),
+        };
+        let values =
+            (s.index, section.level, section.number.as_deref(), section.heading.as_str(), PyList::new(py, raws)?, named);
+        items.push(values.into_pyobject(py)?);
+    }
+    PyList::new(py, items)
+}
+
+fn py_structure<'py>(py: Python<'py>, types: &Types, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
+    let headers = out
+        .headers
+        .iter()
+        .map(|h| PyTuple::new(py, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut sections = Vec::with_capacity(out.sections.len());
+    for s in &out.sections {
+        let head = match &s.head {
+            Some(h) => py_block(py, types, h, &headers)?,
+            None => py.None().into_bound(py),
+        };
+        let blocks = s.blocks.iter().map(|b| py_block(py, types, b, &headers)).collect::<PyResult<Vec<_>>>()?;
+        let values = (
+            s.level,
+            s.number.as_deref(),
+            s.heading.as_str(),
+            head,
+            &body[s.bytes.0..s.bytes.1],
+            s.start,
+            s.end,
+            PyTuple::new(py, blocks)?,
+        );
+        sections.push(make(py, &types.section, values.into_pyobject(py)?)?);
+    }
+    make(py, &types.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
+}
+
+fn py_block<'py>(
+    py: Python<'py>,
+    types: &Types,
+    b: &BlockOut,
+    headers: &[Bound<'py, PyTuple>],
+) -> PyResult<Bound<'py, PyAny>> {
+    let header = match b.header {
+        Some(i) => headers[i].clone(),
+        None => PyTuple::empty(py),
+    };
+    let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
+    let values: [Bound<'py, PyAny>; 12] = [
+        PyString::intern(py, b.kind.name()).into_any(),
+        PyString::new(py, &b.text).into_any(),
+        b.line.into_pyobject(py)?.into_any(),
+        links(py, &b.links)?.into_any(),
+        links(py, &b.images)?.into_any(),
+        PyString::new(py, &b.lead).into_any(),
+        b.depth.into_pyobject(py)?.into_any(),
+        b.checked.into_pyobject(py)?.into_any(),
+        b.quoted.into_pyobject(py)?.to_owned().into_any(),
+        PyTuple::new(py, &b.cells)?.into_any(),
+        PyTuple::new(py, cell_links)?.into_any(),
+        header.into_any(),
+    ];
+    make(py, &types.block, PyTuple::new(py, values)?)
 }
 
 fn links<'py>(py: Python<'py>, links: &[Link]) -> PyResult<Bound<'py, PyTuple>> {
@@ -228,6 +311,16 @@ fn make<'py>(py: Python<'py>, cls: &Py<PyType>, values: Bound<'py, PyTuple>) -> 
 
 #[pymethods]
 impl NoteReading {
+    /// The note's sections and blocks (`processors.structure.Structure`), built on first use.
+    #[getter]
+    fn structure(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(built) = self.structure.get() {
+            return Ok(built.clone_ref(py));
+        }
+        let built = py_structure(py, &self.types, &self.body, &self.out)?.unbind();
+        Ok(self.structure.get_or_init(|| built).clone_ref(py))
+    }
+
     /// `processors.tokens.note_terms(note_index(counts, title), keep)` and the note's length (the sum of
     /// its index counts: body tokens once, title tokens twice).
     fn terms<'py>(
@@ -240,32 +333,7 @@ impl NoteReading {
         let title_norm = normalise(&body_text(title)?);
         let title_scan = scan(&title_norm, false);
         let title_tokens = &title_scan.tokens;
-        let mut length: u64 = 0;
-        let mut candidates: Vec<(&str, u32)> = Vec::new();
-        for t in self.tokens.table.iter() {
-            let token = &self.norm[t.start as usize..t.end as usize];
-            let count = t.count + 2 * title_tokens.get(&title_norm, token, t.hash).unwrap_or(0);
-            length += u64::from(count);
-            if self.config.is_index_term(token) {
-                candidates.push((token, count));
-            }
-        }
-        for t in title_tokens.table.iter() {
-            let token = &title_norm[t.start as usize..t.end as usize];
-            if self.tokens.get(&self.norm, token, t.hash).is_none() {
-                length += u64::from(2 * t.count);
-                if self.config.is_index_term(token) {
-                    candidates.push((token, 2 * t.count));
-                }
-            }
-        }
-        let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
-        let top = self.config.index_terms;
-        if candidates.len() > top && top > 0 {
-            candidates.select_nth_unstable_by(top - 1, order);
-        }
-        candidates.truncate(top);
-        candidates.sort_unstable_by(order);
+        let (candidates, length) = self.top_terms(&title_norm, title_tokens);
         let dict = PyDict::new(py);
         for (token, count) in &candidates {
             dict.set_item(*token, *count)?;
@@ -282,6 +350,82 @@ impl NoteReading {
             }
         }
         Ok((dict, length))
+    }
+}
+
+impl NoteReading {
+    /// The index terms of the note and its title, most frequent first (ties by the term), at most
+    /// `index_terms` of them, and the note's length.
+    ///
+    /// Only the most frequent tokens can be among them: the tokens are counted by frequency first, and
+    /// only those at or above the lowest frequency that leaves twice as many as are kept are tested for
+    /// stopwords and sorted (all of them, when that leaves too few terms).
+    fn top_terms<'a>(&'a self, title_norm: &'a str, title_tokens: &Tokens) -> (Vec<(&'a str, u32)>, u64) {
+        const LEVELS: usize = 64;
+        let level = |count: u32| (count as usize).min(LEVELS);
+        let mut levels = [0usize; LEVELS + 1]; // tokens of each count, the last for LEVELS and over
+        let mut length: u64 = 0;
+        for t in self.tokens.table.iter() {
+            length += u64::from(t.count);
+            levels[level(t.count)] += 1;
+        }
+        // Title tokens count twice: added to the body's count of the same token, or standing alone.
+        let mut titled: Vec<(u32, &str, u32)> = Vec::new(); // (body start, token, count with the title's)
+        for t in title_tokens.table.iter() {
+            let token = &title_norm[t.start as usize..t.end as usize];
+            length += u64::from(2 * t.count);
+            match self.tokens.find(&self.norm, token, t.hash) {
+                Some(b) => {
+                    levels[level(b.count)] -= 1;
+                    titled.push((b.start, token, b.count + 2 * t.count));
+                }
+                None => titled.push((u32::MAX, token, 2 * t.count)),
+            }
+            levels[level(titled[titled.len() - 1].2)] += 1;
+        }
+        let top = self.config.index_terms;
+        let (mut floor, mut above) = (LEVELS, levels[LEVELS]);
+        while floor > 1 && above < 2 * top {
+            floor -= 1;
+            above += levels[floor];
+        }
+        // A title from front matter may hold thousands of tokens: their body entries are looked up in a set.
+        let in_title: FxHashSet<u32> = titled.iter().map(|(start, _, _)| *start).collect();
+        let mut candidates = self.terms_from(floor as u32, &titled, &in_title);
+        if candidates.len() < top && floor > 1 {
+            candidates = self.terms_from(1, &titled, &in_title);
+        }
+        let order = |a: &(&str, u32), b: &(&str, u32)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        if candidates.len() > top && top > 0 {
+            candidates.select_nth_unstable_by(top - 1, order);
+        }
+        candidates.truncate(top);
+        candidates.sort_unstable_by(order);
+        (candidates, length)
+    }
+
+    /// The index terms counted `floor` times or more, with their counts (`titled`: the title's tokens).
+    fn terms_from<'a>(
+        &'a self,
+        floor: u32,
+        titled: &[(u32, &'a str, u32)],
+        in_title: &FxHashSet<u32>,
+    ) -> Vec<(&'a str, u32)> {
+        let mut out = Vec::new();
+        for t in self.tokens.table.iter() {
+            if t.count >= floor && (in_title.is_empty() || !in_title.contains(&t.start)) {
+                let token = &self.norm[t.start as usize..t.end as usize];
+                if self.config.is_index_term(token) {
+                    out.push((token, t.count));
+                }
+            }
+        }
+        for &(_, token, count) in titled {
+            if count >= floor && self.config.is_index_term(token) {
+                out.push((token, count));
+            }
+        }
+        out
     }
 }
 

@@ -31,9 +31,15 @@ fn strip_emoji(text: &str) -> String {
         keycapless.push(c);
         i += 1;
     }
-    let mut out = String::with_capacity(text.len());
-    for (i, &c) in keycapless.iter().enumerate() {
-        let next = keycapless.get(i + 1).copied();
+    strip_pictographs(&keycapless)
+}
+
+/// `EMOJI.sub("", text)` over `text`'s characters: pictographs and joiners, © and ® before U+FE0F, and
+/// U+FE0F not before U+20E3 removed (a keycap's digit and U+20E3 are kept).
+pub fn strip_pictographs(chars: &[char]) -> String {
+    let mut out = String::with_capacity(chars.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1).copied();
         let drop = is_pictograph(c)
             || (matches!(c, '©' | '®') && next == Some('\u{fe0f}'))
             || (c == '\u{fe0f}' && next != Some('\u{20e3}'));

@@ -2,10 +2,13 @@
 //! its exact-duplicate hash is taken of (`processors.text.strip_markup`), read together, character by
 //! character.
 
+use std::borrow::Cow;
 use std::hash::Hasher;
 
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
+
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 use crate::unicode::{is_alnum, is_assigned, is_cjk, is_space};
@@ -34,36 +37,125 @@ pub fn normalise(text: &str) -> String {
 }
 
 fn normalise_assigned(text: &str) -> String {
-    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
-        return text.to_lowercase();
-    }
-    // NFKC runs only over the stretches that need it: ASCII and the CJK unified ideographs are their own
-    // NFKC, never reorder, and nothing composes with them as its second character, so they bound a stretch
-    // (an ASCII character before one goes with it: `e` + U+0301 is `é`). Chinese text always has some
-    // full-width punctuation to fold, and NFKC of the whole note cost more than the rest of the pass.
-    let inert = |c: char| c.is_ascii() || ('\u{4e00}'..='\u{9fff}').contains(&c);
-    let mut out = String::with_capacity(text.len() + 16);
+    lowercase(&nfkc_stretches(text))
+}
+
+/// Whether `c` is its own NFKC and no character before it can change with it (NFKC_QC=Yes, ccc=0): text can
+/// be normalised in pieces cut before such characters. ASCII and the CJK unified ideographs (most of a
+/// note) are answered without a look-up.
+#[inline]
+fn inert(c: char) -> bool {
+    c.is_ascii()
+        || ('\u{4e00}'..='\u{9fff}').contains(&c)
+        || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
+}
+
+/// NFKC of `text`, run only over the stretches that need it: a stretch is a run of characters that are not
+/// inert, with the character before it (which may compose with the first: `e` + U+0301 is `é`). Chinese text
+/// always has some full-width punctuation to fold, and NFKC of the whole note cost more than the rest of
+/// the pass. Borrowed when nothing needs it.
+fn nfkc_stretches(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out`
     let mut stretch: Option<usize> = None; // start of the stretch being read
-    let mut ascii_before: Option<usize> = None; // the previous character, when it is ASCII
-    for (i, c) in text.char_indices() {
+    let mut prev = 0; // start of the previous character
+    let mut i = 0;
+    while i < n {
+        if bytes[i] < 0x80 && stretch.is_none() {
+            let run = bytes[i..].iter().take_while(|&&b| b < 0x80).count();
+            prev = i + run - 1;
+            i += run;
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\0');
         if inert(c) {
             if let Some(start) = stretch.take() {
-                out.extend(text[start..i].nfkc());
+                push_nfkc(&mut out, &text[start..i]);
                 copied = i;
             }
-            ascii_before = c.is_ascii().then_some(i);
         } else if stretch.is_none() {
-            let start = ascii_before.unwrap_or(i);
+            let start = if i > 0 { prev } else { 0 };
+            if out.capacity() == 0 {
+                out.reserve(n + 16);
+            }
             out.push_str(&text[copied..start]);
             stretch = Some(start);
         }
+        prev = i;
+        i += c.len_utf8();
     }
     match stretch {
-        Some(start) => out.extend(text[start..].nfkc()),
+        Some(start) => push_nfkc(&mut out, &text[start..]),
+        None if copied == 0 => return Cow::Borrowed(text),
         None => out.push_str(&text[copied..]),
     }
-    out.to_lowercase()
+    Cow::Owned(out)
+}
+
+/// NFKC of one stretch. The common one — full-width ASCII (`，`, `（`, `：`), maybe after an inert character —
+/// maps character by character: U+FF01…U+FF5E are `<wide>` forms of U+0021…U+007E, and an ASCII character
+/// composes with nothing before it.
+fn push_nfkc(out: &mut String, stretch: &str) {
+    let wide = |c: char| ('\u{ff01}'..='\u{ff5e}').contains(&c);
+    let mut chars = stretch.chars();
+    let first = chars.next();
+    if first.is_some_and(|c| wide(c) || inert(c)) && chars.clone().all(wide) {
+        for c in first.into_iter().chain(chars) {
+            out.push(if wide(c) { char::from_u32(c as u32 - 0xfee0).unwrap_or(c) } else { c });
+        }
+        return;
+    }
+    out.extend(stretch.nfkc());
+}
+
+/// Characters without case that a note is full of: CJK punctuation, kana, the unified ideographs, Hangul.
+#[inline]
+fn caseless(c: char) -> bool {
+    matches!(c as u32, 0x3000..=0x30ff | 0x4e00..=0x9fff | 0xac00..=0xd7af)
+}
+
+const ASCII_MASK: u64 = 0x8080_8080_8080_8080;
+
+/// `str::to_lowercase`: the text copied whole, characters whose lower case differs replaced, then ASCII
+/// lowered in place (no character lowers to an ASCII capital). Caseless characters are passed without a
+/// look-up in the case tables. Only a capital sigma lowers by its context (final or not): text holding one
+/// takes the standard library's path.
+fn lowercase(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        // ASCII eight bytes at a time: it is lowered in place at the end.
+        while i + 8 <= bytes.len() && u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or([0x80; 8])) & ASCII_MASK == 0 {
+            i += 8;
+        }
+        if i >= bytes.len() {
+            break;
+        }
+        if bytes[i] < 0x80 {
+            i += 1;
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\0');
+        let n = c.len_utf8();
+        if c == 'Σ' {
+            return text.to_lowercase();
+        }
+        if !caseless(c) {
+            let mut lower = c.to_lowercase();
+            if lower.len() != 1 || lower.clone().next() != Some(c) {
+                out.push_str(&text[copied..i]);
+                out.extend(&mut lower);
+                copied = i + n;
+            }
+        }
+        i += n;
+    }
+    out.push_str(&text[copied..]);
+    out.make_ascii_lowercase();
+    out
 }
 
 /// The 64-bit hash of a token: rensa's token hash (FxHasher over its UTF-8 bytes), which also keys the
@@ -90,14 +182,22 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    fn new() -> Self {
-        Tokens { table: HashTable::with_capacity(256) }
+    /// A table sized for a text of `bytes` (a distinct token every few bytes): a note's table is not grown
+    /// and rehashed on the way.
+    fn for_text(bytes: usize) -> Self {
+        Tokens { table: HashTable::with_capacity(bytes / 4 + 16) }
     }
 
     fn add(&mut self, text: &str, start: usize, end: usize, times: u32) {
-        let token = &text[start..end];
-        let hash = token_hash(token);
-        let eq = |t: &Token| t.hash == hash && &text[t.start as usize..t.end as usize] == token;
+        // Bytes, not str slices: the offsets are character boundaries, and a str slice checks them again.
+        let bytes = text.as_bytes();
+        let token = &bytes[start..end];
+        let mut h = FxHasher::default();
+        h.write(token);
+        let hash = h.finish();
+        let eq = |t: &Token| {
+            t.hash == hash && (t.end - t.start) as usize == token.len() && &bytes[t.start as usize..t.end as usize] == token
+        };
         match self.table.find_mut(hash, eq) {
             Some(t) => t.count += times,
             None => {
@@ -109,9 +209,13 @@ impl Tokens {
 
     /// The count of `token` (a string of `other`, looked up in this table over `text`).
     pub fn get(&self, text: &str, token: &str, hash: u64) -> Option<u32> {
-        self.table
-            .find(hash, |t| t.hash == hash && &text[t.start as usize..t.end as usize] == token)
-            .map(|t| t.count)
+        self.find(text, token, hash).map(|t| t.count)
+    }
+
+    /// The entry of `token` (a string of `other`, looked up in this table over `text`).
+    pub fn find(&self, text: &str, token: &str, hash: u64) -> Option<&Token> {
+        let (bytes, token) = (text.as_bytes(), token.as_bytes());
+        self.table.find(hash, |t| t.hash == hash && &bytes[t.start as usize..t.end as usize] == token)
     }
 
     pub fn len(&self) -> usize {
@@ -125,7 +229,16 @@ pub struct Scan {
     pub stripped: String,
 }
 
-const NOISE: &[u8] = b"*_`#>|~[]";
+/// The bytes of `*_`#>|~[]`, the runs `_NOISE_RE` removes.
+const NOISE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 9 {
+        table[b"*_`#>|~[]"[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// The end of a match of `processors.text._NOISE_RE` at byte `i` of `text`, tried in the regex's order:
 /// a run of `*_`#>|~[]`, three or more `-`, three or more `=`, and at a line start an optional indent, one
@@ -133,8 +246,8 @@ const NOISE: &[u8] = b"*_`#>|~[]";
 fn noise_at(text: &str, i: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let b = bytes[i];
-    if NOISE.contains(&b) {
-        let run = bytes[i..].iter().take_while(|c| NOISE.contains(c)).count();
+    if NOISE[b as usize] {
+        let run = bytes[i..].iter().take_while(|&&c| NOISE[c as usize]).count();
         return Some(i + run);
     }
     if b == b'-' || b == b'=' {
@@ -158,61 +271,124 @@ fn noise_at(text: &str, i: usize) -> Option<usize> {
 
 /// Words (letter/digit runs, CJK excluded) and CJK character bigrams (a lone CJK character stands for
 /// itself) of normalised text, with the stripped text when `strip` is set.
+///
+/// Runs of ASCII letters and digits and runs of CJK characters are read in loops of their own: inside them
+/// nothing can start noise or white space, and a branch taken once per run instead of once per character
+/// is most of the speed on mixed Chinese and English text.
 pub fn scan(norm: &str, strip: bool) -> Scan {
-    let mut tokens = Tokens::new();
-    let mut stripped = String::with_capacity(if strip { norm.len() } else { 0 });
-    let mut pending_space = false;
+    let bytes = norm.as_bytes();
+    let mut tokens = Tokens::for_text(norm.len());
+    let mut out = Stripped { text: String::with_capacity(if strip { norm.len() } else { 0 }), ..Stripped::new(strip) };
     let mut word: Option<usize> = None; // start of the word being read
     let mut cjk: Option<(usize, usize, usize)> = None; // (run start, previous character's start, characters)
     let mut i = 0;
-    while i < norm.len() {
+    while i < bytes.len() {
         if strip {
             if let Some(end) = noise_at(norm, i) {
+                out.brk(norm, i);
                 end_word(&mut tokens, norm, &mut word, i);
                 end_cjk(&mut tokens, norm, &mut cjk, i);
-                pending_space = true;
                 i = end;
                 continue;
             }
         }
-        let c = norm[i..].chars().next().unwrap_or('\0');
-        let next = i + c.len_utf8();
-        if is_space(c) {
-            pending_space = true;
-            end_word(&mut tokens, norm, &mut word, i);
+        let b = bytes[i];
+        if b.is_ascii_alphanumeric() {
+            out.show(i);
             end_cjk(&mut tokens, norm, &mut cjk, i);
-            i = next;
+            word.get_or_insert(i);
+            i += 1 + bytes[i + 1..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
             continue;
         }
-        if strip {
-            if pending_space && !stripped.is_empty() {
-                stripped.push(' ');
-            }
-            pending_space = false;
-            stripped.push(c);
-        }
-        if is_cjk(c) {
+        let c = if b < 0x80 { b as char } else { norm[i..].chars().next().unwrap_or('\0') };
+        if is_space(c) {
+            out.brk(norm, i);
             end_word(&mut tokens, norm, &mut word, i);
-            match cjk.as_mut() {
-                Some((_, prev, chars)) => {
-                    tokens.add(norm, *prev, next, 1);
-                    *prev = i;
-                    *chars += 1;
-                }
-                None => cjk = Some((i, i, 1)),
-            }
-        } else if is_alnum(c) {
+            end_cjk(&mut tokens, norm, &mut cjk, i);
+            i += c.len_utf8();
+            continue;
+        }
+        out.show(i);
+        if b >= 0x80 && is_cjk(c) {
+            end_word(&mut tokens, norm, &mut word, i);
+            i = cjk_run(&mut tokens, norm, &mut cjk, i, c);
+            continue;
+        }
+        if b >= 0x80 && is_alnum(c) {
             end_cjk(&mut tokens, norm, &mut cjk, i);
             word.get_or_insert(i);
         } else {
             end_word(&mut tokens, norm, &mut word, i);
             end_cjk(&mut tokens, norm, &mut cjk, i);
         }
-        i = next;
+        i += c.len_utf8();
     }
+    out.brk(norm, norm.len());
     end_word(&mut tokens, norm, &mut word, norm.len());
     end_cjk(&mut tokens, norm, &mut cjk, norm.len());
-    Scan { tokens, stripped }
+    Scan { tokens, stripped: out.text }
+}
+
+/// The CJK characters from `i` (the first, `c`, already read): each makes a bigram with the one before it.
+/// Returns where the run ends.
+fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usize)>, i: usize, c: char) -> usize {
+    let bytes = norm.as_bytes();
+    let (mut at, mut c) = (i, c);
+    loop {
+        let after = at + c.len_utf8();
+        match run.as_mut() {
+            Some((_, prev, chars)) => {
+                tokens.add(norm, *prev, after, 1);
+                *prev = at;
+                *chars += 1;
+            }
+            None => *run = Some((at, at, 1)),
+        }
+        at = after;
+        if bytes.get(at).is_none_or(|&b| b < 0x80) {
+            return at;
+        }
+        match norm[at..].chars().next() {
+            Some(n) if is_cjk(n) => c = n,
+            _ => return at,
+        }
+    }
+}
+
+/// The stripped text being written: visible characters are copied a run at a time, and the white space or
+/// noise between two runs becomes one space.
+struct Stripped {
+    text: String,
+    on: bool,
+    pending_space: bool,
+    visible: Option<usize>, // start of the run of visible characters not yet in `text`
+}
+
+impl Stripped {
+    fn new(on: bool) -> Self {
+        Stripped { text: String::new(), on, pending_space: false, visible: None }
+    }
+
+    /// A visible character at `i`.
+    #[inline]
+    fn show(&mut self, i: usize) {
+        if self.on && self.visible.is_none() {
+            if self.pending_space && !self.text.is_empty() {
+                self.text.push(' ');
+            }
+            self.pending_space = false;
+            self.visible = Some(i);
+        }
+    }
+
+    /// White space or noise at `at`: the run before it is copied.
+    #[inline]
+    fn brk(&mut self, norm: &str, at: usize) {
+        if let Some(start) = self.visible.take() {
+            self.text.push_str(&norm[start..at]);
+        }
+        self.pending_space = true;
+    }
 }
 
 #[inline]

@@ -141,14 +141,71 @@ pub fn starts_with_ignorecase(text: &str, word: &str) -> Option<usize> {
     Some(chars.next().map_or(text.len(), |(i, _)| i))
 }
 
-/// `" ".join(text.split())`: white space runs collapsed to one space, none at either end.
+/// How a byte starts a character, for white space: 1 an ASCII space, 2 the first byte of a character that
+/// may be one (U+0085, U+00A0, U+1680, U+2000…U+205F, U+3000), 0 neither.
+const SPACE_START: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0x09;
+    while b <= 0x0d {
+        table[b] = 1;
+        b += 1;
+    }
+    let mut b = 0x1c;
+    while b <= 0x1f {
+        table[b] = 1;
+        b += 1;
+    }
+    table[b' ' as usize] = 1;
+    table[0xc2] = 2;
+    table[0xe1] = 2;
+    table[0xe2] = 2;
+    table[0xe3] = 2;
+    table
+};
+
+/// The byte length of the white space character at `i` (a character boundary), 0 if none starts there.
+#[inline]
+fn space_at(text: &str, i: usize) -> usize {
+    match SPACE_START[text.as_bytes()[i] as usize] {
+        0 => 0,
+        1 => 1,
+        _ => text[i..].chars().next().filter(|&c| is_space(c)).map_or(0, char::len_utf8),
+    }
+}
+
+/// `" ".join(text.split())`: white space runs collapsed to one space, none at either end. Words are copied
+/// whole, found byte by byte: a character is decoded only where its first byte may start white space
+/// (continuation bytes never do, so the scan needs no character boundaries).
 pub fn collapse(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for word in text.split(is_space).filter(|w| !w.is_empty()) {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut out = String::with_capacity(n);
+    let mut i = 0;
+    loop {
+        // White space before the next word.
+        while i < n {
+            match space_at(text, i) {
+                0 => break,
+                len => i += len,
+            }
+        }
+        if i == n {
+            return out;
+        }
+        let start = i;
+        // The word: up to a byte that may start white space and does.
+        loop {
+            while i < n && SPACE_START[bytes[i] as usize] == 0 {
+                i += 1;
+            }
+            if i == n || space_at(text, i) > 0 {
+                break;
+            }
+            i += text[i..].chars().next().map_or(1, char::len_utf8);
+        }
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(word);
+        out.push_str(&text[start..i]);
     }
-    out
 }

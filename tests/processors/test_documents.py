@@ -1,5 +1,7 @@
+import codecs
 import hashlib
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -7,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from processors import documents
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.documents import parse_document
 from processors.errors import ParseError
+from processors.front_matter import split_front_matter
 from processors.models import Document, RawFile
 from processors.structure import read_note
 from tests.processors.reference.text import normalise_text, text_hash
@@ -248,3 +252,49 @@ def test_parse_time_grows_linearly_with_the_note(unit: str) -> None:
     small = _parse_seconds(unit * (10_000 // len(unit)))
     large = _parse_seconds(unit * (80_000 // len(unit)))
     assert large / max(small, 1e-3) < 24, f"{unit!r}: 8x the note took {large / small:.1f}x the time"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "---\ntitle: 缓存\n---\n# KV 缓存\n正文\n".encode(),
+        codecs.BOM_UTF8 + "---\r\ntitle: x\r\n---\r\n\r\n# 标题\r\n".encode(),
+        "# 没有 front matter\n".encode(),
+        "---\ntitle: [unclosed\n---\n体\n".encode(),
+        "---\nno closing line\n体".encode(),
+    ],
+    ids=["front-matter", "bom-crlf", "none", "bad-yaml", "unclosed"],
+)
+def test_the_body_bytes_handed_to_the_compiled_pass_are_the_body(content: bytes) -> None:
+    # The pass reads these instead of encoding the body again: they must be the body, byte for byte.
+    text, start = documents._decode("inbox/a/x.md", content, [])
+    body = split_front_matter(text, []).body
+    assert documents._body_utf8(content, start, text, body) == body.encode()
+
+
+def test_a_note_not_read_as_utf8_hands_the_pass_no_bytes() -> None:
+    content = "标题".encode("gb18030")
+    text, start = documents._decode("inbox/a/x.md", content, [])
+    assert start is None and documents._body_utf8(content, start, text, text) is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: " ".join(f"arXiv:{2401 + i % 8}.{10000 + i:05d}" for i in range(n)),
+        lambda n: (
+            "| Title | id |\n|---|---|\n" + "".join(f"| t{i} | 2401.{10000 + i:05d} |\n" for i in range(n))
+        ),
+        lambda n: (
+            "---\ntitle: "
+            + " ".join(f"w{i}" for i in range(n))
+            + "\n---\n"
+            + " ".join(f"w{i}" for i in range(n))
+        ),
+    ],
+    ids=["distinct-ids", "id-table", "long-title"],
+)
+def test_parse_time_grows_linearly_with_distinct_ids_and_terms(make: Callable[[int], str]) -> None:
+    # What a note cites and the title it gives are sets the pass keeps: looked up, never searched.
+    small, large = _parse_seconds(make(1_000)), _parse_seconds(make(8_000))
+    assert large / max(small, 1e-3) < 24, f"8x the ids or terms took {large / small:.1f}x the time"

@@ -1,8 +1,9 @@
 """The compiled pass over a note equals its plain Python reference, on random text and on every real note.
 
 `processors.structure.read_note` (predigest_native, Rust) must return what tests/processors/reference/ computes
-in Python — structure, arXiv ids and invalid mentions, normalised-text hash, MinHash signature, index terms —
-or a briefing would change with the swap. Random text mixes Chinese, Korean, English, digits, Markdown
+in Python — structure, sections, arXiv ids and invalid mentions, normalised-text hash, MinHash signature, index
+terms, the texts that may title an id and the (id, title) pairs judged from them — or a briefing would change
+with the swap. Random text mixes Chinese, Korean, English, digits, Markdown
 syntax, arXiv-like strings, emoji and compatibility characters; real text is tests/corpus and examples/root,
 whole and in random slices.
 """
@@ -16,7 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from processors.id_titles import stated_pairs
 from processors.structure import parse_structure, read_note
+from tests.processors.reference import id_titles as reference_titles
 from tests.processors.reference import reading as reference
 from tests.processors.reference.structure_walk import parse_structure as reference_structure
 
@@ -44,6 +47,12 @@ _PIECES = [
     "hep-th/9901001", "math.AG/0601001", "cs/0703001v2", "1.2345", "192.168.1.1", "v0.30.0", "2409.123456",
     "§3.3", "2.4 ", "3. ", "1️⃣", "#️⃣", "📒", "🚀", "👩‍💻", "©️", "®", "\u200d", "\ufe0f", "\u00a0", "\u3000",
     "\u200b", "\u2028", "\x00", "\x0b", "\x0c", "（压缩）", "【返回】", "「引用」", "，", "。", "、", "——", "…",
+    # What titles an id (processors.id_titles): title lines, title columns, leads, named papers, card links.
+    "**原文标题：** ", "Title: ", "TİTLE： ", "paper title:", "**Title**", "标题", "| Title | arXiv |\n|---|---|\n| ",
+    "| 论文 | 链接 |\n|---|---|\n| ", "| 📄 Paper Titles: | id |\n|--|--|\n| ", "| name | x |\n|-|-|\n|",
+    "\n### 2.1 InferenceBench\n\narXiv:2607.20468 提出", "\n## Notes\n\n来源：https://arxiv.org/abs/2509.08315 ",
+    "[SnapKV: LLM Knows What You Want](https://arxiv.org/abs/2404.14469)", "**SnapKV: Efficient KV Cache** ",
+    "Detokenization Leaks（arXiv 2609.06674）：", "[pdf](https://arxiv.org/pdf/2410.01234)", " Yuhong Li, Tri Dao ",
 ]  # fmt: skip
 pieces = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=60).map("".join)
 # Lone surrogates: front matter's escapes can put them in a title, and a str may carry them anywhere.
@@ -64,6 +73,15 @@ def assert_equal_reading(body: str, title: str = "", keep: frozenset[str] = KEEP
     assert got.arxiv_ids == want.arxiv_ids, "arxiv_ids"
     assert got.invalid_ids == want.invalid_ids, "invalid_ids"
     assert got.terms(title, keep) == want.terms(title, keep), "terms"
+    assert got.sections == want.sections, "sections"
+    assert got.title_scan == want.title_scan, "title_scan"
+    for path, kind in (
+        ("inbox/jay/2026-09-27-0930-x.md", "inbox"),
+        ("paper_cards/003-2404-14469.md", "paper_card"),
+    ):
+        ids = got.arxiv_ids
+        pairs = stated_pairs(path, kind, title, ids, got)
+        assert pairs == reference_titles.stated_pairs(path, kind, title, ids, want.structure), "stated_pairs"
     assert got.structure == want.structure, "structure"
 
 
@@ -74,6 +92,37 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @given(any_text, titles, keeps)
 def test_random_text_reads_the_same(body: str, title: str, keep: frozenset[str]) -> None:
     assert_equal_reading(body, title, keep)
+
+
+# Characters that NFKC and lower case treat specially, next to each other: full-width forms before combining
+# marks, jamo that compose into syllables, precomposed letters that compose further, capital sigma.
+_NORMALISING = "aeAE1 ,.\n中文缓存ＫＶ，（）：！？　\u0301\u0308\u0327\u0323âêÅﬁ½①™\u1100\u1161\u11a8가각ΣσςİẞǅＡＢ\u3002\u3001…\u00a0"
+
+
+@SETTINGS
+@given(st.text(alphabet=_NORMALISING, max_size=40), st.text(alphabet=_NORMALISING, max_size=8))
+def test_text_that_normalises_reads_the_same(body: str, title: str) -> None:
+    # The pass normalises in stretches (native/src/text.rs): any cut between them must not show.
+    assert_equal_reading(body, title)
+
+
+def _fields(reading: object) -> tuple[object, ...]:
+    names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
+    return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]
+
+
+@SETTINGS
+@given(any_text)
+def test_a_body_read_from_its_file_bytes_reads_the_same(body: str) -> None:
+    # The parse stage hands the pass the body's UTF-8 as the file holds it, sparing an encode.
+    try:
+        data = body.encode()
+    except UnicodeEncodeError:
+        return  # lone surrogates: no file's UTF-8 holds them, and the parse stage passes no bytes then
+    assert _fields(read_note(body, data)) == _fields(read_note(body))
+    assert _fields(read_note(body, data + b"x")) == _fields(read_note(body)), (
+        "bytes of another length are ignored"
+    )
 
 
 @SETTINGS
