@@ -43,6 +43,25 @@ class Held:
     contents: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) with a contents row
     rejected: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) listed as rejected
 
+    def add(self, other: Held) -> None:
+        """Add another path's holdings, copied: the plan changes the versions it is given."""
+        for key, path in other.versions.items():
+            copied = {sha: Version(v.raw_offset, v.seq) for sha, v in path.versions.items()}
+            self.versions[key] = PathVersions(copied, path.deletion)
+        self.contents |= other.contents
+        self.rejected |= other.rejected
+
+    @classmethod
+    def after(cls, path: str, held: Held, plan: BatchPlan) -> Held:
+        """What the state holds of `path` once the plan is written, from what it held before (all of it)."""
+        return cls(
+            versions={k: v for k, v in plan.paths.items() if k[1] == path},
+            contents={c for c in held.contents if c[0] == path}
+            | {(p, sha) for _, p, sha in plan.new_versions if p == path},
+            rejected={r for r in held.rejected if r[0] == path} - plan.unrejected
+            | {r for r in plan.rejected if r[0] == path},
+        )
+
 
 class PathFilter:
     """Every path the state may hold a row of: a hash of each, a few dozen bytes per path.
@@ -74,46 +93,68 @@ class Documents:
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
         self._paths: PathFilter | None = None  # read at the first write: a reader's Documents never needs it
+        # The paths of the last committed batch, as the state now holds them; and those of the open
+        # transaction, remembered once it commits (`settle`).
+        self._recent: dict[str, Held] = {}
+        self._pending: dict[str, Held] | None = None
 
     def write(self, records: Sequence[DocumentRecord]) -> list[bool]:
         """Apply records as if one by one; per record, whether a briefing sees what it brought.
 
         Worked out in memory (processors.versions) from the rows of the paths they touch, then written with a
-        handful of set-based statements whatever their number.
+        handful of set-based statements whatever their number. Call `settle` when the transaction ends.
         """
         documents = sum(1 for r in records if r.header.type == "document")
-        held = self._held(records)
+        held, whole = self._held(records)
         plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__)
         outcomes = [plan.apply(r) for r in records]
         _write_plan(self._db, plan, held)
+        pending = self._pending if self._pending is not None else {}
+        self._pending = pending | {path: Held.after(path, held, plan) for path in whole}
         return outcomes
 
-    def _held(self, records: Sequence[DocumentRecord]) -> Held:
-        """What the state holds of the paths the records touch: versions, deletions, contents, rejections.
+    def settle(self, committed: bool) -> None:
+        """The writing transaction ended: the paths it wrote are remembered if it committed, none if not."""
+        if self._pending is not None:
+            self._recent = self._pending if committed else {}
+        self._pending = None
 
-        Read only for the paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where every
-        read scans the tables (DuckDB has no index on the path alone).
+    def _held(self, records: Sequence[DocumentRecord]) -> tuple[Held, set[str]]:
+        """What the state holds of the paths the records touch (versions, deletions, contents, rejections), and
+        those paths (all of them held whole: new ones, the last batch's from memory, the others read).
+
+        Read only for the other paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where
+        every read scans the tables (DuckDB has no index on the path alone). The last batch's paths matter
+        there: a note's records (one per axis) are often cut between two batches.
         """
         if self._paths is None:
             self._paths = PathFilter.of(self._db)
         touched = {r.header.path for r in records if r.header.type in ("document", "deletion", "rejection")}
-        maybe = [p for p in touched if p in self._paths]
+        maybe = {p for p in touched if p in self._paths}
         self._paths.add(touched)  # before the commit: a path it did not bring only costs a read
+        # The last batch's holdings are stale inside a transaction that already wrote (a second write).
+        recent = self._recent if self._pending is None else {}
+        known = {p for p in maybe if p in recent}
         held = Held()
-        if not maybe:
-            return held
+        for path in known:
+            held.add(recent[path])
+        unknown = maybe - known
+        if unknown:
+            self._read(sorted(unknown), held)
+        return held, touched  # every touched path is held whole now: new, remembered, or read
+
+    def _read(self, paths: list[str], held: Held) -> None:
         rows = self._db.execute(
             "SELECT 'v', axis, path, sha256, raw_offset, seq, NULL FROM documents WHERE path IN (SELECT unnest($1)) "
             "UNION ALL SELECT 'x', axis, path, NULL, raw_offset, NULL, deleted_at FROM deletions "
             "WHERE path IN (SELECT unnest($1)) "
             "UNION ALL SELECT 'r', NULL, path, sha256, NULL, NULL, NULL FROM rejected WHERE path IN (SELECT unnest($1))",
-            [maybe],
+            [paths],
         ).fetchall()
         for table, axis, path, sha, raw_offset, seq, deleted_at in rows:
             if table == "v":
-                held.versions.setdefault((axis, path), PathVersions()).versions[sha] = Version(
-                    raw_offset, seq
-                )
+                versions = held.versions.setdefault((axis, path), PathVersions()).versions
+                versions[sha] = Version(raw_offset, seq)
                 held.contents.add((path, sha))
             elif table == "x":
                 held.versions.setdefault((axis, path), PathVersions()).deletion = Deletion(
@@ -121,7 +162,6 @@ class Documents:
                 )
             else:
                 held.rejected.add((path, sha))
-        return held
 
     def _seqs(self, n: int) -> list[int]:
         if n == 0:

@@ -56,14 +56,16 @@ class StateStore:
 
     @contextmanager
     def _claiming(self) -> Iterator[None]:
-        """One transaction that claims offsets: the offsets' copy in memory follows its commit or rollback."""
+        """One transaction that claims offsets: what the sinks keep in memory follows its commit or rollback."""
         try:
             with duck.transaction(self._db):
                 yield
         except BaseException:
             self.offsets.settle(committed=False)
+            self.docs.settle(committed=False)
             raise
         self.offsets.settle(committed=True)
+        self.docs.settle(committed=True)
 
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
