@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ def report(batch: StoredBatch, metrics: Metrics) -> None:
     each = logging.DEBUG if quiet else logging.INFO
     logged = log.isEnabledFor(each)
     stored = deleted = 0
+    per_axis: Counter[tuple[str | None, str | None]] = Counter()  # counted once per label set, not per row
     lagged: set[tuple[str, str]] = set()  # one lag observation per note version, not per axis row
     for (record, position), done in zip(batch.items, batch.changed, strict=True):
         h = record.header
@@ -45,7 +47,7 @@ def report(batch: StoredBatch, metrics: Metrics) -> None:
             continue
         if h.type == "document":
             stored += 1
-            metrics.documents_stored.labels(axis=h.axis, kind=h.kind).inc()
+            per_axis[(h.axis, h.kind)] += 1
             if h.mtime is not None and not batch.replaying and (h.path, h.sha256) not in lagged:
                 lagged.add((h.path, h.sha256))
                 metrics.end_to_end_lag.observe(max(0.0, batch.now - h.mtime))
@@ -58,6 +60,8 @@ def report(batch: StoredBatch, metrics: Metrics) -> None:
             if logged:
                 ctx = doc_context(h.path, h.axis, position)
                 log.log(each, "deleted %s from axis %s", h.path, h.axis, extra=ctx)
+    for (axis, kind), n in per_axis.items():
+        metrics.documents_stored.labels(axis=axis, kind=kind).inc(n)
     if quiet and not batch.replaying:
         log.info(
             "applied %d documents record(s) in %.0f ms: %d version(s) stored, %d path(s) deleted",
