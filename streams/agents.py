@@ -4,8 +4,9 @@ Each agent is a loop over its stream that hands a batch, or a command, to a hand
 processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
 
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
-unfinished message (faust-streaming #606). `take_batches` (Faust's `take_events`, growing its batches while a
-backlog waits) acks a batch's records only once the loop body has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
+unfinished message (faust-streaming #606). `take_events`, and the window agent's `take_batches` (the same,
+growing its batches while a backlog waits), ack a batch's records only once the loop body has returned (their
+`finally` after the yield), and Faust commits acked offsets after flushing its
 producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
 exit without acking) and the parse agent awaits every send of its batch. A record a stage cannot read or
 process goes to the dead-letter topic, acknowledged before its batch is (streams.dead_letters).
@@ -106,7 +107,8 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         log.exception("starting the parse processes failed")
         services.parser.close()
     s = services.settings
-    async for events in take_batches(stream, s.batch_records, s.batch_seconds, services.clock):
+    # Faust's own batches: a batch waiting to fill would leave the parse processes idle meanwhile.
+    async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
         await parse_batch(services, outputs, events)
 
 
