@@ -1,7 +1,7 @@
 """`make bench`: the end-to-end benchmark of issues 6 and 14; prints one line per figure, writes bench/results.json
 and the figures table of docs/performance.md (bench/report.py).
 
-python -m bench.run [--n 1000,10000,100000] [--cap 100] [--out bench/results.json]
+python -m bench.run [--n 1000,10000,100000] [--cap 900] [--out bench/results.json]
 """
 
 from __future__ import annotations
