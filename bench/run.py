@@ -29,10 +29,12 @@ Roots = dict[int, tuple[Path, archive.ArchiveStats]]
 def _arguments() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", default=os.environ.get("N", "1000,10000,100000"))
+    # 900 s: the 100k ingest completes at 110+ notes/s (the cap was 100 s, which needs 1 000 notes/s; this
+    # 2-core box makes 80-300), so its targets are measured, not extrapolated; see docs/performance.md.
     p.add_argument(
-        "--cap", type=float, default=100.0, help="seconds an ingest may take before it is cut short"
+        "--cap", type=float, default=900.0, help="seconds an ingest may take before it is cut short"
     )
-    p.add_argument("--brief-timeout", type=float, default=90.0, help="seconds a flush may take")
+    p.add_argument("--brief-timeout", type=float, default=180.0, help="seconds a flush may take")
     p.add_argument("--cut-brief-timeout", type=float, default=45.0, help="the same after a cut-short ingest")
     p.add_argument("--latency-seconds", type=float, default=30.0)
     p.add_argument("--profile-seconds", type=float, default=45.0)
