@@ -52,15 +52,20 @@ class Held:
         self.rejected |= other.rejected
 
     @classmethod
-    def after(cls, path: str, held: Held, plan: BatchPlan) -> Held:
-        """What the state holds of `path` once the plan is written, from what it held before (all of it)."""
-        return cls(
-            versions={k: v for k, v in plan.paths.items() if k[1] == path},
-            contents={c for c in held.contents if c[0] == path}
-            | {(p, sha) for _, p, sha in plan.new_versions if p == path},
-            rejected={r for r in held.rejected if r[0] == path} - plan.unrejected
-            | {r for r in plan.rejected if r[0] == path},
-        )
+    def after(cls, held: Held, plan: BatchPlan) -> dict[str, Held]:
+        """What the state holds of each path it held whole once the plan is written, per path."""
+        out: dict[str, Held] = {}
+
+        def of(path: str) -> Held:
+            return out.setdefault(path, cls())
+
+        for key, versions in plan.paths.items():
+            of(key[1]).versions[key] = versions
+        for path, sha in held.contents | {(p, sha) for _, p, sha in plan.new_versions}:
+            of(path).contents.add((path, sha))
+        for path, sha in (held.rejected - plan.unrejected) | set(plan.rejected):
+            of(path).rejected.add((path, sha))
+        return out
 
 
 class PathFilter:
@@ -109,8 +114,9 @@ class Documents:
         plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__)
         outcomes = [plan.apply(r) for r in records]
         _write_plan(self._db, plan, held)
+        after = Held.after(held, plan)
         pending = self._pending if self._pending is not None else {}
-        self._pending = pending | {path: Held.after(path, held, plan) for path in whole}
+        self._pending = pending | {path: after.get(path, Held()) for path in whole}
         return outcomes
 
     def settle(self, committed: bool) -> None:
