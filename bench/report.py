@@ -75,9 +75,13 @@ def _rows(r: dict[str, Any]) -> Iterator[str]:
                 f"| latency file → DuckDB row at {name}, p50 / p99 | {_num(lat.get('p50'))} / {_num(lat.get('p99'))} ms "
                 f"| {lat['stored']}/{lat['notes']} stored, max {_num(lat.get('max'))} ms |"
             )
-    yield f"| briefing of the whole window, N = {_sizes(runs)} | {_per_n(runs, 'briefing_s', ' s')} | " + (
-        " / ".join(str(runs[n].get("briefing_via", "—")) for n in runs) + " |"
+    timeout = f"> {_num(r.get('brief_timeout_s'))} s (timed out)"
+    briefings = " / ".join(
+        _num(run["briefing_s"], " s") if run.get("briefing_s") is not None else timeout
+        for run in runs.values()
     )
+    vias = " / ".join(str(run.get("briefing_via", "—")) for run in runs.values())
+    yield f"| briefing of the whole window, N = {_sizes(runs)} | {briefings} | {vias} |"
     yield f"| worker peak RSS while ingesting, N = {_sizes(runs)} | {_per_n(runs, 'worker_rss_ingest_mib', ' MiB')} | |"
     yield f"| worker peak RSS, briefing included | {_per_n(runs, 'worker_rss_mib', ' MiB')} | |"
     yield f"| its parse processes together | {_per_n(runs, 'parse_processes_rss_mib', ' MiB')} | |"

@@ -122,6 +122,7 @@ def main() -> None:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "targets": TARGETS,
         "cap_s": a.cap,
+        "brief_timeout_s": a.brief_timeout,
         "loadavg_at_start": procs.loadavg(),
         "runs": {},
     }

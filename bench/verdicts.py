@@ -32,12 +32,15 @@ def extrapolate(results: dict[str, Any], n: int) -> float | None:
 
 
 def _briefing(results: dict[str, Any], n: str) -> tuple[Any, bool]:
-    """A run's briefing seconds and whether they were measured (else the extrapolation, marked as such)."""
+    """A run's briefing seconds and whether they were measured: a complete run's flush that timed out was
+    (it took longer than the timeout); after a cut run, the extrapolation, marked as such."""
     run = results["runs"].get(n)
     if run is None:
         return None, False
     if run["complete"] and run.get("briefing_s") is not None:
         return run.get("briefing_s"), True
+    if run["complete"]:
+        return f"> {results.get('brief_timeout_s', '?')} (timed out)", True
     guess = extrapolate(results, int(n))
     return (None if guess is None else f"~{guess} (extrapolated)"), False
 
@@ -84,8 +87,9 @@ def verdicts(results: dict[str, Any], say: Callable[[str], None]) -> None:
     """One line per target into `results["verdicts"]` and said; a figure from a run cut short is not a pass."""
     results["verdicts"] = {}
     for name, value, op, target, measured in _checks(results):
-        met = measured and value is not None and (value >= target if op == ">=" else value <= target)
-        note = "" if measured else " [not measured at that size: run cut short]"
+        number = isinstance(value, int | float)
+        met = measured and number and (value >= target if op == ">=" else value <= target)
+        note = "" if measured else " [not measured: no run of that size, or cut short]"
         results["verdicts"][name] = {
             "value": value,
             "target": f"{op} {target}",
