@@ -1,1 +1,1 @@
-"""Benchmarks: `make bench` runs bench/run.py; near_dup_eval.py and near_dup_speed.py are run directly."""
+"""Benchmarks: `make bench` runs bench/run.py (and rewrites docs/performance.md's figures with bench/report.py); the others run directly."""

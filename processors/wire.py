@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from processors.fan_out import DocumentEvent, EventFields
@@ -127,5 +128,11 @@ def decode(value: bytes) -> DocumentRecord:
     summary_json = parts[2].decode()
     # Every briefing of the axis reads this summary: one no version can read (a newer writer's field, a
     # damaged record) is refused here, where the agent skips it with an error, not at each briefing.
-    load_summary(summary_json)
+    _check_summary(summary_json)
     return DocumentRecord(header, StoredDocument(summary_json, parts[3].decode()))
+
+
+@lru_cache(maxsize=256)
+def _check_summary(summary_json: str) -> None:
+    """Raise unless the summary reads; remembered, as a note's records (one per axis) carry the same summary."""
+    load_summary(summary_json)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
@@ -25,7 +25,6 @@ IN_WINDOW = (
     f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {NOT_DELETED}"
 )
 _SUPERSEDED = "axis=? AND NOT current AND kind <> 'living' AND event_time >= ? AND event_time < ?"
-_TOUCHED = "JOIN (SELECT unnest($1) AS axis, unnest($2) AS path) k ON {t}.axis = k.axis AND {t}.path = k.path"
 
 
 @dataclass(frozen=True)
@@ -36,48 +35,139 @@ class DocumentLoader:
     close: Callable[[], None]
 
 
+@dataclass
+class Held:
+    """What the state holds of some paths: their versions and deletions per axis, contents and rejections."""
+
+    versions: dict[Key, PathVersions] = field(default_factory=dict)
+    contents: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) with a contents row
+    rejected: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) listed as rejected
+
+    def add(self, other: Held) -> None:
+        """Add another path's holdings, copied: the plan changes the versions it is given."""
+        for key, path in other.versions.items():
+            copied = {sha: Version(v.raw_offset, v.seq) for sha, v in path.versions.items()}
+            self.versions[key] = PathVersions(copied, path.deletion)
+        self.contents |= other.contents
+        self.rejected |= other.rejected
+
+    @classmethod
+    def after(cls, held: Held, plan: BatchPlan) -> dict[str, Held]:
+        """What the state holds of each path it held whole once the plan is written, per path."""
+        out: dict[str, Held] = {}
+
+        def of(path: str) -> Held:
+            return out.setdefault(path, cls())
+
+        for key, versions in plan.paths.items():
+            of(key[1]).versions[key] = versions
+        for path, sha in held.contents | {(p, sha) for _, p, sha in plan.new_versions}:
+            of(path).contents.add((path, sha))
+        for path, sha in (held.rejected - plan.unrejected) | set(plan.rejected):
+            of(path).rejected.add((path, sha))
+        return out
+
+
+class PathFilter:
+    """Every path the state may hold a row of: a hash of each, a few dozen bytes per path.
+
+    Only this connection writes the state (one writer per file), so the paths are read once and every path
+    a write brings is added. A hash shared by two paths (or a rolled-back write) only costs a read.
+    """
+
+    def __init__(self, hashes: set[int]) -> None:
+        self._hashes = hashes
+
+    @classmethod
+    def of(cls, db: duckdb.DuckDBPyConnection) -> PathFilter:
+        rows = db.execute(
+            "SELECT path FROM documents UNION SELECT path FROM deletions UNION SELECT path FROM rejected"
+        ).fetchall()
+        return cls({hash(r[0]) for r in rows})
+
+    def __contains__(self, path: str) -> bool:
+        return hash(path) in self._hashes
+
+    def add(self, paths: Iterable[str]) -> None:
+        self._hashes.update(hash(p) for p in paths)
+
+
 class Documents:
     """The documents, contents, deletions and rejected tables; writes run in the caller's transaction."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
+        self._paths: PathFilter | None = None  # read at the first write: a reader's Documents never needs it
+        # The paths of the last committed batch, as the state now holds them; and those of the open
+        # transaction, remembered once it commits (`settle`).
+        self._recent: dict[str, Held] = {}
+        self._pending: dict[str, Held] | None = None
 
     def write(self, records: Sequence[DocumentRecord]) -> list[bool]:
         """Apply records as if one by one; per record, whether a briefing sees what it brought.
 
         Worked out in memory (processors.versions) from the rows of the paths they touch, then written with a
-        handful of set-based statements whatever their number.
+        handful of set-based statements whatever their number. Call `settle` when the transaction ends.
         """
         documents = sum(1 for r in records if r.header.type == "document")
-        plan = BatchPlan(self._held(records), iter(self._seqs(documents)).__next__)
+        held, whole = self._held(records)
+        plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__)
         outcomes = [plan.apply(r) for r in records]
-        _write_plan(self._db, plan)
+        _write_plan(self._db, plan, held)
+        after = Held.after(held, plan)
+        pending = self._pending if self._pending is not None else {}
+        self._pending = pending | {path: after.get(path, Held()) for path in whole}
         return outcomes
 
-    def _held(self, records: Sequence[DocumentRecord]) -> dict[Key, PathVersions]:
-        """What the state holds of the paths the records touch: their versions and deletions."""
-        keys = {
-            (h.axis, h.path)
-            for h in (r.header for r in records)
-            if h.axis and h.type in ("document", "deletion")
-        }
-        held: dict[Key, PathVersions] = {}
-        if not keys:
-            return held
-        touched = [[a for a, _ in keys], [p for _, p in keys]]
+    def settle(self, committed: bool) -> None:
+        """The writing transaction ended: the paths it wrote are remembered if it committed, none if not."""
+        if self._pending is not None:
+            self._recent = self._pending if committed else {}
+        self._pending = None
+
+    def _held(self, records: Sequence[DocumentRecord]) -> tuple[Held, set[str]]:
+        """What the state holds of the paths the records touch (versions, deletions, contents, rejections), and
+        those paths (all of them held whole: new ones, the last batch's from memory, the others read).
+
+        Read only for the other paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where
+        every read scans the tables (DuckDB has no index on the path alone). The last batch's paths matter
+        there: a note's records (one per axis) are often cut between two batches.
+        """
+        if self._paths is None:
+            self._paths = PathFilter.of(self._db)
+        touched = {r.header.path for r in records if r.header.type in ("document", "deletion", "rejection")}
+        maybe = {p for p in touched if p in self._paths}
+        self._paths.add(touched)  # before the commit: a path it did not bring only costs a read
+        # The last batch's holdings are stale inside a transaction that already wrote (a second write).
+        recent = self._recent if self._pending is None else {}
+        known = {p for p in maybe if p in recent}
+        held = Held()
+        for path in known:
+            held.add(recent[path])
+        unknown = maybe - known
+        if unknown:
+            self._read(sorted(unknown), held)
+        return held, touched  # every touched path is held whole now: new, remembered, or read
+
+    def _read(self, paths: list[str], held: Held) -> None:
         rows = self._db.execute(
-            f"SELECT d.axis, d.path, d.sha256, d.raw_offset, d.seq FROM documents d {_TOUCHED.format(t='d')}",
-            touched,
+            "SELECT 'v', axis, path, sha256, raw_offset, seq, NULL FROM documents WHERE path IN (SELECT unnest($1)) "
+            "UNION ALL SELECT 'x', axis, path, NULL, raw_offset, NULL, deleted_at FROM deletions "
+            "WHERE path IN (SELECT unnest($1)) "
+            "UNION ALL SELECT 'r', NULL, path, sha256, NULL, NULL, NULL FROM rejected WHERE path IN (SELECT unnest($1))",
+            [paths],
         ).fetchall()
-        for axis, path, sha, raw_offset, seq in rows:
-            held.setdefault((axis, path), PathVersions()).versions[sha] = Version(raw_offset, seq)
-        rows = self._db.execute(
-            f"SELECT x.axis, x.path, x.deleted_at, x.raw_offset FROM deletions x {_TOUCHED.format(t='x')}",
-            touched,
-        ).fetchall()
-        for axis, path, deleted_at, raw_offset in rows:
-            held.setdefault((axis, path), PathVersions()).deletion = Deletion(deleted_at, raw_offset)
-        return held
+        for table, axis, path, sha, raw_offset, seq, deleted_at in rows:
+            if table == "v":
+                versions = held.versions.setdefault((axis, path), PathVersions()).versions
+                versions[sha] = Version(raw_offset, seq)
+                held.contents.add((path, sha))
+            elif table == "x":
+                held.versions.setdefault((axis, path), PathVersions()).deletion = Deletion(
+                    deleted_at, raw_offset
+                )
+            else:
+                held.rejected.add((path, sha))
 
     def _seqs(self, n: int) -> list[int]:
         if n == 0:
@@ -190,7 +280,7 @@ def _code(value: str | None) -> RejectionCode | None:
     return next((c for c in REJECTION_CODES if c == value), None)
 
 
-def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
+def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> None:
     """The planned rows: raised raw offsets, `current` flags, new versions and contents, deletions, rejections."""
     current = {k: plan.current_of(k) for k in plan.touched}
     if plan.raised:
@@ -208,30 +298,14 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
             _columns([(*k, current[k]) for k in old]),
         )
     if plan.new_versions:
-        rows = []
-        contents: dict[tuple[str, str], StoredDocument] = {}
-        for (axis, path, sha), (h, stored) in plan.new_versions.items():
-            v = plan.paths[(axis, path)].versions[sha]
-            rows.append(
-                (axis, path, sha, v.seq, v.raw_offset, h.event_time, h.kind, current[(axis, path)] == sha)
-            )
-            contents.setdefault((path, sha), stored)
-        db.execute(
-            "INSERT INTO documents (axis, path, sha256, seq, raw_offset, event_time, kind, current) "
-            "SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5::BIGINT[]), "
-            "unnest($6::TIMESTAMPTZ[]), unnest($7), unnest($8)",
-            _columns(rows),
-        )
-        db.execute(
-            "INSERT OR IGNORE INTO contents SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-            _columns([(*k, c.summary_json, c.body_json) for k, c in contents.items()]),
-        )
+        _write_versions(db, plan, current, held.contents)
     _write_deletions(db, plan.deletions_changed())
-    if plan.unrejected:
+    unrejected = plan.unrejected & held.rejected
+    if unrejected:
         db.execute(
             "DELETE FROM rejected USING (SELECT unnest($1) AS path, unnest($2) AS sha256) k "
             "WHERE rejected.path = k.path AND rejected.sha256 = k.sha256",
-            _columns(list(plan.unrejected)),
+            _columns(list(unrejected)),
         )
     if plan.rejected:
         db.execute(
@@ -239,6 +313,30 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
             "unnest($4::TIMESTAMPTZ[]), unnest($5::VARCHAR[]), unnest($6::TIMESTAMPTZ[])",
             _columns([(*k, *v) for k, v in plan.rejected.items()]),
         )
+
+
+def _write_versions(
+    db: duckdb.DuckDBPyConnection, plan: BatchPlan, current: Mapping[Key, str], held: set[tuple[str, str]]
+) -> None:
+    """The new versions' rows, and the contents of those the state has no row of yet, through appenders.
+
+    An appender hands DuckDB the rows as they are; the `unnest` of list parameters it replaces built a list
+    value of every column first (half the cost of a batch of new notes), and INSERT OR IGNORE probed the key.
+    """
+    rows = []
+    contents: dict[tuple[str, str], StoredDocument] = {}
+    for (axis, path, sha), (h, stored) in plan.new_versions.items():
+        v = plan.paths[(axis, path)].versions[sha]
+        rows.append(
+            (axis, path, sha, v.seq, v.raw_offset, h.event_time, h.kind, current[(axis, path)] == sha)
+        )
+        if (path, sha) not in held:
+            contents.setdefault((path, sha), stored)
+    with db.appender("documents") as documents:
+        documents.append_rows(rows)
+    if contents:
+        with db.appender("contents") as appender:
+            appender.append_rows([(*k, c.summary_json, c.body_json) for k, c in contents.items()])
 
 
 def _write_deletions(db: duckdb.DuckDBPyConnection, changed: Mapping[Key, Deletion | None]) -> None:

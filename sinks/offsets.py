@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+Partition = tuple[str, int]  # (topic, partition)
+
 
 @dataclass(frozen=True)
 class Position:
@@ -18,10 +20,16 @@ class Position:
 
 
 class AppliedOffsets:
-    """The `applied` table; `claim` is the one check of a record against it."""
+    """The `applied` table, and a copy of its committed rows in memory that `claim` checks records against.
+
+    Only this connection writes the table (one writer per state file), so the copy is read once, at the first
+    claim; what a claim writes joins it when its transaction commits (`settle`), never before.
+    """
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
+        self._committed: dict[Partition, int] | None = None
+        self._pending: dict[Partition, int] = {}  # written in the open transaction, not committed yet
 
     def get(self, topic: str, partition: int) -> int | None:
         """The offset of the last record of (topic, partition) this state holds; None when none."""
@@ -30,7 +38,7 @@ class AppliedOffsets:
         ).fetchone()
         return int(row[0]) if row else None
 
-    def all(self) -> dict[tuple[str, int], int]:
+    def all(self) -> dict[Partition, int]:
         rows = self._db.execute("SELECT topic, part, last_offset FROM applied").fetchall()
         return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
 
@@ -38,23 +46,36 @@ class AppliedOffsets:
         """Per position, whether its record is new: above its partition's applied offset and the ones before it.
 
         The applied offsets advance to the new ones; call it in the transaction that writes what they bring,
-        so a record and its offset are stored together or not at all. None (no Kafka record) is always new.
+        so a record and its offset are stored together or not at all, then `settle` with how it ended. None
+        (no Kafka record) is always new.
         """
-        applied = self.all()
-        advanced: dict[tuple[str, int], int] = {}
+        if self._committed is None:
+            self._committed = self.all()
+        applied = {**self._committed, **self._pending}
+        advanced: dict[Partition, int] = {}
         fresh = []
         for pos in positions:
             if pos is not None:
                 key = (pos.topic, pos.partition)
-                last = applied.get(key)
+                last = advanced.get(key, applied.get(key))
                 if last is not None and pos.offset <= last:
                     fresh.append(False)
                     continue
-                applied[key] = advanced[key] = pos.offset
+                advanced[key] = pos.offset
             fresh.append(True)
-        if advanced:
-            self._db.execute(
-                "INSERT OR REPLACE INTO applied SELECT unnest($1), unnest($2), unnest($3)",
-                [[k[0] for k in advanced], [k[1] for k in advanced], list(advanced.values())],
-            )
+        for (topic, part), offset in advanced.items():
+            # An UPDATE of the row: a fifth of what INSERT OR REPLACE costs DuckDB (a delete and an insert).
+            if (topic, part) in applied:
+                self._db.execute(
+                    "UPDATE applied SET last_offset = ? WHERE topic = ? AND part = ?", [offset, topic, part]
+                )
+            else:
+                self._db.execute("INSERT INTO applied VALUES (?, ?, ?)", [topic, part, offset])
+        self._pending.update(advanced)
         return fresh
+
+    def settle(self, committed: bool) -> None:
+        """The claiming transaction ended: its offsets join the copy if it committed, and are dropped if not."""
+        if committed and self._committed is not None:
+            self._committed.update(self._pending)
+        self._pending.clear()

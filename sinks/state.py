@@ -7,7 +7,8 @@ file and runs the writes that span two of them (a record and its offset) in one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -53,21 +54,34 @@ class StateStore:
 
     # Writes: each record with its offset, in one transaction.
 
+    @contextmanager
+    def _claiming(self) -> Iterator[None]:
+        """One transaction that claims offsets: what the sinks keep in memory follows its commit or rollback."""
+        try:
+            with duck.transaction(self._db):
+                yield
+        except BaseException:
+            self.offsets.settle(committed=False)
+            self.docs.settle(committed=False)
+            raise
+        self.offsets.settle(committed=True)
+        self.docs.settle(committed=True)
+
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
-        with duck.transaction(self._db):
+        with self._claiming():
             fresh = self.offsets.claim([position for _, position in items])
             outcomes = iter(self.docs.write([r for (r, _), new in zip(items, fresh, strict=True) if new]))
             return [next(outcomes) if new else False for new in fresh]
 
     def mark_applied(self, position: Position) -> None:
         """Remember a record that writes nothing (an unreadable one), so a replay starts after it."""
-        with duck.transaction(self._db):
+        with self._claiming():
             self.offsets.claim([position])
 
     def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:
         """Record an emission read back from `predigest.briefings`; True if this state did not hold it."""
-        with duck.transaction(self._db):
+        with self._claiming():
             return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
 
     def record_emission(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:

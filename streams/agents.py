@@ -4,8 +4,9 @@ Each agent is a loop over its stream that hands a batch, or a command, to a hand
 processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
 
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
-unfinished message (faust-streaming #606). `take_events` acks a batch's records only once the loop body
-has returned (its `finally` after the yield), and Faust commits acked offsets after flushing its
+unfinished message (faust-streaming #606). `take_events`, and the window agent's `take_batches` (the same,
+growing its batches while a backlog waits), ack a batch's records only once the loop body has returned (their
+`finally` after the yield), and Faust commits acked offsets after flushing its
 producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
 exit without acking) and the parse agent awaits every send of its batch. A record a stage cannot read or
 process goes to the dead-letter topic, acknowledged before its batch is (streams.dead_letters).
@@ -27,6 +28,7 @@ from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
 from processors.wire import DocumentRecord, decode
 from sinks.state import Position
+from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.failstop import must_finish
 from streams.pipeline import Emission
@@ -105,6 +107,7 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         log.exception("starting the parse processes failed")
         services.parser.close()
     s = services.settings
+    # Faust's own batches: a batch waiting to fill would leave the parse processes idle meanwhile.
     async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
         await parse_batch(services, outputs, events)
 
@@ -129,12 +132,18 @@ async def parse_batch(services: Services, outputs: Outputs, events: Sequence[Eve
 
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
-    async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
-        await window_batch(services, outputs, events)
+    async for events in take_batches(stream, s.batch_records, s.batch_seconds, services.clock):
+        backlog = records_behind(stream, events) >= BACKLOG_RECORDS
+        await window_batch(services, outputs, events, backlog=backlog)
 
 
-async def window_batch(services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]) -> None:
-    """Apply a batch of documents records to the state, in one transaction, once their partitions caught up."""
+async def window_batch(
+    services: Services, outputs: Outputs, events: Sequence[EventT[bytes]], *, backlog: bool = False
+) -> None:
+    """Apply a batch of documents records to the state, in one transaction, once their partitions caught up.
+
+    `backlog`: more records wait behind the batch, so its notes are logged as one line, not one each.
+    """
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
     for event in events:
@@ -144,10 +153,12 @@ async def window_batch(services: Services, outputs: Outputs, events: Sequence[Ev
             items.append((record, _position(event)))
     await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} record(s) in {services.settings.state_file}"
-    await must_finish(partial(store_when_ready, services, items), what)
+    await must_finish(partial(store_when_ready, services, items, backlog), what)
 
 
-async def store_when_ready(services: Services, items: list[tuple[DocumentRecord, Position]]) -> None:
+async def store_when_ready(
+    services: Services, items: list[tuple[DocumentRecord, Position]], backlog: bool = False
+) -> None:
     """Store the records of owned partitions once their catch-up is done; the others are not ours to store."""
     ownership = services.ownership
     parts = {position.partition for _, position in items}
@@ -159,7 +170,7 @@ async def store_when_ready(services: Services, items: list[tuple[DocumentRecord,
         if not parts & ownership.catching_up():
             break
     ready = [(record, position) for record, position in items if ownership.is_ready(position.partition)]
-    services.pipeline().store_batch(ready)
+    services.pipeline().store_batch(ready, backlog=backlog)
 
 
 async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:

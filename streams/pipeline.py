@@ -33,11 +33,11 @@ from sinks.state import EmissionRecord, Position, StateStore
 from streams.kafka_io import MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.settings import Settings
+from streams.store_report import StoredBatch, report
 
 log = logging.getLogger(__name__)
 
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
-LOG_EACH_UP_TO = 20  # a batch of more notes logs one line, each document at DEBUG
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
@@ -198,9 +198,17 @@ class Pipeline:
             log.info("%s is the living document of no configured axis; not stored", path, extra=ctx)
 
     def store_batch(
-        self, items: Sequence[tuple[DocumentRecord, Position | None]], *, replaying: bool = False
+        self,
+        items: Sequence[tuple[DocumentRecord, Position | None]],
+        *,
+        replaying: bool = False,
+        backlog: bool = False,
     ) -> list[bool]:
-        """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it."""
+        """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it.
+
+        `replaying`: a catch-up or rebuild (no lag observed, no INFO line); `backlog`: more records wait behind
+        the batch, which gets one INFO line instead of one per document.
+        """
         if not items:
             return []
         started = self.clock.monotonic()
@@ -208,45 +216,7 @@ class Pipeline:
         took = self.clock.monotonic() - started
         self.metrics.duckdb_write.labels(operation="batch").observe(took)
         now = self.clock.now().timestamp()
-        # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
-        # per second, so those lines are for debugging only and a batch gets one line of its own.
-        # Counted in notes, not records: every note travels as one record per axis.
-        notes = len({record.header.path for record, _ in items})
-        each = logging.INFO if not replaying and notes <= LOG_EACH_UP_TO else logging.DEBUG
-        logged = log.isEnabledFor(each)
-        stored = deleted = 0
-        lagged: set[tuple[str, str]] = set()  # one lag observation per note version, not per axis row
-        for (record, position), done in zip(items, changed, strict=True):
-            h = record.header
-            if not done or h.type == "rejection":
-                continue
-            if h.type == "document":
-                stored += 1
-                self.metrics.documents_stored.labels(axis=h.axis, kind=h.kind).inc()
-                if h.mtime is not None and not replaying and (h.path, h.sha256) not in lagged:
-                    lagged.add((h.path, h.sha256))
-                    self.metrics.end_to_end_lag.observe(max(0.0, now - h.mtime))
-                if logged:
-                    ctx = doc_context(h.path, h.axis, position)
-                    log.log(each, "stored %s for axis %s", h.path, h.axis, extra=ctx)
-            else:
-                deleted += 1
-                if logged:
-                    log.log(
-                        each,
-                        "deleted %s from axis %s",
-                        h.path,
-                        h.axis,
-                        extra=doc_context(h.path, h.axis, position),
-                    )
-        if each == logging.DEBUG and not replaying:
-            log.info(
-                "applied %d documents record(s) in %.0f ms: %d version(s) stored, %d path(s) deleted",
-                len(items),
-                took * 1000,
-                stored,
-                deleted,
-            )
+        report(StoredBatch(items, changed, took, now, replaying, backlog), self.metrics)
         return changed
 
     async def _arxiv_records(self, documents: Sequence[DocumentSummary]) -> Mapping[str, EnrichedId]:

@@ -50,6 +50,21 @@ def test_a_state_file_truncated_to_half_is_found_at_open_and_set_aside(tmp_path:
     state.close()
 
 
+def test_a_file_whose_free_blocks_duckdb_cut_off_opens(tmp_path: Path) -> None:
+    # DuckDB drops free blocks at the end of the file at a checkpoint but still counts them: a healthy state
+    # was taken for a truncated one and set aside (a rebuild from Kafka at every such restart).
+    path = _filled(tmp_path / "worker.duckdb")
+    state = StateStore(path)
+    state._db.execute("CREATE TABLE scratch AS SELECT repeat('x', 1000) || i AS v FROM range(20000) t(i)")
+    state._db.execute("CHECKPOINT")
+    state._db.execute("DROP TABLE scratch")
+    state.close()
+    state = StateStore(path)
+    assert state.document_count() == 200
+    state.check()
+    state.close()
+
+
 def test_a_damaged_block_is_found_at_open(tmp_path: Path) -> None:
     path = _filled(tmp_path / "worker.duckdb")
     db = duckdb.connect(str(path))

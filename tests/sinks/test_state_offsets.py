@@ -58,6 +58,60 @@ def test_records_at_or_below_the_applied_offset_are_skipped(state: StateStore) -
     assert state.applied_offset("p.documents", 2) == 5
 
 
+def test_a_batch_that_fails_claims_no_offset_and_its_retry_stores_it(
+    state: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The offsets are checked against a copy in memory: it must follow the rollback, or the retry (the
+    # agent's must_finish) would find its records "applied" and drop them.
+    put_document(state, "inference", parsed("# a\nfirst"), raw_offset=1, position=at(0))
+    write = state.docs.write
+
+    def fails(records: object) -> list[bool]:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(state.docs, "write", fails)
+    with pytest.raises(OSError):
+        put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1))
+    assert state.applied_offset("p.documents", 2) == 0
+    monkeypatch.setattr(state.docs, "write", write)
+    assert put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1)) is True
+    assert current(state) == ["# a\nsecond"] and state.applied_offset("p.documents", 2) == 1
+
+
+def test_a_batch_rolled_back_after_its_rows_were_planned_leaves_nothing_remembered(
+    state: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sinks keep the last batch's paths in memory; a rollback after the rows were written (a later step
+    # of the same transaction failing) must leave them as the file has them.
+    put_document(state, "inference", parsed("# a\nfirst"), raw_offset=1, position=at(0))
+    write = state.docs.write
+
+    def writes_then_fails(records: list[object]) -> list[bool]:
+        write(records)  # type: ignore[arg-type]
+        raise OSError("the next step failed")
+
+    monkeypatch.setattr(state.docs, "write", writes_then_fails)
+    with pytest.raises(OSError):
+        put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1))
+    monkeypatch.setattr(state.docs, "write", write)
+    assert current(state) == ["# a\nfirst"]
+    assert put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1)) is True
+    assert put_document(state, "inference", parsed("# a\nthird"), raw_offset=3, position=at(2)) is True
+    assert current(state) == ["# a\nthird"] and len(state.superseded_summaries("inference", WINDOW)) == 2
+
+
+def test_a_reopened_state_knows_its_paths_and_offsets(tmp_path: Path) -> None:
+    first = StateStore(tmp_path / "worker.duckdb")
+    put_document(first, "inference", parsed("# a\nfirst"), raw_offset=1, position=at(0))
+    first.close()
+    state = StateStore(tmp_path / "worker.duckdb")
+    assert put_document(state, "inference", parsed("# a\nfirst"), raw_offset=1, position=at(0)) is False
+    assert put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1)) is True
+    assert current(state) == ["# a\nsecond"]
+    assert [d.text for d in window_documents(state, "inference", WINDOW)] == ["# a\nsecond"]
+    assert len(state.superseded_summaries("inference", WINDOW)) == 1
+
+
 def test_versions_follow_the_raw_offset_whatever_order_they_arrive_in(state: StateStore) -> None:
     # A takeover can re-parse raw records: their versions reach the documents topic a second time, later.
     v1, v2 = parsed("# a\nfirst"), parsed("# a\nsecond")

@@ -156,10 +156,11 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
         RawFile(path="inbox/a/2026-09-27-0901-bin.md", content=b"\0\0bin", size=5, mtime=0.0, sha256="b"),
         RawFile(path="inbox/a/2026-09-27-0900-x.md", content=b"", size=0, mtime=0.0, sha256="", deleted=True),
     ]
-    with caplog.at_level(logging.DEBUG, logger="streams.pipeline"):
+    with caplog.at_level(logging.DEBUG, logger="streams"):
         for offset, raw in enumerate(raws):
             ingest(pipeline, raw, offset, Position("p.documents", 0, offset))
-    about_documents = [r for r in caplog.records if r.name == "streams.pipeline"]
+    # Routing's lines (streams.pipeline) and storing's (streams.store_report).
+    about_documents = [r for r in caplog.records if r.name in ("streams.pipeline", "streams.store_report")]
     assert {r.getMessage().split(" ", 1)[0] for r in about_documents} >= {"stored", "rejected", "deleted"}
     for record in about_documents:
         assert getattr(record, "path", None) in {r.path for r in raws}, record.getMessage()

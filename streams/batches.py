@@ -1,0 +1,115 @@
+"""Batches of an agent's stream that grow while a backlog waits: Faust's `take_events` with one rule added.
+
+`Stream.take_events(max, within)` hands a batch over `within` seconds after the last one, whatever is waiting:
+behind a backfill that was a few dozen records per batch, each paying a DuckDB transaction, a log line per
+note and a commit. Here a batch that is not full when `within` passes waits another `within` while its
+partitions hold at least `BACKLOG_RECORDS` records beyond it (Kafka's high water), up to `LINGER_SECONDS`:
+a backlog is stored in full batches, a trickle as soon as before.
+
+The buffering is Faust's own (faust-streaming 0.15, `Stream.take_events`): a processor adds each event to the
+buffer while the stream is drained in the background, the batch's events are acked only once the loop body
+has returned (in the `finally` after the yield), and no event is added while a batch is being handled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, cast
+
+from faust.streams import Stream
+from faust.types import TP, ChannelT, EventT
+from mode.utils.aiter import aiter
+from mode.utils.futures import notify
+
+from sinks.clock import Clock
+
+log = logging.getLogger(__name__)
+
+BACKLOG_RECORDS = 64  # a trickle of 20 notes/s is a few records behind at most; a backfill is thousands
+LINGER_SECONDS = 0.5  # the longest a batch waits to grow; only ever with a backlog behind it
+
+
+def records_behind(stream: Stream[Any], events: Sequence[EventT[Any]]) -> int:
+    """How many records the batch's partitions hold beyond it, from the consumer's last fetch (0 if unknown)."""
+    last: dict[TP, int] = {}
+    for event in events:
+        last[event.message.tp] = max(last.get(event.message.tp, -1), event.message.offset)
+    try:
+        consumer = stream.app.consumer
+        return sum(max(0, consumer.highwater(tp) - offset - 1) for tp, offset in last.items())
+    except Exception:  # no consumer (an in-process test) or no fetch yet: nothing is known to wait
+        return 0
+
+
+Behind = Callable[[Stream[Any], Sequence[EventT[Any]]], int]
+
+
+async def take_batches(
+    stream: Stream[Any], max_records: int, within: float, clock: Clock, behind: Behind = records_behind
+) -> AsyncIterator[Sequence[EventT[Any]]]:
+    """Batches of up to `max_records` events; each acked once the loop body that handled it has returned.
+
+    `behind` says how many records wait beyond a batch (`records_behind`; tests give their own backlog).
+    """
+    events: list[EventT[Any]] = []
+    full, consumed = asyncio.Event(), asyncio.Event()
+    consuming: asyncio.Future[None] | None = None  # set while a batch is handled: nothing is added meanwhile
+    started = 0.0  # when the batch's first event came (monotonic)
+
+    async def add(value: Any) -> Any:
+        nonlocal consuming, started
+        try:
+            if consuming is not None:
+                try:
+                    await consuming
+                finally:
+                    consuming = None
+            event = stream.current_event
+            if event is None:
+                raise RuntimeError("the batch buffer found no current event")
+            if not events:
+                started = clock.monotonic()
+            events.append(event)
+            if len(events) >= max_records:
+                full.set()
+                consumed.clear()  # not one event more than max_records: wait until this batch is handled
+                await stream.wait(consumed)  # type: ignore[arg-type]  # mode types it as its own Event
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("adding to the batch buffer failed")
+            await stream.crash(exc)
+        return value
+
+    def grows() -> bool:
+        """Whether the batch should wait for more: not full, young enough, and a backlog behind it."""
+        return (
+            not full.is_set()
+            and clock.monotonic() - started < LINGER_SECONDS
+            and behind(stream, events) >= BACKLOG_RECORDS
+        )
+
+    acks = stream.enable_acks
+    stream.enable_acks = False  # acked here, once a batch is handled
+    stream.add_processor(add)
+    stream._enable_passive(cast(ChannelT[Any], aiter(stream.channel)))
+    try:
+        while not stream.should_stop:
+            await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
+            if not events or grows():
+                continue
+            consuming = stream.loop.create_future()
+            try:
+                yield list(events)
+            finally:
+                for event in events:
+                    await stream.ack(event)
+                events.clear()
+                notify(consuming)
+                full.clear()
+                consumed.set()
+    finally:
+        stream.enable_acks = acks
+        stream._processors.remove(add)
