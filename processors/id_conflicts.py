@@ -40,25 +40,35 @@ _COMMON_TERMS = frozenset(_COMMON_TEXT.split())
 _LEAD_NAME = re.compile(r"^\s*([^:：]{2,40})[:：]")
 
 
+class BoundedTitles:
+    """The pairs id conflicts are looked for among, gathered as they are read: plausible titles only, at most
+    MAX_TITLED_PER_SOURCE per document, each (id, title) once (the same pair stated by many notes is one
+    statement)."""
+
+    def __init__(self) -> None:
+        self._per_source: Counter[str] = Counter()
+        self._seen: set[tuple[str, str]] = set()
+        self.pairs: list[tuple[TitledId, frozenset[str]]] = []
+
+    def add(self, titled: Iterable[TitledId]) -> None:
+        for p in titled:
+            path = p.source.split("#", 1)[0]
+            if self._per_source[path] >= MAX_TITLED_PER_SOURCE:
+                continue
+            self._per_source[path] += 1
+            mark = (strip_version(p.id), p.title.casefold())
+            if mark in self._seen:
+                continue
+            self._seen.add(mark)
+            key = title_terms(p.title)
+            if key is not None:
+                self.pairs.append((p, key))
+
+
 def _bounded(titled: Iterable[TitledId]) -> list[tuple[TitledId, frozenset[str]]]:
-    """Plausible titles only, at most MAX_TITLED_PER_SOURCE per document, each (id, title) once: the same pair
-    stated by many notes is one statement."""
-    per_source: Counter[str] = Counter()
-    seen: set[tuple[str, str]] = set()
-    out: list[tuple[TitledId, frozenset[str]]] = []
-    for p in titled:
-        path = p.source.split("#", 1)[0]
-        if per_source[path] >= MAX_TITLED_PER_SOURCE:
-            continue
-        per_source[path] += 1
-        mark = (strip_version(p.id), p.title.casefold())
-        if mark in seen:
-            continue
-        seen.add(mark)
-        key = title_terms(p.title)
-        if key is not None:
-            out.append((p, key))
-    return out
+    bounded = BoundedTitles()
+    bounded.add(titled)
+    return bounded.pairs
 
 
 @lru_cache(maxsize=1 << 16)
@@ -175,7 +185,11 @@ def one_id_two_titles(pairs: Sequence[tuple[TitledId, frozenset[str]]], lang: La
 
 def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[Finding]:
     """Same title under two ids, and one id under two unrelated titles, among plausible titles only."""
-    pairs = _bounded(titled)
+    return conflicts_among(_bounded(titled), lang)
+
+
+def conflicts_among(pairs: Sequence[tuple[TitledId, frozenset[str]]], lang: Lang) -> list[Finding]:
+    """`id_conflicts` of pairs gathered already (`BoundedTitles`)."""
     return [*same_title_two_ids(pairs, lang), *one_id_two_titles(pairs, lang)]
 
 

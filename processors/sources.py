@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from processors.arxiv_ids import card_number_from_name
@@ -21,10 +21,10 @@ from processors.models import (
 )
 from processors.near_duplicates import DuplicateOf
 from processors.reasons import NoIncrementCode
-from processors.relevance import Weights, declared_axes, relevance
+from processors.relevance import Scorer, declared_axes, relevance
 from processors.units import card_anchors
 from processors.window import in_window
-from processors.window_set import WindowSet
+from processors.window_rows import SourceRow
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 
@@ -166,23 +166,30 @@ def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) ->
     return others[0] if others else None
 
 
-def account_sources(window: WindowSet, weights: Weights, found: Found, ctx: AccountContext) -> Accounts:
-    """Every source is listed: used, or why not (duplicate, role, low, covered, not selected …)."""
+def account_sources(
+    rows: Iterable[SourceRow],
+    duplicates: Mapping[str, DuplicateOf],
+    scorer: Scorer,
+    found: Found,
+    ctx: AccountContext,
+) -> Accounts:
+    """Every source is listed, read again row by row: used, or why not (duplicate, role, low, covered …)."""
     used, had_candidates = found.used_docs, found.candidate_docs
     sources: list[SourceEntry] = []
     no_inc: list[NoIncrementSource] = []
-    for d in window.docs:
-        rel = weights.rel[d.path]
+    for row in rows:
+        d = row.doc
+        scores, rel = scorer.weigh(row)
         if d.path in used:
             sources.append(source_entry(d, ctx.axis, rel, "used", None, ctx.lang))
             continue
-        dup = window.duplicates.get(d.path)
+        dup = duplicates.get(d.path)
         sources.append(source_entry(d, ctx.axis, rel, "duplicate" if dup else "no_increment", dup, ctx.lang))
         standing = Standing(
             rel=rel,
             duplicate=dup,
-            low=d.path in weights.low,
-            other_axis=_other_axis(d, ctx.axis, weights.scores[d.path]),
+            low=rel.code == "low",
+            other_axis=_other_axis(d, ctx.axis, scores),
             had_candidates=d.path in had_candidates,
         )
         no_inc.append(no_increment(d, standing, ctx, len(found.increments)))
@@ -190,14 +197,24 @@ def account_sources(window: WindowSet, weights: Weights, found: Found, ctx: Acco
 
 
 def superseded_entries(
-    superseded: Sequence[DocumentSummary], window: WindowBounds, weights: Weights, axis: str, lang: Lang
+    superseded: Sequence[SourceRow], current: Mapping[str, SourceRow], window: WindowBounds, scorer: Scorer
 ) -> list[SourceEntry]:
-    """Earlier versions of the window's notes, listed as superseded."""
+    """Earlier versions of the window's notes, listed as superseded.
+
+    A version whose note is a kept source of the window (`current`: its row) is weighed by that source's
+    counts, as the briefing has always listed it: the relevance shown is its note's.
+    """
     out = []
-    for d in sorted(superseded, key=lambda d: (d.event_time, d.path)):
-        if in_window(d.event_time, window):
-            rel = relevance(
-                d, axis, weights.space.scores(d), weights.rules, lang, weights.space.evidence(d, axis)
-            )
-            out.append(source_entry(d, axis, rel, "superseded", None, lang))
+    space, axis = scorer.space, scorer.axis
+    for row in sorted(superseded, key=lambda r: (r.doc.event_time, r.doc.path)):
+        d = row.doc
+        if not in_window(d.event_time, window):
+            continue
+        now = current.get(d.path)
+        scored = row if now is None else SourceRow(d, now.length or d.length, now.hits)
+        shown = row if now is None or not now.counted else now
+        terms_ = space.evidence_of(shown.hits, axis)
+        scores = space.scores_of(scored.hits, scored.length)
+        rel = relevance(d, axis, scores, scorer.rules, scorer.lang, terms_)
+        out.append(source_entry(d, axis, rel, "superseded", None, scorer.lang))
     return out

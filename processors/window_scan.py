@@ -1,0 +1,69 @@
+"""A briefing's first read of the window: each source weighed once, and only what the later stages quote kept.
+
+Of a window of any size it keeps the axis's baselines and work queues, the most relevant sources that can feed
+increments (`Contributors`), the window's ids in listing order, the titles stated for them, and the ids some
+note dates after itself: summaries of a few dozen sources, not of the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from processors.anchoring import IdOrder
+from processors.contributors import Contributors, can_contribute
+from processors.discrepancies import future_id_hits
+from processors.id_conflicts import BoundedTitles
+from processors.id_titles import BestTitles, stated_titles
+from processors.models import DocumentSummary, Relevance
+from processors.relevance import Scorer
+from processors.window_rows import SourceRow
+
+
+@dataclass
+class Scan:
+    """What the read kept: the few sources the briefing reads whole, and the window's ids and titles."""
+
+    baselines: list[DocumentSummary] = field(default_factory=list)  # this axis's own, kept
+    queues: list[DocumentSummary] = field(default_factory=list)  # the window's work queues, kept
+    contributors: list[tuple[DocumentSummary, Relevance]] = field(default_factory=list)
+    ids: IdOrder = field(default_factory=IdOrder)
+    titles: BestTitles = field(default_factory=BestTitles)  # stated by the kept sources
+    pairs: BoundedTitles = field(default_factory=BoundedTitles)  # the same, for id conflicts
+    future: list[tuple[DocumentSummary, str]] = field(default_factory=list)  # (note, an id dated after it)
+
+
+def scan_window(
+    rows: Iterable[SourceRow],
+    duplicates: Collection[str],
+    scorer: Scorer,
+    limit_zone: tuple[int, ZoneInfo],
+) -> Scan:
+    """Read every source once, in window order; `duplicates` are listed but feed nothing."""
+    limit, zone = limit_zone
+    scan = Scan()
+    ranking = Contributors(scorer.axis, limit)
+    for position, row in enumerate(rows):
+        doc = row.doc
+        _, rel = scorer.weigh(row)
+        kept = doc.path not in duplicates
+        eligible = kept and can_contribute(doc, rel)
+        baseline = kept and rel.code == "baseline"
+        scan.ids.add(doc, eligible=eligible, baseline=baseline)
+        if not kept:
+            continue
+        if eligible:
+            ranking.offer(position, doc, rel)
+        if baseline:
+            scan.baselines.append(doc)
+        if doc.kind == "work_queue":
+            scan.queues.append(doc)
+        stated = stated_titles(doc)
+        if stated:
+            scan.titles.add(stated)
+            scan.pairs.add(stated)
+        if doc.kind in ("inbox", "paper_card") and doc.arxiv_ids:
+            scan.future.extend(future_id_hits([doc], zone))
+    scan.contributors = ranking.ranked()
+    return scan
