@@ -44,25 +44,33 @@ def _listed(doc: DocumentSummary) -> Sequence[str]:
 
 
 class IdOrder:
-    """The window's ids in the order 四 lists them, gathered as the window is read: those of the sources that can
-    feed increments first, then the axis's baselines', then every source's (first appearance counts)."""
+    """The window's ids in the order 四 lists them: those of the sources that can feed increments first, then the
+    axis's baselines', then every source's, each by its first appearance in the window. Sources may be added in
+    any order: each comes with its place in the window."""
 
     def __init__(self) -> None:
-        self._eligible: dict[str, None] = {}
-        self._baselines: dict[str, None] = {}
-        self._all: dict[str, None] = {}
+        self._eligible: dict[str, tuple[int, int]] = {}
+        self._baselines: dict[str, tuple[int, int]] = {}
+        self._all: dict[str, tuple[int, int]] = {}
 
-    def add(self, doc: DocumentSummary, *, eligible: bool, baseline: bool) -> None:
+    def add(self, position: int, doc: DocumentSummary, *, eligible: bool, baseline: bool) -> None:
         listed = _listed(doc)
-        self._all.update(dict.fromkeys(listed))
-        if eligible:
-            self._eligible.update(dict.fromkeys(listed))
-        if baseline:
-            self._baselines.update(dict.fromkeys(listed))
+        groups = [
+            self._all,
+            *([self._eligible] if eligible else []),
+            *([self._baselines] if baseline else []),
+        ]
+        for n, i in enumerate(listed):
+            at = (position, n)
+            for group in groups:
+                held = group.get(i)
+                if held is None or at < held:
+                    group[i] = at
 
     def split(self, anchored: Collection[str]) -> IdSplit:
         """The ids, new unless anchored."""
-        return split_ids([*self._eligible, *self._baselines, *self._all], anchored)
+        ordered = (sorted(g, key=g.__getitem__) for g in (self._eligible, self._baselines, self._all))
+        return split_ids([i for ids in ordered for i in ids], anchored)
 
 
 def split_ids(ids: Iterable[str], anchored: Collection[str]) -> IdSplit:

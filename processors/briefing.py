@@ -64,9 +64,10 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     # The living document's titles are among those stated, the earlier briefings' come with the history:
     # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
     living_titles = stated_titles(req.living) if req.living else ()
-    scan.titles.add(living_titles)
-    scan.pairs.add(living_titles)
-    scan.pairs.add(req.history.titles)
+    after = source.size()  # the living document's titles come after the window's, the history's last
+    scan.titles.add(living_titles, after)
+    scan.pairs.add(living_titles, after)
+    scan.pairs.add(req.history.titles, after + 1)
     api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
     titles = window_titles(scan.titles, api_titles, ids.window)
     screening = dx.screen(

@@ -41,28 +41,32 @@ _LEAD_NAME = re.compile(r"^\s*([^:：]{2,40})[:：]")
 
 
 class BoundedTitles:
-    """The pairs id conflicts are looked for among, gathered as they are read: plausible titles only, at most
-    MAX_TITLED_PER_SOURCE per document, each (id, title) once (the same pair stated by many notes is one
-    statement)."""
+    """The pairs id conflicts are looked for among: plausible titles only, at most MAX_TITLED_PER_SOURCE per
+    document, each (id, title) once, as first stated (the same pair stated by many notes is one statement).
+
+    A document's pairs are added together, in any order of documents: each comes with its place in the window.
+    """
 
     def __init__(self) -> None:
-        self._per_source: Counter[str] = Counter()
-        self._seen: set[tuple[str, str]] = set()
-        self.pairs: list[tuple[TitledId, frozenset[str]]] = []
+        self._first: dict[tuple[str, str], tuple[tuple[int, int], TitledId]] = {}
 
-    def add(self, titled: Iterable[TitledId]) -> None:
-        for p in titled:
+    def add(self, titled: Iterable[TitledId], position: int = 0) -> None:
+        per_source: Counter[str] = Counter()
+        for n, p in enumerate(titled):
             path = p.source.split("#", 1)[0]
-            if self._per_source[path] >= MAX_TITLED_PER_SOURCE:
+            if per_source[path] >= MAX_TITLED_PER_SOURCE:
                 continue
-            self._per_source[path] += 1
+            per_source[path] += 1
             mark = (strip_version(p.id), p.title.casefold())
-            if mark in self._seen:
-                continue
-            self._seen.add(mark)
-            key = title_terms(p.title)
-            if key is not None:
-                self.pairs.append((p, key))
+            held = self._first.get(mark)
+            if held is None or (position, n) < held[0]:
+                self._first[mark] = ((position, n), p)
+
+    @property
+    def pairs(self) -> list[tuple[TitledId, frozenset[str]]]:
+        """The pairs in the order first stated, each with its title's terms."""
+        firsts = sorted(self._first.values(), key=lambda e: e[0])
+        return [(p, key) for _, p in firsts if (key := title_terms(p.title)) is not None]
 
 
 def _bounded(titled: Iterable[TitledId]) -> list[tuple[TitledId, frozenset[str]]]:

@@ -306,17 +306,17 @@ def lead_name(line: str, arxiv_id: str) -> str:
 
 
 class BestTitles:
-    """The title of each id from its most trusted source (the first of equals), strong before weak, gathered
-    pair by pair as the window is read; a name is no title."""
+    """The title of each id from its most trusted source (the first of equals), strong before weak; a name is no
+    title. A document's pairs are added together, in any order of documents: each with its place in the window."""
 
     def __init__(self) -> None:
-        self._best: dict[str, tuple[tuple[int, bool], str]] = {}
+        self._best: dict[str, tuple[tuple[int, bool, int, int], str]] = {}
 
-    def add(self, pairs: Iterable[TitledId]) -> None:
-        for p in pairs:
+    def add(self, pairs: Iterable[TitledId], position: int = 0) -> None:
+        for n, p in enumerate(pairs):
             if p.rank < _TITLE_FROM:
                 continue
-            key = (-p.rank, not p.strong)
+            key = (-p.rank, not p.strong, position, n)
             held = self._best.get(p.id)
             if held is None or key < held[0]:
                 self._best[p.id] = (key, p.title)

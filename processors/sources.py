@@ -173,18 +173,20 @@ def account_sources(
     found: Found,
     ctx: AccountContext,
 ) -> Accounts:
-    """Every source is listed, read again row by row: used, or why not (duplicate, role, low, covered …)."""
+    """Every source is listed, read again row by row (in any order): used, or why not (duplicate, role, low,
+    covered …)."""
     used, had_candidates = found.used_docs, found.candidate_docs
-    sources: list[SourceEntry] = []
-    no_inc: list[NoIncrementSource] = []
+    sources: list[tuple[int, SourceEntry]] = []
+    no_inc: list[tuple[int, NoIncrementSource]] = []
     for row in rows:
-        d = row.doc
+        d, at = row.doc, row.position
         scores, rel = scorer.weigh(row)
         if d.path in used:
-            sources.append(source_entry(d, ctx.axis, rel, "used", None, ctx.lang))
+            sources.append((at, source_entry(d, ctx.axis, rel, "used", None, ctx.lang)))
             continue
         dup = duplicates.get(d.path)
-        sources.append(source_entry(d, ctx.axis, rel, "duplicate" if dup else "no_increment", dup, ctx.lang))
+        status: SourceStatus = "duplicate" if dup else "no_increment"
+        sources.append((at, source_entry(d, ctx.axis, rel, status, dup, ctx.lang)))
         standing = Standing(
             rel=rel,
             duplicate=dup,
@@ -192,8 +194,11 @@ def account_sources(
             other_axis=_other_axis(d, ctx.axis, scores),
             had_candidates=d.path in had_candidates,
         )
-        no_inc.append(no_increment(d, standing, ctx, len(found.increments)))
-    return Accounts(sources=sources, no_increment=no_inc)
+        no_inc.append((at, no_increment(d, standing, ctx, len(found.increments))))
+    # In window order, however the rows came.
+    sources.sort(key=lambda e: e[0])
+    no_inc.sort(key=lambda e: e[0])
+    return Accounts(sources=[e for _, e in sources], no_increment=[e for _, e in no_inc])
 
 
 def superseded_entries(
@@ -211,7 +216,7 @@ def superseded_entries(
         if not in_window(d.event_time, window):
             continue
         now = current.get(d.path)
-        scored = row if now is None else SourceRow(d, now.length or d.length, now.hits)
+        scored = row if now is None else SourceRow(row.position, d, now.length or d.length, now.hits)
         shown = row if now is None or not now.counted else now
         terms_ = space.evidence_of(shown.hits, axis)
         scores = space.scores_of(scored.hits, scored.length)

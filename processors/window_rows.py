@@ -20,8 +20,10 @@ from processors.tfidf import Frequencies
 
 @dataclass(frozen=True, slots=True)
 class SourceRow:
-    """One source: its summary (without signature and term counts), BM25 length and counts of the profile terms."""
+    """One source: its place in the window, its summary (without signature and term counts), its BM25 length and
+    its counts of the profile terms."""
 
+    position: int  # in window order (event time, path), from 0
     doc: DocumentSummary
     length: int
     hits: Mapping[str, int]  # its counts of the terms asked for (the axis profiles'), those it uses
@@ -67,11 +69,12 @@ class WindowSource(Protocol):
         ...
 
     def rows(self, profile: Collection[str]) -> Iterator[SourceRow]:
-        """Every source in window order (event time, path), with its counts of the `profile` terms."""
+        """Every source once, with its place in the window and its counts of the `profile` terms, in any order
+        (a state streams them as stored)."""
         ...
 
     def superseded(self, profile: Collection[str]) -> list[SourceRow]:
-        """The earlier versions of the window's notes that a newer one replaced, in window order."""
+        """The earlier versions of the window's notes that a newer one replaced (their positions mean nothing)."""
         ...
 
     def arxiv_ids(self) -> list[str]:

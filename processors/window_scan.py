@@ -40,30 +40,37 @@ def scan_window(
     scorer: Scorer,
     limit_zone: tuple[int, ZoneInfo],
 ) -> Scan:
-    """Read every source once, in window order; `duplicates` are listed but feed nothing."""
+    """Read every source once (in any order: each row knows its place); `duplicates` are listed but feed
+    nothing."""
     limit, zone = limit_zone
     scan = Scan()
     ranking = Contributors(scorer.axis, limit)
-    for position, row in enumerate(rows):
-        doc = row.doc
+    baselines: list[tuple[int, DocumentSummary]] = []
+    queues: list[tuple[int, DocumentSummary]] = []
+    future: list[tuple[int, DocumentSummary, str]] = []
+    for row in rows:
+        doc, position = row.doc, row.position
         _, rel = scorer.weigh(row)
         kept = doc.path not in duplicates
         eligible = kept and can_contribute(doc, rel)
         baseline = kept and rel.code == "baseline"
-        scan.ids.add(doc, eligible=eligible, baseline=baseline)
+        scan.ids.add(position, doc, eligible=eligible, baseline=baseline)
         if not kept:
             continue
         if eligible:
             ranking.offer(position, doc, rel)
         if baseline:
-            scan.baselines.append(doc)
+            baselines.append((position, doc))
         if doc.kind == "work_queue":
-            scan.queues.append(doc)
+            queues.append((position, doc))
         stated = stated_titles(doc)
         if stated:
-            scan.titles.add(stated)
-            scan.pairs.add(stated)
+            scan.titles.add(stated, position)
+            scan.pairs.add(stated, position)
         if doc.kind in ("inbox", "paper_card") and doc.arxiv_ids:
-            scan.future.extend(future_id_hits([doc], zone))
+            future.extend((position, d, i) for d, i in future_id_hits([doc], zone))
     scan.contributors = ranking.ranked()
+    scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
+    scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
+    scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]
     return scan

@@ -25,10 +25,12 @@ def belongs(doc: DocumentSummary, axis: str, window: WindowBounds) -> bool:
     return doc.kind != "living" and (in_window(doc.event_time, window) or own_baseline)
 
 
-def row_of(doc: DocumentSummary, counts: Mapping[str, int], profile: Collection[str]) -> SourceRow:
+def row_of(
+    position: int, doc: DocumentSummary, counts: Mapping[str, int], profile: Collection[str]
+) -> SourceRow:
     """A source's row from its term counts: the counts of the `profile` terms it uses, and its BM25 length."""
     hits = {t: n for t, n in counts.items() if t in profile}
-    return SourceRow(doc, bm25_length(doc, counts), hits, counted=bool(counts))
+    return SourceRow(position, doc, bm25_length(doc, counts), hits, counted=bool(counts))
 
 
 class MemoryWindow:
@@ -47,9 +49,6 @@ class MemoryWindow:
         self._superseded = sorted(superseded, key=key)
         self._keep = keyword_terms(tuple(axes))
         self._counts: dict[str, Mapping[str, int]] = {}
-
-    def _row(self, doc: DocumentSummary, profile: Collection[str]) -> SourceRow:
-        return row_of(doc, self._counts_of(doc), profile)
 
     def _counts_of(self, doc: DocumentSummary) -> Mapping[str, int]:
         counts = self._counts.get(doc.path)
@@ -70,12 +69,12 @@ class MemoryWindow:
 
     def rows(self, profile: Collection[str]) -> Iterator[SourceRow]:
         profile = frozenset(profile)
-        return (self._row(d, profile) for d in self.docs)
+        return (row_of(n, d, self._counts_of(d), profile) for n, d in enumerate(self.docs))
 
     def superseded(self, profile: Collection[str]) -> list[SourceRow]:
         profile = frozenset(profile)
         # Their counts are not the current versions' (same path): never cached.
-        return [row_of(d, doc_counts(d, self._keep), profile) for d in self._superseded]
+        return [row_of(n, d, doc_counts(d, self._keep), profile) for n, d in enumerate(self._superseded)]
 
     def arxiv_ids(self) -> list[str]:
         return list(dict.fromkeys(i for d in self.docs for i in d.arxiv_ids))
