@@ -33,7 +33,7 @@ class Shuffled(MemoryWindow):
 
 
 def _window() -> tuple[list[DocumentSummary], list[DocumentSummary]]:
-    docs: list[DocumentSummary] = list(example_documents())
+    docs = example_documents()
     first = note("inbox/jay/2026-09-27-1000-a.md", KV)
     again = note("inbox/tom/2026-09-27-1100-b.md", KV)  # an exact duplicate
     older = note("inbox/jay/2026-09-27-1000-a.md", KV.replace("3.8×", "2.1×"))  # superseded by `first`
