@@ -97,14 +97,7 @@ class Documents:
             )
             .fetchall()
         )
-        out = []
-        for summary_json, body_json in rows:
-            try:
-                out.append(load_document(StoredDocument(summary_json, body_json)))
-            except ValueError as exc:
-                # A damaged row must not stop every briefing of its axis: leave it out, loudly.
-                log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
-        return out
+        return whole_documents(rows)
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
         rows = self._db.execute(
@@ -183,6 +176,18 @@ class Documents:
             [window.start, window.end],
         ).fetchall()
         return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+
+
+def whole_documents(rows: Sequence[tuple[str, str]]) -> list[Document]:
+    """Documents from their stored (summary, body) rows; a damaged one is left out, loudly."""
+    out = []
+    for summary_json, body_json in rows:
+        try:
+            out.append(load_document(StoredDocument(summary_json, body_json)))
+        except ValueError as exc:
+            # A damaged row must not stop every briefing of its axis: leave it out, loudly.
+            log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
+    return out
 
 
 def _code(value: str | None) -> RejectionCode | None:
