@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from processors import discrepancies as dx
-from processors.anchoring import anchor_ids
+from processors.anchoring import Anchors, IdSplit, anchor_ids
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
 from processors.contributors import read_whole
 from processors.id_conflicts import conflicts_among
-from processors.id_titles import stated_titles, window_titles
-from processors.increment_search import find_increments
+from processors.id_titles import WindowTitles, stated_titles, window_titles
+from processors.increment_search import Found, find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
-from processors.models import Briefing, LivingDocRef, Summary
+from processors.models import Briefing, LivingDocRef, SourceEntry, Summary
+from processors.near_duplicates import DuplicateOf
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
-from processors.sources import AccountContext, account_sources, queue_counts, superseded_entries
+from processors.sources import AccountContext, Accounts, account_sources, queue_counts, superseded_entries
 from processors.window_rows import SourceRow, WindowSource
-from processors.window_scan import scan_window
+from processors.window_scan import Scan, scan_window
 from processors.window_set import MemoryWindow
 
 
@@ -61,22 +62,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
 
-    # The living document's titles are among those stated, the earlier briefings' come with the history:
-    # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
-    living_titles = stated_titles(req.living) if req.living else ()
-    after = source.size()  # the living document's titles come after the window's, the history's last
-    scan.titles.add(living_titles, after)
-    scan.pairs.add(living_titles, after)
-    scan.pairs.add(req.history.titles, after + 1)
-    api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
-    titles = window_titles(scan.titles, api_titles, ids.window)
-    screening = dx.screen(
-        conflicts_among(scan.pairs.pairs, lang),
-        scan.future,
-        lambda docs: read_whole(docs, req.load),
-        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
-        (req.zone, lang),
-    )
+    titles, screening = _titles_and_screening(req, scan, ids, anchors, source.size())
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -94,16 +80,9 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
-    superseded_rows = source.superseded(space.profile_terms)
-    current: dict[str, SourceRow] = {}
-    accounts = account_sources(
-        _noting(source.rows(space.profile_terms), {r.doc.path for r in superseded_rows}, duplicates, current),
-        duplicates,
-        scorer,
-        found,
-        AccountContext(axis, anchors.ids, queue, lang),
+    accounts, superseded = _accounts(
+        req, source, (duplicates, scorer), found, AccountContext(axis, anchors.ids, queue, lang)
     )
-    superseded = superseded_entries(superseded_rows, current, req.window, scorer)
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),
@@ -134,6 +113,46 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         priorities=priorities(found.increments, discrepancies, lang),
         rejected=list(req.rejected),
     )
+
+
+def _titles_and_screening(
+    req: BriefingRequest, scan: Scan, ids: IdSplit, anchors: Anchors, size: int
+) -> tuple[WindowTitles, dx.Screening]:
+    """The title of each id, and the ids screened: titled like another (a typo) or dated after their note."""
+    # The living document's titles are among those stated, the earlier briefings' come with the history:
+    # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
+    living_titles = stated_titles(req.living) if req.living else ()
+    scan.titles.add(living_titles, size)  # after the window's titles, the history's last
+    scan.pairs.add(living_titles, size)
+    scan.pairs.add(req.history.titles, size + 1)
+    api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
+    titles = window_titles(scan.titles, api_titles, ids.window)
+    screening = dx.screen(
+        conflicts_among(scan.pairs.pairs, req.lang),
+        scan.future,
+        lambda docs: read_whole(docs, req.load),
+        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
+        (req.zone, req.lang),
+    )
+    return titles, screening
+
+
+def _accounts(
+    req: BriefingRequest,
+    source: WindowSource,
+    weighed: tuple[Mapping[str, DuplicateOf], Scorer],
+    found: Found,
+    ctx: AccountContext,
+) -> tuple[Accounts, list[SourceEntry]]:
+    """Every source accounted for, read again, and the superseded versions of the window's notes."""
+    duplicates, scorer = weighed
+    superseded_rows = source.superseded(scorer.space.profile_terms)
+    current: dict[str, SourceRow] = {}
+    rows = _noting(
+        source.rows(scorer.space.profile_terms), {r.doc.path for r in superseded_rows}, duplicates, current
+    )
+    accounts = account_sources(rows, duplicates, scorer, found, ctx)
+    return accounts, superseded_entries(superseded_rows, current, req.window, scorer)
 
 
 def _noting(
