@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
-
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids
 from processors.arxiv_list import IdListing, arxiv_entries
@@ -11,16 +9,15 @@ from processors.briefing_request import BriefingRequest
 from processors.contributors import read_whole
 from processors.id_conflicts import conflicts_among
 from processors.id_titles import WindowTitles, stated_titles, window_titles
-from processors.increment_search import Found, find_increments
+from processors.increment_search import find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
-from processors.models import Briefing, LivingDocRef, SourceEntry, Summary
-from processors.near_duplicates import DuplicateOf
+from processors.models import Briefing, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
-from processors.sources import AccountContext, Accounts, account_sources, queue_counts, superseded_entries
-from processors.window_rows import SourceRow, WindowSource
-from processors.window_scan import Scan, scan_window
+from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
+from processors.window_rows import WindowSource
+from processors.window_scan import Scan, ScanLimits, scan_window
 from processors.window_set import MemoryWindow
 
 
@@ -43,8 +40,8 @@ def _window(req: BriefingRequest) -> WindowSource:
 def assemble_briefing(req: BriefingRequest) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window.
 
-    The window is read twice, row by row (`processors.window_rows`): once to weigh every source and keep what
-    the increments need, once to account for every source; only the few sources quoted are read whole.
+    The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
+    the later stages quote is kept; only those few sources are read whole.
     """
     rules, axis, lang = req.rules, req.axis.name, req.lang
     inc_rules = rules.increments
@@ -52,9 +49,10 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     duplicates = source.duplicates(rules.near_duplicate_threshold)
     space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
-    scan = scan_window(
-        source.rows(space.profile_terms), duplicates, scorer, (inc_rules.max_contributors, req.zone)
-    )
+    superseded = source.superseded(space.profile_terms)
+    listed = SourceListing(duplicates, axis, lang)
+    limits = ScanLimits(inc_rules.max_contributors, req.zone, {r.doc.path for r in superseded})
+    scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     whole = read_whole([*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues], req.load)
     chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
@@ -80,9 +78,8 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
-    accounts, superseded = _accounts(
-        req, source, (duplicates, scorer), found, AccountContext(axis, anchors.ids, queue, lang)
-    )
+    accounts = listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
+    replaced = superseded_entries(superseded, scan.current, req.window, scorer)
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),
@@ -105,7 +102,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
             new_arxiv=ids.new,
             continued_arxiv=ids.continued,
         ),
-        sources=[*accounts.sources, *superseded],
+        sources=[*accounts.sources, *replaced],
         increments=found.increments,
         discrepancies=discrepancies,
         arxiv=dx.mark_suspects(arxiv_entries(ids, listing), discrepancies, screening.suspect, lang),
@@ -135,31 +132,3 @@ def _titles_and_screening(
         (req.zone, req.lang),
     )
     return titles, screening
-
-
-def _accounts(
-    req: BriefingRequest,
-    source: WindowSource,
-    weighed: tuple[Mapping[str, DuplicateOf], Scorer],
-    found: Found,
-    ctx: AccountContext,
-) -> tuple[Accounts, list[SourceEntry]]:
-    """Every source accounted for, read again, and the superseded versions of the window's notes."""
-    duplicates, scorer = weighed
-    superseded_rows = source.superseded(scorer.space.profile_terms)
-    current: dict[str, SourceRow] = {}
-    rows = _noting(
-        source.rows(scorer.space.profile_terms), {r.doc.path for r in superseded_rows}, duplicates, current
-    )
-    accounts = account_sources(rows, duplicates, scorer, found, ctx)
-    return accounts, superseded_entries(superseded_rows, current, req.window, scorer)
-
-
-def _noting(
-    rows: Iterable[SourceRow], paths: Collection[str], duplicates: Collection[str], into: dict[str, SourceRow]
-) -> Iterator[SourceRow]:
-    """The rows, noting on the way those of kept sources at `paths` (the notes of superseded versions)."""
-    for row in rows:
-        if row.doc.path in paths and row.doc.path not in duplicates:
-            into[row.doc.path] = row
-        yield row

@@ -99,6 +99,7 @@ class AxisSpace:
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
         self._axis_terms: dict[str, frozenset[str]] = {}
+        self._canonical: dict[str, str] = {}
         self._phrases = _phrase_terms(axes)
         for axis in axes:
             self.keywords[axis.name] = axis_terms(axis.keywords, axis.name)
@@ -112,6 +113,10 @@ class AxisSpace:
     def profile_terms(self) -> frozenset[str]:
         """Every term of every axis profile: all that a source's score and evidence are made of."""
         return frozenset(self._profile_index())
+
+    def profile_term(self, term: str) -> str:
+        """The profile's own string for a term of it (one object however many sources use the term)."""
+        return self._canonical.setdefault(term, term)
 
     def _profile_index(self) -> dict[str, list[tuple[str, float | None]]]:
         """Profile term → (axis, living weight, or None for a keyword), one entry per occurrence."""
@@ -322,5 +327,6 @@ class Scorer:
     def weigh(self, row: SourceRow) -> tuple[dict[str, float], Relevance]:
         """(the source's score against every axis profile, its relevance to this axis)."""
         scores = self.space.scores_of(row.hits, row.length)
-        terms_ = self.space.evidence_of(row.hits, self.axis)
+        # The profile's own strings: a window's relevances share them instead of holding one copy per source.
+        terms_ = tuple(map(self.space.profile_term, self.space.evidence_of(row.hits, self.axis)))
         return scores, relevance(row.doc, self.axis, scores, self.rules, self.lang, terms_)

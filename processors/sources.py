@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from processors.arxiv_ids import card_number_from_name
@@ -13,6 +13,7 @@ from processors.models import (
     AxisSpec,
     Document,
     DocumentSummary,
+    Kind,
     NoIncrementSource,
     Relevance,
     SourceEntry,
@@ -95,7 +96,17 @@ class Standing:
     had_candidates: bool
 
 
-def no_increment(doc: DocumentSummary, st: Standing, ctx: AccountContext, selected: int) -> NoIncrementSource:
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What 六 reads of a source besides its standing (kept per source of a window of any size: small)."""
+
+    path: str
+    kind: Kind
+    baseline_axis: str | None
+    arxiv_ids: tuple[str, ...]  # () when no reason reads them (a duplicate, a role, a low source)
+
+
+def no_increment(doc: Listed, st: Standing, ctx: AccountContext, selected: int) -> NoIncrementSource:
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
@@ -166,39 +177,54 @@ def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) ->
     return others[0] if others else None
 
 
-def account_sources(
-    rows: Iterable[SourceRow],
-    duplicates: Mapping[str, DuplicateOf],
-    scorer: Scorer,
-    found: Found,
-    ctx: AccountContext,
-) -> Accounts:
-    """Every source is listed, read again row by row (in any order): used, or why not (duplicate, role, low,
-    covered …)."""
-    used, had_candidates = found.used_docs, found.candidate_docs
-    sources: list[tuple[int, SourceEntry]] = []
-    no_inc: list[tuple[int, NoIncrementSource]] = []
-    for row in rows:
-        d, at = row.doc, row.position
-        scores, rel = scorer.weigh(row)
-        if d.path in used:
-            sources.append((at, source_entry(d, ctx.axis, rel, "used", None, ctx.lang)))
-            continue
-        dup = duplicates.get(d.path)
-        status: SourceStatus = "duplicate" if dup else "no_increment"
-        sources.append((at, source_entry(d, ctx.axis, rel, status, dup, ctx.lang)))
-        standing = Standing(
-            rel=rel,
-            duplicate=dup,
-            low=rel.code == "low",
-            other_axis=_other_axis(d, ctx.axis, scores),
-            had_candidates=d.path in had_candidates,
-        )
-        no_inc.append((at, no_increment(d, standing, ctx, len(found.increments))))
-    # In window order, however the rows came.
-    sources.sort(key=lambda e: e[0])
-    no_inc.sort(key=lambda e: e[0])
-    return Accounts(sources=[e for _, e in sources], no_increment=[e for _, e in no_inc])
+class SourceListing:
+    """一/五's entry of every source, made as the window is read, and 六's reasons once the increments are known.
+
+    Sources come in any order, each with its place in the window; what is kept of each is its entry (part of
+    the briefing anyway) and a few small fields.
+    """
+
+    def __init__(self, duplicates: Mapping[str, DuplicateOf], axis: str, lang: Lang) -> None:
+        self.duplicates = duplicates
+        self._axis = axis
+        self._lang = lang
+        self._listed: list[tuple[int, SourceEntry, Listed, str | None]] = []
+        self._ids: dict[str, str] = {}  # one string per id, however many sources cite it
+
+    def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
+        d = row.doc
+        dup = self.duplicates.get(d.path)
+        entry = source_entry(d, self._axis, rel, "duplicate" if dup else "no_increment", dup, self._lang)
+        # Only a source that can be `covered` has its ids read again, only an adjacent one its other axis.
+        plain = dup is None and rel.code not in ("baseline", "adjacent", "low") and d.kind not in _ROLES
+        ids = tuple(self._ids.setdefault(i, i) for i in d.arxiv_ids) if plain else ()
+        other = _other_axis(d, self._axis, scores) if rel.code == "adjacent" else None
+        self._listed.append((row.position, entry, Listed(d.path, d.kind, d.baseline_axis, ids), other))
+
+    def accounts(self, found: Found, ctx: AccountContext) -> Accounts:
+        """Every source listed in window order: used, or why not (duplicate, role, low, covered …)."""
+        used, had_candidates = found.used_docs, found.candidate_docs
+        self._listed.sort(key=lambda e: e[0])
+        sources: list[SourceEntry] = []
+        no_inc: list[NoIncrementSource] = []
+        for _, entry, listed, other in self._listed:
+            if listed.path in used:  # a contributor: never a duplicate
+                sources.append(entry.model_copy(update={"status": "used"}))
+                continue
+            sources.append(entry)
+            rel = entry.relevance
+            standing = Standing(
+                rel=rel,
+                duplicate=self.duplicates.get(listed.path),
+                low=rel.code == "low",
+                other_axis=other,
+                had_candidates=listed.path in had_candidates,
+            )
+            no_inc.append(no_increment(listed, standing, ctx, len(found.increments)))
+        return Accounts(sources=sources, no_increment=no_inc)
+
+
+_ROLES = ("baseline", "work_queue")
 
 
 def superseded_entries(

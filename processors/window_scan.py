@@ -18,7 +18,17 @@ from processors.id_conflicts import BoundedTitles
 from processors.id_titles import BestTitles, stated_titles
 from processors.models import DocumentSummary, Relevance
 from processors.relevance import Scorer
+from processors.sources import SourceListing
 from processors.window_rows import SourceRow
+
+
+@dataclass(frozen=True)
+class ScanLimits:
+    """How many contributors to keep, the zone that dates ids, and the paths whose kept source to note."""
+
+    contributors: int
+    zone: ZoneInfo
+    watched: Collection[str] = ()  # the paths of superseded versions: they are weighed as their note
 
 
 @dataclass
@@ -32,31 +42,35 @@ class Scan:
     titles: BestTitles = field(default_factory=BestTitles)  # stated by the kept sources
     pairs: BoundedTitles = field(default_factory=BoundedTitles)  # the same, for id conflicts
     future: list[tuple[DocumentSummary, str]] = field(default_factory=list)  # (note, an id dated after it)
+    current: dict[str, SourceRow] = field(default_factory=dict)  # kept sources at the `watched` paths
 
 
 def scan_window(
     rows: Iterable[SourceRow],
-    duplicates: Collection[str],
+    listing: SourceListing,
     scorer: Scorer,
-    limit_zone: tuple[int, ZoneInfo],
+    limits: ScanLimits,
 ) -> Scan:
-    """Read every source once (in any order: each row knows its place); `duplicates` are listed but feed
-    nothing."""
-    limit, zone = limit_zone
+    """Read every source once (in any order: each row knows its place), listing each in `listing`; duplicates
+    (the listing's) feed nothing."""
+    duplicates = listing.duplicates
     scan = Scan()
-    ranking = Contributors(scorer.axis, limit)
+    ranking = Contributors(scorer.axis, limits.contributors)
     baselines: list[tuple[int, DocumentSummary]] = []
     queues: list[tuple[int, DocumentSummary]] = []
     future: list[tuple[int, DocumentSummary, str]] = []
     for row in rows:
         doc, position = row.doc, row.position
-        _, rel = scorer.weigh(row)
+        scores, rel = scorer.weigh(row)
+        listing.add(row, scores, rel)
         kept = doc.path not in duplicates
         eligible = kept and can_contribute(doc, rel)
         baseline = kept and rel.code == "baseline"
         scan.ids.add(position, doc, eligible=eligible, baseline=baseline)
         if not kept:
             continue
+        if doc.path in limits.watched:
+            scan.current[doc.path] = row
         if eligible:
             ranking.offer(position, doc, rel)
         if baseline:
@@ -68,7 +82,7 @@ def scan_window(
             scan.titles.add(stated, position)
             scan.pairs.add(stated, position)
         if doc.kind in ("inbox", "paper_card") and doc.arxiv_ids:
-            future.extend((position, d, i) for d, i in future_id_hits([doc], zone))
+            future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
     scan.contributors = ranking.ranked()
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
