@@ -267,6 +267,7 @@ def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:
     return declared, anchored
 
 
+_RELEVANCE_FIELDS = set(Relevance.model_fields)
 STARS: dict[RelevanceCode, int] = {"very_high": 5, "high": 4, "medium": 3, "low": 2}  # roles have none
 
 
@@ -307,6 +308,7 @@ def relevance(
     """The code, label (in `lang`), stars and score of `doc` for `axis`, with the terms behind the score."""
     code = relevance_code(doc, axis, scores, rules or RelevanceRules())
     return Relevance.model_construct(
+        _RELEVANCE_FIELDS,  # every field set: one set for all the window's sources
         label=relevance_label(code, lang),
         code=code,
         stars=STARS.get(code, 0),

@@ -144,6 +144,25 @@ class _View:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
         return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
 
+    def source_table(self, sources: Sequence[SourceEntry]) -> _Trusted:
+        """一's rows, one per source: folder, file and relevance, each value escaped as the template would."""
+        return _Trusted(
+            "\n".join(
+                f"| {esc(s.path.rpartition('/')[0] or '.')} | {esc(self.file_cell(s))} | {esc(self.relevance(s))} |"
+                for s in sources
+            )
+        )
+
+    def source_list(self, sources: Sequence[SourceEntry]) -> _Trusted:
+        """五's items, one per source: path, time and size, topic and status, each value escaped."""
+        lp, rp = esc(self.t["lp"]), esc(self.t["rp"])
+        return _Trusted(
+            "\n".join(
+                f"- {esc(s.path)}{lp}{esc(self.when(s))} · {esc(s.topic or s.title)} · {esc(self.status(s))}{rp}"
+                for s in sources
+            )
+        )
+
     def id_run(self, ids: Sequence[str]) -> str:
         # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
         shown = " / ".join(ids[:SUMMARY_IDS]) or "—"
@@ -196,13 +215,10 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         groups=reason_groups(b.no_increment_sources),
         footer=_footer(b, t, zone),
         count=lambda status: sum(1 for s in b.sources if s.status == status),
-        folder=lambda p: p.rpartition("/")[0] or ".",
-        file_cell=view.file_cell,
-        relevance=view.relevance,
+        source_table=view.source_table(b.sources),
+        source_list=view.source_list(b.sources),
         increment_heading=view.increment_heading,
         relation=view.relation,
         named=view.named,
         join_labels=lambda labels: join_labels(labels, lang),
-        when=view.when,
-        status=view.status,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ from processors.window import in_window
 from processors.window_rows import SourceRow
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+_ENTRY_FIELDS = set(SourceEntry.model_fields)
+_NO_INCREMENT_FIELDS = set(NoIncrementSource.model_fields)
 
 
 def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> str:
@@ -56,10 +59,12 @@ def source_entry(
     duplicate: DuplicateOf | None,
     lang: Lang,
 ) -> SourceEntry:
-    # One per source of the window (100k in the largest): built from validated parts, so not re-validated.
+    # One per source of the window (100k in the largest): built from validated parts, so not re-validated,
+    # and every field set (one set for them all, instead of one per entry).
     return SourceEntry.model_construct(
+        _ENTRY_FIELDS,
         path=doc.path,
-        writer=doc.writer,
+        writer=sys.intern(doc.writer) if doc.writer else doc.writer,
         kind=doc.kind,
         event_time=doc.event_time,
         bytes=doc.bytes,
@@ -111,7 +116,7 @@ def no_increment(doc: Listed, st: Standing, ctx: AccountContext, selected: int) 
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
         return NoIncrementSource.model_construct(
-            path=doc.path, reason=say(key, ctx.lang, **values), code=code
+            _NO_INCREMENT_FIELDS, path=doc.path, reason=say(key, ctx.lang, **values), code=code
         )
 
     if st.duplicate is not None and st.duplicate.kind == "near":
