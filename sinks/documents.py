@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +10,6 @@ from datetime import datetime
 import duckdb
 
 from processors.models import Document, DocumentSummary, Rejection, WindowBounds
-from processors.near_duplicates import Fingerprint
 from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
@@ -109,21 +107,6 @@ class Documents:
     def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         """Current, undeleted versions of the axis's documents dated in the window, without their text."""
         return self._summaries(IN_WINDOW, [axis, window.start, window.end])
-
-    def window_fingerprints(self, axis: str, window: WindowBounds) -> list[Fingerprint]:
-        """What duplicate detection needs of the window's documents, read out of their summaries by DuckDB.
-
-        A tenth of the Python work of `window_summaries` (no model is built): what `/status` reads.
-        """
-        rows = self._db.execute(
-            f"SELECT d.path, d.event_time, c.summary_json->>'$.text_hash', c.summary_json->>'$.signature' "
-            f"FROM documents d {_CONTENT} WHERE {IN_WINDOW} ORDER BY d.event_time, d.path",
-            [axis, window.start, window.end],
-        ).fetchall()
-        return [
-            Fingerprint(path, when, text_hash or "", tuple(json.loads(sig)) if sig else ())
-            for path, when, text_hash, sig in rows
-        ]
 
     def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         """Versions of the window's documents that a newer one replaced."""

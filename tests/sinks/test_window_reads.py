@@ -26,7 +26,11 @@ from sinks.window_reads import StoredWindow
 from tests.state_support import delete_path, document_record
 from tests.state_support import window_documents as whole_window
 
-AXIS = AxisSpec(name="inference", keywords=("inference", "推理", "vLLM", "KV cache", "TTFT"), living_doc="living/inference.md")
+AXIS = AxisSpec(
+    name="inference",
+    keywords=("inference", "推理", "vLLM", "KV cache", "TTFT"),
+    living_doc="living/inference.md",
+)
 AXES = (AXIS, AxisSpec(name="risk", keywords=("security", "安全", "攻击")))
 WINDOW = window_bounds(END, timedelta(hours=24))
 NOTES = 240  # of the seeded archive: 5-20 KB notes, zh and en, with exact and near copies among them
@@ -35,7 +39,11 @@ NOTES = 240  # of the seeded archive: 5-20 KB notes, zh and en, with exact and n
 def _doc(path: str, text: str, when: datetime = END) -> Document:
     data = text.encode()
     raw = RawFile(
-        path=path, content=data, size=len(data), mtime=when.timestamp(), sha256=hashlib.sha256(data).hexdigest()
+        path=path,
+        content=data,
+        size=len(data),
+        mtime=when.timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
     )
     return parse_document(raw, zone=END.tzinfo, keep_terms=frozenset({"vllm", "推理", "安全"}))  # type: ignore[arg-type]
 
@@ -47,7 +55,9 @@ def _documents() -> Iterator[Document]:
         yield _doc(path, text)
     yield _doc("living/inference.md", living_documents()["living/inference.md"])
     # Yesterday's briefing (the baseline, dated before the window) and one of two days ago (left out).
-    yield _doc("inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2605.01604 | 七大失败模式 |\n")
+    yield _doc(
+        "inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2605.01604 | 七大失败模式 |\n"
+    )
     yield _doc("inbox/tom/2026-09-25-inference-e1prep.md", "# inference · E1\n\n| 2605.01605 | 更早 |\n")
 
 
@@ -76,7 +86,9 @@ def _memory(state: StateStore) -> MemoryWindow:
     documents: list[DocumentSummary] = state.window_summaries(AXIS.name, WINDOW)
     baseline = _baseline(state)
     superseded = state.superseded_summaries(AXIS.name, WINDOW)
-    return MemoryWindow([*documents, *([baseline] if baseline else [])], superseded, (AXIS.name, WINDOW), AXES)
+    return MemoryWindow(
+        [*documents, *([baseline] if baseline else [])], superseded, (AXIS.name, WINDOW), AXES
+    )
 
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
@@ -111,7 +123,11 @@ def test_the_rows_and_statistics_are_those_of_the_summaries(state: StateStore, s
     space = AxisSpace.of(memory.statistics(dups.keys()), AXES, {AXIS.name: state.living_document(AXIS.name)})
     profile = space.profile_terms
     assert sorted(stored.rows(profile), key=lambda r: r.position) == _slim(memory.rows(profile))
-    assert sorted(stored.superseded(profile), key=lambda r: r.position) == _slim(memory.superseded(profile)) != []
+    assert (
+        sorted(stored.superseded(profile), key=lambda r: r.position)
+        == _slim(memory.superseded(profile))
+        != []
+    )
     assert stored.arxiv_ids() == memory.arxiv_ids()
     got, want = stored.statistics(dups.keys()), memory.statistics(dups.keys())
     assert (got.documents, got.average_length) == (want.documents, want.average_length)
@@ -137,8 +153,15 @@ def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
         history=BriefingHistory.of([], [baseline.text] if baseline else []),
     )
     from_rows = assemble_briefing(
-        BriefingRequest(**{**request.__dict__, "documents": (), "superseded": (), "source": stored,
-                           "load": lambda paths: [whole[p] for p in paths if p in whole]})
+        BriefingRequest(
+            **{
+                **request.__dict__,
+                "documents": (),
+                "superseded": (),
+                "source": stored,
+                "load": lambda paths: [whole[p] for p in paths if p in whole],
+            }
+        )
     )
     assert from_rows == assemble_briefing(request)
     assert len(from_rows.increments) >= 3 and any(s.status == "superseded" for s in from_rows.sources)
