@@ -9,13 +9,17 @@ from columns and rows. So a stored version also becomes these facts (`sinks.sour
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from processors.near_duplicates import NUM_PERM
 
-_BULK = ("signature", "terms")  # kept as rows and columns instead
+# Kept as rows and columns instead, or (the headings) as the topic line they make.
+_BULK = ("signature", "terms", "headings")
+_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+TOPIC_LIMIT = 90
 _SLOT = 1 << 64  # a signature slot is stored as an unsigned 64-bit number
 
 
@@ -23,12 +27,21 @@ _SLOT = 1 << 64  # a signature slot is stored as an unsigned 64-bit number
 class SourceFacts:
     """One version's facts: its summary without signature and term counts, and those as rows and columns."""
 
-    summary_json: str  # the summary without `signature` and `terms`
+    summary_json: str  # the summary without `signature`, `terms` and `headings`
+    topic: str  # the line its headings make (`heading_topic`): what 一 and 五 say it is about
     text_hash: str
     length: int  # its BM25 length: its tokens, else (an older record) its term counts' sum
     terms: Mapping[str, int]
     signature: tuple[int, ...] | None  # a whole signature (NUM_PERM slots), else None: exact duplicates only
     arxiv_ids: tuple[str, ...]
+
+
+def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT) -> str:
+    """A note's topic line: its headings but the title, unnumbered, joined; the title when it has none."""
+    parts = [_NUMBERING.sub("", h).strip() for h in headings if h != title]
+    parts = [p for p in dict.fromkeys(parts) if p]
+    text = " + ".join(parts) or title
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _whole(signature: Any) -> tuple[int, ...] | None:
@@ -46,8 +59,10 @@ def source_facts(summary_json: str) -> SourceFacts:
     raw_terms = data.get("terms") or {}
     terms = {str(t): int(n) for t, n in raw_terms.items()} if isinstance(raw_terms, dict) else {}
     slim = {k: v for k, v in data.items() if k not in _BULK}
+    title = str(data.get("title", ""))
     return SourceFacts(
         summary_json=json.dumps(slim, ensure_ascii=False, separators=(",", ":")),
+        topic=heading_topic(title, [str(h) for h in data.get("headings") or ()]),
         text_hash=str(data.get("text_hash", "")),
         length=int(data.get("length") or 0) or sum(terms.values()),
         terms=terms,

@@ -24,17 +24,18 @@ from processors.models import (
 from processors.near_duplicates import DuplicateOf
 from processors.reasons import NoIncrementCode
 from processors.relevance import Scorer, declared_axes, relevance
+from processors.source_facts import heading_topic
 from processors.units import card_anchors
 from processors.window import in_window
 from processors.window_rows import SourceRow
 
-_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 _ENTRY_FIELDS = set(SourceEntry.model_fields)
 _NO_INCREMENT_FIELDS = set(NoIncrementSource.model_fields)
 
 
-def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> str:
-    """A one-line summary of what a source is about, built from its headings (or its card fields)."""
+def topic_line(doc: DocumentSummary, axis: str, lang: Lang, headings: str | None = None) -> str:
+    """A one-line summary of what a source is about: the line its headings make (`headings`, when worked out
+    as it was stored), its card fields, or what a baseline is."""
     if doc.kind == "paper_card":
         card = card_number_from_name(doc.path) or str(doc.front_matter.get("card", ""))
         primary = str(doc.front_matter.get("primary") or "—")
@@ -45,10 +46,7 @@ def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> 
         return text
     if doc.kind == "baseline" and doc.baseline_axis == axis:
         return say("topic.baseline", lang)
-    parts = [_NUMBERING.sub("", h).strip() for h in doc.headings if h != doc.title]
-    parts = [p for p in dict.fromkeys(parts) if p]
-    text = " + ".join(parts) or doc.title
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return headings if headings is not None else heading_topic(doc.title, doc.headings)
 
 
 def source_entry(
@@ -58,6 +56,7 @@ def source_entry(
     status: SourceStatus,
     duplicate: DuplicateOf | None,
     lang: Lang,
+    topic: str | None = None,  # the line its headings make, when stored
 ) -> SourceEntry:
     # One per source of the window (100k in the largest): built from validated parts, so not re-validated,
     # and every field set (one set for them all, instead of one per entry).
@@ -76,7 +75,7 @@ def source_entry(
         similarity=duplicate.similarity if duplicate else None,
         warnings=list(doc.warnings),
         warning_codes=list(doc.warning_codes),
-        topic=topic_line(doc, axis, lang),
+        topic=topic_line(doc, axis, lang, topic),
     )
 
 
@@ -199,7 +198,8 @@ class SourceListing:
     def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
         d = row.doc
         dup = self.duplicates.get(d.path)
-        entry = source_entry(d, self._axis, rel, "duplicate" if dup else "no_increment", dup, self._lang)
+        status: SourceStatus = "duplicate" if dup else "no_increment"
+        entry = source_entry(d, self._axis, rel, status, dup, self._lang, row.topic)
         # Only a source that can be `covered` has its ids read again, only an adjacent one its other axis.
         plain = dup is None and rel.code not in ("baseline", "adjacent", "low") and d.kind not in _ROLES
         ids = tuple(self._ids.setdefault(i, i) for i in d.arxiv_ids) if plain else ()
@@ -247,10 +247,12 @@ def superseded_entries(
         if not in_window(d.event_time, window):
             continue
         now = current.get(d.path)
-        scored = row if now is None else SourceRow(row.position, d, now.length or d.length, now.hits)
+        scored = (
+            row if now is None else SourceRow(row.position, d, now.length or d.length, now.hits, now.counted)
+        )
         shown = row if now is None or not now.counted else now
         terms_ = space.evidence_of(shown.hits, axis)
         scores = space.scores_of(scored.hits, scored.length)
         rel = relevance(d, axis, scores, scorer.rules, scorer.lang, terms_)
-        out.append(source_entry(d, axis, rel, "superseded", None, scorer.lang))
+        out.append(source_entry(d, axis, rel, "superseded", None, scorer.lang, row.topic))
     return out

@@ -28,6 +28,9 @@ class SourceRow:
     length: int
     hits: Mapping[str, int]  # its counts of the terms asked for (the axis profiles'), those it uses
     counted: bool = True  # it has term counts at all (an older record may have none)
+    topic: str | None = (
+        None  # the line its headings make, when worked out as it was stored (then `doc` has none)
+    )
 
 
 @dataclass(frozen=True)

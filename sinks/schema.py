@@ -55,7 +55,7 @@ CREATE TABLE emissions (
     PRIMARY KEY (axis, window_end, trigger)
 );
 -- What a briefing reads of each version besides its text, worked out when it is stored (processors.source_facts,
--- sinks.source_rows): its summary without signature and term counts, its term counts as rows, and its
+-- sinks.source_rows): its summary without its bulk, its topic line, its term counts as rows, and its
 -- signature (whole ones only) one slot per column, so that window figures are DuckDB aggregates.
 CREATE SEQUENCE source_seq;
 CREATE TABLE source_rows (
@@ -66,7 +66,8 @@ CREATE TABLE source_rows (
     length INTEGER NOT NULL,    -- BM25 length
     counted BOOLEAN NOT NULL,   -- it has term counts
     arxiv_ids VARCHAR[] NOT NULL,
-    summary_json VARCHAR NOT NULL,
+    topic VARCHAR NOT NULL,     -- the line its headings make
+    summary_json VARCHAR NOT NULL, -- without signature, term counts and headings
     PRIMARY KEY (path, sha256)
 );
 CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);

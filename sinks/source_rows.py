@@ -45,7 +45,7 @@ class SourceRows:
         items = list(zip(vids, facts.items(), strict=True))
         self._db.execute(
             "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
-            "unnest($6), unnest($7::VARCHAR[][]), unnest($8)",
+            "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
             [
                 vids,
                 [p for _, ((p, _), _) in items],
@@ -54,6 +54,7 @@ class SourceRows:
                 [f.length for _, (_, f) in items],
                 [bool(f.terms) for _, (_, f) in items],
                 [list(f.arxiv_ids) for _, (_, f) in items],
+                [f.topic for _, (_, f) in items],
                 [f.summary_json for _, (_, f) in items],
             ],
         )

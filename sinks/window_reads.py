@@ -87,20 +87,28 @@ class StoredWindow:
                 f"ORDER BY pos) AS kept FROM {self._w}) WHERE kept <> path"
             ).fetchall()
         )
-        found = self._db.execute(
-            # The first version of each text, when its signature is whole, is compared with the first of each
-            # of its LSH buckets, when earlier (find_duplicates); pairs below the threshold never count.
-            f"WITH firsts AS (SELECT * FROM {self._w} QUALIFY pos = min(pos) OVER (PARTITION BY text_hash)), "
-            "reps AS (SELECT f.pos, f.path, s.* FROM firsts f JOIN source_signatures s ON s.vid = f.vid), "
-            f"k AS (SELECT pos, {_band_keys(threshold)} AS keys FROM reps), "
+        reps, pairs = f"{self._w}_reps", f"{self._w}_pairs"
+        # The first version of each text, when its signature is whole, is compared with the first of each of
+        # its LSH buckets, when earlier (find_duplicates); pairs below the threshold never count. In steps: as
+        # one query DuckDB reads the 128 slots of the window thrice.
+        self._db.execute(
+            f"CREATE OR REPLACE TEMP TABLE {reps} AS SELECT f.pos, f.path, s.* EXCLUDE (vid) FROM (SELECT pos, "
+            f"vid, path FROM {self._w} QUALIFY pos = min(pos) OVER (PARTITION BY text_hash)) f "
+            "JOIN source_signatures s ON s.vid = f.vid"
+        )
+        self._db.execute(
+            f"CREATE OR REPLACE TEMP TABLE {pairs} AS "
+            f"WITH k AS (SELECT pos, {_band_keys(threshold)} AS keys FROM {reps}), "
             "b AS (SELECT pos, unnest(keys) AS key, generate_subscripts(keys, 1) AS band FROM k), "
-            "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key), "
-            "c AS (SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos), "
-            f"p AS (SELECT x.path AS one, x.pos AS one_at, y.path AS other, y.pos AS other_at, {_SAME} AS same "
-            "  FROM c JOIN reps x ON x.pos = c.pos JOIN reps y ON y.pos = c.first) "
-            f"SELECT one, one_at, other, other_at, same FROM p WHERE same / {NUM_PERM}.0 >= ?",
+            "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
+            "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
+        )
+        found = self._db.execute(
+            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM {pairs} c "
+            f"JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) WHERE same / {NUM_PERM}.0 >= ?",
             [threshold],
         ).fetchall()
+        self._db.execute(f"DROP TABLE {pairs}")
         candidates: dict[str, dict[str, float]] = {}
         at: dict[str, int] = {}
         for one, one_at, other, other_at, same in found:
@@ -108,16 +116,18 @@ class StoredWindow:
             at[one], at[other] = one_at, other_at
         near = group_near(sorted(at, key=at.__getitem__), candidates, threshold)
         open_pairs = [(key, n.kept) for key, n in near.items() if n.similarity is None]
-        return merge_groups(exact, near, self._similarities(open_pairs))
+        try:
+            return merge_groups(exact, near, self._similarities(reps, open_pairs))
+        finally:
+            self._db.execute(f"DROP TABLE {reps}")
 
-    def _similarities(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        """The estimated Jaccard of each pair of window sources (paths), from their signatures."""
+    def _similarities(self, reps: str, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """The estimated Jaccard of each pair of compared sources (paths), from their signatures."""
         if not pairs:
             return {}
         rows = self._db.execute(
             f"SELECT k.one, k.other, {_SAME} AS same FROM (SELECT unnest($1) AS one, unnest($2) AS other) k "
-            f"JOIN {self._w} a ON a.path = k.one JOIN source_signatures x ON x.vid = a.vid "
-            f"JOIN {self._w} b ON b.path = k.other JOIN source_signatures y ON y.vid = b.vid",
+            f"JOIN {reps} x ON x.path = k.one JOIN {reps} y ON y.path = k.other",
             [[a for a, _ in pairs], [b for _, b in pairs]],
         ).fetchall()
         return {(a, b): same / NUM_PERM for a, b, same in rows}
@@ -162,14 +172,14 @@ class StoredWindow:
             "WITH h AS (SELECT t.vid, list(t.term) AS terms, list(t.n) AS ns FROM source_terms t "
             f"  WHERE t.vid IN (SELECT vid FROM {pinned}) AND t.term IN (SELECT unnest(?::VARCHAR[])) "
             "  GROUP BY t.vid) "
-            f"SELECT p.pos, r.summary_json, p.length, r.counted, h.terms, h.ns FROM {pinned} p "
+            f"SELECT p.pos, r.summary_json, p.length, r.counted, r.topic, h.terms, h.ns FROM {pinned} p "
             "JOIN source_rows r ON r.vid = p.vid LEFT JOIN h ON h.vid = p.vid",
             [sorted(profile)],
         )
         while chunk := cursor.fetchmany(_FETCH):
-            for position, summary, length, counted, terms, ns in chunk:
+            for position, summary, length, counted, topic, terms, ns in chunk:
                 hits = dict(zip(terms, ns, strict=True)) if terms else {}
-                yield SourceRow(int(position), load_summary(summary), int(length), hits, bool(counted))
+                yield SourceRow(int(position), load_summary(summary), int(length), hits, bool(counted), topic)
 
     def load(self, paths: Sequence[str]) -> list[Document]:
         """The window's sources at `paths`, whole, as pinned (a path not among them is left out)."""

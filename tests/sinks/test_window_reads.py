@@ -18,6 +18,7 @@ from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import parse_document
 from processors.models import AxisSpec, Document, DocumentSummary, RawFile
 from processors.relevance import AxisSpace
+from processors.source_facts import heading_topic
 from processors.window import window_bounds
 from processors.window_rows import SourceRow
 from processors.window_set import MemoryWindow
@@ -92,12 +93,14 @@ def _memory(state: StateStore) -> MemoryWindow:
 
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
-    """Rows whose summaries lack what the state keeps as rows and columns: the signature and term counts."""
-    slim = {"signature": (), "terms": {}}
-    return [
-        replace(r, doc=(r.doc.summary() if isinstance(r.doc, Document) else r.doc).model_copy(update=slim))
-        for r in rows
-    ]
+    """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
+    slim = {"signature": (), "terms": {}, "headings": ()}
+    out = []
+    for r in rows:
+        doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
+        topic = heading_topic(doc.title, doc.headings)
+        out.append(replace(r, doc=doc.model_copy(update=slim), topic=topic))
+    return out
 
 
 @pytest.fixture
