@@ -33,8 +33,8 @@ _SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(SIGNATURE_SLOTS)
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 # A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
 _PINNED = (
-    "(row_number() OVER (ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, d.path, r.text_hash, "
-    "r.length, false AS dup FROM documents d JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
+    "(row_number() OVER (ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, d.path, d.kind, "
+    "r.text_hash, r.length, false AS dup FROM documents d JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
 )
 
 
@@ -59,6 +59,7 @@ class StoredWindow:
         self._db = cursor
         self._axis = axis
         self._window = window
+        self._baseline = baseline
         self._w = f"brief_window_{uuid.uuid4().hex}"
         self._s = f"brief_superseded_{uuid.uuid4().hex}"
         path, sha = baseline or ("", "")
@@ -200,11 +201,12 @@ class StoredWindow:
         return list(dict.fromkeys(itertools.chain.from_iterable(ids for (ids,) in rows)))
 
     def own_baselines(self) -> list[str]:
-        """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers)."""
+        """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers), the pinned
+        `baseline` of the day before left out."""
         rows = self._db.execute(
-            f"SELECT w.path FROM {self._w} w JOIN source_rows r ON r.vid = w.vid "
-            "WHERE r.summary_json->>'$.kind' = 'baseline' AND r.summary_json->>'$.baseline_axis' = ? "
-            "ORDER BY w.pos",
+            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w "
+            "JOIN source_rows r ON r.vid = w.vid WHERE r.summary_json->>'$.baseline_axis' = ? ORDER BY w.pos",
             [self._axis],
         ).fetchall()
-        return [str(p) for (p,) in rows]
+        before = self._baseline[0] if self._baseline else None
+        return [str(p) for (p,) in rows if p != before]

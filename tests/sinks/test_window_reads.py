@@ -60,6 +60,8 @@ def _documents() -> Iterator[Document]:
         "inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2605.01604 | 七大失败模式 |\n"
     )
     yield _doc("inbox/tom/2026-09-25-inference-e1prep.md", "# inference · E1\n\n| 2605.01605 | 更早 |\n")
+    # A flush of this window written back by a writer: an own baseline dated in it.
+    yield _doc("inbox/jay/2026-09-27-1840-inference-e1prep.md", "# inference · E1\n\nD196：x\n")
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +182,8 @@ def test_each_version_s_facts_are_stored_once_whatever_its_axes(tmp_path: Path) 
     terms = state._db.execute("SELECT count(*) FROM source_terms").fetchall()
     assert rows == [(1, 1)] and terms == [(len(doc.terms),)]
     state.close()
+
+
+def test_the_axis_s_own_baselines_in_the_window_are_named_for_their_d_numbers(stored: StoredWindow) -> None:
+    assert stored.own_baselines() == ["inbox/jay/2026-09-27-1840-inference-e1prep.md"]
+    assert [d.path for d in stored.load(stored.own_baselines())] == stored.own_baselines()
