@@ -96,7 +96,7 @@ def _memory(state: StateStore) -> MemoryWindow:
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
     """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
-    slim = {"signature": (), "terms": {}, "headings": ()}
+    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": ()}
     out = []
     for r in rows:
         doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
