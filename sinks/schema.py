@@ -14,7 +14,6 @@ from sinks.errors import RebuildRequiredError
 # 4: each version's source facts (summary without its bulk, term rows, signature columns) for briefings.
 VERSION = 4
 
-SIGNATURE_SLOTS = 128  # processors.near_duplicates.NUM_PERM: one column per slot (sinks.window_reads)
 
 _TABLES = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -56,7 +55,7 @@ CREATE TABLE emissions (
 );
 -- What a briefing reads of each version besides its text, worked out when it is stored (processors.source_facts,
 -- sinks.source_rows): its summary without its bulk, its topic line, its term counts as rows, and its
--- signature (whole ones only) one slot per column, so that window figures are DuckDB aggregates.
+-- signature, so that window figures are DuckDB aggregates.
 CREATE SEQUENCE source_seq;
 CREATE TABLE source_rows (
     vid BIGINT NOT NULL,        -- source_seq
@@ -71,7 +70,7 @@ CREATE TABLE source_rows (
     PRIMARY KEY (path, sha256)
 );
 CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);
-CREATE TABLE source_signatures (vid BIGINT NOT NULL, {slots});
+CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only
 -- The last record applied per (topic, partition), written in the transaction of what it brought.
 CREATE TABLE applied (
     topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,
@@ -85,7 +84,7 @@ def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     if check(db, path):
         return
     with transaction(db):
-        db.execute(_TABLES.format(slots=", ".join(f"m{i} UBIGINT NOT NULL" for i in range(SIGNATURE_SLOTS))))
+        db.execute(_TABLES)
         db.execute("INSERT INTO schema_version VALUES (?)", [VERSION])
     # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
     db.execute("CHECKPOINT")

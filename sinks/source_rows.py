@@ -6,11 +6,9 @@ from collections.abc import Sequence
 
 import duckdb
 
-from processors.source_facts import SourceFacts, source_facts
+from processors.near_duplicates import NUM_PERM
+from processors.source_facts import source_facts
 from processors.wire import DocumentRecord
-from sinks.schema import SIGNATURE_SLOTS
-
-_SLOTS = ", ".join(f"unnest(${i + 2}::UBIGINT[])" for i in range(SIGNATURE_SLOTS))
 
 
 class SourceRows:
@@ -37,36 +35,38 @@ class SourceRows:
         for key in held:
             versions.pop(key, None)
         if versions:
-            self._insert({key: source_facts(summary) for key, summary in versions.items()})
+            self._insert(versions)
 
-    def _insert(self, facts: dict[tuple[str, str], SourceFacts]) -> None:
-        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(facts)]).fetchall()
+    def _insert(self, summaries: dict[tuple[str, str], str]) -> None:
+        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(summaries)]).fetchall()
         vids = sorted(int(r[0]) for r in rows)
-        items = list(zip(vids, facts.items(), strict=True))
+        facts = [source_facts(summary) for summary in summaries.values()]
         self._db.execute(
             "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
             "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
             [
                 vids,
-                [p for _, ((p, _), _) in items],
-                [s for _, ((_, s), _) in items],
-                [f.text_hash for _, (_, f) in items],
-                [f.length for _, (_, f) in items],
-                [bool(f.terms) for _, (_, f) in items],
-                [list(f.arxiv_ids) for _, (_, f) in items],
-                [f.topic for _, (_, f) in items],
-                [f.summary_json for _, (_, f) in items],
+                [p for p, _ in summaries],
+                [s for _, s in summaries],
+                [f.text_hash for f in facts],
+                [f.length for f in facts],
+                [f.counted for f in facts],
+                [list(f.arxiv_ids) for f in facts],
+                [f.topic for f in facts],
+                [f.summary_json for f in facts],
             ],
         )
-        terms = [(vid, t, n) for vid, (_, f) in items for t, n in f.terms.items()]
-        if terms:
-            self._db.execute(
-                "INSERT INTO source_terms SELECT unnest($1), unnest($2), unnest($3)",
-                [[v for v, _, _ in terms], [t for _, t, _ in terms], [n for _, _, n in terms]],
-            )
-        signed = [(vid, f.signature) for vid, (_, f) in items if f.signature is not None]
-        if signed:
-            slots = [list(column) for column in zip(*(sig for _, sig in signed), strict=True)]
-            self._db.execute(
-                f"INSERT INTO source_signatures SELECT unnest($1), {_SLOTS}", [[v for v, _ in signed], *slots]
-            )
+        # The term counts and the signature, read out of the summaries by DuckDB: as Python lists they cost
+        # the window agent four times as much. A signature of another length (a tiny text, another scheme)
+        # is not stored: exact duplicates only, as processors.near_duplicates does.
+        stored = [vids, list(summaries.values())]
+        self._db.execute(
+            "INSERT INTO source_terms SELECT vid, unnest(map_keys(m)), unnest(map_values(m)) FROM (SELECT "
+            "unnest($1) AS vid, json_extract(unnest($2), '$.terms')::MAP(VARCHAR, INTEGER) AS m)",
+            stored,
+        )
+        self._db.execute(
+            "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
+            "TRY_CAST(json_extract(unnest($2), '$.signature') AS UBIGINT[]) AS s) WHERE len(s) = $3",
+            [*stored, NUM_PERM],
+        )
