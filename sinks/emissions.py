@@ -38,6 +38,7 @@ class EmissionEntry:
     discrepancies: int
 
 
+_PER_SOURCE = '{"sources": [], "no_increment_sources": [], "rejected": []}'
 # A briefing's place among the axis's: by window end, then by when it was recorded (a close and a flush can
 # end at the same time).
 _ORDER = "window_end, emitted_at, trigger"
@@ -115,9 +116,12 @@ class Emissions:
         return [(str(a), w, "close" if t == "close" else "flush") for a, w, t in rows]
 
     def earlier(self, axis: str, before: datetime) -> list[Briefing]:
-        """The axis's briefings of windows ending before `before`, oldest first."""
+        """The axis's briefings of windows ending before `before`, oldest first, without their per-source lists
+        (sources, no-increment reasons, rejections): what later briefings continue from is their ids, titles and
+        D numbers, and a briefing of a 100k window lists 100k sources (DuckDB drops them before they are read)."""
         rows = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end < ? ORDER BY window_end",
+            f"SELECT json_merge_patch(briefing_json, '{_PER_SOURCE}') FROM emissions WHERE axis=? AND window_end < ? "
+            "ORDER BY window_end",
             [axis, before],
         ).fetchall()
         return [Briefing.model_validate_json(r[0]) for r in rows]
