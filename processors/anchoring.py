@@ -46,31 +46,29 @@ def _listed(doc: DocumentSummary) -> Sequence[str]:
 class IdOrder:
     """The window's ids in the order 四 lists them: those of the sources that can feed increments first, then the
     axis's baselines', then every source's, each by its first appearance in the window. Sources may be added in
-    any order: each comes with its place in the window."""
+    any order: each comes with its place in the window, and the ids are put in order once, at the end."""
 
     def __init__(self) -> None:
-        self._eligible: dict[str, tuple[int, int]] = {}
-        self._baselines: dict[str, tuple[int, int]] = {}
-        self._all: dict[str, tuple[int, int]] = {}
+        self._eligible: list[tuple[int, Sequence[str]]] = []
+        self._baselines: list[tuple[int, Sequence[str]]] = []
+        self._all: list[tuple[int, Sequence[str]]] = []
 
     def add(self, position: int, doc: DocumentSummary, *, eligible: bool, baseline: bool) -> None:
         listed = _listed(doc)
-        groups = [
-            self._all,
-            *([self._eligible] if eligible else []),
-            *([self._baselines] if baseline else []),
-        ]
-        for n, i in enumerate(listed):
-            at = (position, n)
-            for group in groups:
-                held = group.get(i)
-                if held is None or at < held:
-                    group[i] = at
+        if not listed:
+            return
+        entry = (position, listed)
+        self._all.append(entry)
+        if eligible:
+            self._eligible.append(entry)
+        if baseline:
+            self._baselines.append(entry)
 
     def split(self, anchored: Collection[str]) -> IdSplit:
         """The ids, new unless anchored."""
-        ordered = (sorted(g, key=g.__getitem__) for g in (self._eligible, self._baselines, self._all))
-        return split_ids([i for ids in ordered for i in ids], anchored)
+        groups = (self._eligible, self._baselines, self._all)
+        ordered = (i for g in groups for _, ids in sorted(g, key=lambda e: e[0]) for i in ids)
+        return split_ids(ordered, anchored)
 
 
 def split_ids(ids: Iterable[str], anchored: Collection[str]) -> IdSplit:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
-from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
+from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance, built
 from processors.reasons import RelevanceCode
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import axis_terms, normalise, note_index, note_terms, term_counts, terms, token_counts
@@ -267,7 +267,6 @@ def declared_axes(doc: DocumentSummary) -> tuple[set[str], set[str]]:
     return declared, anchored
 
 
-_RELEVANCE_FIELDS = set(Relevance.model_fields)
 STARS: dict[RelevanceCode, int] = {"very_high": 5, "high": 4, "medium": 3, "low": 2}  # roles have none
 
 
@@ -307,13 +306,15 @@ def relevance(
 ) -> Relevance:
     """The code, label (in `lang`), stars and score of `doc` for `axis`, with the terms behind the score."""
     code = relevance_code(doc, axis, scores, rules or RelevanceRules())
-    return Relevance.model_construct(
-        _RELEVANCE_FIELDS,  # every field set: one set for all the window's sources
-        label=relevance_label(code, lang),
-        code=code,
-        stars=STARS.get(code, 0),
-        score=scores.get(axis, 0.0),
-        terms=terms,
+    return built(
+        Relevance,
+        {
+            "label": relevance_label(code, lang),
+            "code": code,
+            "stars": STARS.get(code, 0),
+            "score": scores.get(axis, 0.0),
+            "terms": terms,
+        },
     )
 
 

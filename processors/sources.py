@@ -20,6 +20,7 @@ from processors.models import (
     SourceEntry,
     SourceStatus,
     WindowBounds,
+    built,
 )
 from processors.near_duplicates import DuplicateOf
 from processors.reasons import NoIncrementCode
@@ -28,9 +29,6 @@ from processors.source_facts import heading_topic
 from processors.units import card_anchors
 from processors.window import in_window
 from processors.window_rows import SourceRow
-
-_ENTRY_FIELDS = set(SourceEntry.model_fields)
-_NO_INCREMENT_FIELDS = set(NoIncrementSource.model_fields)
 
 
 def topic_line(doc: DocumentSummary, axis: str, lang: Lang, headings: str | None = None) -> str:
@@ -58,24 +56,25 @@ def source_entry(
     lang: Lang,
     topic: str | None = None,  # the line its headings make, when stored
 ) -> SourceEntry:
-    # One per source of the window (100k in the largest): built from validated parts, so not re-validated,
-    # and every field set (one set for them all, instead of one per entry).
-    return SourceEntry.model_construct(
-        _ENTRY_FIELDS,
-        path=doc.path,
-        writer=sys.intern(doc.writer) if doc.writer else doc.writer,
-        kind=doc.kind,
-        event_time=doc.event_time,
-        bytes=doc.bytes,
-        title=doc.title,
-        relevance=rel,
-        status=status,
-        duplicate_of=duplicate.kept if duplicate else None,
-        duplicate_kind=duplicate.kind if duplicate else None,
-        similarity=duplicate.similarity if duplicate else None,
-        warnings=list(doc.warnings),
-        warning_codes=list(doc.warning_codes),
-        topic=topic_line(doc, axis, lang, topic),
+    # One per source of the window (100k in the largest): built from validated parts, so not re-validated.
+    return built(
+        SourceEntry,
+        {
+            "path": doc.path,
+            "writer": sys.intern(doc.writer) if doc.writer else doc.writer,
+            "kind": doc.kind,
+            "event_time": doc.event_time,
+            "bytes": doc.bytes,
+            "title": doc.title,
+            "relevance": rel,
+            "status": status,
+            "duplicate_of": duplicate.kept if duplicate else None,
+            "duplicate_kind": duplicate.kind if duplicate else None,
+            "similarity": duplicate.similarity if duplicate else None,
+            "warnings": list(doc.warnings),
+            "warning_codes": list(doc.warning_codes),
+            "topic": topic_line(doc, axis, lang, topic),
+        },
     )
 
 
@@ -114,8 +113,8 @@ def no_increment(doc: Listed, st: Standing, ctx: AccountContext, selected: int) 
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
-        return NoIncrementSource.model_construct(
-            _NO_INCREMENT_FIELDS, path=doc.path, reason=say(key, ctx.lang, **values), code=code
+        return built(
+            NoIncrementSource, {"path": doc.path, "reason": say(key, ctx.lang, **values), "code": code}
         )
 
     if st.duplicate is not None and st.duplicate.kind == "near":
@@ -202,7 +201,7 @@ class SourceListing:
         entry = source_entry(d, self._axis, rel, status, dup, self._lang, row.topic)
         # Only a source that can be `covered` has its ids read again, only an adjacent one its other axis.
         plain = dup is None and rel.code not in ("baseline", "adjacent", "low") and d.kind not in _ROLES
-        ids = tuple(self._ids.setdefault(i, i) for i in d.arxiv_ids) if plain else ()
+        ids = tuple(map(self._ids.setdefault, d.arxiv_ids, d.arxiv_ids)) if plain else ()
         other = _other_axis(d, self._axis, scores) if rel.code == "adjacent" else None
         self._listed.append((row.position, entry, Listed(d.path, d.kind, d.baseline_axis, ids), other))
 
