@@ -50,9 +50,17 @@ class Emissions:
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
 
-    def record(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
+    def record(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str,
+        emitted_at: datetime,
+        briefing_json: str
+        | None = None,  # the briefing's JSON, when made already (by the caller, in a thread)
+    ) -> bool:
         """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
-        return self._insert(briefing, basename, markdown, emitted_at, delivered_at=None)
+        return self._insert(briefing, basename, markdown, emitted_at, None, briefing_json)
 
     def restore(self, briefing: Briefing, basename: str) -> bool:
         """Record a briefing read back from the briefings topic (so delivered); False if already held."""
@@ -66,6 +74,7 @@ class Emissions:
         markdown: str | None,
         emitted_at: datetime,
         delivered_at: datetime | None,
+        briefing_json: str | None = None,
     ) -> bool:
         inserted = self._db.execute(
             "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING axis",
@@ -75,7 +84,7 @@ class Emissions:
                 briefing.trigger,
                 basename,
                 emitted_at,
-                briefing.model_dump_json(by_alias=True),
+                briefing_json if briefing_json is not None else briefing.model_dump_json(by_alias=True),
                 markdown,
                 delivered_at,
             ],

@@ -75,8 +75,15 @@ class StateStore:
         with duck.transaction(self._db):
             return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
 
-    def record_emission(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
-        return self.emissions.record(briefing, basename, markdown, emitted_at)
+    def record_emission(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str,
+        emitted_at: datetime,
+        briefing_json: str | None = None,
+    ) -> bool:
+        return self.emissions.record(briefing, basename, markdown, emitted_at, briefing_json)
 
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
         self.emissions.mark_delivered(axis, window_end, trigger, when)

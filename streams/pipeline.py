@@ -269,13 +269,20 @@ class Pipeline:
         if record is None:
             reads = Assembly(self.settings, self.state, self.clock, self.enricher)
             briefing, window_size = await reads.briefing(axis, command)
-            markdown = await asyncio.to_thread(
-                render_markdown, briefing, lang=self.settings.lang, zone=self.settings.tz
-            )
+            # Both in a thread: each is seconds for a window of 100k sources.
+            markdown, briefing_json = await asyncio.to_thread(self._serialised, briefing)
             basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
             with self.metrics.duckdb_write.labels(operation="emission").time():
-                self.state.record_emission(briefing, basename, markdown, emitted_at=self.clock.now())
-            record = self.state.emission_record(axis.name, command.end, command.trigger)
+                recorded = self.state.record_emission(
+                    briefing, basename, markdown, emitted_at=self.clock.now(), briefing_json=briefing_json
+                )
+            # What was recorded is what the files and the message are made from: the same strings, not a copy
+            # read back (a 100k window's briefing is ~100 MB of them).
+            record = (
+                EmissionRecord(basename, briefing_json, markdown, delivered_at=None)
+                if recorded
+                else self.state.emission_record(axis.name, command.end, command.trigger)
+            )
             assert record is not None, "an emission just recorded must be readable"
             self._count_emission(briefing, window_size)
         else:
@@ -290,6 +297,11 @@ class Pipeline:
         return Emission.of(
             axis.name, command.end, command.trigger, record, fresh, requested_at=command.requested_at
         )
+
+    def _serialised(self, briefing: Briefing) -> tuple[str, str]:
+        """(the briefing's Markdown, its JSON as recorded)."""
+        markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
+        return markdown, briefing.model_dump_json(by_alias=True)
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
