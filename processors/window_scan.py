@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from processors.anchoring import IdOrder
+from processors.arxiv_ids import yymm
 from processors.contributors import Contributors, can_contribute
 from processors.discrepancies import future_id_hits
 from processors.id_conflicts import BoundedTitles
@@ -81,10 +82,19 @@ def scan_window(
         if stated:
             scan.titles.add(stated, position)
             scan.pairs.add(stated, position)
-        if doc.kind in ("inbox", "paper_card") and doc.arxiv_ids:
+        if doc.kind in ("inbox", "paper_card") and _cites_later(doc, limits.zone):
             future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
     scan.contributors = ranking.ranked()
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
     scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]
     return scan
+
+
+def _cites_later(doc: DocumentSummary, zone: ZoneInfo) -> bool:
+    """Whether the note cites an id of a month after its own: the few `future_id_hits` looks at closely."""
+    latest = max(filter(None, map(yymm, doc.arxiv_ids)), default=None)
+    if latest is None:
+        return False
+    local = doc.event_time.astimezone(zone)
+    return latest > (local.year, local.month)
