@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.living_doc import LivingDoc, parse_living_doc
-from processors.models import Document, DocumentSummary, Relevance
+from processors.models import Document, DocumentSummary
 
 
 @dataclass(frozen=True)
@@ -20,18 +20,14 @@ class Anchors:
 
 
 def anchor_ids(
-    kept: Sequence[DocumentSummary],
-    rel: Mapping[str, Relevance],
-    living: Document | None,
-    earlier_cited: Collection[str],
+    baselines: Sequence[DocumentSummary], living: Document | None, earlier_cited: Collection[str]
 ) -> Anchors:
-    """Ids the living document, earlier briefings or this axis's own baseline note cite."""
+    """Ids the living document, earlier briefings or this axis's own baseline notes (kept, in the window) cite."""
     living_doc = parse_living_doc(living) if living is not None else None
     anchored = set(earlier_cited) | (set(living_doc.cited_ids) if living_doc else set())
-    baselines = [d for d in kept if rel[d.path].code == "baseline"]
     for d in baselines:
         anchored.update(d.arxiv_ids)
-    return Anchors(living=living_doc, ids=frozenset(anchored), baselines=baselines)
+    return Anchors(living=living_doc, ids=frozenset(anchored), baselines=list(baselines))
 
 
 @dataclass(frozen=True)
@@ -47,10 +43,38 @@ def _listed(doc: DocumentSummary) -> Sequence[str]:
     return doc.arxiv_ids if doc.kind == "baseline" else doc.arxiv_ids[:MAX_LISTED_IDS_PER_NOTE]
 
 
-def split_ids(docs: Iterable[DocumentSummary], anchored: Collection[str]) -> IdSplit:
-    """The ids the documents cite, new unless anchored; a note's first MAX_LISTED_IDS_PER_NOTE only (a baseline's all:
-    it is an earlier briefing, bounded the same way)."""
-    window = list(dict.fromkeys(i for d in docs for i in _listed(d)))
+class IdOrder:
+    """The window's ids in the order 四 lists them: those of the sources that can feed increments first, then the
+    axis's baselines', then every source's, each by its first appearance in the window. Sources may be added in
+    any order: each comes with its place in the window, and the ids are put in order once, at the end."""
+
+    def __init__(self) -> None:
+        self._eligible: list[tuple[int, Sequence[str]]] = []
+        self._baselines: list[tuple[int, Sequence[str]]] = []
+        self._all: list[tuple[int, Sequence[str]]] = []
+
+    def add(self, position: int, doc: DocumentSummary, *, eligible: bool, baseline: bool) -> None:
+        listed = _listed(doc)
+        if not listed:
+            return
+        entry = (position, listed)
+        self._all.append(entry)
+        if eligible:
+            self._eligible.append(entry)
+        if baseline:
+            self._baselines.append(entry)
+
+    def split(self, anchored: Collection[str]) -> IdSplit:
+        """The ids, new unless anchored."""
+        groups = (self._eligible, self._baselines, self._all)
+        ordered = (i for g in groups for _, ids in sorted(g, key=lambda e: e[0]) for i in ids)
+        return split_ids(ordered, anchored)
+
+
+def split_ids(ids: Iterable[str], anchored: Collection[str]) -> IdSplit:
+    """Ids in order (each once), new unless anchored; a note lists its first MAX_LISTED_IDS_PER_NOTE only (a
+    baseline all of its own: it is an earlier briefing, bounded the same way)."""
+    window = list(dict.fromkeys(ids))
     return IdSplit(
         window=window,
         new=[i for i in window if i not in anchored],

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from processors import discrepancies as dx
-from processors.anchoring import anchor_ids, split_ids
+from processors.anchoring import Anchors, IdSplit, anchor_ids
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
-from processors.contributors import gather_contributors, read_whole
-from processors.id_titles import window_titles
+from processors.contributors import read_whole
+from processors.id_conflicts import conflicts_among
+from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
 from processors.models import Briefing, LivingDocRef, Summary
 from processors.priorities import priorities
-from processors.relevance import weigh_sources
-from processors.sources import AccountContext, account_sources, queue_counts, superseded_entries
-from processors.window_set import collect_window
+from processors.relevance import AxisSpace, Scorer
+from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
+from processors.window_rows import WindowSource
+from processors.window_scan import Scan, ScanLimits, scan_window
+from processors.window_set import MemoryWindow
 
 
 def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDocRef:
@@ -27,41 +30,43 @@ def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDoc
     )
 
 
+def _window(req: BriefingRequest) -> WindowSource:
+    """The window as rows: the stored one the request names, or the documents it holds."""
+    if req.source is not None:
+        return req.source
+    return MemoryWindow(req.documents, req.superseded, (req.axis.name, req.window), req.all_axes)
+
+
 def assemble_briefing(req: BriefingRequest) -> Briefing:
-    """Build the briefing of one axis window from the current documents of that window."""
+    """Build the briefing of one axis window from the current documents of that window.
+
+    The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
+    the later stages quote is kept; only those few sources are read whole.
+    """
     rules, axis, lang = req.rules, req.axis.name, req.lang
     inc_rules = rules.increments
-    window = collect_window(req.documents, axis, req.window, rules.near_duplicate_threshold)
-    weights = weigh_sources(
-        window.docs, window.kept, axis, (req.all_axes, req.living_map), rules.relevance, lang
-    )
-    anchors = anchor_ids(window.kept, weights.rel, req.living, req.history.cited_ids)
-    queues = [d for d in window.kept if d.kind == "work_queue"]
-    found_whole = gather_contributors(
-        window.kept, weights, [*anchors.baselines, *queues], req.load, (axis, inc_rules.max_contributors)
-    )
+    source = _window(req)
+    duplicates = source.duplicates(rules.near_duplicate_threshold)
+    space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
+    scorer = Scorer(space, axis, rules.relevance, lang)
+    superseded = source.superseded(space.profile_terms)
+    listed = SourceListing(duplicates, axis, lang)
+    limits = ScanLimits(inc_rules.max_contributors, req.zone, {r.doc.path for r in superseded})
+    scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
+    anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
+    whole = read_whole([*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues], req.load)
+    chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
     # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
-    ids = split_ids([*(d for d, _ in found_whole.eligible), *anchors.baselines, *window.docs], anchors.ids)
+    ids = scan.ids.split(anchors.ids)
 
-    api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
-    titles = window_titles([*window.kept, *([req.living] if req.living else [])], api_titles, ids.window)
-    notes = [d for d in window.kept if d.kind in ("inbox", "paper_card")]
-    screening = dx.screen_ids(
-        # The living document's titles are among those stated, the earlier briefings' come with the history:
-        # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
-        [*titles.stated, *req.history.titles],
-        notes,
-        lambda docs: read_whole(docs, req.load),
-        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
-        (req.zone, lang),
-    )
+    titles, screening = _titles_and_screening(req, scan, ids, anchors, source.size())
 
-    matcher = SectionMatcher(anchors.living, weights.space.vector_of_text)
+    matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
         axis=axis,
-        vectorise=weights.space.vector_of_text,
-        vectorise_parts=weights.space.vector_of_parts,
+        vectorise=space.vector_of_text,
+        vectorise_parts=space.vector_of_parts,
         new_ids=set(ids.new) - screening.suspect,
         matcher=matcher,
         living_text=req.living.text if req.living else "",
@@ -70,13 +75,12 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         credibility=rules.credibility,
         lang=lang,
     )
-    found = find_increments(found_whole.chosen, ctx, weights.space, (ids.new, screening.suspect), inc_rules)
+    space.learn_texts(d.text for d, _ in chosen)  # a stored window's frequencies, asked once
+    found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
-    queue = queue_counts(
-        [found_whole.whole[d.path] for d in queues if d.path in found_whole.whole], req.all_axes
-    )
-    accounts = account_sources(window, weights, found, AccountContext(axis, anchors.ids, queue, lang))
-    superseded = superseded_entries(req.superseded, req.window, weights, axis, lang)
+    queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
+    accounts = listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
+    replaced = superseded_entries(superseded, scan.current, req.window, scorer)
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),
@@ -99,7 +103,7 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
             new_arxiv=ids.new,
             continued_arxiv=ids.continued,
         ),
-        sources=[*accounts.sources, *superseded],
+        sources=[*accounts.sources, *replaced],
         increments=found.increments,
         discrepancies=discrepancies,
         arxiv=dx.mark_suspects(arxiv_entries(ids, listing), discrepancies, screening.suspect, lang),
@@ -107,3 +111,25 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         priorities=priorities(found.increments, discrepancies, lang),
         rejected=list(req.rejected),
     )
+
+
+def _titles_and_screening(
+    req: BriefingRequest, scan: Scan, ids: IdSplit, anchors: Anchors, size: int
+) -> tuple[WindowTitles, dx.Screening]:
+    """The title of each id, and the ids screened: titled like another (a typo) or dated after their note."""
+    # The living document's titles are among those stated, the earlier briefings' come with the history:
+    # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
+    living_titles = stated_titles(req.living) if req.living else ()
+    scan.titles.add(living_titles, size)  # after the window's titles, the history's last
+    scan.pairs.add(living_titles, size)
+    scan.pairs.add(req.history.titles, size + 1)
+    api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
+    titles = window_titles(scan.titles, api_titles, ids.window)
+    screening = dx.screen(
+        conflicts_among(scan.pairs.pairs, req.lang),
+        scan.future,
+        lambda docs: read_whole(docs, req.load),
+        (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
+        (req.zone, req.lang),
+    )
+    return titles, screening

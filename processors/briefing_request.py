@@ -29,6 +29,7 @@ from processors.models import (
     WindowBounds,
 )
 from processors.relevance import RelevanceRules
+from processors.window_rows import WindowSource
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
 
@@ -112,14 +113,15 @@ class BriefingHistory:
 
 @dataclass(frozen=True)
 class BriefingRequest:
-    """Everything `assemble_briefing` reads; `documents` may be summaries, fetched whole through `load`."""
+    """Everything `assemble_briefing` reads: the window as `source` (a stored one read as rows), or as
+    `documents` and `superseded` in memory; summaries are fetched whole through `load`."""
 
     axis: AxisSpec
     trigger: Trigger
     window: WindowBounds
     generated_at: datetime
     zone: ZoneInfo
-    documents: Sequence[DocumentSummary]
+    documents: Sequence[DocumentSummary] = ()
     living: Document | None = None
     axes: Sequence[AxisSpec] = ()
     other_living: Mapping[str, Document | None] = field(default_factory=dict)
@@ -130,6 +132,7 @@ class BriefingRequest:
     load: Loader | None = None
     lang: Lang = "zh"
     rules: BriefingRules = field(default_factory=BriefingRules)
+    source: WindowSource | None = None  # instead of `documents` and `superseded`
 
     @property
     def all_axes(self) -> list[AxisSpec]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from processors.briefing_request import Loader
 from processors.models import Document, DocumentSummary, Relevance
 from processors.reasons import ROLE_CODES
-from processors.relevance import Weights
 from processors.units import card_anchors
 
 
@@ -24,44 +24,40 @@ def read_whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str
     return out
 
 
-def _most_relevant(
-    eligible: Sequence[tuple[DocumentSummary, Relevance]], axis: str, limit: int
-) -> list[tuple[DocumentSummary, Relevance]]:
-    """The `limit` most relevant sources, cards anchored into the axis first, in their original order."""
-    ranked = sorted(eligible, key=lambda dr: (not card_anchors(dr[0], axis), -dr[1].score, dr[0].path))
-    chosen = {d.path for d, _ in ranked[:limit]}
-    return [(d, r) for d, r in eligible if d.path in chosen]
+def can_contribute(doc: DocumentSummary, rel: Relevance) -> bool:
+    """An inbox note or card that is neither a role (baseline, reference, adjacent) nor low."""
+    return doc.kind in ("inbox", "paper_card") and rel.code not in ROLE_CODES and rel.code != "low"
 
 
 @dataclass(frozen=True)
+class _Worst:
+    """A ranking key compared backwards: the root of a heap of them is the worst kept so far."""
+
+    key: tuple[bool, float, str]
+
+    def __lt__(self, other: _Worst) -> bool:
+        return self.key > other.key
+
+
 class Contributors:
-    """Sources eligible for increments, the chosen ones whole, and every document read whole so far."""
+    """The `limit` most relevant sources that can contribute, cards anchored into the axis first, kept as the
+    window is read (in window order when asked)."""
 
-    eligible: list[tuple[DocumentSummary, Relevance]]
-    chosen: list[tuple[Document, Relevance]]
-    whole: dict[str, Document]
+    def __init__(self, axis: str, limit: int) -> None:
+        self._axis = axis
+        self._limit = limit
+        self._heap: list[tuple[_Worst, int, DocumentSummary, Relevance]] = []
 
+    def offer(self, position: int, doc: DocumentSummary, rel: Relevance) -> None:
+        """Rank a source that can contribute (`can_contribute`); `position` is its place in the window."""
+        if self._limit <= 0:
+            return
+        entry = (_Worst((not card_anchors(doc, self._axis), -rel.score, doc.path)), position, doc, rel)
+        if len(self._heap) < self._limit:
+            heapq.heappush(self._heap, entry)
+        elif entry[0].key < self._heap[0][0].key:
+            heapq.heapreplace(self._heap, entry)
 
-def gather_contributors(
-    kept: Sequence[DocumentSummary],
-    weights: Weights,
-    also_whole: Sequence[DocumentSummary],
-    load: Loader | None,
-    limit_for: tuple[str, int],
-) -> Contributors:
-    """Inbox notes and cards that are neither a role (baseline, reference, adjacent) nor low; `limit` read whole.
-
-    `also_whole` (the baselines and work queues) are read in the same load.
-    """
-    axis, limit = limit_for
-    eligible = [
-        (d, weights.rel[d.path])
-        for d in kept
-        if d.kind in ("inbox", "paper_card")
-        and weights.rel[d.path].code not in ROLE_CODES
-        and d.path not in weights.low
-    ]
-    needed = _most_relevant(eligible, axis, limit)
-    whole = read_whole([*(d for d, _ in needed), *also_whole], load)
-    chosen = [(whole[d.path], r) for d, r in needed if d.path in whole]
-    return Contributors(eligible=eligible, chosen=chosen, whole=whole)
+    def ranked(self) -> list[tuple[DocumentSummary, Relevance]]:
+        """The chosen sources in window order."""
+        return [(d, r) for _, _, d, r in sorted(self._heap, key=lambda e: e[1])]

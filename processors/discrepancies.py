@@ -39,6 +39,7 @@ __all__ = [
     "id_conflicts",
     "mark_suspects",
     "number_items",
+    "screen",
     "screen_ids",
     "version_conflicts",
 ]
@@ -280,10 +281,20 @@ def screen_ids(
     `stated` holds the titles of the window, the living document and earlier briefings. A new id titled like
     an anchored one, or dated after its note, is most likely a typo: a D-item, never an increment.
     """
+    zone, lang = where
+    return screen(id_conflicts(stated, lang), future_id_hits(notes, zone), read, ids, where)
+
+
+def screen(
+    id_items: Sequence[Finding],
+    hits: Sequence[tuple[DocumentSummary, str]],
+    read: Callable[[Sequence[DocumentSummary]], Mapping[str, Document]],
+    ids: tuple[Collection[str], Collection[str], Collection[str]],
+    where: tuple[ZoneInfo, Lang],
+) -> Screening:
+    """`screen_ids` from what a read of the window found: its id conflicts and its ids dated after their note."""
     new_ids, anchored, living_ids = ids
     zone, lang = where
-    id_items = id_conflicts(stated, lang)
-    hits = future_id_hits(notes, zone)
     docs = list({d.path: d for d, _ in hits}.values())
     future_items = future_ids(hits, read(docs), zone, lang)
     anchored_set = set(anchored)
@@ -301,4 +312,4 @@ def screen_ids(
     # the item that names the right id.
     future_items = [item for item in future_items if not ids_of(item) & typos]
     suspect = typos | {i for _, i in hits}
-    return Screening(id_items=id_items, future_items=future_items, suspect=frozenset(suspect))
+    return Screening(id_items=list(id_items), future_items=future_items, suspect=frozenset(suspect))

@@ -40,25 +40,39 @@ _COMMON_TERMS = frozenset(_COMMON_TEXT.split())
 _LEAD_NAME = re.compile(r"^\s*([^:：]{2,40})[:：]")
 
 
+class BoundedTitles:
+    """The pairs id conflicts are looked for among: plausible titles only, at most MAX_TITLED_PER_SOURCE per
+    document, each (id, title) once, as first stated (the same pair stated by many notes is one statement).
+
+    A document's pairs are added together, in any order of documents: each comes with its place in the window.
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, str], tuple[tuple[int, int], TitledId]] = {}
+
+    def add(self, titled: Iterable[TitledId], position: int = 0) -> None:
+        per_source: Counter[str] = Counter()
+        for n, p in enumerate(titled):
+            path = p.source.split("#", 1)[0]
+            if per_source[path] >= MAX_TITLED_PER_SOURCE:
+                continue
+            per_source[path] += 1
+            mark = (strip_version(p.id), p.title.casefold())
+            held = self._first.get(mark)
+            if held is None or (position, n) < held[0]:
+                self._first[mark] = ((position, n), p)
+
+    @property
+    def pairs(self) -> list[tuple[TitledId, frozenset[str]]]:
+        """The pairs in the order first stated, each with its title's terms."""
+        firsts = sorted(self._first.values(), key=lambda e: e[0])
+        return [(p, key) for _, p in firsts if (key := title_terms(p.title)) is not None]
+
+
 def _bounded(titled: Iterable[TitledId]) -> list[tuple[TitledId, frozenset[str]]]:
-    """Plausible titles only, at most MAX_TITLED_PER_SOURCE per document, each (id, title) once: the same pair
-    stated by many notes is one statement."""
-    per_source: Counter[str] = Counter()
-    seen: set[tuple[str, str]] = set()
-    out: list[tuple[TitledId, frozenset[str]]] = []
-    for p in titled:
-        path = p.source.split("#", 1)[0]
-        if per_source[path] >= MAX_TITLED_PER_SOURCE:
-            continue
-        per_source[path] += 1
-        mark = (strip_version(p.id), p.title.casefold())
-        if mark in seen:
-            continue
-        seen.add(mark)
-        key = title_terms(p.title)
-        if key is not None:
-            out.append((p, key))
-    return out
+    bounded = BoundedTitles()
+    bounded.add(titled)
+    return bounded.pairs
 
 
 @lru_cache(maxsize=1 << 16)
@@ -175,7 +189,11 @@ def one_id_two_titles(pairs: Sequence[tuple[TitledId, frozenset[str]]], lang: La
 
 def id_conflicts(titled: Iterable[TitledId], lang: Lang) -> list[Finding]:
     """Same title under two ids, and one id under two unrelated titles, among plausible titles only."""
-    pairs = _bounded(titled)
+    return conflicts_among(_bounded(titled), lang)
+
+
+def conflicts_among(pairs: Sequence[tuple[TitledId, frozenset[str]]], lang: Lang) -> list[Finding]:
+    """`id_conflicts` of pairs gathered already (`BoundedTitles`)."""
     return [*same_title_two_ids(pairs, lang), *one_id_two_titles(pairs, lang)]
 
 

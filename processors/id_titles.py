@@ -294,22 +294,38 @@ def lead_name(line: str, arxiv_id: str) -> str:
     return ""
 
 
+class BestTitles:
+    """The title of each id from its most trusted source (the first of equals), strong before weak; a name is no
+    title. A document's pairs are added together, in any order of documents: each with its place in the window."""
+
+    def __init__(self) -> None:
+        self._best: dict[str, tuple[tuple[int, bool, int, int], str]] = {}
+
+    def add(self, pairs: Iterable[TitledId], position: int = 0) -> None:
+        for n, p in enumerate(pairs):
+            if p.rank < _TITLE_FROM:
+                continue
+            key = (-p.rank, not p.strong, position, n)
+            held = self._best.get(p.id)
+            if held is None or key < held[0]:
+                self._best[p.id] = (key, p.title)
+
+    def titles(self) -> dict[str, str]:
+        return {i: title for i, (_, title) in self._best.items()}
+
+
 def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
-    """The title of each id from its most trusted source (the first of equals); strong before weak; a name
-    is no title."""
-    titles: dict[str, str] = {}
-    for p in sorted((p for p in pairs if p.rank >= _TITLE_FROM), key=lambda p: (-p.rank, not p.strong)):
-        titles.setdefault(p.id, p.title)
-    return titles
+    """The title of each id from its most trusted source (`BestTitles`)."""
+    best = BestTitles()
+    best.add(pairs)
+    return best.titles()
 
 
 @dataclass(frozen=True)
 class WindowTitles:
-    """The title of each id (the arXiv API's first, then the documents'), the pairs stated, and which ids
-    the API answered for."""
+    """The title of each id (the arXiv API's first, then the documents'), and which ids the API answered for."""
 
     best: dict[str, str]
-    stated: list[TitledId]
     verified: dict[str, bool]
 
 
@@ -321,13 +337,10 @@ def stated_titles(doc: DocumentSummary) -> Sequence[TitledId]:
 
 
 def window_titles(
-    kept: Iterable[DocumentSummary],
-    api_titles: Mapping[str, str],
-    window_ids: Sequence[str],
+    stated: BestTitles, api_titles: Mapping[str, str], window_ids: Sequence[str]
 ) -> WindowTitles:
     """Titles stated across the window (a typo'd id is caught wherever it sits); the API is authoritative."""
-    stated = [p for d in kept for p in stated_titles(d)]
-    best = best_titles(stated)
+    best = stated.titles()
     best.update(api_titles)
     verified = {i: i in api_titles for i in window_ids} if api_titles else {}
-    return WindowTitles(best=best, stated=stated, verified=verified)
+    return WindowTitles(best=best, verified=verified)

@@ -8,7 +8,7 @@ lower-cased text — equal to rensa's own digest (tests/processors/reference/nea
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -73,45 +73,104 @@ def find_duplicates(items: Iterable[Fingerprint], threshold: float = 0.8) -> dic
 
     A document joins the group of the earlier document it is most similar to (>= threshold); groups never merge.
     """
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold}")
+    check_threshold(threshold)
     ordered = sorted(items, key=lambda f: (f.event_time, f.key))
-    rank = {f.key: i for i, f in enumerate(ordered)}
-    result: dict[str, DuplicateOf] = {}
     first_by_hash: dict[str, Fingerprint] = {}
+    exact: dict[str, str] = {}
     for f in ordered:
         kept = first_by_hash.setdefault(f.text_hash, f)
         if kept is not f:
-            result[f.key] = DuplicateOf(kept=kept.key, kind="exact", similarity=1.0, matched=kept.key)
+            exact[f.key] = kept.key
+    # Exact copies say nothing more: only the first of each text is compared, and only whole signatures.
+    firsts = [f for f in first_by_hash.values() if len(f.signature) == NUM_PERM]  # in event-time order
+    sigs = {f.key: f.signature for f in firsts}
+    candidates = {
+        key: {m: similarity(sigs[key], sigs[m]) for m in members}
+        for key, members in bucket_firsts([(f.key, f.signature) for f in firsts], threshold).items()
+    }
+    near = group_near([f.key for f in firsts], candidates, threshold)
+    kept_sims = {
+        (f, n.kept): similarity(sigs[f], sigs[n.kept]) for f, n in near.items() if n.similarity is None
+    }
+    return merge_groups(exact, near, kept_sims)
 
+
+def check_threshold(threshold: float) -> None:
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold}")
+
+
+def band_keys(signature: Sequence[int], threshold: float) -> list[int]:
+    """The LSH bucket of each band of a whole signature at `threshold`'s banding."""
     bands, rows = lsh_bands(threshold, NUM_PERM)
-    # One dict per band: hash of the band's values -> the first document that had them. Keeping only the
-    # first keeps memory at one entry per band and document, and a tight cluster of near-identical
-    # documents costs one check per band instead of one per member.
-    buckets: list[dict[int, Fingerprint]] = [{} for _ in range(bands)]
-    kept_of: dict[str, Fingerprint] = {}
-    near: dict[str, DuplicateOf] = {}
-    for f in first_by_hash.values():  # insertion order is event-time order
-        if len(f.signature) != NUM_PERM:
-            continue  # tiny text, or a signature of another scheme: exact dedup only
-        band_keys = [hash(f.signature[b * rows : (b + 1) * rows]) for b in range(bands)]
-        members = {m.key: m for m in map(dict.get, buckets, band_keys) if m is not None}
-        best: tuple[float, int, Fingerprint] | None = None
-        for m in members.values():
-            sim = similarity(f.signature, m.signature)
-            if sim >= threshold and (best is None or (sim, -rank[m.key]) > (best[0], -best[1])):
-                best = (sim, rank[m.key], m)
-        kept = f if best is None else kept_of[best[2].key]
-        kept_of[f.key] = kept
-        if best is not None:
-            sim_kept = best[0] if best[2] is kept else similarity(f.signature, kept.signature)
-            near[f.key] = DuplicateOf(kept=kept.key, kind="near", similarity=sim_kept, matched=best[2].key)
-        for bucket, band_key in zip(buckets, band_keys, strict=True):
-            bucket.setdefault(band_key, f)
+    return [hash(tuple(signature[b * rows : (b + 1) * rows])) for b in range(bands)]
 
-    result.update(near)
+
+def bucket_firsts(signatures: Iterable[tuple[str, Signature]], threshold: float) -> dict[str, list[str]]:
+    """key → the earlier documents it must be compared with: per band, the first one in its bucket.
+
+    `signatures` are whole, in event-time order. Keeping only the first of each bucket keeps memory at one
+    entry per band and document, and a tight cluster of near-identical documents costs one check per band
+    instead of one per member; a document sharing no bucket with an earlier one is left out.
+    """
+    bands, _ = lsh_bands(threshold, NUM_PERM)
+    buckets: list[dict[int, str]] = [{} for _ in range(bands)]
+    out: dict[str, list[str]] = {}
+    for key, signature in signatures:
+        keys = band_keys(signature, threshold)
+        members = list(dict.fromkeys(m for m in map(dict.get, buckets, keys) if m is not None))
+        if members:
+            out[key] = members
+        for bucket, band_key in zip(buckets, keys, strict=True):
+            bucket.setdefault(band_key, key)
+    return out
+
+
+@dataclass(frozen=True)
+class NearMatch:
+    """A near duplicate found: its group's kept document, the one it matched, and the similarity to the kept one
+    (None when that one is not the match: to be measured, `merge_groups` is told)."""
+
+    kept: str
+    matched: str
+    similarity: float | None
+
+
+def group_near(
+    order: Sequence[str], candidates: Mapping[str, Mapping[str, float]], threshold: float
+) -> dict[str, NearMatch]:
+    """Near duplicates from the candidates of each document (earlier ones, with their similarity), taken in
+    `order` (event time): a document joins the group of its most similar candidate at or above the threshold,
+    the earliest of equals; groups never merge."""
+    rank = {key: i for i, key in enumerate(order)}
+    kept_of: dict[str, str] = {}
+    near: dict[str, NearMatch] = {}
+    for key in sorted(candidates, key=rank.__getitem__):
+        best: tuple[float, int, str] | None = None
+        for m, sim in candidates[key].items():
+            if sim >= threshold and (best is None or (sim, -rank[m]) > (best[0], -best[1])):
+                best = (sim, rank[m], m)
+        if best is None:
+            continue
+        kept = kept_of.get(best[2], best[2])
+        kept_of[key] = kept
+        near[key] = NearMatch(kept=kept, matched=best[2], similarity=best[0] if best[2] == kept else None)
+    return near
+
+
+def merge_groups(
+    exact: Mapping[str, str], near: Mapping[str, NearMatch], kept_sims: Mapping[tuple[str, str], float]
+) -> dict[str, DuplicateOf]:
+    """Every duplicate: exact copies (key → the first of its text) and near ones; an exact copy of a near
+    duplicate belongs to the near one's group. `kept_sims` holds the similarities `group_near` left open."""
+    result = {key: DuplicateOf(kept=k, kind="exact", similarity=1.0, matched=k) for key, k in exact.items()}
+    found: dict[str, DuplicateOf] = {}
+    for key, n in near.items():
+        sim = n.similarity if n.similarity is not None else kept_sims[(key, n.kept)]
+        found[key] = DuplicateOf(kept=n.kept, kind="near", similarity=sim, matched=n.matched)
+    result.update(found)
     for key, dup in list(result.items()):
-        if dup.kind == "exact" and dup.kept in near:  # an exact copy of a near duplicate
-            via = near[dup.kept]
+        if dup.kind == "exact" and dup.kept in found:  # an exact copy of a near duplicate
+            via = found[dup.kept]
             result[key] = DuplicateOf(kept=via.kept, kind="near", similarity=via.similarity, matched=dup.kept)
     return result

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
-from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance
+from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance, built
 from processors.reasons import RelevanceCode
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import (
@@ -24,6 +24,7 @@ from processors.tokens import (
     terms,
     token_counts,
 )
+from processors.window_rows import SourceRow, WindowStatistics, statistics_of
 
 # Configured keywords say what the axis is about; the living document says how it is written about.
 LIVING_SHARE = 0.4
@@ -49,6 +50,11 @@ def doc_counts(doc: DocumentSummary, keep: frozenset[str]) -> Mapping[str, int]:
     return note_terms(note_index(token_counts(normalise(doc.text)), doc.title), keep)
 
 
+def bm25_length(doc: DocumentSummary, counts: Mapping[str, int]) -> int:
+    """The length BM25 normalises a source's counts by: its tokens, else (an older record) its counts' sum."""
+    return doc.length or sum(counts.values())
+
+
 class AxisSpace:
     """The window's term statistics, each axis's profile as a weighted query, and TF-IDF for texts.
 
@@ -64,14 +70,41 @@ class AxisSpace:
         axes: Sequence[AxisSpec],
         living: Mapping[str, Document | None],
     ) -> None:
-        self._keep = keyword_terms(tuple(axes))  # what the parse stage kept besides a note's top terms
-        self._counts = {d.path: doc_counts(d, self._keep) for d in documents}
-        self._lengths = {d.path: d.length or sum(self._counts[d.path].values()) for d in documents}
+        """The space of sources held in memory (the window's kept ones)."""
+        keep = keyword_terms(tuple(axes))  # what the parse stage kept besides a note's top terms
+        self._counts = {d.path: doc_counts(d, keep) for d in documents}
+        self._lengths = {d.path: bm25_length(d, self._counts[d.path]) for d in documents}
+        stats = statistics_of(list(self._counts.values()), list(self._lengths.values()))
+        self._setup(stats, axes, living)
+
+    @classmethod
+    def of(
+        cls, stats: WindowStatistics, axes: Sequence[AxisSpec], living: Mapping[str, Document | None]
+    ) -> AxisSpace:
+        """The space of a window known by its statistics (a stored one, read as rows): sources are then scored
+        by their profile terms (`scores_of`)."""
+        space = cls.__new__(cls)
+        space._counts, space._lengths = {}, {}
+        space._setup(stats, axes, living)
+        return space
+
+    def _setup(
+        self, stats: WindowStatistics, axes: Sequence[AxisSpec], living: Mapping[str, Document | None]
+    ) -> None:
+        self._keep = keyword_terms(tuple(axes))
         # The living document is the axis's vocabulary: all of it, not only its top terms.
         living_counts = {name: term_counts(d.text) for name, d in living.items() if d is not None}
-        self.model = TfIdf([*self._counts.values(), *living_counts.values()])
-        lengths = [n for n in self._lengths.values() if n > 0]
-        self._avg_length = sum(lengths) / len(lengths) if lengths else 1.0
+        living_df: Counter[str] = Counter()
+        for c in living_counts.values():
+            living_df.update(c.keys())
+
+        def frequencies(terms: Collection[str]) -> dict[str, int]:
+            found = stats.frequencies(terms)
+            return {t: found.get(t, 0) + living_df[t] for t in terms if t in found or t in living_df}
+
+        self.model = TfIdf.of(stats.documents + len(living_counts), frequencies)
+        self.model.learn(living_df)
+        self._avg_length = stats.average_length
         self._text_vectors: dict[str, Vector] = {}
         # A unit's text is counted by its score, by whether it names the axis and by clustering: count it once.
         self._text_parts: dict[str, TermParts] = {}
@@ -81,6 +114,7 @@ class AxisSpace:
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
         self._axis_terms: dict[str, frozenset[str]] = {}
+        self._canonical: dict[str, str] = {}
         self._phrases = _phrase_terms(axes)
         for axis in axes:
             self.keywords[axis.name] = axis_terms(axis.keywords, axis.name)
@@ -89,6 +123,15 @@ class AxisSpace:
                 top = sorted(tfidf.items(), key=lambda kv: -kv[1])[:LIVING_TERMS]
                 total = sum(w for _, w in top) or 1.0
                 self.living_terms[axis.name] = {t: w / total for t, w in top}
+
+    @property
+    def profile_terms(self) -> frozenset[str]:
+        """Every term of every axis profile: all that a source's score and evidence are made of."""
+        return frozenset(self._profile_index())
+
+    def profile_term(self, term: str) -> str:
+        """The profile's own string for a term of it (one object however many sources use the term)."""
+        return self._canonical.setdefault(term, term)
 
     def _profile_index(self) -> dict[str, list[tuple[str, float | None]]]:
         """Profile term → (axis, living weight, or None for a keyword), one entry per occurrence."""
@@ -134,11 +177,20 @@ class AxisSpace:
         counts = self._counts.get(doc.path)
         if counts is None:
             counts = doc_counts(doc, self._keep)
-        return self._profile_scores(counts, self._lengths.get(doc.path) or doc.length or sum(counts.values()))
+        return self._profile_scores(counts, self._lengths.get(doc.path) or bm25_length(doc, counts))
+
+    def scores_of(self, hits: Mapping[str, int], length: int) -> dict[str, float]:
+        """A source's scores from its counts of the profile terms (`profile_terms`) and its BM25 length."""
+        return self._profile_scores(hits, length)
 
     def evidence(self, doc: DocumentSummary, axis: str, limit: int = EVIDENCE_TERMS) -> tuple[str, ...]:
         """The axis profile's terms the document uses, most frequent first: what its score was made of."""
-        counts = self._counts.get(doc.path) or doc_counts(doc, self._keep)
+        return self.evidence_of(self._counts.get(doc.path) or doc_counts(doc, self._keep), axis, limit)
+
+    def evidence_of(
+        self, counts: Mapping[str, int], axis: str, limit: int = EVIDENCE_TERMS
+    ) -> tuple[str, ...]:
+        """`evidence` from a source's counts (of its profile terms, or all of them)."""
         terms = self._axis_terms.get(axis)
         if terms is None:  # once per axis: then one set intersection in C per source of a 100k window
             terms = self._axis_terms[axis] = (
@@ -200,6 +252,10 @@ class AxisSpace:
         """The score a text of `length` terms gets from one occurrence of the axis's most favoured keyword."""
         terms_ = self.keywords.get(axis, ())
         return max((self._profile_scores({t: 1}, round(length))[axis] for t in terms_), default=0.0)
+
+    def learn_texts(self, texts: Iterable[str]) -> None:
+        """Ask the window's frequencies of the terms of `texts` in one go (the notes a briefing will vectorise)."""
+        self.model.learn(t for text in texts for t in term_counts(text))
 
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
@@ -289,38 +345,30 @@ def relevance(
 ) -> Relevance:
     """The code, label (in `lang`), stars and score of `doc` for `axis`, with the terms behind the score."""
     code = relevance_code(doc, axis, scores, rules or RelevanceRules())
-    return Relevance.model_construct(
-        label=relevance_label(code, lang),
-        code=code,
-        stars=STARS.get(code, 0),
-        score=scores.get(axis, 0.0),
-        terms=terms,
+    return built(
+        Relevance,
+        {
+            "label": relevance_label(code, lang),
+            "code": code,
+            "stars": STARS.get(code, 0),
+            "score": scores.get(axis, 0.0),
+            "terms": terms,
+        },
     )
 
 
 @dataclass(frozen=True)
-class Weights:
-    """Every source's relevance to the axis: the window's term space, per-axis scores, codes, the low ones."""
+class Scorer:
+    """Each source's relevance to one axis, from its row: scores against every axis profile, then its code."""
 
     space: AxisSpace
-    scores: dict[str, dict[str, float]]
-    rel: dict[str, Relevance]
-    low: frozenset[str]
+    axis: str
     rules: RelevanceRules
+    lang: Lang = "zh"
 
-
-def weigh_sources(
-    docs: Sequence[DocumentSummary],
-    kept: Sequence[DocumentSummary],
-    axis: str,
-    profiles: tuple[Sequence[AxisSpec], Mapping[str, Document | None]],
-    rules: RelevanceRules,
-    lang: Lang = "zh",
-) -> Weights:
-    """Score every source against every axis profile built from the kept sources; label each for `axis`."""
-    axes, living = profiles
-    space = AxisSpace(kept, axes, living)
-    scores = {d.path: space.scores(d) for d in docs}
-    rel = {d.path: relevance(d, axis, scores[d.path], rules, lang, space.evidence(d, axis)) for d in docs}
-    low = frozenset(d.path for d in docs if rel[d.path].code == "low")
-    return Weights(space=space, scores=scores, rel=rel, low=low, rules=rules)
+    def weigh(self, row: SourceRow) -> tuple[dict[str, float], Relevance]:
+        """(the source's score against every axis profile, its relevance to this axis)."""
+        scores = self.space.scores_of(row.hits, row.length)
+        # The profile's own strings: a window's relevances share them instead of holding one copy per source.
+        terms_ = tuple(map(self.space.profile_term, self.space.evidence_of(row.hits, self.axis)))
+        return scores, relevance(row.doc, self.axis, scores, self.rules, self.lang, terms_)

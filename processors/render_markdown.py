@@ -101,11 +101,6 @@ class _View:
             return t["near_duplicate"].format(of=s.duplicate_of or "?", similarity=f"{s.similarity or 0:.2f}")
         return t["duplicate"].format(of=s.duplicate_of or "?") if s.status == "duplicate" else t[s.status]
 
-    def file_cell(self, s: SourceEntry) -> str:
-        name = s.path.rpartition("/")[2]
-        extra = "" if s.status in ("used", "no_increment") else f" · {self.status(s)}"
-        return f"{name}{self.t['lp']}{self.when(s)} · {s.topic or s.title}{extra}{self.t['rp']}"
-
     def relevance(self, s: SourceEntry) -> str:
         return f"{relevance_label(s.relevance.code, self.lang)} {'⭐' * s.relevance.stars}".strip()
 
@@ -144,6 +139,24 @@ class _View:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
         return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
 
+    def source_lines(self, sources: Sequence[SourceEntry]) -> tuple[_Trusted, _Trusted]:
+        """一's rows and 五's items, one each per source, each value escaped as the template's `finalize` would
+        (a window of 100k sources in Python's time, not Jinja's)."""
+        lp, rp = esc(self.t["lp"]), esc(self.t["rp"])
+        shown: dict[tuple[str, int], str] = {}  # relevance column text, by (code, stars)
+        rows: list[str] = []
+        items: list[str] = []
+        for s in sources:
+            when, status, topic = self.when(s), self.status(s), s.topic or s.title
+            folder, _, name = s.path.rpartition("/")
+            extra = "" if s.status in ("used", "no_increment") else f" · {status}"
+            cell = f"{name}{self.t['lp']}{when} · {topic}{extra}{self.t['rp']}"
+            key = (s.relevance.code, s.relevance.stars)
+            rel = shown.get(key) or shown.setdefault(key, esc(self.relevance(s)))
+            rows.append(f"| {esc(folder or '.')} | {esc(cell)} | {rel} |")
+            items.append(f"- {esc(s.path)}{lp}{esc(when)} · {esc(topic)} · {esc(status)}{rp}")
+        return _Trusted("\n".join(rows)), _Trusted("\n".join(items))
+
     def id_run(self, ids: Sequence[str]) -> str:
         # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
         shown = " / ".join(ids[:SUMMARY_IDS]) or "—"
@@ -181,6 +194,7 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
     view = _View(t, lang, zone, living)
     lo, hi = b.summary.target_range
+    table, items = view.source_lines(b.sources)
     return _ENV.get_template("briefing.md.j2").render(
         b=b,
         t=t,
@@ -196,13 +210,10 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         groups=reason_groups(b.no_increment_sources),
         footer=_footer(b, t, zone),
         count=lambda status: sum(1 for s in b.sources if s.status == status),
-        folder=lambda p: p.rpartition("/")[0] or ".",
-        file_cell=view.file_cell,
-        relevance=view.relevance,
+        source_table=table,
+        source_list=items,
         increment_heading=view.increment_heading,
         relation=view.relation,
         named=view.named,
         join_labels=lambda labels: join_labels(labels, lang),
-        when=view.when,
-        status=view.status,
     )

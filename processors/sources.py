@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,24 +14,26 @@ from processors.models import (
     AxisSpec,
     Document,
     DocumentSummary,
+    Kind,
     NoIncrementSource,
     Relevance,
     SourceEntry,
     SourceStatus,
     WindowBounds,
+    built,
 )
 from processors.near_duplicates import DuplicateOf
 from processors.reasons import NoIncrementCode
-from processors.relevance import Weights, declared_axes, relevance
+from processors.relevance import Scorer, declared_axes, relevance
+from processors.source_facts import heading_topic
 from processors.units import card_anchors
 from processors.window import in_window
-from processors.window_set import WindowSet
-
-_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+from processors.window_rows import SourceRow
 
 
-def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> str:
-    """A one-line summary of what a source is about, built from its headings (or its card fields)."""
+def topic_line(doc: DocumentSummary, axis: str, lang: Lang, headings: str | None = None) -> str:
+    """A one-line summary of what a source is about: the line its headings make (`headings`, when worked out
+    as it was stored), its card fields, or what a baseline is."""
     if doc.kind == "paper_card":
         card = card_number_from_name(doc.path) or str(doc.front_matter.get("card", ""))
         primary = str(doc.front_matter.get("primary") or "—")
@@ -41,10 +44,7 @@ def topic_line(doc: DocumentSummary, axis: str, lang: Lang, limit: int = 90) -> 
         return text
     if doc.kind == "baseline" and doc.baseline_axis == axis:
         return say("topic.baseline", lang)
-    parts = [_NUMBERING.sub("", h).strip() for h in doc.headings if h != doc.title]
-    parts = [p for p in dict.fromkeys(parts) if p]
-    text = " + ".join(parts) or doc.title
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return headings if headings is not None else heading_topic(doc.title, doc.headings)
 
 
 def source_entry(
@@ -54,23 +54,27 @@ def source_entry(
     status: SourceStatus,
     duplicate: DuplicateOf | None,
     lang: Lang,
+    topic: str | None = None,  # the line its headings make, when stored
 ) -> SourceEntry:
     # One per source of the window (100k in the largest): built from validated parts, so not re-validated.
-    return SourceEntry.model_construct(
-        path=doc.path,
-        writer=doc.writer,
-        kind=doc.kind,
-        event_time=doc.event_time,
-        bytes=doc.bytes,
-        title=doc.title,
-        relevance=rel,
-        status=status,
-        duplicate_of=duplicate.kept if duplicate else None,
-        duplicate_kind=duplicate.kind if duplicate else None,
-        similarity=duplicate.similarity if duplicate else None,
-        warnings=list(doc.warnings),
-        warning_codes=list(doc.warning_codes),
-        topic=topic_line(doc, axis, lang),
+    return built(
+        SourceEntry,
+        {
+            "path": doc.path,
+            "writer": sys.intern(doc.writer) if doc.writer else doc.writer,
+            "kind": doc.kind,
+            "event_time": doc.event_time,
+            "bytes": doc.bytes,
+            "title": doc.title,
+            "relevance": rel,
+            "status": status,
+            "duplicate_of": duplicate.kept if duplicate else None,
+            "duplicate_kind": duplicate.kind if duplicate else None,
+            "similarity": duplicate.similarity if duplicate else None,
+            "warnings": list(doc.warnings),
+            "warning_codes": list(doc.warning_codes),
+            "topic": topic_line(doc, axis, lang, topic),
+        },
     )
 
 
@@ -95,12 +99,22 @@ class Standing:
     had_candidates: bool
 
 
-def no_increment(doc: DocumentSummary, st: Standing, ctx: AccountContext, selected: int) -> NoIncrementSource:
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What 六 reads of a source besides its standing (kept per source of a window of any size: small)."""
+
+    path: str
+    kind: Kind
+    baseline_axis: str | None
+    arxiv_ids: tuple[str, ...]  # () when no reason reads them (a duplicate, a role, a low source)
+
+
+def no_increment(doc: Listed, st: Standing, ctx: AccountContext, selected: int) -> NoIncrementSource:
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
-        return NoIncrementSource.model_construct(
-            path=doc.path, reason=say(key, ctx.lang, **values), code=code
+        return built(
+            NoIncrementSource, {"path": doc.path, "reason": say(key, ctx.lang, **values), "code": code}
         )
 
     if st.duplicate is not None and st.duplicate.kind == "near":
@@ -166,38 +180,78 @@ def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) ->
     return others[0] if others else None
 
 
-def account_sources(window: WindowSet, weights: Weights, found: Found, ctx: AccountContext) -> Accounts:
-    """Every source is listed: used, or why not (duplicate, role, low, covered, not selected …)."""
-    used, had_candidates = found.used_docs, found.candidate_docs
-    sources: list[SourceEntry] = []
-    no_inc: list[NoIncrementSource] = []
-    for d in window.docs:
-        rel = weights.rel[d.path]
-        if d.path in used:
-            sources.append(source_entry(d, ctx.axis, rel, "used", None, ctx.lang))
-            continue
-        dup = window.duplicates.get(d.path)
-        sources.append(source_entry(d, ctx.axis, rel, "duplicate" if dup else "no_increment", dup, ctx.lang))
-        standing = Standing(
-            rel=rel,
-            duplicate=dup,
-            low=d.path in weights.low,
-            other_axis=_other_axis(d, ctx.axis, weights.scores[d.path]),
-            had_candidates=d.path in had_candidates,
-        )
-        no_inc.append(no_increment(d, standing, ctx, len(found.increments)))
-    return Accounts(sources=sources, no_increment=no_inc)
+class SourceListing:
+    """一/五's entry of every source, made as the window is read, and 六's reasons once the increments are known.
+
+    Sources come in any order, each with its place in the window; what is kept of each is its entry (part of
+    the briefing anyway) and a few small fields.
+    """
+
+    def __init__(self, duplicates: Mapping[str, DuplicateOf], axis: str, lang: Lang) -> None:
+        self.duplicates = duplicates
+        self._axis = axis
+        self._lang = lang
+        self._listed: list[tuple[int, SourceEntry, Listed, str | None]] = []
+        self._ids: dict[str, str] = {}  # one string per id, however many sources cite it
+
+    def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
+        d = row.doc
+        dup = self.duplicates.get(d.path)
+        status: SourceStatus = "duplicate" if dup else "no_increment"
+        entry = source_entry(d, self._axis, rel, status, dup, self._lang, row.topic)
+        # Only a source that can be `covered` has its ids read again, only an adjacent one its other axis.
+        plain = dup is None and rel.code not in ("baseline", "adjacent", "low") and d.kind not in _ROLES
+        ids = tuple(map(self._ids.setdefault, d.arxiv_ids, d.arxiv_ids)) if plain else ()
+        other = _other_axis(d, self._axis, scores) if rel.code == "adjacent" else None
+        self._listed.append((row.position, entry, Listed(d.path, d.kind, d.baseline_axis, ids), other))
+
+    def accounts(self, found: Found, ctx: AccountContext) -> Accounts:
+        """Every source listed in window order: used, or why not (duplicate, role, low, covered …)."""
+        used, had_candidates = found.used_docs, found.candidate_docs
+        self._listed.sort(key=lambda e: e[0])
+        sources: list[SourceEntry] = []
+        no_inc: list[NoIncrementSource] = []
+        for _, entry, listed, other in self._listed:
+            if listed.path in used:  # a contributor: never a duplicate
+                sources.append(entry.model_copy(update={"status": "used"}))
+                continue
+            sources.append(entry)
+            rel = entry.relevance
+            standing = Standing(
+                rel=rel,
+                duplicate=self.duplicates.get(listed.path),
+                low=rel.code == "low",
+                other_axis=other,
+                had_candidates=listed.path in had_candidates,
+            )
+            no_inc.append(no_increment(listed, standing, ctx, len(found.increments)))
+        return Accounts(sources=sources, no_increment=no_inc)
+
+
+_ROLES = ("baseline", "work_queue")
 
 
 def superseded_entries(
-    superseded: Sequence[DocumentSummary], window: WindowBounds, weights: Weights, axis: str, lang: Lang
+    superseded: Sequence[SourceRow], current: Mapping[str, SourceRow], window: WindowBounds, scorer: Scorer
 ) -> list[SourceEntry]:
-    """Earlier versions of the window's notes, listed as superseded."""
+    """Earlier versions of the window's notes, listed as superseded.
+
+    A version whose note is a kept source of the window (`current`: its row) is weighed by that source's
+    counts, as the briefing has always listed it: the relevance shown is its note's.
+    """
     out = []
-    for d in sorted(superseded, key=lambda d: (d.event_time, d.path)):
-        if in_window(d.event_time, window):
-            rel = relevance(
-                d, axis, weights.space.scores(d), weights.rules, lang, weights.space.evidence(d, axis)
-            )
-            out.append(source_entry(d, axis, rel, "superseded", None, lang))
+    space, axis = scorer.space, scorer.axis
+    for row in sorted(superseded, key=lambda r: (r.doc.event_time, r.doc.path)):
+        d = row.doc
+        if not in_window(d.event_time, window):
+            continue
+        now = current.get(d.path)
+        scored = (
+            row if now is None else SourceRow(row.position, d, now.length or d.length, now.hits, now.counted)
+        )
+        shown = row if now is None or not now.counted else now
+        terms_ = space.evidence_of(shown.hits, axis)
+        scores = space.scores_of(scored.hits, scored.length)
+        rel = relevance(d, axis, scores, scorer.rules, scorer.lang, terms_)
+        out.append(source_entry(d, axis, rel, "superseded", None, scorer.lang, row.topic))
     return out

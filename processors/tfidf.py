@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import repeat
 from operator import itemgetter, mul, truediv
 
@@ -17,6 +17,10 @@ _WEIGHT = itemgetter(1)
 # test_tokens_tfidf.py holds them equal), so no briefing changes with them.
 
 
+# Document frequencies of the terms asked for (a term left out occurs in no document).
+Frequencies = Callable[[Collection[str]], Mapping[str, int]]
+
+
 class TfIdf:
     """Document frequencies of a corpus; turns term counts into unit-length TF-IDF vectors."""
 
@@ -26,15 +30,43 @@ class TfIdf:
         for counts in corpus:
             n += 1
             df.update(counts.keys())
+        self._setup(n, None)
+        self._idf.update((t, self._weight(c)) for t, c in df.items())
+
+    @classmethod
+    def of(cls, n: int, frequencies: Frequencies) -> TfIdf:
+        """The space of a corpus of `n` documents known by its frequencies, asked for only the terms it meets
+        (a window of 100k notes holds far more terms than a briefing vectorises)."""
+        space = cls.__new__(cls)
+        space._setup(n, frequencies)
+        return space
+
+    def _setup(self, n: int, frequencies: Frequencies | None) -> None:
+        self._n = n
         # Smoothed: a term the corpus never saw still gets a finite, high weight.
         self._unseen = math.log(n + 1) + 1.0
-        self._idf = {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
+        self._idf: dict[str, float] = {}
+        self._frequencies = frequencies
+
+    def _weight(self, df: int) -> float:
+        return math.log((self._n + 1) / (df + 1)) + 1.0 if df else self._unseen
+
+    def learn(self, terms: Iterable[str]) -> None:
+        """Ask the frequencies of the terms not asked yet, in one call (nothing to do for a whole corpus)."""
+        if self._frequencies is None:
+            return
+        missing = [t for t in dict.fromkeys(terms) if t not in self._idf]
+        if missing:
+            found = self._frequencies(missing)
+            self._idf.update((t, self._weight(found.get(t, 0))) for t in missing)
 
     def idf(self, term: str) -> float:
+        self.learn((term,))
         return self._idf.get(term, self._unseen)
 
     def vector(self, counts: Mapping[str, int]) -> Vector:
         """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
+        self.learn(counts.keys())
         idf, unseen = self._idf, self._unseen
         values = counts.values()
         if values and (min(values) <= 0 or max(values) >= len(_TF)):

@@ -1,13 +1,15 @@
-"""Which documents an axis window holds, and which of them repeat an earlier one (exactly or nearly)."""
+"""A window held in memory as summaries, read as a briefing reads a stored one (`processors.window_rows`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from processors.models import DocumentSummary, WindowBounds
+from processors.fan_out import keyword_terms
+from processors.models import AxisSpec, DocumentSummary, WindowBounds
 from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates
+from processors.relevance import bm25_length, doc_counts
 from processors.window import in_window
+from processors.window_rows import SourceRow, WindowStatistics, statistics_of
 
 
 def window_duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict[str, DuplicateOf]:
@@ -17,24 +19,62 @@ def window_duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict
     )
 
 
-@dataclass(frozen=True)
-class WindowSet:
-    """The window's documents in time order, their duplicates, and the ones kept."""
-
-    docs: list[DocumentSummary]
-    duplicates: dict[str, DuplicateOf]
-    kept: list[DocumentSummary]
+def belongs(doc: DocumentSummary, axis: str, window: WindowBounds) -> bool:
+    """A note or card dated in the window, or this axis's own baseline from before it opened (yesterday's)."""
+    own_baseline = doc.kind == "baseline" and doc.baseline_axis == axis and doc.event_time < window.end
+    return doc.kind != "living" and (in_window(doc.event_time, window) or own_baseline)
 
 
-def collect_window(
-    documents: Sequence[DocumentSummary], axis: str, window: WindowBounds, threshold: float
-) -> WindowSet:
-    """The window's notes and cards, plus this axis's own baseline from before it opened (yesterday's)."""
+def row_of(
+    position: int, doc: DocumentSummary, counts: Mapping[str, int], profile: Collection[str]
+) -> SourceRow:
+    """A source's row from its term counts: the counts of the `profile` terms it uses, and its BM25 length."""
+    hits = {t: n for t, n in counts.items() if t in profile}
+    return SourceRow(position, doc, bm25_length(doc, counts), hits, counted=bool(counts))
 
-    def belongs(d: DocumentSummary) -> bool:
-        own_baseline = d.kind == "baseline" and d.baseline_axis == axis and d.event_time < window.end
-        return d.kind != "living" and (in_window(d.event_time, window) or own_baseline)
 
-    docs = sorted((d for d in documents if belongs(d)), key=lambda d: (d.event_time, d.path))
-    duplicates = window_duplicates(docs, threshold)
-    return WindowSet(docs=docs, duplicates=duplicates, kept=[d for d in docs if d.path not in duplicates])
+class MemoryWindow:
+    """The window's sources among `documents` (summaries or whole documents), in window order."""
+
+    def __init__(
+        self,
+        documents: Sequence[DocumentSummary],
+        superseded: Sequence[DocumentSummary],
+        place: tuple[str, WindowBounds],
+        axes: Sequence[AxisSpec],
+    ) -> None:
+        axis, window = place
+        key = lambda d: (d.event_time, d.path)  # noqa: E731
+        self.docs = sorted((d for d in documents if belongs(d, axis, window)), key=key)
+        self._superseded = sorted(superseded, key=key)
+        self._keep = keyword_terms(tuple(axes))
+        self._counts: dict[str, Mapping[str, int]] = {}
+
+    def _counts_of(self, doc: DocumentSummary) -> Mapping[str, int]:
+        counts = self._counts.get(doc.path)
+        if counts is None:
+            counts = self._counts[doc.path] = doc_counts(doc, self._keep)
+        return counts
+
+    def size(self) -> int:
+        return len(self.docs)
+
+    def duplicates(self, threshold: float) -> dict[str, DuplicateOf]:
+        return window_duplicates(self.docs, threshold)
+
+    def statistics(self, left_out: Collection[str]) -> WindowStatistics:
+        kept = [d for d in self.docs if d.path not in left_out]
+        counts = [self._counts_of(d) for d in kept]
+        return statistics_of(counts, [bm25_length(d, c) for d, c in zip(kept, counts, strict=True)])
+
+    def rows(self, profile: Collection[str]) -> Iterator[SourceRow]:
+        profile = frozenset(profile)
+        return (row_of(n, d, self._counts_of(d), profile) for n, d in enumerate(self.docs))
+
+    def superseded(self, profile: Collection[str]) -> list[SourceRow]:
+        profile = frozenset(profile)
+        # Their counts are not the current versions' (same path): never cached.
+        return [row_of(n, d, doc_counts(d, self._keep), profile) for n, d in enumerate(self._superseded)]
+
+    def arxiv_ids(self) -> list[str]:
+        return list(dict.fromkeys(i for d in self.docs for i in d.arxiv_ids))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +10,6 @@ from datetime import datetime
 import duckdb
 
 from processors.models import Document, DocumentSummary, Rejection, WindowBounds
-from processors.near_duplicates import Fingerprint
 from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
@@ -187,14 +185,7 @@ class Documents:
             )
             .fetchall()
         )
-        out = []
-        for summary_json, body_json in rows:
-            try:
-                out.append(load_document(StoredDocument(summary_json, body_json)))
-            except ValueError as exc:
-                # A damaged row must not stop every briefing of its axis: leave it out, loudly.
-                log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
-        return out
+        return whole_documents(rows)
 
     def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
         rows = self._db.execute(
@@ -206,21 +197,6 @@ class Documents:
     def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         """Current, undeleted versions of the axis's documents dated in the window, without their text."""
         return self._summaries(IN_WINDOW, [axis, window.start, window.end])
-
-    def window_fingerprints(self, axis: str, window: WindowBounds) -> list[Fingerprint]:
-        """What duplicate detection needs of the window's documents, read out of their summaries by DuckDB.
-
-        A tenth of the Python work of `window_summaries` (no model is built): what `/status` reads.
-        """
-        rows = self._db.execute(
-            f"SELECT d.path, d.event_time, c.summary_json->>'$.text_hash', c.summary_json->>'$.signature' "
-            f"FROM documents d {_CONTENT} WHERE {IN_WINDOW} ORDER BY d.event_time, d.path",
-            [axis, window.start, window.end],
-        ).fetchall()
-        return [
-            Fingerprint(path, when, text_hash or "", tuple(json.loads(sig)) if sig else ())
-            for path, when, text_hash, sig in rows
-        ]
 
     def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         """Versions of the window's documents that a newer one replaced."""
@@ -273,6 +249,18 @@ class Documents:
             [window.start, window.end],
         ).fetchall()
         return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+
+
+def whole_documents(rows: Sequence[tuple[str, str]]) -> list[Document]:
+    """Documents from their stored (summary, body) rows; a damaged one is left out, loudly."""
+    out = []
+    for summary_json, body_json in rows:
+        try:
+            out.append(load_document(StoredDocument(summary_json, body_json)))
+        except ValueError as exc:
+            # A damaged row must not stop every briefing of its axis: leave it out, loudly.
+            log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
+    return out
 
 
 def _code(value: str | None) -> RejectionCode | None:

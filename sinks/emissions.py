@@ -38,6 +38,7 @@ class EmissionEntry:
     discrepancies: int
 
 
+_PER_SOURCE = '{"sources": [], "no_increment_sources": [], "rejected": []}'
 # A briefing's place among the axis's: by window end, then by when it was recorded (a close and a flush can
 # end at the same time).
 _ORDER = "window_end, emitted_at, trigger"
@@ -49,9 +50,17 @@ class Emissions:
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
 
-    def record(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
+    def record(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str,
+        emitted_at: datetime,
+        briefing_json: str
+        | None = None,  # the briefing's JSON, when made already (by the caller, in a thread)
+    ) -> bool:
         """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
-        return self._insert(briefing, basename, markdown, emitted_at, delivered_at=None)
+        return self._insert(briefing, basename, markdown, emitted_at, None, briefing_json)
 
     def restore(self, briefing: Briefing, basename: str) -> bool:
         """Record a briefing read back from the briefings topic (so delivered); False if already held."""
@@ -65,6 +74,7 @@ class Emissions:
         markdown: str | None,
         emitted_at: datetime,
         delivered_at: datetime | None,
+        briefing_json: str | None = None,
     ) -> bool:
         inserted = self._db.execute(
             "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING axis",
@@ -74,7 +84,7 @@ class Emissions:
                 briefing.trigger,
                 basename,
                 emitted_at,
-                briefing.model_dump_json(by_alias=True),
+                briefing_json if briefing_json is not None else briefing.model_dump_json(by_alias=True),
                 markdown,
                 delivered_at,
             ],
@@ -115,9 +125,12 @@ class Emissions:
         return [(str(a), w, "close" if t == "close" else "flush") for a, w, t in rows]
 
     def earlier(self, axis: str, before: datetime) -> list[Briefing]:
-        """The axis's briefings of windows ending before `before`, oldest first."""
+        """The axis's briefings of windows ending before `before`, oldest first, without their per-source lists
+        (sources, no-increment reasons, rejections): what later briefings continue from is their ids, titles and
+        D numbers, and a briefing of a 100k window lists 100k sources (DuckDB drops them before they are read)."""
         rows = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end < ? ORDER BY window_end",
+            f"SELECT json_merge_patch(briefing_json, '{_PER_SOURCE}') FROM emissions WHERE axis=? AND window_end < ? "
+            "ORDER BY window_end",
             [axis, before],
         ).fetchall()
         return [Briefing.model_validate_json(r[0]) for r in rows]

@@ -11,7 +11,9 @@ from sinks.errors import RebuildRequiredError
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
 # 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
-VERSION = 3
+# 4: each version's source facts (summary without its bulk, term rows, signature columns) for briefings.
+VERSION = 4
+
 
 _TABLES = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -51,6 +53,24 @@ CREATE TABLE emissions (
     markdown VARCHAR, delivered_at TIMESTAMPTZ,
     PRIMARY KEY (axis, window_end, trigger)
 );
+-- What a briefing reads of each version besides its text, worked out when it is stored (processors.source_facts,
+-- sinks.source_rows): its summary without its bulk, its topic line, its term counts as rows, and its
+-- signature, so that window figures are DuckDB aggregates.
+CREATE SEQUENCE source_seq;
+CREATE TABLE source_rows (
+    vid BIGINT NOT NULL,        -- source_seq
+    path VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    text_hash VARCHAR NOT NULL,
+    length INTEGER NOT NULL,    -- BM25 length
+    counted BOOLEAN NOT NULL,   -- it has term counts
+    arxiv_ids VARCHAR[] NOT NULL,
+    topic VARCHAR NOT NULL,     -- the line its headings make
+    summary_json VARCHAR NOT NULL, -- without signature, term counts and headings
+    PRIMARY KEY (path, sha256)
+);
+CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);
+CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only
 -- The last record applied per (topic, partition), written in the transaction of what it brought.
 CREATE TABLE applied (
     topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,

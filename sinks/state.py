@@ -19,7 +19,9 @@ from sinks.counts import Counts
 from sinks.documents import DocumentLoader, Documents
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.offsets import AppliedOffsets, Position
+from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
+from sinks.window_reads import StoredWindow
 
 __all__ = ["STATE", "EmissionRecord", "Position", "StateStore"]
 
@@ -38,6 +40,7 @@ class StateStore:
         self._db = duck.open_checked(path, STATE, schema.ensure)
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
+        self.sources = SourceRows(self._db)
         self.emissions = Emissions(self._db)
         self.counts = Counts(self._db)
 
@@ -71,7 +74,9 @@ class StateStore:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
         with self._claiming():
             fresh = self.offsets.claim([position for _, position in items])
-            outcomes = iter(self.docs.write([r for (r, _), new in zip(items, fresh, strict=True) if new]))
+            records = [r for (r, _), new in zip(items, fresh, strict=True) if new]
+            outcomes = iter(self.docs.write(records))
+            self.sources.write(records)  # what briefings read of each new version, worked out once
             return [next(outcomes) if new else False for new in fresh]
 
     def mark_applied(self, position: Position) -> None:
@@ -84,8 +89,15 @@ class StateStore:
         with self._claiming():
             return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
 
-    def record_emission(self, briefing: Briefing, basename: str, markdown: str, emitted_at: datetime) -> bool:
-        return self.emissions.record(briefing, basename, markdown, emitted_at)
+    def record_emission(
+        self,
+        briefing: Briefing,
+        basename: str,
+        markdown: str,
+        emitted_at: datetime,
+        briefing_json: str | None = None,
+    ) -> bool:
+        return self.emissions.record(briefing, basename, markdown, emitted_at, briefing_json)
 
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
         self.emissions.mark_delivered(axis, window_end, trigger, when)
@@ -97,6 +109,11 @@ class StateStore:
 
     def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         return self.docs.window_summaries(axis, window)
+
+    def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
+        """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
+        pinned = (baseline.path, baseline.sha256) if baseline is not None else None
+        return StoredWindow(self._db.cursor(), axis, window, pinned)
 
     def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
         return self.docs.superseded_summaries(axis, window)

@@ -14,12 +14,13 @@ from types import TracebackType
 
 import duckdb
 
-from processors.models import Document
+from processors.models import Document, WindowBounds
 from processors.wire import StoredDocument, load_document
 from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
+from sinks.window_reads import StoredWindow
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class StateReader:
             "SELECT last_offset FROM applied WHERE topic=? AND part=?", [topic, partition]
         ).fetchone()
         return int(row[0]) if row else None
+
+    def window(self, axis: str, window: WindowBounds) -> StoredWindow:
+        """The axis window's sources as a briefing reads them (no baseline), on a cursor of their own."""
+        return StoredWindow(self._db.cursor(), axis, window)
 
     def note(self, path: str, sha256: str | None = None) -> StoredNote | None:
         """The current version of a path (or the one asked for), with its versions; None if never stored."""

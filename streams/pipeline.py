@@ -5,23 +5,19 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
 
-from processors.arxiv_atom import EnrichedId
-from processors.briefing import assemble_briefing
 from processors.briefing_names import briefing_basename
-from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.commands import Refused
-from processors.models import AxisSpec, Briefing, ControlCommand, DocumentSummary, Trigger
+from processors.models import Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import render_markdown
-from processors.window import window_bounds
 from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
@@ -30,6 +26,7 @@ from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import EmissionRecord, Position, StateStore
+from streams.assembly import Assembly
 from streams.kafka_io import MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.settings import Settings
@@ -37,7 +34,6 @@ from streams.store_report import StoredBatch, report
 
 log = logging.getLogger(__name__)
 
-_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 
 
@@ -219,18 +215,6 @@ class Pipeline:
         report(StoredBatch(items, changed, took, now, replaying, backlog), self.metrics)
         return changed
 
-    async def _arxiv_records(self, documents: Sequence[DocumentSummary]) -> Mapping[str, EnrichedId]:
-        """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
-        ids = list(dict.fromkeys(i for d in documents if d.kind != "living" for i in d.arxiv_ids))
-        if self.enricher is None or not ids:
-            return {}
-        try:
-            return await self.enricher.enrich(ids)
-        except Exception:
-            # Enrichment is an extra: a bug in it must not cost the operator the briefing.
-            log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
-            return {}
-
     async def brief(self, command: ControlCommand) -> Emission | None:
         """The emission a command asks for, once per (axis, window end, trigger), recorded (not yet written).
 
@@ -253,16 +237,24 @@ class Pipeline:
         record = self.state.emission_record(axis.name, command.end, command.trigger)
         fresh = record is None
         if record is None:
-            briefing, documents = await self._assemble(axis, command)
-            markdown = await asyncio.to_thread(
-                render_markdown, briefing, lang=self.settings.lang, zone=self.settings.tz
-            )
+            reads = Assembly(self.settings, self.state, self.clock, self.enricher)
+            briefing, window_size = await reads.briefing(axis, command)
+            # Both in a thread: each is seconds for a window of 100k sources.
+            markdown, briefing_json = await asyncio.to_thread(self._serialised, briefing)
             basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
             with self.metrics.duckdb_write.labels(operation="emission").time():
-                self.state.record_emission(briefing, basename, markdown, emitted_at=self.clock.now())
-            record = self.state.emission_record(axis.name, command.end, command.trigger)
+                recorded = self.state.record_emission(
+                    briefing, basename, markdown, emitted_at=self.clock.now(), briefing_json=briefing_json
+                )
+            # What was recorded is what the files and the message are made from: the same strings, not a copy
+            # read back (a 100k window's briefing is ~100 MB of them).
+            record = (
+                EmissionRecord(basename, briefing_json, markdown, delivered_at=None)
+                if recorded
+                else self.state.emission_record(axis.name, command.end, command.trigger)
+            )
             assert record is not None, "an emission just recorded must be readable"
-            self._count_emission(briefing, len(documents))
+            self._count_emission(briefing, window_size)
         else:
             log.info(
                 "briefing for %s ending %s (%s) already emitted; nothing new%s",
@@ -275,6 +267,11 @@ class Pipeline:
         return Emission.of(
             axis.name, command.end, command.trigger, record, fresh, requested_at=command.requested_at
         )
+
+    def _serialised(self, briefing: Briefing) -> tuple[str, str]:
+        """(the briefing's Markdown, its JSON as recorded)."""
+        markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
+        return markdown, briefing.model_dump_json(by_alias=True)
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
@@ -318,71 +315,3 @@ class Pipeline:
             sum(1 for a in briefing.arxiv if a.metadata.source != "document"),
             len(briefing.arxiv),
         )
-
-    async def _assemble(
-        self, axis: AxisSpec, command: ControlCommand
-    ) -> tuple[Briefing, list[DocumentSummary]]:
-        """The briefing of the window ending at the command's end, from the current state.
-
-        Two phases: the whole window as summaries (no text), then the few notes the briefing quotes, whole.
-        """
-        window = window_bounds(command.end, self.settings.window_length)
-        here = (command.end, command.trigger)
-        documents = self.state.window_summaries(axis.name, window)
-        # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
-        baseline = self.state.latest_baseline(
-            axis.name, window.start, window.start - self.settings.window_length
-        )
-        # D numbers come from every briefing of the axis (a past window re-emitted must not give a number a
-        # later briefing used to something else, and a close must see the flush that ended at the same time);
-        # cited ids and titles from the earlier ones only.
-        recorded = self.state.earlier_briefings(axis.name, _END_OF_TIME)
-        earlier = [b for b in recorded if b.window.end < command.end]
-        others = [b for b in recorded if b.window.end >= command.end and (b.window.end, b.trigger) != here]
-        own_baselines = [d.path for d in documents if d.kind == "baseline" and d.baseline_axis == axis.name]
-        baselines = [*self.state.documents(axis.name, own_baselines), *([baseline] if baseline else [])]
-        if baseline is not None:
-            documents.append(baseline)
-        history = BriefingHistory.of(earlier, (d.text for d in baselines), others)
-        # Everything read from the state before the await below: the window agent may store a new version of a
-        # note meanwhile, which would then show as both a source and superseded.
-        living = self.state.living_document(axis.name)
-        if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
-            log.warning(
-                "briefing %s without its living document: %s never reached the worker (not published, or older "
-                "than the documents topic's retention); its sections show as TBD until the file changes",
-                axis.name,
-                axis.living_doc,
-                extra=doc_context(axis.living_doc, axis.name),
-            )
-        other_living = {a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis}
-        superseded = self.state.superseded_summaries(axis.name, window)
-        rejected = self.state.rejections(window)
-        arxiv_records = await self._arxiv_records(documents)
-        loader = self.state.loader(axis.name, {d.path: d.sha256 for d in documents})
-        try:
-            # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
-            # the consumer group meanwhile, or the worker is evicted mid-briefing. The loader reads through a
-            # connection of its own while the window agent goes on writing.
-            request = BriefingRequest(
-                axis=axis,
-                trigger=command.trigger,
-                window=window,
-                generated_at=self.clock.now(),
-                zone=self.settings.tz,
-                documents=documents,
-                living=living,
-                axes=self.settings.axes,
-                other_living=other_living,
-                superseded=superseded,
-                rejected=rejected,
-                history=history,
-                arxiv_records=arxiv_records,
-                load=loader.load,
-                lang=self.settings.lang,
-                rules=self.settings.briefing_rules,
-            )
-            briefing = await asyncio.to_thread(assemble_briefing, request)
-        finally:
-            loader.close()
-        return briefing, documents

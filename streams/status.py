@@ -20,7 +20,6 @@ from typing import Any
 import duckdb
 
 from processors.models import WindowBounds
-from processors.near_duplicates import find_duplicates
 from processors.window import next_close_fire, window_bounds
 from sinks.clock import Clock
 from sinks.state_reader import StateReader
@@ -43,8 +42,12 @@ class _Taken:
 
 
 def _duplicates(reader: StateReader, settings: Settings, axis: str, window: WindowBounds) -> dict[str, int]:
-    # The same detection the briefing runs, on fingerprints DuckDB reads out of the summaries.
-    found = find_duplicates(reader.docs.window_fingerprints(axis, window), settings.near_duplicate_threshold)
+    # The same detection the briefing runs, out of the rows stored with each version.
+    stored = reader.window(axis, window)
+    try:
+        found = stored.duplicates(settings.near_duplicate_threshold)
+    finally:
+        stored.close()
     kinds = Counter(d.kind for d in found.values())
     return {"exact": kinds["exact"], "near": kinds["near"]}
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from processors.models import Briefing
 from sinks.state import StateStore
+from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -40,4 +41,15 @@ def test_an_emission_restored_from_the_topic_counts_as_delivered(tmp_path: Path)
     # Its Markdown is not on the topic: the files are rendered from the JSON; nothing is sent again.
     assert record is not None and record.markdown is None and record.delivered
     assert record.delivered_at == END
+    state.close()
+
+
+def test_earlier_briefings_come_back_without_their_per_source_lists(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    full = brief(example_documents())
+    assert full.sources and full.no_increment_sources and full.discrepancies
+    state.record_emission(full, "base", "# md\n", emitted_at=END)
+    (earlier,) = state.earlier_briefings("inference", END + timedelta(days=1))
+    # What later briefings continue from is whole: ids, titles, D numbers; the sources are left in DuckDB.
+    assert earlier == full.model_copy(update={"sources": [], "no_increment_sources": [], "rejected": []})
     state.close()

@@ -11,7 +11,6 @@ import duckdb
 import pytest
 
 from processors.models import Briefing, Claim, Discrepancy
-from processors.near_duplicates import find_duplicates
 from processors.window import window_bounds
 from processors.window_set import window_duplicates
 from sinks.errors import StateUnreadableError
@@ -53,11 +52,12 @@ def test_the_status_reads_on_a_cursor_match_the_state(tmp_path: Path) -> None:
     )
     before = state.counts.window_version("inference", WINDOW)
     with state.reader() as reader:
-        fingerprints = reader.docs.window_fingerprints("inference", WINDOW)
+        window = reader.window("inference", WINDOW)
         summaries = state.window_summaries("inference", WINDOW)
-        # The same duplicates as from the whole summaries, without building them.
-        assert find_duplicates(fingerprints, 0.8) == window_duplicates(summaries, 0.8) != {}
-        assert len(fingerprints) == 3
+        # The same duplicates as from the whole summaries, out of the rows stored with each version.
+        assert window.duplicates(0.8) == window_duplicates(summaries, 0.8) != {}
+        assert window.size() == 3
+        window.close()
         assert reader.counts.window_version("inference", WINDOW) == before
     delete_path(state, "inference", "inbox/tom/2026-09-27-1100-c.md", END, raw_offset=4)
     assert state.counts.window_version("inference", WINDOW) != before  # a deletion changes it

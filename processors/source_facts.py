@@ -1,0 +1,58 @@
+"""What a briefing reads of a stored version besides its text, worked out once, when the version is stored.
+
+The state keeps each version's summary (processors.wire). A briefing of a large window must not read and
+validate every summary whole: its signature (128 numbers) and term counts are most of it, and what it needs of
+them are window figures (duplicate groups, term statistics, counts of the profile terms) that DuckDB computes
+from columns and rows. So a stored version also becomes these facts (`sinks.source_rows` writes them, and has
+DuckDB read the term counts and the signature out of the summary into rows and columns of their own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+
+# Kept as rows and columns instead, or (the headings) as the topic line they make.
+_BULK = ("signature", "terms", "headings")
+_NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
+TOPIC_LIMIT = 90
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """One version's facts: its summary without its bulk, the line its headings make, what relevance needs."""
+
+    summary_json: str  # the summary without `signature`, `terms` and `headings`
+    topic: str  # the line its headings make (`heading_topic`): what 一 and 五 say it is about
+    text_hash: str
+    length: int  # its BM25 length: its tokens, else (an older record) its term counts' sum
+    counted: bool  # it has term counts
+    arxiv_ids: tuple[str, ...]
+
+
+def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT) -> str:
+    """A note's topic line: its headings but the title, unnumbered, joined; the title when it has none."""
+    parts = [_NUMBERING.sub("", h).strip() for h in headings if h != title]
+    parts = [p for p in dict.fromkeys(parts) if p]
+    text = " + ".join(parts) or title
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_facts(summary_json: str) -> SourceFacts:
+    """The facts of a stored summary (`DocumentSummary` JSON, as `processors.wire` stores it: validated)."""
+    data: dict[str, Any] = pydantic_core.from_json(summary_json)  # twice as fast as json.loads here
+    terms: dict[str, int] = data.get("terms") or {}
+    headings: list[str] = data.get("headings") or []
+    slim = {k: v for k, v in data.items() if k not in _BULK}
+    return SourceFacts(
+        summary_json=pydantic_core.to_json(slim).decode(),
+        topic=heading_topic(data["title"], headings),
+        text_hash=data["text_hash"],
+        length=data.get("length") or sum(terms.values()),
+        counted=bool(terms),
+        arxiv_ids=tuple(data.get("arxiv_ids") or ()),
+    )

@@ -1,0 +1,72 @@
+"""Each stored version's source facts (processors.source_facts), written in the transaction that stores it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+
+from processors.near_duplicates import NUM_PERM
+from processors.source_facts import source_facts
+from processors.wire import DocumentRecord
+
+
+class SourceRows:
+    """The source_rows, source_terms and source_signatures tables; writes run in the caller's transaction."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+        self._db = db
+
+    def write(self, records: Sequence[DocumentRecord]) -> None:
+        """The facts of the versions these records bring that the state does not hold yet (once per version,
+        whichever of its axes' records comes first)."""
+        versions = {
+            (r.header.path, r.header.sha256): r.stored.summary_json
+            for r in records
+            if r.header.type == "document" and r.stored is not None
+        }
+        if not versions:
+            return
+        held = self._db.execute(
+            "SELECT s.path, s.sha256 FROM source_rows s JOIN (SELECT unnest($1) AS path, unnest($2) AS sha256) k "
+            "ON s.path = k.path AND s.sha256 = k.sha256",
+            [[p for p, _ in versions], [s for _, s in versions]],
+        ).fetchall()
+        for key in held:
+            versions.pop(key, None)
+        if versions:
+            self._insert(versions)
+
+    def _insert(self, summaries: dict[tuple[str, str], str]) -> None:
+        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(summaries)]).fetchall()
+        vids = sorted(int(r[0]) for r in rows)
+        facts = [source_facts(summary) for summary in summaries.values()]
+        self._db.execute(
+            "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
+            "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
+            [
+                vids,
+                [p for p, _ in summaries],
+                [s for _, s in summaries],
+                [f.text_hash for f in facts],
+                [f.length for f in facts],
+                [f.counted for f in facts],
+                [list(f.arxiv_ids) for f in facts],
+                [f.topic for f in facts],
+                [f.summary_json for f in facts],
+            ],
+        )
+        # The term counts and the signature, read out of the summaries by DuckDB: as Python lists they cost
+        # the window agent four times as much. A signature of another length (a tiny text, another scheme)
+        # is not stored: exact duplicates only, as processors.near_duplicates does.
+        stored = [vids, list(summaries.values())]
+        self._db.execute(
+            "INSERT INTO source_terms SELECT vid, unnest(map_keys(m)), unnest(map_values(m)) FROM (SELECT "
+            "unnest($1) AS vid, json_extract(unnest($2), '$.terms')::MAP(VARCHAR, INTEGER) AS m)",
+            stored,
+        )
+        self._db.execute(
+            "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
+            "TRY_CAST(json_extract(unnest($2), '$.signature') AS UBIGINT[]) AS s) WHERE len(s) = $3",
+            [*stored, NUM_PERM],
+        )

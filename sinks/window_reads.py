@@ -1,0 +1,213 @@
+"""A stored axis window as a briefing reads it (processors.window_rows): rows streamed, window figures in DuckDB.
+
+Its sources are pinned when it is opened (a temporary table of their versions, in window order), so that a
+briefing reads one window however the worker goes on writing meanwhile: versions are never rewritten. Every
+read goes through one cursor of its own, from the briefing's thread; `close()` drops it all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+
+import duckdb
+
+from processors.models import Document, WindowBounds
+from processors.near_duplicates import (
+    NUM_PERM,
+    DuplicateOf,
+    check_threshold,
+    group_near,
+    lsh_bands,
+    merge_groups,
+)
+from processors.window_rows import SourceRow, WindowStatistics
+from processors.wire import load_summary
+from sinks.documents import IN_WINDOW, whole_documents
+
+_FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
+# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal.
+_SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(NUM_PERM))
+_SLOTS = ", ".join(f"s.signature[{i + 1}] AS m{i}" for i in range(NUM_PERM))
+_SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
+# A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
+_PINNED = (
+    "(row_number() OVER (ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, d.path, d.kind, "
+    "r.text_hash, r.length, false AS dup FROM documents d JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
+)
+
+
+def _band_keys(threshold: float) -> str:
+    """The LSH band keys of a signature row at `threshold`'s banding, as one SQL list: DuckDB's hash of each
+    band's slots (the same slots, the same key; `find_duplicates` buckets by Python's hash of them)."""
+    bands, rows = lsh_bands(threshold, NUM_PERM)
+    keys = (", ".join(f"m{b * rows + j}" for j in range(rows)) for b in range(bands))
+    return "[" + ", ".join(f"hash({k})" for k in keys) + "]"
+
+
+class StoredWindow:
+    """The sources of one axis window in the state: its current versions dated in it, plus `baseline`."""
+
+    def __init__(
+        self,
+        cursor: duckdb.DuckDBPyConnection,
+        axis: str,
+        window: WindowBounds,
+        baseline: tuple[str, str] | None = None,  # (path, sha256) of yesterday's briefing, dated before it
+    ) -> None:
+        self._db = cursor
+        self._axis = axis
+        self._window = window
+        self._baseline = baseline
+        self._w = f"brief_window_{uuid.uuid4().hex}"
+        self._s = f"brief_superseded_{uuid.uuid4().hex}"
+        path, sha = baseline or ("", "")
+        self._db.execute(
+            f"CREATE TEMP TABLE {self._w} AS SELECT {_PINNED} "
+            f"WHERE ({IN_WINDOW}) OR (d.axis = ? AND d.path = ? AND d.sha256 = ? AND d.kind = 'baseline')",
+            [axis, window.start, window.end, axis, path, sha],
+        )
+        self._db.execute(
+            f"CREATE TEMP TABLE {self._s} AS SELECT {_PINNED} WHERE {_SUPERSEDED}",
+            [axis, window.start, window.end],
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def size(self) -> int:
+        row = self._db.execute(f"SELECT count(*) FROM {self._w}").fetchone()
+        return int(row[0]) if row else 0
+
+    def duplicates(self, threshold: float) -> dict[str, DuplicateOf]:
+        check_threshold(threshold)
+        exact = dict(
+            self._db.execute(
+                f"SELECT path, kept FROM (SELECT path, first_value(path) OVER (PARTITION BY text_hash "
+                f"ORDER BY pos) AS kept FROM {self._w}) WHERE kept <> path"
+            ).fetchall()
+        )
+        reps, pairs = f"{self._w}_reps", f"{self._w}_pairs"
+        # The first version of each text, when its signature is whole, is compared with the first of each of
+        # its LSH buckets, when earlier (find_duplicates); pairs below the threshold never count. In steps, the
+        # signatures one slot per column (as one query DuckDB reads the window's slots thrice; as lists,
+        # comparing them slot by slot takes it half as long again).
+        self._db.execute(
+            f"CREATE OR REPLACE TEMP TABLE {reps} AS SELECT f.pos, f.path, {_SLOTS} FROM (SELECT pos, vid, path "
+            f"FROM {self._w} QUALIFY pos = min(pos) OVER (PARTITION BY text_hash)) f "
+            "JOIN source_signatures s ON s.vid = f.vid"
+        )
+        self._db.execute(
+            f"CREATE OR REPLACE TEMP TABLE {pairs} AS "
+            f"WITH k AS (SELECT pos, {_band_keys(threshold)} AS keys FROM {reps}), "
+            "b AS (SELECT pos, unnest(keys) AS key, generate_subscripts(keys, 1) AS band FROM k), "
+            "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
+            "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
+        )
+        found = self._db.execute(
+            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM {pairs} c "
+            f"JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) WHERE same / {NUM_PERM}.0 >= ?",
+            [threshold],
+        ).fetchall()
+        self._db.execute(f"DROP TABLE {pairs}")
+        candidates: dict[str, dict[str, float]] = {}
+        at: dict[str, int] = {}
+        for one, one_at, other, other_at, same in found:
+            candidates.setdefault(one, {})[other] = same / NUM_PERM
+            at[one], at[other] = one_at, other_at
+        near = group_near(sorted(at, key=at.__getitem__), candidates, threshold)
+        open_pairs = [(key, n.kept) for key, n in near.items() if n.similarity is None]
+        try:
+            return merge_groups(exact, near, self._similarities(reps, open_pairs))
+        finally:
+            self._db.execute(f"DROP TABLE {reps}")
+
+    def _similarities(self, reps: str, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """The estimated Jaccard of each pair of compared sources (paths), from their signatures."""
+        if not pairs:
+            return {}
+        rows = self._db.execute(
+            f"SELECT k.one, k.other, {_SAME} AS same FROM (SELECT unnest($1) AS one, unnest($2) AS other) k "
+            f"JOIN {reps} x ON x.path = k.one JOIN {reps} y ON y.path = k.other",
+            [[a for a, _ in pairs], [b for _, b in pairs]],
+        ).fetchall()
+        return {(a, b): same / NUM_PERM for a, b, same in rows}
+
+    def statistics(self, left_out: Collection[str]) -> WindowStatistics:
+        self._db.execute(f"UPDATE {self._w} SET dup = false")
+        if left_out:
+            self._db.execute(
+                f"UPDATE {self._w} SET dup = true WHERE path IN (SELECT unnest($1))", [list(left_out)]
+            )
+        row = self._db.execute(
+            f"SELECT count(*), coalesce(sum(length) FILTER (WHERE length > 0), 0), "
+            f"count(*) FILTER (WHERE length > 0) FROM {self._w} WHERE NOT dup"
+        ).fetchone()
+        documents, total, used = (int(v) for v in row) if row else (0, 0, 0)
+        return WindowStatistics(
+            documents=documents,
+            # As Python divides: the exact sum of the lengths, then one division.
+            average_length=total / used if used else 1.0,
+            frequencies=self._frequencies,
+        )
+
+    def _frequencies(self, terms: Collection[str]) -> dict[str, int]:
+        """How many of the window's kept sources (`statistics`) count each term."""
+        rows = self._db.execute(
+            f"SELECT t.term, count(*) FROM source_terms t JOIN {self._w} w ON w.vid = t.vid AND NOT w.dup "
+            "WHERE t.term IN (SELECT unnest($1)) GROUP BY t.term",
+            [list(terms)],
+        ).fetchall()
+        return {str(t): int(n) for t, n in rows}
+
+    def rows(self, profile: Collection[str]) -> Iterator[SourceRow]:
+        return self._rows(self._w, profile)
+
+    def superseded(self, profile: Collection[str]) -> list[SourceRow]:
+        return list(self._rows(self._s, profile))
+
+    def _rows(self, pinned: str, profile: Collection[str]) -> Iterator[SourceRow]:
+        """The pinned versions with their summaries and counts of the profile terms, streamed as DuckDB
+        produces them (no sort: each row knows its place)."""
+        cursor = self._db.execute(
+            "WITH h AS (SELECT t.vid, list(t.term) AS terms, list(t.n) AS ns FROM source_terms t "
+            f"  WHERE t.vid IN (SELECT vid FROM {pinned}) AND t.term IN (SELECT unnest(?::VARCHAR[])) "
+            "  GROUP BY t.vid) "
+            f"SELECT p.pos, r.summary_json, p.length, r.counted, r.topic, h.terms, h.ns FROM {pinned} p "
+            "JOIN source_rows r ON r.vid = p.vid LEFT JOIN h ON h.vid = p.vid",
+            [sorted(profile)],
+        )
+        while chunk := cursor.fetchmany(_FETCH):
+            for position, summary, length, counted, topic, terms, ns in chunk:
+                hits = dict(zip(terms, ns, strict=True)) if terms else {}
+                yield SourceRow(int(position), load_summary(summary), int(length), hits, bool(counted), topic)
+
+    def load(self, paths: Sequence[str]) -> list[Document]:
+        """The window's sources at `paths`, whole, as pinned (a path not among them is left out)."""
+        if not paths:
+            return []
+        rows = self._db.execute(
+            f"SELECT c.summary_json, c.body_json FROM {self._w} w JOIN source_rows r ON r.vid = w.vid "
+            "JOIN contents c ON c.path = r.path AND c.sha256 = r.sha256 WHERE w.path IN (SELECT unnest(?)) "
+            "ORDER BY w.pos",
+            [list(paths)],
+        ).fetchall()
+        return whole_documents(rows)
+
+    def arxiv_ids(self) -> list[str]:
+        rows = self._db.execute(
+            f"SELECT r.arxiv_ids FROM {self._w} w JOIN source_rows r ON r.vid = w.vid ORDER BY w.pos"
+        ).fetchall()
+        return list(dict.fromkeys(itertools.chain.from_iterable(ids for (ids,) in rows)))
+
+    def own_baselines(self) -> list[str]:
+        """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers), the pinned
+        `baseline` of the day before left out."""
+        rows = self._db.execute(
+            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w "
+            "JOIN source_rows r ON r.vid = w.vid WHERE r.summary_json->>'$.baseline_axis' = ? ORDER BY w.pos",
+            [self._axis],
+        ).fetchall()
+        before = self._baseline[0] if self._baseline else None
+        return [str(p) for (p,) in rows if p != before]

@@ -1,0 +1,113 @@
+"""What a briefing is assembled from: the state's reads of one axis window, and the request made of them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from processors.arxiv_atom import EnrichedId
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest
+from processors.models import AxisSpec, Briefing, ControlCommand, Document
+from processors.window import window_bounds
+from sinks.clock import Clock
+from sinks.enrichment import Enricher
+from sinks.state import StateStore
+from sinks.window_reads import StoredWindow
+from streams.logs import doc_context
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """One worker's briefing reads: its settings, its state (as it is now), its clock and arXiv enricher."""
+
+    settings: Settings
+    state: StateStore
+    clock: Clock
+    enricher: Enricher | None = None
+
+    async def briefing(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, int]:
+        """The briefing of the window ending at the command's end, from the current state; and how many sources
+        its window holds.
+
+        The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
+        the few notes the briefing quotes are read whole.
+        """
+        window = window_bounds(command.end, self.settings.window_length)
+        # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
+        baseline = self.state.latest_baseline(
+            axis.name, window.start, window.start - self.settings.window_length
+        )
+        # Everything read from the state, the window pinned, before the awaits below: the window agent may store
+        # a new version of a note meanwhile, which would then show as both a source and superseded.
+        source = self.state.window(axis.name, window, baseline)
+        try:
+            request = BriefingRequest(
+                axis=axis,
+                trigger=command.trigger,
+                window=window,
+                generated_at=self.clock.now(),
+                zone=self.settings.tz,
+                living=self._living(axis),
+                axes=self.settings.axes,
+                other_living={
+                    a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
+                },
+                rejected=self.state.rejections(window),
+                history=self._history(axis, command, source, baseline),
+                arxiv_records=await self._arxiv_records(source.arxiv_ids()),
+                load=source.load,
+                lang=self.settings.lang,
+                rules=self.settings.briefing_rules,
+                source=source,
+            )
+            # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
+            # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
+            # cursor of its own while the window agent goes on writing.
+            return await asyncio.to_thread(assemble_briefing, request), source.size()
+        finally:
+            source.close()
+
+    def _history(
+        self, axis: AxisSpec, command: ControlCommand, source: StoredWindow, baseline: Document | None
+    ) -> BriefingHistory:
+        """D numbers from every briefing of the axis (a past window re-emitted must not give a number a later
+        briefing used to something else, and a close must see the flush that ended at the same time); cited
+        ids and titles from the earlier ones only; and the D numbers of the axis's baseline notes."""
+        here = (command.end, command.trigger)
+        recorded = self.state.earlier_briefings(axis.name, _END_OF_TIME)
+        earlier = [b for b in recorded if b.window.end < command.end]
+        others = [b for b in recorded if b.window.end >= command.end and (b.window.end, b.trigger) != here]
+        baselines = [*source.load(source.own_baselines()), *([baseline] if baseline else [])]
+        return BriefingHistory.of(earlier, (d.text for d in baselines), others)
+
+    def _living(self, axis: AxisSpec) -> Document | None:
+        living = self.state.living_document(axis.name)
+        if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
+            log.warning(
+                "briefing %s without its living document: %s never reached the worker (not published, or older "
+                "than the documents topic's retention); its sections show as TBD until the file changes",
+                axis.name,
+                axis.living_doc,
+                extra=doc_context(axis.living_doc, axis.name),
+            )
+        return living
+
+    async def _arxiv_records(self, ids: Sequence[str]) -> Mapping[str, EnrichedId]:
+        """arXiv metadata for the window's ids; whatever goes wrong, the briefing falls back to the documents."""
+        if self.enricher is None or not ids:
+            return {}
+        try:
+            return await self.enricher.enrich(ids)
+        except Exception:
+            # Enrichment is an extra: a bug in it must not cost the operator the briefing.
+            log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
+            return {}

@@ -1,0 +1,189 @@
+"""A stored window read as rows (sinks.window_reads) is the window its summaries make (processors.window_set):
+the same duplicates, term statistics, rows and briefing, out of the facts worked out when each version was
+stored."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bench.archive import END, Generator, living_documents
+from processors.briefing import assemble_briefing
+from processors.briefing_request import BriefingHistory, BriefingRequest
+from processors.documents import parse_document
+from processors.models import AxisSpec, Document, DocumentSummary, RawFile
+from processors.relevance import AxisSpace
+from processors.source_facts import heading_topic
+from processors.window import window_bounds
+from processors.window_rows import SourceRow
+from processors.window_set import MemoryWindow
+from sinks.state import Position, StateStore
+from sinks.window_reads import StoredWindow
+from tests.state_support import delete_path, document_record
+from tests.state_support import window_documents as whole_window
+
+AXIS = AxisSpec(
+    name="inference",
+    keywords=("inference", "推理", "vLLM", "KV cache", "TTFT"),
+    living_doc="living/inference.md",
+)
+AXES = (AXIS, AxisSpec(name="risk", keywords=("security", "安全", "攻击")))
+WINDOW = window_bounds(END, timedelta(hours=24))
+NOTES = 240  # of the seeded archive: 5-20 KB notes, zh and en, with exact and near copies among them
+
+
+def _doc(path: str, text: str, when: datetime = END) -> Document:
+    data = text.encode()
+    raw = RawFile(
+        path=path,
+        content=data,
+        size=len(data),
+        mtime=when.timestamp(),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    return parse_document(raw, zone=END.tzinfo, keep_terms=frozenset({"vllm", "推理", "安全"}))  # type: ignore[arg-type]
+
+
+def _documents() -> Iterator[Document]:
+    gen = Generator()
+    for i in range(NOTES):
+        path, text, _ = gen.note(i)
+        yield _doc(path, text)
+    yield _doc("living/inference.md", living_documents()["living/inference.md"])
+    # Yesterday's briefing (the baseline, dated before the window) and one of two days ago (left out).
+    yield _doc(
+        "inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2605.01604 | 七大失败模式 |\n"
+    )
+    yield _doc("inbox/tom/2026-09-25-inference-e1prep.md", "# inference · E1\n\n| 2605.01605 | 更早 |\n")
+    # A flush of this window written back by a writer: an own baseline dated in it.
+    yield _doc("inbox/jay/2026-09-27-1840-inference-e1prep.md", "# inference · E1\n\nD196：x\n")
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StateStore]:
+    store = StateStore(tmp_path_factory.mktemp("window") / "worker.duckdb")
+    docs = list(_documents())
+    items = [(document_record(AXIS.name, d, n), Position("t.documents", 0, n)) for n, d in enumerate(docs)]
+    for i in range(0, len(items), 97):  # batches of every size, as the window agent applies them
+        store.apply_batch(items[i : i + 97])
+    # A few notes revised (their first version superseded), one deleted.
+    n = len(items)
+    for k, d in enumerate(docs[3:6]):
+        edited = _doc(d.path, d.text + "\n\n补充：vLLM 推理 TTFT 又降低了 5%。\n")
+        store.apply_batch([(document_record(AXIS.name, edited, n + k), Position("t.documents", 0, n + k))])
+    delete_path(store, AXIS.name, docs[7].path, END, raw_offset=n + 10)
+    yield store
+    store.close()
+
+
+def _baseline(state: StateStore) -> Document | None:
+    return state.latest_baseline(AXIS.name, WINDOW.start, WINDOW.start - timedelta(hours=24))
+
+
+def _memory(state: StateStore) -> MemoryWindow:
+    documents: list[DocumentSummary] = state.window_summaries(AXIS.name, WINDOW)
+    baseline = _baseline(state)
+    superseded = state.superseded_summaries(AXIS.name, WINDOW)
+    return MemoryWindow(
+        [*documents, *([baseline] if baseline else [])], superseded, (AXIS.name, WINDOW), AXES
+    )
+
+
+def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
+    """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
+    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": ()}
+    out = []
+    for r in rows:
+        doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
+        topic = heading_topic(doc.title, doc.headings)
+        out.append(replace(r, doc=doc.model_copy(update=slim), topic=topic))
+    return out
+
+
+@pytest.fixture
+def stored(state: StateStore) -> Iterator[StoredWindow]:
+    window = state.window(AXIS.name, WINDOW, _baseline(state))
+    yield window
+    window.close()
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.8, 0.95])
+def test_the_duplicates_are_those_of_the_summaries(
+    state: StateStore, stored: StoredWindow, threshold: float
+) -> None:
+    expected = _memory(state).duplicates(threshold)
+    assert stored.duplicates(threshold) == expected
+    assert {d.kind for d in expected.values()} == {"exact", "near"}  # the archive plants both
+
+
+def test_the_rows_and_statistics_are_those_of_the_summaries(state: StateStore, stored: StoredWindow) -> None:
+    memory = _memory(state)
+    assert stored.size() == memory.size() > NOTES - 10
+    dups = memory.duplicates(0.8)
+    space = AxisSpace.of(memory.statistics(dups.keys()), AXES, {AXIS.name: state.living_document(AXIS.name)})
+    profile = space.profile_terms
+    assert sorted(stored.rows(profile), key=lambda r: r.position) == _slim(memory.rows(profile))
+    assert (
+        sorted(stored.superseded(profile), key=lambda r: r.position)
+        == _slim(memory.superseded(profile))
+        != []
+    )
+    assert stored.arxiv_ids() == memory.arxiv_ids()
+    got, want = stored.statistics(dups.keys()), memory.statistics(dups.keys())
+    assert (got.documents, got.average_length) == (want.documents, want.average_length)
+    terms = [*profile, "模型", "cache", "nowhere-at-all"]
+    assert got.frequencies(terms) == want.frequencies(terms)
+
+
+def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
+    state: StateStore, stored: StoredWindow
+) -> None:
+    baseline = _baseline(state)
+    whole = {d.path: d for d in whole_window(state, AXIS.name, WINDOW)}
+    request = BriefingRequest(
+        axis=AXIS,
+        axes=AXES,
+        trigger="flush",
+        window=WINDOW,
+        generated_at=END,
+        zone=END.tzinfo,  # type: ignore[arg-type]
+        documents=[*whole.values(), *([baseline] if baseline else [])],
+        superseded=state.superseded_summaries(AXIS.name, WINDOW),
+        living=state.living_document(AXIS.name),
+        history=BriefingHistory.of([], [baseline.text] if baseline else []),
+    )
+    from_rows = assemble_briefing(
+        BriefingRequest(
+            **{
+                **request.__dict__,
+                "documents": (),
+                "superseded": (),
+                "source": stored,
+                "load": lambda paths: [whole[p] for p in paths if p in whole],
+            }
+        )
+    )
+    assert from_rows == assemble_briefing(request)
+    assert len(from_rows.increments) >= 3 and any(s.status == "superseded" for s in from_rows.sources)
+
+
+def test_each_version_s_facts_are_stored_once_whatever_its_axes(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    doc = _doc("inbox/jay/2026-09-27-1000-a.md", "# a\n\nvLLM 推理 KV cache 压缩。\n")
+    items = [(document_record(a.name, doc, 1), Position("t.documents", 0, n)) for n, a in enumerate(AXES)]
+    state.apply_batch(items[:1])
+    state.apply_batch(items[1:])
+    rows = state._db.execute("SELECT count(*), count(DISTINCT vid) FROM source_rows").fetchall()
+    terms = state._db.execute("SELECT count(*) FROM source_terms").fetchall()
+    assert rows == [(1, 1)] and terms == [(len(doc.terms),)]
+    state.close()
+
+
+def test_the_axis_s_own_baselines_in_the_window_are_named_for_their_d_numbers(stored: StoredWindow) -> None:
+    assert stored.own_baselines() == ["inbox/jay/2026-09-27-1840-inference-e1prep.md"]
+    assert [d.path for d in stored.load(stored.own_baselines())] == stored.own_baselines()
