@@ -30,15 +30,6 @@ class Counts:
             f"SELECT count(*) FROM documents d WHERE {IN_WINDOW}", [axis, window.start, window.end]
         )
 
-    def window_version(self, axis: str, window: WindowBounds) -> tuple[int, int]:
-        """Changes whenever the window's documents do (a version arrives, one is deleted or leaves the window):
-        their count and the sum of their arrival numbers, which only grow."""
-        row = self._db.execute(
-            f"SELECT count(*), coalesce(sum(seq), 0) FROM documents d WHERE {IN_WINDOW}",
-            [axis, window.start, window.end],
-        ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
     def axis_summary(self, axis: str) -> dict[str, int]:
         """Counts for `predigest status`: current documents, superseded versions and deleted paths."""
         row = self._db.execute(

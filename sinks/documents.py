@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
 
-from processors.models import Document, DocumentSummary, Rejection, WindowBounds
+from processors.models import Document, Rejection, WindowBounds
 from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
-from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
+from processors.wire import DocumentRecord, StoredDocument, load_document
 
 log = logging.getLogger(__name__)
 
@@ -22,15 +22,6 @@ NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.p
 IN_WINDOW = (
     f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {NOT_DELETED}"
 )
-_SUPERSEDED = "axis=? AND NOT current AND kind <> 'living' AND event_time >= ? AND event_time < ?"
-
-
-@dataclass(frozen=True)
-class DocumentLoader:
-    """`load(paths)` for a briefing's second phase, and `close()` once it is done."""
-
-    load: Callable[[Sequence[str]], list[Document]]
-    close: Callable[[], None]
 
 
 @dataclass
@@ -173,60 +164,12 @@ class Documents:
         rows = self._db.execute("SELECT nextval('doc_seq') FROM range(?)", [n]).fetchall()
         return sorted(int(r[0]) for r in rows)
 
-    def _docs(
-        self, where: str, params: Sequence[object], db: duckdb.DuckDBPyConnection | None = None
-    ) -> list[Document]:
-        rows = (
-            (db or self._db)
-            .execute(
-                f"SELECT c.summary_json, c.body_json FROM documents d {_CONTENT} WHERE {where} "
-                "ORDER BY d.event_time, d.path",
-                list(params),
-            )
-            .fetchall()
-        )
-        return whole_documents(rows)
-
-    def _summaries(self, where: str, params: Sequence[object]) -> list[DocumentSummary]:
+    def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
         rows = self._db.execute(
-            f"SELECT c.summary_json FROM documents d {_CONTENT} WHERE {where} ORDER BY d.event_time, d.path",
+            f"SELECT c.summary_json, c.body_json FROM documents d {_CONTENT} WHERE {where} ORDER BY d.event_time, d.path",
             list(params),
         ).fetchall()
-        return [load_summary(r[0]) for r in rows]
-
-    def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        """Current, undeleted versions of the axis's documents dated in the window, without their text."""
-        return self._summaries(IN_WINDOW, [axis, window.start, window.end])
-
-    def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        """Versions of the window's documents that a newer one replaced."""
-        return self._summaries(_SUPERSEDED, [axis, window.start, window.end])
-
-    def documents(self, axis: str, paths: Sequence[str]) -> list[Document]:
-        """The current versions of these paths on the axis, whole (the few a briefing quotes)."""
-        if not paths:
-            return []
-        return self._docs("d.axis=? AND d.current AND list_contains(?, d.path)", [axis, list(paths)])
-
-    def loader(self, axis: str, versions: Mapping[str, str]) -> DocumentLoader:
-        """Loads whole the given versions (path → sha256) of the axis's documents, from another thread.
-
-        Its own connection (a DuckDB cursor, opened here) reads while this one goes on writing; asking for
-        the versions the summaries came from keeps a briefing consistent with its window as it was read.
-        """
-        cursor = self._db.cursor()
-
-        def load(paths: Sequence[str]) -> list[Document]:
-            wanted = [p for p in paths if p in versions]
-            if not wanted:
-                return []
-            return self._docs(
-                "d.axis=? AND list_contains(?, d.path || '@' || d.sha256)",
-                [axis, [f"{p}@{versions[p]}" for p in wanted]],
-                cursor,
-            )
-
-        return DocumentLoader(load, cursor.close)
+        return whole_documents(rows)
 
     def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
         """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""

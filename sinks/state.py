@@ -7,16 +7,16 @@ file and runs the writes that span two of them (a record and its offset) in one 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from processors.models import Briefing, Document, DocumentSummary, Rejection, Trigger, WindowBounds
+from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
 from processors.wire import DocumentRecord
 from sinks import duck, schema
 from sinks.counts import Counts
-from sinks.documents import DocumentLoader, Documents
+from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
@@ -107,22 +107,10 @@ class StateStore:
     def applied_offset(self, topic: str, partition: int) -> int | None:
         return self.offsets.get(topic, partition)
 
-    def window_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        return self.docs.window_summaries(axis, window)
-
     def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
         """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
         pinned = (baseline.path, baseline.sha256) if baseline is not None else None
         return StoredWindow(self._db.cursor(), axis, window, pinned)
-
-    def superseded_summaries(self, axis: str, window: WindowBounds) -> list[DocumentSummary]:
-        return self.docs.superseded_summaries(axis, window)
-
-    def documents(self, axis: str, paths: Sequence[str]) -> list[Document]:
-        return self.docs.documents(axis, paths)
-
-    def loader(self, axis: str, versions: Mapping[str, str]) -> DocumentLoader:
-        return self.docs.loader(axis, versions)
 
     def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
         return self.docs.latest_baseline(axis, before, since)

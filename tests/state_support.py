@@ -1,5 +1,5 @@
-"""Builders for tests of the sinks: records through the state's real write path, whole documents and events back,
-and a briefing to record or write."""
+"""Builders for tests of the sinks: records through the state's real write path, a window's documents read back
+straight from its tables, events, and a briefing to record or write."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingRequest
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent
-from processors.models import AxisSpec, Briefing, Document, RawFile, WindowBounds
+from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
 from processors.window import window_bounds
-from processors.wire import DocumentRecord, EventHeader, load_document, store_document
+from processors.wire import DocumentRecord, EventHeader, StoredDocument, load_document, store_document
 from sinks.state import Position, StateStore
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -57,14 +57,41 @@ def delete_path(state: StateStore, axis: str, path: str, when: datetime, *, raw_
     return state.apply_batch([(deletion_record(axis, path, when, raw_offset), None)])[0]
 
 
-def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list[Document]:
-    """The window's current documents, whole: the summaries a briefing ranks, then their versions loaded."""
-    summaries = state.window_summaries(axis, window)
-    loader = state.loader(axis, {d.path: d.sha256 for d in summaries})
+# What a briefing of the window sees (docs/guarantees.md): current, undeleted versions dated in it, living documents
+# apart; and the versions of the window a newer one replaced. Written here again, apart from the product's reads
+# (sinks.window_reads), so that tests compare those with the tables themselves.
+_IN_WINDOW = (
+    "d.axis = ? AND d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ? AND NOT EXISTS "
+    "(SELECT 1 FROM deletions x WHERE x.axis = d.axis AND x.path = d.path)"
+)
+_SUPERSEDED = "d.axis = ? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
+
+
+def _stored(state: StateStore, where: str, axis: str, window: WindowBounds) -> list[Document]:
+    cursor = state._db.cursor()
     try:
-        return loader.load([d.path for d in summaries])
+        rows = cursor.execute(
+            "SELECT c.summary_json, c.body_json FROM documents d JOIN contents c ON c.path = d.path AND "
+            f"c.sha256 = d.sha256 WHERE {where} ORDER BY d.event_time, d.path",
+            [axis, window.start, window.end],
+        ).fetchall()
     finally:
-        loader.close()
+        cursor.close()
+    return [load_document(StoredDocument(summary, body)) for summary, body in rows]
+
+
+def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list[Document]:
+    """The window's current documents, whole, in window order (event time, path)."""
+    return _stored(state, _IN_WINDOW, axis, window)
+
+
+def window_summaries(state: StateStore, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+    return [d.summary() for d in window_documents(state, axis, window)]
+
+
+def superseded_summaries(state: StateStore, axis: str, window: WindowBounds) -> list[DocumentSummary]:
+    """The window's versions that a newer one of their note replaced, in window order."""
+    return [d.summary() for d in _stored(state, _SUPERSEDED, axis, window)]
 
 
 def to_event(record: DocumentRecord) -> DocumentEvent:

@@ -14,7 +14,7 @@ from processors.models import Document, RawFile
 from processors.window import window_bounds
 from sinks.errors import StateLockedError
 from sinks.state import StateStore
-from tests.state_support import delete_path, put_document, window_documents
+from tests.state_support import delete_path, put_document, superseded_summaries, window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -44,7 +44,7 @@ def test_a_new_version_of_a_path_supersedes_the_old_one(state: StateStore) -> No
     put_document(state, "inference", old, raw_offset=1)
     put_document(state, "inference", new, raw_offset=2)
     assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [new.sha256]
-    assert [d.sha256 for d in state.superseded_summaries("inference", WINDOW)] == [old.sha256]
+    assert [d.sha256 for d in superseded_summaries(state, "inference", WINDOW)] == [old.sha256]
     # Replaying the old version after the new one must not bring it back.
     assert put_document(state, "inference", old, raw_offset=1) is False
     assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [new.sha256]

@@ -18,7 +18,7 @@ from sinks.duck import set_aside
 from sinks.errors import StateUnreadableError
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
-from tests.state_support import delete_path, put_document, window_documents
+from tests.state_support import delete_path, put_document, superseded_summaries, window_documents
 
 SH = ZoneInfo("Asia/Shanghai")
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -97,7 +97,7 @@ def test_a_batch_rolled_back_after_its_rows_were_planned_leaves_nothing_remember
     assert current(state) == ["# a\nfirst"]
     assert put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1)) is True
     assert put_document(state, "inference", parsed("# a\nthird"), raw_offset=3, position=at(2)) is True
-    assert current(state) == ["# a\nthird"] and len(state.superseded_summaries("inference", WINDOW)) == 2
+    assert current(state) == ["# a\nthird"] and len(superseded_summaries(state, "inference", WINDOW)) == 2
 
 
 def test_a_reopened_state_knows_its_paths_and_offsets(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_a_reopened_state_knows_its_paths_and_offsets(tmp_path: Path) -> None:
     assert put_document(state, "inference", parsed("# a\nsecond"), raw_offset=2, position=at(1)) is True
     assert current(state) == ["# a\nsecond"]
     assert [d.text for d in window_documents(state, "inference", WINDOW)] == ["# a\nsecond"]
-    assert len(state.superseded_summaries("inference", WINDOW)) == 1
+    assert len(superseded_summaries(state, "inference", WINDOW)) == 1
 
 
 def test_versions_follow_the_raw_offset_whatever_order_they_arrive_in(state: StateStore) -> None:
@@ -118,7 +118,7 @@ def test_versions_follow_the_raw_offset_whatever_order_they_arrive_in(state: Sta
     put_document(state, "inference", v2, raw_offset=21, position=at(0))
     assert put_document(state, "inference", v1, raw_offset=20, position=at(1)) is False
     assert current(state) == ["# a\nsecond"]
-    assert [d.sha256 for d in state.superseded_summaries("inference", WINDOW)] == [v1.sha256]
+    assert [d.sha256 for d in superseded_summaries(state, "inference", WINDOW)] == [v1.sha256]
 
 
 def test_a_deletion_orders_with_the_versions(state: StateStore) -> None:

@@ -24,7 +24,7 @@ from processors.window_rows import SourceRow
 from processors.window_set import MemoryWindow
 from sinks.state import Position, StateStore
 from sinks.window_reads import StoredWindow
-from tests.state_support import delete_path, document_record
+from tests.state_support import delete_path, document_record, superseded_summaries, window_summaries
 from tests.state_support import window_documents as whole_window
 
 AXIS = AxisSpec(
@@ -86,9 +86,9 @@ def _baseline(state: StateStore) -> Document | None:
 
 
 def _memory(state: StateStore) -> MemoryWindow:
-    documents: list[DocumentSummary] = state.window_summaries(AXIS.name, WINDOW)
+    documents: list[DocumentSummary] = window_summaries(state, AXIS.name, WINDOW)
     baseline = _baseline(state)
-    superseded = state.superseded_summaries(AXIS.name, WINDOW)
+    superseded = superseded_summaries(state, AXIS.name, WINDOW)
     return MemoryWindow(
         [*documents, *([baseline] if baseline else [])], superseded, (AXIS.name, WINDOW), AXES
     )
@@ -153,7 +153,7 @@ def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
         generated_at=END,
         zone=END.tzinfo,  # type: ignore[arg-type]
         documents=[*whole.values(), *([baseline] if baseline else [])],
-        superseded=state.superseded_summaries(AXIS.name, WINDOW),
+        superseded=superseded_summaries(state, AXIS.name, WINDOW),
         living=state.living_document(AXIS.name),
         history=BriefingHistory.of([], [baseline.text] if baseline else []),
     )

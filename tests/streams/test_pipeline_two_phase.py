@@ -21,8 +21,8 @@ from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
-from tests.state_support import window_documents
-from tests.streams.pipeline_support import ingest
+from tests.state_support import superseded_summaries, window_documents
+from tests.streams.pipeline_support import ingest, raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -51,12 +51,18 @@ def pipeline(tmp_path: Path) -> Pipeline:
     return p
 
 
-def test_summaries_are_the_documents_without_their_text(pipeline: Pipeline) -> None:
+def test_the_stored_window_loads_its_sources_whole_in_window_order(pipeline: Pipeline) -> None:
     window = window_bounds(END, pipeline.settings.window_length)
     whole = window_documents(pipeline.state, "inference", window)
     assert len(whole) > 3
-    assert pipeline.state.window_summaries("inference", window) == [d.summary() for d in whole]
-    assert pipeline.state.documents("inference", [d.path for d in whole[:2]]) == whole[:2]
+    stored = pipeline.state.window("inference", window)
+    try:
+        assert [r.doc.path for r in sorted(stored.rows(()), key=lambda r: r.position)] == [
+            d.path for d in whole
+        ]
+        assert stored.load([d.path for d in reversed(whole[:3])]) == whole[:3]
+    finally:
+        stored.close()
 
 
 async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline: Pipeline) -> None:
@@ -80,7 +86,7 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
         living=state.living_document("inference"),
         axes=s.axes,
         other_living={a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
-        superseded=state.superseded_summaries("inference", window),
+        superseded=superseded_summaries(state, "inference", window),
         rejected=state.rejections(window),
         # What the worker does: D numbers continue from the whole baselines' texts.
         history=BriefingHistory.of([], (d.text for d in whole if d.kind == "baseline")),
@@ -90,17 +96,21 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
     assert emission.briefing == assemble_briefing(request)
 
 
-async def test_the_loader_reads_the_summarised_versions_from_another_thread(pipeline: Pipeline) -> None:
+async def test_the_window_loads_the_versions_it_pinned_from_another_thread(pipeline: Pipeline) -> None:
+    """A newer version stored while a briefing runs is not what that briefing quotes: it reads its window as it was."""
     state = pipeline.state
     window = window_bounds(END, pipeline.settings.window_length)
-    summaries = state.window_summaries("inference", window)
-    loader = state.loader("inference", {d.path: d.sha256 for d in summaries})
+    whole = window_documents(state, "inference", window)
+    stored = state.window("inference", window)
     try:
-        paths: Sequence[str] = [d.path for d in summaries[:3]]
-        got: list[Document] = await asyncio.to_thread(loader.load, [*paths, "inbox/nobody/gone.md"])
+        edited = (EXAMPLES / whole[0].path).read_text() + "\n\n补充：vLLM 推理又快了 5%。\n"
+        ingest(pipeline, raw_file(whole[0].path, edited, END.timestamp()), raw_offset=10_000)
+        assert whole[0].sha256 not in {d.sha256 for d in window_documents(state, "inference", window)}
+        paths: Sequence[str] = [d.path for d in whole[:3]]
+        got: list[Document] = await asyncio.to_thread(stored.load, [*paths, "inbox/nobody/gone.md"])
     finally:
-        loader.close()
-    assert [d.summary() for d in got] == summaries[:3]
+        stored.close()
+    assert got == whole[:3]
 
 
 async def test_d_numbers_hold_across_the_worker_s_briefings_in_any_order(pipeline: Pipeline) -> None:
