@@ -14,7 +14,9 @@ from pathlib import Path
 import duckdb
 import httpx
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 from prometheus_client.parser import text_string_to_metric_families
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from streams import kafka_io
 from streams.settings import Settings
@@ -124,16 +126,34 @@ def assert_each_path_stored_once(rows: list[Row], paths: set[str], axis: str = "
     assert all(r.current for r in rows if r.path in paths and r.axis == axis)
 
 
+COMMITTED_DEADLINE_SECONDS = 30.0
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaError) and exc.retriable
+
+
 async def committed(settings: Settings, stage: str) -> int:
-    """The worker group's committed offset on a one-partition stage topic (0 before the first commit)."""
+    """The worker group's committed offset on a one-partition stage topic (0 before the first commit).
+
+    Right after a broker starts, the group coordinator is not there yet (GroupCoordinatorNotAvailableError) and a
+    connection may be refused: such retriable errors are retried until COMMITTED_DEADLINE_SECONDS, then raised.
+    """
     topic = settings.kafka.topic(stage)
-    admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))
-    await admin.start()
-    try:
-        parts = await kafka_io.topic_partitions(admin, [topic])
-        offsets = await admin.list_consumer_group_offsets(settings.app_id, partitions=parts)
-    finally:
-        await admin.close()
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception(_retriable),
+        stop=stop_after_delay(COMMITTED_DEADLINE_SECONDS),
+        wait=wait_exponential(multiplier=0.2, max=2.0),
+        reraise=True,
+    ):
+        with attempt:
+            admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))
+            try:
+                await admin.start()
+                parts = await kafka_io.topic_partitions(admin, [topic])
+                offsets = await admin.list_consumer_group_offsets(settings.app_id, partitions=parts)
+            finally:
+                await admin.close()
     meta = offsets.get(parts[0])
     return meta.offset if meta is not None and meta.offset >= 0 else 0
 
