@@ -125,8 +125,3 @@ def parse_feed(body: bytes) -> AtomFeed:
     return AtomFeed(
         records=tuple(records), errors=tuple(errors), total_results=int(total) if total.isdigit() else None
     )
-
-
-def parse_atom(body: bytes) -> list[ArxivRecord]:
-    """The papers in an arXiv API response; an error feed or an empty feed gives []."""
-    return list(parse_feed(body).records)

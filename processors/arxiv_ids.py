@@ -12,8 +12,6 @@ from functools import lru_cache
 
 import predigest_native
 
-from processors.tokens import URL_CHAR, URL_TRAILING
-
 # Ids of one note a briefing lists in 四 (a daily digest of a few hundred papers stays whole): a note citing
 # 50,000 is a dump, and listing it whole made an 8.9 MB briefing. The note keeps every id, with a warning.
 MAX_LISTED_IDS_PER_NOTE = 300
@@ -31,7 +29,6 @@ _ARCHIVE_ALT = "|".join(sorted((re.escape(a) for a in _ARCHIVES), key=len, rever
 _NEW_FULL = re.compile(r"(\d{4})\.(\d{4,5})(?:v\d+)?")
 _OLD_FULL = re.compile(rf"({_ARCHIVE_ALT})(\.[A-Z]{{2}})?/(\d{{7}})(?:v\d+)?")
 _PREFIX_RE = re.compile(r"^\s*arxiv\s*[: ]\s*", re.IGNORECASE)
-_URL_RE = re.compile(rf"https?://(?:www\.|export\.)?arxiv\.org/{URL_CHAR}*", re.IGNORECASE)
 _CARD_RE = re.compile(r"^(\d+)-(\d{4})-(\d{4,5})(?:v\d+)?\.md$", re.IGNORECASE)
 
 
@@ -86,20 +83,6 @@ def extract_arxiv_ids(text: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def _extract_cached(text: str) -> tuple[str, ...]:
     return tuple(predigest_native.extract_arxiv_ids(text))
-
-
-def invalid_arxiv_mentions(text: str) -> list[str]:
-    """Strings announced as arXiv ids (`arXiv:…`, an arxiv.org URL) that are not valid ids, unique, in order."""
-    return predigest_native.invalid_arxiv_mentions(text)
-
-
-def arxiv_urls(text: str) -> list[str]:
-    """arxiv.org URLs found in `text`, unique, in order, trailing punctuation removed."""
-    seen: dict[str, None] = {}
-    for m in _URL_RE.finditer(text):
-        url = m.group(0).rstrip(URL_TRAILING)
-        seen.setdefault(url, None)
-    return list(seen)
 
 
 def _basename(filename: str) -> str:

@@ -12,7 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from processors.i18n import Lang
 from processors.markup import EMOJI, is_internal
 from processors.structure import Block, SectionNode
 
@@ -26,23 +25,6 @@ BoilerplateReason = Literal[
     "excluded",  # items the writer lists as excluded, skipped or filtered out
     "nothing_new",  # "no new paper today", `未发现新论文`, `새 논문 없음`
 ]
-
-REASON_TEXT: dict[BoilerplateReason, dict[Lang, str]] = {
-    "navigation": {"zh": "导航或返回链接", "en": "navigation or back-link"},
-    "badge": {"zh": "徽章或纯图片", "en": "badge or image only"},
-    "toc": {"zh": "目录", "en": "table of contents"},
-    "boilerplate_section": {"zh": "模板章节（简介、许可、贡献、使用、引用等）", "en": "boilerplate section"},
-    "source_spec": {"zh": "来源说明或方法说明", "en": "source or methodology statement"},
-    "statistics": {"zh": "统计行", "en": "statistics line"},
-    "excluded": {"zh": "作者列出的排除项", "en": "items the writer excluded"},
-    "nothing_new": {"zh": "声明无新增", "en": "states that nothing is new"},
-}
-
-
-def reason_text(reason: BoilerplateReason, lang: Lang) -> str:
-    """The reason as an editor reads it."""
-    return REASON_TEXT[reason][lang]
-
 
 # Headings whose whole section is boilerplate, compared after numbering, emoji and punctuation are removed.
 _BOILER_HEADINGS = (
@@ -232,19 +214,3 @@ def block_reasons(section: SectionNode, *, whole: bool = True) -> list[Boilerpla
             parents.clear()
         out.append(reason)
     return out
-
-
-def boilerplate_reason(block: Block, section: SectionNode | None = None) -> BoilerplateReason | None:
-    """Why `block` is boilerplate, None when it is content; with its section, its context counts too."""
-    if section is None:
-        return _own_reason(block)
-    reasons = block_reasons(section)
-    for b, reason in zip(section.blocks, reasons, strict=True):
-        if b is block:
-            return reason
-    return _own_reason(block)
-
-
-def is_boilerplate(block: Block, section: SectionNode | None = None) -> bool:
-    """True when `block` is structure, not content."""
-    return boilerplate_reason(block, section) is not None

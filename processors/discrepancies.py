@@ -27,7 +27,7 @@ from processors.i18n import Lang, say
 from processors.id_conflicts import id_conflicts
 from processors.key_points import clean_line, figures
 from processors.living_doc import LivingDoc, section_label
-from processors.models import ArxivEntry, Claim, Discrepancy, Document, DocumentSummary, TitledId
+from processors.models import ArxivEntry, Claim, Discrepancy, Document, DocumentSummary
 from processors.product_versions import MAX_MENTIONS, VersionMention, release_numbers, versions_in
 from processors.units import Unit, section_ref, urls_in
 from processors.writer_flags import MAX_FLAGS_PER_NOTE, flagged_claims, names_a_source, unsourced_figures
@@ -40,7 +40,6 @@ __all__ = [
     "mark_suspects",
     "number_items",
     "screen",
-    "screen_ids",
     "version_conflicts",
 ]
 
@@ -268,23 +267,6 @@ class Screening:
     suspect: frozenset[str]
 
 
-def screen_ids(
-    stated: Sequence[TitledId],
-    notes: Sequence[DocumentSummary],
-    read: Callable[[Sequence[DocumentSummary]], Mapping[str, Document]],
-    ids: tuple[Collection[str], Collection[str], Collection[str]],
-    where: tuple[ZoneInfo, Lang],
-) -> Screening:
-    """Title/id conflicts and ids dated after their note. `ids` is (new, anchored, the living document's);
-    `read` loads notes whole.
-
-    `stated` holds the titles of the window, the living document and earlier briefings. A new id titled like
-    an anchored one, or dated after its note, is most likely a typo: a D-item, never an increment.
-    """
-    zone, lang = where
-    return screen(id_conflicts(stated, lang), future_id_hits(notes, zone), read, ids, where)
-
-
 def screen(
     id_items: Sequence[Finding],
     hits: Sequence[tuple[DocumentSummary, str]],
@@ -292,7 +274,11 @@ def screen(
     ids: tuple[Collection[str], Collection[str], Collection[str]],
     where: tuple[ZoneInfo, Lang],
 ) -> Screening:
-    """`screen_ids` from what a read of the window found: its id conflicts and its ids dated after their note."""
+    """Title/id conflicts (`id_items`) and ids dated after their note (`hits`), as D-items; `ids` is (new, anchored,
+    the living document's), `read` loads notes whole.
+
+    A new id titled like an anchored one, or dated after its note, is most likely a typo: a D-item, never an increment.
+    """
     new_ids, anchored, living_ids = ids
     zone, lang = where
     docs = list({d.path: d for d, _ in hits}.values())

@@ -314,13 +314,6 @@ class BestTitles:
         return {i: title for i, (_, title) in self._best.items()}
 
 
-def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
-    """The title of each id from its most trusted source (`BestTitles`)."""
-    best = BestTitles()
-    best.add(pairs)
-    return best.titles()
-
-
 @dataclass(frozen=True)
 class WindowTitles:
     """The title of each id (the arXiv API's first, then the documents'), and which ids the API answered for."""

@@ -1,4 +1,4 @@
-"""parse_atom on the real recorded arXiv API responses, and on bodies that are not Atom."""
+"""parse_feed on the real recorded arXiv API responses, and on bodies that are not Atom."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from processors.arxiv_atom import ArxivAtomError, ArxivRecord, parse_atom, parse_feed
+from processors.arxiv_atom import ArxivAtomError, ArxivRecord, parse_feed
 from processors.errors import ProcessorError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "corpus/arxiv_api/lukasschwab_arxiv.py_fixtures"
 XML = FIXTURES / "xml_extracted"
+
+
+def records_of(body: bytes) -> list[ArxivRecord]:
+    """The papers of a response; an error feed or an empty feed gives []."""
+    return list(parse_feed(body).records)
 
 
 def body(name: str) -> bytes:
@@ -19,20 +24,20 @@ def body(name: str) -> bytes:
 
 
 def page(start: int, size: int) -> list[str]:
-    return [r.id for r in parse_atom(next(XML.glob(f"q_testing_s{start}_m{size}_*.xml")).read_bytes())]
+    return [r.id for r in records_of(next(XML.glob(f"q_testing_s{start}_m{size}_*.xml")).read_bytes())]
 
 
 def test_every_recorded_response_parses() -> None:
     files = sorted(XML.glob("*.xml"))
     assert len(files) == 20
     for path in files:
-        for record in parse_atom(path.read_bytes()):
+        for record in records_of(path.read_bytes()):
             assert record.title and "\n" not in record.title and "  " not in record.title, path.name
             assert "v" not in record.id.rsplit("/", 1)[-1], path.name  # ids carry no version
 
 
 def test_single_id() -> None:
-    (record,) = parse_atom(body("id_1605.08386"))
+    (record,) = records_of(body("id_1605.08386"))
     assert record == ArxivRecord(
         id="1605.08386",
         version=1,
@@ -48,7 +53,7 @@ def test_single_id() -> None:
 
 
 def test_versioned_id_and_a_title_that_looks_falsy() -> None:
-    (record,) = parse_atom(body("id_2104.12255v1"))
+    (record,) = records_of(body("id_2104.12255v1"))
     assert (record.id, record.version, record.title) == ("2104.12255", 1, "0")
     assert record.primary_category == "cs.CR"
 
@@ -61,7 +66,7 @@ def test_versioned_id_and_a_title_that_looks_falsy() -> None:
     ],
 )
 def test_old_style_ids(name: str, arxiv_id: str, primary: str) -> None:
-    (record,) = parse_atom(body(name))
+    (record,) = records_of(body(name))
     assert record.id == arxiv_id
     assert record.version == 1
     assert record.primary_category == primary
@@ -69,7 +74,7 @@ def test_old_style_ids(name: str, arxiv_id: str, primary: str) -> None:
 
 
 def test_two_ids_in_one_request_where_one_does_not_exist() -> None:
-    records = parse_atom(body("id_0808.05394_1707.08567"))
+    records = records_of(body("id_0808.05394_1707.08567"))
     assert [r.id for r in records] == ["1707.08567"]
     assert len(records[0].authors) == 34
     assert "Dirk Wübben" in records[0].authors
@@ -84,7 +89,7 @@ def test_malformed_id_error_feed_gives_no_record_and_the_message() -> None:
     feed = parse_feed(body("id_abc"))
     assert feed.records == ()
     assert feed.errors == ("incorrect id format for abc",)
-    assert parse_atom(body("id_abc")) == []
+    assert records_of(body("id_abc")) == []
 
 
 def test_search_pages_stitch_together() -> None:
@@ -107,7 +112,7 @@ def test_json_recordings_agree_with_the_xml_and_status() -> None:
 
 def test_whitespace_in_titles_is_collapsed() -> None:
     text = body("id_1605.08386").replace(b"Heat-bath random walks", b"Heat-bath\n      random   walks")
-    assert parse_atom(text)[0].title == "Heat-bath random walks with Markov bases"
+    assert records_of(text)[0].title == "Heat-bath random walks with Markov bases"
 
 
 BILLION_LAUGHS = b"""<?xml version="1.0"?>
@@ -128,7 +133,7 @@ BILLION_LAUGHS = b"""<?xml version="1.0"?>
 )
 def test_a_body_that_is_not_atom_is_a_processor_error(bad: bytes) -> None:
     with pytest.raises(ArxivAtomError) as info:
-        parse_atom(bad)
+        records_of(bad)
     assert isinstance(info.value, ProcessorError)
 
 

@@ -5,7 +5,6 @@ import pytest
 from processors import arxiv_ids
 from processors.arxiv_ids import (
     arxiv_id_from_card_name,
-    arxiv_urls,
     card_number_from_name,
     extract_arxiv_ids,
     is_valid_arxiv_id,
@@ -105,11 +104,6 @@ def test_card_names() -> None:
     assert card_number_from_name("notes.md") is None
 
 
-def test_arxiv_urls_are_found_without_trailing_punctuation() -> None:
-    text = "[x](https://arxiv.org/abs/2407.18003) and https://arxiv.org/pdf/2609.23130v1. and https://example.org/a"
-    assert arxiv_urls(text) == ["https://arxiv.org/abs/2407.18003", "https://arxiv.org/pdf/2609.23130v1"]
-
-
 def test_identifier_spec_examples() -> None:
     path = CORPUS / "arxiv_api" / "arxiv-docs_specs" / "arxiv_identifier.md"
     ids = extract_arxiv_ids(path.read_text(encoding="utf-8"))
@@ -144,4 +138,4 @@ def test_an_arxiv_url_ends_where_any_cjk_script_begins(script: str) -> None:
     from processors.units import urls_in
 
     text = f"见 https://arxiv.org/abs/2401.12345{script}。"
-    assert arxiv_urls(text) == urls_in(text) == ["https://arxiv.org/abs/2401.12345"]
+    assert urls_in(text) == ["https://arxiv.org/abs/2401.12345"]

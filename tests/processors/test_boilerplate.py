@@ -6,14 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.boilerplate import (
-    REASON_TEXT,
-    block_reasons,
-    boilerplate_reason,
-    is_boilerplate,
-    reason_text,
-    section_boilerplate,
-)
+from processors.boilerplate import BoilerplateReason, block_reasons, section_boilerplate
 from processors.structure import SectionNode, parse_structure
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -26,11 +19,10 @@ def only_section(markdown: str) -> SectionNode:
     return section
 
 
-def reason_of(markdown: str) -> str | None:
+def reason_of(markdown: str) -> BoilerplateReason | None:
     """The reason of the one block a snippet holds, read in its section."""
-    section = only_section(markdown)
-    (block,) = section.blocks
-    return boilerplate_reason(block, section)
+    (reason,) = block_reasons(only_section(markdown))
+    return reason
 
 
 @pytest.mark.parametrize(
@@ -187,15 +179,6 @@ def test_real_roots_keep_their_papers_and_lose_their_scaffolding() -> None:
     assert reasons["订阅渠道"] == "boilerplate_section"
     paper = next(s for s in zh.sections if s.heading.startswith("1. REINFORCE++"))
     assert section_boilerplate(paper) is None
-
-
-def test_is_boilerplate_without_a_section_reads_the_block_alone() -> None:
-    (block,) = only_section("[[Back]](#toc)").blocks
-    assert is_boilerplate(block)
-    assert reason_text("excluded", "zh") == "作者列出的排除项"
-    assert set(REASON_TEXT) == {
-        "navigation", "badge", "toc", "boilerplate_section", "source_spec", "statistics", "excluded", "nothing_new",
-    }  # fmt: skip
 
 
 def test_a_badge_head_wrapped_in_empty_html_is_boilerplate() -> None:

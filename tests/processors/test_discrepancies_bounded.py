@@ -9,11 +9,13 @@ from processors.discrepancies import (
     MAX_FUTURE_PER_NOTE,
     MAX_ITEMS,
     flagged_and_unsourced,
+    future_id_hits,
     number_items,
-    screen_ids,
+    screen,
     version_conflicts,
 )
 from processors.discrepancy_keys import DNumbers
+from processors.id_conflicts import id_conflicts
 from processors.living_doc import parse_living_doc
 from processors.units import units_of
 from processors.writer_flags import MAX_FLAGS_PER_NOTE
@@ -42,9 +44,9 @@ def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_
     assert len(doc.arxiv_ids) > 50_000 and len(doc.titled) >= 2500
     started = time.monotonic()
     units = units_of(doc, "inference", 4, 1.0)
-    screening = screen_ids(
-        [*doc.titled, *list(doc.titled)],
-        [doc],
+    screening = screen(
+        id_conflicts([*doc.titled, *list(doc.titled)], "zh"),
+        future_id_hits([doc], SH),
         lambda docs: {d.path: doc for d in docs},
         (set(doc.arxiv_ids), set(), set()),
         (SH, "zh"),

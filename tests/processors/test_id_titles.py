@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from processors.id_titles import NAME, TRUST, best_titles, clean_title, plausible_title, titled_ids
+from processors.id_titles import NAME, TRUST, BestTitles, clean_title, plausible_title, titled_ids
 from processors.models import Document, TitledId
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -29,6 +30,13 @@ def doc(path: str, text: str, *, title: str = "", ids: tuple[str, ...] = ()) -> 
         text_hash="0",
         text=text,
     )
+
+
+def best_titles(pairs: Iterable[TitledId]) -> dict[str, str]:
+    """The title of each id from its most trusted source, as a briefing's `BestTitles` keeps it."""
+    best = BestTitles()
+    best.add(pairs)
+    return best.titles()
 
 
 def titles(d: Document) -> dict[str, str]:
