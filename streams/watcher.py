@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
+import time  # thread_time: the CPU a rescan costs, not the time of day
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaProducer
 
 from processors.quiet import Pending, QuietTracker, Stat, under
 from processors.root_paths import WATCHED, watched
+from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
@@ -49,39 +50,43 @@ class Watcher:
         producer: AIOKafkaProducer,
         ledger: Ledger,
         metrics: WatcherMetrics,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         renew: Callable[[], Awaitable[AIOKafkaProducer]] | None = None,
     ) -> None:
         self._s = settings
+        self._clock = clock
         self._root = settings.root.resolve()
-        self._raw = RawProducer(producer, settings.kafka.topic("raw"), metrics, clock, renew)
+        self._raw = RawProducer(producer, settings.kafka.topic("raw"), metrics, self._now, renew)
         self._ledger = ledger
         self._metrics = metrics
-        self._clock = clock
         self._quiet = QuietTracker(settings.quiet_seconds)
         self._tree = TreeListing(self._root, WATCHED, settings.full_rescan_every)
         self._publisher = Publisher(
-            self._root, settings.max_bytes, self._raw, ledger, metrics, clock, self._beat
+            self._root, settings.max_bytes, self._raw, ledger, metrics, self._now, self._beat
         )
         self.kafka_failed = False  # the last settle stopped on a Kafka error
         self.scanned = False  # the start-up scan is done: what was in the root at start is published
         self._more = False  # the last settle left ready files for the next pass
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
-        self._beat_at = clock()
+        self._beat_at = self._now()
         self._beat()
 
     @property
     def producer(self) -> AIOKafkaProducer:
         return self._raw.producer
 
+    def _now(self) -> float:
+        """The clock's wall time in seconds since the epoch: what file mtimes and quiet periods are compared with."""
+        return self._clock.now().timestamp()
+
     def _beat(self) -> None:
         """The loop made progress: what /healthz and predigest_watcher_loop_heartbeat_timestamp_seconds show."""
-        self._beat_at = self._clock()
+        self._beat_at = self._now()
         self._metrics.watcher_heartbeat.set(self._beat_at)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Healthy while the loop made progress within `watcher_stall_seconds` (read from the HTTP thread)."""
-        age = max(0.0, self._clock() - self._beat_at)
+        age = max(0.0, self._now() - self._beat_at)
         ok = age <= self._s.watcher_stall_seconds
         return ok, {"status": "ok" if ok else "stalled", "heartbeat_age_seconds": round(age, 3)}
 
@@ -109,7 +114,7 @@ class Watcher:
         self, rel: str, *, since: float | None = None, complete: bool = False, urgent: bool = True
     ) -> None:
         """Note that a path changed; it is read once it stops changing, or at once if `complete`."""
-        self._quiet.mark(rel, self._stat(rel), self._clock(), since=since, complete=complete, urgent=urgent)
+        self._quiet.mark(rel, self._stat(rel), self._now(), since=since, complete=complete, urgent=urgent)
 
     def moved(self, path: Path) -> None:
         """A file was renamed into place: a writer finished it, so it is published without a quiet period."""
@@ -126,7 +131,7 @@ class Watcher:
 
     async def settle(self, *, force: bool = False) -> int:
         """Publish the pending paths that have been quiet long enough, a batch at a time; how many went out."""
-        now = self._clock()
+        now = self._now()
         self.kafka_failed = False
         due = self._quiet.due(BATCH_FILES)
         ready = []
@@ -145,14 +150,14 @@ class Watcher:
 
     async def rescan(self) -> tuple[int, int]:
         """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
-        began = time.monotonic()
+        began = self._clock.monotonic()
         found, cpu = await asyncio.to_thread(self._list, self._ledger.stats())
         kind = "full" if found.full else "changed_folders"
-        self._metrics.watcher_rescan.labels(kind).observe(time.monotonic() - began)
+        self._metrics.watcher_rescan.labels(kind).observe(self._clock.monotonic() - began)
         self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
         self._metrics.watcher_files.set(found.files)
         changed, gone = found.changed, found.gone
-        now = self._clock()
+        now = self._now()
         for rel, seen in changed:
             # A file untouched since its mtime has been quiet that long already; a growing one has not.
             self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
@@ -201,7 +206,7 @@ class Watcher:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Startup scan, then events, with a periodic rescan because watchfiles can drop events."""
-        started = self._clock()
+        started = self._now()
         changed, gone = await self.rescan()
         log.info("startup scan of %s: %d new or changed file(s), %d gone", self._root, changed, gone)
         watch_task = asyncio.create_task(self._watch(stop))
@@ -209,7 +214,7 @@ class Watcher:
         probe_task = asyncio.create_task(self._probe_every(stop))
         renames = RenameWatch(self._root, WATCHED, self.moved)
         renames.start()
-        rescans = _Rescans(self, self._s.rescan_seconds, self._clock)
+        rescans = _Rescans(self, self._s.rescan_seconds, self._now)
         backlog, published = True, 0
         try:
             while not stop.is_set():
@@ -221,7 +226,7 @@ class Watcher:
                     log.info(
                         "startup scan published %d file(s) in %.1fs; %d waiting to be quiet",
                         published,
-                        self._clock() - started,
+                        self._now() - started,
                         len(self._quiet),
                     )
                     backlog = False

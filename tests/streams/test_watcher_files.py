@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
+from tests.clocks import ManualClock
 from tests.support import async_wait_for
 
 
@@ -217,15 +219,15 @@ async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Pat
     s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
     poisoned, fresh, ledger, m = PoisonedProducer(), FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     renewals: list[float] = []
-    now = [1000.0]
+    clock = ManualClock(datetime.fromtimestamp(1000.0, UTC))
 
     async def renew() -> FakeProducer:
-        renewals.append(now[0])
+        renewals.append(clock.now().timestamp())
         if len(renewals) == 1:
             raise KafkaConnectionError("broker still away")
         return fresh
 
-    watcher = Watcher(s, poisoned, ledger, m, clock=lambda: now[0], renew=renew)
+    watcher = Watcher(s, poisoned, ledger, m, clock=clock, renew=renew)
     write_old(root / "inbox/jay/2026-09-27-a.md", "# a\n")
     watcher.mark("inbox/jay/2026-09-27-a.md")
     assert await watcher.settle(force=True) == 0  # OutOfOrderSequenceNumber: the file stays pending
@@ -233,7 +235,7 @@ async def test_a_producer_whose_send_failed_is_replaced_by_a_fresh_one(root: Pat
     assert await watcher.settle(force=True) == 0  # the first renewal fails: the broker is still away
     assert await watcher.settle(force=True) == 0  # and the next waits a second
     assert renewals == [1000.0]
-    now[0] += 1.5
+    clock.advance(1.5)
     assert await watcher.settle(force=True) == 1
     assert watcher.producer is fresh and poisoned.stopped
     assert [r.path for r in fresh.sent] == ["inbox/jay/2026-09-27-a.md"]
