@@ -210,9 +210,6 @@ class SectionMatcher:
                     self._vectors.append((s, vectorise(f"{s.heading}\n{s.heading}\n{s.text}")))
         self._vectorise = vectorise
 
-    def by_label(self, label: str) -> LivingSection | None:
-        return find_section(self.living, label) if self.living is not None else None
-
     def citing(self, ids: Collection[str]) -> list[LivingSection]:
         return content_citing(self.living, ids) if self.living is not None else []
 

@@ -198,11 +198,6 @@ class AxisSpace:
             )
         return tuple(sorted(counts.keys() & terms, key=lambda t: (-counts[t], t))[:limit])
 
-    def score_text(self, text: str, axis: str) -> float:
-        """A section's score against one axis profile."""
-        counts = term_counts(text)
-        return self._profile_scores(counts, sum(counts.values()))[axis]
-
     def unit_score(self, text: str, axis: str) -> tuple[float, int]:
         """(a unit's score against one axis profile, its length in terms), keywords of several terms matched
         whole.
