@@ -94,15 +94,6 @@ def unit_length(vec: Mapping[str, float]) -> Vector:
     return dict(zip(vec, map(truediv, values, repeat(norm)), strict=True)) if norm > 0 else {}
 
 
-def combine(weighted: Iterable[tuple[float, Mapping[str, float]]]) -> Vector:
-    """A normalised weighted sum of vectors."""
-    out: dict[str, float] = {}
-    for weight, vec in weighted:
-        for t, v in vec.items():
-            out[t] = out.get(t, 0.0) + weight * v
-    return unit_length(out)
-
-
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     """Cosine of two normalised vectors (iterates over the smaller one)."""
     if len(a) > len(b):

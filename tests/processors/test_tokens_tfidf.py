@@ -4,7 +4,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.tfidf import TfIdf, combine, cosine, heaviest
+from processors.tfidf import TfIdf, cosine, heaviest
 from processors.tokens import (
     CJK,
     is_index_term,
@@ -31,7 +31,6 @@ def test_identical_texts_have_cosine_one_and_disjoint_texts_zero() -> None:
     a, b = model.vector(docs[0]), model.vector(docs[1])
     assert round(cosine(a, a), 6) == 1.0
     assert cosine(a, b) == 0.0
-    assert round(cosine(combine([(1.0, a), (1.0, a)]), a), 6) == 1.0
 
 
 def _one_pass(text: str) -> list[tuple[str, int]]:
