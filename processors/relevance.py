@@ -183,14 +183,11 @@ class AxisSpace:
         """A source's scores from its counts of the profile terms (`profile_terms`) and its BM25 length."""
         return self._profile_scores(hits, length)
 
-    def evidence(self, doc: DocumentSummary, axis: str, limit: int = EVIDENCE_TERMS) -> tuple[str, ...]:
-        """The axis profile's terms the document uses, most frequent first: what its score was made of."""
-        return self.evidence_of(self._counts.get(doc.path) or doc_counts(doc, self._keep), axis, limit)
-
     def evidence_of(
         self, counts: Mapping[str, int], axis: str, limit: int = EVIDENCE_TERMS
     ) -> tuple[str, ...]:
-        """`evidence` from a source's counts (of its profile terms, or all of them)."""
+        """The axis profile's terms a source uses, most frequent first, from its counts (of its profile terms, or
+        all of them): what its score was made of."""
         terms = self._axis_terms.get(axis)
         if terms is None:  # once per axis: then one set intersection in C per source of a 100k window
             terms = self._axis_terms[axis] = (

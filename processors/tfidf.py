@@ -60,10 +60,6 @@ class TfIdf:
             found = self._frequencies(missing)
             self._idf.update((t, self._weight(found.get(t, 0))) for t in missing)
 
-    def idf(self, term: str) -> float:
-        self.learn((term,))
-        return self._idf.get(term, self._unseen)
-
     def vector(self, counts: Mapping[str, int]) -> Vector:
         """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
         self.learn(counts.keys())

@@ -55,13 +55,16 @@ def test_a_note_on_the_axis_gets_more_stars_than_one_mainly_about_another_axis()
 
 def test_the_terms_behind_a_score_are_the_axis_profile_terms_the_note_uses() -> None:
     space = AxisSpace([ON_AXIS, OFF_AXIS, LOW], AXES, {})
-    on = space.evidence(ON_AXIS, "inference")
+    on = space.evidence_of(ON_AXIS.terms, "inference")
     assert {"vllm", "推理", "kv", "cache", "ttft"} <= set(on) and on.index("kv") < on.index(
         "ttft"
     )  # twice, once
     assert set(on) <= set(space.keywords["inference"])  # no living document here: keywords only
-    assert space.evidence(LOW, "inference") == ()  # a score of nothing has no evidence
-    assert not set(space.evidence(OFF_AXIS, "inference")) & {"gpu", "kubernetes"}  # another axis's words
+    assert space.evidence_of(LOW.terms, "inference") == ()  # a score of nothing has no evidence
+    assert not set(space.evidence_of(OFF_AXIS.terms, "inference")) & {
+        "gpu",
+        "kubernetes",
+    }  # another axis's words
 
 
 def test_a_note_far_from_every_axis_is_low_with_fewer_stars_than_medium() -> None:
