@@ -66,10 +66,6 @@ class PathVersions:
             return None
         return max(self.versions.items(), key=lambda kv: rank(kv[1]))[0]
 
-    def visible(self) -> str | None:
-        """The sha256 a briefing sees: the current version unless the path is deleted."""
-        return None if self.deletion is not None else self.current()
-
     def put(self, sha256: str, raw_offset: int | None, next_seq: Callable[[], int]) -> Outcome:
         """Apply a version of the path; a newer one clears an older deletion."""
         v = self.versions.get(sha256)
