@@ -14,12 +14,13 @@ from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.pipeline import Pipeline
+from streams.services import state_limits
 from streams.worker_process import load_dumped_settings
 
 
 async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
     settings = load_dumped_settings(cfg)
-    state = StateStore(settings.state_file)
+    state = StateStore(settings.state_file, state_limits(settings))  # as the worker opens it
     pipeline = Pipeline(settings, state, Metrics(), SYSTEM_CLOCK)
     command = ControlCommand(
         axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"

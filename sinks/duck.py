@@ -35,8 +35,25 @@ class DuckFile:
     if_damaged: str
 
 
-def connect(path: Path, file: DuckFile) -> duckdb.DuckDBPyConnection:
-    """A read-write connection in UTC; the folder is made if missing. Raises the sinks family's errors."""
+@dataclass(frozen=True)
+class Limits:
+    """What DuckDB may take of the process: its buffer memory (MiB) and its threads; None leaves DuckDB's default
+    (80 % of the machine's RAM, one thread per core)."""
+
+    memory_mib: int | None = None
+    threads: int | None = None
+
+    def statements(self) -> list[str]:
+        """The SET statements that apply these limits to a database (all its connections)."""
+        out = [] if self.memory_mib is None else [f"SET memory_limit = '{int(self.memory_mib)}MiB'"]
+        return out + ([] if self.threads is None else [f"SET threads = {int(self.threads)}"])
+
+
+NO_LIMITS = Limits()
+
+
+def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.DuckDBPyConnection:
+    """A read-write connection in UTC, within `limits`; the folder is made if missing. Raises the sinks errors."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -50,6 +67,8 @@ def connect(path: Path, file: DuckFile) -> duckdb.DuckDBPyConnection:
         raise error(exc, path, file) from exc
     try:
         db.execute("SET TimeZone = 'UTC'")
+        for statement in limits.statements():
+            db.execute(statement)
     except duckdb.Error as exc:
         db.close()
         raise error(exc, path, file) from exc
@@ -57,10 +76,13 @@ def connect(path: Path, file: DuckFile) -> duckdb.DuckDBPyConnection:
 
 
 def open_checked(
-    path: Path, file: DuckFile, setup: Callable[[duckdb.DuckDBPyConnection, Path], None]
+    path: Path,
+    file: DuckFile,
+    setup: Callable[[duckdb.DuckDBPyConnection, Path], None],
+    limits: Limits = NO_LIMITS,
 ) -> duckdb.DuckDBPyConnection:
     """`connect`, `check_integrity` (before anything is written to a damaged file), then `setup` (its schema)."""
-    db = connect(path, file)
+    db = connect(path, file, limits)
     try:
         check_integrity(db, path, file)
         setup(db, path)

@@ -35,9 +35,9 @@ STATE = duck.DuckFile(
 class StateStore:
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
         self._path = path
-        self._db = duck.open_checked(path, STATE, schema.ensure)
+        self._db = duck.open_checked(path, STATE, schema.ensure, limits)
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)

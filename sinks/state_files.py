@@ -16,20 +16,24 @@ from sinks.state import STATE, StateStore
 log = logging.getLogger(__name__)
 
 
-def open_state(path: Path, now: datetime) -> tuple[StateStore, Path | None]:
+def open_state(
+    path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS
+) -> tuple[StateStore, Path | None]:
     """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka.
 
     A file of another schema raises RebuildRequiredError: the operator runs `predigest rebuild`.
     """
     try:
-        return StateStore(path), None
+        return StateStore(path, limits), None
     except StateUnreadableError as exc:
         aside = duck.set_aside(path, now, "unreadable")
         log.error("%s (set aside as %s)", exc, aside)
-        return StateStore(path), aside
+        return StateStore(path, limits), aside
 
 
-def replace_state(old: StateStore, path: Path, now: datetime) -> tuple[StateStore, Path | None]:
+def replace_state(
+    old: StateStore, path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS
+) -> tuple[StateStore, Path | None]:
     """A state found damaged while running: closed (its cursors with it), its file set aside, a fresh one opened.
 
     Every connection to the old file must be closed first: DuckDB hands a new connection to a path it still
@@ -38,7 +42,7 @@ def replace_state(old: StateStore, path: Path, now: datetime) -> tuple[StateStor
     with contextlib.suppress(duckdb.Error):
         old.close()
     aside = duck.set_aside(path, now, "unreadable")
-    return StateStore(path), aside
+    return StateStore(path, limits), aside
 
 
 def check_version(path: Path) -> None:

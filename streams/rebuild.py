@@ -19,6 +19,7 @@ from sinks.state_files import reason_to_replace
 from streams import kafka_io
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
+from streams.services import state_limits
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ async def rebuild(settings: Settings, clock: Clock) -> Rebuilt:
     aside = set_aside(path, clock.now(), reason)
     if aside is not None:
         log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
-    state = StateStore(path)
+    state = StateStore(path, state_limits(settings))
     try:
         pipeline = Pipeline(settings, state, Metrics(), clock)
         progress = ReplayProgress(clock, every_seconds=2.0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from sinks import duck
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
@@ -23,6 +24,11 @@ from streams.state_sync import StateSync
 from streams.status import StatusSnapshot
 
 log = logging.getLogger(__name__)
+
+
+def state_limits(settings: Settings) -> duck.Limits:
+    """The DuckDB limits the worker's state (and a rebuild of it) opens with."""
+    return duck.Limits(memory_mib=settings.duckdb.memory_limit_mib, threads=settings.duckdb.threads)
 
 
 class LazyPipeline:
@@ -46,7 +52,7 @@ class LazyPipeline:
     def __call__(self) -> Pipeline:
         if self._pipeline is None:
             s, metrics, clock = self._settings, self._metrics, self._clock
-            state, aside = open_state(s.state_file, clock.now())
+            state, aside = open_state(s.state_file, clock.now(), state_limits(s))
             if aside is not None:
                 metrics.state_set_aside.labels(reason="unreadable").inc()
             self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
@@ -56,7 +62,8 @@ class LazyPipeline:
         """Set the open state's file aside as unreadable and go on with a fresh one (streams.state_guard)."""
         if self._pipeline is None:
             return
-        state, aside = replace_state(self._pipeline.state, self._settings.state_file, self._clock.now())
+        s = self._settings
+        state, aside = replace_state(self._pipeline.state, s.state_file, self._clock.now(), state_limits(s))
         self._pipeline.state = state
         self._metrics.state_set_aside.labels(reason="unreadable").inc()
         log.error("the damaged state file was set aside as %s; a fresh one is rebuilt from Kafka", aside)

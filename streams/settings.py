@@ -32,6 +32,7 @@ from processors.commands import CommandLimits
 from processors.models import AxisSpec
 from processors.window import MAX_CATCH_UP
 from streams import config_load
+from streams.duckdb_settings import DuckDBSettings
 from streams.errors import ConfigError
 
 DEFAULT_AXES = (
@@ -211,6 +212,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     dead_letters: DeadLetterSettings = Field(default_factory=DeadLetterSettings)
+    duckdb: DuckDBSettings = Field(default_factory=DuckDBSettings)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = False  # one JSON object per log line, with path and axis fields on document lines

@@ -1,0 +1,19 @@
+"""The settings of the worker's DuckDB state: what it may take of the worker's process."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DuckDBSettings(BaseModel):
+    """What the worker's DuckDB state may take of its process (docs/configuration.md, docs/performance.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # DuckDB's buffer memory: past it, blocks already on disk are dropped and working data spills to
+    # `<state file>.tmp`. DuckDB's own default is 80 % of the machine's RAM, which it takes while it
+    # checkpoints (rewriting what was stored), so a worker grew with its state (2.3 GB at 100k notes). A
+    # checkpoint holds 2 048 rows of the notes' text at once and fails past the limit: keep it well above that.
+    memory_limit_mib: int = Field(256, ge=64, le=1024 * 1024)
+    # Threads of its queries; unset: DuckDB's default, one per core.
+    threads: int | None = Field(None, ge=1, le=256)

@@ -1,0 +1,113 @@
+"""The state's DuckDB limits: applied when it opens, and its buffer memory bounded while the file outgrows it."""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from sinks.duck import Limits
+from sinks.state import Position, StateStore
+from tests.state_support import document_record, parsed
+
+MIB = 1024 * 1024
+
+
+def _settings(state: StateStore) -> tuple[str, int]:
+    reader = state.reader()
+    try:
+        row = reader._db.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')"
+        ).fetchone()
+    finally:
+        reader.close()
+    assert row is not None
+    return str(row[0]), int(row[1])
+
+
+class _RssSampler:
+    """This process's resident memory, sampled every few milliseconds while the state writes and checkpoints."""
+
+    def __init__(self) -> None:
+        self.start = self._rss()
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _rss() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, self._rss())
+
+    def growth(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak - self.start
+
+
+def _file_bytes(state: StateStore) -> int:
+    row = state._db.execute("SELECT block_size * used_blocks FROM pragma_database_size()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_the_state_opens_within_its_limits(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    try:
+        assert _settings(state) == ("96.0 MiB", 1)
+    finally:
+        state.close()
+
+
+def test_without_limits_duckdb_keeps_its_own_defaults(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    try:
+        memory, _ = _settings(state)
+        assert memory != "96.0 MiB"  # DuckDB's 80 % of the machine's RAM
+    finally:
+        state.close()
+
+
+@pytest.mark.timeout(120)  # ~50 MB of notes through the real write path
+def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path) -> None:
+    """The notes' text outgrows the limit; DuckDB's buffers stay under it, checkpoints included.
+
+    Without a limit a checkpoint holds every block of the row group it rewrites (up to 122 880 rows), so a
+    worker's memory grew with what it had stored (docs/performance.md).
+    """
+    limit = 32
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=limit, threads=1))
+    note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
+    rng = random.Random(14)
+    sampler = _RssSampler()
+    offset = 0
+    try:
+        for _ in range(8):
+            batch = []
+            for _ in range(600):
+                # Random text (~10 KB): string compression cannot fold it away.
+                text = base64.b64encode(rng.randbytes(7_500)).decode()
+                doc = note.model_copy(
+                    update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()}
+                )
+                batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
+                offset += 1
+            state.apply_batch(batch)  # ~7 MB of WAL: DuckDB checkpoints past 16 MB, as in the worker
+            del batch
+        growth = sampler.growth()
+        assert _file_bytes(state) > 1.2 * limit * MIB, "the test must store more than the limit"
+        # The limit, and room for a batch of records in Python and DuckDB's own allocations (without a
+        # limit: ~240 MiB).
+        assert growth <= (limit + 80) * MIB, f"grew by {growth / MIB:.0f} MiB"
+        assert state.document_count() == offset
+    finally:
+        sampler.growth()
+        state.close()

@@ -1,0 +1,54 @@
+"""The worker's DuckDB limits: a sane default, overridable, a value too small refused, and held by the opened state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sinks.duck import Limits
+from sinks.metrics import Metrics
+from streams.duckdb_settings import DuckDBSettings
+from streams.errors import ConfigError
+from streams.services import LazyPipeline, state_limits
+from streams.settings import KafkaSettings, Settings, load_settings
+from tests.clocks import ManualClock
+
+
+def test_the_state_is_bounded_by_default() -> None:
+    """DuckDB's own default is 80 % of the machine's RAM; the worker's state takes 256 MiB unless told."""
+    assert state_limits(Settings()) == Limits(memory_mib=256, threads=None)
+
+
+def test_the_environment_sets_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB", "1024")
+    monkeypatch.setenv("PREDIGEST_DUCKDB__THREADS", "1")
+    assert state_limits(load_settings()) == Limits(memory_mib=1024, threads=1)
+
+
+@pytest.mark.parametrize(("name", "value"), [("MEMORY_LIMIT_MIB", "16"), ("THREADS", "0")])
+def test_a_limit_too_small_is_refused_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(f"PREDIGEST_DUCKDB__{name}", value)
+    with pytest.raises(ConfigError, match=f"PREDIGEST_DUCKDB__{name}"):
+        load_settings()
+
+
+def test_the_worker_opens_its_state_within_the_configured_limits(tmp_path: Path) -> None:
+    s = Settings(
+        root=tmp_path / "root",
+        state_dir=tmp_path / "state",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+        duckdb=DuckDBSettings(memory_limit_mib=300, threads=1),
+    )
+    state = LazyPipeline(s, Metrics(), ManualClock())().state
+    reader = state.reader()
+    try:
+        row = reader._db.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')"
+        ).fetchone()
+    finally:
+        reader.close()
+        state.close()
+    assert row == ("300.0 MiB", 1)
