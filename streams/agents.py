@@ -231,5 +231,5 @@ async def _owned_here(services: Services, command: ControlCommand, partition: in
 
 async def deliver(services: Services, outputs: Outputs, emission: Emission) -> None:
     """Send a recorded briefing to the briefings topic, then record that it was acknowledged."""
-    await outputs.briefing(emission.axis, emission.briefing_json)
+    await outputs.briefing(emission.axis, services.pipeline().messages(emission))
     services.pipeline().delivered(emission)

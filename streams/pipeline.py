@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from processors.briefing_names import briefing_basename
+from processors.briefing_parts import Part, split
 from processors.commands import Refused
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
@@ -27,7 +28,7 @@ from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import EmissionRecord, Position, StateStore
 from streams.assembly import Assembly
-from streams.kafka_io import MAX_MESSAGE_BYTES
+from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.settings import Settings
 from streams.store_report import StoredBatch, report
@@ -277,6 +278,21 @@ class Pipeline:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
         record = self.state.emission_record(axis, window_end, trigger)
         return None if record is None else Emission.of(axis, window_end, trigger, record, fresh=False)
+
+    def messages(self, emission: Emission) -> list[Part]:
+        """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit."""
+        parts = split(emission.briefing_json.encode(), emission.basename, BRIEFING_PART_BYTES)
+        if len(parts) > 1:
+            log.info(
+                "briefing %s is %.1f MB, over the %d MiB message limit: sent to the briefings topic in %d parts",
+                emission.basename,
+                len(emission.briefing_json.encode()) / 1e6,
+                MAX_MESSAGE_BYTES >> 20,
+                len(parts),
+                extra={"axis": emission.axis},
+            )
+            self.metrics.briefings_split.labels(axis=emission.axis).inc()
+        return parts
 
     def delivered(self, emission: Emission) -> None:
         """The briefing topic acknowledged the emission: a repeated command will send nothing."""
