@@ -8,6 +8,7 @@ from datetime import datetime
 import duckdb
 
 from processors.models import Briefing, Trigger
+from sinks import duck
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,16 @@ class Emissions:
         | None = None,  # the briefing's JSON, when made already (by the caller, in a thread)
     ) -> bool:
         """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
-        return self._insert(briefing, basename, markdown, emitted_at, None, briefing_json)
+        with duck.transaction(self._db):
+            inserted = self._insert(briefing, basename, None, emitted_at, None, briefing_json)
+            if inserted:
+                # The Markdown in a statement of its own: DuckDB's transient for a statement is a few times the
+                # strings it carries (~0.9 GiB for the ~80 + ~45 MB of a 100k window's in one; less in two).
+                self._db.execute(
+                    "UPDATE emissions SET markdown=? WHERE axis=? AND window_end=? AND trigger=?",
+                    [markdown, briefing.axis, briefing.window.end, briefing.trigger],
+                )
+        return inserted
 
     def restore(self, briefing: Briefing, basename: str) -> bool:
         """Record a briefing read back from the briefings topic (so delivered); False if already held."""

@@ -6,9 +6,12 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pydantic_core
+
+from processors.models import Briefing
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,12 @@ def _umask() -> int:
 PROCESS_UMASK = _umask()
 
 
-def _atomic_write(target: Path, data: str) -> None:
+def _atomic_write(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         os.fchmod(fd, FILE_MODE & ~PROCESS_UMASK)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -77,9 +80,19 @@ def _fsync_dir(folder: Path) -> None:
 
 def pretty_json(briefing_json: str) -> str:
     """The `.json` file's text: the recorded JSON, indented; the same bytes every time it is written."""
+    return pretty_json_bytes(briefing_json).decode()
+
+
+def pretty_json_bytes(briefing_json: str) -> bytes:
+    """`pretty_json` as the file's bytes (a 100k window's is ~100 MB: no str copy of it is made)."""
     # pydantic-core's serializer: the recorded JSON's own number formatting, ~3x faster than json's indenting
-    # encoder on the multi-MB JSON of a large window.
-    return pydantic_core.to_json(pydantic_core.from_json(briefing_json), indent=2).decode() + "\n"
+    # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (`indented_json`).
+    return pydantic_core.to_json(pydantic_core.from_json(briefing_json), indent=2) + b"\n"
+
+
+def indented_json(briefing: Briefing) -> bytes:
+    """The `.json` file's bytes of a briefing at hand: `pretty_json_bytes` of its JSON, without parsing it again."""
+    return briefing.__pydantic_serializer__.to_json(briefing, by_alias=True, indent=2) + b"\n"
 
 
 class BriefingFiles:
@@ -106,16 +119,27 @@ class BriefingFiles:
         folder = self._out / axis
         return folder / f"{basename}.md", folder / f"{basename}.json"
 
-    def ensure(self, axis: str, basename: str, briefing_json: str, markdown: str) -> list[Path]:
-        """Write whichever file is missing or differs from the recorded bytes; returns the ones written."""
+    def ensure(
+        self, axis: str, basename: str, briefing_json: str, markdown: str, pretty: bytes | None = None
+    ) -> list[Path]:
+        """Write whichever file is missing or differs from the recorded bytes; returns the ones written.
+
+        `pretty`: the `.json` file's bytes when the caller has them already (else indented from `briefing_json`).
+        """
         md, js = self.paths(axis, basename)
         written: list[Path] = []
-        for target, text in ((js, pretty_json(briefing_json)), (md, markdown)):
+        makers: tuple[Callable[[], bytes], ...] = (
+            lambda: pretty if pretty is not None else pretty_json_bytes(briefing_json),
+            markdown.encode,
+        )
+        for target, make in zip((js, md), makers, strict=True):
+            data = make()  # one at a time: a 100k window's are ~100 MB each
             try:
-                current: str | None = target.read_text(encoding="utf-8")
-            except (FileNotFoundError, UnicodeDecodeError):
+                current: bytes | None = target.read_bytes()
+            except FileNotFoundError:
                 current = None
-            if current != text:
-                _atomic_write(target, text)
+            if current != data:
+                _atomic_write(target, data)
                 written.append(target)
+            del data, current
         return written

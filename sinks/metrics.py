@@ -150,6 +150,12 @@ class Metrics(_Common):
             ["axis", "trigger"],
             registry=r,
         )
+        self.briefings_split = Counter(
+            "predigest_briefings_split_total",
+            "Briefings over the Kafka message limit, sent to the briefings topic in parts (docs/briefing.md)",
+            ["axis"],
+            registry=r,
+        )
         self.last_briefing = Gauge(
             "predigest_last_briefing_timestamp_seconds",
             "When the last briefing was written",

@@ -7,6 +7,7 @@ import logging
 from datetime import datetime
 from uuid import uuid4
 
+from processors.briefing_parts import Joiner
 from processors.commands import check_command
 from processors.models import Briefing, ControlCommand, Trigger
 from sinks.clock import SYSTEM_CLOCK, Clock
@@ -65,9 +66,13 @@ async def await_briefing(
     await kafka_io.start_client(settings, consumer)
     try:
         async with asyncio.timeout(timeout):
+            joiners: dict[int, Joiner] = {}  # per partition: a briefing over the message limit comes in parts
             async for msg in consumer:
-                b = Briefing.model_validate_json(msg.value)
-                if b.axis == axis and b.window.end == end and b.trigger == trigger:
+                joined = joiners.setdefault(msg.partition, Joiner()).feed(
+                    msg.offset, msg.value or b"", list(msg.headers)
+                )
+                b = None if joined is None else Briefing.model_validate_json(joined.value)
+                if b is not None and b.axis == axis and b.window.end == end and b.trigger == trigger:
                     return b
     except TimeoutError:
         pass

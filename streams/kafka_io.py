@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 # Set together on the topics, the producers (uncompressed size) and the consumers' fetches (DESIGN §6).
 MAX_MESSAGE_BYTES = KAFKA_MESSAGE_BYTES
+# A briefing over this is sent in parts of at most this many bytes (processors.briefing_parts); the rest of the
+# message limit is headroom for the key, the part headers and the batch header.
+BRIEFING_PART_BYTES = MAX_MESSAGE_BYTES - 64 * 1024
 STAGES = ("raw", "documents", "control", "briefings", "dead")
 TOPIC_VISIBLE_SECONDS = 10.0
 

@@ -7,13 +7,14 @@ import gc
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
 
 from processors.briefing_names import briefing_basename
+from processors.briefing_parts import Part, split
 from processors.commands import Refused
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
@@ -23,11 +24,11 @@ from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
 from sinks.enrichment import Enricher
-from sinks.files import BriefingFiles
+from sinks.files import BriefingFiles, indented_json
 from sinks.metrics import Metrics
 from sinks.state import EmissionRecord, Position, StateStore
 from streams.assembly import Assembly
-from streams.kafka_io import MAX_MESSAGE_BYTES
+from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.settings import Settings
 from streams.store_report import StoredBatch, report
@@ -81,6 +82,9 @@ class Emission:
     markdown: str | None = None  # None: restored from the briefings topic, rendered again when written
     fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
     requested_at: datetime | None = None  # when its command was requested (the briefing duration's start)
+    # The briefing just recorded, when this command made it: its `.json` file is indented from it, so the ~80 MB
+    # JSON of a 100k window is not parsed back into Python objects (the same bytes: tests/sinks/test_files.py).
+    model: Briefing | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -91,6 +95,7 @@ class Emission:
         record: EmissionRecord,
         fresh: bool,
         requested_at: datetime | None = None,
+        model: Briefing | None = None,
     ) -> Emission:
         return cls(
             axis=axis,
@@ -102,6 +107,7 @@ class Emission:
             markdown=record.markdown,
             fresh=fresh,
             requested_at=requested_at,
+            model=model,
         )
 
     @property
@@ -236,6 +242,7 @@ class Pipeline:
             return None
         record = self.state.emission_record(axis.name, command.end, command.trigger)
         fresh = record is None
+        model = None
         if record is None:
             reads = Assembly(self.settings, self.state, self.clock, self.enricher)
             briefing, window_size = await reads.briefing(axis, command)
@@ -253,6 +260,7 @@ class Pipeline:
                 if recorded
                 else self.state.emission_record(axis.name, command.end, command.trigger)
             )
+            model = briefing if recorded else None
             assert record is not None, "an emission just recorded must be readable"
             self._count_emission(briefing, window_size)
         else:
@@ -265,7 +273,7 @@ class Pipeline:
             )
             self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
         return Emission.of(
-            axis.name, command.end, command.trigger, record, fresh, requested_at=command.requested_at
+            axis.name, command.end, command.trigger, record, fresh, command.requested_at, model
         )
 
     def _serialised(self, briefing: Briefing) -> tuple[str, str]:
@@ -278,6 +286,21 @@ class Pipeline:
         record = self.state.emission_record(axis, window_end, trigger)
         return None if record is None else Emission.of(axis, window_end, trigger, record, fresh=False)
 
+    def messages(self, emission: Emission) -> list[Part]:
+        """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit."""
+        parts = split(emission.briefing_json.encode(), emission.basename, BRIEFING_PART_BYTES)
+        if len(parts) > 1:
+            log.info(
+                "briefing %s is %.1f MB, over the %d MiB message limit: sent to the briefings topic in %d parts",
+                emission.basename,
+                len(emission.briefing_json.encode()) / 1e6,
+                MAX_MESSAGE_BYTES >> 20,
+                len(parts),
+                extra={"axis": emission.axis},
+            )
+            self.metrics.briefings_split.labels(axis=emission.axis).inc()
+        return parts
+
     def delivered(self, emission: Emission) -> None:
         """The briefing topic acknowledged the emission: a repeated command will send nothing."""
         self.state.mark_delivered(emission.axis, emission.window_end, emission.trigger, self.clock.now())
@@ -287,7 +310,10 @@ class Pipeline:
         markdown = emission.markdown
         if markdown is None:  # restored from the briefings topic, which carries the JSON only
             markdown = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
-        written = self.files.ensure(emission.axis, emission.basename, emission.briefing_json, markdown)
+        pretty = indented_json(emission.model) if emission.model is not None else None
+        written = self.files.ensure(
+            emission.axis, emission.basename, emission.briefing_json, markdown, pretty
+        )
         if emission.fresh and emission.requested_at is not None:
             # From the command's request (queueing and catch-up included) to its files on disk, once each.
             took = (self.clock.now() - emission.requested_at).total_seconds()

@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
 from processors.briefing_names import briefing_basename
+from processors.briefing_parts import Headers, Joiner, PartError
 from processors.models import Briefing
 from processors.wire import DocumentRecord, decode
 from sinks.clock import Clock
@@ -27,7 +28,8 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int, int], None]  # topic, partition, records done, records to do
-Apply = Callable[[list[tuple[Position, bytes | None]]], None]  # one fetched batch of one partition
+Fetched = tuple[Position, bytes | None, Headers]
+Apply = Callable[[list[Fetched]], None]  # one fetched batch of one partition
 
 
 def _consumer(settings: Settings) -> AIOKafkaConsumer:
@@ -84,7 +86,9 @@ async def _replay(
             batch = await consumer.getmany(*todo, timeout_ms=1000)
             for tp, records in batch.items():
                 wanted = [
-                    (Position(topic, tp.partition, r.offset), r.value) for r in records if r.offset < ends[tp]
+                    (Position(topic, tp.partition, r.offset), r.value, list(r.headers))
+                    for r in records
+                    if r.offset < ends[tp]
                 ]
                 apply(wanted)
                 done[tp] += len(wanted)
@@ -113,9 +117,9 @@ async def replay_documents(
     a replay of what an earlier owner (or a deleted state) held.
     """
 
-    def apply(batch: list[tuple[Position, bytes | None]]) -> None:
+    def apply(batch: list[Fetched]) -> None:
         items: list[tuple[DocumentRecord, Position]] = []
-        for position, value in batch:
+        for position, value, _ in batch:
             try:
                 items.append((decode(value or b""), position))
             except ValueError as exc:
@@ -142,16 +146,26 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
     """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover."""
     topic = settings.kafka.topic("briefings")
 
-    def apply(batch: list[tuple[Position, bytes | None]]) -> None:
-        for position, value in batch:
+    joiners: dict[int, Joiner] = {}  # per partition: a briefing over the message limit comes in parts
+
+    def apply(batch: list[Fetched]) -> None:
+        for position, value, headers in batch:
+            joiner = joiners.setdefault(position.partition, Joiner())
+            briefing: Briefing | None = None
             try:
-                briefing = Briefing.model_validate_json(value or b"")
-            except ValidationError as exc:
+                joined = joiner.feed(position.offset, value or b"", headers)
+                if joined is not None:
+                    briefing = Briefing.model_validate_json(joined.value)
+            except (ValidationError, PartError) as exc:
                 log.error("%s[%d]@%d is not a briefing, skipped: %s", *_where(position), exc)
-                state.mark_applied(position)
+            # The offset stays before a briefing still being joined, so a replay cut short reads all its parts.
+            settled = position if joiner.oldest_open() is None else None
+            if briefing is None:
+                if settled is not None:
+                    state.mark_applied(settled)
                 continue
             basename = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, settings.tz)
-            if state.restore_emission(briefing, basename, position):
+            if state.restore_emission(briefing, basename, settled):
                 log.debug(
                     "restored emission %s", basename, extra=doc_context(basename, briefing.axis, position)
                 )

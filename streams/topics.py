@@ -10,6 +10,7 @@ from typing import Protocol
 import faust
 from faust.types import TopicT
 
+from processors.briefing_parts import Part
 from processors.dead_letters import DeadLetter, dead_headers
 from processors.models import ControlCommand
 from streams.settings import Settings
@@ -37,7 +38,9 @@ class Topics:
     raw: TopicT  # key: root-relative path; value: a RawFile
     documents: TopicT  # key: axis; value: a documents record (processors.wire)
     control: TopicT  # key: axis; value: a ControlCommand
-    briefings: TopicT  # key: axis; value: the emitted briefing's JSON
+    briefings: (
+        TopicT  # key: axis; value: the emitted briefing's JSON (or a part of it: processors.briefing_parts)
+    )
     dead: TopicT  # key and value: the failed record's, byte for byte; headers: its origin and error
 
     @classmethod
@@ -58,8 +61,8 @@ class Outputs(Protocol):
         """Put documents records (key, value) on the documents topic; return once every one is acknowledged."""
         ...
 
-    async def briefing(self, axis: str, briefing_json: str) -> None:
-        """Put an emitted briefing on the briefings topic; return once it is acknowledged."""
+    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
+        """Put an emitted briefing's message(s) on the briefings topic, in order; return once all are acknowledged."""
         ...
 
     async def command(self, command: ControlCommand) -> ControlCommand:
@@ -86,8 +89,11 @@ class TopicOutputs:
         pending = [await producer.send(name, key, value, None, None, None) for key, value in records]
         await asyncio.gather(*pending)
 
-    async def briefing(self, axis: str, briefing_json: str) -> None:
-        await (await self._topics.briefings.send(key=axis.encode(), value=briefing_json.encode()))
+    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
+        producer = await self._app.maybe_start_producer()
+        name = self._topics.briefings.get_topic_name()
+        for part in parts:  # each acknowledged before the next is sent: the parts stay in order on retries
+            await (await producer.send(name, axis.encode(), part.value, None, None, part.headers or None))
 
     async def command(self, command: ControlCommand) -> ControlCommand:
         await self._topics.control.send(key=command.axis.encode(), value=command.model_dump_json().encode())

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from processors.models import Briefing
-from sinks.files import BriefingFiles
+from sinks.files import BriefingFiles, indented_json, pretty_json, pretty_json_bytes
+from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -25,6 +26,20 @@ def test_both_files_are_written_and_no_temp_file_remains(tmp_path: Path) -> None
     assert md.read_text() == "# md\n"
     assert Briefing.model_validate_json(js.read_text()) == b
     assert sorted(p.name for p in (tmp_path / "inference").iterdir()) == sorted([md.name, js.name])
+
+
+def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_record(
+    tmp_path: Path,
+) -> None:
+    # The example root's briefing: floats (relevance, similarity), CJK, escapes, empty and nested lists.
+    b = brief(example_documents())
+    recorded = b.model_dump_json(by_alias=True)
+    assert indented_json(b) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
+    files = BriefingFiles(tmp_path)
+    assert files.ensure("inference", "fresh", recorded, "# md\n", indented_json(b))
+    assert (
+        files.ensure("inference", "fresh", recorded, "# md\n") == []
+    )  # what a repair writes: nothing differs
 
 
 def test_temp_files_of_an_interrupted_write_are_removed_at_start_and_nothing_else(tmp_path: Path) -> None:

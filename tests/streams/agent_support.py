@@ -12,6 +12,7 @@ from typing import Any
 import faust
 from mode.threads import ServiceThread
 
+from processors.briefing_parts import Part
 from processors.dead_letters import DeadLetter
 from processors.models import ControlCommand
 from streams.agents import Agents, register_agents
@@ -34,8 +35,8 @@ class RecordedOutputs:
     async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         self.documents.extend(records)
 
-    async def briefing(self, axis: str, briefing_json: str) -> None:
-        self.briefings.append((axis, briefing_json))
+    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
+        self.briefings.append((axis, b"".join(p.value for p in parts).decode()))
 
     async def command(self, command: ControlCommand) -> ControlCommand:
         self.commands.append(command)

@@ -1,0 +1,106 @@
+"""A briefing too large for one Kafka message, sent as consecutive parts of its JSON and joined again on reading.
+
+A briefing whose JSON fits the message limit travels whole, as one message without these headers, exactly as
+before. A larger one (a window of ~100k sources is ~80 MB) is cut into byte slices, each with the headers below;
+every part has the same key (the axis), so they share a partition and arrive in order. A reader joins them
+with `Joiner`; the parts of one briefing may be interleaved with other axes' messages, and a sender that
+crashed half-way sends the whole series again, so a series restarts at its part 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+PART = "predigest-part"  # "<i>/<n>", 1-based
+EMISSION = "predigest-emission"  # the briefing's basename: which series a part belongs to
+SHA256 = "predigest-sha256"  # of the whole JSON, so a joined briefing is checked before it is used
+
+Headers = list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One message of a briefing: its value and its headers (none for a briefing that travels whole)."""
+
+    value: bytes
+    headers: Headers
+
+
+def split(briefing_json: bytes, emission: str, limit: int) -> list[Part]:
+    """The messages of one briefing: itself when it fits in `limit` bytes, else parts of at most `limit`."""
+    if len(briefing_json) <= limit:
+        return [Part(briefing_json, [])]
+    digest = hashlib.sha256(briefing_json).hexdigest().encode()
+    n = -(-len(briefing_json) // limit)
+    return [
+        Part(
+            briefing_json[i * limit : (i + 1) * limit],
+            [(PART, f"{i + 1}/{n}".encode()), (EMISSION, emission.encode()), (SHA256, digest)],
+        )
+        for i in range(n)
+    ]
+
+
+class PartError(ValueError):
+    """A part that cannot be joined (bad headers, a gap, a checksum that does not match)."""
+
+
+@dataclass
+class _Series:
+    first_offset: int
+    parts: int
+    digest: bytes
+    chunks: list[bytes] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A whole briefing's JSON, and the offset of its first message (its last is the one just read)."""
+
+    value: bytes
+    first_offset: int
+
+
+class Joiner:
+    """Joins the parts read from one partition, in offset order; whole briefings pass straight through."""
+
+    def __init__(self) -> None:
+        self._open: dict[bytes, _Series] = {}
+
+    def feed(self, offset: int, value: bytes, headers: Headers) -> Joined | None:
+        """The briefing this message completes (or is), None while its series is incomplete; PartError if broken."""
+        h = {k: v for k, v in headers}
+        if PART not in h:
+            return Joined(value, offset)
+        index, parts, emission, digest = _parse(h)
+        series = self._open.get(emission)
+        if index == 1:  # a new series, or the same one sent again after a crash: start afresh
+            series = self._open[emission] = _Series(offset, parts, digest)
+        elif series is None or len(series.chunks) != index - 1 or series.parts != parts:
+            self._open.pop(emission, None)
+            raise PartError(
+                f"part {index}/{parts} of {emission.decode(errors='replace')} without the ones before"
+            )
+        series.chunks.append(value)
+        if index < parts:
+            return None
+        del self._open[emission]
+        whole = b"".join(series.chunks)
+        if hashlib.sha256(whole).hexdigest().encode() != series.digest:
+            raise PartError(f"the parts of {emission.decode(errors='replace')} do not match their checksum")
+        return Joined(whole, series.first_offset)
+
+    def oldest_open(self) -> int | None:
+        """The first offset of the earliest series still incomplete: a reader must not count itself past it."""
+        return min((s.first_offset for s in self._open.values()), default=None)
+
+
+def _parse(h: dict[str, bytes]) -> tuple[int, int, bytes, bytes]:
+    try:
+        i, n = (int(x) for x in h[PART].split(b"/"))
+    except ValueError:
+        raise PartError(f"bad {PART} header {h[PART]!r}") from None
+    if not 1 <= i <= n or EMISSION not in h or SHA256 not in h:
+        raise PartError(f"bad part headers {sorted(h)} ({h[PART]!r})")
+    return i, n, h[EMISSION], h[SHA256]

@@ -1,0 +1,86 @@
+"""On the real broker: a briefing over the 24 MiB message limit is delivered in parts, read back whole by
+`flush --wait`'s reader, and restored byte for byte by a rebuild's replay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from processors.models import Briefing, ControlCommand
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams import kafka_io
+from streams.app import faust_app
+from streams.control import await_briefing
+from streams.pipeline import Emission, Pipeline
+from streams.replay import replay_briefings
+from streams.settings import Settings
+from streams.topics import TopicOutputs, Topics
+from tests.clocks import ManualClock
+from tests.streams.pipeline_support import ingest, raw_file
+from tests.support import read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]  # ~60 MB through the broker, twice
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+
+
+async def a_large_briefing(pipeline: Pipeline, over: int) -> Briefing:
+    """A real briefing of one note, its source repeated under new paths until its JSON is over `over` bytes."""
+    ingest(
+        pipeline, raw_file("inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache 服务 arXiv:2609.23130\n")
+    )
+    command = ControlCommand(axis="inference", trigger="flush", end=END, requested_at=END, request_id="r")
+    emission = await pipeline.brief(command)
+    assert emission is not None
+    small = emission.briefing
+    [source] = small.sources
+    n = over // len(source.model_dump_json(by_alias=True)) + 1
+    sources = [source.model_copy(update={"path": f"inbox/jay/2026-09-27-{i:06d}-kv.md"}) for i in range(n)]
+    return small.model_copy(update={"sources": sources})
+
+
+async def test_a_briefing_over_the_message_limit_is_delivered_in_parts_and_read_back_whole(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    state = StateStore(s.state_file)
+    pipeline = Pipeline(s, state, Metrics(), ManualClock(END + timedelta(minutes=5)))
+    big = await a_large_briefing(pipeline, over=kafka_io.MAX_MESSAGE_BYTES + (1 << 20))
+    briefing_json = big.model_dump_json(by_alias=True)
+    emission = Emission("inference", END, "flush", "inference-big", briefing_json, delivered=False)
+
+    app = faust_app(s)
+    outputs = TopicOutputs(app, Topics.declare(app, s))
+    try:
+        await outputs.briefing("inference", pipeline.messages(emission))
+    finally:
+        await app.producer.stop()
+    state.close()
+
+    messages = await read_topic(s, "briefings")
+    assert len(messages) == 2
+    assert all(len(value) <= kafka_io.MAX_MESSAGE_BYTES for _, value in messages)
+    split = pipeline.metrics.registry.get_sample_value(
+        "predigest_briefings_split_total", {"axis": "inference"}
+    )
+    assert split == 1
+
+    # What `predigest flush --wait` reads: the briefing, whole.
+    assert await await_briefing(s, "inference", END, "flush", 60) == big
+
+    # A rebuilt state (a new worker, or a lost state file) holds the same bytes, so its files are the same.
+    rebuilt = StateStore(tmp_path / "rebuilt.duckdb")
+    try:
+        assert await replay_briefings(s, rebuilt) == 2
+        record = rebuilt.emission_record("inference", END, "flush")
+        assert record is not None and record.briefing_json == briefing_json and record.delivered
+        assert rebuilt.applied_offset(s.kafka.topic("briefings"), 0) == 1
+    finally:
+        rebuilt.close()
