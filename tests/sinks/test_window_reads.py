@@ -96,7 +96,7 @@ def _memory(state: StateStore) -> MemoryWindow:
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
     """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
-    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": ()}
+    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": (), "titled": None}
     out = []
     for r in rows:
         doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
@@ -138,6 +138,20 @@ def test_the_rows_and_statistics_are_those_of_the_summaries(state: StateStore, s
     assert (got.documents, got.average_length) == (want.documents, want.average_length)
     terms = [*profile, "模型", "cache", "nowhere-at-all"]
     assert got.frequencies(terms) == want.frequencies(terms)
+
+
+def test_the_stated_titles_are_those_of_the_summaries(state: StateStore, stored: StoredWindow) -> None:
+    memory = _memory(state)
+    dups = memory.duplicates(0.8)
+    got, want = stored.titles(dups.keys()), memory.titles(dups.keys())
+    assert got.best.titles() == want.best.titles() != {}
+    assert got.pairs.pairs == want.pairs.pairs
+    # Left out with its duplicates, a source's titles are no window's.
+    stater = next(d for d in memory.docs if d.titled and d.path not in dups)
+    alone = {p.id for p in (stater.titled or ()) if p.rank >= 0} - {
+        p.id for d in memory.docs if d is not stater for p in (d.titled or ())
+    }
+    assert alone and not alone & stored.titles([*dups, stater.path]).best.titles().keys()
 
 
 def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
