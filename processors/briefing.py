@@ -16,7 +16,7 @@ from processors.models import Briefing, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
-from processors.window_rows import WindowSource
+from processors.window_rows import StatedTitles, WindowSource
 from processors.window_scan import Scan, ScanLimits, scan_window
 from processors.window_set import MemoryWindow
 
@@ -60,7 +60,8 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
 
-    titles, screening = _titles_and_screening(req, scan, ids, anchors, source.size())
+    stated = source.titles(duplicates.keys())
+    titles, screening = _titles_and_screening(req, (scan, stated), ids, anchors, source.size())
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -114,19 +115,20 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
 
 
 def _titles_and_screening(
-    req: BriefingRequest, scan: Scan, ids: IdSplit, anchors: Anchors, size: int
+    req: BriefingRequest, read: tuple[Scan, StatedTitles], ids: IdSplit, anchors: Anchors, size: int
 ) -> tuple[WindowTitles, dx.Screening]:
     """The title of each id, and the ids screened: titled like another (a typo) or dated after their note."""
+    scan, stated = read
     # The living document's titles are among those stated, the earlier briefings' come with the history:
     # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
     living_titles = stated_titles(req.living) if req.living else ()
-    scan.titles.add(living_titles, size)  # after the window's titles, the history's last
-    scan.pairs.add(living_titles, size)
-    scan.pairs.add(req.history.titles, size + 1)
+    stated.best.add(living_titles, size)  # after the window's titles, the history's last
+    stated.pairs.add(living_titles, size)
+    stated.pairs.add(req.history.titles, size + 1)
     api_titles = {i: e.record.title for i, e in req.arxiv_records.items()}
-    titles = window_titles(scan.titles, api_titles, ids.window)
+    titles = window_titles(stated.best, api_titles, ids.window)
     screening = dx.screen(
-        conflicts_among(scan.pairs.pairs, req.lang),
+        conflicts_among(stated.pairs.pairs, req.lang),
         scan.future,
         lambda docs: read_whole(docs, req.load),
         (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),

@@ -25,7 +25,7 @@ from processors.discrepancy_keys import (
 )
 from processors.i18n import Lang, say
 from processors.id_conflicts import id_conflicts
-from processors.key_points import clean_line, figures
+from processors.key_points import clean_line, figures_in_order
 from processors.living_doc import LivingDoc, section_label
 from processors.models import ArxivEntry, Claim, Discrepancy, Document, DocumentSummary
 from processors.product_versions import MAX_MENTIONS, VersionMention, release_numbers, versions_in
@@ -212,7 +212,8 @@ def flagged_and_unsourced(
         lines = unsourced_figures(u.text, sourced)
         if lines and unsourced < limit:
             unsourced += 1
-            figs = " / ".join(sorted({f for line in lines for f in figures(line)}, key=lines[0].find)[:4])
+            # In reading order: by the first line stating each, then its place in that line.
+            figs = " / ".join(list(dict.fromkeys(f for line in lines for f in figures_in_order(line)))[:4])
             heading = _untitled(u.heading) or u.doc_title
             items.append(Finding("unsourced_claim", unsourced_key(u.ref), say("d.unsourced.subject", lang, what=_short(heading, 40)),
                                  tuple(Claim(text=line, source=u.ref) for line in lines[:4]),

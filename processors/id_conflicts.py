@@ -51,22 +51,39 @@ class BoundedTitles:
         self._first: dict[tuple[str, str], tuple[tuple[int, int], TitledId]] = {}
 
     def add(self, titled: Iterable[TitledId], position: int = 0) -> None:
-        per_source: Counter[str] = Counter()
-        for n, p in enumerate(titled):
-            path = p.source.split("#", 1)[0]
-            if per_source[path] >= MAX_TITLED_PER_SOURCE:
-                continue
-            per_source[path] += 1
-            mark = (strip_version(p.id), p.title.casefold())
-            held = self._first.get(mark)
-            if held is None or (position, n) < held[0]:
-                self._first[mark] = ((position, n), p)
+        titled = list(titled)
+        for n, (p, kept) in enumerate(zip(titled, within_bound(titled), strict=True)):
+            if kept:
+                self.offer(p, position, n)
+
+    def offer(self, p: TitledId, position: int, n: int) -> None:
+        """One pair within its document's bound: the `n`th its document states, at `position` in the window."""
+        mark = title_mark(p)
+        held = self._first.get(mark)
+        if held is None or (position, n) < held[0]:
+            self._first[mark] = ((position, n), p)
 
     @property
     def pairs(self) -> list[tuple[TitledId, frozenset[str]]]:
         """The pairs in the order first stated, each with its title's terms."""
         firsts = sorted(self._first.values(), key=lambda e: e[0])
         return [(p, key) for _, p in firsts if (key := title_terms(p.title)) is not None]
+
+
+def title_mark(p: TitledId) -> tuple[str, str]:
+    """What makes two statements one: the id without its version, the title casefolded."""
+    return strip_version(p.id), p.title.casefold()
+
+
+def within_bound(titled: Iterable[TitledId]) -> list[bool]:
+    """For each pair of one document's, whether it is among the first MAX_TITLED_PER_SOURCE of its path."""
+    per_source: Counter[str] = Counter()
+    out = []
+    for p in titled:
+        path = p.source.split("#", 1)[0]
+        out.append(per_source[path] < MAX_TITLED_PER_SOURCE)
+        per_source[path] += 1 if out[-1] else 0
+    return out
 
 
 def _bounded(titled: Iterable[TitledId]) -> list[tuple[TitledId, frozenset[str]]]:

@@ -25,7 +25,7 @@ from processors.structure import Block, Structure, read_note
 # Rank of each source; the arXiv API (added by the briefing) outranks them all.
 TRUST = {"api": 7, "card": 6, "link": 5, "table": 4, "heading": 3, "title_line": 2, "lead": 1, "section": 0}
 NAME = -1  # the rank of a name (`MadaKV`): a pair for the D-items, below every title
-_TITLE_FROM = TRUST["section"]
+TITLE_FROM = TRUST["section"]  # the lowest rank that titles an id (below: a name)
 _STRONG_FROM = TRUST["title_line"]  # ranks from here up are titles a writer states as titles
 
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+|^\s*\[\d{1,4}\]\s*")
@@ -303,12 +303,16 @@ class BestTitles:
 
     def add(self, pairs: Iterable[TitledId], position: int = 0) -> None:
         for n, p in enumerate(pairs):
-            if p.rank < _TITLE_FROM:
-                continue
-            key = (-p.rank, not p.strong, position, n)
-            held = self._best.get(p.id)
-            if held is None or key < held[0]:
-                self._best[p.id] = (key, p.title)
+            self.offer(p, position, n)
+
+    def offer(self, p: TitledId, position: int, n: int) -> None:
+        """One pair: the `n`th its document states, at `position` in the window."""
+        if p.rank < TITLE_FROM:
+            return
+        key = (-p.rank, not p.strong, position, n)
+        held = self._best.get(p.id)
+        if held is None or key < held[0]:
+            self._best[p.id] = (key, p.title)
 
     def titles(self) -> dict[str, str]:
         return {i: title for i, (_, title) in self._best.items()}
@@ -323,10 +327,10 @@ class WindowTitles:
 
 
 def stated_titles(doc: DocumentSummary) -> Sequence[TitledId]:
-    """The pairs a document states, kept with its summary at parse time (or found now, for an older record)."""
-    if doc.titled or not isinstance(doc, Document):
+    """The pairs a document states, kept with its summary at parse time (or found now, for one without them)."""
+    if doc.titled is not None:
         return doc.titled
-    return titled_ids(doc)
+    return titled_ids(doc) if isinstance(doc, Document) else ()
 
 
 def window_titles(

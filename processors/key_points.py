@@ -157,12 +157,16 @@ def highlights(points: Iterable[str], limit: int = 4) -> list[str]:
 
 def figures(text: str) -> set[str]:
     """The striking figures of a text, normalised (`92.2%`, `3.8×`), to compare against the living doc."""
-    found: set[str] = set()
+    return set(figures_in_order(text))
+
+
+def figures_in_order(text: str) -> list[str]:
+    """The striking figures of a text, normalised, each once, in the order the text first states them."""
+    found: dict[str, None] = {}
     for m in NUMBER.finditer(text):
-        fig = _WHITE.sub("", m.group(0)).replace("x", "×").replace("X", "×")
         if STRIKING.search(m.group(0)):
-            found.add(fig)
-    return found
+            found.setdefault(_WHITE.sub("", m.group(0)).replace("x", "×").replace("X", "×"))
+    return list(found)
 
 
 _ENUMERATION = re.compile(r"[（(]\s*(?:\d{1,2}|[ivx]{1,4})\s*[)）]|^\s*\d{1,2}[.、)]\s", re.IGNORECASE)

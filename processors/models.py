@@ -108,7 +108,9 @@ class DocumentSummary(Frozen):
     version: str | None = None  # living documents: "v3.44"
     terms: dict[str, int] = Field(default_factory=dict)  # top index terms and keyword terms (title thrice)
     length: int = 0  # tokens in title and text: BM25 normalises term counts by it
-    titled: tuple[TitledId, ...] = ()  # the titles it states for arXiv ids (processors.id_titles)
+    # The titles it states for arXiv ids (processors.id_titles); None: not worked out (a record written before
+    # notes kept them, converted where it is decoded: processors.wire).
+    titled: tuple[TitledId, ...] | None = None
 
 
 class Document(DocumentSummary):

@@ -16,22 +16,37 @@ from typing import Any
 
 import pydantic_core
 
+from processors.id_conflicts import title_mark, within_bound
+from processors.models import TitledId
+
 # Kept as rows and columns instead, or (the headings) as the topic line they make.
-_BULK = ("signature", "terms", "headings")
+_BULK = ("signature", "terms", "headings", "titled")
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 TOPIC_LIMIT = 90
 
 
+@dataclass(frozen=True, slots=True)
+class StatedTitle:
+    """One (id, title) pair a version states, as a row: what a briefing ranks the window's titles by in SQL."""
+
+    n: int  # its place among the version's pairs
+    pair: TitledId
+    mark: tuple[str, str]  # the id without its version, the title casefolded (processors.id_conflicts)
+    bounded: bool  # among the first pairs of its path that id conflicts look at
+
+
 @dataclass(frozen=True)
 class SourceFacts:
-    """One version's facts: its summary without its bulk, the line its headings make, what relevance needs."""
+    """One version's facts: its summary without its bulk, the line its headings make, what relevance needs, and
+    the titles it states for its ids."""
 
-    summary_json: str  # the summary without `signature`, `terms` and `headings`
+    summary_json: str  # the summary without `signature`, `terms`, `headings` and `titled`
     topic: str  # the line its headings make (`heading_topic`): what 一 and 五 say it is about
     text_hash: str
     length: int  # its BM25 length: its tokens, else (an older record) its term counts' sum
     counted: bool  # it has term counts
     arxiv_ids: tuple[str, ...]
+    titled: tuple[StatedTitle, ...] = ()
 
 
 def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT) -> str:
@@ -55,4 +70,13 @@ def source_facts(summary_json: str) -> SourceFacts:
         length=data.get("length") or sum(terms.values()),
         counted=bool(terms),
         arxiv_ids=tuple(data.get("arxiv_ids") or ()),
+        titled=stated_rows([TitledId.model_validate(p) for p in data.get("titled") or ()]),
+    )
+
+
+def stated_rows(titled: list[TitledId]) -> tuple[StatedTitle, ...]:
+    """A version's stated titles as rows (`processors.wire` gives every stored summary its titles)."""
+    bounded = within_bound(titled)
+    return tuple(
+        StatedTitle(n, p, title_mark(p), b) for n, (p, b) in enumerate(zip(titled, bounded, strict=True))
     )

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from processors.id_conflicts import BoundedTitles
+from processors.id_titles import BestTitles
 from processors.models import DocumentSummary
 from processors.near_duplicates import DuplicateOf
 from processors.tfidf import Frequencies
@@ -56,6 +58,15 @@ def statistics_of(counts: Sequence[Mapping[str, int]], lengths: Sequence[int]) -
     )
 
 
+@dataclass
+class StatedTitles:
+    """The titles the window's kept sources state for their ids: the best of each id, and the pairs id conflicts
+    are looked for among."""
+
+    best: BestTitles = field(default_factory=BestTitles)
+    pairs: BoundedTitles = field(default_factory=BoundedTitles)
+
+
 class WindowSource(Protocol):
     """The sources of one axis window: its notes and cards dated in it, plus the axis's latest baseline."""
 
@@ -82,4 +93,8 @@ class WindowSource(Protocol):
 
     def arxiv_ids(self) -> list[str]:
         """Every id the sources cite, in order of first appearance."""
+        ...
+
+    def titles(self, left_out: Collection[str]) -> StatedTitles:
+        """The titles the sources but `left_out` (its duplicates) state for their ids, each at its place."""
         ...

@@ -1,8 +1,9 @@
 """A briefing's first read of the window: each source weighed once, and only what the later stages quote kept.
 
 Of a window of any size it keeps the axis's baselines and work queues, the most relevant sources that can feed
-increments (`Contributors`), the window's ids in listing order, the titles stated for them, and the ids some
-note dates after itself: summaries of a few dozen sources, not of the window.
+increments (`Contributors`), the window's ids in listing order, and the ids some note dates after itself:
+summaries of a few dozen sources, not of the window. (The titles stated for the ids come apart, as rows of
+their own: `WindowSource.titles`.)
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from processors.anchoring import IdOrder
 from processors.arxiv_ids import yymm
 from processors.contributors import Contributors, can_contribute
 from processors.discrepancies import future_id_hits
-from processors.id_conflicts import BoundedTitles
-from processors.id_titles import BestTitles, stated_titles
 from processors.models import DocumentSummary, Relevance
 from processors.relevance import Scorer
 from processors.sources import SourceListing
@@ -34,14 +33,12 @@ class ScanLimits:
 
 @dataclass
 class Scan:
-    """What the read kept: the few sources the briefing reads whole, and the window's ids and titles."""
+    """What the read kept: the few sources the briefing reads whole, and the window's ids."""
 
     baselines: list[DocumentSummary] = field(default_factory=list)  # this axis's own, kept
     queues: list[DocumentSummary] = field(default_factory=list)  # the window's work queues, kept
     contributors: list[tuple[DocumentSummary, Relevance]] = field(default_factory=list)
     ids: IdOrder = field(default_factory=IdOrder)
-    titles: BestTitles = field(default_factory=BestTitles)  # stated by the kept sources
-    pairs: BoundedTitles = field(default_factory=BoundedTitles)  # the same, for id conflicts
     future: list[tuple[DocumentSummary, str]] = field(default_factory=list)  # (note, an id dated after it)
     current: dict[str, SourceRow] = field(default_factory=dict)  # kept sources at the `watched` paths
 
@@ -78,10 +75,6 @@ def scan_window(
             baselines.append((position, doc))
         if doc.kind == "work_queue":
             queues.append((position, doc))
-        stated = stated_titles(doc)
-        if stated:
-            scan.titles.add(stated, position)
-            scan.pairs.add(stated, position)
         if doc.kind in ("inbox", "paper_card") and _cites_later(doc, limits.zone):
             future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
     scan.contributors = ranking.ranked()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from processors.fan_out import keyword_terms
+from processors.id_titles import stated_titles
 from processors.models import AxisSpec, DocumentSummary, WindowBounds
 from processors.near_duplicates import DuplicateOf, Fingerprint, find_duplicates
 from processors.relevance import bm25_length, doc_counts
 from processors.window import in_window
-from processors.window_rows import SourceRow, WindowStatistics, statistics_of
+from processors.window_rows import SourceRow, StatedTitles, WindowStatistics, statistics_of
 
 
 def window_duplicates(docs: Sequence[DocumentSummary], threshold: float) -> dict[str, DuplicateOf]:
@@ -78,3 +79,11 @@ class MemoryWindow:
 
     def arxiv_ids(self) -> list[str]:
         return list(dict.fromkeys(i for d in self.docs for i in d.arxiv_ids))
+
+    def titles(self, left_out: Collection[str]) -> StatedTitles:
+        out = StatedTitles()
+        for position, doc in enumerate(self.docs):
+            if doc.path not in left_out and (stated := stated_titles(doc)):
+                out.best.add(stated, position)
+                out.pairs.add(stated, position)
+        return out

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from processors.fan_out import DocumentEvent, EventFields
+from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind
 
 MAGIC = b"predigest.documents/v2"
@@ -48,7 +49,11 @@ def _dumps(value: object) -> str:
 
 
 def store_document(doc: Document) -> StoredDocument:
-    """The summary and the body of a document; a section whose text is not a slice of the text is kept whole."""
+    """The summary and the body of a document; a section whose text is not a slice of the text is kept whole.
+
+    A document without its stated titles (made before notes kept them) gets them here, read from its text."""
+    if doc.titled is None:
+        doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
     text = doc.text
     sections: list[list[Any]] = []
     cursor = 0
@@ -126,13 +131,18 @@ def decode(value: bytes) -> DocumentRecord:
     if len(parts) != 4 or header.kind is None or header.event_time is None:
         raise ValueError(f"document record of {header.path} lacks its body, kind or event time")
     summary_json = parts[2].decode()
+    stored = StoredDocument(summary_json, parts[3].decode())
     # Every briefing of the axis reads this summary: one no version can read (a newer writer's field, a
     # damaged record) is refused here, where the agent skips it with an error, not at each briefing.
-    _check_summary(summary_json)
-    return DocumentRecord(header, StoredDocument(summary_json, parts[3].decode()))
+    if not _titled(summary_json):
+        # Written before notes kept their stated titles: they are read from its text once, here, so that what
+        # is stored (and every briefing) has them (the titles only: the body stays as it came).
+        stored = StoredDocument(store_document(load_document(stored)).summary_json, stored.body_json)
+    return DocumentRecord(header, stored)
 
 
 @lru_cache(maxsize=256)
-def _check_summary(summary_json: str) -> None:
-    """Raise unless the summary reads; remembered, as a note's records (one per axis) carry the same summary."""
-    load_summary(summary_json)
+def _titled(summary_json: str) -> bool:
+    """Raise unless the summary reads, else whether it holds its stated titles; remembered, as a note's records
+    (one per axis) carry the same summary."""
+    return load_summary(summary_json).titled is not None

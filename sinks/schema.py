@@ -12,7 +12,8 @@ from sinks.errors import RebuildRequiredError
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
 # 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
 # 4: each version's source facts (summary without its bulk, term rows, signature columns) for briefings.
-VERSION = 4
+# 5: the titles each version states for its ids, as rows (source_titles), no longer in its slim summary.
+VERSION = 5
 
 
 _TABLES = """
@@ -71,6 +72,13 @@ CREATE TABLE source_rows (
 );
 CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);
 CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only
+-- The (id, title) pairs each version states (processors.id_titles), the nth of its own, with what the window's
+-- best title of each id and its id conflicts are ranked by (processors.source_facts.StatedTitle).
+CREATE TABLE source_titles (
+    vid BIGINT NOT NULL, n INTEGER NOT NULL, id VARCHAR NOT NULL, title VARCHAR NOT NULL, source VARCHAR NOT NULL,
+    strong BOOLEAN NOT NULL, rank INTEGER NOT NULL,
+    mark_id VARCHAR NOT NULL, mark_title VARCHAR NOT NULL, bounded BOOLEAN NOT NULL
+);
 -- The last record applied per (topic, partition), written in the transaction of what it brought.
 CREATE TABLE applied (
     topic VARCHAR NOT NULL, part INTEGER NOT NULL, last_offset BIGINT NOT NULL,

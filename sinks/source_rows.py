@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import duckdb
 
 from processors.near_duplicates import NUM_PERM
-from processors.source_facts import source_facts
+from processors.source_facts import SourceFacts, source_facts
 from processors.wire import DocumentRecord
 
 
 class SourceRows:
-    """The source_rows, source_terms and source_signatures tables; writes run in the caller's transaction."""
+    """The source_rows, source_terms, source_signatures and source_titles tables; writes run in the caller's
+    transaction."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
@@ -56,6 +57,7 @@ class SourceRows:
                 [f.summary_json for f in facts],
             ],
         )
+        self._insert_titles(vids, facts)
         # The term counts and the signature, read out of the summaries by DuckDB: as Python lists they cost
         # the window agent four times as much. A signature of another length (a tiny text, another scheme)
         # is not stored: exact duplicates only, as processors.near_duplicates does.
@@ -69,4 +71,25 @@ class SourceRows:
             "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
             "TRY_CAST(json_extract(unnest($2), '$.signature') AS UBIGINT[]) AS s) WHERE len(s) = $3",
             [*stored, NUM_PERM],
+        )
+
+    def _insert_titles(self, vids: Sequence[int], facts: Sequence[SourceFacts]) -> None:
+        rows = [(vid, t) for vid, f in zip(vids, facts, strict=True) for t in f.titled]
+        if not rows:
+            return
+        columns = [
+            [vid for vid, _ in rows],
+            [t.n for _, t in rows],
+            [t.pair.id for _, t in rows],
+            [t.pair.title for _, t in rows],
+            [t.pair.source for _, t in rows],
+            [t.pair.strong for _, t in rows],
+            [t.pair.rank for _, t in rows],
+            [t.mark[0] for _, t in rows],
+            [t.mark[1] for _, t in rows],
+            [t.bounded for _, t in rows],
+        ]
+        self._db.execute(
+            "INSERT INTO source_titles SELECT " + ", ".join(f"unnest(${i + 1})" for i in range(len(columns))),
+            columns,
         )

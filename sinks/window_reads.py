@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterator, Sequence
 
 import duckdb
 
-from processors.models import Document, WindowBounds
+from processors.id_titles import TITLE_FROM
+from processors.models import Document, TitledId, WindowBounds
 from processors.near_duplicates import (
     NUM_PERM,
     DuplicateOf,
@@ -22,7 +23,7 @@ from processors.near_duplicates import (
     lsh_bands,
     merge_groups,
 )
-from processors.window_rows import SourceRow, WindowStatistics
+from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
 from sinks.documents import IN_WINDOW, whole_documents
 
@@ -35,6 +36,20 @@ _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_tim
 _PINNED = (
     "(row_number() OVER (ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, d.path, d.kind, "
     "r.text_hash, r.length, false AS dup FROM documents d JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
+)
+
+
+# Of the pairs the kept sources state (source_titles): the best of each id (processors.id_titles.BestTitles:
+# rank, strong before weak, then the first stated) and the first statement of each (id, title) within its
+# document's bound (processors.id_conflicts.BoundedTitles). The rest could never win either.
+_STATED = (
+    "WITH t AS (SELECT w.pos, t.* FROM source_titles t JOIN {w} w ON w.vid = t.vid "
+    "  WHERE w.path NOT IN (SELECT unnest($1::VARCHAR[]))) "
+    "SELECT pos, n, id, title, source, strong, rank, true AS best FROM t WHERE rank >= $2 "
+    "  QUALIFY row_number() OVER (PARTITION BY id ORDER BY rank DESC, strong DESC, pos, n) = 1 "
+    "UNION ALL "
+    "SELECT pos, n, id, title, source, strong, rank, false FROM t WHERE bounded "
+    "  QUALIFY row_number() OVER (PARTITION BY mark_id, mark_title ORDER BY pos, n) = 1"
 )
 
 
@@ -200,6 +215,14 @@ class StoredWindow:
             f"SELECT r.arxiv_ids FROM {self._w} w JOIN source_rows r ON r.vid = w.vid ORDER BY w.pos"
         ).fetchall()
         return list(dict.fromkeys(itertools.chain.from_iterable(ids for (ids,) in rows)))
+
+    def titles(self, left_out: Collection[str]) -> StatedTitles:
+        rows = self._db.execute(_STATED.format(w=self._w), [list(left_out), TITLE_FROM]).fetchall()
+        out = StatedTitles()
+        for position, n, arxiv_id, title, source, strong, rank, best in rows:
+            pair = TitledId(id=arxiv_id, title=title, source=source, strong=strong, rank=rank)
+            (out.best if best else out.pairs).offer(pair, int(position), int(n))
+        return out
 
     def own_baselines(self) -> list[str]:
         """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers), the pinned

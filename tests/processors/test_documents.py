@@ -225,7 +225,7 @@ def test_titled_ids_come_with_the_document() -> None:
         "# KV\n## Pruning\n1. [**SnapKV: LLM Knows What You are Looking for Before Generation.**]"
         "(https://arxiv.org/abs/2404.14469) *Yuhong Li, Yingbing Huang.* Arxiv 2024.\n",
     )
-    assert [(t.id, t.title) for t in doc.titled] == [
+    assert [(t.id, t.title) for t in doc.titled or ()] == [
         ("2404.14469", "SnapKV: LLM Knows What You are Looking for Before Generation")
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -114,6 +115,30 @@ def test_a_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
     for _ in range(2):  # its other axes' records carry the same summary: refused each time, not remembered
         with pytest.raises(ValueError):
             decode(bad)
+
+
+def _without_titles(value: bytes) -> bytes:
+    """The record as a predigest from before notes kept their stated titles wrote it."""
+    magic, header, summary, body = value.split(b"\n", 3)
+    data = json.loads(summary)
+    del data["titled"]
+    return b"\n".join([magic, header, json.dumps(data, ensure_ascii=False).encode(), body])
+
+
+def test_a_record_written_before_titles_were_kept_gets_them_where_it_is_decoded() -> None:
+    text = (
+        "# 今日论文\n\n- [FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness]"
+        "(https://arxiv.org/abs/2205.14135) 仍是 vLLM 的基础。\n"
+    )
+    for content, stated in ((text, 1), ("# KV cache\n\nvLLM serving, no paper cited.\n", 0)):
+        (event, *_) = routed(raw("inbox/jay/2026-09-27-1000-t.md", content.encode()))
+        ((_, value), *_) = encode_events([event])
+        assert event.document is not None and len(event.document.titled or ()) == stated
+        old = decode(_without_titles(value))
+        assert old.stored is not None
+        # Worked out once here: "none" is () and no briefing reads the note again for them.
+        assert load_summary(old.stored.summary_json).titled == event.document.titled
+        assert old == decode(value)
 
 
 def test_a_rejection_s_code_and_file_time_travel_in_its_record() -> None:

@@ -16,6 +16,7 @@ from bench.archive import END, Generator, living_documents
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import parse_document
+from processors.id_conflicts import MAX_TITLED_PER_SOURCE
 from processors.models import AxisSpec, Document, DocumentSummary, RawFile
 from processors.relevance import AxisSpace
 from processors.source_facts import heading_topic
@@ -24,6 +25,7 @@ from processors.window_rows import SourceRow
 from processors.window_set import MemoryWindow
 from sinks.state import Position, StateStore
 from sinks.window_reads import StoredWindow
+from tests.processors.test_discrepancies_bounded import _hostile
 from tests.state_support import delete_path, document_record, superseded_summaries, window_summaries
 from tests.state_support import window_documents as whole_window
 
@@ -96,7 +98,7 @@ def _memory(state: StateStore) -> MemoryWindow:
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
     """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
-    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": ()}
+    slim: dict[str, object] = {"signature": (), "terms": {}, "headings": (), "titled": None}
     out = []
     for r in rows:
         doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
@@ -138,6 +140,42 @@ def test_the_rows_and_statistics_are_those_of_the_summaries(state: StateStore, s
     assert (got.documents, got.average_length) == (want.documents, want.average_length)
     terms = [*profile, "模型", "cache", "nowhere-at-all"]
     assert got.frequencies(terms) == want.frequencies(terms)
+
+
+def test_the_stated_titles_are_those_of_the_summaries(state: StateStore, stored: StoredWindow) -> None:
+    memory = _memory(state)
+    dups = memory.duplicates(0.8)
+    got, want = stored.titles(dups.keys()), memory.titles(dups.keys())
+    assert got.best.titles() == want.best.titles() != {}
+    assert got.pairs.pairs == want.pairs.pairs
+    # Left out with its duplicates, a source's titles are no window's.
+    stater = next(d for d in memory.docs if d.titled and d.path not in dups)
+    alone = {p.id for p in (stater.titled or ()) if p.rank >= 0} - {
+        p.id for d in memory.docs if d is not stater for p in (d.titled or ())
+    }
+    assert alone and not alone & stored.titles([*dups, stater.path]).best.titles().keys()
+
+
+def test_a_note_stating_thousands_of_titles_is_bounded_alike_stored_or_held(tmp_path: Path) -> None:
+    hostile = _doc("inbox/jay/2026-09-27-1000-hostile.md", _hostile())
+    other = _doc(
+        "inbox/tom/2026-09-27-1100-b.md",
+        "# b\n\n| arXiv | Title |\n|---|---|\n| 2609.10001 | Fluid-Guided Online Scheduling for LLM Inference |\n",
+    )
+    assert len(hostile.titled or ()) > MAX_TITLED_PER_SOURCE
+    state = StateStore(tmp_path / "worker.duckdb")
+    docs = [hostile, other]
+    state.apply_batch(
+        [(document_record(AXIS.name, d, n), Position("t.documents", 0, n)) for n, d in enumerate(docs)]
+    )
+    stored = state.window(AXIS.name, WINDOW, None)
+    try:
+        got, want = stored.titles(()), MemoryWindow(docs, [], (AXIS.name, WINDOW), AXES).titles(())
+        assert got.best.titles() == want.best.titles() and len(want.best.titles()) > 2000
+        assert got.pairs.pairs == want.pairs.pairs != []
+    finally:
+        stored.close()
+        state.close()
 
 
 def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
