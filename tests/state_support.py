@@ -19,10 +19,28 @@ from sinks.state import Position, StateStore
 SH = ZoneInfo("Asia/Shanghai")
 
 
+def raw_file(path: str, data: bytes, mtime: float = 0.0) -> RawFile:
+    """The file the watcher would read: these bytes at this path, with their size and digest."""
+    return RawFile(
+        path=path, content=data, size=len(data), mtime=mtime, sha256=hashlib.sha256(data).hexdigest()
+    )
+
+
 def parsed(path: str, text: str) -> Document:
-    data = text.encode()
-    raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
-    return parse_document(raw, zone=SH)
+    return parse_document(raw_file(path, text.encode()), zone=SH)
+
+
+def duckdb_limits(state: StateStore) -> tuple[str, int]:
+    """The memory limit and thread count DuckDB holds for the state's connections, as it reports them."""
+    reader = state.reader()
+    try:
+        row = reader._db.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')"
+        ).fetchone()
+    finally:
+        reader.close()
+    assert row is not None
+    return str(row[0]), int(row[1])
 
 
 def document_record(axis: str, doc: Document, raw_offset: int | None) -> DocumentRecord:

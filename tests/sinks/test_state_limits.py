@@ -12,21 +12,9 @@ import pytest
 
 from sinks.duck import Limits
 from sinks.state import Position, StateStore
-from tests.state_support import document_record, parsed
+from tests.state_support import document_record, duckdb_limits, parsed
 
 MIB = 1024 * 1024
-
-
-def _settings(state: StateStore) -> tuple[str, int]:
-    reader = state.reader()
-    try:
-        row = reader._db.execute(
-            "SELECT current_setting('memory_limit'), current_setting('threads')"
-        ).fetchone()
-    finally:
-        reader.close()
-    assert row is not None
-    return str(row[0]), int(row[1])
 
 
 class _RssSampler:
@@ -62,7 +50,7 @@ def _file_bytes(state: StateStore) -> int:
 def test_the_state_opens_within_its_limits(tmp_path: Path) -> None:
     state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
     try:
-        assert _settings(state) == ("96.0 MiB", 1)
+        assert duckdb_limits(state) == ("96.0 MiB", 1)
     finally:
         state.close()
 
@@ -70,7 +58,7 @@ def test_the_state_opens_within_its_limits(tmp_path: Path) -> None:
 def test_without_limits_duckdb_keeps_its_own_defaults(tmp_path: Path) -> None:
     state = StateStore(tmp_path / "worker.duckdb")
     try:
-        memory, _ = _settings(state)
+        memory, _ = duckdb_limits(state)
         assert memory != "96.0 MiB"  # DuckDB's 80 % of the machine's RAM
     finally:
         state.close()

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from processors.models import AxisSpec, RawFile
+from processors.models import AxisSpec
 from processors.parse_stage import RouteParams, route_file
 from processors.window import window_bounds
 from processors.wire import decode
 from sinks.state import StateStore
+from tests.state_support import raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
 PARAMS = RouteParams(axes=(AxisSpec(name="inference"),), zone=SH, max_bytes=1 << 20, message_limit=1 << 20)
@@ -19,14 +19,7 @@ PARAMS = RouteParams(axes=(AxisSpec(name="inference"),), zone=SH, max_bytes=1 <<
 
 def refuse(state: StateStore, path: str, seen_at: datetime) -> None:
     """A binary file through the parse stage and the window agent's write, as the worker handles it."""
-    data = b"\x00\x01binary"
-    raw = RawFile(
-        path=path,
-        content=data,
-        size=len(data),
-        mtime=seen_at.timestamp(),
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+    raw = raw_file(path, b"\x00\x01binary", seen_at.timestamp())
     routed = route_file(raw, PARAMS, seen_at, raw_offset=1)
     state.apply_batch([(decode(value), None) for _, value in routed.records])
 
@@ -58,8 +51,7 @@ def test_bytes_rejected_by_a_routing_crash_and_routed_after_the_fix_are_no_longe
     state = StateStore(tmp_path / "worker.duckdb")
     seen = datetime(2026, 9, 27, 12, 0, tzinfo=SH)
     text = b"# vLLM\n\nKV cache serving.\n"
-    raw = RawFile(path="inbox/jay/2026-09-27-1000-kv.md", content=text, size=len(text), mtime=0.0,
-                  sha256=hashlib.sha256(text).hexdigest())  # fmt: skip
+    raw = raw_file("inbox/jay/2026-09-27-1000-kv.md", text)
     crashed = route_file(raw.model_copy(update={"content": None}), PARAMS, seen, raw_offset=1)
     assert crashed.rejection is not None  # bytes that did not travel: rejected, as a crash would be
     fixed = route_file(raw, PARAMS, seen, raw_offset=2)

@@ -4,7 +4,6 @@ stored."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -17,7 +16,7 @@ from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import parse_document
 from processors.id_conflicts import MAX_TITLED_PER_SOURCE
-from processors.models import AxisSpec, Document, DocumentSummary, RawFile
+from processors.models import AxisSpec, Document, DocumentSummary
 from processors.relevance import AxisSpace
 from processors.source_facts import heading_topic
 from processors.window import window_bounds
@@ -26,7 +25,7 @@ from processors.window_set import MemoryWindow
 from sinks.state import Position, StateStore
 from sinks.window_reads import StoredWindow
 from tests.processors.test_discrepancies_bounded import _hostile
-from tests.state_support import delete_path, document_record, superseded_summaries, window_summaries
+from tests.state_support import delete_path, document_record, raw_file, superseded_summaries, window_summaries
 from tests.state_support import window_documents as whole_window
 
 AXIS = AxisSpec(
@@ -40,14 +39,7 @@ NOTES = 240  # of the seeded archive: 5-20 KB notes, zh and en, with exact and n
 
 
 def _doc(path: str, text: str, when: datetime = END) -> Document:
-    data = text.encode()
-    raw = RawFile(
-        path=path,
-        content=data,
-        size=len(data),
-        mtime=when.timestamp(),
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+    raw = raw_file(path, text.encode(), when.timestamp())
     return parse_document(raw, zone=END.tzinfo, keep_terms=frozenset({"vllm", "推理", "安全"}))  # type: ignore[arg-type]
 
 

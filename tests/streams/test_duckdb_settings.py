@@ -13,6 +13,7 @@ from streams.errors import ConfigError
 from streams.services import LazyPipeline, state_limits
 from streams.settings import KafkaSettings, Settings, load_settings
 from tests.clocks import ManualClock
+from tests.state_support import duckdb_limits
 
 
 def test_the_state_is_bounded_by_default() -> None:
@@ -43,12 +44,7 @@ def test_the_worker_opens_its_state_within_the_configured_limits(tmp_path: Path)
         duckdb=DuckDBSettings(memory_limit_mib=300, threads=1),
     )
     state = LazyPipeline(s, Metrics(), ManualClock())().state
-    reader = state.reader()
     try:
-        row = reader._db.execute(
-            "SELECT current_setting('memory_limit'), current_setting('threads')"
-        ).fetchone()
+        assert duckdb_limits(state) == ("300.0 MiB", 1)
     finally:
-        reader.close()
         state.close()
-    assert row == ("300.0 MiB", 1)
