@@ -231,7 +231,7 @@ class Metrics(_Common):
         )
         self.state_replayed = Counter(
             "predigest_state_replayed_records_total",
-            "Records replayed from a retained topic into the state (takeover, fresh or rebuilt state)",
+            "Records replayed from a retained topic into the state (takeover, fresh or rebuilt state); a briefing once",
             ["stage"],
             registry=r,
         )

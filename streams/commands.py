@@ -91,7 +91,7 @@ def rebuild(settings: Settings, clock: Clock) -> int:
         "rebuilt %s: %d documents record(s) and %d briefing(s) replayed, %d current document version(s)",
         settings.state_file,
         done.documents_records,
-        done.briefings_records,
+        done.briefings,
         done.documents,
     )
     return 0

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Rebuilt:
     documents_records: int
-    briefings_records: int
+    briefings: int  # restored whole, however many parts each was sent in
     documents: int  # current document versions held afterwards
 
 

@@ -143,12 +143,16 @@ async def replay_documents(
 
 
 async def replay_briefings(settings: Settings, state: StateStore, progress: Progress | None = None) -> int:
-    """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover."""
+    """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover.
+
+    Returns how many briefings the state did not hold yet: a briefing sent in parts counts once."""
     topic = settings.kafka.topic("briefings")
 
     joiners: dict[int, Joiner] = {}  # per partition: a briefing over the message limit comes in parts
+    restored = 0
 
     def apply(batch: list[Fetched]) -> None:
+        nonlocal restored
         for position, value, headers in batch:
             joiner = joiners.setdefault(position.partition, Joiner())
             briefing: Briefing | None = None
@@ -166,12 +170,14 @@ async def replay_briefings(settings: Settings, state: StateStore, progress: Prog
                 continue
             basename = briefing_basename(briefing.axis, briefing.window.end, briefing.trigger, settings.tz)
             if state.restore_emission(briefing, basename, settled):
+                restored += 1
                 log.debug(
                     "restored emission %s", basename, extra=doc_context(basename, briefing.axis, position)
                 )
 
     partitions = await kafka_io.partition_numbers(settings, topic)
-    return await _replay(settings, state, topic, partitions, apply, progress)
+    await _replay(settings, state, topic, partitions, apply, progress)
+    return restored
 
 
 class ReplayProgress:

@@ -135,7 +135,7 @@ class StateSync:
         )
 
     async def refresh_briefings(self) -> int:
-        """Restore every emission on `predigest.briefings` the state does not hold yet; how many records."""
+        """Restore every emission on `predigest.briefings` the state does not hold yet; how many briefings."""
         async with self._briefings_lock:
             n = await replay_briefings(self._settings, self._pipeline().state)
         self._metrics.state_replayed.labels(stage="briefings").inc(n)
