@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import archive, end_to_end, procs, report, stages, watcher_scale
+from bench import archive, end_to_end, parse_growth, procs, report, stages, watcher_scale
 from bench.broker import Broker
 from bench.figure_lines import machine, say, say_latency, say_run, say_scaling, say_stages, say_watcher
 from bench.profile_run import profile_worker
@@ -69,6 +69,8 @@ def _in_process(results: dict[str, Any], root: Path, paths: list[str]) -> None:
     scaling = stages.briefing_scaling(root, paths, [100, 200, 400])
     results["briefing_scaling_s"] = {**scaling, "exponent": stages.growth_exponent(scaling)}
     say_scaling(results["briefing_scaling_s"])
+    results["parse_growth_exponent"] = growth = parse_growth.measure()
+    say(parse_growth.verdict(growth))
 
 
 def _runs(

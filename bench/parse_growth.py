@@ -1,0 +1,90 @@
+"""How parse_document's CPU time grows with a hostile note (issue 15): the exponent k of time ∝ size^k.
+
+`make bench` records it among its stages; on its own (seconds, no Kafka):
+    .venv/bin/python -m bench.parse_growth
+Each shape (80,000 blank lines hung a parse once, a regex backtracking over every following line) is parsed at
+10,000 and 80,000 characters; k ≤ 1.5 is linear with room for a loaded machine (quadratic is 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from zoneinfo import ZoneInfo
+
+from processors.documents import parse_document
+from processors.models import RawFile
+
+SH = ZoneInfo("Asia/Shanghai")
+TARGET_EXPONENT = 1.5
+SMALL, LARGE = 10_000, 80_000  # characters
+
+
+def _repeat(unit: str) -> Callable[[int], str]:
+    return lambda n: unit * (n // len(unit))
+
+
+# A note of about n characters, by shape: repeated lines and inline runs, then sets the pass must look up.
+SHAPES: dict[str, Callable[[int], str]] = {
+    "blank-lines": _repeat("\n"),
+    "nested-quotes": _repeat(">"),
+    "star-runs": _repeat("*a"),
+    "pipe-rows": _repeat("|a|b|\n"),
+    "headings": _repeat("# h\n"),
+    "bullets": _repeat(" \n- a\n"),
+    "ids": _repeat("arXiv:2401.00001 "),
+    "cjk": _repeat("中文 **粗** "),
+    "distinct-ids": lambda n: " ".join(f"arXiv:{2401 + i % 8}.{10000 + i:05d}" for i in range(n // 17)),
+    "id-table": lambda n: (
+        "| Title | id |\n|---|---|\n" + "".join(f"| t{i} | 2401.{10000 + i:05d} |\n" for i in range(n // 21))
+    ),
+    "long-title": lambda n: (
+        "---\ntitle: "
+        + " ".join(f"w{i}" for i in range(n // 12))
+        + "\n---\n"
+        + " ".join(f"w{i}" for i in range(n // 12))
+    ),
+}
+
+
+def _cpu_seconds(text: str, repeats: int) -> float:
+    """CPU time of this process for one parse, best of `repeats`: other processes' load does not stretch it."""
+    data = text.encode()
+    raw = RawFile(path="inbox/a/2026-09-26-x.md", content=data, size=len(data), mtime=0.0,
+                  sha256=hashlib.sha256(data).hexdigest())  # fmt: skip
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        parse_document(raw, zone=SH)
+        best = min(best, time.process_time() - start)
+    return max(best, 1e-4)  # below the clock's resolution a small parse reads as 0
+
+
+def measure(repeats: int = 3) -> dict[str, float]:
+    """The growth exponent per shape between SMALL and LARGE characters."""
+    return {
+        name: round(
+            math.log(_cpu_seconds(make(LARGE), repeats) / _cpu_seconds(make(SMALL), repeats))
+            / math.log(LARGE / SMALL),
+            2,
+        )
+        for name, make in SHAPES.items()
+    }
+
+
+def verdict(exponents: dict[str, float]) -> str:
+    """One line: the worst shape's exponent against the target."""
+    worst = max(exponents, key=lambda k: exponents[k])
+    met = exponents[worst] <= TARGET_EXPONENT
+    return (
+        f"parse time on hostile notes ({SMALL:,} to {LARGE:,} chars) grows as size^k, worst k = "
+        f"{exponents[worst]} ({worst}); target ≤ {TARGET_EXPONENT}: {'MET' if met else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    got = measure()
+    print(", ".join(f"{k} {v}" for k, v in got.items()))
+    print(verdict(got))
