@@ -69,10 +69,17 @@ def _ready(settings: Settings) -> dict[str, Any]:
     body: dict[str, Any] = {}
 
     def caught_up() -> bool:
-        body.update(httpx.get(worker_url(settings, "/status"), timeout=10).json())
+        try:
+            answer = httpx.get(worker_url(settings, "/status"), timeout=30)
+        except httpx.TimeoutException:
+            return False  # a slow answer on a loaded machine: asked again until the deadline below
+        assert answer.status_code == 200, answer.text
+        body.update(answer.json())
         return bool(body["owned_partitions"]) and not body["catching_up"]
 
-    wait_for(caught_up, 60, "the state to catch up")
+    # As long as the worker's own start (running_worker waits 90 s for /healthz): a catch-up that never ends,
+    # or a /status that never answers, still fails here, with the worker's log.
+    wait_for(caught_up, 90, "the state to catch up (/status: owned partitions, not catching up)")
     return body
 
 
