@@ -11,7 +11,13 @@ from pathlib import Path
 
 import duckdb
 
-from sinks.errors import DuckFileError, StateLocationError, StateLockedError, StateUnreadableError
+from sinks.errors import (
+    DuckFileError,
+    StateLocationError,
+    StateLockedError,
+    StateMemoryError,
+    StateUnreadableError,
+)
 
 # DuckDB reports every file problem as an IOException; these say the folder or the disk is the trouble, not
 # the file's bytes (which are then left where they are).
@@ -33,6 +39,7 @@ class DuckFile:
     what: str  # "state file", "watcher ledger", "arXiv cache"
     if_locked: str
     if_damaged: str
+    if_out_of_memory: str = "give the process more memory; the file is not damaged"
 
 
 @dataclass(frozen=True)
@@ -95,11 +102,34 @@ def open_checked(
     return db
 
 
+def checkpoint_out_of_memory(exc: duckdb.Error) -> str | None:
+    """What DuckDB could not pin when the checkpoint at a commit ran out of memory, which invalidates the
+    database (it must be reopened); None for any other error."""
+    # DuckDB 2.0 words it "Transaction COMMIT succeeded and is durable, but the autocheckpoint failed" (the
+    # commit is in the WAL) or "Failed to create checkpoint because of error" (a commit written by the
+    # checkpoint itself: lost), each naming the block it could not pin or allocate.
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if "autocheckpoint failed" not in text and "Failed to create checkpoint" not in text:
+        return None
+    at = max(text.find("failed to pin block"), text.find("could not allocate block"))
+    return text[at:] if at >= 0 else None
+
+
+def commit_was_durable(exc: duckdb.Error) -> bool:
+    """The commit reached the WAL before its checkpoint failed: it is kept, and must not be written again."""
+    return "COMMIT succeeded and is durable" in str(exc)
+
+
 def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
     """The sinks error a DuckDB error on `path` means: held by another process, a folder problem, or damage."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "Could not set lock" in text:
         return StateLockedError(f"cannot open the {file.what} {path}: {text}. {file.if_locked}")
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        # A scan holds a vector (2 048 rows) of a column's strings at once: large notes, not a damaged file.
+        return StateMemoryError(
+            f"cannot read the {file.what} {path} within its memory ({text}); {file.if_out_of_memory}"
+        )
     if isinstance(exc, duckdb.IOException) and any(reason in text for reason in _LOCATION):
         return StateLocationError(
             f"cannot use the {file.what} {path}: {text}. Check the path in the settings, that its folder exists "

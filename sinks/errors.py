@@ -26,3 +26,7 @@ class StateUnreadableError(DuckFileError):
 
 class RebuildRequiredError(DuckFileError):
     """The state file was written by another schema version; `predigest rebuild` replaces it from Kafka."""
+
+
+class StateMemoryError(DuckFileError):
+    """DuckDB could not read or checkpoint the file within its memory limit: its notes are too large for it."""

@@ -7,10 +7,16 @@ file and runs the writes that span two of them (a record and its offset) in one 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+import duckdb
 
 from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
 from processors.wire import DocumentRecord
@@ -18,6 +24,7 @@ from sinks import duck, schema
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
+from sinks.errors import SinkError, StateMemoryError
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
@@ -25,11 +32,39 @@ from sinks.window_reads import StoredWindow
 
 __all__ = ["STATE", "EmissionRecord", "Position", "StateStore"]
 
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# A checkpoint pins the strings of a table's last, partly filled vector (up to 2 048 rows) at once, and needs
+# about twice them; up to 8x the default 256 MiB covers notes averaging several hundred KB before giving up.
+MAX_MEMORY_RAISE = 8
+
 STATE = duck.DuckFile(
     "state file",
     if_locked="Only the worker opens it; ask the worker over HTTP (predigest status/flush) or stop the other process.",
     if_damaged="the worker sets it aside and rebuilds it from Kafka, as `predigest rebuild` does while it is stopped",
+    if_out_of_memory="raise duckdb.memory_limit_mib (PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and restart the worker; "
+    "the file is not damaged",
 )
+
+
+class _CheckpointLost(SinkError):
+    """The commit a checkpoint wrote itself was lost with it; the state reopened, the write runs again."""
+
+
+def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concatenate[StateStore, P], T]:
+    """Run a write again after _CheckpointLost: writes are idempotent (offsets claimed, emissions keyed)."""
+
+    @functools.wraps(write)
+    def run(self: StateStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        while True:
+            try:
+                return write(self, *args, **kwargs)
+            except _CheckpointLost:
+                continue  # bounded: each loss doubled the memory, up to StateMemoryError
+
+    return run
 
 
 class StateStore:
@@ -37,7 +72,11 @@ class StateStore:
 
     def __init__(self, path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
         self._path = path
-        self._db = duck.open_checked(path, STATE, schema.ensure, limits)
+        self._configured = self._limits = limits
+        self._open(duck.open_checked(path, STATE, schema.ensure, limits))
+
+    def _open(self, db: duckdb.DuckDBPyConnection) -> None:
+        self._db = db
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)
@@ -58,10 +97,51 @@ class StateStore:
     # Writes: each record with its offset, in one transaction.
 
     @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write whose commit may checkpoint: past the memory limit, the state reopens with more memory; a
+        durable commit is then done, a lost one raises _CheckpointLost so the write runs again."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            reason = duck.checkpoint_out_of_memory(exc)
+            if reason is None:
+                raise
+            self._checkpoint_with_more_memory(reason, exc)
+            if not duck.commit_was_durable(exc):
+                raise _CheckpointLost from exc
+
+    def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
+        """Reopen the invalidated state with twice the memory and checkpoint, up to 8x the configured limit."""
+        memory = self._limits.memory_mib
+        ceiling = (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE
+        self._db.close()
+        while memory is not None and memory < ceiling:
+            memory *= 2
+            log.warning(
+                "the state's checkpoint ran out of memory (%s); reopened with %d MiB. Raise "
+                "duckdb.memory_limit_mib to at least that for notes this large",
+                reason,
+                memory,
+            )
+            self._limits = replace(self._limits, memory_mib=memory)
+            # Not checked block by block as at a start: it read back a moment ago, and the check's scan of the
+            # notes' text needs as much memory as the checkpoint.
+            self._open(duck.connect(self._path, STATE, self._limits))
+            try:
+                self._db.execute("CHECKPOINT")
+                return
+            except duckdb.Error as again:
+                self._db.close()
+                reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
+        raise StateMemoryError(
+            f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+        ) from exc
+
+    @contextmanager
     def _claiming(self) -> Iterator[None]:
         """One transaction that claims offsets: what the sinks keep in memory follows its commit or rollback."""
         try:
-            with duck.transaction(self._db):
+            with self._writing(), duck.transaction(self._db):
                 yield
         except BaseException:
             self.offsets.settle(committed=False)
@@ -70,6 +150,7 @@ class StateStore:
         self.offsets.settle(committed=True)
         self.docs.settle(committed=True)
 
+    @_retried
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
         with self._claiming():
@@ -79,16 +160,19 @@ class StateStore:
             self.sources.write(records)  # what briefings read of each new version, worked out once
             return [next(outcomes) if new else False for new in fresh]
 
+    @_retried
     def mark_applied(self, position: Position) -> None:
         """Remember a record that writes nothing (an unreadable one), so a replay starts after it."""
         with self._claiming():
             self.offsets.claim([position])
 
+    @_retried
     def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:
         """Record an emission read back from `predigest.briefings`; True if this state did not hold it."""
         with self._claiming():
             return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
 
+    @_retried
     def record_emission(
         self,
         briefing: Briefing,
@@ -97,10 +181,15 @@ class StateStore:
         emitted_at: datetime,
         briefing_json: str | None = None,
     ) -> bool:
-        return self.emissions.record(briefing, basename, markdown, emitted_at, briefing_json)
+        with self._writing():
+            return self.emissions.record(briefing, basename, markdown, emitted_at, briefing_json)
+        # Its commit is durable, its answer lost: True (send it) rather than a briefing never sent.
+        return True
 
+    @_retried
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
-        self.emissions.mark_delivered(axis, window_end, trigger, when)
+        with self._writing():
+            self.emissions.mark_delivered(axis, window_end, trigger, when)
 
     # Reads, by the sink that answers them.
 

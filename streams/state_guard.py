@@ -18,7 +18,7 @@ from typing import Protocol
 import duckdb
 
 from sinks.clock import Clock
-from sinks.errors import StateUnreadableError
+from sinks.errors import StateMemoryError, StateUnreadableError
 from sinks.state_reader import StateReader
 from streams.pipeline import Pipeline
 from streams.settings import Settings
@@ -67,6 +67,10 @@ class StateGuard:
             await asyncio.to_thread(_check, opened.state.reader())
         except StateUnreadableError as exc:
             await self._replace(self._shown(str(exc)))
+            return
+        except StateMemoryError as exc:  # notes too large to scan within the limit: sound, so kept
+            self.problem = self._shown(str(exc))
+            log.error("the state file could not be checked: %s", exc)
             return
         except duckdb.Error as exc:  # the state was closed under the reader (a replacement), nothing to say
             log.debug("state check skipped: %s", exc)

@@ -6,12 +6,15 @@ import base64
 import os
 import random
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from sinks.duck import Limits
+from sinks.errors import StateMemoryError
 from sinks.state import Position, StateStore
+from sinks.state_files import open_state
 from tests.state_support import document_record, duckdb_limits, parsed
 
 MIB = 1024 * 1024
@@ -99,3 +102,60 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
     finally:
         sampler.growth()
         state.close()
+
+
+def _store_large_notes(state: StateStore) -> int:
+    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many."""
+    note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
+    rng = random.Random(15)
+    offset = 0
+    for _ in range(10):
+        batch = []
+        for _ in range(200):
+            text = base64.b64encode(rng.randbytes(60_000)).decode()
+            doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
+            batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
+            offset += 1
+        assert all(state.apply_batch(batch)), "every note is new: a briefing sees each"
+    return offset
+
+
+@pytest.mark.timeout(180)  # ~160 MB of notes through the real write path
+def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint pins a vector (up to 2 048 rows) of the notes' text at once: ~1 000 of these are past 64 MiB.
+    DuckDB invalidates the database (losing the commit it was writing); the state reopens with more memory,
+    checkpoints, writes the batch again, and keeps every note."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1))
+    try:
+        stored = _store_large_notes(state)
+        assert state.document_count() == stored
+        assert state.applied_offset("p.documents", 0) == stored - 1
+        assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
+    finally:
+        state.close()
+    assert "Raise duckdb.memory_limit_mib to at least" in caplog.text
+    reopened = StateStore(path, Limits(memory_mib=1024, threads=1))
+    try:
+        assert reopened.document_count() == stored
+    finally:
+        reopened.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names_the_setting(
+    tmp_path: Path,
+) -> None:
+    """The start-up check reads every block, a vector of text at once: past the limit that is not damage, so
+    the file is not set aside (and rebuilt, and set aside again); the worker says which setting to raise."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=1024, threads=1))
+    try:
+        _store_large_notes(state)
+    finally:
+        state.close()
+    with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+        open_state(path, datetime(2026, 12, 4, tzinfo=UTC), Limits(memory_mib=64, threads=1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]
