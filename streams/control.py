@@ -7,7 +7,9 @@ import logging
 from datetime import datetime
 from uuid import uuid4
 
-from processors.briefing_parts import Joiner
+from pydantic import ValidationError
+
+from processors.briefing_parts import Joiner, PartError
 from processors.commands import check_command
 from processors.models import Briefing, ControlCommand, Trigger
 from sinks.clock import SYSTEM_CLOCK, Clock
@@ -68,10 +70,17 @@ async def await_briefing(
         async with asyncio.timeout(timeout):
             joiners: dict[int, Joiner] = {}  # per partition: a briefing over the message limit comes in parts
             async for msg in consumer:
-                joined = joiners.setdefault(msg.partition, Joiner()).feed(
-                    msg.offset, msg.value or b"", list(msg.headers)
-                )
-                b = None if joined is None else Briefing.model_validate_json(joined.value)
+                try:
+                    joined = joiners.setdefault(msg.partition, Joiner()).feed(
+                        msg.offset, msg.value or b"", list(msg.headers)
+                    )
+                    b = None if joined is None else Briefing.model_validate_json(joined.value)
+                except (PartError, ValidationError) as exc:
+                    # Not the one awaited (a series cut by retention, a stray message): the next may be.
+                    log.warning(
+                        "briefings[%d]@%d is not a briefing, skipped: %s", msg.partition, msg.offset, exc
+                    )
+                    continue
                 if b is not None and b.axis == axis and b.window.end == end and b.trigger == trigger:
                     return b
     except TimeoutError:

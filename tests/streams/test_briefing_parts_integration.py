@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from processors.briefing_parts import EMISSION, PART, SHA256
 from processors.models import Briefing, ControlCommand
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -21,6 +22,7 @@ from streams.replay import replay_briefings
 from streams.settings import Settings
 from streams.topics import TopicOutputs, Topics
 from tests.clocks import ManualClock
+from tests.state_support import empty_briefing
 from tests.streams.pipeline_support import ingest, raw_file
 from tests.support import read_topic
 
@@ -85,3 +87,27 @@ async def test_a_briefing_over_the_message_limit_is_delivered_in_parts_and_read_
         assert await replay_briefings(s, rebuilt) == 0  # held already: a later catch-up restores nothing
     finally:
         rebuilt.close()
+
+
+async def test_waiting_for_a_briefing_skips_what_is_no_briefing(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """`flush --wait` reads the whole topic: a stray message or a series whose first part expired is skipped,
+    not the end of the wait."""
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    awaited = empty_briefing(END.astimezone(SH))
+    orphan = [(PART, b"2/2"), (EMISSION, b"inference-x"), (SHA256, b"0" * 64)]
+    producer = kafka_io.make_producer(s)
+    await kafka_io.start_client(s, producer)
+    try:
+        topic = s.kafka.topic("briefings")
+        for value, headers in (
+            (b"not a briefing", None),
+            (b"tail", orphan),
+            (awaited.model_dump_json().encode(), None),
+        ):
+            await producer.send_and_wait(topic, value, key=b"inference", headers=headers)
+    finally:
+        await producer.stop()
+    assert await await_briefing(s, "inference", awaited.window.end, "close", 60) == awaited
