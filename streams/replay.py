@@ -111,11 +111,7 @@ async def replay_documents(
     new_from: Mapping[int, int] | None = None,
 ) -> int:
     """Apply the documents partitions' records this state does not hold yet; how many were read.
-
-    `new_from` is the group's committed offset per partition: records from there on were never applied by
-    any worker, so they are logged and timed (end-to-end lag) as the live agent would; the ones below are
-    a replay of what an earlier owner (or a deleted state) held.
-    """
+    `new_from`: the group's committed offset per partition, from which records are new to every worker."""
 
     def apply(batch: list[Fetched]) -> None:
         items: list[tuple[DocumentRecord, Position]] = []
@@ -143,9 +139,8 @@ async def replay_documents(
 
 
 async def replay_briefings(settings: Settings, state: StateStore, progress: Progress | None = None) -> int:
-    """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover.
-
-    Returns how many briefings the state did not hold yet: a briefing sent in parts counts once."""
+    """Record every briefing on `predigest.briefings` as emitted, so "already emitted" survives a takeover;
+    how many the state did not hold yet (a briefing sent in parts counts once)."""
     topic = settings.kafka.topic("briefings")
 
     joiners: dict[int, Joiner] = {}  # per partition: a briefing over the message limit comes in parts
