@@ -155,6 +155,8 @@ def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -
         for (table,) in tables:
             # hash() of every column: DuckDB cannot answer it from statistics, so it reads every block.
             db.execute(f'SELECT max(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+    except duckdb.ConnectionException:
+        raise  # closed under the check (the state reopened or replaced meanwhile): no word on the file
     except duckdb.Error as exc:
         raise error(exc, path, file) from exc
 

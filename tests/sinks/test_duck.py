@@ -89,6 +89,16 @@ def test_a_sound_file_passes_the_check_and_keeps_its_documents(tmp_path: Path) -
     state.close()
 
 
+def test_a_check_whose_state_was_closed_under_it_is_not_taken_for_damage(tmp_path: Path) -> None:
+    # The running worker's check reads on a cursor in a thread; the state may be reopened or replaced meanwhile,
+    # and a check that called that damage would set a sound file aside (streams.state_guard skips it instead).
+    state = StateStore(tmp_path / "worker.duckdb")
+    reader = state.reader()
+    state.close()
+    with pytest.raises(duckdb.ConnectionException):
+        reader.check()
+
+
 def test_a_folder_that_cannot_be_made_is_not_taken_for_damage(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("a file where the folder should be")
     path = tmp_path / "state" / "worker.duckdb"
