@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
+from sinks.state_reader import StateReader
 from streams.lag_probe import LagProbe, LagReading
 from streams.ownership import Ownership
 from streams.readiness import Readiness
@@ -95,3 +99,28 @@ async def test_a_slightly_old_kafka_reading_answers_at_once_while_a_new_one_is_p
     assert body["checks"]["kafka"]["ok"] is True and lag.last is first  # answered without waiting on Kafka
     await lag.get(max_age=0.0)  # joins the probe started in the background (the broker is not there)
     assert lag.last is not first and lag.last is not None and not lag.last.ok
+
+
+async def test_a_state_too_large_to_check_in_its_memory_is_reported_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What DuckDB's OutOfMemoryException in the check becomes (tests/sinks/test_state_limits.py makes a real one).
+    readiness, ownership, pipeline, guard, lag, _, clock = _parts(tmp_path)
+    _kafka(lag, clock, True)
+    ownership.assign([0])
+    ownership.mark_ready(0)
+    state = pipeline().state
+    too_large = StateMemoryError(
+        "cannot read the state file within its memory; raise duckdb.memory_limit_mib"
+    )
+
+    def check(_: StateReader) -> None:
+        raise too_large
+
+    monkeypatch.setattr(StateReader, "check", check)
+    await guard.check()
+    ready, body = await readiness.report()
+    assert not ready and "duckdb.memory_limit_mib" in body["checks"]["state"]["problem"]
+    assert guard.replaced is None and pipeline.opened is not None and pipeline.opened.state is state
+    assert not [p for p in (tmp_path / "state").iterdir() if "unreadable" in p.name]  # nothing set aside
+    state.close()
