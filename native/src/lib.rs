@@ -435,17 +435,10 @@ fn extract_arxiv_ids(py: Python<'_>, text: &str) -> Vec<String> {
     py.detach(|| arxiv::extract_ids(text))
 }
 
-/// `processors.arxiv_ids.invalid_arxiv_mentions`: strings announced as arXiv ids that are none.
-#[pyfunction]
-fn invalid_arxiv_mentions(py: Python<'_>, text: &str) -> Vec<String> {
-    py.detach(|| arxiv::invalid_mentions(text))
-}
-
 #[pymodule]
 fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<NoteReading>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(invalid_arxiv_mentions, m)?)?;
     Ok(())
 }
