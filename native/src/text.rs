@@ -18,8 +18,9 @@ pub fn normalise(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();
     }
-    if text.chars().all(is_assigned) {
-        return normalise_assigned(text);
+    // Most notes: every code point assigned, found out on the way through the NFKC pass.
+    if let Some(nfkc) = nfkc_stretches(text, true) {
+        return lowercase(&nfkc);
     }
     // A code point the reference's Unicode does not assign is, to Python, a starter that neither composes
     // nor changes case: the text is normalised in the stretches between such code points.
@@ -37,7 +38,10 @@ pub fn normalise(text: &str) -> String {
 }
 
 fn normalise_assigned(text: &str) -> String {
-    lowercase(&nfkc_stretches(text))
+    match nfkc_stretches(text, false) {
+        Some(nfkc) => lowercase(&nfkc),
+        None => lowercase(&text.nfkc().collect::<String>()), // never: unassigned code points are not checked
+    }
 }
 
 /// Whether `c` is its own NFKC and no character before it can change with it (NFKC_QC=Yes, ccc=0): text can
@@ -53,8 +57,9 @@ fn inert(c: char) -> bool {
 /// NFKC of `text`, run only over the stretches that need it: a stretch is a run of characters that are not
 /// inert, with the character before it (which may compose with the first: `e` + U+0301 is `é`). Chinese text
 /// always has some full-width punctuation to fold, and NFKC of the whole note cost more than the rest of
-/// the pass. Borrowed when nothing needs it.
-fn nfkc_stretches(text: &str) -> Cow<'_, str> {
+/// the pass. Borrowed when nothing needs it. None, when `assigned` asks so, at a code point the reference's
+/// Unicode does not assign (the text is then normalised between such code points).
+fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
     let bytes = text.as_bytes();
     let n = bytes.len();
     let mut out = String::new();
@@ -70,6 +75,9 @@ fn nfkc_stretches(text: &str) -> Cow<'_, str> {
             continue;
         }
         let c = text[i..].chars().next().unwrap_or('\0');
+        if assigned && !is_assigned(c) {
+            return None;
+        }
         if inert(c) {
             if let Some(start) = stretch.take() {
                 push_nfkc(&mut out, &text[start..i]);
@@ -88,10 +96,10 @@ fn nfkc_stretches(text: &str) -> Cow<'_, str> {
     }
     match stretch {
         Some(start) => push_nfkc(&mut out, &text[start..]),
-        None if copied == 0 => return Cow::Borrowed(text),
+        None if copied == 0 => return Some(Cow::Borrowed(text)),
         None => out.push_str(&text[copied..]),
     }
-    Cow::Owned(out)
+    Some(Cow::Owned(out))
 }
 
 /// NFKC of one stretch. The common one — full-width ASCII (`，`, `（`, `：`), maybe after an inert character —
@@ -195,9 +203,7 @@ impl Tokens {
         let mut h = FxHasher::default();
         h.write(token);
         let hash = h.finish();
-        let eq = |t: &Token| {
-            t.hash == hash && (t.end - t.start) as usize == token.len() && &bytes[t.start as usize..t.end as usize] == token
-        };
+        let eq = |t: &Token| t.hash == hash && same(&bytes[t.start as usize..t.end as usize], token);
         match self.table.find_mut(hash, eq) {
             Some(t) => t.count += times,
             None => {
@@ -221,6 +227,25 @@ impl Tokens {
     pub fn len(&self) -> usize {
         self.table.len()
     }
+}
+
+/// Whether two tokens are the same bytes: compared eight bytes at a time in line, a token being a few bytes
+/// long (a call to memcmp per token was a tenth of adding it).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut a, mut b) = (a, b);
+    while a.len() >= 8 {
+        let (x, rest_a) = a.split_at(8);
+        let (y, rest_b) = b.split_at(8);
+        if u64::from_ne_bytes(x.try_into().unwrap_or([0; 8])) != u64::from_ne_bytes(y.try_into().unwrap_or([1; 8])) {
+            return false;
+        }
+        (a, b) = (rest_a, rest_b);
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Tokens, and (when asked) the text with Markdown noise removed and white space collapsed.
