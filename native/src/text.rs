@@ -310,7 +310,7 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
     while i < bytes.len() {
         if strip {
             if let Some(end) = noise_at(norm, i) {
-                out.brk(norm, i);
+                out.brk(i);
                 end_word(&mut tokens, norm, &mut word, i);
                 end_cjk(&mut tokens, norm, &mut cjk, i);
                 i = end;
@@ -319,7 +319,7 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
         }
         let b = bytes[i];
         if b.is_ascii_alphanumeric() {
-            out.show(i);
+            out.show(norm, i);
             end_cjk(&mut tokens, norm, &mut cjk, i);
             word.get_or_insert(i);
             i += 1 + bytes[i + 1..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
@@ -327,13 +327,13 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
         }
         let c = if b < 0x80 { b as char } else { norm[i..].chars().next().unwrap_or('\0') };
         if is_space(c) {
-            out.brk(norm, i);
+            out.brk(i);
             end_word(&mut tokens, norm, &mut word, i);
             end_cjk(&mut tokens, norm, &mut cjk, i);
             i += c.len_utf8();
             continue;
         }
-        out.show(i);
+        out.show(norm, i);
         if b >= 0x80 && is_cjk(c) {
             end_word(&mut tokens, norm, &mut word, i);
             i = cjk_run(&mut tokens, norm, &mut cjk, i, c);
@@ -348,7 +348,7 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
         }
         i += c.len_utf8();
     }
-    out.brk(norm, norm.len());
+    out.finish(norm);
     end_word(&mut tokens, norm, &mut word, norm.len());
     end_cjk(&mut tokens, norm, &mut cjk, norm.len());
     Scan { tokens, stripped: out.text }
@@ -381,38 +381,56 @@ fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usiz
 }
 
 /// The stripped text being written: visible characters are copied a run at a time, and the white space or
-/// noise between two runs becomes one space.
+/// noise between two runs becomes one space. A run goes on over a gap of one ASCII space (already what the
+/// text will hold): prose is copied in a few stretches, not word by word.
 struct Stripped {
     text: String,
     on: bool,
-    pending_space: bool,
     visible: Option<usize>, // start of the run of visible characters not yet in `text`
+    gap: Option<usize>,     // where white space or noise after that run starts
 }
 
 impl Stripped {
     fn new(on: bool) -> Self {
-        Stripped { text: String::new(), on, pending_space: false, visible: None }
+        Stripped { text: String::new(), on, visible: None, gap: None }
     }
 
     /// A visible character at `i`.
     #[inline]
-    fn show(&mut self, i: usize) {
-        if self.on && self.visible.is_none() {
-            if self.pending_space && !self.text.is_empty() {
-                self.text.push(' ');
+    fn show(&mut self, norm: &str, i: usize) {
+        if !self.on {
+            return;
+        }
+        match (self.visible, self.gap.take()) {
+            (None, _) => {
+                if !self.text.is_empty() {
+                    self.text.push(' ');
+                }
+                self.visible = Some(i);
             }
-            self.pending_space = false;
-            self.visible = Some(i);
+            (Some(_), None) => {}
+            (Some(_), Some(gap)) if gap + 1 == i && norm.as_bytes()[gap] == b' ' => {}
+            (Some(start), Some(gap)) => {
+                self.text.push_str(&norm[start..gap]);
+                self.text.push(' ');
+                self.visible = Some(i);
+            }
         }
     }
 
-    /// White space or noise at `at`: the run before it is copied.
+    /// White space or noise at `at`.
     #[inline]
-    fn brk(&mut self, norm: &str, at: usize) {
-        if let Some(start) = self.visible.take() {
-            self.text.push_str(&norm[start..at]);
+    fn brk(&mut self, at: usize) {
+        if self.visible.is_some() && self.gap.is_none() {
+            self.gap = Some(at);
         }
-        self.pending_space = true;
+    }
+
+    /// The end of the text: the last run copied.
+    fn finish(&mut self, norm: &str) {
+        if let Some(start) = self.visible.take() {
+            self.text.push_str(&norm[start..self.gap.take().unwrap_or(norm.len())]);
+        }
     }
 }
 
