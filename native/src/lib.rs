@@ -6,6 +6,7 @@
 //! property test holds these equal to them on random and real text.
 
 mod arxiv;
+mod front_matter;
 mod markup;
 mod minhash;
 mod structure;
@@ -439,6 +440,7 @@ fn extract_arxiv_ids(py: Python<'_>, text: &str) -> Vec<String> {
 fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<NoteReading>()?;
+    m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }
