@@ -193,7 +193,7 @@ impl Tokens {
     /// A table sized for a text of `bytes` (a distinct token every few bytes): a note's table is not grown
     /// and rehashed on the way.
     fn for_text(bytes: usize) -> Self {
-        Tokens { table: HashTable::with_capacity(bytes / 4 + 16) }
+        Tokens { table: HashTable::with_capacity(bytes / 8 + 16) }
     }
 
     fn add(&mut self, text: &str, start: usize, end: usize, times: u32) {
