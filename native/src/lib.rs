@@ -43,6 +43,22 @@ impl Config {
     }
 }
 
+/// Distinct tokens counted once, twice … `LEVELS` times and more: how `terms` finds the frequency its
+/// candidates start from.
+const LEVELS: usize = 64;
+
+/// The tokens of each count (the last for `LEVELS` and over) and the sum of the counts, taken while the
+/// pass has the table in cache.
+fn count_levels(tokens: &Tokens) -> ([usize; LEVELS + 1], u64) {
+    let mut levels = [0usize; LEVELS + 1];
+    let mut length: u64 = 0;
+    for t in tokens.table.iter() {
+        length += u64::from(t.count);
+        levels[(t.count as usize).min(LEVELS)] += 1;
+    }
+    (levels, length)
+}
+
 /// The Python types the reader builds (NamedTuples of processors.structure).
 struct Types {
     block: Py<PyType>,
@@ -79,6 +95,8 @@ struct NoteReading {
     types: Arc<Types>,
     norm: String,
     tokens: Tokens,
+    levels: [usize; LEVELS + 1],
+    body_length: u64,
     config: Arc<Config>,
 }
 
@@ -165,9 +183,10 @@ impl Reader {
                 let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
                 config.permutations.digest(&hashes)
             };
-            (out, scanned, ids, invalid, (norm, read.tokens), hash, signature)
+            let levels = count_levels(&read.tokens);
+            (out, scanned, ids, invalid, (norm, read.tokens, levels), hash, signature)
         });
-        let (norm, tokens) = norm;
+        let (norm, tokens, (levels, body_length)) = norm;
         Ok(NoteReading {
             arxiv_ids: PyList::new(py, ids)?.unbind(),
             invalid_ids: PyList::new(py, invalid)?.unbind(),
@@ -181,6 +200,8 @@ impl Reader {
             types: Arc::clone(&self.types),
             norm,
             tokens,
+            levels,
+            body_length,
             config,
         })
     }
@@ -362,14 +383,8 @@ impl NoteReading {
     /// only those at or above the lowest frequency that leaves twice as many as are kept are tested for
     /// stopwords and sorted (all of them, when that leaves too few terms).
     fn top_terms<'a>(&'a self, title_norm: &'a str, title_tokens: &Tokens) -> (Vec<(&'a str, u32)>, u64) {
-        const LEVELS: usize = 64;
         let level = |count: u32| (count as usize).min(LEVELS);
-        let mut levels = [0usize; LEVELS + 1]; // tokens of each count, the last for LEVELS and over
-        let mut length: u64 = 0;
-        for t in self.tokens.table.iter() {
-            length += u64::from(t.count);
-            levels[level(t.count)] += 1;
-        }
+        let (mut levels, mut length) = (self.levels, self.body_length);
         // Title tokens count twice: added to the body's count of the same token, or standing alone.
         let mut titled: Vec<(u32, &str, u32)> = Vec::new(); // (body start, token, count with the title's)
         for t in title_tokens.table.iter() {
