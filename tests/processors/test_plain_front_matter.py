@@ -122,6 +122,25 @@ def test_random_syntax_reads_as_the_reference_reads_it(block: str) -> None:
     assert repr(read_plain(block)) == repr(reference.read_plain(block))
 
 
+_TWO = st.integers(0, 99).map(lambda n: f"{n:02}")
+iso_seconds = st.builds(
+    lambda y, mo, d, h, mi, s, sign, th, tm: f"{y:04}-{mo}-{d}T{h}:{mi}:{s}{sign}{th}:{tm}",
+    st.integers(0, 9999), _TWO, _TWO, _TWO, _TWO, _TWO, st.sampled_from("+-"), _TWO, _TWO,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(iso_seconds, st.sampled_from(["2026-09-27T07:15:43+08:00", "2026-02-29T00:00:00-00:00"])))
+def test_iso_timestamps_read_as_pyyaml_constructs_them(value: str) -> None:
+    # The timestamp is read by datetime, not PyYAML's constructor: the same value, tzinfo and refusals.
+    try:
+        want: object = yaml.load(f"x: {value}", Loader=LOADER)["x"]
+    except ValueError:
+        want = None
+    got = read_plain(f"\nx: {value}\n")
+    assert repr(got["x"] if got else None) == repr(want), value
+
+
 def _real_blocks() -> list[str]:
     out = []
     for folder in (
