@@ -1,6 +1,6 @@
 """predigest's compiled pass over a note (issue 14): structure, arXiv ids, hash, terms and MinHash in one call."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 class NoteReading:
@@ -43,5 +43,10 @@ class Reader:
     def structure(self, body: str) -> Any: ...
     def read(self, body: str, utf8: bytes | None = None) -> NoteReading: ...
 
+class PlainFrontMatter:
+    """Reads flat `key: value` front matter; plain scalars resolved by `resolve` (PyYAML's rules)."""
+
+    def __init__(self, *, resolve: Callable[[str], object], starts: str, every: bool) -> None: ...
+    def read(self, block: str) -> dict[object, object] | None: ...
+
 def extract_arxiv_ids(text: str) -> list[str]: ...
-def invalid_arxiv_mentions(text: str) -> list[str]: ...

@@ -12,7 +12,7 @@ from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE, arxiv_id_from_card_nam
 from processors.errors import ParseError
 from processors.front_matter import split_front_matter
 from processors.id_titles import stated_pairs
-from processors.models import Document, Kind, RawFile, Section
+from processors.models import Document, Kind, RawFile, Section, built
 from processors.reasons import WarningCode
 from processors.structure import NoteReading, read_note
 
@@ -158,7 +158,12 @@ def _body_utf8(content: bytes, start: int | None, text: str, body: str) -> bytes
 
 def _sections(reading: NoteReading) -> list[Section]:
     """The sections of a body, split on its headings by the Markdown parser (processors.structure)."""
-    return [Section(number=n, heading=h, level=level, text=t) for n, h, level, t in reading.sections]
+    # Built, not validated: the compiled pass gives (str | None, str, int, str) by its signature, and each
+    # text is a slice of the body, which Document validates as its `text`.
+    return [
+        built(Section, {"number": n, "heading": h, "level": level, "text": t})
+        for n, h, level, t in reading.sections
+    ]
 
 
 def parse_document(

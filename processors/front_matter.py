@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -31,6 +32,7 @@ NODE_BUDGET = 10_000
 _PLAIN = frozenset({str, int, bool})  # most of a front matter's values: kept as they are, tested first
 
 _HANDLER = YAMLHandler()  # its boundary rule (`---` lines) is what writers' tools produce
+_BOUNDARY: re.Pattern[str] = _HANDLER.FM_BOUNDARY
 _LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -51,12 +53,11 @@ def split_front_matter(text: str, warnings: list[tuple[WarningCode, str]]) -> Fr
     """The front matter of `text`, if any; what cannot be used is ignored with a warning, never raised."""
     if not _HANDLER.detect(text):
         return FrontMatter({}, None, text)
-    try:
-        block, body = _HANDLER.split(text)
-        body = body.removeprefix("\r\n").removeprefix("\n")  # the closing line's own break
-    except ValueError:
+    split = _split(text)
+    if split is None:
         warnings.append(("front_matter", "front matter has no closing '---'; read as body"))
         return FrontMatter({}, None, text)
+    block, body = split
     size = len(block.encode("utf-8", errors="replace"))
     if size > MAX_BYTES:
         warnings.append(
@@ -85,6 +86,19 @@ def split_front_matter(text: str, warnings: list[tuple[WarningCode, str]]) -> Fr
         return FrontMatter({}, None, body)
     assert isinstance(safe, dict)
     return FrontMatter(safe, data.get("date"), body)
+
+
+def _split(text: str) -> tuple[str, str] | None:
+    """The handler's split (block between its first two boundaries, and the body after them) less the closing
+    line's own break; None without a closing line. The body is sliced once: a 13 KB note's copy is ~15 µs."""
+    found = _BOUNDARY.finditer(text)
+    opening, closing = next(found, None), next(found, None)
+    if opening is None or closing is None:
+        return None
+    start = closing.end()
+    start += 2 if text.startswith("\r\n", start) else 0
+    start += 1 if text.startswith("\n", start) else 0
+    return text[opening.end() : closing.start()], text[start:]
 
 
 def load_bounded(block: str, limit: int = MAX_EXPANDED) -> object:

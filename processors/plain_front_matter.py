@@ -2,49 +2,26 @@
 
 PyYAML's C loader still composes nodes and resolves and constructs them in Python: ~100 µs for five lines, a
 sixth of a note's whole parse. Almost every front matter is a flat mapping of plain or quoted scalars and
-one-line lists, whose syntax is simple enough to read with one regex per line; what each plain scalar *means*
-(bool, int, float, null, timestamp or str) is still decided by PyYAML's own resolver and constructors, so
-`yes`, `0x1F`, `1_000` or `2026-09-27T07:15:43+08:00` come out as PyYAML makes them. Anything else —
-nesting, anchors and aliases, block scalars, comments, escapes, tabs, a colon inside a plain value — is
-declined (None) and read by PyYAML within its bounds (processors.front_matter). A property test holds every
-accepted block equal to `yaml.load(block, CSafeLoader)`.
+one-line lists or mappings, whose syntax the compiled pass reads (predigest_native.PlainFrontMatter, native/
+src/front_matter.rs; ~2 µs where one regex per line took ~20); what each plain scalar *means* (bool, int,
+float, null, timestamp or str) is still decided by PyYAML's own resolver and constructors (`scalar`, called
+back only for scalars whose first character may start an implicit tag), so `yes`, `0x1F`, `1_000` or
+`2026-09-27T07:15:43+08:00` come out as PyYAML makes them. Anything else — nesting, anchors and aliases,
+block scalars, comments, escapes, tabs, a colon inside a plain value — is declined (None) and read by PyYAML
+within its bounds (processors.front_matter). Property tests hold every accepted block equal to
+`yaml.load(block, CSafeLoader)` and the reading equal to its Python reference (tests/processors/reference/).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
+import predigest_native
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 
-# A key, then a double-quoted string without escapes, a single-quoted one without quotes, a one-line list, or
-# a plain scalar that opens with no indicator, matched against a line without its trailing spaces (so that
-# no quantifier gives back a run of them: a line of 60k spaces stays linear). `#` is refused outright (a
-# comment, or text a comment rule could split), as are tabs (by _PRINTABLE).
-_LINE = re.compile(
-    r"(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}):"
-    r"(?: +(?:"
-    r'"(?P<dq>[^"\\]*)"'
-    r"|'(?P<sq>[^']*)'"
-    r"|\[(?P<seq>[^\[\]{}#\"'&*!|>%@`:\\]*)\]"
-    r"|\{(?P<map>[^\[\]{}#'&*!|>%@`\\]*)\}"
-    r"|(?P<plain>[^ \-?:,\[\]{}#&*!|>'\"%@`\\][^#]*)"
-    r"))?"
-)
-# Flow items of a one-line list: plain scalars that open with no indicator (the rest of it _LINE checked).
-_ITEM = re.compile(r"[^ \-?,]")
-# Entries of a one-line mapping (`anchors: {inference: "§3.3"}`), stripped of spaces: a key, then a plain
-# scalar without `:` or a double-quoted string without escapes or commas (one with a comma is split apart
-# and fails to match).
-_ENTRY = re.compile(
-    r'(?P<key>[A-Za-z_][A-Za-z0-9_-]{0,127}): +(?:"(?P<dq>[^"]*)"|(?P<plain>[^ \-?:"][^:"]*))'
-)
-# Characters YAML reads the same in every context: printable, no tab, CR, NEL, BOM or line/paragraph separator.
-_PRINTABLE = re.compile(
-    r"[\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
-)
-_STR = "tag:yaml.org,2002:str"
 _BUILT = frozenset(
     {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:null",
      "tag:yaml.org,2002:timestamp"}
@@ -60,70 +37,40 @@ _CONSTRUCTORS = _LOADER.yaml_constructors
 _CONSTRUCTOR = SafeConstructor()  # a scalar's constructor reads only the node it is given
 
 
-class _Declined(Exception):
-    pass
+# The timestamp writers' tools put in `date:` (`2026-09-27T07:15:43+08:00`): datetime reads it to the value and
+# tzinfo PyYAML's constructor builds (a property test holds the two equal, refusals included) in a fortieth
+# of its ~9 µs.
+_ISO_SECONDS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}:[0-9]{2}")
+
+
+class Declined(Exception):
+    """A plain scalar PyYAML must read itself (a merge key, a value tag, a timestamp it would refuse)."""
+
+
+def scalar(value: str) -> object:
+    """A plain scalar as PyYAML resolves and constructs it (SafeLoader's implicit tags)."""
+    if _ISO_SECONDS.fullmatch(value):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:  # `2026-13-45T…`, an offset of 24 hours: PyYAML's constructor refuses them too
+            raise Declined from None
+    for tag, regexp in _BY_FIRST.get(value[:1], _WILDCARD):
+        if regexp.match(value):
+            if tag not in _BUILT:
+                raise Declined  # `<<`, `=`: merge keys and value tags are PyYAML's to read
+            try:
+                return _CONSTRUCTORS[tag](_CONSTRUCTOR, ScalarNode(tag, value))
+            except Exception:  # `2026-13-45`: PyYAML's path raises it, after its own syntax checks
+                raise Declined from None
+    return value
+
+
+_READER = predigest_native.PlainFrontMatter(resolve=scalar, starts="".join(_BY_FIRST), every=bool(_WILDCARD))
 
 
 def read_plain(block: str) -> dict[object, object] | None:
     """The mapping PyYAML would load from `block`, when it is one `key: value` per line; None otherwise."""
-    if not _PRINTABLE.fullmatch(block):
-        return None
-    data: dict[object, object] = {}
     try:
-        for line in block.split("\n"):
-            if not line.strip(" "):
-                continue
-            m = _LINE.fullmatch(line.rstrip(" "))
-            if m is None:
-                return None
-            data[_scalar(m["key"])] = _value(m)
-    except _Declined:
+        return _READER.read(block)
+    except Declined:
         return None
-    return data or None  # an empty block is PyYAML's None: its own path says so
-
-
-def _value(m: re.Match[str]) -> object:
-    if m["dq"] is not None:
-        return m["dq"]
-    if m["sq"] is not None:
-        return m["sq"]
-    if m["seq"] is not None:
-        items = [item.strip(" ") for item in m["seq"].split(",")]
-        if items == [""]:
-            return []
-        if not all(item and _ITEM.match(item) for item in items):
-            raise _Declined
-        return [_scalar(item) for item in items]
-    if m["map"] is not None:
-        return _flow_mapping(m["map"])
-    plain = m["plain"]
-    if plain is None:
-        return None  # `key:` with nothing after it
-    if ": " in plain or plain.endswith(":"):
-        raise _Declined  # a mapping inside a plain value: PyYAML refuses it
-    return _scalar(plain)
-
-
-def _flow_mapping(text: str) -> dict[object, object]:
-    if not text.strip(" "):
-        return {}
-    out: dict[object, object] = {}
-    for entry in text.split(","):
-        m = _ENTRY.fullmatch(entry.strip(" "))
-        if m is None:
-            raise _Declined
-        out[_scalar(m["key"])] = m["dq"] if m["dq"] is not None else _scalar(m["plain"])
-    return out
-
-
-def _scalar(value: str) -> object:
-    """A plain scalar as PyYAML resolves and constructs it (SafeLoader's implicit tags)."""
-    for tag, regexp in _BY_FIRST.get(value[:1], _WILDCARD):
-        if regexp.match(value):
-            if tag not in _BUILT:
-                raise _Declined  # `<<`, `=`: merge keys and value tags are PyYAML's to read
-            try:
-                return _CONSTRUCTORS[tag](_CONSTRUCTOR, ScalarNode(tag, value))
-            except Exception:  # `2026-13-45`: PyYAML's path raises it, after its own syntax checks
-                raise _Declined from None
-    return value

@@ -6,6 +6,7 @@
 //! property test holds these equal to them on random and real text.
 
 mod arxiv;
+mod front_matter;
 mod markup;
 mod minhash;
 mod structure;
@@ -40,6 +41,22 @@ impl Config {
         let single_ascii = token.is_ascii() && token.len() == 1;
         !(self.stopwords.contains(token) || token.chars().all(is_digit) || single_ascii)
     }
+}
+
+/// Distinct tokens counted once, twice … `LEVELS` times and more: how `terms` finds the frequency its
+/// candidates start from.
+const LEVELS: usize = 64;
+
+/// The tokens of each count (the last for `LEVELS` and over) and the sum of the counts, taken while the
+/// pass has the table in cache.
+fn count_levels(tokens: &Tokens) -> ([usize; LEVELS + 1], u64) {
+    let mut levels = [0usize; LEVELS + 1];
+    let mut length: u64 = 0;
+    for t in tokens.table.iter() {
+        length += u64::from(t.count);
+        levels[(t.count as usize).min(LEVELS)] += 1;
+    }
+    (levels, length)
 }
 
 /// The Python types the reader builds (NamedTuples of processors.structure).
@@ -78,6 +95,8 @@ struct NoteReading {
     types: Arc<Types>,
     norm: String,
     tokens: Tokens,
+    levels: [usize; LEVELS + 1],
+    body_length: u64,
     config: Arc<Config>,
 }
 
@@ -164,9 +183,10 @@ impl Reader {
                 let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
                 config.permutations.digest(&hashes)
             };
-            (out, scanned, ids, invalid, (norm, read.tokens), hash, signature)
+            let levels = count_levels(&read.tokens);
+            (out, scanned, ids, invalid, (norm, read.tokens, levels), hash, signature)
         });
-        let (norm, tokens) = norm;
+        let (norm, tokens, (levels, body_length)) = norm;
         Ok(NoteReading {
             arxiv_ids: PyList::new(py, ids)?.unbind(),
             invalid_ids: PyList::new(py, invalid)?.unbind(),
@@ -180,6 +200,8 @@ impl Reader {
             types: Arc::clone(&self.types),
             norm,
             tokens,
+            levels,
+            body_length,
             config,
         })
     }
@@ -361,14 +383,8 @@ impl NoteReading {
     /// only those at or above the lowest frequency that leaves twice as many as are kept are tested for
     /// stopwords and sorted (all of them, when that leaves too few terms).
     fn top_terms<'a>(&'a self, title_norm: &'a str, title_tokens: &Tokens) -> (Vec<(&'a str, u32)>, u64) {
-        const LEVELS: usize = 64;
         let level = |count: u32| (count as usize).min(LEVELS);
-        let mut levels = [0usize; LEVELS + 1]; // tokens of each count, the last for LEVELS and over
-        let mut length: u64 = 0;
-        for t in self.tokens.table.iter() {
-            length += u64::from(t.count);
-            levels[level(t.count)] += 1;
-        }
+        let (mut levels, mut length) = (self.levels, self.body_length);
         // Title tokens count twice: added to the body's count of the same token, or standing alone.
         let mut titled: Vec<(u32, &str, u32)> = Vec::new(); // (body start, token, count with the title's)
         for t in title_tokens.table.iter() {
@@ -435,17 +451,11 @@ fn extract_arxiv_ids(py: Python<'_>, text: &str) -> Vec<String> {
     py.detach(|| arxiv::extract_ids(text))
 }
 
-/// `processors.arxiv_ids.invalid_arxiv_mentions`: strings announced as arXiv ids that are none.
-#[pyfunction]
-fn invalid_arxiv_mentions(py: Python<'_>, text: &str) -> Vec<String> {
-    py.detach(|| arxiv::invalid_mentions(text))
-}
-
 #[pymodule]
 fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<NoteReading>()?;
+    m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(invalid_arxiv_mentions, m)?)?;
     Ok(())
 }

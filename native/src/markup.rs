@@ -96,7 +96,14 @@ fn residue_at(text: &str, i: usize) -> Option<usize> {
 /// `clean_heading`: a heading's plain text without emoji decoration or back-link residue, white space
 /// collapsed.
 pub fn clean_heading(text: &str) -> String {
-    let text = strip_emoji(&collapse(text));
+    let collapsed = collapse(text);
+    // Most headings: no emoji to strip (a keycap needs U+20E3, © and ® go only before U+FE0F) and no
+    // bracket a residue could open with, so nothing to remove and nothing to collapse again.
+    let plain = |c: char| !(c == '\u{20e3}' || c == '\u{fe0f}' || is_pictograph(c) || OPENERS.contains(&c));
+    if collapsed.chars().all(plain) {
+        return collapsed;
+    }
+    let text = strip_emoji(&collapsed);
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {

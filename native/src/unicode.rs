@@ -26,8 +26,14 @@ fn in_table(table: &[(u32, u32)], c: char) -> bool {
 /// Whether the reference's Unicode (14) assigns `c`.
 #[inline]
 pub fn is_assigned(c: char) -> bool {
-    // ASCII and the CJK unified ideographs of Unicode 1.1 (most of a Chinese note) without the search.
-    c.is_ascii() || ('\u{4e00}'..='\u{9fa5}').contains(&c) || in_table(ASSIGNED, c)
+    // Without the search: what a note is made of — ASCII, Latin-1 to Greek, general punctuation, CJK
+    // punctuation, the unified ideographs, Hangul syllables, full-width forms — every code point of these
+    // ranges is assigned in Unicode 14.
+    matches!(
+        c as u32,
+        0..=0x7f | 0xa0..=0x377 | 0x2000..=0x2064 | 0x3000..=0x303f | 0x4e00..=0x9fff | 0xac00..=0xd7a3
+            | 0xff01..=0xff5e
+    ) || in_table(ASSIGNED, c)
 }
 
 /// `str.isalnum()`.
@@ -173,9 +179,10 @@ fn space_at(text: &str, i: usize) -> usize {
     }
 }
 
-/// `" ".join(text.split())`: white space runs collapsed to one space, none at either end. Words are copied
-/// whole, found byte by byte: a character is decoded only where its first byte may start white space
-/// (continuation bytes never do, so the scan needs no character boundaries).
+/// `" ".join(text.split())`: white space runs collapsed to one space, none at either end. Found byte by
+/// byte: a character is decoded only where its first byte may start white space (continuation bytes never
+/// do, so the scan needs no character boundaries). Words apart by one ASCII space are already as the
+/// result has them, and are copied as one stretch, not word by word.
 pub fn collapse(text: &str) -> String {
     let bytes = text.as_bytes();
     let n = bytes.len();
@@ -192,19 +199,21 @@ pub fn collapse(text: &str) -> String {
         if i == n {
             return out;
         }
-        let start = i;
-        // The word: up to a byte that may start white space and does.
-        loop {
-            while i < n && SPACE_START[bytes[i] as usize] == 0 {
-                i += 1;
-            }
-            if i == n || space_at(text, i) > 0 {
-                break;
-            }
-            i += text[i..].chars().next().map_or(1, char::len_utf8);
-        }
         if !out.is_empty() {
             out.push(' ');
+        }
+        let start = i;
+        // Up to white space that is not one ASCII space before a word, or the end.
+        while i < n {
+            if SPACE_START[bytes[i] as usize] == 0 {
+                i += 1;
+            } else if space_at(text, i) == 0 {
+                i += text[i..].chars().next().map_or(1, char::len_utf8);
+            } else if bytes[i] == b' ' && i + 1 < n && space_at(text, i + 1) == 0 {
+                i += 1;
+            } else {
+                break;
+            }
         }
         out.push_str(&text[start..i]);
     }

@@ -1,8 +1,9 @@
 """The front matter read without PyYAML equals PyYAML's reading of it, or is left to PyYAML.
 
-processors.plain_front_matter reads flat `key: value` front matter with one regex per line and PyYAML's own
+processors.plain_front_matter reads flat `key: value` front matter in the compiled pass with PyYAML's own
 resolver; a block it accepts must load to exactly what `yaml.load(block, CSafeLoader)` builds (types, order
-and all), or a note's fields, date and record would change with the shortcut.
+and all), or a note's fields, date and record would change with the shortcut. It must also accept and decline
+exactly what its Python reference (one regex per line, tests/processors/reference/) does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from processors.documents import Warnings
 from processors.front_matter import split_front_matter
 from processors.plain_front_matter import read_plain
+from tests.processors.reference import plain_front_matter as reference
 
 PROJECT = Path(__file__).resolve().parents[2]
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -59,8 +61,9 @@ likely = st.lists(entry, min_size=1, max_size=4).map(lambda lines: "\n".join(lin
 
 
 def assert_as_pyyaml(block: str) -> bool:
-    """True when the block was read without PyYAML (and then as PyYAML reads it)."""
+    """True when the block was read without PyYAML (and then as PyYAML reads it, and as the reference does)."""
     got = read_plain(block)
+    assert repr(got) == repr(reference.read_plain(block)), block
     if got is None:
         return False
     want = yaml.load(block, Loader=LOADER)  # an error here fails the test: the shortcut accepted bad YAML
@@ -78,6 +81,64 @@ def test_accepted_blocks_load_as_pyyaml_loads_them(block: str) -> None:
 @pytest.mark.parametrize("key", ["title", "yes", "2026"])
 def test_every_value_alone_loads_as_pyyaml_loads_it(key: str, value: str) -> None:
     assert_as_pyyaml(f"\n{key}: {value}\n")
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        '\ntitle: "KV 缓存: 压缩"\nwriter: jay\n',  # a colon inside quotes
+        "\ntitle: KV 缓存：压缩（综述）\n",  # full-width colon and brackets in a plain value
+        "\ntitle: 한국어 노트: 요약\n",  # Korean, a colon and a space: declined
+        "\ntitle: 한국어 노트 요약\ntags: [추론, 보안]\n",
+        "\ntitle: Mixed 中文 and English 한국어\naxes: [inference, 风险]\n",
+        "\ntitle: 'it''s'\n",  # a quote escaped by doubling: declined
+        '\ntitle: "say \\"hi\\""\n',  # an escaped double quote: declined
+        "\nurl: https://arxiv.org/abs/2506.01234\n",  # `:` without a space after it stays in a plain value
+        "\ntime: 12:30\n",  # base 60, as YAML 1.1 reads it
+        "\naxes: [a, [b]]\n",
+        "\naxes: []\ntags: [ ]\nanchors: {}\n",
+        "\naxes:\n  - inference\n",  # a block list: declined
+        "\ufeff\ntitle: x\n",  # a byte-order mark inside the block: declined
+        "\r\ntitle: x\r\nwriter: tom\r\n",  # CRLF lines: declined (PyYAML reads them)
+        "\ntitle: x\ntitle: y\n",  # a repeated key: the last value, at the first one's place
+        "\nyes: no\nnull: ~\n",
+        "\n" + "k" * 128 + ": v\n",
+        "\n" + "k" * 129 + ": v\n",
+        "\ntitle: \ud800\n",  # a lone surrogate (from a note decoded with replacements): declined
+        "\ntitle:\n",
+        "\n\n   \n",
+    ],
+)
+def test_edge_blocks_read_as_the_reference_and_pyyaml_read_them(block: str) -> None:
+    if "\ud800" in block:
+        assert read_plain(block) is None and reference.read_plain(block) is None
+    else:
+        assert_as_pyyaml(block)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab :,-?[]{}\"'#\n\t中한é\u3000")), max_size=30))
+def test_random_syntax_reads_as_the_reference_reads_it(block: str) -> None:
+    assert repr(read_plain(block)) == repr(reference.read_plain(block))
+
+
+_TWO = st.integers(0, 99).map(lambda n: f"{n:02}")
+iso_seconds = st.builds(
+    lambda y, mo, d, h, mi, s, sign, th, tm: f"{y:04}-{mo}-{d}T{h}:{mi}:{s}{sign}{th}:{tm}",
+    st.integers(0, 9999), _TWO, _TWO, _TWO, _TWO, _TWO, st.sampled_from("+-"), _TWO, _TWO,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(iso_seconds, st.sampled_from(["2026-09-27T07:15:43+08:00", "2026-02-29T00:00:00-00:00"])))
+def test_iso_timestamps_read_as_pyyaml_constructs_them(value: str) -> None:
+    # The timestamp is read by datetime, not PyYAML's constructor: the same value, tzinfo and refusals.
+    try:
+        want: object = yaml.load(f"x: {value}", Loader=LOADER)["x"]
+    except ValueError:
+        want = None
+    got = read_plain(f"\nx: {value}\n")
+    assert repr(got["x"] if got else None) == repr(want), value
 
 
 def _real_blocks() -> list[str]:
