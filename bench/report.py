@@ -89,9 +89,9 @@ def _rows(r: dict[str, Any]) -> Iterator[str]:
     st = r.get("stages_us_per_doc", {})
     if st:
         yield (
-            f"| per note in process: read+hash / `parse_document` / record encode / decode (per record) "
-            f"| {_num(st.get('read_hash'))} / {_num(st.get('parse'))} / {_num(st.get('event_v2_encode'))} / "
-            f"{_num(st.get('event_v2_decode'))} µs | DuckDB {_num(st.get('duckdb_batch'))} µs per row in batches "
+            f"| per note in process: read+hash / `parse_document` / record encode / decode "
+            f"| {_num(st.get('read_hash'))} / {_num(st.get('parse'))} / {_num(st.get('event_v3_encode'))} / "
+            f"{_num(st.get('event_v3_decode'))} µs | DuckDB {_num(st.get('duckdb_batch'))} µs per row in batches "
             f"of 500, {_num(st.get('duckdb'))} one at a time |"
         )
 

@@ -43,7 +43,8 @@ class EventFields(Frozen):
 
 
 class DocumentEvent(EventFields):
-    """What `predigest.documents` carries, keyed by axis: one axis's view of one raw record."""
+    """One axis's view of one raw record: a row of a `predigest.documents` record (processors.wire groups a
+    note's axes by partition)."""
 
     document: Document | None = None
 

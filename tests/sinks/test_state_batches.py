@@ -145,3 +145,21 @@ def test_one_batch_of_a_version_its_deletion_and_a_restore(tmp_path: Path) -> No
     assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [sha]
     assert state.applied_offset("p.documents", 0) == 3
     assert state.apply_batch(list(zip([at(9)], positions[:1], strict=True))) == [False]  # a replay
+
+
+def test_a_record_s_rows_are_claimed_together_and_its_replay_changes_nothing() -> None:
+    sha, doc = DOCS[(PATHS[0], TEXTS[0])]
+    rows = [
+        DocumentRecord(doc.header.model_copy(update={"axis": a, "raw_offset": 1}), doc.stored) for a in AXES
+    ]
+    record = [(row, Position("p.documents", 0, 5, i)) for i, row in enumerate(rows)]
+    state = StateStore(Path(":memory:"))
+    try:
+        # Delivered twice in one batch (a retried fetch): its second copy changes nothing.
+        assert state.apply_batch(record + record) == [True, True, False, False]
+        assert state.applied_offset("p.documents", 0) == 5
+        assert state.apply_batch(record) == [False, False]  # a replay after the commit
+        for axis in AXES:
+            assert [d.sha256 for d in window_documents(state, axis, WINDOW)] == [sha]
+    finally:
+        state.close()

@@ -23,7 +23,7 @@ from aiokafka.errors import KafkaConnectionError
 
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.window import window_bounds
-from processors.wire import decode
+from processors.wire import decode_rows
 from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
@@ -115,8 +115,7 @@ async def test_the_parse_agent_forwards_each_axis_a_record_carrying_the_raw_offs
 ) -> None:
     records = await parsed(worker, raw_value())
     assert b"inference" in {key for key, _ in records}
-    for _, value in records:
-        header = decode(value).header
+    for header in (row.header for _, value in records for row in decode_rows(value)):
         assert (header.path, header.raw_offset) == (NOTE, 0)  # the offset orders the versions of a path
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 0
 
@@ -126,7 +125,7 @@ async def test_an_unreadable_raw_record_is_dead_lettered_whole_and_its_batch_goe
 ) -> None:
     records = await parsed(worker, b"not a raw file", raw_value())
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 1
-    assert {decode(value).header.raw_offset for _, value in records} == {1}
+    assert {row.header.raw_offset for _, value in records for row in decode_rows(value)} == {1}
     [letter] = worker.outputs.dead_letters
     assert (letter.topic, letter.offset, letter.stage, letter.reason) == (
         worker.settings.kafka.topic("raw"),
