@@ -20,7 +20,7 @@ REJECTED_KEY = "_rejected"
 
 
 class EventFields(Frozen):
-    """What every documents record says besides its document (DocumentEvent, and v2's EventHeader)."""
+    """What every documents record says besides its document (DocumentEvent, and the records' EventHeader)."""
 
     type: Literal["document", "deletion", "rejection"]
     path: str
