@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -119,6 +120,45 @@ def test_a_batch_applies_as_its_records_would_one_by_one(
         assert [d.text for d in window_documents(batched, "inference", WINDOW)] == [
             d.text for d in window_documents(one, "inference", WINDOW)
         ]
+    finally:
+        one.close()
+        batched.close()
+
+
+def _grouped(
+    records: list[tuple[DocumentRecord, Position]], joins: list[bool]
+) -> list[list[tuple[DocumentRecord, Position]]]:
+    """The records as v3 rows: one joining the record before it (same partition) becomes its next row."""
+    out: list[list[tuple[DocumentRecord, Position]]] = []
+    for (record, position), join in zip(records, joins + [False] * len(records), strict=False):
+        last = out[-1][-1][1] if out else None
+        if join and last is not None and last.partition == position.partition:
+            out[-1].append((record, replace(last, row=last.row + 1)))
+        else:
+            out.append([(record, position)])
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(op, min_size=1, max_size=14),
+    joins=st.lists(st.booleans(), max_size=14),
+    cuts=st.lists(st.integers(1, 14), max_size=6),
+)
+def test_records_of_several_rows_apply_in_batches_as_one_by_one(
+    ops: list[tuple[str, str, str, str, int | None, int, bool]], joins: list[bool], cuts: list[int]
+) -> None:
+    grouped = _grouped(_records(ops), joins)
+    one, batched = StateStore(Path(":memory:")), StateStore(Path(":memory:"))
+    try:
+        expected = [r for record in grouped for r in one.apply_batch(record)]
+        got: list[bool] = []
+        start = 0
+        for cut in [*sorted(set(cuts)), len(grouped)]:  # cut between records, never inside one
+            got += batched.apply_batch([row for record in grouped[start:cut] for row in record])
+            start = max(start, cut)
+        assert got == expected
+        assert _dump(batched) == _dump(one)
     finally:
         one.close()
         batched.close()
