@@ -26,7 +26,7 @@ from pathlib import Path
 from bench.archive import END, SH, Generator, living_documents, work_queue
 from processors.fan_out import route_raw
 from processors.models import ControlCommand, RawFile
-from processors.wire import decode, encode_events
+from processors.wire import decode_rows, encode_events
 from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
@@ -55,7 +55,7 @@ def _encoded(chunk: list[tuple[int, str, str]]) -> list[bytes]:
         data = content.encode()
         raw = RawFile(path=rel, content=data, size=len(data), mtime=END.timestamp(), sha256=_sha(data))
         events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=offset)
-        out.extend(value for _, value in encode_events(events))
+        out.extend(value for _, value in encode_events(events, {}))  # one partition
     return out
 
 
@@ -88,12 +88,20 @@ def build(n: int, state_file: Path, workers: int) -> dict[str, object]:
             while len(pending) >= BATCH:
                 batch, pending = pending[:BATCH], pending[BATCH:]
                 state.apply_batch(
-                    [(decode(v), Position("bench.documents", 0, offset + j)) for j, v in enumerate(batch)]
+                    [
+                        (row, Position("bench.documents", 0, offset + j))
+                        for j, v in enumerate(batch)
+                        for row in decode_rows(v)
+                    ]
                 )
                 offset += len(batch)
     if pending:
         state.apply_batch(
-            [(decode(v), Position("bench.documents", 0, offset + j)) for j, v in enumerate(pending)]
+            [
+                (row, Position("bench.documents", 0, offset + j))
+                for j, v in enumerate(pending)
+                for row in decode_rows(v)
+            ]
         )
         offset += len(pending)
     state.close()

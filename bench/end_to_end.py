@@ -51,8 +51,10 @@ def codecs(broker: Broker, root: Path, work: Path) -> dict[str, float]:
     return rates
 
 
-def _ingest_figures(stats: archive.ArchiveStats, got: Ingest, rss: procs.RssWatch) -> dict[str, Any]:
-    """What an ingest came to; a run cut short counts the notes whose rows are all stored."""
+def _ingest_figures(
+    stats: archive.ArchiveStats, got: Ingest, rss: procs.RssWatch, rows_per_note: float
+) -> dict[str, Any]:
+    """What an ingest came to; a run cut short counts the notes whose rows (`rows_per_note`) are all stored."""
     out: dict[str, Any] = {
         "notes": stats.notes,
         "files": stats.files,
@@ -66,9 +68,11 @@ def _ingest_figures(stats: archive.ArchiveStats, got: Ingest, rss: procs.RssWatc
         "worker_rss_ingest_mib": round(rss.peaks.get("worker", 0.0), 1),
         "backfill_rss_mib": round(rss.peaks.get("backfill", 0.0), 1),
     }
-    out["rows_per_note"] = round(got.events / max(got.notes_parsed, 1), 2)
-    # Cut short: the notes whose rows are all in DuckDB, from the rows stored and the parsed notes' fan-out.
-    done = stats.files if got.done_s is not None else got.rows_stored / max(out["rows_per_note"], 0.01)
+    out["records_per_note"] = round(got.events / max(got.notes_parsed, 1), 2)
+    out["rows_per_note"] = rows_per_note
+    # Cut short: the notes whose rows are all in DuckDB, from the rows stored and a note's axes (a documents
+    # record holds every axis of its partition, so the topic's records do not count rows).
+    done = stats.files if got.done_s is not None else got.rows_stored / max(rows_per_note, 0.01)
     out["notes_stored"] = round(done)
     out["docs_per_s"] = round(done / out["ingest_s"], 1)
     return out
@@ -90,7 +94,8 @@ def pipeline(
 ) -> dict[str, Any]:
     """backfill → worker → DuckDB, then the briefing of the whole window; the worker's peak RSS throughout.
 
-    `limits`: `cap` (seconds the ingest may take), `brief` and `cut_brief` (the briefing's timeouts).
+    `limits`: `cap` (seconds the ingest may take), `brief` and `cut_brief` (the briefing's timeouts), and
+    `rows_per_note` (the archive's axes per note, from the stages).
     """
     settings = bench_settings(broker.bootstrap, root, work, f"n{stats.notes}")
     asyncio.run(kafka_io.ensure_topics(settings))
@@ -102,7 +107,7 @@ def pipeline(
         procs.wait_log(work / "worker.log", "Ready", worker, 120)
         got = ingest(settings, work, limits["cap"], rss)
         rss.sample()
-        out = _ingest_figures(stats, got, rss)
+        out = _ingest_figures(stats, got, rss, limits["rows_per_note"])
         if out["complete"]:
             b_s, sources = asyncio.run(flush_and_wait(settings, limits["brief"]))
             out.update(briefing_s=b_s, briefing_sources=sources, briefing_via="kafka flush")

@@ -9,7 +9,7 @@ from typing import Any
 
 from bench import stages
 
-PER_RECORD = ("duckdb", "duckdb_batch", "event_json_decode", "event_v2_decode")
+PER_RECORD = ("duckdb", "duckdb_batch", "event_json_decode")
 STAGES = (
     "read_hash",
     "parse",
@@ -20,9 +20,9 @@ STAGES = (
     "duckdb",
     "duckdb_batch",
     "event_json_encode",
-    "event_v2_encode",
+    "event_v3_encode",
     "event_json_decode",
-    "event_v2_decode",
+    "event_v3_decode",
 )
 
 
@@ -47,7 +47,7 @@ def say_stages(st: dict[str, float]) -> None:
     for k in STAGES:
         say(f"stage {k}: {st[k]:.0f} µs per {'record' if k in PER_RECORD else 'note'}")
     say(
-        f"stage record bytes: v1 {st['event_json_bytes']}, v2 {st['event_v2_bytes']}; file {st['file_bytes']}"
+        f"stage record bytes: v1 {st['event_json_bytes']}, v3 (a note's one record) {st['event_v3_bytes']}; file {st['file_bytes']}"
     )
     ratio = st["duckdb"] / max(st["duckdb_batch"], 0.1)
     say(

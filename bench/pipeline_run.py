@@ -53,7 +53,7 @@ class Ingest:
     elapsed_s: float
     notes_parsed: int  # raw records the worker's parse agent has committed
     rows_stored: float  # predigest_documents_stored_total at the end
-    events: int  # records the parse agent put on the documents topic (one per document and axis)
+    events: int  # records the parse agent put on the documents topic (one per note and partition)
 
 
 async def _lags(settings: Settings) -> tuple[int, int]:

@@ -88,10 +88,13 @@ def _rows(r: dict[str, Any]) -> Iterator[str]:
     yield f"| other processes on the box meanwhile | {_per_n(runs, 'others_cores', ' cores')} | the box is shared |"
     st = r.get("stages_us_per_doc", {})
     if st:
+        # Results from before documents v3 measured v2, decoded per record (one per axis).
+        v = "v3" if "event_v3_decode" in st else "v2"
+        decoded = "" if v == "v3" else " (per record)"
         yield (
-            f"| per note in process: read+hash / `parse_document` / record encode / decode (per record) "
-            f"| {_num(st.get('read_hash'))} / {_num(st.get('parse'))} / {_num(st.get('event_v2_encode'))} / "
-            f"{_num(st.get('event_v2_decode'))} µs | DuckDB {_num(st.get('duckdb_batch'))} µs per row in batches "
+            f"| per note in process: read+hash / `parse_document` / record encode / decode{decoded} "
+            f"| {_num(st.get('read_hash'))} / {_num(st.get('parse'))} / {_num(st.get(f'event_{v}_encode'))} / "
+            f"{_num(st.get(f'event_{v}_decode'))} µs | DuckDB {_num(st.get('duckdb_batch'))} µs per row in batches "
             f"of 500, {_num(st.get('duckdb'))} one at a time |"
         )
 

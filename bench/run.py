@@ -94,6 +94,7 @@ def _measure(results: dict[str, Any], broker: Broker, base: Path, a: argparse.Na
     roots = _roots(base, sizes)
     biggest_root, biggest = roots[sizes[-1]]
     _in_process(results, biggest_root, biggest.paths)
+    limits["rows_per_note"] = results["stages_us_per_doc"]["axes_per_doc"]
     near_10k = min(sizes, key=lambda n: abs(n - 10000))
     results["backfill_codecs_files_per_s"] = c = end_to_end.codecs(
         broker, roots[near_10k][0], base / "codecs"

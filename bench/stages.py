@@ -15,12 +15,12 @@ from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.wire import decode, encode_events
+from processors.wire import decode_rows, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
 
 SH = ZoneInfo("Asia/Shanghai")
-BATCH = 500  # records per apply_batch: the worker's batch_records
+BATCH = 500  # records per apply_batch (the worker's batch_records): a note's rows each
 
 
 def _us_per(fn: Callable[[], object], count: int, repeats: int = 2) -> float:
@@ -55,7 +55,8 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     ]
     events = [e for note in per_note for e in note]
     v1 = [e.model_dump_json().encode() for e in events]
-    v2 = [value for note in per_note for _, value in encode_events(note)]
+    # One partition, as the worker's default: one record per note.
+    v3 = [value for note in per_note for _, value in encode_events(note, {})]
     raw_json = [r.model_dump_json().encode() for r in raws]
     out = {
         "read_hash": _us_per(read_hash, n),
@@ -64,34 +65,36 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
         # alone: "parse", "parse_python", "read_note", "read_note_python" (bench/parse_speed.py).
         **parse_speed.measure(raws, repeats=2),
         "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
-        # Per note: v1 wrote the whole event for each of its axes, v2 writes the document once.
+        # Per note: v1 wrote the whole event for each of its axes, v3 one record with the document once.
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
-        "event_v2_encode": _us_per(lambda: [encode_events(note) for note in per_note], n),
-        # Per record: what the window agent decodes.
+        "event_v3_encode": _us_per(lambda: [encode_events(note, {}) for note in per_note], n),
+        # What the window agent decodes: v1 per record (one per axis), v3 per note (its one record).
         "event_json_decode": _us_per(lambda: [DocumentEvent.model_validate_json(v) for v in v1], len(v1)),
-        "event_v2_decode": _us_per(lambda: [decode(v) for v in v2], len(v2)),
+        "event_v3_decode": _us_per(lambda: [decode_rows(v) for v in v3], n),
     }
-    records = [decode(v) for v in v2]
+    records = [row for v in v3 for row in decode_rows(v)]
+    # Batches of records as the window agent stores them: a note's rows share its record's position.
+    positioned = [
+        [(row, Position("bench.documents", 0, i)) for row in decode_rows(v)] for i, v in enumerate(v3)
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp:
         state = StateStore(Path(tmp) / "rows.duckdb")
         t = time.perf_counter()
-        for offset, r in enumerate(records):
+        for offset, r in enumerate(records):  # a row at a time, each as if its own record
             state.apply_batch([(r, Position("bench.documents", 0, offset))])
         row_s = time.perf_counter() - t
         state.close()
         state = StateStore(Path(tmp) / "batch.duckdb")
         t = time.perf_counter()
-        for i in range(0, len(records), BATCH):
-            state.apply_batch(
-                [(r, Position("bench.documents", 0, i + j)) for j, r in enumerate(records[i : i + BATCH])]
-            )
+        for i in range(0, len(positioned), BATCH):
+            state.apply_batch([item for rows in positioned[i : i + BATCH] for item in rows])
         batch_s = time.perf_counter() - t
         state.close()
     out["duckdb"] = round(row_s / len(records) * 1e6, 1)
     out["duckdb_batch"] = round(batch_s / len(events) * 1e6, 1)
     out["axes_per_doc"] = round(len(events) / n, 2)
     out["event_json_bytes"] = round(sum(map(len, v1)) / len(v1))
-    out["event_v2_bytes"] = round(sum(map(len, v2)) / len(v2))
+    out["event_v3_bytes"] = round(sum(map(len, v3)) / n)
     out["raw_json_bytes"] = round(sum(map(len, raw_json)) / n)
     out["file_bytes"] = round(sum(r.size for r in raws) / n)
     return out

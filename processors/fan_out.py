@@ -20,7 +20,7 @@ REJECTED_KEY = "_rejected"
 
 
 class EventFields(Frozen):
-    """What every documents record says besides its document (DocumentEvent, and v2's EventHeader)."""
+    """What every documents record says besides its document (DocumentEvent, and the records' EventHeader)."""
 
     type: Literal["document", "deletion", "rejection"]
     path: str
@@ -43,7 +43,8 @@ class EventFields(Frozen):
 
 
 class DocumentEvent(EventFields):
-    """What `predigest.documents` carries, keyed by axis: one axis's view of one raw record."""
+    """One axis's view of one raw record: a row of a `predigest.documents` record (processors.wire groups a
+    note's axes by partition)."""
 
     document: Document | None = None
 

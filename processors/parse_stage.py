@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import traceback
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -24,6 +24,9 @@ class RouteParams:
     zone: ZoneInfo
     max_bytes: int
     message_limit: int  # a record over this is replaced by rejections ("split the file")
+    # The documents partition of each axis (its key's, by Kafka's default partitioner): a note's axes on one
+    # partition share a record. Empty: one partition, so one record per note.
+    partitions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
         refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")
         events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
     doc = next((ev.document for ev in events if ev.document is not None), None)
-    records = encode_events(events)
+    records = encode_events(events, params.partitions)
     too_big = None
     if any(len(value) > params.message_limit for _, value in records):
         too_big = (
@@ -67,7 +70,7 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
             "split the file"
         )
         events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, Refusal(too_big, "limit"))
-        records = encode_events(events)
+        records = encode_events(events, params.partitions)
     rejected = next((ev for ev in events if ev.type == "rejection"), None)
     return Routed(
         path=raw.path,
@@ -103,7 +106,7 @@ def refuse_value(
     events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
     return Routed(
         path=raw.path,
-        records=tuple(encode_events(events)),
+        records=tuple(encode_events(events, params.partitions)),
         error=why,
         rejection=refusal.reason,
         rejection_code=refusal.code,

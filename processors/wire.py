@@ -1,14 +1,16 @@
-"""Records of `predigest.documents`, v2: a small JSON header, then the document as the state stores it.
+"""Records of `predigest.documents`, v3: a small JSON header naming the record's axes, then the document once.
 
-v2 carries the text once (sections as offsets into it) and the parse stage encodes each note once for all
-its axes, so the window stage stores the bytes without decoding them. v1 records (a whole DocumentEvent as
-JSON) stay readable: a rebuild replays whatever the retained topic holds.
+One record per note and documents partition: the axes of a note that live on one partition share it, so the
+broker carries and the window stage decodes each note once per partition, not once per axis. The document
+travels as the state stores it (text once, sections as offsets into it), so it is stored without decoding.
+Older records stay readable, since a rebuild replays whatever the retained topic holds: v2 (the same layout,
+one axis per record) and v1 (a whole DocumentEvent as JSON). Only v3 is written (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -17,7 +19,8 @@ from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind
 
-MAGIC = b"predigest.documents/v2"
+MAGIC = b"predigest.documents/v3"
+MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
 
 
@@ -25,6 +28,12 @@ class EventHeader(EventFields):
     """A DocumentEvent without its document; for a document, its kind (with `event_time`, what the state indexes)."""
 
     kind: Kind | None = None
+
+
+class GroupHeader(EventHeader):
+    """A v3 record's header: the fields its rows share, and the axes it is a row of (`axis` stays None)."""
+
+    axes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,21 +104,36 @@ def _header(ev: DocumentEvent) -> EventHeader:
     return EventHeader.model_construct(**fields, kind=doc.kind if doc is not None else None)
 
 
-def encode_events(events: Sequence[DocumentEvent]) -> list[tuple[bytes, bytes]]:
-    """(key, value) of each event; a document shared by several axes is encoded once."""
+def encode_events(
+    events: Sequence[DocumentEvent], partitions: Mapping[str, int]
+) -> list[tuple[bytes, bytes]]:
+    """(key, value) of one record per documents partition the events' axes map to (absent: partition 0).
+
+    The events are one raw file's, alike but for their axis. A record's key is its first axis: the producer's
+    default partitioner puts it on that axis's partition, which every axis of the record shares.
+    """
+    groups: dict[tuple[int, str, str, str, int], list[DocumentEvent]] = {}
+    for ev in events:
+        # Events of other files, versions or kinds never share a record, even on one partition.
+        shared_by = (partitions.get(ev.key, 0), ev.path, ev.sha256, ev.type, id(ev.document))
+        groups.setdefault(shared_by, []).append(ev)
     bodies: dict[int, bytes] = {}
     out = []
-    for ev in events:
-        value = MAGIC + _NL + _header(ev).model_dump_json().encode()
-        if ev.type == "document" and ev.document is not None:
-            body = bodies.get(id(ev.document))
+    for group in groups.values():
+        first = group[0]
+        shared = _header(first)
+        fields = {name: getattr(shared, name) for name in EventHeader.model_fields} | {"axis": None}
+        header = GroupHeader.model_construct(**fields, axes=tuple(ev.key for ev in group))
+        value = MAGIC + _NL + header.model_dump_json().encode()
+        if first.type == "document" and first.document is not None:
+            body = bodies.get(id(first.document))
             if body is None:
-                stored = store_document(ev.document)
-                body = bodies[id(ev.document)] = (
+                stored = store_document(first.document)
+                body = bodies[id(first.document)] = (
                     _NL + stored.summary_json.encode() + _NL + stored.body_json.encode()
                 )
             value += body
-        out.append((ev.key.encode(), value))
+        out.append((first.key.encode(), value))
     return out
 
 
@@ -118,16 +142,29 @@ def to_record(ev: DocumentEvent) -> DocumentRecord:
     return DocumentRecord(_header(ev), store_document(ev.document) if ev.document is not None else None)
 
 
-def decode(value: bytes) -> DocumentRecord:
-    """A v2 or v1 record; raises ValueError (pydantic's ValidationError is one) when it is neither."""
+def decode_rows(value: bytes) -> list[DocumentRecord]:
+    """The rows of a v3, v2 or v1 record, one per axis; raises ValueError (pydantic's ValidationError is one)
+    when it is none of them."""
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
-        return to_record(DocumentEvent.model_validate_json(value))
+        return [to_record(DocumentEvent.model_validate_json(value))]
     parts = value.split(_NL, 3)
-    if parts[0] != MAGIC or len(parts) < 2:
+    if len(parts) < 2 or parts[0] not in (MAGIC, MAGIC_V2):
         raise ValueError(f"not a documents record (starts with {value[:24]!r})")
-    header = EventHeader.model_validate_json(parts[1])
+    if parts[0] == MAGIC_V2:
+        header = EventHeader.model_validate_json(parts[1])
+        return [DocumentRecord(header, _stored(header, parts))]
+    group = GroupHeader.model_validate_json(parts[1])
+    if not group.axes:
+        raise ValueError(f"documents record of {group.path} names no axis")
+    stored = _stored(group, parts)
+    shared = {name: getattr(group, name) for name in EventHeader.model_fields}
+    return [DocumentRecord(EventHeader.model_construct(**(shared | {"axis": a})), stored) for a in group.axes]
+
+
+def _stored(header: EventHeader, parts: list[bytes]) -> StoredDocument | None:
+    """A record's document as the state stores it (None for a deletion or a rejection), checked readable."""
     if header.type != "document":
-        return DocumentRecord(header)
+        return None
     if len(parts) != 4 or header.kind is None or header.event_time is None:
         raise ValueError(f"document record of {header.path} lacks its body, kind or event time")
     summary_json = parts[2].decode()
@@ -138,11 +175,11 @@ def decode(value: bytes) -> DocumentRecord:
         # Written before notes kept their stated titles: they are read from its text once, here, so that what
         # is stored (and every briefing) has them (the titles only: the body stays as it came).
         stored = StoredDocument(store_document(load_document(stored)).summary_json, stored.body_json)
-    return DocumentRecord(header, stored)
+    return stored
 
 
 @lru_cache(maxsize=256)
 def _titled(summary_json: str) -> bool:
     """Raise unless the summary reads, else whether it holds its stated titles; remembered, as a note's records
-    (one per axis) carry the same summary."""
+    (one per partition, or per axis in v2) carry the same summary."""
     return load_summary(summary_json).titled is not None

@@ -12,11 +12,15 @@ Partition = tuple[str, int]  # (topic, partition)
 
 @dataclass(frozen=True)
 class Position:
-    """Where a record sits in Kafka: the state remembers the last one applied per (topic, partition)."""
+    """Where a record sits in Kafka: the state remembers the last one applied per (topic, partition).
+
+    `row`: which of the record's rows (a documents record has one per axis); its rows are claimed in one call.
+    """
 
     topic: str
     partition: int
     offset: int
+    row: int = 0
 
 
 class AppliedOffsets:
@@ -47,23 +51,30 @@ class AppliedOffsets:
 
         The applied offsets advance to the new ones; call it in the transaction that writes what they bring,
         so a record and its offset are stored together or not at all, then `settle` with how it ended. None
-        (no Kafka record) is always new.
+        (no Kafka record) is always new. A record's rows (`Position.row`) are claimed in one call, never split
+        between two: the table keeps offsets, so a later call finds the record's offset applied.
         """
         if self._committed is None:
             self._committed = self.all()
         applied = {**self._committed, **self._pending}
-        advanced: dict[Partition, int] = {}
+        advanced: dict[Partition, tuple[int, int]] = {}  # (offset, row) claimed last in this call
         fresh = []
         for pos in positions:
             if pos is not None:
                 key = (pos.topic, pos.partition)
-                last = advanced.get(key, applied.get(key))
-                if last is not None and pos.offset <= last:
+                at = (pos.offset, pos.row)
+                claimed = advanced.get(key)
+                if claimed is not None:
+                    stale = at <= claimed  # a later row of the record just claimed is new
+                else:
+                    last = applied.get(key)
+                    stale = last is not None and pos.offset <= last
+                if stale:
                     fresh.append(False)
                     continue
-                advanced[key] = pos.offset
+                advanced[key] = at
             fresh.append(True)
-        for (topic, part), offset in advanced.items():
+        for (topic, part), (offset, _) in advanced.items():
             # An UPDATE of the row: a fifth of what INSERT OR REPLACE costs DuckDB (a delete and an insert).
             if (topic, part) in applied:
                 self._db.execute(
@@ -71,7 +82,7 @@ class AppliedOffsets:
                 )
             else:
                 self._db.execute("INSERT INTO applied VALUES (?, ?, ?)", [topic, part, offset])
-        self._pending.update(advanced)
+        self._pending.update({key: offset for key, (offset, _) in advanced.items()})
         return fresh
 
     def settle(self, committed: bool) -> None:

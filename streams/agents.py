@@ -27,7 +27,7 @@ from faust.types import AgentT, EventT
 from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
-from processors.wire import DocumentRecord, decode
+from processors.wire import DocumentRecord, decode_rows
 from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
 from streams.dead_letters import Origin, headers_of, routing_failure
@@ -148,12 +148,13 @@ async def window_batch(
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
     for event in events:
-        record, failure = _decoded(services, decode, event.value, "documents")
+        rows, failure = _decoded(services, decode_rows, event.value, "documents")
         outcomes.append((_origin(event), failure))
-        if record is not None:
-            items.append((record, _position(event)))
+        if rows is not None:  # one per axis of the record, stored and claimed together
+            at = _position(event)
+            items.extend((row, replace(at, row=i)) for i, row in enumerate(rows))
     await _dead_letters(services, outputs, "documents", outcomes)
-    what = f"storing {len(items)} record(s) in {services.settings.state_file}"
+    what = f"storing {len(items)} row(s) of {len(events)} record(s) in {services.settings.state_file}"
     await must_finish(partial(store_when_ready, services, items, backlog), what)
 
 

@@ -30,6 +30,7 @@ from sinks.state import EmissionRecord, Position, StateStore
 from streams.assembly import Assembly
 from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
+from streams.ownership import key_partition
 from streams.settings import Settings
 from streams.store_report import StoredBatch, report
 
@@ -66,6 +67,7 @@ def route_params(settings: Settings) -> RouteParams:
         zone=settings.tz,
         max_bytes=settings.max_bytes,
         message_limit=MAX_MESSAGE_BYTES - 64 * 1024,  # headroom for the key and the batch header
+        partitions={a.name: key_partition(a.name, settings.kafka.partitions) for a in settings.axes},
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from processors.briefing_names import briefing_basename
 from processors.briefing_parts import Headers, Joiner, PartError
 from processors.models import Briefing
-from processors.wire import DocumentRecord, decode
+from processors.wire import DocumentRecord, decode_rows
 from sinks.clock import Clock
 from sinks.state import Position, StateStore
 from streams import kafka_io
@@ -117,7 +118,8 @@ async def replay_documents(
         items: list[tuple[DocumentRecord, Position]] = []
         for position, value, _ in batch:
             try:
-                items.append((decode(value or b""), position))
+                rows = decode_rows(value or b"")
+                items.extend((row, replace(position, row=i)) for i, row in enumerate(rows))
             except ValueError as exc:
                 # The live agent skips it as well; skipping keeps every other record of the partition.
                 # Counted by the live agent, which meets it too (or did, on the earlier owner).

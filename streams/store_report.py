@@ -33,7 +33,7 @@ def report(batch: StoredBatch, metrics: Metrics) -> None:
     """Count the stored versions and their lag; log each document, or the batch in one line."""
     # One line per document while they trickle in; a backlog or a replay after a takeover stores thousands
     # per second, so those lines are for debugging only (not even formatted unless DEBUG is on) and a batch
-    # gets one line of its own. Counted in notes, not records: every note travels as one record per axis.
+    # gets one line of its own. Counted in notes, not rows: a note is one row per axis.
     notes = len({record.header.path for record, _ in batch.items})
     quiet = batch.replaying or batch.backlog or notes > LOG_EACH_UP_TO
     each = logging.DEBUG if quiet else logging.INFO

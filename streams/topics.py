@@ -36,7 +36,7 @@ class Topics:
     kafka_io.STAGES)."""
 
     raw: TopicT  # key: root-relative path; value: a RawFile
-    documents: TopicT  # key: axis; value: a documents record (processors.wire)
+    documents: TopicT  # key: a record's first axis; value: a documents record (processors.wire)
     control: TopicT  # key: axis; value: a ControlCommand
     briefings: (
         TopicT  # key: axis; value: the emitted briefing's JSON (or a part of it: processors.briefing_parts)

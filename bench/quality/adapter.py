@@ -30,7 +30,7 @@ from processors.models import AxisSpec, Briefing, Document, DocumentSummary, Raw
 from processors.parse_stage import RouteParams, route_file
 from processors.render_markdown import render_markdown
 from processors.window import in_window, window_bounds
-from processors.wire import StoredDocument, decode, load_document, load_summary
+from processors.wire import StoredDocument, decode_rows, load_document, load_summary
 from streams.settings import KAFKA_MESSAGE_BYTES
 
 # As streams.pipeline.route_params: headroom for the key and the batch header.
@@ -118,8 +118,7 @@ class Worker:
         seen_at = datetime.fromtimestamp(raw.mtime, UTC)
         routed = route_file(raw, self._params, seen_at, self._offset)
         axes: list[str] = []
-        for _key, value in routed.records:
-            record = decode(value)
+        for record in (row for _key, value in routed.records for row in decode_rows(value)):
             h = record.header
             if h.type == "rejection":
                 self._rejected.setdefault((h.path, h.sha256), (h.reason or "rejected", h.seen_at))

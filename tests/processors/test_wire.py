@@ -1,4 +1,5 @@
-"""The documents topic's v2 records: the text once, events back equal, v1 records still readable."""
+"""The documents topic's v3 records: one per note and partition, the text once, events back equal; v2 and v1
+records (one per axis) still readable."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
 from processors.wire import (
     MAGIC,
-    decode,
+    MAGIC_V2,
+    decode_rows,
     encode_events,
     load_document,
     load_summary,
     store_document,
 )
+from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
+from tests.processors.wire_v2 import encode_v2
 from tests.state_support import to_event
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -45,32 +49,56 @@ def example_files() -> list[RawFile]:
     return [raw(p.relative_to(EXAMPLES).as_posix(), p.read_bytes()) for p in sorted(EXAMPLES.rglob("*.md"))]
 
 
-def test_every_example_note_comes_back_equal_from_its_records() -> None:
+def rows(records: list[tuple[bytes, bytes]]) -> list[DocumentEvent]:
+    return [to_event(row) for _, v in records for row in decode_rows(v)]
+
+
+def test_every_example_note_comes_back_equal_from_its_one_record() -> None:
     files = example_files()
     assert len(files) > 5
     for r in files:
         events = routed(r)
-        records = encode_events(events)
-        assert [k for k, _ in records] == [e.key.encode() for e in events]
-        assert [to_event(decode(v)) for _, v in records] == events
+        records = encode_events(events, {})
+        assert len(records) == (1 if events else 0)
+        assert [k for k, _ in records] == [e.key.encode() for e in events[:1]]
+        assert rows(records) == events
 
 
-def test_the_text_travels_once_and_a_note_is_encoded_once_for_its_axes() -> None:
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_a_note_has_one_record_per_partition_its_axes_live_on_keyed_to_land_there(count: int) -> None:
+    partitions = {a.name: key_partition(a.name, count) for a in DEFAULT_AXES}
+    for r in example_files():
+        events = routed(r)
+        records = encode_events(events, partitions)
+        assert len(records) == len({partitions[e.key] for e in events})
+        for key, value in records:
+            # The producer's default partitioner puts the record where each axis it holds lives.
+            assert {partitions[row.header.axis or ""] for row in decode_rows(value)} == {
+                key_partition(key.decode(), count)
+            }
+        assert sorted(rows(records), key=lambda e: e.key) == sorted(events, key=lambda e: e.key)
+
+
+def test_the_text_travels_once_in_one_record_for_every_axis() -> None:
     body = "# vLLM 推理 KV cache GPU cluster security agent\n\n## §1 一\n" + "推理加速。" * 400
     events = routed(raw("inbox/jay/2026-09-27-1000-a.md", body.encode()))
     assert len(events) == 4
-    records = encode_events(events)
+    records = encode_events(events, {})
     text = ("推理加速。" * 400).encode()
-    assert records[0][1].count(text) == 1  # v1 carried it twice: whole and in its section
+    assert len(records) == 1 and records[0][1].startswith(MAGIC + b"\n")
+    assert records[0][1].count(text) == 1  # v1 carried it twice per axis: whole and in its section
     assert events[0].model_dump_json().encode().count(text) == 2
-    assert len({v.split(b"\n", 2)[2] for _, v in records}) == 1
-    assert all(v.startswith(MAGIC + b"\n") for _, v in records)
+    assert [row.header.axis for row in decode_rows(records[0][1])] == [e.axis for e in events]
 
 
-def test_v1_records_on_retained_topics_stay_readable() -> None:
+def test_v2_and_v1_records_on_retained_topics_stay_readable() -> None:
     for r in example_files()[:5]:
-        for event in routed(r):
-            assert to_event(decode(event.model_dump_json().encode())) == event
+        events = routed(r)
+        v2 = encode_v2(events)
+        assert all(v.startswith(MAGIC_V2 + b"\n") for _, v in v2)
+        assert rows(v2) == events
+        for event in events:
+            assert [to_event(row) for row in decode_rows(event.model_dump_json().encode())] == [event]
 
 
 def test_sections_not_sliced_from_the_text_are_kept_whole() -> None:
@@ -96,25 +124,30 @@ def test_any_text_comes_back_equal(text: str) -> None:
         b"garbage",
         MAGIC,
         MAGIC + b"\n{}",
-        MAGIC + b'\n{"type":"document","path":"a","sha256":"s","seen_at":"2026-09-27T00:00:00Z"}',
+        MAGIC + b'\n{"type":"deletion","path":"a","sha256":"s","seen_at":"2026-09-27T00:00:00Z"}',
+        MAGIC
+        + b'\n{"type":"document","path":"a","sha256":"s","seen_at":"2026-09-27T00:00:00Z","axes":["inference"]}',
+        MAGIC_V2,
+        MAGIC_V2 + b'\n{"type":"document","path":"a","sha256":"s","seen_at":"2026-09-27T00:00:00Z"}',
+        b"predigest.documents/v9\n{}",
     ],
 )
 def test_unreadable_records_raise_value_error(value: bytes) -> None:
     with pytest.raises(ValueError):
-        decode(value)
+        decode_rows(value)
 
 
 def test_a_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
     # Every briefing of the axis would fail on it; refused here, the agent skips it with an error instead.
     (_, value), *_ = encode_events(
-        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM serving.\n"))
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM serving.\n")), {}
     )
     magic, header, summary, body = value.split(b"\n", 3)
-    assert decode(value).stored is not None
+    assert all(row.stored is not None for row in decode_rows(value))
     bad = b"\n".join([magic, header, summary[:-1] + b',"from_the_future":1}', body])
-    for _ in range(2):  # its other axes' records carry the same summary: refused each time, not remembered
+    for _ in range(2):  # its other partitions' records carry the same summary: refused each time
         with pytest.raises(ValueError):
-            decode(bad)
+            decode_rows(bad)
 
 
 def _without_titles(value: bytes) -> bytes:
@@ -132,18 +165,33 @@ def test_a_record_written_before_titles_were_kept_gets_them_where_it_is_decoded(
     )
     for content, stated in ((text, 1), ("# KV cache\n\nvLLM serving, no paper cited.\n", 0)):
         (event, *_) = routed(raw("inbox/jay/2026-09-27-1000-t.md", content.encode()))
-        ((_, value), *_) = encode_events([event])
         assert event.document is not None and len(event.document.titled or ()) == stated
-        old = decode(_without_titles(value))
-        assert old.stored is not None
-        # Worked out once here: "none" is () and no briefing reads the note again for them.
-        assert load_summary(old.stored.summary_json).titled == event.document.titled
-        assert old == decode(value)
+        for (_, value), *_ in (encode_events([event], {}), encode_v2([event])):
+            (old,) = decode_rows(_without_titles(value))
+            assert old.stored is not None
+            # Worked out once here: "none" is () and no briefing reads the note again for them.
+            assert load_summary(old.stored.summary_json).titled == event.document.titled
+            assert [old] == decode_rows(value)
 
 
-def test_a_rejection_s_code_and_file_time_travel_in_its_record() -> None:
+def test_a_rejection_s_code_and_file_time_travel_in_its_record_for_every_axis() -> None:
     events = routed(raw("inbox/jay/2026-09-20-0930-bin.md", b"# x\x00"))
-    back = [decode(v).header for _, v in encode_events(events)]
+    records = encode_events(events, {})
+    assert len(records) == 1
+    back = [row.header for _, v in records for row in decode_rows(v)]
+    assert [h.axis for h in back] == [a.name for a in DEFAULT_AXES]
     assert {(h.type, h.reason_code, h.event_time) for h in back} == {
         ("rejection", "binary", datetime(2026, 9, 20, 9, 30, tzinfo=SH))
     }
+
+
+def test_a_deletion_is_one_record_per_partition_naming_its_axes() -> None:
+    gone = RawFile(
+        path="inbox/jay/2026-09-20-0930-x.md", content=b"", size=0, mtime=1.0, sha256="", deleted=True
+    )
+    events = routed(gone)
+    partitions = {a.name: i % 2 for i, a in enumerate(DEFAULT_AXES)}
+    records = encode_events(events, partitions)
+    assert len(records) == 2
+    assert sorted(rows(records), key=lambda e: e.key) == sorted(events, key=lambda e: e.key)
+    assert {row.header.type for _, v in records for row in decode_rows(v)} == {"deletion"}

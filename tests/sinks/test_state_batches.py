@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -124,6 +125,45 @@ def test_a_batch_applies_as_its_records_would_one_by_one(
         batched.close()
 
 
+def _grouped(
+    records: list[tuple[DocumentRecord, Position]], joins: list[bool]
+) -> list[list[tuple[DocumentRecord, Position]]]:
+    """The records as v3 rows: one joining the record before it (same partition) becomes its next row."""
+    out: list[list[tuple[DocumentRecord, Position]]] = []
+    for (record, position), join in zip(records, joins + [False] * len(records), strict=False):
+        last = out[-1][-1][1] if out else None
+        if join and last is not None and last.partition == position.partition:
+            out[-1].append((record, replace(last, row=last.row + 1)))
+        else:
+            out.append([(record, position)])
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(op, min_size=1, max_size=14),
+    joins=st.lists(st.booleans(), max_size=14),
+    cuts=st.lists(st.integers(1, 14), max_size=6),
+)
+def test_records_of_several_rows_apply_in_batches_as_one_by_one(
+    ops: list[tuple[str, str, str, str, int | None, int, bool]], joins: list[bool], cuts: list[int]
+) -> None:
+    grouped = _grouped(_records(ops), joins)
+    one, batched = StateStore(Path(":memory:")), StateStore(Path(":memory:"))
+    try:
+        expected = [r for record in grouped for r in one.apply_batch(record)]
+        got: list[bool] = []
+        start = 0
+        for cut in [*sorted(set(cuts)), len(grouped)]:  # cut between records, never inside one
+            got += batched.apply_batch([row for record in grouped[start:cut] for row in record])
+            start = max(start, cut)
+        assert got == expected
+        assert _dump(batched) == _dump(one)
+    finally:
+        one.close()
+        batched.close()
+
+
 def test_one_batch_of_a_version_its_deletion_and_a_restore(tmp_path: Path) -> None:
     state = StateStore(tmp_path / "s.duckdb")
     sha, doc = DOCS[(PATHS[0], TEXTS[0])]
@@ -145,3 +185,21 @@ def test_one_batch_of_a_version_its_deletion_and_a_restore(tmp_path: Path) -> No
     assert [d.sha256 for d in window_documents(state, "inference", WINDOW)] == [sha]
     assert state.applied_offset("p.documents", 0) == 3
     assert state.apply_batch(list(zip([at(9)], positions[:1], strict=True))) == [False]  # a replay
+
+
+def test_a_record_s_rows_are_claimed_together_and_its_replay_changes_nothing() -> None:
+    sha, doc = DOCS[(PATHS[0], TEXTS[0])]
+    rows = [
+        DocumentRecord(doc.header.model_copy(update={"axis": a, "raw_offset": 1}), doc.stored) for a in AXES
+    ]
+    record = [(row, Position("p.documents", 0, 5, i)) for i, row in enumerate(rows)]
+    state = StateStore(Path(":memory:"))
+    try:
+        # Delivered twice in one batch (a retried fetch): its second copy changes nothing.
+        assert state.apply_batch(record + record) == [True, True, False, False]
+        assert state.applied_offset("p.documents", 0) == 5
+        assert state.apply_batch(record) == [False, False]  # a replay after the commit
+        for axis in AXES:
+            assert [d.sha256 for d in window_documents(state, axis, WINDOW)] == [sha]
+    finally:
+        state.close()

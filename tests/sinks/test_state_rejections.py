@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from processors.models import AxisSpec
 from processors.parse_stage import RouteParams, route_file
 from processors.window import window_bounds
-from processors.wire import decode
+from processors.wire import decode_rows
 from sinks.state import StateStore
 from tests.state_support import raw_file
 
@@ -21,7 +21,7 @@ def refuse(state: StateStore, path: str, seen_at: datetime) -> None:
     """A binary file through the parse stage and the window agent's write, as the worker handles it."""
     raw = raw_file(path, b"\x00\x01binary", seen_at.timestamp())
     routed = route_file(raw, PARAMS, seen_at, raw_offset=1)
-    state.apply_batch([(decode(value), None) for _, value in routed.records])
+    state.apply_batch([(row, None) for _, value in routed.records for row in decode_rows(value)])
 
 
 def test_a_past_window_lists_the_files_stamped_in_it_with_their_code(tmp_path: Path) -> None:
@@ -57,9 +57,9 @@ def test_bytes_rejected_by_a_routing_crash_and_routed_after_the_fix_are_no_longe
     fixed = route_file(raw, PARAMS, seen, raw_offset=2)
     window = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
 
-    state.apply_batch([(decode(v), None) for _, v in crashed.records])
+    state.apply_batch([(row, None) for _, v in crashed.records for row in decode_rows(v)])
     assert [r.path for r in state.rejections(window)] == [raw.path]
-    state.apply_batch([(decode(v), None) for _, v in fixed.records])
+    state.apply_batch([(row, None) for _, v in fixed.records for row in decode_rows(v)])
     assert state.rejections(window) == [] and state.document_count("inference") == 1
-    state.apply_batch([(decode(v), None) for _, v in crashed.records])
+    state.apply_batch([(row, None) for _, v in crashed.records for row in decode_rows(v)])
     assert [r.path for r in state.rejections(window)] == [raw.path]

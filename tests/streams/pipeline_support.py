@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 from processors.fan_out import DocumentEvent
 from processors.models import RawFile
 from processors.parse_stage import route_file
-from processors.wire import decode, to_record
+from processors.wire import decode_rows, to_record
 from sinks.state import Position
 from streams.pipeline import Pipeline, route_params
 
@@ -25,7 +26,10 @@ def ingest(
     """Route one raw file (logged and counted by `Pipeline.note`), then apply its documents records."""
     routed = route_file(raw, route_params(pipeline.settings), pipeline.clock.now(), raw_offset)
     pipeline.note(routed)
-    return pipeline.store_batch([(decode(value), position) for _, value in routed.records])
+    rows = [row for _, value in routed.records for row in decode_rows(value)]
+    # Every row at the one position given, as the rows of one record.
+    at = [None if position is None else replace(position, row=i) for i in range(len(rows))]
+    return pipeline.store_batch(list(zip(rows, at, strict=True)))
 
 
 def store_event(pipeline: Pipeline, event: DocumentEvent) -> bool:

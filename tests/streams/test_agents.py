@@ -23,12 +23,12 @@ from aiokafka.errors import KafkaConnectionError
 
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.window import window_bounds
-from processors.wire import decode
+from processors.wire import decode_rows
 from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
 from streams.pipeline import Emission
-from streams.settings import DeadLetterSettings, Settings
+from streams.settings import DeadLetterSettings, KafkaSettings, Settings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
 from tests.streams.pipeline_support import raw_file
@@ -115,8 +115,7 @@ async def test_the_parse_agent_forwards_each_axis_a_record_carrying_the_raw_offs
 ) -> None:
     records = await parsed(worker, raw_value())
     assert b"inference" in {key for key, _ in records}
-    for _, value in records:
-        header = decode(value).header
+    for header in (row.header for _, value in records for row in decode_rows(value)):
         assert (header.path, header.raw_offset) == (NOTE, 0)  # the offset orders the versions of a path
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 0
 
@@ -126,7 +125,7 @@ async def test_an_unreadable_raw_record_is_dead_lettered_whole_and_its_batch_goe
 ) -> None:
     records = await parsed(worker, b"not a raw file", raw_value())
     assert worker.metric("predigest_records_unreadable_total", stage="raw") == 1
-    assert {decode(value).header.raw_offset for _, value in records} == {1}
+    assert {row.header.raw_offset for _, value in records for row in decode_rows(value)} == {1}
     [letter] = worker.outputs.dead_letters
     assert (letter.topic, letter.offset, letter.stage, letter.reason) == (
         worker.settings.kafka.topic("raw"),
@@ -167,6 +166,23 @@ async def test_records_wait_for_their_partition_to_catch_up_and_a_revoked_partit
             lambda: worker.metric("predigest_records_unreadable_total", stage="documents") == 1, "the batch"
         )
     assert state.document_count("inference") == 1  # the partition moved on: its new owner stores the second
+
+
+async def test_on_one_partition_a_note_is_one_record_stored_as_a_row_for_each_of_its_axes(
+    tmp_path: Path, start: Start
+) -> None:
+    one = KafkaSettings(bootstrap="127.0.0.1:9", partitions=1)
+    worker = start(in_process_settings(tmp_path, kafka=one), ManualClock(END + timedelta(minutes=10)))
+    axes = [a.name for a in worker.settings.axes]
+    worker.own(*axes)
+    [(key, value)] = await parsed(worker, raw_value())
+    assert key == axes[0].encode()
+    assert [row.header.axis for row in decode_rows(value)] == axes
+    # The same note again at the next offset (a retried send): its rows are stored already.
+    await stored(worker, [(key, value), (key, value)])
+    state = worker.services.pipeline().state
+    assert [state.document_count(axis) for axis in axes] == [1] * len(axes)
+    assert state.applied_offset(worker.settings.kafka.topic("documents"), 0) == 1
 
 
 async def test_a_flush_is_briefed_sent_and_marked_delivered_once(worker: InProcessWorker) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from processors.fan_out import DocumentEvent
 from processors.models import Briefing, RawFile
-from processors.wire import decode
+from processors.wire import decode_rows
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -210,7 +210,7 @@ async def _run(s: Settings, workdir: Path) -> Outcome:
             counts = (_counts(watcher_metrics(s)), _counts(worker_metrics(s)))
         finally:
             stop_process(watcher)
-    documents = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
+    documents = [to_event(row) for _, v in await read_topic(s, "documents") for row in decode_rows(v)]
     text = "".join(p.read_text(errors="replace") for p in logs)
     return Outcome(briefing, await published(), documents, *counts, text)
 

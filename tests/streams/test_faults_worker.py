@@ -10,7 +10,7 @@ import pytest
 from aiokafka.errors import KafkaError
 
 from processors.models import RawFile
-from processors.wire import decode
+from processors.wire import decode_rows
 from streams import kafka_io
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
@@ -73,7 +73,7 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     rows = state_rows(s)
     stored = {(r.axis, r.path, r.sha256) for r in rows}
     assert len({r.path for r in rows}) < len(paths), "the worker had finished; the kill tested nothing"
-    docs = [to_event(decode(v)) for _, v in await read_topic(s, "documents")]
+    docs = [to_event(row) for _, v in await read_topic(s, "documents") for row in decode_rows(v)]
     done = await committed(s, "documents")
     assert done > 0
     for event in docs[:done]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from processors.parse_stage import route_file
-from processors.wire import DocumentRecord, decode
+from processors.wire import DocumentRecord, decode_rows
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.pipeline import Pipeline, route_params
@@ -39,9 +39,9 @@ def _records(pipeline: Pipeline, notes: int, first: int = 0) -> list[tuple[Docum
             f"inbox/jay/2026-09-27-{i:04d}-kv.md", f"# vLLM {i}\nKV cache serving for LLM inference\n"
         )
         routed = route_file(raw, route_params(pipeline.settings), NOW, i)
-        out += [
-            (decode(value), Position("p.documents", 0, len(out) + first * 10)) for _, value in routed.records
-        ]
+        for _, value in routed.records:
+            position = Position("p.documents", 0, len(out) + first * 10)
+            out += [(row, position) for row in decode_rows(value)]
     return out
 
 
