@@ -1,6 +1,8 @@
 """How parse_document's CPU time grows with a hostile note (issue 15): the exponent k of time ∝ size^k.
 
-Also parse_structure alone (how units and the living document read a note), on the shapes its parser meets.
+Also parse_structure alone (how units and the living document read a note), on the shapes its parser meets, and
+every regular expression of processors/ on its adversarial inputs (`regex`: the worst pattern's k, 125 to 2,000
+characters; tests/processors/regex_cases.py finds them).
 
 `make bench` records it among its stages; on its own (seconds, no Kafka):
     .venv/bin/python -m bench.parse_growth
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from collections.abc import Callable
 from functools import partial
@@ -20,6 +23,7 @@ from zoneinfo import ZoneInfo
 from processors.documents import parse_document
 from processors.models import RawFile
 from processors.structure import parse_structure
+from tests.processors.regex_cases import PATTERNS, inputs
 
 SH = ZoneInfo("Asia/Shanghai")
 TARGET_EXPONENT = 1.5
@@ -95,7 +99,36 @@ def measure(repeats: int = 3) -> dict[str, float]:
         got[f"structure/{name}"] = _exponent(
             partial(parse_structure, small), partial(parse_structure, large), repeats
         )
+    got["regex"] = regex_exponent()
     return got
+
+
+REGEX_SMALL, REGEX_SCALE = 125, 16  # characters, and the factor to the large input
+# Below this the large input is linear for sure (quadratic work on 2,000 characters is 2M steps, ~20 ms), and
+# microsecond timings are noise.
+REGEX_NOISE = 0.003
+
+
+def _scan(p: re.Pattern[str], text: str, repeat: int) -> float:
+    start = time.process_time()
+    for _ in range(repeat):
+        for _m in p.finditer(text):
+            pass
+    return time.process_time() - start
+
+
+def regex_exponent() -> float:
+    """The worst k over every pattern and adversarial input: the small one scanned REGEX_SCALE times, so that
+    both measure the same amount of linear work (ratio ~1 linear, ~16 quadratic)."""
+    worst = 1.0
+    for found in PATTERNS:
+        small = dict(inputs(found.pattern, REGEX_SMALL))
+        for case, text in inputs(found.pattern, REGEX_SMALL * REGEX_SCALE):
+            took = _scan(found.pattern, text, 1)
+            if took >= REGEX_NOISE:
+                ratio = took / max(_scan(found.pattern, small[case], REGEX_SCALE), 1e-6)
+                worst = max(worst, 1 + math.log(max(ratio, 1.0)) / math.log(REGEX_SCALE))
+    return round(worst, 2)
 
 
 def verdict(exponents: dict[str, float]) -> str:
