@@ -1,6 +1,5 @@
 """D-items stay bounded per note: a hostile note (issue 15) cannot stall a briefing or flood its 三."""
 
-import time
 from collections import Counter
 
 import pytest
@@ -21,7 +20,7 @@ from processors.units import units_of
 from processors.writer_flags import MAX_FLAGS_PER_NOTE
 from tests.processors.notes import SH, living, note
 
-# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+# A hang guard, not a figure: a worst-case input (~2 s now; the uncapped passes stalled a briefing).
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -39,10 +38,9 @@ def _hostile() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_d_items_quickly() -> None:
+def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_d_items() -> None:
     doc = note("inbox/jay/2026-09-27-1000-hostile.md", _hostile())
     assert len(doc.arxiv_ids) > 50_000 and len(doc.titled or ()) >= 2500
-    started = time.monotonic()
     units = units_of(doc, "inference", 4, 1.0)
     screening = screen(
         id_conflicts([*(doc.titled or ()), *(doc.titled or ())], "zh"),
@@ -56,7 +54,6 @@ def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_
     items = number_items(
         [*versions, *screening.id_items, *screening.future_items, *flagged], DNumbers({}, 194)
     )
-    elapsed = time.monotonic() - started
 
     kinds = Counter(f.kind for f in flagged)
     assert len(screening.future_items) == MAX_FUTURE_PER_NOTE
@@ -66,4 +63,3 @@ def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_
     # titles (up to the per-note cap) is one discrepancy.
     assert [f.key for f in screening.id_items] == ["id-titles:2609.00001"]
     assert len(items) <= MAX_ITEMS and items[0].id == "D195"
-    assert elapsed < 30, f"D-items of one hostile note took {elapsed:.1f} s"

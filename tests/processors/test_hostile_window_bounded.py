@@ -1,13 +1,13 @@
 """A window holding the hostile notes of issue 15 briefs in seconds and bounded memory, and still lists each note.
 
 The red team's window of such files took minutes per axis, gave 31,125 D-items and an 8.9 MB Markdown. The bounds
-here are generous guards (a shared machine), not performance targets: CPU time, not wall time, and sizes.
+are on what the briefing holds (items, ids, bytes) and on memory; time has only the module's hang guard (the brief
+takes ~7 s; how briefing time grows is measured by `make bench`).
 """
 
 from __future__ import annotations
 
 import resource
-import time
 
 import pytest
 
@@ -17,7 +17,7 @@ from processors.models import Document
 from processors.render_markdown import render_markdown
 from tests.processors.notes import SH, brief, note
 
-# Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
+# A hang guard, not a figure: slower than a unit test by design (worst-case inputs), minutes before the caps.
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -78,16 +78,14 @@ def hostile_window() -> list[Document]:
     ]
 
 
-def test_a_window_of_hostile_notes_briefs_in_seconds_within_bounded_output_and_lists_every_note() -> None:
+def test_a_window_of_hostile_notes_briefs_within_bounded_output_and_memory_and_lists_every_note() -> None:
     docs = hostile_window()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.process_time()
     b = brief(docs)
     markdown = render_markdown(b, lang="zh", zone=SH)
-    cpu = time.process_time() - started
+    # Peak resident memory is set by what the pass builds, not by other processes' load.
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
 
-    assert cpu < 20, cpu  # minutes before the caps
     assert grown_mib < 1024, grown_mib  # 4.5 GB before
     assert len(markdown.encode()) < 1_000_000 and len(b.model_dump_json().encode()) < 2_000_000
     assert len(b.discrepancies) <= MAX_ITEMS and 3 <= len(b.increments) <= 8

@@ -8,7 +8,6 @@ exactly what its Python reference (one regex per line, tests/processors/referenc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -186,13 +185,7 @@ def test_a_declined_block_still_gets_pyyaml_and_its_bounds() -> None:
     assert not warnings
 
 
-def _cpu(block: str) -> float:
-    start = time.process_time()
-    for _ in range(3):
-        read_plain(block)
-    return time.process_time() - start
-
-
+@pytest.mark.timeout(60)  # a hang guard, not a figure: linear takes ~50 ms per shape
 @pytest.mark.parametrize(
     "make",
     [
@@ -204,7 +197,8 @@ def _cpu(block: str) -> float:
     ],
     ids=["plain", "after-colon", "mapping", "indent", "list"],
 )
-def test_long_runs_of_spaces_cost_linear_time(make: Callable[[int], str]) -> None:
-    # Lines are matched whole (fullmatch): a quantifier that gave a run back would make 64k spaces minutes.
-    small, large = _cpu(make(4_000)), _cpu(make(64_000))
-    assert large < 4 * 16 * max(small, 1e-4), f"16x the spaces took {large / max(small, 1e-4):.0f}x the time"
+def test_a_million_spaces_in_a_line_are_read_or_declined_without_hanging(make: Callable[[int], str]) -> None:
+    # Lines are matched whole (fullmatch): a quantifier that gave a run back would make 64k spaces minutes, and
+    # a million (16x the longest line a 64 KiB front matter holds) days; read whole, it is milliseconds.
+    block = make(1_000_000)
+    assert_as_pyyaml(block)  # declined, or read as PyYAML reads it

@@ -1,15 +1,17 @@
 """Units stay bounded per note (issue 15): 5,000 sections carrying ids, or 50,000 ids, cannot stall a briefing.
 
-The bounds are counts (what a note can put in front of clustering); the times are generous guards against a
-return of the quadratic passes (a first draft took minutes on the 50,000 ids), not performance targets.
+The bounds are counts (what a note can put in front of clustering); time has only a hang guard against a return of
+the quadratic passes (a first draft took minutes on the 50,000 ids; each test takes seconds at most now).
 """
 
 from __future__ import annotations
 
-import time
+import pytest
 
 from processors.units import MAX_PAPERS_PER_SECTION, MAX_UNITS_PER_NOTE, units_of
 from tests.processors.notes import brief, note
+
+pytestmark = pytest.mark.timeout(60)  # a hang guard, not a figure
 
 
 def ident(n: int, yymm: str = "2609") -> str:
@@ -43,26 +45,20 @@ MOONCAKE = note(
 
 
 def test_a_note_of_5000_paper_sections_gives_at_most_the_note_cap() -> None:
-    started = time.monotonic()
     units = units_of(SECTIONS, "inference", 5, 1.0)
     assert len(units) == MAX_UNITS_PER_NOTE
     assert units[0].primary_ids == (ident(0),) and units[-1].primary_ids == (ident(MAX_UNITS_PER_NOTE - 1),)
-    assert time.monotonic() - started < 20
 
 
 def test_50000_ids_in_a_paragraph_are_no_paper_and_a_long_table_is_capped_per_section() -> None:
-    started = time.monotonic()
     assert [u.primary_ids for u in units_of(IDS, "inference", 5, 1.0)] == []  # a list, not one paper
     rows = units_of(ROWS, "inference", 5, 1.0)
     assert sum(u.shape == "row" for u in rows) == MAX_PAPERS_PER_SECTION
     assert rows[-1].ref.endswith("#部署")  # the sections after a long table are still read
-    assert time.monotonic() - started < 20
 
 
 def test_a_window_holding_them_still_briefs_and_accounts_for_every_note() -> None:
-    started = time.monotonic()
     b = brief([SECTIONS, IDS, ROWS, MOONCAKE])
-    assert time.monotonic() - started < 120
     assert 3 <= len(b.increments) <= 8
     seen = {s.path for s in b.sources}
     assert {SECTIONS.path, IDS.path, ROWS.path, MOONCAKE.path} <= seen
