@@ -29,8 +29,12 @@ from processors.wire import load_summary
 from sinks.documents import IN_WINDOW, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
-# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal.
+# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal:
+# of all of them, and of each half.
 _SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(NUM_PERM))
+_HALF = NUM_PERM // 2
+_SAME_FIRST = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF))
+_SAME_SECOND = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF, NUM_PERM))
 _SLOTS = ", ".join(f"s.signature[{i + 1}] AS m{i}" for i in range(NUM_PERM))
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 # A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
@@ -66,6 +70,12 @@ def _band_keys(threshold: float) -> str:
     bands, rows = lsh_bands(threshold, NUM_PERM)
     keys = (", ".join(f"m{b * rows + j}" for j in range(rows)) for b in range(bands))
     return "[" + ", ".join(f"hash({k})" for k in keys) + "]"
+
+
+def _slots_needed(threshold: float) -> int:
+    """The fewest equal slots of two signatures whose estimated Jaccard (equal slots / NUM_PERM) reaches
+    `threshold`, as `find_duplicates` compares it."""
+    return next((n for n in range(NUM_PERM + 1) if n / NUM_PERM >= threshold), NUM_PERM + 1)
 
 
 class StoredWindow:
@@ -127,10 +137,16 @@ class StoredWindow:
             "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
             "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
         )
+        # A pair whose first half of the slots differs in more places than the threshold allows over all of them
+        # can never reach it: the second half is compared for the rest only (a 100k window's LSH finds ~600k
+        # candidate pairs, nearly all of them far below the threshold).
+        need = _slots_needed(threshold)
         found = self._db.execute(
-            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM {pairs} c "
+            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, c.first_half + {_SAME_SECOND} AS same "
+            f"FROM (SELECT c.*, {_SAME_FIRST} AS first_half FROM {pairs} c JOIN {reps} x ON x.pos = c.pos "
+            f"JOIN {reps} y ON y.pos = c.first WHERE {_SAME_FIRST} >= ?) c "
             f"JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) WHERE same / {NUM_PERM}.0 >= ?",
-            [threshold],
+            [need - (NUM_PERM - _HALF), threshold],
         ).fetchall()
         self._db.execute(f"DROP TABLE {pairs}")
         candidates: dict[str, dict[str, float]] = {}
