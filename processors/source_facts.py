@@ -21,6 +21,9 @@ from processors.models import TitledId
 
 # Kept as rows and columns instead, or (the headings) as the topic line they make.
 _BULK = ("signature", "terms", "headings", "titled")
+# The front-matter fields a briefing reads of every source (processors.relevance.declared_axes,
+# processors.sources.topic_line, processors.units.card_anchors); a source read whole keeps them all.
+ROW_FRONT_MATTER = ("primary", "anchors", "card")
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 TOPIC_LIMIT = 90
 
@@ -40,7 +43,9 @@ class SourceFacts:
     """One version's facts: its summary without its bulk, the line its headings make, what relevance needs, and
     the titles it states for its ids."""
 
-    summary_json: str  # the summary without `signature`, `terms`, `headings` and `titled`
+    summary_json: (
+        str  # the summary without `signature`, `terms`, `headings`, `titled`, most of its front matter
+    )
     topic: str  # the line its headings make (`heading_topic`): what 一 and 五 say it is about
     text_hash: str
     length: int  # its BM25 length: its tokens, else (an older record) its term counts' sum
@@ -63,6 +68,9 @@ def source_facts(summary_json: str) -> SourceFacts:
     terms: dict[str, int] = data.get("terms") or {}
     headings: list[str] = data.get("headings") or []
     slim = {k: v for k, v in data.items() if k not in _BULK}
+    # A quarter of what validating each row's summary costs a briefing is the rest of its front matter.
+    front: dict[str, Any] = data.get("front_matter") or {}
+    slim["front_matter"] = {k: v for k, v in front.items() if k in ROW_FRONT_MATTER}
     return SourceFacts(
         summary_json=pydantic_core.to_json(slim).decode(),
         topic=heading_topic(data["title"], headings),

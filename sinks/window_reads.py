@@ -7,11 +7,11 @@ read goes through one cursor of its own, from the briefing's thread; `close()` d
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 
 import duckdb
+from pydantic_core import from_json
 
 from processors.id_titles import TITLE_FROM
 from processors.models import Document, TitledId, WindowBounds
@@ -28,8 +28,12 @@ from processors.wire import load_summary
 from sinks.documents import IN_WINDOW, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
-# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal.
+# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal:
+# of all of them, and of each half.
 _SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(NUM_PERM))
+_HALF = NUM_PERM // 2
+_SAME_FIRST = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF))
+_SAME_SECOND = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF, NUM_PERM))
 _SLOTS = ", ".join(f"s.signature[{i + 1}] AS m{i}" for i in range(NUM_PERM))
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 # A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
@@ -39,6 +43,12 @@ _PINNED = (
 )
 
 
+# Each pinned version's counts of the profile terms (the parameter), as one JSON object: DuckDB hands a pair of
+# lists to Python several times slower than a string that pydantic_core then parses.
+_HITS = (
+    "SELECT t.vid, json_group_object(t.term, t.n)::VARCHAR AS hits FROM source_terms t "
+    "WHERE t.vid IN (SELECT vid FROM {w}) AND t.term IN (SELECT unnest(?::VARCHAR[])) GROUP BY t.vid"
+)
 # Of the pairs the kept sources state (source_titles): the best of each id (processors.id_titles.BestTitles:
 # rank, strong before weak, then the first stated) and the first statement of each (id, title) within its
 # document's bound (processors.id_conflicts.BoundedTitles). The rest could never win either.
@@ -59,6 +69,12 @@ def _band_keys(threshold: float) -> str:
     bands, rows = lsh_bands(threshold, NUM_PERM)
     keys = (", ".join(f"m{b * rows + j}" for j in range(rows)) for b in range(bands))
     return "[" + ", ".join(f"hash({k})" for k in keys) + "]"
+
+
+def _slots_needed(threshold: float) -> int:
+    """The fewest equal slots of two signatures whose estimated Jaccard (equal slots / NUM_PERM) reaches
+    `threshold`, as `find_duplicates` compares it."""
+    return next((n for n in range(NUM_PERM + 1) if n / NUM_PERM >= threshold), NUM_PERM + 1)
 
 
 class StoredWindow:
@@ -120,10 +136,16 @@ class StoredWindow:
             "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
             "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
         )
+        # A pair whose first half of the slots differs in more places than the threshold allows over all of them
+        # can never reach it: the second half is compared for the rest only (a 100k window's LSH finds ~600k
+        # candidate pairs, nearly all of them far below the threshold).
+        need = _slots_needed(threshold)
         found = self._db.execute(
-            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM {pairs} c "
+            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, c.first_half + {_SAME_SECOND} AS same "
+            f"FROM (SELECT c.*, {_SAME_FIRST} AS first_half FROM {pairs} c JOIN {reps} x ON x.pos = c.pos "
+            f"JOIN {reps} y ON y.pos = c.first WHERE {_SAME_FIRST} >= ?) c "
             f"JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) WHERE same / {NUM_PERM}.0 >= ?",
-            [threshold],
+            [need - (NUM_PERM - _HALF), threshold],
         ).fetchall()
         self._db.execute(f"DROP TABLE {pairs}")
         candidates: dict[str, dict[str, float]] = {}
@@ -186,17 +208,17 @@ class StoredWindow:
         """The pinned versions with their summaries and counts of the profile terms, streamed as DuckDB
         produces them (no sort: each row knows its place)."""
         cursor = self._db.execute(
-            "WITH h AS (SELECT t.vid, list(t.term) AS terms, list(t.n) AS ns FROM source_terms t "
-            f"  WHERE t.vid IN (SELECT vid FROM {pinned}) AND t.term IN (SELECT unnest(?::VARCHAR[])) "
-            "  GROUP BY t.vid) "
-            f"SELECT p.pos, r.summary_json, p.length, r.counted, r.topic, h.terms, h.ns FROM {pinned} p "
+            f"WITH h AS ({_HITS.format(w=pinned)}) "
+            f"SELECT p.pos, r.summary_json, p.length, r.counted, r.topic, h.hits FROM {pinned} p "
             "JOIN source_rows r ON r.vid = p.vid LEFT JOIN h ON h.vid = p.vid",
             [sorted(profile)],
         )
         while chunk := cursor.fetchmany(_FETCH):
-            for position, summary, length, counted, topic, terms, ns in chunk:
-                hits = dict(zip(terms, ns, strict=True)) if terms else {}
-                yield SourceRow(int(position), load_summary(summary), int(length), hits, bool(counted), topic)
+            for position, summary, length, counted, topic, hits in chunk:
+                counts = from_json(hits) if hits else {}
+                yield SourceRow(
+                    int(position), load_summary(summary), int(length), counts, bool(counted), topic
+                )
 
     def load(self, paths: Sequence[str]) -> list[Document]:
         """The window's sources at `paths`, whole, as pinned (a path not among them is left out)."""
@@ -211,10 +233,13 @@ class StoredWindow:
         return whole_documents(rows)
 
     def arxiv_ids(self) -> list[str]:
+        # In DuckDB, one row per id (ordered by its first source, then its place there): handing every source's
+        # list to Python took over a second for a 100k window.
         rows = self._db.execute(
-            f"SELECT r.arxiv_ids FROM {self._w} w JOIN source_rows r ON r.vid = w.vid ORDER BY w.pos"
+            "SELECT id FROM (SELECT w.pos, unnest(r.arxiv_ids) AS id, generate_subscripts(r.arxiv_ids, 1) AS k "
+            f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid) GROUP BY id ORDER BY min(pos), arg_min(k, pos)"
         ).fetchall()
-        return list(dict.fromkeys(itertools.chain.from_iterable(ids for (ids,) in rows)))
+        return [str(i) for (i,) in rows]
 
     def titles(self, left_out: Collection[str]) -> StatedTitles:
         rows = self._db.execute(_STATED.format(w=self._w), [list(left_out), TITLE_FROM]).fetchall()

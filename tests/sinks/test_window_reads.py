@@ -18,7 +18,7 @@ from processors.documents import parse_document
 from processors.id_conflicts import MAX_TITLED_PER_SOURCE
 from processors.models import AxisSpec, Document, DocumentSummary
 from processors.relevance import AxisSpace
-from processors.source_facts import heading_topic
+from processors.source_facts import ROW_FRONT_MATTER, heading_topic
 from processors.window import window_bounds
 from processors.window_rows import SourceRow
 from processors.window_set import MemoryWindow
@@ -89,13 +89,15 @@ def _memory(state: StateStore) -> MemoryWindow:
 
 
 def _slim(rows: Iterable[SourceRow]) -> list[SourceRow]:
-    """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line."""
+    """Rows as the state gives them: summaries without what it keeps as rows, columns and the topic line, and
+    with only the front matter a briefing reads of every source."""
     slim: dict[str, object] = {"signature": (), "terms": {}, "headings": (), "titled": None}
     out = []
     for r in rows:
         doc = r.doc.summary() if isinstance(r.doc, Document) else r.doc
         topic = heading_topic(doc.title, doc.headings)
-        out.append(replace(r, doc=doc.model_copy(update=slim), topic=topic))
+        front = {k: v for k, v in doc.front_matter.items() if k in ROW_FRONT_MATTER}
+        out.append(replace(r, doc=doc.model_copy(update={**slim, "front_matter": front}), topic=topic))
     return out
 
 
