@@ -123,6 +123,8 @@ async def test_a_state_too_large_to_check_in_its_memory_is_reported_not_replaced
     assert not ready and "duckdb.memory_limit_mib" in body["checks"]["state"]["problem"]
     assert guard.replaced is None and pipeline.opened is not None and pipeline.opened.state is state
     assert not [p for p in (tmp_path / "state").iterdir() if "unreadable" in p.name]  # nothing set aside
-    refused = metrics.registry.get_sample_value("predigest_state_memory_refused_total", {"operation": "check"})
+    refused = metrics.registry.get_sample_value(
+        "predigest_state_memory_refused_total", {"operation": "check"}
+    )
     assert refused == 1  # what the PredigestStateOutOfMemory alert sees
     state.close()
