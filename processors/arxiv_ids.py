@@ -103,7 +103,6 @@ def card_number_from_name(filename: str) -> str | None:
     return m.group(1) if m else None
 
 
-@lru_cache(maxsize=65536)
 @lru_cache(maxsize=1 << 16)  # ids recur across a window's notes: asked once per note each
 def yymm(arxiv_id: str) -> tuple[int, int] | None:
     """(2000+YY, MM) of a valid new-style id, else None."""

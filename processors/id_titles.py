@@ -261,14 +261,12 @@ def stated_pairs(
 def _named_paper(
     named: NamedPaper, heading: str, ref: str, reading: ScannedNote, index: int
 ) -> list[TitledId]:
-    """A section about one paper whose heading names no id but whose first block cites it.
-
-    `### 2.1 InferenceBench` / `arXiv:2607.20468 提出 …` (or a `来源：` line linking the paper): the heading
-    titles the paper when the first paragraph opens with the id and the section cites nothing else. A heading
-    over a list or a table is a category (`Notes`, `Excluded`), and a heading over a paragraph that names the
-    paper (`安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…`) is a topic: the words before the id
-    are then the paper's name only.
-    """
+    """A section about one paper whose heading names no id but whose first block cites it: `### 2.1 InferenceBench`
+    / `arXiv:2607.20468 提出 …` (or a `来源：` line linking the paper)."""
+    # The heading titles the paper only when the first paragraph opens with the id and the section cites
+    # nothing else: a heading over a list or a table is a category (`Notes`, `Excluded`), and a heading over a
+    # paragraph that names the paper (`安全事件关联` / `Detokenization Leaks（arXiv 2609.06674）：…`) is a
+    # topic: the words before the id are then the paper's name only.
     arxiv_id, text, heading_may_title = named
     name = lead_name(text, arxiv_id)
     if name:

@@ -171,12 +171,10 @@ def _figures_of(text: str) -> frozenset[str]:
 
 
 def evaluate(cluster: Cluster, ctx: Context, rules: IncrementRules, window_best: float) -> Candidate:
-    """Relevance, novelty and support of a cluster, and its ranking score.
-
-    Relevance is the cluster's own units' (never their notes'), as a share of the window's most relevant unit:
-    the ranking holds whatever the profile's absolute scores. Figures count, the number of points does not (a
-    digest's long entry is not worth more than a writer's one-line finding).
-    """
+    """Relevance, novelty and support of a cluster, and its ranking score."""
+    # Relevance is the cluster's own units' (never their notes'), as a share of the window's most relevant unit,
+    # so the ranking holds whatever the profile's absolute scores. Figures count, the number of points does not:
+    # a digest's long entry is not worth more than a writer's one-line finding.
     rel = max(u.relevance for u in cluster.units)
     novel = _novel(cluster, ctx, rules)
     own = figures(cluster.text)

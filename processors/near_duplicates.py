@@ -107,12 +107,10 @@ def band_keys(signature: Sequence[int], threshold: float) -> list[int]:
 
 
 def bucket_firsts(signatures: Iterable[tuple[str, Signature]], threshold: float) -> dict[str, list[str]]:
-    """key → the earlier documents it must be compared with: per band, the first one in its bucket.
-
-    `signatures` are whole, in event-time order. Keeping only the first of each bucket keeps memory at one
-    entry per band and document, and a tight cluster of near-identical documents costs one check per band
-    instead of one per member; a document sharing no bucket with an earlier one is left out.
-    """
+    """key → the earlier documents it must be compared with: per band, the first one in its bucket (`signatures`
+    whole, in event-time order); a document sharing no bucket with an earlier one is left out."""
+    # Only the first of each bucket: memory stays at one entry per band and document, and a tight cluster of
+    # near-identical documents costs one check per band instead of one per member.
     bands, _ = lsh_bands(threshold, NUM_PERM)
     buckets: list[dict[int, str]] = [{} for _ in range(bands)]
     out: dict[str, list[str]] = {}

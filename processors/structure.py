@@ -77,6 +77,11 @@ _READER = predigest_native.Reader(
     index_terms=INDEX_TERMS,
 )
 
+# A NoteReading holds `.arxiv_ids`, `.invalid_ids` (announced as arXiv ids but none), `.text_hash` (sha256 of
+# the normalised text), `.signature` (MinHash; () below MIN_SHINGLES shingles), `.sections` ((number, heading,
+# level, text) each), `.title_scan` (what may title which id: processors.id_titles), `.terms(title, keep)` (the
+# note's index terms and length, processors.tokens.note_terms) and `.structure`, built as Python objects only
+# when read: the parse stage needs the blocks of none but a rare section.
 NoteReading = predigest_native.NoteReading
 
 
@@ -87,10 +92,6 @@ def parse_structure(body: str) -> Structure:
 
 
 def read_note(body: str, utf8: bytes | None = None) -> NoteReading:
-    """One pass over a body: `.arxiv_ids`, `.invalid_ids` (announced as arXiv ids but none), `.text_hash`
-    (sha256 of the normalised text), `.signature` (MinHash; () below MIN_SHINGLES shingles), `.sections`
-    ((number, heading, level, text) each), `.title_scan` (what may title which id: processors.id_titles),
-    `.terms(title, keep)` (the note's index terms and length, processors.tokens.note_terms) and `.structure`
-    (built as Python objects only when read: the parse stage needs the blocks of none but a rare section).
-    `utf8`: the body's bytes as the file holds them, when it is UTF-8 (spares encoding it again)."""
+    """One pass over a body, all it yields in a NoteReading (above). `utf8`: the body's bytes as the file holds
+    them, when it is UTF-8 (spares encoding it again)."""
     return _READER.read(body, utf8)

@@ -119,12 +119,10 @@ def term_parts(text: str) -> TermParts:
 
 
 def merge_terms(parts: Iterable[TermParts]) -> Counter[str]:
-    """`term_counts` of the texts joined by newlines, from each text's parts.
-
-    No token, URL or NFKC composition crosses a line break, so the joined text's counts are the sum of its
-    texts', in the order a single pass finds them (words first, then CJK bigrams): the TF-IDF vectors built
-    from them are the same to the last bit.
-    """
+    """`term_counts` of the texts joined by newlines, from each text's parts."""
+    # No token, URL or NFKC composition crosses a line break, so the joined text's counts are the sum of its
+    # texts'; summed in the order a single pass finds them (words first, then CJK bigrams), the TF-IDF vectors
+    # built from them are the same to the last bit.
     parts = list(parts)
     if len(parts) == 1:
         return Counter({**parts[0].words, **parts[0].cjk})

@@ -116,12 +116,10 @@ class Documents:
 
     def _held(self, records: Sequence[DocumentRecord]) -> tuple[Held, set[str]]:
         """What the state holds of the paths the records touch (versions, deletions, contents, rejections), and
-        those paths (all of them held whole: new ones, the last batch's from memory, the others read).
-
-        Read only for the other paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where
-        every read scans the tables (DuckDB has no index on the path alone). The last batch's paths matter
-        there: a note's records (one per axis) are often cut between two batches.
-        """
+        those paths (all of them held whole: new ones, the last batch's from memory, the others read)."""
+        # Read only for the other paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where
+        # every read scans the tables (DuckDB has no index on the path alone). The last batch's paths are kept
+        # because a note's records (one per axis) are often cut between two batches.
         if self._paths is None:
             self._paths = PathFilter.of(self._db)
         touched = {r.header.path for r in records if r.header.type in ("document", "deletion", "rejection")}

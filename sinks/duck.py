@@ -141,12 +141,10 @@ def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
 
 
 def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
-    """Raise StateUnreadableError unless every block of the file is there and reads back.
-
-    DuckDB opens a truncated file and answers counts from its metadata; only reading a block checks it (and
-    its checksum). So: the file's size against the blocks DuckDB says it has, then one pass over every
-    column of every table. Cheap enough to run at open, and callable while running (a readiness check).
-    """
+    """Raise StateUnreadableError unless every block of the file is there and reads back (cheap enough to run
+    at open, and callable while running: a readiness check)."""
+    # DuckDB opens a truncated file and answers counts from its metadata; only reading a block checks it (and
+    # its checksum). So: the file's size against the blocks DuckDB says it has, then every column of every table.
     try:
         _check_size(db, path, file)
         tables = db.execute(

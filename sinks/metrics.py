@@ -29,6 +29,7 @@ BRIEFING_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 RESCAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
+STATE_MEMORY_OPERATIONS = ("open", "check", "checkpoint")
 # The (stage, reason) pairs that can happen, at zero from the start so that an alert on increase() sees the first.
 DEAD_LETTER_SERIES = {
     "raw": ("unreadable", "routing_failed"),
@@ -241,6 +242,20 @@ class Metrics(_Common):
             ["reason"],
             registry=r,
         )
+        self.state_memory_retries = Counter(
+            "predigest_state_memory_retries_total",
+            "State checkpoints past DuckDB's memory limit, retried on the state reopened with twice the memory",
+            registry=r,
+        )
+        self.state_memory_refused = Counter(
+            "predigest_state_memory_refused_total",
+            "State operations DuckDB could not do within its memory limit (StateMemoryError; the file is kept): "
+            "open (its start-up check), check (the periodic one), checkpoint (after its retries)",
+            ["operation"],
+            registry=r,
+        )
+        for operation in STATE_MEMORY_OPERATIONS:  # at zero: an alert on increase() sees the first one
+            self.state_memory_refused.labels(operation=operation)
         self.records_unreadable = Counter(
             "predigest_records_unreadable_total",
             "Kafka records no part of predigest can read (damaged, or written by another version), skipped",

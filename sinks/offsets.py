@@ -47,13 +47,11 @@ class AppliedOffsets:
         return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
 
     def claim(self, positions: Sequence[Position | None]) -> list[bool]:
-        """Per position, whether its record is new: above its partition's applied offset and the ones before it.
-
-        The applied offsets advance to the new ones; call it in the transaction that writes what they bring,
-        so a record and its offset are stored together or not at all, then `settle` with how it ended. None
-        (no Kafka record) is always new. A record's rows (`Position.row`) are claimed in one call, never split
-        between two: the table keeps offsets, so a later call finds the record's offset applied.
-        """
+        """Per position, whether its record is new (None, no Kafka record, always is); the applied offsets
+        advance. Call it in the transaction that writes what they bring, then `settle` with how it ended."""
+        # In the one transaction, a record and its offset are stored together or not at all. A record's rows
+        # (`Position.row`) are claimed in one call, never split between two: the table keeps offsets, so a
+        # later call finds the record's offset applied.
         if self._committed is None:
             self._committed = self.all()
         applied = {**self._committed, **self._pending}

@@ -25,6 +25,7 @@ from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.errors import SinkError, StateMemoryError
+from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
@@ -70,10 +71,18 @@ def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concate
 class StateStore:
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
-    def __init__(self, path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
+    def __init__(
+        self, path: Path, limits: duck.Limits = duck.NO_LIMITS, metrics: Metrics | None = None
+    ) -> None:
         self._path = path
         self._configured = self._limits = limits
-        self._open(duck.open_checked(path, STATE, schema.ensure, limits))
+        self._metrics = metrics
+        try:
+            db = duck.open_checked(path, STATE, schema.ensure, limits)
+        except StateMemoryError:
+            self._refused("open")
+            raise
+        self._open(db)
 
     def _open(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
@@ -117,6 +126,8 @@ class StateStore:
         self._db.close()
         while memory is not None and memory < ceiling:
             memory *= 2
+            if self._metrics is not None:
+                self._metrics.state_memory_retries.inc()
             log.warning(
                 "the state's checkpoint ran out of memory (%s); reopened with %d MiB. Raise "
                 "duckdb.memory_limit_mib to at least that for notes this large",
@@ -133,9 +144,14 @@ class StateStore:
             except duckdb.Error as again:
                 self._db.close()
                 reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
+        self._refused("checkpoint")
         raise StateMemoryError(
             f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
         ) from exc
+
+    def _refused(self, operation: str) -> None:
+        if self._metrics is not None:
+            self._metrics.state_memory_refused.labels(operation=operation).inc()
 
     @contextmanager
     def _claiming(self) -> Iterator[None]:

@@ -11,28 +11,33 @@ import duckdb
 
 from sinks import duck, schema
 from sinks.errors import RebuildRequiredError, StateUnreadableError
+from sinks.metrics import Metrics
 from sinks.state import STATE, StateStore
 
 log = logging.getLogger(__name__)
 
 
 def open_state(
-    path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS
+    path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS, metrics: Metrics | None = None
 ) -> tuple[StateStore, Path | None]:
     """The worker's state; a damaged file (fails to open or to read back) is set aside and rebuilt from Kafka.
 
     A file of another schema raises RebuildRequiredError: the operator runs `predigest rebuild`.
     """
     try:
-        return StateStore(path, limits), None
+        return StateStore(path, limits, metrics), None
     except StateUnreadableError as exc:
         aside = duck.set_aside(path, now, "unreadable")
         log.error("%s (set aside as %s)", exc, aside)
-        return StateStore(path, limits), aside
+        return StateStore(path, limits, metrics), aside
 
 
 def replace_state(
-    old: StateStore, path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS
+    old: StateStore,
+    path: Path,
+    now: datetime,
+    limits: duck.Limits = duck.NO_LIMITS,
+    metrics: Metrics | None = None,
 ) -> tuple[StateStore, Path | None]:
     """A state found damaged while running: closed (its cursors with it), its file set aside, a fresh one opened.
 
@@ -42,7 +47,7 @@ def replace_state(
     with contextlib.suppress(duckdb.Error):
         old.close()
     aside = duck.set_aside(path, now, "unreadable")
-    return StateStore(path, limits), aside
+    return StateStore(path, limits, metrics), aside
 
 
 def check_version(path: Path) -> None:

@@ -36,11 +36,9 @@ class Assembly:
 
     async def briefing(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, int]:
         """The briefing of the window ending at the command's end, from the current state; and how many sources
-        its window holds.
-
-        The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
-        the few notes the briefing quotes are read whole.
-        """
+        its window holds."""
+        # The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
+        # the few notes the briefing quotes are read whole.
         window = window_bounds(command.end, self.settings.window_length)
         # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
         baseline = self.state.latest_baseline(

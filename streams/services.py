@@ -52,7 +52,7 @@ class LazyPipeline:
     def __call__(self) -> Pipeline:
         if self._pipeline is None:
             s, metrics, clock = self._settings, self._metrics, self._clock
-            state, aside = open_state(s.state_file, clock.now(), state_limits(s))
+            state, aside = open_state(s.state_file, clock.now(), state_limits(s), metrics)
             if aside is not None:
                 metrics.state_set_aside.labels(reason="unreadable").inc()
             self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
@@ -63,7 +63,9 @@ class LazyPipeline:
         if self._pipeline is None:
             return
         s = self._settings
-        state, aside = replace_state(self._pipeline.state, s.state_file, self._clock.now(), state_limits(s))
+        state, aside = replace_state(
+            self._pipeline.state, s.state_file, self._clock.now(), state_limits(s), self._metrics
+        )
         self._pipeline.state = state
         self._metrics.state_set_aside.labels(reason="unreadable").inc()
         log.error("the damaged state file was set aside as %s; a fresh one is rebuilt from Kafka", aside)
@@ -96,7 +98,7 @@ class Services:
         ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
         sync = StateSync(settings, pipeline, ownership, metrics, clock)
         lag = LagProbe(settings, metrics, clock)
-        guard = StateGuard(settings, pipeline, sync, clock)
+        guard = StateGuard(settings, pipeline, sync, metrics, clock)
         return cls(
             settings=settings,
             clock=clock,

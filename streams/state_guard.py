@@ -19,6 +19,7 @@ import duckdb
 
 from sinks.clock import Clock
 from sinks.errors import StateMemoryError, StateUnreadableError
+from sinks.metrics import Metrics
 from sinks.state_reader import StateReader
 from streams.pipeline import Pipeline
 from streams.settings import Settings
@@ -44,10 +45,13 @@ def _check(reader: StateReader) -> None:
 class StateGuard:
     """The last word on the state file: sound, or why not, and whether it is being rebuilt now."""
 
-    def __init__(self, settings: Settings, pipeline: StateHolder, sync: StateSync, clock: Clock) -> None:
+    def __init__(
+        self, settings: Settings, pipeline: StateHolder, sync: StateSync, metrics: Metrics, clock: Clock
+    ) -> None:
         self._settings = settings
         self._pipeline = pipeline
         self._sync = sync
+        self._metrics = metrics
         self._clock = clock
         self.problem: str | None = None  # why the open state is not sound (while it is being replaced)
         self.checked_at: datetime | None = None
@@ -70,6 +74,7 @@ class StateGuard:
             return
         except StateMemoryError as exc:  # notes too large to scan within the limit: sound, so kept
             self.problem = self._shown(str(exc))
+            self._metrics.state_memory_refused.labels(operation="check").inc()
             log.error("the state file could not be checked: %s", exc)
             return
         except duckdb.Error as exc:  # the state was closed under the reader (a replacement), nothing to say

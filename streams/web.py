@@ -3,6 +3,7 @@ briefing browser (streams.browser)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from processors.models import ControlCommand
 from sinks.metrics import Metrics
+from sinks.state_reader import StateReader
 from streams.browser import HEADERS, Browser, Page
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
@@ -101,11 +103,18 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
         async def get(self, request: Request, axis: str) -> Response:
             if (refused := guard.read(self, request, f"GET /briefings/{axis[:40]!r}/latest")) is not None:
                 return refused
-            briefing = services.pipeline().state.latest_emission(axis)
-            if briefing is None:
+            # ~80 MB of JSON at 100k sources: read and parsed in a thread, or the worker's heartbeats wait.
+            body = await asyncio.to_thread(_latest_body, services.pipeline().state.reader(), axis)
+            if body is None:
                 return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)
-            body: Any = briefing.model_dump(mode="json", by_alias=True)
             return self.json(body)
+
+
+def _latest_body(reader: StateReader, axis: str) -> dict[str, Any] | None:
+    """The axis's latest briefing as `GET /briefings/{axis}/latest` answers it; None before the first."""
+    with reader:
+        briefing = reader.emissions.latest(axis)
+    return None if briefing is None else briefing.model_dump(mode="json", by_alias=True)
 
 
 def _register_flush(app: faust.App, services: Services, guard: _Guard, send_command: SendCommand) -> None:

@@ -13,11 +13,13 @@ import pytest
 
 from sinks.duck import Limits
 from sinks.errors import StateMemoryError
+from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.state_support import document_record, duckdb_limits, parsed
 
 MIB = 1024 * 1024
+REFUSED = "predigest_state_memory_refused_total"
 
 
 class _RssSampler:
@@ -128,7 +130,8 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     DuckDB invalidates the database (losing the commit it was writing); the state reopens with more memory,
     checkpoints, writes the batch again, and keeps every note."""
     path = tmp_path / "worker.duckdb"
-    state = StateStore(path, Limits(memory_mib=64, threads=1))
+    metrics = Metrics()
+    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
     try:
         stored = _store_large_notes(state)
         assert state.document_count() == stored
@@ -137,6 +140,9 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     finally:
         state.close()
     assert "Raise duckdb.memory_limit_mib to at least" in caplog.text
+    # What an operator's alert sees: the retries happened, and none of them gave up.
+    assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) >= 1
+    assert metrics.registry.get_sample_value(REFUSED, {"operation": "checkpoint"}) == 0
     reopened = StateStore(path, Limits(memory_mib=1024, threads=1))
     try:
         assert reopened.document_count() == stored
@@ -156,6 +162,8 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
         _store_large_notes(state)
     finally:
         state.close()
+    metrics = Metrics()
     with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
-        open_state(path, datetime(2026, 12, 4, tzinfo=UTC), Limits(memory_mib=64, threads=1))
+        open_state(path, datetime(2026, 12, 4, tzinfo=UTC), Limits(memory_mib=64, threads=1), metrics)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]
+    assert metrics.registry.get_sample_value(REFUSED, {"operation": "open"}) == 1

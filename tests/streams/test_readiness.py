@@ -28,7 +28,7 @@ def _parts(
     clock, metrics = ManualClock(), Metrics()
     ownership = Ownership([a.name for a in s.axes], 1)
     pipeline = LazyPipeline(s, metrics, clock)
-    guard = StateGuard(s, pipeline, StateSync(s, pipeline, ownership, metrics, clock), clock)
+    guard = StateGuard(s, pipeline, StateSync(s, pipeline, ownership, metrics, clock), metrics, clock)
     lag = LagProbe(s, metrics, clock)
     return (
         Readiness(s, ownership, pipeline, guard, lag, metrics),
@@ -105,7 +105,7 @@ async def test_a_state_too_large_to_check_in_its_memory_is_reported_not_replaced
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What DuckDB's OutOfMemoryException in the check becomes (tests/sinks/test_state_limits.py makes a real one).
-    readiness, ownership, pipeline, guard, lag, _, clock = _parts(tmp_path)
+    readiness, ownership, pipeline, guard, lag, metrics, clock = _parts(tmp_path)
     _kafka(lag, clock, True)
     ownership.assign([0])
     ownership.mark_ready(0)
@@ -123,4 +123,8 @@ async def test_a_state_too_large_to_check_in_its_memory_is_reported_not_replaced
     assert not ready and "duckdb.memory_limit_mib" in body["checks"]["state"]["problem"]
     assert guard.replaced is None and pipeline.opened is not None and pipeline.opened.state is state
     assert not [p for p in (tmp_path / "state").iterdir() if "unreadable" in p.name]  # nothing set aside
+    refused = metrics.registry.get_sample_value(
+        "predigest_state_memory_refused_total", {"operation": "check"}
+    )
+    assert refused == 1  # what the PredigestStateOutOfMemory alert sees
     state.close()
