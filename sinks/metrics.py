@@ -29,7 +29,7 @@ BRIEFING_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 RESCAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 TRIGGERS = ("close", "flush")
 DUPLICATE_KINDS = ("exact", "near")
-STATE_MEMORY_OPERATIONS = ("open", "check", "checkpoint")
+STATE_MEMORY_OPERATIONS = ("open", "check", "checkpoint", "write")
 # The (stage, reason) pairs that can happen, at zero from the start so that an alert on increase() sees the first.
 DEAD_LETTER_SERIES = {
     "raw": ("unreadable", "routing_failed"),
@@ -250,7 +250,7 @@ class Metrics(_Common):
         self.state_memory_refused = Counter(
             "predigest_state_memory_refused_total",
             "State operations DuckDB could not do within its memory limit (StateMemoryError; the file is kept): "
-            "open (its start-up check), check (the periodic one), checkpoint (after its retries)",
+            "open (its start-up check), check (the periodic one), checkpoint and write (after their retries)",
             ["operation"],
             registry=r,
         )

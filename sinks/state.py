@@ -51,7 +51,7 @@ STATE = duck.DuckFile(
 
 
 class _CheckpointLost(SinkError):
-    """The commit a checkpoint wrote itself was lost with it; the state reopened, the write runs again."""
+    """The write was lost (with its checkpoint, or rolled back out of memory); with more memory it runs again."""
 
 
 def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concatenate[StateStore, P], T]:
@@ -113,6 +113,11 @@ class StateStore:
             yield
         except duckdb.Error as exc:
             reason = duck.checkpoint_out_of_memory(exc)
+            if reason is None and isinstance(exc, duckdb.OutOfMemoryException):
+                # A statement past the limit (a 100k window's ~75 MB briefing JSON is one string) rolled back
+                # and left the database usable: more memory, and the write runs again.
+                self._more_memory(str(exc).splitlines()[0], exc)
+                raise _CheckpointLost from exc
             if reason is None:
                 raise
             self._checkpoint_with_more_memory(reason, exc)
@@ -148,6 +153,25 @@ class StateStore:
         raise StateMemoryError(
             f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
         ) from exc
+
+    def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
+        """Double the memory limit of the open state for a write that ran out, up to 8x the configured one."""
+        memory = self._limits.memory_mib
+        if memory is None or memory * 2 > (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE:
+            self._refused("write")
+            raise StateMemoryError(
+                f"the {STATE.what} {self._path} cannot write within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+            ) from exc
+        self._limits = replace(self._limits, memory_mib=memory * 2)
+        self._db.execute(f"SET memory_limit = '{memory * 2}MiB'")
+        if self._metrics is not None:
+            self._metrics.state_memory_retries.inc()
+        log.warning(
+            "a write to the state ran out of memory (%s); retried with %d MiB. Raise duckdb.memory_limit_mib to "
+            "at least that for windows this large",
+            reason,
+            memory * 2,
+        )
 
     def _refused(self, operation: str) -> None:
         if self._metrics is not None:

@@ -16,7 +16,7 @@ from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
-from tests.state_support import document_record, duckdb_limits, parsed
+from tests.state_support import document_record, duckdb_limits, empty_briefing, parsed
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -167,3 +167,24 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
         open_state(path, datetime(2026, 12, 4, tzinfo=UTC), Limits(memory_mib=64, threads=1), metrics)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]
     assert metrics.registry.get_sample_value(REFUSED, {"operation": "open"}) == 1
+
+
+def test_a_briefing_larger_than_the_limit_is_recorded_with_more_memory_not_a_stopped_worker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 100k window's briefing JSON (~75 MB) is one string: past the 256 MiB default it stopped the worker at
+    every flush. The insert is retried with twice the memory, and the briefing is kept byte for byte."""
+    end = datetime(2026, 9, 27, 14, 20, tzinfo=UTC)
+    briefing = empty_briefing(end, end)
+    big_json = briefing.model_dump_json(by_alias=True)[:-1] + ', "pad": "' + "y" * (60 * MIB) + '"}'
+    metrics = Metrics()
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), metrics)
+    try:
+        assert state.record_emission(briefing, "base", "# md\n", end, briefing_json=big_json) is True
+        record = state.emission_record(briefing.axis, end, briefing.trigger)
+        assert record is not None and record.briefing_json == big_json
+    finally:
+        state.close()
+    assert "Raise duckdb.memory_limit_mib to at least" in caplog.text
+    assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) >= 1
+    assert metrics.registry.get_sample_value(REFUSED, {"operation": "write"}) == 0
