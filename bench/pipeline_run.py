@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaConsumer
 
 from bench import procs
 from bench.archive import END
+from processors.briefing_parts import Joiner
 from processors.models import Briefing
 from streams import kafka_io
 from streams.control import send_command
@@ -131,8 +132,12 @@ async def flush_and_wait(settings: Settings, timeout: float) -> tuple[float | No
         t0 = time.monotonic()
         await send_command(settings, AXIS, "flush", END)
         async with asyncio.timeout(timeout):
+            joiner = Joiner()  # a briefing over the message limit (100k sources) travels in parts
             async for msg in consumer:
-                b = Briefing.model_validate_json(msg.value)
+                joined = joiner.feed(msg.offset, msg.value or b"", list(msg.headers))
+                if joined is None:
+                    continue
+                b = Briefing.model_validate_json(joined.value)
                 if b.axis == AXIS and b.window.end == END:
                     return round(time.monotonic() - t0, 2), len(b.sources)
     except TimeoutError:
