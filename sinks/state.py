@@ -131,15 +131,7 @@ class StateStore:
         self._db.close()
         while memory is not None and memory < ceiling:
             memory *= 2
-            if self._metrics is not None:
-                self._metrics.state_memory_retries.inc()
-            log.warning(
-                "the state's checkpoint ran out of memory (%s); reopened with %d MiB. Raise "
-                "duckdb.memory_limit_mib to at least that for notes this large",
-                reason,
-                memory,
-            )
-            self._limits = replace(self._limits, memory_mib=memory)
+            self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
             # Not checked block by block as at a start: it read back a moment ago, and the check's scan of the
             # notes' text needs as much memory as the checkpoint.
             self._open(duck.connect(self._path, STATE, self._limits))
@@ -162,16 +154,15 @@ class StateStore:
             raise StateMemoryError(
                 f"the {STATE.what} {self._path} cannot write within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
             ) from exc
-        self._limits = replace(self._limits, memory_mib=memory * 2)
+        self._raise_limit(memory * 2, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{memory * 2}MiB'")
+
+    def _raise_limit(self, memory: int, what: str) -> None:
+        """Take `memory` MiB from now on, counted and logged with the setting an operator should raise."""
+        self._limits = replace(self._limits, memory_mib=memory)
         if self._metrics is not None:
             self._metrics.state_memory_retries.inc()
-        log.warning(
-            "a write to the state ran out of memory (%s); retried with %d MiB. Raise duckdb.memory_limit_mib to "
-            "at least that for windows this large",
-            reason,
-            memory * 2,
-        )
+        log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
 
     def _refused(self, operation: str) -> None:
         if self._metrics is not None:
