@@ -77,6 +77,9 @@ class StateStore:
         self._path = path
         self._configured = self._limits = limits
         self._metrics = metrics
+        self._refusal: StateMemoryError | None = (
+            None  # a checkpoint refused: the state stays closed until restart
+        )
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
         except StateMemoryError:
@@ -109,6 +112,10 @@ class StateStore:
     def _writing(self) -> Iterator[None]:
         """A write whose commit may checkpoint: past the memory limit, the state reopens with more memory; a
         durable commit is then done, a lost one raises _CheckpointLost so the write runs again."""
+        if self._refusal is not None:
+            # The invalidated state was closed: every later write says why (the worker's retries and its last
+            # line), not that a connection is closed.
+            raise StateMemoryError(str(self._refusal))
         try:
             yield
         except duckdb.Error as exc:
@@ -142,9 +149,10 @@ class StateStore:
                 self._db.close()
                 reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
         self._refused("checkpoint")
-        raise StateMemoryError(
+        self._refusal = StateMemoryError(
             f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
-        ) from exc
+        )
+        raise self._refusal from exc
 
     def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
         """Double the memory limit of the open state for a write that ran out, up to 8x the configured one."""

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
-from tests.state_support import document_record, duckdb_limits, empty_briefing, parsed
+from tests.state_support import document_record, duckdb_limits, empty_briefing, parsed, put_document
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -188,3 +189,30 @@ def test_a_briefing_larger_than_the_limit_is_recorded_with_more_memory_not_a_sto
     assert "Raise duckdb.memory_limit_mib to at least" in caplog.text
     assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) >= 1
     assert metrics.registry.get_sample_value(REFUSED, {"operation": "write"}) == 0
+
+
+@pytest.mark.timeout(180)
+def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_loses_nothing_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its last raise a checkpoint is refused and the invalidated state stays closed: the worker's retries of
+    the batch (and its last, CRITICAL line) must say which setting to raise, not that a connection is closed."""
+    monkeypatch.setattr(state_module, "MAX_MEMORY_RAISE", 1)  # no raise allowed: the first failure is refused
+    path = tmp_path / "worker.duckdb"
+    metrics = Metrics()
+    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
+    try:
+        with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+            _store_large_notes(state)
+        with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+            put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
+    finally:
+        state.close()
+    assert metrics.registry.get_sample_value(REFUSED, {"operation": "checkpoint"}) == 1
+    reopened = StateStore(path, Limits(memory_mib=1024, threads=1))
+    try:
+        # What was committed before the refusal is kept, with its offsets: a replay from there stores the rest.
+        applied = reopened.applied_offset("p.documents", 0)
+        assert applied is not None and reopened.document_count() == applied + 1
+    finally:
+        reopened.close()
