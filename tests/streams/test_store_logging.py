@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def _records(pipeline: Pipeline, notes: int, first: int = 0) -> list[tuple[Docum
         routed = route_file(raw, route_params(pipeline.settings), NOW, i)
         for _, value in routed.records:
             position = Position("p.documents", 0, len(out) + first * 10)
-            out += [(row, position) for row in decode_rows(value)]
+            out += [(row, replace(position, row=n)) for n, row in enumerate(decode_rows(value))]
     return out
 
 
@@ -67,3 +68,16 @@ def test_a_batch_behind_a_backlog_logs_one_line(pipeline: Pipeline, caplog: pyte
     caplog.clear()
     pipeline.store_batch(_records(pipeline, LOG_EACH_UP_TO + 1, first=10))
     assert _lines(caplog) == (0, 1)
+
+
+def test_the_batch_line_counts_records_not_their_axis_rows(
+    pipeline: Pipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "streams.store_report")
+    items = _records(pipeline, 3)
+    assert len(items) > 3, "each note is one record of a row per axis"
+    seen = pipeline.store_batch(items, backlog=True)
+    assert all(seen), "every row of every record is stored"
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("applied ")]
+    assert line.startswith(f"applied 3 documents record(s) ({len(items)} axis rows) in ")
+    assert line.endswith(f": {len(items)} row(s) stored, 0 deleted")
