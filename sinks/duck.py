@@ -102,17 +102,34 @@ def open_checked(
     return db
 
 
+# DuckDB 2.0 invalidates the database when the checkpoint at a commit runs out of memory: "Transaction COMMIT
+# succeeded and is durable, but the autocheckpoint failed" (the commit is in the WAL) or "Failed to create
+# checkpoint because of error" (a commit written by the checkpoint itself: lost); and when a commit that ran out
+# cannot be rolled back either, "Failed to rollback transaction" (a reader, such as a briefing, holding the
+# memory meanwhile: not committed). Each names the block or data it could not pin or allocate.
+_INVALIDATED = ("autocheckpoint failed", "Failed to create checkpoint", "Failed to rollback transaction")
+_OUT_OF_MEMORY = (
+    "failed to pin block",
+    "could not allocate block",
+    "failed to allocate data",
+    "failed to reserve",
+)
+
+
+def out_of_memory(exc: duckdb.Error) -> str | None:
+    """What DuckDB could not pin or allocate when `exc` is its running out of memory (a statement, or a commit,
+    "Failed to commit: failed to pin block …"); None for any other error."""
+    text = str(exc)
+    found = [at for at in (text.find(words) for words in _OUT_OF_MEMORY) if at >= 0]
+    if found:
+        return text[min(found) :].splitlines()[0]
+    return text.splitlines()[0] if isinstance(exc, duckdb.OutOfMemoryException) and text else None
+
+
 def checkpoint_out_of_memory(exc: duckdb.Error) -> str | None:
-    """What DuckDB could not pin when the checkpoint at a commit ran out of memory, which invalidates the
-    database (it must be reopened); None for any other error."""
-    # DuckDB 2.0 words it "Transaction COMMIT succeeded and is durable, but the autocheckpoint failed" (the
-    # commit is in the WAL) or "Failed to create checkpoint because of error" (a commit written by the
-    # checkpoint itself: lost), each naming the block it could not pin or allocate.
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    if "autocheckpoint failed" not in text and "Failed to create checkpoint" not in text:
-        return None
-    at = max(text.find("failed to pin block"), text.find("could not allocate block"))
-    return text[at:] if at >= 0 else None
+    """What DuckDB could not pin or allocate when a commit (its checkpoint, or its rollback) ran out of memory,
+    which invalidates the database (it must be reopened); None for any other error."""
+    return out_of_memory(exc) if any(words in str(exc) for words in _INVALIDATED) else None
 
 
 def commit_was_durable(exc: duckdb.Error) -> bool:

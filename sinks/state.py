@@ -120,10 +120,11 @@ class StateStore:
             yield
         except duckdb.Error as exc:
             reason = duck.checkpoint_out_of_memory(exc)
-            if reason is None and isinstance(exc, duckdb.OutOfMemoryException):
-                # A statement past the limit (a 100k window's ~75 MB briefing JSON is one string) rolled back
-                # and left the database usable: more memory, and the write runs again.
-                self._more_memory(str(exc).splitlines()[0], exc)
+            if reason is None and (reason := duck.out_of_memory(exc)) is not None:
+                # A statement or a commit past the limit (a 100k window's ~75 MB briefing JSON is one string; a
+                # reader holding the memory at the commit) rolled back and left the database usable: more
+                # memory, and the write runs again.
+                self._more_memory(reason, exc)
                 raise _CheckpointLost from exc
             if reason is None:
                 raise

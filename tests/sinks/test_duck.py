@@ -10,7 +10,7 @@ import pytest
 
 from processors.window import window_bounds
 from sinks.arxiv_cache import ArxivCache
-from sinks.duck import set_aside
+from sinks.duck import checkpoint_out_of_memory, out_of_memory, set_aside
 from sinks.errors import StateLocationError, StateUnreadableError
 from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
@@ -127,3 +127,47 @@ def test_a_damaged_arxiv_cache_is_set_aside_and_started_afresh(tmp_path: Path) -
 
 def test_set_aside_of_an_absent_file_does_nothing(tmp_path: Path) -> None:
     assert set_aside(tmp_path / "absent.duckdb", NOW, "rebuild") is None
+
+
+_HINT = "\n\nPossible solutions:\n* Increasing the memory limit (SET memory_limit='...GB')"
+
+
+@pytest.mark.parametrize(
+    ("error", "invalidated", "reason"),
+    [
+        # As DuckDB 2.0 raised them in a worker whose briefing read the state while a batch was committed.
+        (
+            duckdb.TransactionException(
+                "TransactionContext Error: Failed to commit: failed to pin block of size 256.0 KiB "
+                "(63.9 MiB/64.0 MiB used)" + _HINT
+            ),
+            False,
+            "failed to pin block of size 256.0 KiB (63.9 MiB/64.0 MiB used)",
+        ),
+        (
+            duckdb.FatalException(
+                "FATAL Error: Failed to rollback transaction. Cannot continue operation.\nOriginal Error: Out of "
+                "Memory Error: failed to pin block of size 256.0 KiB (63.8 MiB/64.0 MiB used)" + _HINT
+            ),
+            True,
+            "failed to pin block of size 256.0 KiB (63.8 MiB/64.0 MiB used)",
+        ),
+        (
+            duckdb.OutOfMemoryException(
+                "Out of Memory Error: failed to allocate data of size 4.0 KiB (65.8 MiB/64.0 MiB used)"
+                + _HINT
+            ),
+            False,
+            "failed to allocate data of size 4.0 KiB (65.8 MiB/64.0 MiB used)",
+        ),
+        (duckdb.ConstraintException("Constraint Error: Duplicate key"), False, None),
+    ],
+    ids=["commit", "rollback", "statement", "other"],
+)
+def test_a_commit_that_ran_out_of_memory_is_told_from_other_errors(
+    error: duckdb.Error, invalidated: bool, reason: str | None
+) -> None:
+    # A commit past the limit (a reader holding the memory meanwhile) is retried with more memory like a
+    # statement, and one DuckDB could not roll back either is reopened first; neither stops the worker.
+    assert out_of_memory(error) == reason
+    assert checkpoint_out_of_memory(error) == (reason if invalidated else None)
