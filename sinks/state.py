@@ -7,8 +7,11 @@ file and runs the writes that span two of them (a record and its offset) in one 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -40,6 +43,7 @@ T = TypeVar("T")
 # A checkpoint pins the strings of a table's last, partly filled vector (up to 2 048 rows) at once, and needs
 # about twice them; up to 8x the default 256 MiB covers notes averaging several hundred KB before giving up.
 MAX_MEMORY_RAISE = 8
+CLOSE_ATTEMPTS = 500  # 10 ms apart: an interrupted read gives its cursor back within milliseconds
 
 STATE = duck.DuckFile(
     "state file",
@@ -89,6 +93,9 @@ class StateStore:
 
     def _open(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
+        # The cursors handed to reads in other threads (a briefing, /status, the check), to stop their queries
+        # when the invalidated state must be closed.
+        self._cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)
@@ -101,9 +108,28 @@ class StateStore:
 
     def reader(self) -> StateReader:
         """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
-        return StateReader(self._db.cursor(), self._path, STATE)
+        return StateReader(self._cursor(), self._path, STATE)
 
     def close(self) -> None:
+        self._db.close()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        cursor = self._db.cursor()
+        self._cursors.add(cursor)
+        return cursor
+
+    def _close_invalidated(self) -> None:
+        """Close the invalidated state to reopen it: DuckDB refuses while a cursor runs a query, so the reads
+        still running are interrupted (each fails; its caller retries or answers again)."""
+        for _ in range(CLOSE_ATTEMPTS):
+            for cursor in list(self._cursors):
+                with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
+                    cursor.interrupt()
+            try:
+                self._db.close()
+                return
+            except duckdb.ResourceInUseException:
+                time.sleep(0.01)  # the interrupted read is giving its cursor back
         self._db.close()
 
     # Writes: each record with its offset, in one transaction.
@@ -136,7 +162,7 @@ class StateStore:
         """Reopen the invalidated state with twice the memory and checkpoint, up to 8x the configured limit."""
         memory = self._limits.memory_mib
         ceiling = (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE
-        self._db.close()
+        self._close_invalidated()
         while memory is not None and memory < ceiling:
             memory *= 2
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
@@ -147,7 +173,7 @@ class StateStore:
                 self._db.execute("CHECKPOINT")
                 return
             except duckdb.Error as again:
-                self._db.close()
+                self._close_invalidated()
                 reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
         self._refused("checkpoint")
         self._refusal = StateMemoryError(
@@ -239,7 +265,7 @@ class StateStore:
     def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
         """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
         pinned = (baseline.path, baseline.sha256) if baseline is not None else None
-        return StoredWindow(self._db.cursor(), axis, window, pinned)
+        return StoredWindow(self._cursor(), axis, window, pinned)
 
     def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
         return self.docs.latest_baseline(axis, before, since)

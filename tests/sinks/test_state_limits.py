@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from sinks import state as state_module
@@ -216,3 +218,36 @@ def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_
         assert applied is not None and reopened.document_count() == applied + 1
     finally:
         reopened.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_keeps_every_note(
+    tmp_path: Path,
+) -> None:
+    """The invalidated state must be closed to reopen with more memory, and DuckDB refuses to close a connection
+    one of whose cursors is running a query (a briefing, /status or the check, in their threads): the read is
+    interrupted (its caller retries or answers again) instead of the batch failing and the worker stopping."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    done = state.reader()  # a read finished before (still referenced): its closed cursor is no trouble
+    done.close()
+    reader = state.reader()
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:  # a read that runs until something stops it
+            reader._db.execute("SELECT count(*) FROM range(1000000000000000)").fetchall()
+            outcome.append(None)
+        except Exception as exc:
+            outcome.append(exc)
+
+    busy = threading.Thread(target=read, daemon=True)
+    busy.start()
+    try:
+        stored = _store_large_notes(state)
+        assert state.document_count() == stored
+    finally:
+        with contextlib.suppress(duckdb.ConnectionException):  # closed with the invalidated state
+            reader._db.interrupt()
+        busy.join()
+        state.close()
+    assert len(outcome) == 1 and isinstance(outcome[0], duckdb.Error)
