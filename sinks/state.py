@@ -146,10 +146,10 @@ class StateStore:
             yield
         except duckdb.Error as exc:
             reason = duck.checkpoint_out_of_memory(exc)
-            if reason is None and (reason := duck.out_of_memory(exc)) is not None:
+            if reason is None and (reason := duck.out_of_memory(exc)) is not None and self._usable():
                 # A statement or a commit past the limit (a 100k window's ~75 MB briefing JSON is one string; a
                 # reader holding the memory at the commit) rolled back and left the database usable: more
-                # memory, and the write runs again.
+                # memory, and the write runs again. A commit that could not flush invalidates it: reopened.
                 self._more_memory(reason, exc)
                 raise _CheckpointLost from exc
             if reason is None:
@@ -198,6 +198,14 @@ class StateStore:
         if self._metrics is not None:
             self._metrics.state_memory_retries.inc()
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
+
+    def _usable(self) -> bool:
+        """False when DuckDB invalidated the database (a commit that failed to flush): it must be reopened."""
+        try:
+            self._db.execute("SELECT 1")
+        except duckdb.FatalException:
+            return False
+        return True
 
     def _refused(self, operation: str) -> None:
         if self._metrics is not None:

@@ -251,3 +251,38 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
         busy.join()
         state.close()
     assert len(outcome) == 1 and isinstance(outcome[0], duckdb.Error)
+
+
+@pytest.mark.timeout(300)
+def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Path) -> None:
+    """Reads in other threads (a briefing, /status, the check) take memory from the same limit while batches
+    commit: DuckDB then fails a statement, a commit (rolled back, or invalidating the database when it could not
+    flush) or a checkpoint. Each is run again with more memory; none stops the worker or loses a note."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    stop = threading.Event()
+    reads: list[str] = []
+
+    def scan() -> None:
+        while not stop.is_set():
+            try:
+                with state.reader() as reader:
+                    reader._db.execute("SELECT count(*), sum(length(body_json)) FROM contents").fetchall()
+                reads.append("done")
+            except (
+                duckdb.Error
+            ) as exc:  # out of memory itself, or interrupted by a reopen: the caller's to retry
+                reads.append(type(exc).__name__)
+
+    reader = threading.Thread(target=scan, daemon=True)
+    reader.start()
+    try:
+        stored = _store_large_notes(state)
+    finally:
+        stop.set()
+        reader.join()
+    try:
+        assert state.document_count() == stored
+        assert state.applied_offset("p.documents", 0) == stored - 1
+        assert "done" in reads, "the reads ran beside the writes"
+    finally:
+        state.close()
