@@ -244,7 +244,8 @@ class Metrics(_Common):
         )
         self.state_memory_retries = Counter(
             "predigest_state_memory_retries_total",
-            "State checkpoints past DuckDB's memory limit, retried on the state reopened with twice the memory",
+            "State checkpoints and writes past DuckDB's memory limit, retried with twice the memory (the state "
+            "reopened first when DuckDB invalidated it)",
             registry=r,
         )
         self.state_memory_refused = Counter(
