@@ -170,9 +170,13 @@ def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -
         for (table,) in tables:
             # hash() of every column: DuckDB cannot answer it from statistics, so it reads every block.
             db.execute(f'SELECT max(hash(COLUMNS(*))) FROM "{table}"').fetchall()
-    except duckdb.ConnectionException:
-        raise  # closed under the check (the state reopened or replaced meanwhile): no word on the file
+    except (duckdb.ConnectionException, duckdb.InterruptException):
+        # Closed or interrupted under the check (the state reopened after a failed checkpoint, or replaced
+        # meanwhile): no word on the file.
+        raise
     except duckdb.Error as exc:
+        if "has been invalidated" in str(exc):
+            raise  # a failed checkpoint invalidated it a moment before the reopen: no word on the file either
         raise error(exc, path, file) from exc
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -171,3 +172,27 @@ def test_a_commit_that_ran_out_of_memory_is_told_from_other_errors(
     # statement, and one DuckDB could not roll back either is reopened first; neither stops the worker.
     assert out_of_memory(error) == reason
     assert checkpoint_out_of_memory(error) == (reason if invalidated else None)
+
+
+def test_a_check_interrupted_under_it_is_not_taken_for_damage(tmp_path: Path) -> None:
+    # A state reopened after a failed checkpoint interrupts the reads running on its cursors, the periodic
+    # check among them; a check that called that damage would set a sound file aside and rebuild it.
+    state = StateStore(_filled(tmp_path / "worker.duckdb", notes=3000))
+    reader = state.reader()
+    outcome: list[Exception | None] = []
+
+    def check() -> None:
+        try:
+            for _ in range(200):  # until an interrupt lands
+                reader.check()
+            outcome.append(None)
+        except Exception as exc:
+            outcome.append(exc)
+
+    checking = threading.Thread(target=check)
+    checking.start()
+    while checking.is_alive():
+        reader._db.interrupt()
+        checking.join(0.001)
+    state.close()
+    assert len(outcome) == 1 and isinstance(outcome[0], duckdb.InterruptException), outcome
