@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -96,6 +97,7 @@ class StateStore:
         # The cursors handed to reads in other threads (a briefing, /status, the check), to stop their queries
         # when the invalidated state must be closed.
         self._cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)
@@ -108,21 +110,26 @@ class StateStore:
 
     def reader(self) -> StateReader:
         """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
-        return StateReader(self._cursor(), self._path, STATE)
+        return StateReader(self._cursor(), self._path, STATE, self._track)
 
     def close(self) -> None:
         self._db.close()
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
-        cursor = self._db.cursor()
-        self._cursors.add(cursor)
+        return self._track(self._db.cursor())
+
+    def _track(self, cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+        with self._cursors_lock:
+            self._cursors.add(cursor)
         return cursor
 
     def _close_invalidated(self) -> None:
         """Close the invalidated state to reopen it: DuckDB refuses while a cursor runs a query, so the reads
         still running are interrupted (each fails; its caller retries or answers again)."""
         for _ in range(CLOSE_ATTEMPTS):
-            for cursor in list(self._cursors):
+            with self._cursors_lock:
+                cursors = list(self._cursors)
+            for cursor in cursors:
                 with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
                     cursor.interrupt()
             try:

@@ -7,6 +7,7 @@ closes its cursors too, so a reader of a replaced state fails with a DuckDB erro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,8 +47,15 @@ class StoredNote:
 class StateReader:
     """The state's reads on a cursor of their own; use it from one thread at a time, then close it."""
 
-    def __init__(self, cursor: duckdb.DuckDBPyConnection, path: Path, file: duck.DuckFile) -> None:
+    def __init__(
+        self,
+        cursor: duckdb.DuckDBPyConnection,
+        path: Path,
+        file: duck.DuckFile,
+        track: Callable[[duckdb.DuckDBPyConnection], duckdb.DuckDBPyConnection] = lambda cursor: cursor,
+    ) -> None:
         self._db = cursor
+        self._track = track  # the state's, so that it can stop the reads of a window's cursor too
         self._path = path
         self._file = file
         self.docs = Documents(cursor)
@@ -66,7 +74,7 @@ class StateReader:
 
     def window(self, axis: str, window: WindowBounds) -> StoredWindow:
         """The axis window's sources as a briefing reads them (no baseline), on a cursor of their own."""
-        return StoredWindow(self._db.cursor(), axis, window)
+        return StoredWindow(self._track(self._db.cursor()), axis, window)
 
     def note(self, path: str, sha256: str | None = None) -> StoredNote | None:
         """The current version of a path (or the one asked for), with its versions; None if never stored."""

@@ -7,12 +7,13 @@ import contextlib
 import os
 import random
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from processors.window import window_bounds
 from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.errors import StateMemoryError
@@ -231,26 +232,31 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     done = state.reader()  # a read finished before (still referenced): its closed cursor is no trouble
     done.close()
     reader = state.reader()
+    # /status reads a window on a cursor of the reader's cursor: it must be stopped as well.
+    window = reader.window("inference", window_bounds(datetime(2026, 9, 28, tzinfo=UTC), timedelta(hours=24)))
     outcome: list[BaseException | None] = []
 
-    def read() -> None:
+    def read(cursor: duckdb.DuckDBPyConnection) -> None:
         try:  # a read that runs until something stops it
-            reader._db.execute("SELECT count(*) FROM range(1000000000000000)").fetchall()
+            cursor.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
             outcome.append(None)
         except Exception as exc:
             outcome.append(exc)
 
-    busy = threading.Thread(target=read, daemon=True)
-    busy.start()
+    busy = [threading.Thread(target=read, args=(c,), daemon=True) for c in (reader._db, window._db)]
+    for thread in busy:
+        thread.start()
     try:
         stored = _store_large_notes(state)
         assert state.document_count() == stored
     finally:
-        with contextlib.suppress(duckdb.ConnectionException):  # closed with the invalidated state
-            reader._db.interrupt()
-        busy.join()
+        for cursor in (reader._db, window._db):
+            with contextlib.suppress(duckdb.ConnectionException):  # closed with the invalidated state
+                cursor.interrupt()
+        for thread in busy:
+            thread.join()
         state.close()
-    assert len(outcome) == 1 and isinstance(outcome[0], duckdb.Error)
+    assert len(outcome) == 2 and all(isinstance(o, duckdb.Error) for o in outcome), outcome
 
 
 @pytest.mark.timeout(300)
