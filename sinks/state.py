@@ -82,9 +82,9 @@ class StateStore:
         self._path = path
         self._configured = self._limits = limits
         self._metrics = metrics
-        self._refusal: StateMemoryError | None = (
-            None  # a checkpoint refused: the state stays closed until restart
-        )
+        # A checkpoint refused: the invalidated state stays closed until the worker restarts.
+        self._refusal: StateMemoryError | None = None
+        self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
         except StateMemoryError:
@@ -97,7 +97,6 @@ class StateStore:
         # The cursors handed to reads in other threads (a briefing, /status, the check), to stop their queries
         # when the invalidated state must be closed.
         self._cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
-        self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)
