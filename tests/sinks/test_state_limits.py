@@ -110,8 +110,11 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
         state.close()
 
 
-def _store_large_notes(state: StateStore) -> int:
-    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many."""
+def _store_large_notes(state: StateStore, every_seen: bool = True) -> int:
+    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many.
+
+    `every_seen`: check each batch's outcomes (a commit DuckDB reports failed under a concurrent read may have
+    been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice)."""
     note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
     rng = random.Random(15)
     offset = 0
@@ -122,7 +125,8 @@ def _store_large_notes(state: StateStore) -> int:
             doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
             batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
             offset += 1
-        assert all(state.apply_batch(batch)), "every note is new: a briefing sees each"
+        seen = state.apply_batch(batch)
+        assert all(seen) or not every_seen, "every note is new: a briefing sees each"
     return offset
 
 
@@ -247,7 +251,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     for thread in busy:
         thread.start()
     try:
-        stored = _store_large_notes(state)
+        stored = _store_large_notes(state, every_seen=False)
         assert state.document_count() == stored
     finally:
         for cursor in (reader._db, window._db):
@@ -282,7 +286,7 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
     reader = threading.Thread(target=scan, daemon=True)
     reader.start()
     try:
-        stored = _store_large_notes(state)
+        stored = _store_large_notes(state, every_seen=False)
     finally:
         stop.set()
         reader.join()
