@@ -88,3 +88,44 @@ def stated_rows(titled: list[TitledId]) -> tuple[StatedTitle, ...]:
     return tuple(
         StatedTitle(n, p, title_mark(p), b) for n, (p, b) in enumerate(zip(titled, bounded, strict=True))
     )
+
+
+def dump_facts(facts: SourceFacts) -> str:
+    """The facts as compact JSON (one line), for a documents record to carry them to the window stage."""
+    titled = [
+        [t.n, t.pair.id, t.pair.title, t.pair.source, t.pair.strong, t.pair.rank, *t.mark, t.bounded]
+        for t in facts.titled
+    ]
+    row = [
+        facts.summary_json,
+        facts.topic,
+        facts.text_hash,
+        facts.length,
+        facts.counted,
+        facts.arxiv_ids,
+        titled,
+    ]
+    return pydantic_core.to_json(row).decode()
+
+
+def load_facts(facts_json: bytes | str) -> SourceFacts:
+    """The facts `dump_facts` wrote, unvalidated (the writer worked them out from a validated summary);
+    ValueError when they are not of that shape."""
+    try:
+        summary_json, topic, text_hash, length, counted, arxiv_ids, titled = pydantic_core.from_json(
+            facts_json
+        )
+        stated = tuple(
+            StatedTitle(
+                n,
+                TitledId.model_construct(id=i, title=title, source=source, strong=strong, rank=rank),
+                (mark_id, mark_title),
+                bounded,
+            )
+            for n, i, title, source, strong, rank, mark_id, mark_title, bounded in titled
+        )
+    except (TypeError, ValueError) as exc:  # wrong shape, or not JSON (pydantic_core's error is a ValueError)
+        raise ValueError(f"the source facts of a documents record do not read ({exc})") from None
+    if not all(isinstance(s, str) for s in (summary_json, topic, text_hash)):
+        raise ValueError("the source facts of a documents record do not read (not a summary, topic, hash)")
+    return SourceFacts(summary_json, topic, text_hash, length, counted, tuple(arxiv_ids), stated)

@@ -1,4 +1,6 @@
-"""Each stored version's source facts (processors.source_facts), written in the transaction that stores it."""
+"""Each stored version's source facts (processors.source_facts), written in the transaction that stores it.
+
+A v4 documents record carries them, worked out by the parse processes; an older one's are worked out here."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class SourceRows:
         """The facts of the versions these records bring that the state does not hold yet (once per version,
         whichever of its axes' records comes first)."""
         versions = {
-            (r.header.path, r.header.sha256): r.stored.summary_json
+            (r.header.path, r.header.sha256): (r.stored.summary_json, r.facts)
             for r in records
             if r.header.type == "document" and r.stored is not None
         }
@@ -38,10 +40,11 @@ class SourceRows:
         if versions:
             self._insert(versions)
 
-    def _insert(self, summaries: dict[tuple[str, str], str]) -> None:
-        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(summaries)]).fetchall()
+    def _insert(self, versions: dict[tuple[str, str], tuple[str, SourceFacts | None]]) -> None:
+        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(versions)]).fetchall()
         vids = sorted(int(r[0]) for r in rows)
-        facts = [source_facts(summary) for summary in summaries.values()]
+        facts = [carried or source_facts(summary) for summary, carried in versions.values()]
+        summaries = {key: summary for key, (summary, _) in versions.items()}
         self._db.execute(
             "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
             "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
