@@ -44,14 +44,14 @@ class SourceRows:
         rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(versions)]).fetchall()
         vids = sorted(int(r[0]) for r in rows)
         facts = [carried or source_facts(summary) for summary, carried in versions.values()]
-        summaries = {key: summary for key, (summary, _) in versions.items()}
+        keys = list(versions)
         self._db.execute(
             "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
             "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
             [
                 vids,
-                [p for p, _ in summaries],
-                [s for _, s in summaries],
+                [p for p, _ in keys],
+                [s for _, s in keys],
                 [f.text_hash for f in facts],
                 [f.length for f in facts],
                 [f.counted for f in facts],
@@ -61,19 +61,18 @@ class SourceRows:
             ],
         )
         self._insert_titles(vids, facts)
-        # The term counts and the signature, read out of the summaries by DuckDB: as Python lists they cost
-        # the window agent four times as much. A signature of another length (a tiny text, another scheme)
-        # is not stored: exact duplicates only, as processors.near_duplicates does.
-        stored = [vids, list(summaries.values())]
+        # The term counts and the signature, read into rows by DuckDB from JSON of their own: as Python lists
+        # they cost the window agent four times as much. A signature of another length (a tiny text, another
+        # scheme) is not stored: exact duplicates only, as processors.near_duplicates does.
         self._db.execute(
             "INSERT INTO source_terms SELECT vid, unnest(map_keys(m)), unnest(map_values(m)) FROM (SELECT "
-            "unnest($1) AS vid, json_extract(unnest($2), '$.terms')::MAP(VARCHAR, INTEGER) AS m)",
-            stored,
+            "unnest($1) AS vid, unnest($2)::JSON::MAP(VARCHAR, INTEGER) AS m)",
+            [vids, [f.terms_json for f in facts]],
         )
         self._db.execute(
             "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
-            "TRY_CAST(json_extract(unnest($2), '$.signature') AS UBIGINT[]) AS s) WHERE len(s) = $3",
-            [*stored, NUM_PERM],
+            "TRY_CAST(unnest($2)::JSON AS UBIGINT[]) AS s) WHERE len(s) = $3",
+            [vids, [f.signature_json for f in facts], NUM_PERM],
         )
 
     def _insert_titles(self, vids: Sequence[int], facts: Sequence[SourceFacts]) -> None:

@@ -120,7 +120,8 @@ def test_a_record_carries_the_facts_the_window_stage_would_work_out_from_its_sum
 
 
 @pytest.mark.parametrize(
-    "facts", [b"", b"{}", b"[1,2]", b'["s","t","h",1,true,[],[[1]]]', b"[1,2,3,4,5,6,[]]"]
+    "facts",
+    [b"", b"{}", b"[1,2]", b'["s","t","h",1,true,[],[[1]],"{}","[]"]', b'["s","t","h",1,true,[],[],1,"[]"]'],
 )
 def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> None:
     (_, value), *_ = encode_events(

@@ -63,5 +63,5 @@ def test_v4_and_v3_records_of_the_same_notes_store_the_same_rows(tmp_path: Path)
     v3 = [value for _, records in pairs for _, value in records]
     assert all(v.startswith(b"predigest.documents/v4\n") for v in v4)
     from_v4, from_v3 = _stored(tmp_path / "v4.duckdb", v4), _stored(tmp_path / "v3.duckdb", v3)
-    assert from_v4["source_rows"] and from_v4["source_terms"] and from_v4["source_titles"]
+    assert all(from_v4[t] for t in ("source_rows", "source_terms", "source_signatures", "source_titles"))
     assert from_v4 == from_v3
