@@ -62,8 +62,8 @@ class PathVersions:
 
     def current(self) -> str | None:
         """The sha256 of the current version (deleted or not); None when the path has none."""
-        if not self.versions:
-            return None
+        if len(self.versions) < 2:  # none, or the one a new note has: nothing to rank
+            return next(iter(self.versions), None)
         return max(self.versions.items(), key=lambda kv: rank(kv[1]))[0]
 
     def put(self, sha256: str, raw_offset: int | None, next_seq: Callable[[], int]) -> Outcome:

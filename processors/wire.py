@@ -1,10 +1,12 @@
-"""Records of `predigest.documents`, v3: a small JSON header naming the record's axes, then the document once.
+"""Records of `predigest.documents`, v4: a small JSON header naming the record's axes, then the document once.
 
 One record per note and documents partition: the axes of a note that live on one partition share it, so the
 broker carries and the window stage decodes each note once per partition, not once per axis. The document
-travels as the state stores it (text once, sections as offsets into it), so it is stored without decoding.
-Older records stay readable, since a rebuild replays whatever the retained topic holds: v2 (the same layout,
-one axis per record) and v1 (a whole DocumentEvent as JSON). Only v3 is written (docs/architecture.md).
+travels as the state stores it (text once, sections as offsets into it), so it is stored without decoding,
+with its source facts (processors.source_facts) worked out by the parse processes: the window stage, the
+worker's busiest loop, only appends them. Older records stay readable, since a rebuild replays whatever the
+retained topic holds: v3 (no facts: worked out where decoded), v2 (one axis per record) and v1 (a whole
+DocumentEvent as JSON). Only v4 is written (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind
+from processors.source_facts import SourceFacts, dump_facts, load_facts, source_facts
 
-MAGIC = b"predigest.documents/v3"
+MAGIC = b"predigest.documents/v4"
+MAGIC_V3 = b"predigest.documents/v3"  # read only: no source facts
 MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
 
@@ -46,10 +50,11 @@ class StoredDocument:
 
 @dataclass(frozen=True)
 class DocumentRecord:
-    """One decoded record: what the window stage applies."""
+    """One decoded record: what the window stage applies; `facts` of its document when the record carried them."""
 
     header: EventHeader
     stored: StoredDocument | None = None
+    facts: SourceFacts | None = None
 
 
 def _dumps(value: object) -> str:
@@ -129,8 +134,10 @@ def encode_events(
             body = bodies.get(id(first.document))
             if body is None:
                 stored = store_document(first.document)
-                body = bodies[id(first.document)] = (
-                    _NL + stored.summary_json.encode() + _NL + stored.body_json.encode()
+                facts = dump_facts(source_facts(stored.summary_json))
+                # The body last: the window stage splits off the small parts and keeps it whole.
+                body = bodies[id(first.document)] = _NL.join(
+                    [b"", stored.summary_json.encode(), facts.encode(), stored.body_json.encode()]
                 )
             value += body
         out.append((first.key.encode(), value))
@@ -143,12 +150,12 @@ def to_record(ev: DocumentEvent) -> DocumentRecord:
 
 
 def decode_rows(value: bytes) -> list[DocumentRecord]:
-    """The rows of a v3, v2 or v1 record, one per axis; raises ValueError (pydantic's ValidationError is one)
-    when it is none of them."""
+    """The rows of a v4, v3, v2 or v1 record, one per axis; raises ValueError (pydantic's ValidationError is
+    one) when it is none of them."""
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
         return [to_record(DocumentEvent.model_validate_json(value))]
-    parts = value.split(_NL, 3)
-    if len(parts) < 2 or parts[0] not in (MAGIC, MAGIC_V2):
+    parts = value.split(_NL, 4 if value.startswith(MAGIC + _NL) else 3)
+    if len(parts) < 2 or parts[0] not in (MAGIC, MAGIC_V3, MAGIC_V2):
         raise ValueError(f"not a documents record (starts with {value[:24]!r})")
     if parts[0] == MAGIC_V2:
         header = EventHeader.model_validate_json(parts[1])
@@ -156,9 +163,20 @@ def decode_rows(value: bytes) -> list[DocumentRecord]:
     group = GroupHeader.model_validate_json(parts[1])
     if not group.axes:
         raise ValueError(f"documents record of {group.path} names no axis")
-    stored = _stored(group, parts)
-    shared = {name: getattr(group, name) for name in EventHeader.model_fields}
-    return [DocumentRecord(EventHeader.model_construct(**(shared | {"axis": a})), stored) for a in group.axes]
+    stored, facts = _carried(group, parts) if parts[0] == MAGIC else (_stored(group, parts), None)
+    # One header, copied per axis: a copy costs a tenth of constructing one.
+    shared = EventHeader.model_construct(**{name: getattr(group, name) for name in EventHeader.model_fields})
+    return [DocumentRecord(shared.model_copy(update={"axis": a}), stored, facts) for a in group.axes]
+
+
+def _carried(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | None, SourceFacts | None]:
+    """A v4 record's document and its facts, as the parse stage wrote them: the summary it validated is not
+    validated again, and its stated titles are always there (store_document)."""
+    if header.type != "document":
+        return None, None
+    if len(parts) != 5 or header.kind is None or header.event_time is None:
+        raise ValueError(f"document record of {header.path} lacks its body, facts, kind or event time")
+    return StoredDocument(parts[2].decode(), parts[4].decode()), load_facts(parts[3])
 
 
 def _stored(header: EventHeader, parts: list[bytes]) -> StoredDocument | None:

@@ -1,4 +1,6 @@
-"""Each stored version's source facts (processors.source_facts), written in the transaction that stores it."""
+"""Each stored version's source facts (processors.source_facts), written in the transaction that stores it.
+
+A v4 documents record carries them, worked out by the parse processes; an older one's are worked out here."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class SourceRows:
         """The facts of the versions these records bring that the state does not hold yet (once per version,
         whichever of its axes' records comes first)."""
         versions = {
-            (r.header.path, r.header.sha256): r.stored.summary_json
+            (r.header.path, r.header.sha256): (r.stored.summary_json, r.facts)
             for r in records
             if r.header.type == "document" and r.stored is not None
         }
@@ -38,17 +40,18 @@ class SourceRows:
         if versions:
             self._insert(versions)
 
-    def _insert(self, summaries: dict[tuple[str, str], str]) -> None:
-        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(summaries)]).fetchall()
+    def _insert(self, versions: dict[tuple[str, str], tuple[str, SourceFacts | None]]) -> None:
+        rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(versions)]).fetchall()
         vids = sorted(int(r[0]) for r in rows)
-        facts = [source_facts(summary) for summary in summaries.values()]
+        facts = [carried or source_facts(summary) for summary, carried in versions.values()]
+        keys = list(versions)
         self._db.execute(
             "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
             "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
             [
                 vids,
-                [p for p, _ in summaries],
-                [s for _, s in summaries],
+                [p for p, _ in keys],
+                [s for _, s in keys],
                 [f.text_hash for f in facts],
                 [f.length for f in facts],
                 [f.counted for f in facts],
@@ -58,19 +61,18 @@ class SourceRows:
             ],
         )
         self._insert_titles(vids, facts)
-        # The term counts and the signature, read out of the summaries by DuckDB: as Python lists they cost
-        # the window agent four times as much. A signature of another length (a tiny text, another scheme)
-        # is not stored: exact duplicates only, as processors.near_duplicates does.
-        stored = [vids, list(summaries.values())]
+        # The term counts and the signature, read into rows by DuckDB from JSON of their own: as Python lists
+        # they cost the window agent four times as much. A signature of another length (a tiny text, another
+        # scheme) is not stored: exact duplicates only, as processors.near_duplicates does.
         self._db.execute(
             "INSERT INTO source_terms SELECT vid, unnest(map_keys(m)), unnest(map_values(m)) FROM (SELECT "
-            "unnest($1) AS vid, json_extract(unnest($2), '$.terms')::MAP(VARCHAR, INTEGER) AS m)",
-            stored,
+            "unnest($1) AS vid, unnest($2)::JSON::MAP(VARCHAR, INTEGER) AS m)",
+            [vids, [f.terms_json for f in facts]],
         )
         self._db.execute(
             "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
-            "TRY_CAST(json_extract(unnest($2), '$.signature') AS UBIGINT[]) AS s) WHERE len(s) = $3",
-            [*stored, NUM_PERM],
+            "TRY_CAST(unnest($2)::JSON AS UBIGINT[]) AS s) WHERE len(s) = $3",
+            [vids, [f.signature_json for f in facts], NUM_PERM],
         )
 
     def _insert_titles(self, vids: Sequence[int], facts: Sequence[SourceFacts]) -> None:

@@ -1,5 +1,5 @@
-"""The documents topic's v3 records: one per note and partition, the text once, events back equal; v2 and v1
-records (one per axis) still readable."""
+"""The documents topic's v4 records: one per note and partition, the text once with its source facts, events
+back equal; v3 (no facts), v2 and v1 records (one per axis) still readable."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
+from processors.source_facts import source_facts
 from processors.wire import (
     MAGIC,
     MAGIC_V2,
+    MAGIC_V3,
     decode_rows,
     encode_events,
     load_document,
@@ -28,6 +30,7 @@ from processors.wire import (
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v2 import encode_v2
+from tests.processors.wire_v3 import encode_v3
 from tests.state_support import to_event
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -91,14 +94,42 @@ def test_the_text_travels_once_in_one_record_for_every_axis() -> None:
     assert [row.header.axis for row in decode_rows(records[0][1])] == [e.axis for e in events]
 
 
-def test_v2_and_v1_records_on_retained_topics_stay_readable() -> None:
+def test_v3_v2_and_v1_records_on_retained_topics_stay_readable() -> None:
     for r in example_files()[:5]:
         events = routed(r)
+        v3 = encode_v3(events, {})
+        assert all(v.startswith(MAGIC_V3 + b"\n") for _, v in v3)
+        assert rows(v3) == events
+        assert all(row.facts is None for _, v in v3 for row in decode_rows(v))
         v2 = encode_v2(events)
         assert all(v.startswith(MAGIC_V2 + b"\n") for _, v in v2)
         assert rows(v2) == events
         for event in events:
             assert [to_event(row) for row in decode_rows(event.model_dump_json().encode())] == [event]
+
+
+def test_a_record_carries_the_facts_the_window_stage_would_work_out_from_its_summary() -> None:
+    for r in example_files():
+        for _, value in encode_events(routed(r), {}):
+            for row in decode_rows(value):
+                if row.header.type == "document":
+                    assert row.stored is not None
+                    assert row.facts == source_facts(row.stored.summary_json)
+                else:
+                    assert row.facts is None
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [b"", b"{}", b"[1,2]", b'["s","t","h",1,true,[],[[1]],"{}","[]"]', b'["s","t","h",1,true,[],[],1,"[]"]'],
+)
+def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> None:
+    (_, value), *_ = encode_events(
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM.\n")), {}
+    )
+    magic, header, summary, _, body = value.split(b"\n", 4)
+    with pytest.raises(ValueError):
+        decode_rows(b"\n".join([magic, header, summary, facts, body]))
 
 
 def test_sections_not_sliced_from_the_text_are_kept_whole() -> None:
@@ -137,9 +168,10 @@ def test_unreadable_records_raise_value_error(value: bytes) -> None:
         decode_rows(value)
 
 
-def test_a_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
+def test_an_older_record_s_summary_no_briefing_could_read_is_refused_when_decoded() -> None:
     # Every briefing of the axis would fail on it; refused here, the agent skips it with an error instead.
-    (_, value), *_ = encode_events(
+    # (A v4 record's summary was validated by the parse stage that wrote it, with its facts.)
+    (_, value), *_ = encode_v3(
         routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM serving.\n")), {}
     )
     magic, header, summary, body = value.split(b"\n", 3)
@@ -166,7 +198,7 @@ def test_a_record_written_before_titles_were_kept_gets_them_where_it_is_decoded(
     for content, stated in ((text, 1), ("# KV cache\n\nvLLM serving, no paper cited.\n", 0)):
         (event, *_) = routed(raw("inbox/jay/2026-09-27-1000-t.md", content.encode()))
         assert event.document is not None and len(event.document.titled or ()) == stated
-        for (_, value), *_ in (encode_events([event], {}), encode_v2([event])):
+        for (_, value), *_ in (encode_v3([event], {}), encode_v2([event])):
             (old,) = decode_rows(_without_titles(value))
             assert old.stored is not None
             # Worked out once here: "none" is () and no briefing reads the note again for them.

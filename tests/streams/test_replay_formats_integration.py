@@ -1,4 +1,5 @@
-"""A rebuild replays whatever the documents topic retains: v2 records (one per axis) and v3 (one per note)."""
+"""A rebuild replays whatever the documents topic retains: v2 records (one per axis), v3 (one per note) and v4
+(one per note, its source facts carried)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from streams.replay import replay_documents
 from streams.settings import DEFAULT_AXES, Settings
 from tests.clocks import ManualClock
 from tests.processors.wire_v2 import encode_v2
+from tests.processors.wire_v3 import encode_v3
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -41,11 +43,12 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
     s = make_settings()
     await kafka_io.ensure_topics(s)
     old = _events("inbox/jay/2026-09-27-0900-old.md", f"# {EVERY_AXIS}\n\nwritten by 0.3\n", 0)
-    new = _events("inbox/jay/2026-09-27-1000-new.md", f"# {EVERY_AXIS}\n\nwritten by 0.4\n", 1)
-    assert len(old) == len(new) == len(DEFAULT_AXES)
-    v3 = encode_events(new, {})
-    # The v3 record twice: a producer retry can put a record on the topic again at a later offset.
-    records = [*encode_v2(old), *v3, *v3]
+    mid = _events("inbox/jay/2026-09-27-0930-mid.md", f"# {EVERY_AXIS}\n\nwritten by 0.4\n", 1)
+    new = _events("inbox/jay/2026-09-27-1000-new.md", f"# {EVERY_AXIS}\n\nwritten by 0.5\n", 2)
+    assert len(old) == len(mid) == len(new) == len(DEFAULT_AXES)
+    v4 = encode_events(new, {})
+    # The v4 record twice: a producer retry can put a record on the topic again at a later offset.
+    records = [*encode_v2(old), *encode_v3(mid, {}), *v4, *v4]
     producer = AIOKafkaProducer(**kafka_io.client_kwargs(s))
     await kafka_io.start_client(s, producer)
     try:
@@ -58,9 +61,9 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
     try:
         assert await replay_documents(s, pipeline, [0]) == len(records)
         for axis in DEFAULT_AXES:
-            assert pipeline.state.document_count(axis.name) == 2, axis.name
+            assert pipeline.state.document_count(axis.name) == 3, axis.name
         assert pipeline.state.applied_offset(s.kafka.topic("documents"), 0) == len(records) - 1
         assert await replay_documents(s, pipeline, [0]) == 0
-        assert pipeline.state.document_count() == 2 * len(DEFAULT_AXES)
+        assert pipeline.state.document_count() == 3 * len(DEFAULT_AXES)
     finally:
         pipeline.state.close()
