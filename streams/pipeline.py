@@ -23,6 +23,7 @@ from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
+from sinks.emission_bodies import Body
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles, indented_json
 from sinks.metrics import Metrics
@@ -248,13 +249,14 @@ class Pipeline:
         if record is None:
             reads = Assembly(self.settings, self.state, self.clock, self.enricher)
             briefing, window_size = await reads.briefing(axis, command)
-            # Both in a thread: each is seconds for a window of 100k sources.
-            markdown, briefing_json = await asyncio.to_thread(self._serialised, briefing)
+            # In a thread: each is seconds for a window of 100k sources.
+            markdown, briefing_json, body = await asyncio.to_thread(self._serialised, briefing)
             basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
             with self.metrics.duckdb_write.labels(operation="emission").time():
                 recorded = self.state.record_emission(
-                    briefing, basename, markdown, emitted_at=self.clock.now(), briefing_json=briefing_json
+                    briefing, basename, markdown, emitted_at=self.clock.now(), body=body
                 )
+            del body
             # What was recorded is what the files and the message are made from: the same strings, not a copy
             # read back (a 100k window's briefing is ~100 MB of them).
             record = (
@@ -278,10 +280,11 @@ class Pipeline:
             axis.name, command.end, command.trigger, record, fresh, command.requested_at, model
         )
 
-    def _serialised(self, briefing: Briefing) -> tuple[str, str]:
-        """(the briefing's Markdown, its JSON as recorded)."""
+    def _serialised(self, briefing: Briefing) -> tuple[str, str, Body]:
+        """(the briefing's Markdown, its JSON, both packed as recorded)."""
         markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz)
-        return markdown, briefing.model_dump_json(by_alias=True)
+        briefing_json = briefing.model_dump_json(by_alias=True)
+        return markdown, briefing_json, Body.of(briefing, briefing_json, markdown)
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
