@@ -120,16 +120,17 @@ class BriefingFiles:
         return folder / f"{basename}.md", folder / f"{basename}.json"
 
     def ensure(
-        self, axis: str, basename: str, briefing_json: str, markdown: str, pretty: bytes | None = None
+        self, axis: str, basename: str, briefing_json: str, markdown: str, model: Briefing | None = None
     ) -> list[Path]:
         """Write whichever file is missing or differs from the recorded bytes; returns the ones written.
 
-        `pretty`: the `.json` file's bytes when the caller has them already (else indented from `briefing_json`).
+        `model`: the recorded briefing when at hand, indented without parsing `briefing_json` again.
         """
         md, js = self.paths(axis, basename)
         written: list[Path] = []
+        # Made when written, so the ~100 MB of the one are freed before the other is made.
         makers: tuple[Callable[[], bytes], ...] = (
-            lambda: pretty if pretty is not None else pretty_json_bytes(briefing_json),
+            lambda: indented_json(model) if model is not None else pretty_json_bytes(briefing_json),
             markdown.encode,
         )
         for target, make in zip((js, md), makers, strict=True):

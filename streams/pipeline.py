@@ -25,7 +25,7 @@ from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
 from sinks.emission_bodies import Body
 from sinks.enrichment import Enricher
-from sinks.files import BriefingFiles, indented_json
+from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import EmissionRecord, Position, StateStore
 from streams.assembly import Assembly
@@ -316,9 +316,8 @@ class Pipeline:
         markdown = emission.markdown
         if markdown is None:  # restored from the briefings topic, which carries the JSON only
             markdown = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
-        pretty = indented_json(emission.model) if emission.model is not None else None
         written = self.files.ensure(
-            emission.axis, emission.basename, emission.briefing_json, markdown, pretty
+            emission.axis, emission.basename, emission.briefing_json, markdown, emission.model
         )
         if emission.fresh and emission.requested_at is not None:
             # From the command's request (queueing and catch-up included) to its files on disk, once each.
