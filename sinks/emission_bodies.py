@@ -31,7 +31,7 @@ class Body:
     markdown_zst: bytes | None  # None: restored from the briefings topic, which carries the JSON only
 
     @classmethod
-    def of(cls, briefing: Briefing, briefing_json: str, markdown: str | None) -> Body:
+    def of(cls, briefing: Briefing, briefing_json: str, markdown: str | bytes | None) -> Body:
         """Pack a briefing whose compact JSON (`briefing_json`) and Markdown are made already."""
         head = briefing.model_copy(update={name: [] for name in PER_SOURCE})
         return cls(
@@ -42,8 +42,10 @@ class Body:
         )
 
 
-def pack(text: str) -> bytes:
-    """The text's UTF-8 bytes as one zstd frame, encoded a slice at a time (no whole bytes copy of ~75 MB)."""
+def pack(text: str | bytes) -> bytes:
+    """The text's UTF-8 bytes as one zstd frame; a str is encoded a slice at a time (no whole copy of ~75 MB)."""
+    if isinstance(text, bytes):
+        return bytes(cramjam.zstd.compress(text, level=_LEVEL))
     packer = cramjam.zstd.Compressor(level=_LEVEL)
     for at in range(0, len(text), _SLICE):
         packer.compress(text[at : at + _SLICE].encode())
@@ -53,3 +55,8 @@ def pack(text: str) -> bytes:
 def unpack(data: bytes) -> str:
     """The text `pack` made, decoded straight from the decompressed buffer (no intermediate bytes copy)."""
     return codecs.decode(cramjam.zstd.decompress(data), "utf-8")
+
+
+def unpack_bytes(data: bytes) -> bytes:
+    """The UTF-8 bytes `pack` packed."""
+    return bytes(cramjam.zstd.decompress(data))

@@ -9,7 +9,7 @@ import duckdb
 
 from processors.models import Briefing, Trigger
 from sinks import duck
-from sinks.emission_bodies import PER_SOURCE, Body, unpack
+from sinks.emission_bodies import PER_SOURCE, Body, unpack, unpack_bytes
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,9 @@ class EmissionRecord:
 
     basename: str
     briefing_json: str
-    markdown: str | None  # None: restored from the briefings topic, which carries the JSON only
+    # UTF-8: as a str the Markdown takes 4 bytes a character (its status marks are outside the BMP), ~160 MB
+    # for a 100k window against ~45 MB of bytes. None: restored from the briefings topic (JSON only).
+    markdown: bytes | None
     delivered_at: datetime | None  # None until the briefing topic acknowledged it
 
     @property
@@ -63,7 +65,7 @@ class Emissions:
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str,
+        markdown: str | bytes,
         emitted_at: datetime,
         body: Body | None = None,  # the briefing packed, when packed already (by the caller, in a thread)
     ) -> bool:
@@ -113,7 +115,9 @@ class Emissions:
         basename, delivered_at, briefing_zst, briefing_json, markdown_zst, markdown = row
         if briefing_zst is not None:
             briefing_json = unpack(briefing_zst)
-            markdown = unpack(markdown_zst) if markdown_zst is not None else None
+            markdown = unpack_bytes(markdown_zst) if markdown_zst is not None else None
+        elif markdown is not None:  # recorded before bodies were packed
+            markdown = markdown.encode()
         return EmissionRecord(basename, briefing_json, markdown, delivered_at)
 
     def _whole(self, where: str, params: list[object]) -> Briefing | None:

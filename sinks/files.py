@@ -120,7 +120,12 @@ class BriefingFiles:
         return folder / f"{basename}.md", folder / f"{basename}.json"
 
     def ensure(
-        self, axis: str, basename: str, briefing_json: str, markdown: str, model: Briefing | None = None
+        self,
+        axis: str,
+        basename: str,
+        briefing_json: str,
+        markdown: str | bytes,
+        model: Briefing | None = None,
     ) -> list[Path]:
         """Write whichever file is missing or differs from the recorded bytes; returns the ones written.
 
@@ -131,7 +136,7 @@ class BriefingFiles:
         # Made when written, so the ~100 MB of the one are freed before the other is made.
         makers: tuple[Callable[[], bytes], ...] = (
             lambda: indented_json(model) if model is not None else pretty_json_bytes(briefing_json),
-            markdown.encode,
+            lambda: markdown if isinstance(markdown, bytes) else markdown.encode(),
         )
         for target, make in zip((js, md), makers, strict=True):
             data = make()  # one at a time: a 100k window's are ~100 MB each

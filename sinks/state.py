@@ -209,7 +209,7 @@ class StateStore:
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str,
+        markdown: str | bytes,
         emitted_at: datetime,
         body: Body | None = None,
     ) -> bool:

@@ -91,7 +91,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
     assert not replay.delivered  # never acknowledged by the topic: the control agent sends it now
     on_disk = files(pipeline)
     assert on_disk["2026-09-27-inference-e1prep.json"] == pretty_json(recorded.briefing_json).encode()
-    assert on_disk["2026-09-27-inference-e1prep.md"] == (recorded.markdown or "").encode()
+    assert on_disk["2026-09-27-inference-e1prep.md"] == recorded.markdown
     assert [s.path for s in replay.briefing.sources] == ["inbox/jay/2026-09-27-1000-kv.md"]
     assert counter(pipeline, "predigest_briefings_emitted_total") == 1
     assert counter(pipeline, "predigest_briefing_commands_repeated_total") == 1
