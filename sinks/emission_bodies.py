@@ -7,7 +7,6 @@ a briefing (its ids, D items, counts) stays in the emissions row as JSON without
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 
 import cramjam
@@ -31,7 +30,7 @@ class Body:
     markdown_zst: bytes | None  # None: restored from the briefings topic, which carries the JSON only
 
     @classmethod
-    def of(cls, briefing: Briefing, briefing_json: str, markdown: str | bytes | None) -> Body:
+    def of(cls, briefing: Briefing, briefing_json: str | bytes, markdown: str | bytes | None) -> Body:
         """Pack a briefing whose compact JSON (`briefing_json`) and Markdown are made already."""
         head = briefing.model_copy(update={name: [] for name in PER_SOURCE})
         return cls(
@@ -52,11 +51,6 @@ def pack(text: str | bytes) -> bytes:
     return bytes(packer.finish())
 
 
-def unpack(data: bytes) -> str:
-    """The text `pack` made, decoded straight from the decompressed buffer (no intermediate bytes copy)."""
-    return codecs.decode(cramjam.zstd.decompress(data), "utf-8")
-
-
-def unpack_bytes(data: bytes) -> bytes:
+def unpack(data: bytes) -> bytes:
     """The UTF-8 bytes `pack` packed."""
     return bytes(cramjam.zstd.decompress(data))

@@ -9,7 +9,7 @@ import duckdb
 
 from processors.models import Briefing, Trigger
 from sinks import duck
-from sinks.emission_bodies import PER_SOURCE, Body, unpack, unpack_bytes
+from sinks.emission_bodies import PER_SOURCE, Body, unpack
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class EmissionRecord:
     """One recorded briefing, byte for byte: the source of truth for its files and its topic message."""
 
     basename: str
-    briefing_json: str
+    briefing_json: bytes  # UTF-8, as recorded
     # UTF-8: as a str the Markdown takes 4 bytes a character (its status marks are outside the BMP), ~160 MB
     # for a 100k window against ~45 MB of bytes. None: restored from the briefings topic (JSON only).
     markdown: bytes | None
@@ -115,9 +115,10 @@ class Emissions:
         basename, delivered_at, briefing_zst, briefing_json, markdown_zst, markdown = row
         if briefing_zst is not None:
             briefing_json = unpack(briefing_zst)
-            markdown = unpack_bytes(markdown_zst) if markdown_zst is not None else None
-        elif markdown is not None:  # recorded before bodies were packed
-            markdown = markdown.encode()
+            markdown = unpack(markdown_zst) if markdown_zst is not None else None
+        else:  # recorded before bodies were packed
+            briefing_json = briefing_json.encode()
+            markdown = markdown.encode() if markdown is not None else None
         return EmissionRecord(basename, briefing_json, markdown, delivered_at)
 
     def _whole(self, where: str, params: list[object]) -> Briefing | None:

@@ -78,12 +78,12 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def pretty_json(briefing_json: str) -> str:
+def pretty_json(briefing_json: str | bytes) -> str:
     """The `.json` file's text: the recorded JSON, indented; the same bytes every time it is written."""
     return pretty_json_bytes(briefing_json).decode()
 
 
-def pretty_json_bytes(briefing_json: str) -> bytes:
+def pretty_json_bytes(briefing_json: str | bytes) -> bytes:
     """`pretty_json` as the file's bytes (a 100k window's is ~100 MB: no str copy of it is made)."""
     # pydantic-core's serializer: the recorded JSON's own number formatting, ~3x faster than json's indenting
     # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (`indented_json`).
@@ -123,7 +123,7 @@ class BriefingFiles:
         self,
         axis: str,
         basename: str,
-        briefing_json: str,
+        briefing_json: str | bytes,
         markdown: str | bytes,
         model: Briefing | None = None,
     ) -> list[Path]:

@@ -142,7 +142,13 @@ def as_previous_version(state: StateStore) -> None:
         assert record is not None
         db.execute(
             "UPDATE emissions SET briefing_json=?, markdown=? WHERE axis=? AND window_end=? AND trigger=?",
-            [record.briefing_json, record.markdown.decode() if record.markdown else None, axis, end, trigger],
+            [
+                record.briefing_json.decode(),
+                record.markdown.decode() if record.markdown else None,
+                axis,
+                end,
+                trigger,
+            ],
         )
     db.execute("DROP TABLE emission_bodies")
     db.execute("CHECKPOINT")

@@ -24,7 +24,7 @@ def test_an_emission_is_recorded_once_and_read_back_as_recorded(tmp_path: Path) 
     assert state.record_emission(briefing(END + timedelta(hours=1)), "base", "# other\n", END) is False
     record = state.emission_record("inference", END, "close")
     assert record is not None
-    assert record.briefing_json == first.model_dump_json(by_alias=True)
+    assert record.briefing_json == first.model_dump_json(by_alias=True).encode()
     assert (record.basename, record.markdown, record.delivered) == ("base", b"# md\n", False)
     state.mark_delivered("inference", END, "close", END + timedelta(minutes=1))
     state.mark_delivered("inference", END, "close", END + timedelta(minutes=9))  # the first time stays
@@ -68,7 +68,10 @@ def test_emissions_recorded_by_the_previous_version_read_as_they_were_recorded(t
     state.record_emission(briefing_at(later), "new", "# new\n", emitted_at=later)
     record = state.emission_record("inference", END, "close")
     assert record is not None
-    assert (record.briefing_json, record.markdown) == (full.model_dump_json(by_alias=True), b"# old\n")
+    assert (record.briefing_json, record.markdown) == (
+        full.model_dump_json(by_alias=True).encode(),
+        b"# old\n",
+    )
     assert state.undelivered_emissions() == [("inference", END, "close"), ("inference", later, "close")]
     assert [e.sources for e in state.emissions.entries()] == [len(full.sources), 0]
     assert state.emissions.by_basename("inference", "old") == full

@@ -185,7 +185,9 @@ def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tm
         body = Body.of(briefing, big_json, "# md\n")
         assert state.record_emission(briefing, "base", "# md\n", end, body=body) is True
         record = state.emission_record(briefing.axis, briefing.window.end, briefing.trigger)
-        assert record is not None and record.briefing_json == big_json and record.markdown == b"# md\n"
+        assert (
+            record is not None and record.briefing_json == big_json.encode() and record.markdown == b"# md\n"
+        )
         (entry,) = state.emissions.entries()
         assert entry.sources == len(briefing.sources)
     finally:

@@ -175,7 +175,7 @@ async def test_a_worker_restarted_on_the_previous_version_s_file_sends_its_undel
         assert not replay.fresh and not replay.delivered
         assert replay.briefing_json == recorded.briefing_json
         assert files(restarted) == written
-        assert b"".join(p.value for p in restarted.messages(replay)) == recorded.briefing_json.encode()
+        assert b"".join(p.value for p in restarted.messages(replay)) == recorded.briefing_json
         restarted.delivered(replay)
         assert state.undelivered_emissions() == []
     finally:
