@@ -9,6 +9,7 @@ import duckdb
 
 from processors.models import Briefing, Trigger
 from sinks import duck
+from sinks.emission_bodies import PER_SOURCE, Body, unpack
 
 
 @dataclass(frozen=True)
@@ -16,8 +17,10 @@ class EmissionRecord:
     """One recorded briefing, byte for byte: the source of truth for its files and its topic message."""
 
     basename: str
-    briefing_json: str
-    markdown: str | None  # None: restored from the briefings topic, which carries the JSON only
+    briefing_json: bytes  # UTF-8, as recorded
+    # UTF-8: as a str the Markdown takes 4 bytes a character (its status marks are outside the BMP), ~160 MB
+    # for a 100k window against ~45 MB of bytes. None: restored from the briefings topic (JSON only).
+    markdown: bytes | None
     delivered_at: datetime | None  # None until the briefing topic acknowledged it
 
     @property
@@ -39,14 +42,21 @@ class EmissionEntry:
     discrepancies: int
 
 
-_PER_SOURCE = '{"sources": [], "no_increment_sources": [], "rejected": []}'
+_PER_SOURCE = "{" + ", ".join(f'"{name}": []' for name in PER_SOURCE) + "}"
+# A briefing whole: its texts packed in emission_bodies (sinks.emission_bodies) when recorded so, else the
+# emissions row's own columns (recorded by a version before the bodies were packed).
+_JOINED = (
+    "emissions e LEFT JOIN emission_bodies b "
+    "ON b.axis = e.axis AND b.window_end = e.window_end AND b.trigger = e.trigger"
+)
+_WHOLE_JSON = "b.briefing_zst, CASE WHEN b.briefing_zst IS NULL THEN e.briefing_json END"
 # A briefing's place among the axis's: by window end, then by when it was recorded (a close and a flush can
 # end at the same time).
 _ORDER = "window_end, emitted_at, trigger"
 
 
 class Emissions:
-    """The emissions table, one row per (axis, window end, trigger)."""
+    """The emissions table, one row per (axis, window end, trigger), and the packed bodies of its briefings."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
@@ -55,69 +65,74 @@ class Emissions:
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str,
+        markdown: str | bytes,
         emitted_at: datetime,
-        briefing_json: str
-        | None = None,  # the briefing's JSON, when made already (by the caller, in a thread)
+        body: Body | None = None,  # the briefing packed, when packed already (by the caller, in a thread)
     ) -> bool:
         """Record a briefing before anything is written or sent; False if (axis, end, trigger) already was."""
+        if body is None:
+            body = Body.of(briefing, briefing.model_dump_json(by_alias=True), markdown)
         with duck.transaction(self._db):
-            inserted = self._insert(briefing, basename, None, emitted_at, None, briefing_json)
-            if inserted:
-                # The Markdown in a statement of its own: DuckDB's transient for a statement is a few times the
-                # strings it carries (~0.9 GiB for the ~80 + ~45 MB of a 100k window's in one; less in two).
-                self._db.execute(
-                    "UPDATE emissions SET markdown=? WHERE axis=? AND window_end=? AND trigger=?",
-                    [markdown, briefing.axis, briefing.window.end, briefing.trigger],
-                )
-        return inserted
+            return self._insert(briefing, basename, body, emitted_at, delivered_at=None)
 
     def restore(self, briefing: Briefing, basename: str) -> bool:
-        """Record a briefing read back from the briefings topic (so delivered); False if already held."""
+        """Record a briefing read back from the briefings topic (so delivered); False if already held.
+
+        In the caller's transaction (the offset it was read at is claimed in the same one)."""
         when = briefing.generated_at
-        return self._insert(briefing, basename, None, emitted_at=when, delivered_at=when)
+        body = Body.of(briefing, briefing.model_dump_json(by_alias=True), None)
+        return self._insert(briefing, basename, body, emitted_at=when, delivered_at=when)
 
     def _insert(
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str | None,
+        body: Body,
         emitted_at: datetime,
         delivered_at: datetime | None,
-        briefing_json: str | None = None,
     ) -> bool:
+        key = [briefing.axis, briefing.window.end, briefing.trigger]
         inserted = self._db.execute(
-            "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING axis",
-            [
-                briefing.axis,
-                briefing.window.end,
-                briefing.trigger,
-                basename,
-                emitted_at,
-                briefing_json if briefing_json is not None else briefing.model_dump_json(by_alias=True),
-                markdown,
-                delivered_at,
-            ],
+            "INSERT OR IGNORE INTO emissions VALUES (?, ?, ?, ?, ?, ?, NULL, ?) RETURNING axis",
+            [*key, basename, emitted_at, body.head_json, delivered_at],
         ).fetchall()
+        if inserted:
+            self._db.execute(
+                "INSERT INTO emission_bodies VALUES (?, ?, ?, ?, ?, ?)",
+                [*key, body.sources, body.briefing_zst, body.markdown_zst],
+            )
         return bool(inserted)
 
     def record_of(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
         """The recorded bytes of an emission, or None if it was never recorded."""
         row = self._db.execute(
-            "SELECT basename, briefing_json, markdown, delivered_at FROM emissions "
-            "WHERE axis=? AND window_end=? AND trigger=?",
+            f"SELECT e.basename, e.delivered_at, {_WHOLE_JSON}, b.markdown_zst, e.markdown FROM {_JOINED} "
+            "WHERE e.axis=? AND e.window_end=? AND e.trigger=?",
             [axis, window_end, trigger],
         ).fetchone()
         if row is None:
             return None
-        return EmissionRecord(basename=row[0], briefing_json=row[1], markdown=row[2], delivered_at=row[3])
+        basename, delivered_at, briefing_zst, briefing_json, markdown_zst, markdown = row
+        if briefing_zst is not None:
+            briefing_json = unpack(briefing_zst)
+            markdown = unpack(markdown_zst) if markdown_zst is not None else None
+        else:  # recorded before bodies were packed
+            briefing_json = briefing_json.encode()
+            markdown = markdown.encode() if markdown is not None else None
+        return EmissionRecord(basename, briefing_json, markdown, delivered_at)
+
+    def _whole(self, where: str, params: list[object]) -> Briefing | None:
+        """The first briefing the WHERE (and ORDER) clause finds, whole."""
+        row = self._db.execute(
+            f"SELECT {_WHOLE_JSON} FROM {_JOINED} WHERE {where} LIMIT 1",
+            params,
+        ).fetchone()
+        if row is None:
+            return None
+        return Briefing.model_validate_json(unpack(row[0]) if row[0] is not None else row[1])
 
     def briefing(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
-        row = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND window_end=? AND trigger=?",
-            [axis, window_end, trigger],
-        ).fetchone()
-        return Briefing.model_validate_json(row[0]) if row else None
+        return self._whole("e.axis=? AND e.window_end=? AND e.trigger=?", [axis, window_end, trigger])
 
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
         """Note that the briefing topic acknowledged the recorded briefing (the first time stays)."""
@@ -146,10 +161,7 @@ class Emissions:
         return [Briefing.model_validate_json(r[0]) for r in rows]
 
     def latest(self, axis: str) -> Briefing | None:
-        row = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? ORDER BY emitted_at DESC LIMIT 1", [axis]
-        ).fetchone()
-        return Briefing.model_validate_json(row[0]) if row else None
+        return self._whole("e.axis=? ORDER BY e.emitted_at DESC", [axis])
 
     def last_close_end(self, axis: str) -> datetime | None:
         return self._latest("max(window_end)", "axis=? AND trigger='close'", axis)
@@ -166,9 +178,10 @@ class Emissions:
     def entries(self) -> list[EmissionEntry]:
         """Every recorded briefing, by axis and in order; sizes counted by DuckDB from the JSON."""
         rows = self._db.execute(
-            "SELECT axis, window_end, trigger, basename, emitted_at, "
-            "json_array_length(briefing_json, '$.sources'), json_array_length(briefing_json, '$.increments'), "
-            f"json_array_length(briefing_json, '$.discrepancies') FROM emissions ORDER BY axis, {_ORDER}"
+            "SELECT e.axis, e.window_end, e.trigger, basename, emitted_at, "
+            "coalesce(b.sources, json_array_length(briefing_json, '$.sources')), "
+            "json_array_length(briefing_json, '$.increments'), json_array_length(briefing_json, '$.discrepancies') "
+            f"FROM {_JOINED} ORDER BY e.axis, e.window_end, e.emitted_at, e.trigger"
         ).fetchall()
         return [
             EmissionEntry(
@@ -179,10 +192,7 @@ class Emissions:
 
     def by_basename(self, axis: str, basename: str) -> Briefing | None:
         """The axis's briefing written under this file name (what the briefing browser links to), or None."""
-        row = self._db.execute(
-            "SELECT briefing_json FROM emissions WHERE axis=? AND basename=?", [axis, basename]
-        ).fetchone()
-        return Briefing.model_validate_json(row[0]) if row else None
+        return self._whole("e.axis=? AND e.basename=?", [axis, basename])
 
     def discrepancy_lists(self, axis: str) -> list[tuple[datetime, str, str]]:
         """Per briefing of the axis, in order: (window end, trigger, its D-items as JSON), the rest left unread."""

@@ -78,12 +78,12 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def pretty_json(briefing_json: str) -> str:
+def pretty_json(briefing_json: str | bytes) -> str:
     """The `.json` file's text: the recorded JSON, indented; the same bytes every time it is written."""
     return pretty_json_bytes(briefing_json).decode()
 
 
-def pretty_json_bytes(briefing_json: str) -> bytes:
+def pretty_json_bytes(briefing_json: str | bytes) -> bytes:
     """`pretty_json` as the file's bytes (a 100k window's is ~100 MB: no str copy of it is made)."""
     # pydantic-core's serializer: the recorded JSON's own number formatting, ~3x faster than json's indenting
     # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (`indented_json`).
@@ -120,17 +120,23 @@ class BriefingFiles:
         return folder / f"{basename}.md", folder / f"{basename}.json"
 
     def ensure(
-        self, axis: str, basename: str, briefing_json: str, markdown: str, pretty: bytes | None = None
+        self,
+        axis: str,
+        basename: str,
+        briefing_json: str | bytes,
+        markdown: str | bytes,
+        model: Briefing | None = None,
     ) -> list[Path]:
         """Write whichever file is missing or differs from the recorded bytes; returns the ones written.
 
-        `pretty`: the `.json` file's bytes when the caller has them already (else indented from `briefing_json`).
+        `model`: the recorded briefing when at hand, indented without parsing `briefing_json` again.
         """
         md, js = self.paths(axis, basename)
         written: list[Path] = []
+        # Made when written, so the ~100 MB of the one are freed before the other is made.
         makers: tuple[Callable[[], bytes], ...] = (
-            lambda: pretty if pretty is not None else pretty_json_bytes(briefing_json),
-            markdown.encode,
+            lambda: indented_json(model) if model is not None else pretty_json_bytes(briefing_json),
+            lambda: markdown if isinstance(markdown, bytes) else markdown.encode(),
         )
         for target, make in zip((js, md), makers, strict=True):
             data = make()  # one at a time: a 100k window's are ~100 MB each

@@ -16,7 +16,19 @@ from sinks.errors import RebuildRequiredError
 VERSION = 5
 
 
-_TABLES = """
+# Added within version 5, so created in a file of that version that lacks it (its older rows keep their texts in
+# emissions). A briefing's texts as zstd frames (sinks.emission_bodies); its emissions row then holds its JSON
+# without the per-source lists (what SQL reads of it) and no Markdown.
+_BODIES = """
+CREATE TABLE IF NOT EXISTS emission_bodies (
+    axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
+    sources INTEGER NOT NULL, briefing_zst BLOB NOT NULL, markdown_zst BLOB,
+    PRIMARY KEY (axis, window_end, trigger)
+);
+"""
+
+_TABLES = (
+    """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE SEQUENCE doc_seq;
 -- One row per version of a path on an axis; processors.versions says which one is current.
@@ -54,6 +66,9 @@ CREATE TABLE emissions (
     markdown VARCHAR, delivered_at TIMESTAMPTZ,
     PRIMARY KEY (axis, window_end, trigger)
 );
+"""
+    + _BODIES
+    + """
 -- What a briefing reads of each version besides its text, worked out when it is stored (processors.source_facts,
 -- sinks.source_rows): its summary without its bulk, its topic line, its term counts as rows, and its
 -- signature, so that window figures are DuckDB aggregates.
@@ -85,17 +100,30 @@ CREATE TABLE applied (
     PRIMARY KEY (topic, part)
 );
 """
+)
 
 
 def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Create the tables in an empty file; raise RebuildRequiredError for a file of another schema version."""
     if check(db, path):
+        if not _has_bodies(db):
+            with transaction(db):
+                db.execute(_BODIES)
+            db.execute("CHECKPOINT")
         return
     with transaction(db):
         db.execute(_TABLES)
         db.execute("INSERT INTO schema_version VALUES (?)", [VERSION])
     # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
     db.execute("CHECKPOINT")
+
+
+def _has_bodies(db: duckdb.DuckDBPyConnection) -> bool:
+    row = db.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND table_name = 'emission_bodies'"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:

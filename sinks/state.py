@@ -27,6 +27,7 @@ from processors.wire import DocumentRecord
 from sinks import duck, schema
 from sinks.counts import Counts
 from sinks.documents import Documents
+from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.errors import SinkError, StateMemoryError
 from sinks.metrics import Metrics
@@ -257,12 +258,12 @@ class StateStore:
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str,
+        markdown: str | bytes,
         emitted_at: datetime,
-        briefing_json: str | None = None,
+        body: Body | None = None,
     ) -> bool:
         with self._writing():
-            return self.emissions.record(briefing, basename, markdown, emitted_at, briefing_json)
+            return self.emissions.record(briefing, basename, markdown, emitted_at, body)
         # Its commit is durable, its answer lost: True (send it) rather than a briefing never sent.
         return True
 

@@ -204,8 +204,9 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         if emission is None or not await services.outbox.write(emission):
             return
         services.outbox.settle(emission.axis)
-        # Its files are written: the briefing's objects (~0.5 GiB at 100k sources) are not kept while it is sent.
-        emission = replace(emission, model=None)
+        # Its files are written: the briefing's objects (~0.5 GiB at 100k sources) and its Markdown (~45 MB) are
+        # not kept while its JSON is sent.
+        emission = replace(emission, model=None, markdown=None)
         if not emission.delivered:
             await must_finish(
                 partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"

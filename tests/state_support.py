@@ -130,3 +130,25 @@ def empty_briefing(end: datetime, generated_at: datetime | None = None) -> Brief
             documents=[],
         )
     )
+
+
+def as_previous_version(state: StateStore) -> None:
+    """Rewrite the state's emissions as the version before packed bodies stored them (whole JSON and Markdown in
+    the emissions row, no emission_bodies table): the file a worker upgraded in place restarts on."""
+    db = state._db
+    rows = db.execute("SELECT axis, window_end, trigger FROM emissions").fetchall()
+    for axis, end, trigger in rows:
+        record = state.emission_record(axis, end, trigger)
+        assert record is not None
+        db.execute(
+            "UPDATE emissions SET briefing_json=?, markdown=? WHERE axis=? AND window_end=? AND trigger=?",
+            [
+                record.briefing_json.decode(),
+                record.markdown.decode() if record.markdown else None,
+                axis,
+                end,
+                trigger,
+            ],
+        )
+    db.execute("DROP TABLE emission_bodies")
+    db.execute("CHECKPOINT")

@@ -36,7 +36,7 @@ def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_
     recorded = b.model_dump_json(by_alias=True)
     assert indented_json(b) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
     files = BriefingFiles(tmp_path)
-    assert files.ensure("inference", "fresh", recorded, "# md\n", indented_json(b))
+    assert files.ensure("inference", "fresh", recorded, "# md\n", b)
     assert (
         files.ensure("inference", "fresh", recorded, "# md\n") == []
     )  # what a repair writes: nothing differs

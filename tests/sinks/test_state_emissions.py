@@ -8,7 +8,7 @@ from pathlib import Path
 from processors.models import Briefing
 from sinks.state import StateStore
 from tests.processors.notes import brief, example_documents
-from tests.state_support import SH, empty_briefing
+from tests.state_support import SH, as_previous_version, empty_briefing
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 
@@ -24,8 +24,8 @@ def test_an_emission_is_recorded_once_and_read_back_as_recorded(tmp_path: Path) 
     assert state.record_emission(briefing(END + timedelta(hours=1)), "base", "# other\n", END) is False
     record = state.emission_record("inference", END, "close")
     assert record is not None
-    assert record.briefing_json == first.model_dump_json(by_alias=True)
-    assert (record.basename, record.markdown, record.delivered) == ("base", "# md\n", False)
+    assert record.briefing_json == first.model_dump_json(by_alias=True).encode()
+    assert (record.basename, record.markdown, record.delivered) == ("base", b"# md\n", False)
     state.mark_delivered("inference", END, "close", END + timedelta(minutes=1))
     state.mark_delivered("inference", END, "close", END + timedelta(minutes=9))  # the first time stays
     record = state.emission_record("inference", END, "close")
@@ -53,3 +53,33 @@ def test_earlier_briefings_come_back_without_their_per_source_lists(tmp_path: Pa
     # What later briefings continue from is whole: ids, titles, D numbers; the sources are left in DuckDB.
     assert earlier == full.model_copy(update={"sources": [], "no_increment_sources": [], "rejected": []})
     state.close()
+
+
+def test_emissions_recorded_by_the_previous_version_read_as_they_were_recorded(tmp_path: Path) -> None:
+    """A worker upgraded in place restarts on a file whose briefings are whole in the emissions row."""
+    state = StateStore(tmp_path / "worker.duckdb")
+    full = brief(example_documents())
+    state.record_emission(full, "old", "# old\n", emitted_at=END)
+    as_previous_version(state)
+    state.close()
+
+    state = StateStore(tmp_path / "worker.duckdb")  # creates the bodies table; the old row stays as it was
+    later = END + timedelta(days=1)
+    state.record_emission(briefing_at(later), "new", "# new\n", emitted_at=later)
+    record = state.emission_record("inference", END, "close")
+    assert record is not None
+    assert (record.briefing_json, record.markdown) == (
+        full.model_dump_json(by_alias=True).encode(),
+        b"# old\n",
+    )
+    assert state.undelivered_emissions() == [("inference", END, "close"), ("inference", later, "close")]
+    assert [e.sources for e in state.emissions.entries()] == [len(full.sources), 0]
+    assert state.emissions.by_basename("inference", "old") == full
+    (earlier,) = state.earlier_briefings("inference", later)
+    assert earlier == full.model_copy(update={"sources": [], "no_increment_sources": [], "rejected": []})
+    assert state.latest_emission("inference") == briefing_at(later)
+    state.close()
+
+
+def briefing_at(end: datetime) -> Briefing:
+    return empty_briefing(end, end)

@@ -16,11 +16,13 @@ import pytest
 from processors.window import window_bounds
 from sinks import state as state_module
 from sinks.duck import Limits
+from sinks.emission_bodies import Body
 from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
-from tests.state_support import document_record, duckdb_limits, empty_briefing, parsed, put_document
+from tests.processors.notes import brief, example_documents
+from tests.state_support import document_record, duckdb_limits, parsed, put_document
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -177,24 +179,28 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
     assert metrics.registry.get_sample_value(REFUSED, {"operation": "open"}) == 1
 
 
-def test_a_briefing_larger_than_the_limit_is_recorded_with_more_memory_not_a_stopped_worker(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A 100k window's briefing JSON (~75 MB) is one string: past the 256 MiB default it stopped the worker at
-    every flush. The insert is retried with twice the memory, and the briefing is kept byte for byte."""
+def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tmp_path: Path) -> None:
+    """A 100k window's briefing JSON (~75 MB) was one VARCHAR: past the 256 MiB default it needed the memory
+    retry at every flush. Packed (sinks.emission_bodies) it is recorded within the limit, no retry."""
     end = datetime(2026, 9, 27, 14, 20, tzinfo=UTC)
-    briefing = empty_briefing(end, end)
-    big_json = briefing.model_dump_json(by_alias=True)[:-1] + ', "pad": "' + "y" * (60 * MIB) + '"}'
+    small = brief(example_documents())
+    briefing = small.model_copy(update={"sources": small.sources * (60_000 // len(small.sources))})
+    big_json = briefing.model_dump_json(by_alias=True)
+    assert len(big_json) > 25 * MIB  # DuckDB needed a few times a string's size to insert it
     metrics = Metrics()
     state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), metrics)
     try:
-        assert state.record_emission(briefing, "base", "# md\n", end, briefing_json=big_json) is True
-        record = state.emission_record(briefing.axis, end, briefing.trigger)
-        assert record is not None and record.briefing_json == big_json
+        body = Body.of(briefing, big_json, "# md\n")
+        assert state.record_emission(briefing, "base", "# md\n", end, body=body) is True
+        record = state.emission_record(briefing.axis, briefing.window.end, briefing.trigger)
+        assert (
+            record is not None and record.briefing_json == big_json.encode() and record.markdown == b"# md\n"
+        )
+        (entry,) = state.emissions.entries()
+        assert entry.sources == len(briefing.sources)
     finally:
         state.close()
-    assert "Raise duckdb.memory_limit_mib to at least" in caplog.text
-    assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) >= 1
+    assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) == 0
     assert metrics.registry.get_sample_value(REFUSED, {"operation": "write"}) == 0
 
 

@@ -55,7 +55,7 @@ async def test_a_briefing_over_the_message_limit_is_delivered_in_parts_and_read_
     state = StateStore(s.state_file)
     pipeline = Pipeline(s, state, Metrics(), ManualClock(END + timedelta(minutes=5)))
     big = await a_large_briefing(pipeline, over=kafka_io.MAX_MESSAGE_BYTES + (1 << 20))
-    briefing_json = big.model_dump_json(by_alias=True)
+    briefing_json = big.model_dump_json(by_alias=True).encode()
     emission = Emission("inference", END, "flush", "inference-big", briefing_json, delivered=False)
 
     app = faust_app(s)

@@ -17,6 +17,7 @@ from sinks.state import StateStore
 from streams.pipeline import Emission, Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
+from tests.state_support import as_previous_version
 from tests.streams.pipeline_support import ingest as ingest_raw
 from tests.streams.pipeline_support import raw_file
 
@@ -90,7 +91,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
     assert not replay.delivered  # never acknowledged by the topic: the control agent sends it now
     on_disk = files(pipeline)
     assert on_disk["2026-09-27-inference-e1prep.json"] == pretty_json(recorded.briefing_json).encode()
-    assert on_disk["2026-09-27-inference-e1prep.md"] == (recorded.markdown or "").encode()
+    assert on_disk["2026-09-27-inference-e1prep.md"] == recorded.markdown
     assert [s.path for s in replay.briefing.sources] == ["inbox/jay/2026-09-27-1000-kv.md"]
     assert counter(pipeline, "predigest_briefings_emitted_total") == 1
     assert counter(pipeline, "predigest_briefing_commands_repeated_total") == 1
@@ -151,3 +152,32 @@ async def test_a_briefing_runs_with_the_cyclic_collector_paused_and_turns_it_bac
     monkeypatch.undo()
     assert await pipeline.brief(command()) is not None
     assert gc.isenabled()
+
+
+async def test_a_worker_restarted_on_the_previous_version_s_file_sends_its_undelivered_briefing(
+    pipeline: Pipeline,
+) -> None:
+    """Recorded whole in the emissions row (before bodies were packed), never acknowledged: after the upgrade
+    the same command re-emits those bytes, files and topic message alike, and nothing new is assembled."""
+    ingest(pipeline, "inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving arXiv:2609.23130\n")
+    recorded = await emit(pipeline)
+    written = files(pipeline)
+    as_previous_version(pipeline.state)
+    pipeline.state.close()
+    for f in (pipeline.settings.out_dir / "inference").iterdir():
+        f.unlink()
+
+    state = StateStore(pipeline.settings.state_file)
+    try:
+        restarted = Pipeline(pipeline.settings, state, Metrics(), clock=ticking())
+        assert state.undelivered_emissions() == [("inference", END, "close")]
+        replay = await emit(restarted)
+        assert not replay.fresh and not replay.delivered
+        assert replay.briefing_json == recorded.briefing_json
+        assert files(restarted) == written
+        assert b"".join(p.value for p in restarted.messages(replay)) == recorded.briefing_json
+        restarted.delivered(replay)
+        assert state.undelivered_emissions() == []
+    finally:
+        state.close()
+    pipeline.state = StateStore(pipeline.settings.state_file)  # for the fixture's close
