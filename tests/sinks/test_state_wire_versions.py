@@ -3,17 +3,16 @@ worked out by the window stage) of the same notes leave the same state, row for 
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.fan_out import route_raw
-from processors.models import RawFile
 from processors.wire import decode_rows, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v3 import encode_v3
+from tests.state_support import raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
@@ -31,14 +30,7 @@ TABLES = {
 def _values() -> list[tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]]:
     out = []
     for offset, p in enumerate(sorted(EXAMPLES.rglob("*.md"))):
-        data = p.read_bytes()
-        raw = RawFile(
-            path=p.relative_to(EXAMPLES).as_posix(),
-            content=data,
-            size=len(data),
-            mtime=1.0,
-            sha256=hashlib.sha256(data).hexdigest(),
-        )
+        raw = raw_file(p.relative_to(EXAMPLES).as_posix(), p.read_bytes(), mtime=1.0)
         events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)
         out.append((encode_events(events, {}), encode_v3(events, {})))
     return out
