@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 import pydantic_core
+from pydantic import Field, StrictBool, StrictInt, StrictStr, TypeAdapter
 
 from processors.id_conflicts import title_mark, within_bound
 from processors.models import TitledId
@@ -96,6 +98,26 @@ def stated_rows(titled: list[TitledId]) -> tuple[StatedTitle, ...]:
     )
 
 
+_StatedRow = tuple[
+    StrictInt, StrictStr, StrictStr, StrictStr, StrictBool, StrictInt, StrictStr, StrictStr, StrictBool
+]
+_FACTS_ROW: TypeAdapter[tuple[str, str, str, int, bool, list[str], list[_StatedRow], str, str]] = TypeAdapter(
+    tuple[
+        StrictStr,
+        StrictStr,
+        StrictStr,
+        StrictInt,
+        StrictBool,
+        list[StrictStr],
+        list[_StatedRow],
+        StrictStr,
+        StrictStr,
+    ]
+)
+_TERMS: TypeAdapter[dict[str, int]] = TypeAdapter(dict[StrictStr, StrictInt])
+_SIGNATURE: TypeAdapter[list[int]] = TypeAdapter(list[Annotated[StrictInt, Field(ge=0, lt=1 << 64)]])
+
+
 def dump_facts(facts: SourceFacts) -> str:
     """The facts as compact JSON (one line), for a documents record to carry them to the window stage."""
     titled = [
@@ -117,24 +139,30 @@ def dump_facts(facts: SourceFacts) -> str:
 
 
 def load_facts(facts_json: bytes | str) -> SourceFacts:
-    """The facts `dump_facts` wrote, unvalidated (the writer worked them out from a validated summary);
+    """The facts `dump_facts` wrote, each field of its type (a record that passed here stores without error);
     ValueError when they are not of that shape."""
     try:
-        row = pydantic_core.from_json(facts_json)
+        row = _FACTS_ROW.validate_json(facts_json)
         summary_json, topic, text_hash, length, counted, arxiv_ids, titled, terms, signature = row
-        stated = tuple(
-            StatedTitle(
-                n,
-                TitledId.model_construct(id=i, title=title, source=source, strong=strong, rank=rank),
-                (mark_id, mark_title),
-                bounded,
-            )
-            for n, i, title, source, strong, rank, mark_id, mark_title, bounded in titled
+        # DuckDB reads these two into a MAP and a UBIGINT[]: a wrong shape would fail the batch, not the record.
+        if terms != "null":  # null: a summary without them
+            _TERMS.validate_json(terms)
+        if signature != "null":
+            _SIGNATURE.validate_json(signature)
+    except pydantic.ValidationError as exc:
+        raise ValueError(
+            f"the source facts of a documents record do not read ({exc.error_count()} error(s): "
+            f"{exc.errors()[0]['msg']})"
+        ) from None
+    stated = tuple(
+        StatedTitle(
+            n,
+            TitledId.model_construct(id=i, title=title, source=source, strong=strong, rank=rank),
+            (mark_id, mark_title),
+            bounded,
         )
-    except (TypeError, ValueError) as exc:  # wrong shape, or not JSON (pydantic_core's error is a ValueError)
-        raise ValueError(f"the source facts of a documents record do not read ({exc})") from None
-    if not all(isinstance(s, str) for s in (summary_json, topic, text_hash, terms, signature)):
-        raise ValueError("the source facts of a documents record do not read (a text field is not a string)")
+        for n, i, title, source, strong, rank, mark_id, mark_title, bounded in titled
+    )
     return SourceFacts(
         summary_json, topic, text_hash, length, counted, tuple(arxiv_ids), stated, terms, signature
     )

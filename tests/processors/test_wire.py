@@ -121,7 +121,20 @@ def test_a_record_carries_the_facts_the_window_stage_would_work_out_from_its_sum
 
 @pytest.mark.parametrize(
     "facts",
-    [b"", b"{}", b"[1,2]", b'["s","t","h",1,true,[],[[1]],"{}","[]"]', b'["s","t","h",1,true,[],[],1,"[]"]'],
+    [
+        b"",
+        b"{}",
+        b"[1,2]",
+        b'["s","t","h",1,true,[],[[1]],"{}","[]"]',
+        b'["s","t","h",1,true,[],[],1,"[]"]',
+        # Typed wrong, each would fail the stored batch (and stop the worker) or store nonsense if let through.
+        b'["s","t","h",null,true,[],[],"{}","[]"]',
+        b'["s","t","h",1,"yes",[],[],"{}","[]"]',
+        b'["s","t","h",1,true,"2101.00001",[],"{}","[]"]',
+        b'["s","t","h",1,true,[],[],"\\"x\\"","[]"]',
+        b'["s","t","h",1,true,[],[],"{\\"kv\\":\\"many\\"}","[]"]',
+        b'["s","t","h",1,true,[],[],"{}","[-1]"]',
+    ],
 )
 def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> None:
     (_, value), *_ = encode_events(
