@@ -13,12 +13,14 @@ from sinks.errors import RebuildRequiredError
 # 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
 # 4: each version's source facts (summary without its bulk, term rows, signature columns) for briefings.
 # 5: the titles each version states for its ids, as rows (source_titles), no longer in its slim summary.
-VERSION = 5
+# 6: a briefing's texts as zstd frames (sinks.emission_bodies); its emissions row holds its JSON without the
+#    per-source lists (what SQL reads of it) and no Markdown.
+VERSION = 6
+# The one upgrade made in place: a version-5 file gains emission_bodies (its emissions keep their texts in their
+# own columns, read as before). Its new number makes an older predigest refuse it, since that one would read the
+# slim rows as whole briefings and send them.
+UPGRADED_IN_PLACE = 5
 
-
-# Added within version 5, so created in a file of that version that lacks it (its older rows keep their texts in
-# emissions). A briefing's texts as zstd frames (sinks.emission_bodies); its emissions row then holds its JSON
-# without the per-source lists (what SQL reads of it) and no Markdown.
 _BODIES = """
 CREATE TABLE IF NOT EXISTS emission_bodies (
     axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
@@ -106,9 +108,10 @@ CREATE TABLE applied (
 def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Create the tables in an empty file; raise RebuildRequiredError for a file of another schema version."""
     if check(db, path):
-        if not _has_bodies(db):
+        if _version(db) == UPGRADED_IN_PLACE:
             with transaction(db):
                 db.execute(_BODIES)
+                db.execute("UPDATE schema_version SET version = ?", [VERSION])
             db.execute("CHECKPOINT")
         return
     with transaction(db):
@@ -118,16 +121,14 @@ def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute("CHECKPOINT")
 
 
-def _has_bodies(db: duckdb.DuckDBPyConnection) -> bool:
-    row = db.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND table_name = 'emission_bodies'"
-    ).fetchone()
-    return bool(row and row[0])
+def _version(db: duckdb.DuckDBPyConnection) -> int:
+    row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 1
 
 
 def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """True for a file of this schema version, False for an empty one; else RebuildRequiredError."""
+    """True for a file of this schema version (or the one upgraded in place), False for an empty one; else
+    RebuildRequiredError."""
     tables = {
         str(row[0])
         for row in db.execute(
@@ -136,11 +137,8 @@ def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
     }
     if not tables:
         return False
-    found = 1
-    if "schema_version" in tables:
-        row = db.execute("SELECT max(version) FROM schema_version").fetchone()
-        found = int(row[0]) if row and row[0] is not None else 1
-    if found != VERSION:
+    found = _version(db) if "schema_version" in tables else 1
+    if found not in (VERSION, UPGRADED_IN_PLACE):
         written_by = "an older" if found < VERSION else "a newer"
         raise RebuildRequiredError(
             f"the state file {path} has schema version {found}, written by {written_by} predigest; this one "

@@ -14,6 +14,7 @@ from processors.fan_out import DocumentEvent
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, StoredDocument, load_document, store_document
+from sinks import schema
 from sinks.state import Position, StateStore
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -151,4 +152,5 @@ def as_previous_version(state: StateStore) -> None:
             ],
         )
     db.execute("DROP TABLE emission_bodies")
+    db.execute("UPDATE schema_version SET version = ?", [schema.UPGRADED_IN_PLACE])
     db.execute("CHECKPOINT")

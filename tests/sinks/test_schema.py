@@ -12,6 +12,7 @@ from sinks import schema
 from sinks.errors import RebuildRequiredError
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state
+from tests.state_support import as_previous_version
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
 
@@ -72,3 +73,22 @@ def test_the_worker_checks_the_version_before_it_starts(tmp_path: Path) -> None:
         check_version(path)
     path.write_bytes(b"not a database" * 100)
     check_version(path)  # damaged: left to open_state, which sets it aside and counts it
+
+
+def test_a_file_of_the_version_before_packed_briefings_is_upgraded_so_an_older_predigest_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older predigest would read the new slim emission rows as whole briefings and send them: after the
+    in-place upgrade the file says it was written by a newer one."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path)
+    as_previous_version(state)
+    state.close()
+    StateStore(path).close()
+    db = duckdb.connect(str(path))
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(schema.VERSION,)]
+    db.close()
+    monkeypatch.setattr(schema, "VERSION", schema.UPGRADED_IN_PLACE)
+    monkeypatch.setattr(schema, "UPGRADED_IN_PLACE", schema.UPGRADED_IN_PLACE - 1)
+    with pytest.raises(RebuildRequiredError, match="written by a newer predigest"):
+        StateStore(path)
