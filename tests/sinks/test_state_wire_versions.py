@@ -3,6 +3,7 @@ worked out by the window stage) of the same notes leave the same state, row for 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -57,3 +58,21 @@ def test_v4_and_v3_records_of_the_same_notes_store_the_same_rows(tmp_path: Path)
     from_v4, from_v3 = _stored(tmp_path / "v4.duckdb", v4), _stored(tmp_path / "v3.duckdb", v3)
     assert all(from_v4[t] for t in ("source_rows", "source_terms", "source_signatures", "source_titles"))
     assert from_v4 == from_v3
+
+
+def test_a_signature_duckdb_cannot_read_whole_is_not_stored_and_its_note_is(tmp_path: Path) -> None:
+    (records, _), *_ = _values()
+    _, value = records[0]
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    damaged = []
+    for signature in ([-1], [1, "a", *range(126)], [1 << 64]):
+        row = json.loads(facts)
+        row[8] = json.dumps(signature)
+        damaged.append(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
+    for i, v in enumerate(damaged):
+        state = StateStore(tmp_path / f"{i}.duckdb")
+        state.apply_batch([(row, Position("documents", 0, 0)) for row in decode_rows(v)])
+        db = state._db
+        assert db.execute("SELECT count(*) FROM source_rows").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM source_signatures").fetchone() == (0,)
+        state.close()
