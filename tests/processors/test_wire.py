@@ -144,6 +144,21 @@ def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> No
         decode_rows(b"\n".join([magic, header, summary, facts, body]))
 
 
+@pytest.mark.parametrize(
+    "change",
+    [{"field_of_a_newer_writer": 1}, {"title": None}, {"event_time": "yesterday"}],
+)
+def test_a_record_whose_summary_no_briefing_could_read_raises_value_error(change: dict[str, object]) -> None:
+    (_, value), *_ = encode_events(
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM.\n")), {}
+    )
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    row = json.loads(facts)
+    row[0] = json.dumps(json.loads(row[0]) | change)  # the slim summary every briefing of the axis reads
+    with pytest.raises(ValueError):
+        decode_rows(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
+
+
 def test_sections_not_sliced_from_the_text_are_kept_whole() -> None:
     doc = parse_document(
         raw("inbox/jay/2026-09-27-1000-crlf.md", b"# t\r\nline one\r\nline two\r\n## s\r\nx\r\n"), zone=SH
