@@ -19,8 +19,10 @@ from streams import kafka_io
 from streams.worker_process import PROJECT, stop_process
 
 
-def profile_worker(broker: Broker, root: Path, work: Path, seconds: float) -> dict[str, Any]:
-    """The worker under pyinstrument for the first `seconds` of ingesting `root`, rendered to bench/profiles/."""
+def profile_worker(
+    broker: Broker, root: Path, work: Path, seconds: float, saved: Path = PROJECT / "bench" / "profiles"
+) -> dict[str, Any]:
+    """The worker under pyinstrument for the first `seconds` of ingesting `root`, rendered into `saved`."""
     settings = bench_settings(broker.bootstrap, root, work, "profile")
     asyncio.run(kafka_io.ensure_topics(settings))
     session = work / "worker.pyisession"
@@ -32,15 +34,15 @@ def profile_worker(broker: Broker, root: Path, work: Path, seconds: float) -> di
     finally:
         stop_process(worker, timeout=60)
         rss.close()
-    saved = PROJECT / "bench" / "profiles"
-    saved.mkdir(exist_ok=True)
+    saved.mkdir(parents=True, exist_ok=True)
     n = root.name.removeprefix("root-")
-    procs.render_profile(session, saved / f"worker-{n}.txt")
+    report = saved / f"worker-{n}.txt"
+    procs.render_profile(session, report)
     return {
         "seconds": got.elapsed_s,
         "notes_parsed": got.notes_parsed,
         "rows_stored": got.rows_stored,
-        "report": f"bench/profiles/worker-{n}.txt",
+        "report": str(report.relative_to(PROJECT) if report.is_relative_to(PROJECT) else report),
     }
 
 

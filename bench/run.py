@@ -43,7 +43,10 @@ def _arguments() -> argparse.Namespace:
         "--page", type=Path, default=report.PAGE, help="the docs page whose figures table is rewritten"
     )
     p.add_argument("--keep", action="store_true", help="keep the work folder (archives, logs, profiles)")
-    return p.parse_args()
+    a = p.parse_args()
+    if not a.page.is_file():  # found out only at the end, after a quarter of an hour, otherwise
+        p.error(f"--page {a.page}: no such file (give the docs page whose figures table is rewritten)")
+    return a
 
 
 def _roots(base: Path, sizes: list[int]) -> Roots:
@@ -105,7 +108,10 @@ def _measure(results: dict[str, Any], broker: Broker, base: Path, a: argparse.Na
     light = end_to_end.steady_latency(broker, base / "latency-light", 2.0, 15.0)
     results["latency_ms"], results["latency_light_ms"] = lat, light
     say_latency(lat, light)
-    prof = profile_worker(broker, roots[near_10k][0], base / "profile", a.profile_seconds)
+    # Beside the results: a run writing them elsewhere leaves the checkout's profiles as they were.
+    prof = profile_worker(
+        broker, roots[near_10k][0], base / "profile", a.profile_seconds, a.out.parent / "profiles"
+    )
     results["profile"] = {"n": near_10k, **prof}
     say(
         f"profile: worker on N={near_10k}, first {prof['seconds']:.0f}s ({prof['notes_parsed']} files parsed, "

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bench import archive, latency, procs, stages
+from bench import archive, latency, procs, run, stages
 from processors.documents import parse_document
 from processors.models import RawFile
 from processors.near_duplicates import similarity
@@ -86,3 +86,13 @@ def test_process_figures_come_from_proc() -> None:
     assert procs.peak_rss_mib(os.getpid()) > 10
     assert procs.peak_rss_mib(2**22 + 7) == 0.0  # no such process
     assert stages.growth_exponent({"100": 1.0, "200": 2.0, "400": 4.0}) == 1.0
+
+
+def test_a_bench_asked_to_rewrite_a_missing_page_refuses_before_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["bench.run", "--page", str(tmp_path / "missing.md")])
+    with pytest.raises(SystemExit):
+        run.main()
+    assert "missing.md: no such file" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing measured, nothing written
