@@ -76,7 +76,6 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
         credibility=rules.credibility,
         lang=lang,
     )
-    space.learn_texts(d.text for d, _ in chosen)  # a stored window's frequencies, asked once
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)

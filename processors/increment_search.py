@@ -18,6 +18,9 @@ def axis_units(
 ) -> WeighedUnits:
     """The contributors' units, each weighed by its own text against the axis profile."""
     units = [u for doc, rel in contributors for u in units_of(doc, ctx.axis, rel.stars, rel.score)]
+    # A stored window's frequencies of every term the units will be vectorised by, asked once; each unit's
+    # text is counted here once for its score and its vector too.
+    space.learn_texts(f"{u.heading}\n{u.text}" for u in units)
     living = ctx.matcher.living
     cited = {i for s in living.sections for i in s.arxiv_ids} if living is not None else set()
     return weigh_units(units, space, ctx.axis, (cited, lambda text: bool(ctx.matcher.similar(text, limit=1))))

