@@ -45,10 +45,12 @@ class DuckFile:
 @dataclass(frozen=True)
 class Limits:
     """What DuckDB may take of the process: its buffer memory (MiB) and its threads; None leaves DuckDB's default
-    (80 % of the machine's RAM, one thread per core)."""
+    (80 % of the machine's RAM, one thread per core). `ceiling_mib`: the most a state past its memory may raise
+    it to (None: no raise)."""
 
     memory_mib: int | None = None
     threads: int | None = None
+    ceiling_mib: int | None = None
 
     def statements(self) -> list[str]:
         """The SET statements that apply these limits to a database (all its connections)."""

@@ -42,9 +42,6 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-# A checkpoint pins the strings of a table's last, partly filled vector (up to 2 048 rows) at once, and needs
-# about twice them; up to 8x the default 256 MiB covers notes averaging several hundred KB before giving up.
-MAX_MEMORY_RAISE = 8
 CLOSE_ATTEMPTS = 500  # 10 ms apart: an interrupted read gives its cursor back within milliseconds
 
 STATE = duck.DuckFile(
@@ -81,7 +78,7 @@ class StateStore:
         self, path: Path, limits: duck.Limits = duck.NO_LIMITS, metrics: Metrics | None = None
     ) -> None:
         self._path = path
-        self._configured = self._limits = limits
+        self._limits = limits
         self._metrics = metrics
         # A checkpoint refused: the invalidated state stays closed until the worker restarts.
         self._refusal: StateMemoryError | None = None
@@ -166,12 +163,11 @@ class StateStore:
                 raise _CheckpointLost from exc
 
     def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
-        """Reopen the invalidated state with twice the memory and checkpoint, up to 8x the configured limit."""
+        """Reopen the invalidated state with twice the memory and checkpoint, up to the limits' ceiling."""
         memory = self._limits.memory_mib
-        ceiling = (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE
         self._close_invalidated()
-        while memory is not None and memory < ceiling:
-            memory *= 2
+        while (raised := self._raised()) is not None:
+            memory = raised
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
             # Not checked block by block as at a start: it read back a moment ago, and the check's scan of the
             # notes' text needs as much memory as the checkpoint.
@@ -189,15 +185,23 @@ class StateStore:
         raise self._refusal from exc
 
     def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
-        """Double the memory limit of the open state for a write that ran out, up to 8x the configured one."""
-        memory = self._limits.memory_mib
-        if memory is None or memory * 2 > (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE:
+        """Double the memory limit of the open state for a write that ran out, up to the limits' ceiling."""
+        raised = self._raised()
+        if raised is None:
             self._refused("write")
             raise StateMemoryError(
-                f"the {STATE.what} {self._path} cannot write within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+                f"the {STATE.what} {self._path} cannot write within {self._limits.memory_mib} MiB ({reason}); "
+                f"{STATE.if_out_of_memory}"
             ) from exc
-        self._raise_limit(memory * 2, f"a write to the state ran out of memory ({reason}); retried")
-        self._db.execute(f"SET memory_limit = '{memory * 2}MiB'")
+        self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
+        self._db.execute(f"SET memory_limit = '{raised}MiB'")
+
+    def _raised(self) -> int | None:
+        """Twice the current memory limit, at most the ceiling (docker: below the container's memory); None at it."""
+        memory, ceiling = self._limits.memory_mib, self._limits.ceiling_mib
+        if memory is None or ceiling is None or memory >= ceiling:
+            return None
+        return min(memory * 2, ceiling)
 
     def _raise_limit(self, memory: int, what: str) -> None:
         """Take `memory` MiB from now on, counted and logged with the setting an operator should raise."""

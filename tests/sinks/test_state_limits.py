@@ -14,7 +14,6 @@ import duckdb
 import pytest
 
 from processors.window import window_bounds
-from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.emission_bodies import Body
 from sinks.errors import StateMemoryError
@@ -141,7 +140,7 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     checkpoints, writes the batch again, and keeps every note."""
     path = tmp_path / "worker.duckdb"
     metrics = Metrics()
-    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), metrics)
     try:
         stored = _store_large_notes(state)
         assert state.document_count() == stored
@@ -158,6 +157,22 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
         assert reopened.document_count() == stored
     finally:
         reopened.close()
+
+
+@pytest.mark.timeout(180)
+def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Doubling 64 MiB would pass a 100 MiB ceiling (docker: the container's memory, where the kernel kills the
+    worker): the raise takes the ceiling, and past it the state refuses naming the setting."""
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=100), Metrics()
+    )
+    try:
+        with contextlib.suppress(StateMemoryError):  # refused within 100 MiB if the notes need more
+            _store_large_notes(state, every_seen=False)
+    finally:
+        state.close()
+    raised = [r.getMessage() for r in caplog.records if "Raise duckdb.memory_limit_mib" in r.getMessage()]
+    assert raised and all("with 100 MiB." in message for message in raised), raised
 
 
 @pytest.mark.timeout(180)
@@ -206,14 +221,14 @@ def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tm
 
 @pytest.mark.timeout(180)
 def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_loses_nothing_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Past its last raise a checkpoint is refused and the invalidated state stays closed: the worker's retries of
     the batch (and its last, CRITICAL line) must say which setting to raise, not that a connection is closed."""
-    monkeypatch.setattr(state_module, "MAX_MEMORY_RAISE", 1)  # no raise allowed: the first failure is refused
     path = tmp_path / "worker.duckdb"
     metrics = Metrics()
-    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
+    # Its ceiling is its limit: no raise allowed, the first failure is refused.
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=64), metrics)
     try:
         with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
             _store_large_notes(state)
@@ -238,7 +253,9 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     """The invalidated state must be closed to reopen with more memory, and DuckDB refuses to close a connection
     one of whose cursors is running a query (a briefing, /status or the check, in their threads): the read is
     interrupted (its caller retries or answers again) instead of the batch failing and the worker stopping."""
-    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    )
     done = state.reader()  # a read finished before (still referenced): its closed cursor is no trouble
     done.close()
     reader = state.reader()
@@ -274,7 +291,9 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
     """Reads in other threads (a briefing, /status, the check) take memory from the same limit while batches
     commit: DuckDB then fails a statement, a commit (rolled back, or invalidating the database when it could not
     flush) or a checkpoint. Each is run again with more memory; none stops the worker or loses a note."""
-    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    )
     stop = threading.Event()
     reads: list[str] = []
 
