@@ -172,14 +172,20 @@ def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -
         for (table,) in tables:
             # hash() of every column: DuckDB cannot answer it from statistics, so it reads every block.
             db.execute(f'SELECT max(hash(COLUMNS(*))) FROM "{table}"').fetchall()
-    except (duckdb.ConnectionException, duckdb.InterruptException):
-        # Closed or interrupted under the check (the state reopened after a failed checkpoint, or replaced
-        # meanwhile): no word on the file.
-        raise
     except duckdb.Error as exc:
-        if "has been invalidated" in str(exc):
-            raise  # a failed checkpoint invalidated it a moment before the reopen: no word on the file either
+        if unusable(exc) or isinstance(exc, duckdb.InterruptException):
+            # Closed, invalidated or interrupted under the check (the state reopened after a failed checkpoint,
+            # or replaced meanwhile): no word on the file.
+            raise
         raise error(exc, path, file) from exc
+
+
+def unusable(exc: duckdb.Error) -> bool:
+    """The connection can run nothing more and must be reopened: closed ("Connection already closed!"), or its
+    database invalidated by a failed checkpoint or rollback (a FatalException, or "has been invalidated")."""
+    return isinstance(
+        exc, (duckdb.FatalException, duckdb.ConnectionException)
+    ) or "has been invalidated" in str(exc)
 
 
 def _check_size(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:

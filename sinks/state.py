@@ -211,11 +211,13 @@ class StateStore:
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
 
     def _usable(self) -> bool:
-        """False when DuckDB invalidated the database (a commit that failed to flush): it must be reopened."""
+        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed."""
         try:
             self._db.execute("SELECT 1")
-        except duckdb.FatalException:
-            return False
+        except duckdb.Error as exc:
+            if duck.unusable(exc):
+                return False
+            raise
         return True
 
     def _refused(self, operation: str) -> None:
