@@ -159,6 +159,16 @@ def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
     )
 
 
+def checkpoint_error(exc: duckdb.Error, path: Path, file: DuckFile) -> StateLocationError:
+    """The sinks error of a checkpoint that failed not for memory: DuckDB could not write the file (a full disk,
+    a file size limit), which is kept as its last commit left it."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StateLocationError(
+        f"cannot checkpoint the {file.what} {path}: {text}. Free space on its disk (or lift the limit named) and "
+        "restart the worker; the file is kept"
+    )
+
+
 def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
     """Raise StateUnreadableError unless every block of the file is there and reads back (cheap enough to run
     at open, and callable while running: a readiness check)."""

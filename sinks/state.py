@@ -29,7 +29,7 @@ from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
-from sinks.errors import SinkError, StateMemoryError
+from sinks.errors import DuckFileError, SinkError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
@@ -80,8 +80,9 @@ class StateStore:
         self._path = path
         self._limits = limits
         self._metrics = metrics
-        # A checkpoint refused: the invalidated state stays closed until the worker restarts.
-        self._refusal: StateMemoryError | None = None
+        # A checkpoint refused (out of memory, or its disk failing): the invalidated state stays closed until the
+        # worker restarts.
+        self._refusal: DuckFileError | None = None
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
@@ -145,7 +146,7 @@ class StateStore:
         if self._refusal is not None:
             # The invalidated state was closed: every later write says why (the worker's retries and its last
             # line), not that a connection is closed.
-            raise StateMemoryError(str(self._refusal))
+            raise type(self._refusal)(str(self._refusal))
         try:
             yield
         except duckdb.Error as exc:
@@ -177,7 +178,11 @@ class StateStore:
                 return
             except duckdb.Error as again:
                 self._close_invalidated()
-                reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
+                if (more := duck.out_of_memory(again)) is None:
+                    # Not memory (a full disk): more of it would not help, and the operator needs the real error.
+                    self._refusal = duck.checkpoint_error(again, self._path, STATE)
+                    raise self._refusal from again
+                reason, exc = more, again
         self._refused("checkpoint")
         self._refusal = StateMemoryError(
             f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import os
 import random
+import resource
+import signal
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,9 +17,10 @@ import duckdb
 import pytest
 
 from processors.window import window_bounds
+from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.emission_bodies import Body
-from sinks.errors import StateMemoryError
+from sinks.errors import StateLocationError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
@@ -173,6 +177,48 @@ def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.Lo
         state.close()
     raised = [r.getMessage() for r in caplog.records if "Raise duckdb.memory_limit_mib" in r.getMessage()]
     assert raised and all("with 100 MiB." in message for message in raised), raised
+
+
+class _DiskFullAtReopen(logging.Handler):
+    """At the state's reopen after a checkpoint out of memory, its file can grow no more: a full disk for DuckDB
+    (write(2) fails, EFBIG rather than ENOSPC), made for real with this process's file size limit."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(logging.WARNING)
+        self.path = path
+        self.reopens = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "reopened" in record.getMessage():
+            self.reopens += 1
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.path.stat().st_size, resource.RLIM_INFINITY))
+
+
+@pytest.mark.timeout(180)
+def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_ask_for_memory(
+    tmp_path: Path,
+) -> None:
+    """A full disk after a checkpoint out of memory is not more memory's to fix: the state stops at the first
+    failure with DuckDB's error and a disk message, on that write and every later one."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
+    disk = _DiskFullAtReopen(path)
+    logger = logging.getLogger(state_module.__name__)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
+    logger.addHandler(disk)
+    try:
+        with pytest.raises(StateLocationError, match=r"File too large.*Free space on its disk") as failed:
+            _store_large_notes(state)
+        with pytest.raises(StateLocationError, match="File too large"):
+            put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
+    finally:
+        logger.removeHandler(disk)
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, previous)
+        state.close()
+    assert "memory_limit_mib" not in str(failed.value)
+    assert disk.reopens == 1, "one reopen: the disk error is not retried with more memory"
 
 
 @pytest.mark.timeout(180)
