@@ -29,7 +29,7 @@ from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
-from sinks.errors import DuckFileError, SinkError, StateMemoryError
+from sinks.errors import DuckFileError, SinkError, StateBusyError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-CLOSE_ATTEMPTS = 500  # 10 ms apart: an interrupted read gives its cursor back within milliseconds
+# 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
+# not is left to the write's retry (StateBusyError), a moment later, rather than blocking the loop.
+CLOSE_ATTEMPTS = 20
 
 STATE = duck.DuckFile(
     "state file",
@@ -83,6 +85,8 @@ class StateStore:
         # A checkpoint refused (out of memory, or its disk failing): the invalidated state stays closed until the
         # worker restarts.
         self._refusal: DuckFileError | None = None
+        # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
+        self._reopening: tuple[str, duckdb.Error] | None = None
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
@@ -121,9 +125,11 @@ class StateStore:
             self._cursors.add(cursor)
         return cursor
 
-    def _close_invalidated(self) -> None:
+    def _close_invalidated(self, reason: str, exc: duckdb.Error) -> None:
         """Close the invalidated state to reopen it: DuckDB refuses while a cursor runs a query, so the reads
-        still running are interrupted (each fails; its caller retries or answers again)."""
+        still running are interrupted (each fails; its caller retries or answers again). Raises StateBusyError
+        if one still runs: the next write closes and reopens it."""
+        self._reopening = (reason, exc)
         for _ in range(CLOSE_ATTEMPTS):
             with self._cursors_lock:
                 cursors = list(self._cursors)
@@ -132,10 +138,14 @@ class StateStore:
                     cursor.interrupt()
             try:
                 self._db.close()
+                self._reopening = None
                 return
             except duckdb.ResourceInUseException:
                 time.sleep(0.01)  # the interrupted read is giving its cursor back
-        self._db.close()
+        raise StateBusyError(
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a "
+            "read still runs on it; the write is retried, nothing to do unless this repeats"
+        ) from exc
 
     # Writes: each record with its offset, in one transaction.
 
@@ -147,6 +157,8 @@ class StateStore:
             # The invalidated state was closed: every later write says why (the worker's retries and its last
             # line), not that a connection is closed.
             raise type(self._refusal)(str(self._refusal))
+        if self._reopening is not None:
+            self._checkpoint_with_more_memory(*self._reopening)
         try:
             yield
         except duckdb.Error as exc:
@@ -166,7 +178,7 @@ class StateStore:
     def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
         """Reopen the invalidated state with twice the memory and checkpoint, up to the limits' ceiling."""
         memory = self._limits.memory_mib
-        self._close_invalidated()
+        self._close_invalidated(reason, exc)
         while (raised := self._raised()) is not None:
             memory = raised
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
@@ -177,11 +189,15 @@ class StateStore:
                 self._db.execute("CHECKPOINT")
                 return
             except duckdb.Error as again:
-                self._close_invalidated()
                 if (more := duck.out_of_memory(again)) is None:
                     # Not memory (a full disk): more of it would not help, and the operator needs the real error.
                     self._refusal = duck.checkpoint_error(again, self._path, STATE)
+                    with contextlib.suppress(
+                        StateBusyError
+                    ):  # refused until a restart: no reopen to wait for
+                        self._close_invalidated(str(self._refusal), again)
                     raise self._refusal from again
+                self._close_invalidated(more, again)
                 reason, exc = more, again
         self._refused("checkpoint")
         self._refusal = StateMemoryError(

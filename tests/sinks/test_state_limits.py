@@ -20,7 +20,7 @@ from processors.window import window_bounds
 from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.emission_bodies import Body
-from sinks.errors import StateLocationError, StateMemoryError
+from sinks.errors import StateBusyError, StateLocationError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
@@ -330,6 +330,40 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
             thread.join()
         state.close()
     assert len(outcome) == 2 and all(isinstance(o, duckdb.Error) for o in outcome), outcome
+
+
+@pytest.mark.timeout(180)
+def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reopens(tmp_path: Path) -> None:
+    """A read the state cannot interrupt (a cursor it did not hand out) keeps DuckDB from closing it: the write
+    fails within a moment, to be retried (the event loop was held 5 s, then the worker stopped on
+    ResourceInUseException); once the read is done the next write reopens the state and keeps every note."""
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    )
+    cursor = state._db.cursor()
+    started = threading.Event()
+
+    def read() -> None:
+        with contextlib.suppress(duckdb.Error):
+            started.set()
+            cursor.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
+
+    busy = threading.Thread(target=read, daemon=True)
+    busy.start()
+    started.wait()
+    try:
+        with pytest.raises(StateBusyError, match="the write is retried"):
+            _store_large_notes(state, every_seen=False)
+        cursor.interrupt()
+        busy.join()
+        stored = _store_large_notes(state, every_seen=False)  # the worker's replay: idempotent by offset
+        assert state.document_count() == stored
+        assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
+    finally:
+        with contextlib.suppress(duckdb.ConnectionException):  # closed with the state it reopened
+            cursor.interrupt()
+        busy.join()
+        state.close()
 
 
 @pytest.mark.timeout(300)
