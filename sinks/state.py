@@ -45,6 +45,9 @@ T = TypeVar("T")
 # 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
 # not is left to the write's retry (StateBusyError), a moment later, rather than blocking the loop.
 CLOSE_ATTEMPTS = 20
+# A raised memory limit is halved back toward the configured one after this many writes: a reader's pinch (a
+# briefing holding memory at a commit) is not kept for good, and large notes raise it again, one retry per 100.
+RAISED_WRITES = 100
 
 STATE = duck.DuckFile(
     "state file",
@@ -80,7 +83,8 @@ class StateStore:
         self, path: Path, limits: duck.Limits = duck.NO_LIMITS, metrics: Metrics | None = None
     ) -> None:
         self._path = path
-        self._limits = limits
+        self._configured = self._limits = limits
+        self._writes_raised = 0  # writes since the memory limit was last raised
         self._metrics = metrics
         # A checkpoint refused (out of memory, or its disk failing): the invalidated state stays closed until the
         # worker restarts.
@@ -174,6 +178,7 @@ class StateStore:
             self._checkpoint_with_more_memory(reason, exc)
             if not duck.commit_was_durable(exc):
                 raise _CheckpointLost from exc
+        self._lower_limit()
 
     def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
         """Reopen the invalidated state with twice the memory and checkpoint, up to the limits' ceiling."""
@@ -217,6 +222,23 @@ class StateStore:
         self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{raised}MiB'")
 
+    def _lower_limit(self) -> None:
+        """Halve a raised memory limit, not below the configured one, once it served RAISED_WRITES writes."""
+        memory, configured = self._limits.memory_mib, self._configured.memory_mib
+        if memory is None or configured is None or memory <= configured:
+            return
+        self._writes_raised += 1
+        if self._writes_raised < RAISED_WRITES:
+            return
+        lower = max(configured, memory // 2)
+        try:
+            self._db.execute(f"SET memory_limit = '{lower}MiB'")
+        except duckdb.Error:  # DuckDB could not free the memory above it now: the next write tries again
+            return
+        self._limits = replace(self._limits, memory_mib=lower)
+        self._writes_raised = 0
+        log.info("the state's memory limit is back to %d MiB after %d writes", lower, RAISED_WRITES)
+
     def _raised(self) -> int | None:
         """Twice the current memory limit, at most the ceiling (docker: below the container's memory); None at it."""
         memory, ceiling = self._limits.memory_mib, self._limits.ceiling_mib
@@ -227,6 +249,7 @@ class StateStore:
     def _raise_limit(self, memory: int, what: str) -> None:
         """Take `memory` MiB from now on, counted and logged with the setting an operator should raise."""
         self._limits = replace(self._limits, memory_mib=memory)
+        self._writes_raised = 0
         if self._metrics is not None:
             self._metrics.state_memory_retries.inc()
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)

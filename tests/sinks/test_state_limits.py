@@ -221,6 +221,28 @@ def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_a
     assert disk.reopens == 1, "one reopen: the disk error is not retried with more memory"
 
 
+def test_a_raised_memory_limit_returns_to_the_configured_one_after_a_hundred_writes(tmp_path: Path) -> None:
+    """A pinch (one large note here; a briefing's read at a commit in the worker) raised the limit for good, so
+    a few of them over days left no raise for the notes that need one: the raise is undone after 100 writes."""
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=128), Metrics()
+    )
+    text = base64.b64encode(random.Random(16).randbytes(30_000_000)).decode()  # one 40 MB string: past 64 MiB
+    note = parsed("inbox/jay/big.md", "# big\n").model_copy(update={"text": text, "sections": ()})
+    try:
+        put_document(state, "inference", note, raw_offset=0, position=Position("p.documents", 0, 0))
+        assert duckdb_limits(state)[0] == "128.0 MiB"
+        # The large note's own write is the first of the hundred.
+        for offset in range(1, state_module.RAISED_WRITES - 1):
+            state.mark_applied(Position("p.documents", 0, offset))
+        assert duckdb_limits(state)[0] == "128.0 MiB", "the raise serves a hundred writes"
+        state.mark_applied(Position("p.documents", 0, state_module.RAISED_WRITES))
+        assert duckdb_limits(state)[0] == "64.0 MiB"
+        assert state.document_count() == 1
+    finally:
+        state.close()
+
+
 @pytest.mark.timeout(180)
 def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names_the_setting(
     tmp_path: Path,
