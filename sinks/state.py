@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, NoReturn, ParamSpec, TypeVar
 
 import duckdb
 
@@ -187,28 +187,38 @@ class StateStore:
         while (raised := self._raised()) is not None:
             memory = raised
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
-            # Not checked block by block as at a start: it read back a moment ago, and the check's scan of the
-            # notes' text needs as much memory as the checkpoint.
-            self._open(duck.connect(self._path, STATE, self._limits))
+            try:
+                # Not checked block by block as at a start: it read back a moment ago, and the check's scan of
+                # the notes' text needs as much memory as the checkpoint.
+                self._open(duck.connect(self._path, STATE, self._limits))
+            except (
+                DuckFileError
+            ) as failed:  # its folder or disk: that error, not a closed connection, from now on
+                self._refuse(failed, exc)
             try:
                 self._db.execute("CHECKPOINT")
                 return
             except duckdb.Error as again:
                 if (more := duck.out_of_memory(again)) is None:
                     # Not memory (a full disk): more of it would not help, and the operator needs the real error.
-                    self._refusal = duck.checkpoint_error(again, self._path, STATE)
-                    with contextlib.suppress(
-                        StateBusyError
-                    ):  # refused until a restart: no reopen to wait for
-                        self._close_invalidated(str(self._refusal), again)
-                    raise self._refusal from again
+                    self._refuse(duck.checkpoint_error(again, self._path, STATE), again)
                 self._close_invalidated(more, again)
                 reason, exc = more, again
         self._refused("checkpoint")
-        self._refusal = StateMemoryError(
-            f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+        self._refuse(
+            StateMemoryError(
+                f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); "
+                f"{STATE.if_out_of_memory}"
+            ),
+            exc,
         )
-        raise self._refusal from exc
+
+    def _refuse(self, refusal: DuckFileError, exc: duckdb.Error) -> NoReturn:
+        """Keep the state closed until the worker restarts, every later write raising `refusal` (what to do)."""
+        self._refusal = refusal
+        with contextlib.suppress(StateBusyError):  # a read still runs on it: no reopen to wait for
+            self._close_invalidated(str(refusal), exc)
+        raise refusal from refusal.__cause__ or exc
 
     def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
         """Double the memory limit of the open state for a write that ran out, up to the limits' ceiling."""

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import logging
 import os
 import random
-import resource
-import signal
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,12 +17,12 @@ from processors.window import window_bounds
 from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.emission_bodies import Body
-from sinks.errors import StateBusyError, StateLocationError, StateMemoryError
+from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.processors.notes import brief, example_documents
-from tests.state_support import document_record, duckdb_limits, parsed, put_document
+from tests.state_support import document_record, duckdb_limits, parsed, put_document, store_large_notes
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -115,26 +112,6 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
         state.close()
 
 
-def _store_large_notes(state: StateStore, every_seen: bool = True) -> int:
-    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many.
-
-    `every_seen`: check each batch's outcomes (a commit DuckDB reports failed under a concurrent read may have
-    been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice)."""
-    note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
-    rng = random.Random(15)
-    offset = 0
-    for _ in range(10):
-        batch = []
-        for _ in range(200):
-            text = base64.b64encode(rng.randbytes(60_000)).decode()
-            doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
-            batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
-            offset += 1
-        seen = state.apply_batch(batch)
-        assert all(seen) or not every_seen, "every note is new: a briefing sees each"
-    return offset
-
-
 @pytest.mark.timeout(180)  # ~160 MB of notes through the real write path
 def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -146,7 +123,7 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     metrics = Metrics()
     state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), metrics)
     try:
-        stored = _store_large_notes(state)
+        stored = store_large_notes(state)
         assert state.document_count() == stored
         assert state.applied_offset("p.documents", 0) == stored - 1
         assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
@@ -172,53 +149,11 @@ def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.Lo
     )
     try:
         with contextlib.suppress(StateMemoryError):  # refused within 100 MiB if the notes need more
-            _store_large_notes(state, every_seen=False)
+            store_large_notes(state, every_seen=False)
     finally:
         state.close()
     raised = [r.getMessage() for r in caplog.records if "Raise duckdb.memory_limit_mib" in r.getMessage()]
     assert raised and all("with 100 MiB." in message for message in raised), raised
-
-
-class _DiskFullAtReopen(logging.Handler):
-    """At the state's reopen after a checkpoint out of memory, its file can grow no more: a full disk for DuckDB
-    (write(2) fails, EFBIG rather than ENOSPC), made for real with this process's file size limit."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(logging.WARNING)
-        self.path = path
-        self.reopens = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "reopened" in record.getMessage():
-            self.reopens += 1
-            resource.setrlimit(resource.RLIMIT_FSIZE, (self.path.stat().st_size, resource.RLIM_INFINITY))
-
-
-@pytest.mark.timeout(180)
-def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_ask_for_memory(
-    tmp_path: Path,
-) -> None:
-    """A full disk after a checkpoint out of memory is not more memory's to fix: the state stops at the first
-    failure with DuckDB's error and a disk message, on that write and every later one."""
-    path = tmp_path / "worker.duckdb"
-    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
-    disk = _DiskFullAtReopen(path)
-    logger = logging.getLogger(state_module.__name__)
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
-    logger.addHandler(disk)
-    try:
-        with pytest.raises(StateLocationError, match=r"File too large.*Free space on its disk") as failed:
-            _store_large_notes(state)
-        with pytest.raises(StateLocationError, match="File too large"):
-            put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
-    finally:
-        logger.removeHandler(disk)
-        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
-        signal.signal(signal.SIGXFSZ, previous)
-        state.close()
-    assert "memory_limit_mib" not in str(failed.value)
-    assert disk.reopens == 1, "one reopen: the disk error is not retried with more memory"
 
 
 def test_a_raised_memory_limit_returns_to_the_configured_one_after_a_hundred_writes(tmp_path: Path) -> None:
@@ -252,7 +187,7 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
     path = tmp_path / "worker.duckdb"
     state = StateStore(path, Limits(memory_mib=1024, threads=1))
     try:
-        _store_large_notes(state)
+        store_large_notes(state)
     finally:
         state.close()
     metrics = Metrics()
@@ -299,7 +234,7 @@ def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_
     state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=64), metrics)
     try:
         with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
-            _store_large_notes(state)
+            store_large_notes(state)
         with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
             put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
     finally:
@@ -342,7 +277,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     for thread in busy:
         thread.start()
     try:
-        stored = _store_large_notes(state, every_seen=False)
+        stored = store_large_notes(state, every_seen=False)
         assert state.document_count() == stored
     finally:
         for cursor in (reader._db, window._db):
@@ -352,40 +287,6 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
             thread.join()
         state.close()
     assert len(outcome) == 2 and all(isinstance(o, duckdb.Error) for o in outcome), outcome
-
-
-@pytest.mark.timeout(180)
-def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reopens(tmp_path: Path) -> None:
-    """A read the state cannot interrupt (a cursor it did not hand out) keeps DuckDB from closing it: the write
-    fails within a moment, to be retried (the event loop was held 5 s, then the worker stopped on
-    ResourceInUseException); once the read is done the next write reopens the state and keeps every note."""
-    state = StateStore(
-        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
-    )
-    cursor = state._db.cursor()
-    started = threading.Event()
-
-    def read() -> None:
-        with contextlib.suppress(duckdb.Error):
-            started.set()
-            cursor.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
-
-    busy = threading.Thread(target=read, daemon=True)
-    busy.start()
-    started.wait()
-    try:
-        with pytest.raises(StateBusyError, match="the write is retried"):
-            _store_large_notes(state, every_seen=False)
-        cursor.interrupt()
-        busy.join()
-        stored = _store_large_notes(state, every_seen=False)  # the worker's replay: idempotent by offset
-        assert state.document_count() == stored
-        assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
-    finally:
-        with contextlib.suppress(duckdb.ConnectionException):  # closed with the state it reopened
-            cursor.interrupt()
-        busy.join()
-        state.close()
 
 
 @pytest.mark.timeout(300)
@@ -413,7 +314,7 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
     reader = threading.Thread(target=scan, daemon=True)
     reader.start()
     try:
-        stored = _store_large_notes(state, every_seen=False)
+        stored = store_large_notes(state, every_seen=False)
     finally:
         stop.set()
         reader.join()
