@@ -191,9 +191,7 @@ class StateStore:
                 # Not checked block by block as at a start: it read back a moment ago, and the check's scan of
                 # the notes' text needs as much memory as the checkpoint.
                 self._open(duck.connect(self._path, STATE, self._limits))
-            except (
-                DuckFileError
-            ) as failed:  # its folder or disk: that error, not a closed connection, from now on
+            except DuckFileError as failed:  # its folder or disk: that error from now on, not a closed one
                 self._refuse(failed, exc)
             try:
                 self._db.execute("CHECKPOINT")
