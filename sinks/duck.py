@@ -45,10 +45,12 @@ class DuckFile:
 @dataclass(frozen=True)
 class Limits:
     """What DuckDB may take of the process: its buffer memory (MiB) and its threads; None leaves DuckDB's default
-    (80 % of the machine's RAM, one thread per core)."""
+    (80 % of the machine's RAM, one thread per core). `ceiling_mib`: the most a state past its memory may raise
+    it to (None: no raise)."""
 
     memory_mib: int | None = None
     threads: int | None = None
+    ceiling_mib: int | None = None
 
     def statements(self) -> list[str]:
         """The SET statements that apply these limits to a database (all its connections)."""
@@ -157,6 +159,16 @@ def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
     )
 
 
+def checkpoint_error(exc: duckdb.Error, path: Path, file: DuckFile) -> StateLocationError:
+    """The sinks error of a checkpoint that failed not for memory: DuckDB could not write the file (a full disk,
+    a file size limit), which is kept as its last commit left it."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StateLocationError(
+        f"cannot checkpoint the {file.what} {path}: {text}. Free space on its disk (or lift the limit named) and "
+        "restart the worker; the file is kept"
+    )
+
+
 def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
     """Raise StateUnreadableError unless every block of the file is there and reads back (cheap enough to run
     at open, and callable while running: a readiness check)."""
@@ -170,14 +182,20 @@ def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -
         for (table,) in tables:
             # hash() of every column: DuckDB cannot answer it from statistics, so it reads every block.
             db.execute(f'SELECT max(hash(COLUMNS(*))) FROM "{table}"').fetchall()
-    except (duckdb.ConnectionException, duckdb.InterruptException):
-        # Closed or interrupted under the check (the state reopened after a failed checkpoint, or replaced
-        # meanwhile): no word on the file.
-        raise
     except duckdb.Error as exc:
-        if "has been invalidated" in str(exc):
-            raise  # a failed checkpoint invalidated it a moment before the reopen: no word on the file either
+        if unusable(exc) or isinstance(exc, duckdb.InterruptException):
+            # Closed, invalidated or interrupted under the check (the state reopened after a failed checkpoint,
+            # or replaced meanwhile): no word on the file.
+            raise
         raise error(exc, path, file) from exc
+
+
+def unusable(exc: duckdb.Error) -> bool:
+    """The connection can run nothing more and must be reopened: closed ("Connection already closed!"), or its
+    database invalidated by a failed checkpoint or rollback (a FatalException, or "has been invalidated")."""
+    return isinstance(
+        exc, (duckdb.FatalException, duckdb.ConnectionException)
+    ) or "has been invalidated" in str(exc)
 
 
 def _check_size(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:

@@ -30,3 +30,7 @@ class RebuildRequiredError(DuckFileError):
 
 class StateMemoryError(DuckFileError):
     """DuckDB could not read or checkpoint the file within its memory limit: its notes are too large for it."""
+
+
+class StateBusyError(DuckFileError):
+    """The state must be reopened (a checkpoint out of memory) and reads still hold it: the write is retried."""

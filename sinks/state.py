@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, NoReturn, ParamSpec, TypeVar
 
 import duckdb
 
@@ -29,7 +29,7 @@ from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
-from sinks.errors import SinkError, StateMemoryError
+from sinks.errors import DuckFileError, SinkError, StateBusyError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
@@ -42,10 +42,12 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-# A checkpoint pins the strings of a table's last, partly filled vector (up to 2 048 rows) at once, and needs
-# about twice them; up to 8x the default 256 MiB covers notes averaging several hundred KB before giving up.
-MAX_MEMORY_RAISE = 8
-CLOSE_ATTEMPTS = 500  # 10 ms apart: an interrupted read gives its cursor back within milliseconds
+# 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
+# not is left to the write's retry (StateBusyError), a moment later, rather than blocking the loop.
+CLOSE_ATTEMPTS = 20
+# A raised memory limit is halved back toward the configured one after this many writes: a reader's pinch (a
+# briefing holding memory at a commit) is not kept for good, and large notes raise it again, one retry per 100.
+RAISED_WRITES = 100
 
 STATE = duck.DuckFile(
     "state file",
@@ -82,9 +84,13 @@ class StateStore:
     ) -> None:
         self._path = path
         self._configured = self._limits = limits
+        self._writes_raised = 0  # writes since the memory limit was last raised
         self._metrics = metrics
-        # A checkpoint refused: the invalidated state stays closed until the worker restarts.
-        self._refusal: StateMemoryError | None = None
+        # A checkpoint refused (out of memory, or its disk failing): the invalidated state stays closed until the
+        # worker restarts.
+        self._refusal: DuckFileError | None = None
+        # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
+        self._reopening: tuple[str, duckdb.Error] | None = None
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
@@ -123,9 +129,11 @@ class StateStore:
             self._cursors.add(cursor)
         return cursor
 
-    def _close_invalidated(self) -> None:
+    def _close_invalidated(self, reason: str, exc: duckdb.Error) -> None:
         """Close the invalidated state to reopen it: DuckDB refuses while a cursor runs a query, so the reads
-        still running are interrupted (each fails; its caller retries or answers again)."""
+        still running are interrupted (each fails; its caller retries or answers again). Raises StateBusyError
+        if one still runs: the next write closes and reopens it."""
+        self._reopening = (reason, exc)
         for _ in range(CLOSE_ATTEMPTS):
             with self._cursors_lock:
                 cursors = list(self._cursors)
@@ -134,10 +142,14 @@ class StateStore:
                     cursor.interrupt()
             try:
                 self._db.close()
+                self._reopening = None
                 return
             except duckdb.ResourceInUseException:
                 time.sleep(0.01)  # the interrupted read is giving its cursor back
-        self._db.close()
+        raise StateBusyError(
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a "
+            "read still runs on it; the write is retried, nothing to do unless this repeats"
+        ) from exc
 
     # Writes: each record with its offset, in one transaction.
 
@@ -148,7 +160,9 @@ class StateStore:
         if self._refusal is not None:
             # The invalidated state was closed: every later write says why (the worker's retries and its last
             # line), not that a connection is closed.
-            raise StateMemoryError(str(self._refusal))
+            raise type(self._refusal)(str(self._refusal))
+        if self._reopening is not None:
+            self._checkpoint_with_more_memory(*self._reopening)
         try:
             yield
         except duckdb.Error as exc:
@@ -164,54 +178,98 @@ class StateStore:
             self._checkpoint_with_more_memory(reason, exc)
             if not duck.commit_was_durable(exc):
                 raise _CheckpointLost from exc
+        self._lower_limit()
 
     def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
-        """Reopen the invalidated state with twice the memory and checkpoint, up to 8x the configured limit."""
+        """Reopen the invalidated state with twice the memory and checkpoint, up to the limits' ceiling."""
         memory = self._limits.memory_mib
-        ceiling = (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE
-        self._close_invalidated()
-        while memory is not None and memory < ceiling:
-            memory *= 2
+        self._close_invalidated(reason, exc)
+        while (raised := self._raised()) is not None:
+            memory = raised
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
-            # Not checked block by block as at a start: it read back a moment ago, and the check's scan of the
-            # notes' text needs as much memory as the checkpoint.
-            self._open(duck.connect(self._path, STATE, self._limits))
+            try:
+                # Not checked block by block as at a start: it read back a moment ago, and the check's scan of
+                # the notes' text needs as much memory as the checkpoint.
+                self._open(duck.connect(self._path, STATE, self._limits))
+            except DuckFileError as failed:  # its folder or disk: that error from now on, not a closed one
+                self._refuse(failed, exc)
             try:
                 self._db.execute("CHECKPOINT")
                 return
             except duckdb.Error as again:
-                self._close_invalidated()
-                reason, exc = duck.checkpoint_out_of_memory(again) or str(again).splitlines()[0], again
+                if (more := duck.out_of_memory(again)) is None:
+                    # Not memory (a full disk): more of it would not help, and the operator needs the real error.
+                    self._refuse(duck.checkpoint_error(again, self._path, STATE), again)
+                self._close_invalidated(more, again)
+                reason, exc = more, again
         self._refused("checkpoint")
-        self._refusal = StateMemoryError(
-            f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+        self._refuse(
+            StateMemoryError(
+                f"the {STATE.what} {self._path} cannot checkpoint within {memory} MiB ({reason}); "
+                f"{STATE.if_out_of_memory}"
+            ),
+            exc,
         )
-        raise self._refusal from exc
+
+    def _refuse(self, refusal: DuckFileError, exc: duckdb.Error) -> NoReturn:
+        """Keep the state closed until the worker restarts, every later write raising `refusal` (what to do)."""
+        self._refusal = refusal
+        with contextlib.suppress(StateBusyError):  # a read still runs on it: no reopen to wait for
+            self._close_invalidated(str(refusal), exc)
+        raise refusal from refusal.__cause__ or exc
 
     def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
-        """Double the memory limit of the open state for a write that ran out, up to 8x the configured one."""
-        memory = self._limits.memory_mib
-        if memory is None or memory * 2 > (self._configured.memory_mib or 0) * MAX_MEMORY_RAISE:
+        """Double the memory limit of the open state for a write that ran out, up to the limits' ceiling."""
+        raised = self._raised()
+        if raised is None:
             self._refused("write")
             raise StateMemoryError(
-                f"the {STATE.what} {self._path} cannot write within {memory} MiB ({reason}); {STATE.if_out_of_memory}"
+                f"the {STATE.what} {self._path} cannot write within {self._limits.memory_mib} MiB ({reason}); "
+                f"{STATE.if_out_of_memory}"
             ) from exc
-        self._raise_limit(memory * 2, f"a write to the state ran out of memory ({reason}); retried")
-        self._db.execute(f"SET memory_limit = '{memory * 2}MiB'")
+        self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
+        self._db.execute(f"SET memory_limit = '{raised}MiB'")
+
+    def _lower_limit(self) -> None:
+        """Halve a raised memory limit, not below the configured one, once it served RAISED_WRITES writes."""
+        memory, configured = self._limits.memory_mib, self._configured.memory_mib
+        if memory is None or configured is None or memory <= configured:
+            return
+        self._writes_raised += 1
+        if self._writes_raised < RAISED_WRITES:
+            return
+        lower = max(configured, memory // 2)
+        try:
+            self._db.execute(f"SET memory_limit = '{lower}MiB'")
+        except duckdb.Error:  # DuckDB could not free the memory above it now: the next write tries again
+            return
+        self._limits = replace(self._limits, memory_mib=lower)
+        self._writes_raised = 0
+        log.info("the state's memory limit is back to %d MiB after %d writes", lower, RAISED_WRITES)
+
+    def _raised(self) -> int | None:
+        """Twice the current memory limit, at most the ceiling (docker: below the container's memory); None at it."""
+        memory, ceiling = self._limits.memory_mib, self._limits.ceiling_mib
+        if memory is None or ceiling is None or memory >= ceiling:
+            return None
+        return min(memory * 2, ceiling)
 
     def _raise_limit(self, memory: int, what: str) -> None:
         """Take `memory` MiB from now on, counted and logged with the setting an operator should raise."""
         self._limits = replace(self._limits, memory_mib=memory)
+        self._writes_raised = 0
         if self._metrics is not None:
             self._metrics.state_memory_retries.inc()
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
 
     def _usable(self) -> bool:
-        """False when DuckDB invalidated the database (a commit that failed to flush): it must be reopened."""
+        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed."""
         try:
             self._db.execute("SELECT 1")
-        except duckdb.FatalException:
-            return False
+        except duckdb.Error as exc:
+            if duck.unusable(exc):
+                return False
+            raise
         return True
 
     def _refused(self, operation: str) -> None:

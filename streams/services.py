@@ -28,7 +28,11 @@ log = logging.getLogger(__name__)
 
 def state_limits(settings: Settings) -> duck.Limits:
     """The DuckDB limits the worker's state (and a rebuild of it) opens with."""
-    return duck.Limits(memory_mib=settings.duckdb.memory_limit_mib, threads=settings.duckdb.threads)
+    return duck.Limits(
+        memory_mib=settings.duckdb.memory_limit_mib,
+        threads=settings.duckdb.threads,
+        ceiling_mib=settings.duckdb.max_memory_limit_mib,
+    )
 
 
 class LazyPipeline:

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from sinks.files import BriefingFiles
+from streams.duckdb_settings import DuckDBSettings
 from streams.settings import load_settings
 from tests.deploy.tools import DEPLOY, PROJECT, ensure_compose_check
 
@@ -262,6 +263,20 @@ def test_the_predigest_limits_leave_headroom_over_the_benchmarks_peaks(project: 
     assert heap and _limit_mib(services["kafka"]) >= 1.5 * int(heap.group(1))
 
 
+def test_the_workers_duckdb_memory_raise_stays_within_their_container(project: dict[str, Any]) -> None:
+    """A checkpoint of large notes raises DuckDB's memory up to its ceiling: past the container's limit the kernel
+    kills the worker before DuckDB refuses cleanly, naming the setting to raise."""
+    runs = [r for n, r in BENCH["runs"].items() if int(n) <= 10_000]
+    # The benchmarks' peaks hold DuckDB's default limit already; the raise adds what is above it.
+    worker_peak = max(r["worker_rss_mib"] + r["parse_processes_rss_mib"] for r in runs)
+    default = DuckDBSettings().memory_limit_mib
+    for name in WORKERS:
+        svc = project["services"][name]
+        ceiling = int(svc["environment"]["PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB"])
+        assert default < ceiling, "no room to raise DuckDB's memory past a checkpoint of large notes"
+        assert _limit_mib(svc) >= worker_peak + ceiling - default, (name, worker_peak, ceiling)
+
+
 def test_the_memory_the_docs_give_for_a_100k_window_leaves_headroom_over_its_peak() -> None:
     operations = (PROJECT / "docs" / "operations.md").read_text(encoding="utf-8")
     advised = re.search(r"100k documents[^`]*`PREDIGEST_WORKER_MEMORY=(\d+)g`", operations)
@@ -273,8 +288,11 @@ def test_the_memory_the_docs_give_for_a_100k_window_leaves_headroom_over_its_pea
 
 
 def test_the_worker_memory_limit_is_the_operators_to_raise(compose_check: Path) -> None:
-    services = resolved(compose_check, PREDIGEST_WORKER_MEMORY="3g")["services"]
+    services = resolved(compose_check, PREDIGEST_WORKER_MEMORY="3g", PREDIGEST_DUCKDB_MAX_MEMORY_MIB="2048")[
+        "services"
+    ]
     assert [_limit_mib(services[w]) for w in WORKERS] == [3072, 3072]
+    assert {services[w]["environment"]["PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB"] for w in WORKERS} == {"2048"}
 
 
 # --- .env.example --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from processors.window import window_bounds
 from sinks.arxiv_cache import ArxivCache
-from sinks.duck import checkpoint_out_of_memory, out_of_memory, set_aside
+from sinks.duck import checkpoint_out_of_memory, out_of_memory, set_aside, unusable
 from sinks.errors import StateLocationError, StateUnreadableError
 from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
@@ -172,6 +172,29 @@ def test_a_commit_that_ran_out_of_memory_is_told_from_other_errors(
     # statement, and one DuckDB could not roll back either is reopened first; neither stops the worker.
     assert out_of_memory(error) == reason
     assert checkpoint_out_of_memory(error) == (reason if invalidated else None)
+
+
+def test_a_closed_or_invalidated_connection_is_told_from_a_failed_statement(tmp_path: Path) -> None:
+    # A write past the memory limit reopens the state only when its connection can run nothing more; a closed one
+    # (ConnectionException) raised out of the retry instead, stopping the worker.
+    db = duckdb.connect(str(tmp_path / "x.duckdb"))
+    db.execute("CREATE TABLE t (i INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)")
+    with pytest.raises(duckdb.ConstraintException) as failed:
+        db.execute("INSERT INTO t VALUES (1)")
+    db.close()
+    with pytest.raises(duckdb.Error) as closed:
+        db.execute("SELECT 1")
+    assert unusable(closed.value) and not unusable(failed.value)
+    # DuckDB 2.0's two wordings of an invalidated database, raised by every statement after a failed checkpoint.
+    assert unusable(
+        duckdb.FatalException("FATAL Error: Failed: database has been invalidated because of a previous")
+    )
+    assert unusable(
+        duckdb.InvalidInputException("Database x has been invalidated because checkpointing failed.")
+    )
+    state = StateStore(tmp_path / "worker.duckdb")
+    state._db.close()  # as a reopen that could not finish leaves it
+    assert state._usable() is False
 
 
 def test_a_check_interrupted_under_it_is_not_taken_for_damage(tmp_path: Path) -> None:

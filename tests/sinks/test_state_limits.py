@@ -22,7 +22,7 @@ from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.processors.notes import brief, example_documents
-from tests.state_support import document_record, duckdb_limits, parsed, put_document
+from tests.state_support import document_record, duckdb_limits, parsed, put_document, store_large_notes
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -112,26 +112,6 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
         state.close()
 
 
-def _store_large_notes(state: StateStore, every_seen: bool = True) -> int:
-    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many.
-
-    `every_seen`: check each batch's outcomes (a commit DuckDB reports failed under a concurrent read may have
-    been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice)."""
-    note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
-    rng = random.Random(15)
-    offset = 0
-    for _ in range(10):
-        batch = []
-        for _ in range(200):
-            text = base64.b64encode(rng.randbytes(60_000)).decode()
-            doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
-            batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
-            offset += 1
-        seen = state.apply_batch(batch)
-        assert all(seen) or not every_seen, "every note is new: a briefing sees each"
-    return offset
-
-
 @pytest.mark.timeout(180)  # ~160 MB of notes through the real write path
 def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -141,9 +121,9 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     checkpoints, writes the batch again, and keeps every note."""
     path = tmp_path / "worker.duckdb"
     metrics = Metrics()
-    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), metrics)
     try:
-        stored = _store_large_notes(state)
+        stored = store_large_notes(state)
         assert state.document_count() == stored
         assert state.applied_offset("p.documents", 0) == stored - 1
         assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
@@ -161,6 +141,44 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
 
 
 @pytest.mark.timeout(180)
+def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Doubling 64 MiB would pass a 100 MiB ceiling (docker: the container's memory, where the kernel kills the
+    worker): the raise takes the ceiling, and past it the state refuses naming the setting."""
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=100), Metrics()
+    )
+    try:
+        with contextlib.suppress(StateMemoryError):  # refused within 100 MiB if the notes need more
+            store_large_notes(state, every_seen=False)
+    finally:
+        state.close()
+    raised = [r.getMessage() for r in caplog.records if "Raise duckdb.memory_limit_mib" in r.getMessage()]
+    assert raised and all("with 100 MiB." in message for message in raised), raised
+
+
+def test_a_raised_memory_limit_returns_to_the_configured_one_after_a_hundred_writes(tmp_path: Path) -> None:
+    """A pinch (one large note here; a briefing's read at a commit in the worker) raised the limit for good, so
+    a few of them over days left no raise for the notes that need one: the raise is undone after 100 writes."""
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=128), Metrics()
+    )
+    text = base64.b64encode(random.Random(16).randbytes(30_000_000)).decode()  # one 40 MB string: past 64 MiB
+    note = parsed("inbox/jay/big.md", "# big\n").model_copy(update={"text": text, "sections": ()})
+    try:
+        put_document(state, "inference", note, raw_offset=0, position=Position("p.documents", 0, 0))
+        assert duckdb_limits(state)[0] == "128.0 MiB"
+        # The large note's own write is the first of the hundred.
+        for offset in range(1, state_module.RAISED_WRITES - 1):
+            state.mark_applied(Position("p.documents", 0, offset))
+        assert duckdb_limits(state)[0] == "128.0 MiB", "the raise serves a hundred writes"
+        state.mark_applied(Position("p.documents", 0, state_module.RAISED_WRITES))
+        assert duckdb_limits(state)[0] == "64.0 MiB"
+        assert state.document_count() == 1
+    finally:
+        state.close()
+
+
+@pytest.mark.timeout(180)
 def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names_the_setting(
     tmp_path: Path,
 ) -> None:
@@ -169,7 +187,7 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
     path = tmp_path / "worker.duckdb"
     state = StateStore(path, Limits(memory_mib=1024, threads=1))
     try:
-        _store_large_notes(state)
+        store_large_notes(state)
     finally:
         state.close()
     metrics = Metrics()
@@ -206,17 +224,17 @@ def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tm
 
 @pytest.mark.timeout(180)
 def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_loses_nothing_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Past its last raise a checkpoint is refused and the invalidated state stays closed: the worker's retries of
     the batch (and its last, CRITICAL line) must say which setting to raise, not that a connection is closed."""
-    monkeypatch.setattr(state_module, "MAX_MEMORY_RAISE", 1)  # no raise allowed: the first failure is refused
     path = tmp_path / "worker.duckdb"
     metrics = Metrics()
-    state = StateStore(path, Limits(memory_mib=64, threads=1), metrics)
+    # Its ceiling is its limit: no raise allowed, the first failure is refused.
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=64), metrics)
     try:
         with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
-            _store_large_notes(state)
+            store_large_notes(state)
         with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
             put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
     finally:
@@ -238,7 +256,9 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     """The invalidated state must be closed to reopen with more memory, and DuckDB refuses to close a connection
     one of whose cursors is running a query (a briefing, /status or the check, in their threads): the read is
     interrupted (its caller retries or answers again) instead of the batch failing and the worker stopping."""
-    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    )
     done = state.reader()  # a read finished before (still referenced): its closed cursor is no trouble
     done.close()
     reader = state.reader()
@@ -257,7 +277,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     for thread in busy:
         thread.start()
     try:
-        stored = _store_large_notes(state, every_seen=False)
+        stored = store_large_notes(state, every_seen=False)
         assert state.document_count() == stored
     finally:
         for cursor in (reader._db, window._db):
@@ -274,7 +294,9 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
     """Reads in other threads (a briefing, /status, the check) take memory from the same limit while batches
     commit: DuckDB then fails a statement, a commit (rolled back, or invalidating the database when it could not
     flush) or a checkpoint. Each is run again with more memory; none stops the worker or loses a note."""
-    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), Metrics())
+    state = StateStore(
+        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    )
     stop = threading.Event()
     reads: list[str] = []
 
@@ -292,7 +314,7 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
     reader = threading.Thread(target=scan, daemon=True)
     reader.start()
     try:
-        stored = _store_large_notes(state, every_seen=False)
+        stored = store_large_notes(state, every_seen=False)
     finally:
         stop.set()
         reader.join()

@@ -17,17 +17,21 @@ from tests.state_support import duckdb_limits
 
 
 def test_the_state_is_bounded_by_default() -> None:
-    """DuckDB's own default is 80 % of the machine's RAM; the worker's state takes 256 MiB unless told."""
-    assert state_limits(Settings()) == Limits(memory_mib=256, threads=None)
+    """DuckDB's own default is 80 % of the machine's RAM; the worker's state takes 256 MiB unless told, and raises
+    it to 512 MiB at most past its memory (within the default 1.5 GiB worker container)."""
+    assert state_limits(Settings()) == Limits(memory_mib=256, threads=None, ceiling_mib=512)
 
 
 def test_the_environment_sets_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB", "1024")
     monkeypatch.setenv("PREDIGEST_DUCKDB__THREADS", "1")
-    assert state_limits(load_settings()) == Limits(memory_mib=1024, threads=1)
+    monkeypatch.setenv("PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB", "2048")
+    assert state_limits(load_settings()) == Limits(memory_mib=1024, threads=1, ceiling_mib=2048)
 
 
-@pytest.mark.parametrize(("name", "value"), [("MEMORY_LIMIT_MIB", "16"), ("THREADS", "0")])
+@pytest.mark.parametrize(
+    ("name", "value"), [("MEMORY_LIMIT_MIB", "16"), ("THREADS", "0"), ("MAX_MEMORY_LIMIT_MIB", "16")]
+)
 def test_a_limit_too_small_is_refused_naming_its_variable(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str
 ) -> None:
