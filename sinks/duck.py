@@ -40,6 +40,7 @@ class DuckFile:
     if_locked: str
     if_damaged: str
     if_out_of_memory: str = "give the process more memory; the file is not damaged"
+    settings: tuple[str, ...] = ()  # SET statements of this file's own, run at every connect
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.Du
         raise error(exc, path, file) from exc
     try:
         db.execute("SET TimeZone = 'UTC'")
-        for statement in limits.statements():
+        for statement in (*file.settings, *limits.statements()):
             db.execute(statement)
     except duckdb.Error as exc:
         db.close()

@@ -45,21 +45,13 @@ class SourceRows:
         vids = sorted(int(r[0]) for r in rows)
         facts = [carried or source_facts(summary) for summary, carried in versions.values()]
         keys = list(versions)
-        self._db.execute(
-            "INSERT INTO source_rows SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
-            "unnest($6), unnest($7::VARCHAR[][]), unnest($8), unnest($9)",
-            [
-                vids,
-                [p for p, _ in keys],
-                [s for _, s in keys],
-                [f.text_hash for f in facts],
-                [f.length for f in facts],
-                [f.counted for f in facts],
-                [list(f.arxiv_ids) for f in facts],
-                [f.topic for f in facts],
-                [f.summary_json for f in facts],
-            ],
-        )
+        # An appender: the `unnest` of list parameters built a list value of every column first.
+        rows = [
+            (vid, p, s, f.text_hash, f.length, f.counted, list(f.arxiv_ids), f.topic, f.summary_json)
+            for vid, (p, s), f in zip(vids, keys, facts, strict=True)
+        ]
+        with self._db.appender("source_rows") as appender:
+            appender.append_rows(rows)
         self._insert_titles(vids, facts)
         # The term counts and the signature, read into rows by DuckDB from JSON of their own: as Python lists
         # they cost the window agent four times as much. A signature of another length (a tiny text, another

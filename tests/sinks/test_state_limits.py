@@ -113,6 +113,7 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
 
 
 @pytest.mark.timeout(180)  # ~160 MB of notes through the real write path
+@pytest.mark.usefixtures("merging")
 def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -141,6 +142,7 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Doubling 64 MiB would pass a 100 MiB ceiling (docker: the container's memory, where the kernel kills the
     worker): the raise takes the ceiling, and past it the state refuses naming the setting."""
@@ -179,6 +181,22 @@ def test_a_raised_memory_limit_returns_to_the_configured_one_after_a_hundred_wri
 
 
 @pytest.mark.timeout(180)
+def test_batches_of_large_notes_are_checkpointed_within_the_limit_without_a_retry(tmp_path: Path) -> None:
+    """Each checkpoint writes only the batches since the last one (no vacuum merging them with earlier ones), so
+    the notes that took the memory retry above are stored at 64 MiB, without a warning to the operator."""
+    metrics = Metrics()
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1), metrics)
+    try:
+        stored = store_large_notes(state)
+        assert state.document_count() == stored
+        assert duckdb_limits(state)[0] == "64.0 MiB"
+    finally:
+        state.close()
+    assert (metrics.registry.get_sample_value("predigest_state_memory_retries_total") or 0) == 0
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names_the_setting(
     tmp_path: Path,
 ) -> None:
@@ -223,6 +241,7 @@ def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tm
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_loses_nothing_committed(
     tmp_path: Path,
 ) -> None:
@@ -250,6 +269,7 @@ def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_keeps_every_note(
     tmp_path: Path,
 ) -> None:
@@ -290,6 +310,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.usefixtures("merging")
 def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Path) -> None:
     """Reads in other threads (a briefing, /status, the check) take memory from the same limit while batches
     commit: DuckDB then fails a statement, a commit (rolled back, or invalidating the database when it could not

@@ -48,6 +48,7 @@ def _at_reopen(act: Callable[[], None]) -> Iterator[_AtReopen]:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_ask_for_memory(
     tmp_path: Path,
 ) -> None:
@@ -76,6 +77,7 @@ def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_a
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reopens(tmp_path: Path) -> None:
     """A read the state cannot interrupt (a cursor it did not hand out) keeps DuckDB from closing it: the write
     fails within a moment, to be retried (the event loop was held 5 s, then the worker stopped on
@@ -110,6 +112,7 @@ def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reo
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("merging")
 def test_a_state_file_that_cannot_be_opened_again_at_the_reopen_is_named_on_every_later_write(
     tmp_path: Path,
 ) -> None:
