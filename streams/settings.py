@@ -72,6 +72,7 @@ class KafkaSettings(BaseModel):
     bootstrap: str | None = None  # host:port[,host:port…]
     topic_prefix: str = "predigest"
     partitions: int = Field(1, ge=1)
+    record_bytes: int = Field(384 * 1024, gt=0, le=1 << 20)  # notes packed per documents record (v5)
     replication_factor: int = 1
     # raw, documents and control: a rebuild replays documents, so they must outlive window + grace + margin.
     retention_hours: float = 24 * 7
