@@ -208,6 +208,15 @@ def decode_notes(value: bytes) -> Notes:
     return Notes(rows, tuple(failed))
 
 
+def notes_in(value: bytes) -> int:
+    """How many notes a record holds, read from a v5 record's lengths line without decoding it; 1 for another."""
+    if not value.startswith(MAGIC_V5 + _NL):
+        return 1
+    start = len(MAGIC_V5) + 1
+    end = value.find(_NL, start)
+    return value.count(b",", start, end) + 1 if end > 0 else 1
+
+
 def _notes(value: bytes) -> list[bytes]:
     """A v5 record's notes, each a v4 record, as the lengths line lists them."""
     start = len(MAGIC_V5) + 1

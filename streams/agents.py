@@ -28,7 +28,7 @@ from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
 from processors.parse_stage import documents_records
-from processors.wire import DocumentRecord, FailedNote, decode_notes
+from processors.wire import DocumentRecord, FailedNote, decode_notes, notes_in
 from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
 from streams.dead_letters import Origin, headers_of, routing_failure
@@ -135,9 +135,15 @@ async def parse_batch(services: Services, outputs: Outputs, events: Sequence[Eve
 
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
-    async for events in take_batches(stream, s.batch_records, s.batch_seconds, services.clock):
+    # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
+    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
+    async for events in batches:
         backlog = records_behind(stream, events) >= BACKLOG_RECORDS
         await window_batch(services, outputs, events, backlog=backlog)
+
+
+def _notes_of(event: EventT[bytes]) -> int:
+    return notes_in(event.value or b"")
 
 
 async def window_batch(

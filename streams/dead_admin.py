@@ -107,6 +107,7 @@ def _row(found: Found, settings: Settings) -> dict[str, Any]:
         "key": x.key.decode("utf-8", "replace") if x.key is not None else None,
         "bytes": len(x.value) if x.value is not None else None,
         "replays": x.replays,
+        "note": x.note,  # a v5 documents record's note that failed alone, else null
         "preview": preview(x.value),
     }
 

@@ -10,7 +10,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from processors.fan_out import DocumentEvent, route_raw
-from processors.wire import MAGIC, MAGIC_V5, decode_notes, decode_rows, encode_events, pack_records
+from processors.wire import (
+    MAGIC,
+    MAGIC_V5,
+    decode_notes,
+    decode_rows,
+    encode_events,
+    notes_in,
+    pack_records,
+)
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.state_support import raw_file, to_event
@@ -54,6 +62,9 @@ def test_a_batch_is_one_record_per_partition_holding_the_rows_of_its_notes_in_or
         # stay in raw-offset order.
         assert {partitions[row.header.axis or ""] for row in decode_rows(value)} == {p}
         assert events([(key, value)]) == events(on(p, v4, partitions))
+        # What the window agent weighs its batches by, read without decoding the record.
+        assert notes_in(value) == len(on(p, v4, partitions))
+    assert {notes_in(v) for _, v in v4} == {1}
 
 
 def test_the_budget_cuts_a_partition_s_records_and_a_larger_note_goes_alone() -> None:
