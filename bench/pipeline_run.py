@@ -54,7 +54,7 @@ class Ingest:
     elapsed_s: float
     notes_parsed: int  # raw records the worker's parse agent has committed
     rows_stored: float  # predigest_documents_stored_total at the end
-    events: int  # records the parse agent put on the documents topic (one per note and partition)
+    events: int  # records the parse agent put on the documents topic (a batch's notes of one partition each)
 
 
 async def _lags(settings: Settings) -> tuple[int, int]:

@@ -66,6 +66,7 @@ class DeadLetter:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()  # the record's own headers, kept for a replay
     replays: int = 0  # how many times this record was re-driven and failed again
+    note: int | None = None  # the note of a v5 documents record that failed alone (the value is that note's)
 
 
 def dead_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
@@ -83,6 +84,8 @@ def dead_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
         "time": letter.failed_at.isoformat().encode(),
         "replays": str(letter.replays).encode(),
     }
+    if letter.note is not None:
+        ours["note"] = str(letter.note).encode()
     return [*own, *((PREFIX + k, v) for k, v in ours.items())]
 
 
@@ -107,6 +110,7 @@ def read_dead_letter(
             value=value,
             headers=tuple((k, v) for k, v in headers if not k.startswith(PREFIX)),
             replays=int(ours.get("replays", b"0")),
+            note=int(ours["note"]) if "note" in ours else None,
         )
     except (KeyError, ValueError, StopIteration, UnicodeDecodeError):
         return None

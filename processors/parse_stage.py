@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from processors.fan_out import Refusal, route_raw, to_every_axis
 from processors.models import AxisSpec, RawFile
 from processors.reasons import RejectionCode, WarningCode
-from processors.wire import encode_events
+from processors.wire import encode_events, pack_records
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class RouteParams:
     # The documents partition of each axis (its key's, by Kafka's default partitioner): a note's axes on one
     # partition share a record. Empty: one partition, so one record per note.
     partitions: Mapping[str, int] = field(default_factory=dict)
+    # A batch's notes of one documents partition share a v5 record up to this many bytes (a larger note alone).
+    record_bytes: int = 384 * 1024
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,10 @@ def route_values(
 ) -> list[Routed]:
     """`route_value` of each (value, raw offset), in order: one call per chunk of a batch."""
     return [route_value(v, params, seen_at, offset) for v, offset in values]
+
+
+def documents_records(routed: Sequence[Routed], params: RouteParams) -> list[tuple[bytes, bytes]]:
+    """The documents records of a batch's routed files: their notes packed per partition, in order (v5)."""
+    return pack_records(
+        [record for r in routed for record in r.records], params.partitions, params.record_bytes
+    )

@@ -1,12 +1,13 @@
-"""Records of `predigest.documents`, v4: a small JSON header naming the record's axes, then the document once.
+"""Records of `predigest.documents`, v5: the v4 records of the notes of one parse batch that share a documents
+partition, packed into one record under a byte budget (the per-record cost of Kafka and Faust is paid once).
 
-One record per note and documents partition: the axes of a note that live on one partition share it, so the
-broker carries and the window stage decodes each note once per partition, not once per axis. The document
-travels as the state stores it (text once, sections as offsets into it), so it is stored without decoding,
-with its source facts (processors.source_facts) worked out by the parse processes: the window stage, the
-worker's busiest loop, only appends them. Older records stay readable, since a rebuild replays whatever the
-retained topic holds: v3 (no facts: worked out where decoded), v2 (one axis per record) and v1 (a whole
-DocumentEvent as JSON). Only v4 is written (docs/architecture.md).
+A v4 record is one note on one partition: a small JSON header naming its axes, then the document once, as the
+state stores it (text once, sections as offsets into it), so it is stored without decoding, with its source
+facts (processors.source_facts) worked out by the parse processes: the window stage, the worker's busiest loop,
+only appends them. A v5 record's notes are read one by one, so one that does not read is set apart alone.
+Older records stay readable, since a rebuild replays whatever the retained topic holds: v4 (one note), v3 (no
+facts: worked out where decoded), v2 (one axis per record) and v1 (a whole DocumentEvent as JSON). Only v5 is
+written (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind
 from processors.source_facts import SourceFacts, dump_facts, load_facts, source_facts
 
-MAGIC = b"predigest.documents/v4"
+MAGIC_V5 = b"predigest.documents/v5"  # written: several notes' v4 records of one partition in one
+MAGIC = b"predigest.documents/v4"  # a note's part of a v5 record; read alone too (a replayed dead letter)
 MAGIC_V3 = b"predigest.documents/v3"  # read only: no source facts
 MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
@@ -144,14 +146,115 @@ def encode_events(
     return out
 
 
+def pack_records(
+    records: Sequence[tuple[bytes, bytes]], partitions: Mapping[str, int], budget: int
+) -> list[tuple[bytes, bytes]]:
+    """v5 records of v4 ones: in order, the ones of one documents partition together up to `budget` bytes (a
+    larger one alone), keyed by the first one's key (every key of a record maps to its partition)."""
+    groups: dict[int, tuple[bytes, list[bytes]]] = {}
+    sizes: dict[int, int] = {}
+    out: list[tuple[bytes, bytes]] = []
+    for key, value in records:
+        p = partitions.get(key.decode(), 0)
+        group = groups.get(p)
+        if group is not None and sizes[p] + len(value) > budget:
+            out.append(_packed(*group))
+            group = None
+        if group is None:
+            group = groups[p] = (key, [])
+            sizes[p] = 0
+        group[1].append(value)
+        sizes[p] += len(value)
+    out.extend(_packed(*group) for group in groups.values())
+    return out
+
+
+def _packed(key: bytes, values: list[bytes]) -> tuple[bytes, bytes]:
+    # The lengths first: a note's v4 record may hold any byte but a newline in its header, so none can be found
+    # by searching; a reader slices each one out and decodes it alone.
+    sizes = _dumps([len(v) for v in values]).encode()
+    return key, b"".join([MAGIC_V5, _NL, sizes, _NL, *values])
+
+
+@dataclass(frozen=True)
+class FailedNote:
+    """A note of a v5 record that cannot be read: its v4 record, to dead-letter on its own, and why."""
+
+    index: int  # its place among the record's notes
+    value: bytes
+    error: str
+
+
+@dataclass(frozen=True)
+class Notes:
+    """A record's rows (of every note that reads, in order) and the notes that do not read (v5 only)."""
+
+    rows: list[DocumentRecord]
+    failed: tuple[FailedNote, ...] = ()
+
+
+def decode_notes(value: bytes) -> Notes:
+    """The rows of any record, a v5 record's unreadable notes set apart; raises ValueError when the record
+    cannot be read at all."""
+    if not value.startswith(MAGIC_V5 + _NL):
+        return Notes(decode_rows(value))
+    rows: list[DocumentRecord] = []
+    failed = []
+    for i, note in enumerate(_notes(value)):
+        try:
+            rows.extend(_note_rows(note))
+        except ValueError as exc:
+            failed.append(FailedNote(i, note, str(exc)))
+    return Notes(rows, tuple(failed))
+
+
+def notes_in(value: bytes) -> int:
+    """How many notes a record holds, read from a v5 record's lengths line without decoding it; 1 for another."""
+    if not value.startswith(MAGIC_V5 + _NL):
+        return 1
+    start = len(MAGIC_V5) + 1
+    end = value.find(_NL, start)
+    return value.count(b",", start, end) + 1 if end > 0 else 1
+
+
+def _notes(value: bytes) -> list[bytes]:
+    """A v5 record's notes, each a v4 record, as the lengths line lists them."""
+    start = len(MAGIC_V5) + 1
+    end = value.find(_NL, start)
+    sizes = json.loads(value[start:end]) if end > 0 else None
+    if (
+        not isinstance(sizes, list)
+        or not sizes
+        or not all(type(n) is int and n > 0 for n in sizes)
+        or sum(sizes) != len(value) - end - 1
+    ):
+        raise ValueError(
+            f"v5 documents record whose note lengths do not match it ({value[start : start + 40]!r})"
+        )
+    notes = []
+    at = end + 1
+    for n in sizes:
+        notes.append(value[at : at + n])
+        at += n
+    return notes
+
+
+def _note_rows(note: bytes) -> list[DocumentRecord]:
+    if not note.startswith(MAGIC + _NL):
+        raise ValueError(f"a note of a v5 documents record is not a v4 record (starts with {note[:24]!r})")
+    return decode_rows(note)
+
+
 def to_record(ev: DocumentEvent) -> DocumentRecord:
     """The record an event becomes, without the bytes in between."""
     return DocumentRecord(_header(ev), store_document(ev.document) if ev.document is not None else None)
 
 
 def decode_rows(value: bytes) -> list[DocumentRecord]:
-    """The rows of a v4, v3, v2 or v1 record, one per axis; raises ValueError (pydantic's ValidationError is
-    one) when it is none of them."""
+    """The rows of a v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
+    ValidationError is one) when it is none of them, or a note of it does not read (see decode_notes)."""
+    if value.startswith(MAGIC_V5 + _NL):
+        return [row for note in _notes(value) for row in _note_rows(note)]
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
         return [to_record(DocumentEvent.model_validate_json(value))]
     parts = value.split(_NL, 4 if value.startswith(MAGIC + _NL) else 3)

@@ -27,7 +27,8 @@ from faust.types import AgentT, EventT
 from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
-from processors.wire import DocumentRecord, decode_rows
+from processors.parse_stage import documents_records
+from processors.wire import DocumentRecord, FailedNote, decode_notes, notes_in
 from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
 from streams.dead_letters import Origin, headers_of, routing_failure
@@ -126,16 +127,23 @@ async def parse_batch(services: Services, outputs: Outputs, events: Sequence[Eve
         pipeline.note(r)
     outcomes = [(_origin(e), routing_failure(r)) for e, r in zip(events, routed, strict=True)]
     await _dead_letters(services, outputs, "raw", outcomes)
-    records = [record for r in routed for record in r.records]
+    # The batch's notes of one partition travel in one record: Kafka and Faust cost per record, not per byte.
+    records = documents_records(routed, services.parser.params)
     what = f"forwarding {len(records)} record(s) of {len(values)} file(s) to the documents topic"
     await must_finish(partial(outputs.forward, records), what)
 
 
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
-    async for events in take_batches(stream, s.batch_records, s.batch_seconds, services.clock):
+    # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
+    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
+    async for events in batches:
         backlog = records_behind(stream, events) >= BACKLOG_RECORDS
         await window_batch(services, outputs, events, backlog=backlog)
+
+
+def _notes_of(event: EventT[bytes]) -> int:
+    return notes_in(event.value or b"")
 
 
 async def window_batch(
@@ -148,14 +156,27 @@ async def window_batch(
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
     for event in events:
-        rows, failure = _decoded(services, decode_rows, event.value, "documents")
-        outcomes.append((_origin(event), failure))
-        if rows is not None:  # one per axis of the record, stored and claimed together
+        notes, failure = _decoded(services, decode_notes, event.value, "documents")
+        origin = _origin(event)
+        outcomes.append((origin, failure))
+        if notes is not None:  # one row per note and axis of the record, stored and claimed together
+            outcomes.extend(_failed_notes(services, origin, notes.failed))
             at = _position(event)
-            items.extend((row, replace(at, row=i)) for i, row in enumerate(rows))
+            items.extend((row, replace(at, row=i)) for i, row in enumerate(notes.rows))
     await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} row(s) of {len(events)} record(s) in {services.settings.state_file}"
     await must_finish(partial(store_when_ready, services, items, backlog), what)
+
+
+def _failed_notes(
+    services: Services, origin: Origin, failed: Sequence[FailedNote]
+) -> list[tuple[Origin, Failure]]:
+    """A v5 record's notes that do not read, each a dead letter of its own (its v4 record: replayable alone)."""
+    out = []
+    for note in failed:
+        services.pipeline().unreadable("documents", note.error)
+        out.append((replace(origin, value=note.value, note=note.index), Failure("unreadable", note.error)))
+    return out
 
 
 async def store_when_ready(

@@ -44,22 +44,34 @@ def records_behind(stream: Stream[Any], events: Sequence[EventT[Any]]) -> int:
 
 
 Behind = Callable[[Stream[Any], Sequence[EventT[Any]]], int]
+Weight = Callable[[EventT[Any]], int]
+
+
+def one(event: EventT[Any]) -> int:
+    return 1
 
 
 async def take_batches(
-    stream: Stream[Any], max_records: int, within: float, clock: Clock, behind: Behind = records_behind
+    stream: Stream[Any],
+    max_records: int,
+    within: float,
+    clock: Clock,
+    behind: Behind = records_behind,
+    weight: Weight = one,
 ) -> AsyncIterator[Sequence[EventT[Any]]]:
-    """Batches of up to `max_records` events; each acked once the loop body that handled it has returned.
+    """Batches of up to `max_records` events, or of events weighing that much; each acked once the loop body
+    that handled it has returned.
 
     `behind` says how many records wait beyond a batch (`records_behind`; tests give their own backlog).
     """
     events: list[EventT[Any]] = []
+    weighed = 0
     full, consumed = asyncio.Event(), asyncio.Event()
     consuming: asyncio.Future[None] | None = None  # set while a batch is handled: nothing is added meanwhile
     started = 0.0  # when the batch's first event came (monotonic)
 
     async def add(value: Any) -> Any:
-        nonlocal consuming, started
+        nonlocal consuming, started, weighed
         try:
             if consuming is not None:
                 try:
@@ -72,7 +84,8 @@ async def take_batches(
             if not events:
                 started = clock.monotonic()
             events.append(event)
-            if len(events) >= max_records:
+            weighed += weight(event)
+            if weighed >= max_records:
                 full.set()
                 consumed.clear()  # not one event more than max_records: wait until this batch is handled
                 await stream.wait(consumed)  # type: ignore[arg-type]  # mode types it as its own Event
@@ -107,6 +120,7 @@ async def take_batches(
                 for event in events:
                     await stream.ack(event)
                 events.clear()
+                weighed = 0
                 notify(consuming)
                 full.clear()
                 consumed.set()

@@ -107,6 +107,7 @@ def _row(found: Found, settings: Settings) -> dict[str, Any]:
         "key": x.key.decode("utf-8", "replace") if x.key is not None else None,
         "bytes": len(x.value) if x.value is not None else None,
         "replays": x.replays,
+        "note": x.note,  # a v5 documents record's note that failed alone, else null
         "preview": preview(x.value),
     }
 
@@ -177,7 +178,7 @@ def select(settings: Settings, ids: list[str] | None, from_offset: int | None) -
             "say which dead letters to replay: --ids ID … or --from-offset N (see `predigest dead list`)"
         )
     wanted = _wanted_ids(ids or [])
-    chosen: dict[tuple[str, int, int], Found] = {}
+    chosen: dict[tuple[str, int, int, int | None], Found] = {}
     seen: set[tuple[int, int]] = set()
     foreign: list[str] = []
     stage_topics = {settings.kafka.topic(stage) for stage in REPLAYABLE}
@@ -192,7 +193,8 @@ def select(settings: Settings, ids: list[str] | None, from_offset: int | None) -
         if x is None or x.topic not in stage_topics:
             foreign.append(found.id)
             return
-        chosen.setdefault((x.topic, x.partition, x.offset), found)  # a letter sent twice is re-driven once
+        # A letter sent twice is re-driven once; the notes of one v5 record that failed are letters of their own.
+        chosen.setdefault((x.topic, x.partition, x.offset, x.note), found)
 
     asyncio.run(read_dead(settings, keep))
     missing = sorted(wanted - seen)

@@ -47,6 +47,7 @@ class Origin:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    note: int | None = None  # a note of the record (v5 documents) that failed alone; its value is the note's
 
 
 def headers_of(raw: Any) -> tuple[tuple[str, bytes], ...]:
@@ -136,6 +137,7 @@ class DeadLetterPolicy:
                     value=origin.value,
                     headers=origin.headers,
                     replays=replays_of(origin.headers),
+                    note=origin.note,
                 )
             )
         return letters

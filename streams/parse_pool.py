@@ -103,6 +103,10 @@ class ParsePool:
         self._progress: Progress | None = None
         self._attempts = 0
 
+    @property
+    def params(self) -> RouteParams:
+        return self._params
+
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
         if self._pool is None or self._progress is None:
             context = multiprocessing.get_context("spawn")

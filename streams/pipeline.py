@@ -69,6 +69,7 @@ def route_params(settings: Settings) -> RouteParams:
         max_bytes=settings.max_bytes,
         message_limit=MAX_MESSAGE_BYTES - 64 * 1024,  # headroom for the key and the batch header
         partitions={a.name: key_partition(a.name, settings.kafka.partitions) for a in settings.axes},
+        record_bytes=settings.kafka.record_bytes,
     )
 
 

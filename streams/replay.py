@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from processors.briefing_names import briefing_basename
 from processors.briefing_parts import Headers, Joiner, PartError
 from processors.models import Briefing
-from processors.wire import DocumentRecord, decode_rows
+from processors.wire import DocumentRecord, decode_notes
 from sinks.clock import Clock
 from sinks.state import Position, StateStore
 from streams import kafka_io
@@ -118,12 +118,17 @@ async def replay_documents(
         items: list[tuple[DocumentRecord, Position]] = []
         for position, value, _ in batch:
             try:
-                rows = decode_rows(value or b"")
-                items.extend((row, replace(position, row=i)) for i, row in enumerate(rows))
+                notes = decode_notes(value or b"")
             except ValueError as exc:
                 # The live agent skips it as well; skipping keeps every other record of the partition.
                 # Counted by the live agent, which meets it too (or did, on the earlier owner).
                 log.error("%s[%d]@%d is not a documents record, skipped: %s", *_where(position), exc)
+                continue
+            for note in notes.failed:  # the live agent dead-lettered it alone (the record's other notes stay)
+                log.error(
+                    "%s[%d]@%d: note %d does not read, skipped: %s", *_where(position), note.index, note.error
+                )
+            items.extend((row, replace(position, row=i)) for i, row in enumerate(notes.rows))
         # Records from the group's committed offset on were never applied by any worker: logged and timed
         # (end-to-end lag) as the live agent would; the ones below replay what an earlier owner held.
         for first_time in (False, True):

@@ -72,6 +72,7 @@ class KafkaSettings(BaseModel):
     bootstrap: str | None = None  # host:port[,host:port…]
     topic_prefix: str = "predigest"
     partitions: int = Field(1, ge=1)
+    record_bytes: int = Field(384 * 1024, gt=0, le=1 << 20)  # notes packed per documents record (v5)
     replication_factor: int = 1
     # raw, documents and control: a rebuild replays documents, so they must outlive window + grace + margin.
     retention_hours: float = 24 * 7
@@ -196,7 +197,7 @@ class Settings(BaseSettings):
     full_rescan_every: int = Field(10, ge=1)
     # The watcher's /healthz fails when its loop made no progress for this long (a stuck read, a hung send).
     watcher_stall_seconds: float = Field(120.0, gt=0)
-    # The worker's agents take up to batch_records records, or what came within batch_seconds, at a time.
+    # The worker's agents take up to batch_records records (window: notes), or what came within batch_seconds.
     batch_records: int = Field(500, ge=1, le=10_000)
     batch_seconds: float = Field(0.05, gt=0, le=5)
     # Processes that parse notes beside the worker's event loop (about one per core); 0 parses in the loop.

@@ -63,7 +63,7 @@ def report(batch: StoredBatch, metrics: Metrics) -> None:
     for (axis, kind), n in per_axis.items():
         metrics.documents_stored.labels(axis=axis, kind=kind).inc(n)
     if quiet and not batch.replaying:
-        # A v3 record is a row per axis it names, its first row numbered 0 (no position: one row, one record).
+        # A documents record is a row per note and axis it names, its first row numbered 0 (no position: one row, one record).
         records = sum(1 for _, position in batch.items if position is None or position.row == 0)
         log.info(
             "applied %d documents record(s) (%d axis rows) in %.0f ms: %d row(s) stored, %d deleted",

@@ -38,11 +38,17 @@ def letter(**overrides: object) -> DeadLetter:
     return DeadLetter(**values)  # type: ignore[arg-type]
 
 
-@given(value=st.one_of(st.none(), st.binary(max_size=200)), key=st.one_of(st.none(), st.binary(max_size=20)))
+@given(
+    value=st.one_of(st.none(), st.binary(max_size=200)),
+    key=st.one_of(st.none(), st.binary(max_size=20)),
+    note=st.one_of(
+        st.none(), st.integers(0, 999)
+    ),  # the note of a v5 documents record, when one failed alone
+)
 def test_the_original_bytes_and_the_origin_survive_the_round_trip(
-    value: bytes | None, key: bytes | None
+    value: bytes | None, key: bytes | None, note: int | None
 ) -> None:
-    sent = letter(value=value, key=key)
+    sent = letter(value=value, key=key, note=note)
     got = read_dead_letter(key, value, dead_headers(sent))
     assert got == sent
 

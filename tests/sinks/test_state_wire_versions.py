@@ -1,5 +1,6 @@
-"""A rebuild replays whatever the documents topic retained: v4 records (facts carried) and v3 records (facts
-worked out by the window stage) of the same notes leave the same state, row for row."""
+"""A rebuild replays whatever the documents topic retained: v5 records (a batch's notes of one partition in one),
+v4 records (facts carried) and v3 records (facts worked out by the window stage) of the same notes leave the
+same state, row for row."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.fan_out import route_raw
-from processors.wire import decode_rows, encode_events
+from processors.wire import decode_rows, encode_events, pack_records
 from sinks.state import Position, StateStore
+from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v3 import encode_v3
 from tests.state_support import raw_file
@@ -28,18 +30,28 @@ TABLES = {
 }
 
 
-def _values() -> list[tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]]:
+Records = list[tuple[bytes, bytes]]
+PARTITIONS = {a.name: key_partition(a.name, 3) for a in DEFAULT_AXES}
+
+
+def _values(partitions: dict[str, int]) -> list[tuple[Records, Records]]:
     out = []
     for offset, p in enumerate(sorted(EXAMPLES.rglob("*.md"))):
         raw = raw_file(p.relative_to(EXAMPLES).as_posix(), p.read_bytes(), mtime=1.0)
         events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)
-        out.append((encode_events(events, {}), encode_v3(events, {})))
+        out.append((encode_events(events, partitions), encode_v3(events, partitions)))
     return out
 
 
-def _stored(path: Path, values: list[bytes]) -> dict[str, list[tuple[object, ...]]]:
+def _stored(path: Path, records: Records, partitions: dict[str, int]) -> dict[str, list[tuple[object, ...]]]:
+    """The tables after the records are applied, each on its key's partition at the next offset there."""
     state = StateStore(path)
-    items = [(row, Position("documents", 0, i)) for i, v in enumerate(values) for row in decode_rows(v)]
+    offsets: dict[int, int] = {}
+    items = []
+    for key, value in records:
+        p = partitions.get(key.decode(), 0)
+        offsets[p] = offsets.get(p, -1) + 1
+        items += [(row, Position("documents", p, offsets[p], i)) for i, row in enumerate(decode_rows(value))]
     state.apply_batch(items)
     state.apply_batch(items)  # replayed: changes nothing
     db = state._db  # the tables themselves are what must match
@@ -51,17 +63,27 @@ def _stored(path: Path, values: list[bytes]) -> dict[str, list[tuple[object, ...
 
 
 def test_v4_and_v3_records_of_the_same_notes_store_the_same_rows(tmp_path: Path) -> None:
-    pairs = _values()
-    v4 = [value for records, _ in pairs for _, value in records]
-    v3 = [value for _, records in pairs for _, value in records]
-    assert all(v.startswith(b"predigest.documents/v4\n") for v in v4)
-    from_v4, from_v3 = _stored(tmp_path / "v4.duckdb", v4), _stored(tmp_path / "v3.duckdb", v3)
+    pairs = _values({})
+    v4 = [record for records, _ in pairs for record in records]
+    v3 = [record for _, records in pairs for record in records]
+    assert all(v.startswith(b"predigest.documents/v4\n") for _, v in v4)
+    from_v4, from_v3 = _stored(tmp_path / "v4.duckdb", v4, {}), _stored(tmp_path / "v3.duckdb", v3, {})
     assert all(from_v4[t] for t in ("source_rows", "source_terms", "source_signatures", "source_titles"))
     assert from_v4 == from_v3
 
 
+def test_v5_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tmp_path: Path) -> None:
+    v4 = [record for records, _ in _values(PARTITIONS) for record in records]
+    v5 = pack_records(v4, PARTITIONS, 384 * 1024)
+    assert len(v5) == len(set(PARTITIONS.values())) < len(v4) // 10
+    from_v5 = _stored(tmp_path / "v5.duckdb", v5, PARTITIONS)
+    from_v4 = _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)
+    assert len(from_v4["documents"]) > len(from_v4["contents"])  # a row per axis, not only the first
+    assert from_v5 == from_v4
+
+
 def test_a_signature_duckdb_cannot_read_whole_is_not_stored_and_its_note_is(tmp_path: Path) -> None:
-    (records, _), *_ = _values()
+    (records, _), *_ = _values({})
     _, value = records[0]
     magic, header, summary, facts, body = value.split(b"\n", 4)
     damaged = []
@@ -71,7 +93,7 @@ def test_a_signature_duckdb_cannot_read_whole_is_not_stored_and_its_note_is(tmp_
         damaged.append(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
     for i, v in enumerate(damaged):
         state = StateStore(tmp_path / f"{i}.duckdb")
-        state.apply_batch([(row, Position("documents", 0, 0)) for row in decode_rows(v)])
+        state.apply_batch([(row, Position("documents", 0, 0, row=k)) for k, row in enumerate(decode_rows(v))])
         db = state._db
         assert db.execute("SELECT count(*) FROM source_rows").fetchone() == (1,)
         assert db.execute("SELECT count(*) FROM source_signatures").fetchone() == (0,)

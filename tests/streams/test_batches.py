@@ -11,12 +11,14 @@ from faust.streams import Stream
 from faust.types import EventT, StreamT
 
 from sinks.clock import SYSTEM_CLOCK
-from streams.batches import LINGER_SECONDS, take_batches
+from streams.batches import LINGER_SECONDS, Weight, one, take_batches
 
 WITHIN = 0.05
 
 
-async def _batches(backlog: int, records: int, every: float, max_records: int = 500) -> list[int]:
+async def _batches(
+    backlog: int, records: int, every: float, max_records: int = 500, weight: Weight = one
+) -> list[int]:
     """Sizes of the batches an agent takes of `records` values put `every` seconds apart (Faust's test_context)."""
     app = faust.App("test-batches", broker="kafka://127.0.0.1:9", store="memory://")  # never dialled
     sizes: list[int] = []
@@ -27,7 +29,7 @@ async def _batches(backlog: int, records: int, every: float, max_records: int = 
 
     async def take(stream: StreamT[Any]) -> None:
         async for events in take_batches(
-            cast(Stream[Any], stream), max_records, WITHIN, SYSTEM_CLOCK, behind
+            cast(Stream[Any], stream), max_records, WITHIN, SYSTEM_CLOCK, behind, weight
         ):
             sizes.append(len(events))
             if sum(sizes) >= records:
@@ -57,3 +59,9 @@ async def test_a_batch_grows_while_a_backlog_waits_behind_it() -> None:
 async def test_a_growing_batch_stops_at_max_records() -> None:
     sizes = await _batches(backlog=1000, records=30, every=0.002, max_records=10)
     assert sizes == [10, 10, 10]
+
+
+async def test_a_batch_of_heavy_records_stops_at_max_records_of_weight() -> None:
+    # The window agent weighs a documents record by its notes: a batch holds about batch_records notes.
+    sizes = await _batches(backlog=1000, records=12, every=0.002, max_records=10, weight=lambda e: 4)
+    assert sizes == [3, 3, 3, 3]

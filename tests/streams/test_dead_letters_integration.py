@@ -16,11 +16,14 @@ from uuid import uuid4
 
 import pytest
 
+from processors.fan_out import route_raw
 from processors.models import AxisSpec
+from processors.wire import encode_events, pack_records
 from streams import control, kafka_io
 from streams.control import await_briefing, new_command
 from streams.settings import DEFAULT_AXES, DeadLetterSettings, Settings
 from streams.worker_process import PROJECT, dump_settings, spawn_worker, stop_process
+from tests.state_support import raw_file
 from tests.streams.fault_support import metric, worker_metrics
 from tests.support import async_wait_for, read_topic, running_worker, wait_for
 
@@ -116,6 +119,37 @@ async def test_garbage_on_every_stage_is_dead_lettered_listed_and_a_fixed_comman
     assert [(b["axis"], b["trigger"]) for b in briefings] == [("robotics", "flush")]
     assert len(list((s.out_dir / "robotics").glob("*-e1prep-flush-*.md"))) == 1
     assert len(dead_list(s, tmp_path)) == 3  # nothing failed again
+
+
+async def test_the_notes_of_a_documents_record_that_do_not_read_are_dead_lettered_and_re_driven_each(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
+    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
+    [(key, good)] = encode_events(events, {})
+    [(_, record)] = pack_records([(key, good), (key, b"bad note one"), (key, b"bad note two")], {}, 1 << 20)
+    with running_worker(s, tmp_path) as worker:
+        await produce(s, "documents", key, record)
+        await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 2, 60, "a dead letter per bad note")
+        stored = "predigest_documents_stored_total"
+        assert metric(worker_metrics(s), stored, axis="inference", kind="inbox") == 1  # the good note
+        letters = dead_list(s, tmp_path)
+        assert [(x["offset"], x["note"], x["preview"]) for x in letters] == [
+            (0, 1, "bad note one"),
+            (0, 2, "bad note two"),
+        ]
+        # Two letters of one record: each is re-driven (alone, as the v4 record it was), and fails again.
+        done = cli(s, tmp_path, "dead", "replay", "--ids", *(x["id"] for x in letters))
+        assert done.returncode == 0 and done.stderr.count("replayed 0:") == 2, done.stderr
+        await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 4, 60, "the re-driven notes")
+        again = dead_list(s, tmp_path)[2:]
+        assert sorted((x["note"], x["replays"], x["preview"]) for x in again) == [
+            (None, 1, "bad note one"),
+            (None, 1, "bad note two"),
+        ]
+        assert worker.poll() is None
 
 
 def critical_lines(log: Path) -> list[str]:

@@ -1,5 +1,5 @@
-"""A rebuild replays whatever the documents topic retains: v2 records (one per axis), v3 (one per note) and v4
-(one per note, its source facts carried)."""
+"""A rebuild replays whatever the documents topic retains: v2 records (one per axis), v3 (one per note), v4
+(one per note, its source facts carried) and v5 (a batch's notes, a note that does not read skipped alone)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaProducer
 
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.wire import encode_events
+from processors.wire import encode_events, pack_records
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams import kafka_io
@@ -47,8 +47,21 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
     new = _events("inbox/jay/2026-09-27-1000-new.md", f"# {EVERY_AXIS}\n\nwritten by 0.5\n", 2)
     assert len(old) == len(mid) == len(new) == len(DEFAULT_AXES)
     v4 = encode_events(new, {})
-    # The v4 record twice: a producer retry can put a record on the topic again at a later offset.
-    records = [*encode_v2(old), *encode_v3(mid, {}), *v4, *v4]
+    (key, bad), *_ = encode_events(_events("inbox/jay/2026-09-27-1015-bad.md", f"# {EVERY_AXIS}\n", 3), {})
+    batch = [
+        _events(f"inbox/jay/2026-09-27-10{m}-v5.md", f"# {EVERY_AXIS}\n\n0.6 ({m})\n", 4) for m in (30, 45)
+    ]
+    v5 = pack_records(
+        [
+            *encode_events(batch[0], {}),
+            (key, bad.replace(b'"axes":[', b'"axes":{', 1)),
+            *encode_events(batch[1], {}),
+        ],
+        {},
+        1 << 20,
+    )
+    # Each record twice: a producer retry can put a record on the topic again at a later offset.
+    records = [*encode_v2(old), *encode_v3(mid, {}), *v4, *v4, *v5, *v5]
     producer = AIOKafkaProducer(**kafka_io.client_kwargs(s))
     await kafka_io.start_client(s, producer)
     try:
@@ -61,9 +74,9 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
     try:
         assert await replay_documents(s, pipeline, [0]) == len(records)
         for axis in DEFAULT_AXES:
-            assert pipeline.state.document_count(axis.name) == 3, axis.name
+            assert pipeline.state.document_count(axis.name) == 5, axis.name
         assert pipeline.state.applied_offset(s.kafka.topic("documents"), 0) == len(records) - 1
         assert await replay_documents(s, pipeline, [0]) == 0
-        assert pipeline.state.document_count() == 3 * len(DEFAULT_AXES)
+        assert pipeline.state.document_count() == 5 * len(DEFAULT_AXES)
     finally:
         pipeline.state.close()

@@ -177,8 +177,9 @@ async def test_a_killed_workers_axes_are_rebuilt_by_the_survivor(
         await async_wait_for(took_over, 90, f"worker-{survivor} to take over {taken}")
         replayed = _metric(workers[survivor], 'predigest_state_replayed_records_total{stage="documents"}')
         # The victim's partitions were replayed from the retained topic: 3 notes, a second version,
-        # a deletion (and the living document for risk) per axis it owned.
-        assert replayed - replayed_before >= 5 * len(taken)
+        # a deletion (and the living document for risk) per axis it owned, in a record or more (a parse
+        # batch's notes of one partition share one) per publish; the briefings below show them all.
+        assert replayed - replayed_before >= 2 * len(taken)
 
         for axis in AXES:
             await send_command(s, axis, "flush", END)
