@@ -47,7 +47,7 @@ def say_stages(st: dict[str, float]) -> None:
     for k in STAGES:
         say(f"stage {k}: {st[k]:.0f} µs per {'record' if k in PER_RECORD else 'note'}")
     say(
-        f"stage record bytes: v1 {st['event_json_bytes']}, v3 (a note's one record) {st['event_v3_bytes']}; file {st['file_bytes']}"
+        f"stage record bytes: v1 {st['event_json_bytes']}, v4 (a note's record; v5 packs a batch's) {st['event_v3_bytes']}; file {st['file_bytes']}"
     )
     ratio = st["duckdb"] / max(st["duckdb_batch"], 0.1)
     say(

@@ -65,7 +65,8 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
         # alone: "parse", "parse_python", "read_note", "read_note_python" (bench/parse_speed.py).
         **parse_speed.measure(raws, repeats=2),
         "assign_axes": _us_per(lambda: [assign_axes(d, DEFAULT_AXES) for d in docs], n),
-        # Per note: v1 wrote the whole event for each of its axes, v3 one record with the document once.
+        # Per note: v1 wrote the whole event for each of its axes, v3 one record with the document once (the
+        # keys keep that name: the v4 record a v5 record packs is measured).
         "event_json_encode": _us_per(lambda: [e.model_dump_json() for e in events], n),
         "event_v3_encode": _us_per(lambda: [encode_events(note, {}) for note in per_note], n),
         # What the window agent decodes: v1 per record (one per axis), v3 per note (its one record).
