@@ -187,10 +187,12 @@ class FailedNote:
 
 @dataclass(frozen=True)
 class Notes:
-    """A record's rows (of every note that reads, in order) and the notes that do not read (v5 only)."""
+    """A record's rows (of every note that reads, in order), the notes that do not read (v5 only), and how many
+    notes it holds (what the dead-letter limits count)."""
 
     rows: list[DocumentRecord]
     failed: tuple[FailedNote, ...] = ()
+    count: int = 1
 
 
 def decode_notes(value: bytes) -> Notes:
@@ -200,12 +202,13 @@ def decode_notes(value: bytes) -> Notes:
         return Notes(decode_rows(value))
     rows: list[DocumentRecord] = []
     failed = []
-    for i, note in enumerate(_notes(value)):
+    notes = _notes(value)
+    for i, note in enumerate(notes):
         try:
             rows.extend(_note_rows(note))
         except ValueError as exc:
             failed.append(FailedNote(i, note, str(exc)))
-    return Notes(rows, tuple(failed))
+    return Notes(rows, tuple(failed), len(notes))
 
 
 def notes_in(value: bytes) -> int:

@@ -28,7 +28,7 @@ from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
 from processors.parse_stage import documents_records
-from processors.wire import DocumentRecord, FailedNote, decode_notes, notes_in
+from processors.wire import DocumentRecord, Notes, decode_notes, notes_in
 from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
 from streams.dead_letters import Origin, headers_of, routing_failure
@@ -158,9 +158,10 @@ async def window_batch(
     for event in events:
         notes, failure = _decoded(services, decode_notes, event.value, "documents")
         origin = _origin(event)
-        outcomes.append((origin, failure))
-        if notes is not None:  # one row per note and axis of the record, stored and claimed together
-            outcomes.extend(_failed_notes(services, origin, notes.failed))
+        if notes is None:
+            outcomes.append((origin, failure))
+        else:  # one row per note and axis of the record, stored and claimed together
+            outcomes.extend(_note_outcomes(services, origin, notes))
             at = _position(event)
             items.extend((row, replace(at, row=i)) for i, row in enumerate(notes.rows))
     await _dead_letters(services, outputs, "documents", outcomes)
@@ -168,12 +169,17 @@ async def window_batch(
     await must_finish(partial(store_when_ready, services, items, backlog), what)
 
 
-def _failed_notes(
-    services: Services, origin: Origin, failed: Sequence[FailedNote]
-) -> list[tuple[Origin, Failure]]:
-    """A v5 record's notes that do not read, each a dead letter of its own (its v4 record: replayable alone)."""
-    out = []
-    for note in failed:
+def _note_outcomes(services: Services, origin: Origin, notes: Notes) -> list[tuple[Origin, Failure | None]]:
+    """One outcome per note of the record, in order: the dead-letter limits count notes, not records (a record
+    of failed notes is no success that resets them). A note that does not read is a dead letter of its own (its
+    v4 record: replayable alone)."""
+    failed = {note.index: note for note in notes.failed}
+    out: list[tuple[Origin, Failure | None]] = []
+    for i in range(notes.count):
+        note = failed.get(i)
+        if note is None:
+            out.append((origin, None))
+            continue
         services.pipeline().unreadable("documents", note.error)
         out.append((replace(origin, value=note.value, note=note.index), Failure("unreadable", note.error)))
     return out

@@ -114,3 +114,10 @@ async def settled(predicate: Callable[[], bool], what: str, timeout: float = 5.0
     while not predicate():
         assert loop.time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.005)
+
+
+class StepFailed(Exception):
+    """An agent step kept failing, or the dead-letter limit stopped the worker: the test fails there."""
+
+
+Start = Callable[[Settings, ManualClock], InProcessWorker]

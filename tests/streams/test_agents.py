@@ -10,7 +10,6 @@ test_poison_commands and test_workers_integration.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -28,9 +27,9 @@ from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
 from streams.pipeline import Emission
-from streams.settings import DeadLetterSettings, KafkaSettings, Settings
+from streams.settings import DeadLetterSettings, KafkaSettings
 from tests.clocks import ManualClock
-from tests.streams.agent_support import InProcessWorker, in_process_settings, in_process_worker, settled
+from tests.streams.agent_support import InProcessWorker, Start, StepFailed, in_process_settings, settled
 from tests.streams.pipeline_support import raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -42,29 +41,8 @@ TEXT = "# vLLM 推理\nKV cache serving for LLM inference, arXiv:2609.23130\n"
 Records = list[tuple[bytes, bytes]]
 
 
-class StepFailed(Exception):
-    pass
-
-
 def _fail(code: int) -> NoReturn:
     raise StepFailed(f"an agent step kept failing (the worker would exit {code})")
-
-
-Start = Callable[[Settings, ManualClock], InProcessWorker]
-
-
-@pytest.fixture
-def start() -> Iterator[Start]:
-    """Build in-process workers (a restart is another on the same settings), each closed after the test."""
-    started: list[InProcessWorker] = []
-
-    def build(settings: Settings, clock: ManualClock) -> InProcessWorker:
-        started.append(in_process_worker(settings, clock))
-        return started[-1]
-
-    yield build
-    for w in started:
-        w.close()
 
 
 @pytest.fixture
@@ -307,19 +285,6 @@ async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_afte
     assert state.document_count("inference") == 1
     assert state.rejections(window_bounds(END, timedelta(hours=24))) == []  # a source now, not rejected
     assert worker.metric("predigest_dead_letters_total", stage="raw", reason="routing_failed") == 1
-
-
-@pytest.fixture
-def stops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The exit codes the dead-letter limit asked for; each stop raises, as the worker's would end it."""
-    codes: list[int] = []
-
-    def stop(code: int) -> NoReturn:
-        codes.append(code)
-        raise StepFailed(f"the worker would exit {code}")
-
-    monkeypatch.setattr("streams.dead_letters.halt", stop)
-    return codes
 
 
 async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_stop_survives_a_restart(
