@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 import pydantic_core
-from pydantic import StrictBool, StrictInt, StrictStr, TypeAdapter
+from pydantic import Field, StrictBool, StrictInt, StrictStr, TypeAdapter
 
 from processors.id_conflicts import title_mark, within_bound
 from processors.models import TitledId
@@ -115,6 +115,7 @@ _FACTS_ROW: TypeAdapter[tuple[str, str, str, int, bool, list[str], list[_StatedR
     ]
 )
 _TERMS: TypeAdapter[dict[str, int]] = TypeAdapter(dict[StrictStr, StrictInt])
+_SIGNATURE: TypeAdapter[list[int]] = TypeAdapter(list[Annotated[StrictInt, Field(ge=0, lt=1 << 64)]])
 
 
 def dump_facts(facts: SourceFacts) -> str:
@@ -143,10 +144,11 @@ def load_facts(facts_json: bytes | str) -> SourceFacts:
     try:
         row = _FACTS_ROW.validate_json(facts_json)
         summary_json, topic, text_hash, length, counted, arxiv_ids, titled, terms, signature = row
-        # DuckDB reads the term counts into a MAP: a wrong shape would fail the batch, not the record. (A
-        # signature it cannot read whole is not stored: sinks.source_rows.)
+        # DuckDB reads these two into a MAP and a UBIGINT[]: a wrong shape would fail the batch, not the record.
         if terms != "null":  # null: a summary without them
             _TERMS.validate_json(terms)
+        if signature != "null":
+            _SIGNATURE.validate_json(signature)
     except pydantic.ValidationError as exc:
         raise ValueError(
             f"the source facts of a documents record do not read ({exc.error_count()} error(s): "

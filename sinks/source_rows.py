@@ -55,8 +55,7 @@ class SourceRows:
         self._insert_titles(vids, facts)
         # The term counts and the signature, read into rows by DuckDB from JSON of their own: as Python lists
         # they cost the window agent four times as much. A signature of another length (a tiny text, another
-        # scheme) is not stored: exact duplicates only, as processors.near_duplicates does; nor is one with a
-        # number DuckDB cannot read (a damaged record), which TRY_CAST makes NULL.
+        # scheme) is not stored: exact duplicates only, as processors.near_duplicates does.
         self._db.execute(
             "INSERT INTO source_terms SELECT vid, unnest(map_keys(m)), unnest(map_values(m)) FROM (SELECT "
             "unnest($1) AS vid, unnest($2)::JSON::MAP(VARCHAR, INTEGER) AS m)",
@@ -64,7 +63,7 @@ class SourceRows:
         )
         self._db.execute(
             "INSERT INTO source_signatures SELECT vid, s FROM (SELECT unnest($1) AS vid, "
-            "TRY_CAST(unnest($2)::JSON AS UBIGINT[]) AS s) WHERE len(s) = $3 AND list_count(s) = $3",
+            "TRY_CAST(unnest($2)::JSON AS UBIGINT[]) AS s) WHERE len(s) = $3",
             [vids, [f.signature_json for f in facts], NUM_PERM],
         )
 

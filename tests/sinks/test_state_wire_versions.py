@@ -4,7 +4,6 @@ same state, row for row."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -80,21 +79,3 @@ def test_v5_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tm
     from_v4 = _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)
     assert len(from_v4["documents"]) > len(from_v4["contents"])  # a row per axis, not only the first
     assert from_v5 == from_v4
-
-
-def test_a_signature_duckdb_cannot_read_whole_is_not_stored_and_its_note_is(tmp_path: Path) -> None:
-    (records, _), *_ = _values({})
-    _, value = records[0]
-    magic, header, summary, facts, body = value.split(b"\n", 4)
-    damaged = []
-    for signature in ([-1], [1, "a", *range(126)], [1 << 64]):
-        row = json.loads(facts)
-        row[8] = json.dumps(signature)
-        damaged.append(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
-    for i, v in enumerate(damaged):
-        state = StateStore(tmp_path / f"{i}.duckdb")
-        state.apply_batch([(row, Position("documents", 0, 0, row=k)) for k, row in enumerate(decode_rows(v))])
-        db = state._db
-        assert db.execute("SELECT count(*) FROM source_rows").fetchone() == (1,)
-        assert db.execute("SELECT count(*) FROM source_signatures").fetchone() == (0,)
-        state.close()
