@@ -30,7 +30,7 @@ from processors.models import ControlCommand
 from processors.parse_stage import documents_records
 from processors.wire import DocumentRecord, Notes, decode_notes, notes_in
 from sinks.state import Position
-from streams.batches import BACKLOG_RECORDS, records_behind, take_batches
+from streams.batches import BACKLOG_RECORDS, records_behind, take_batches, weighed_behind
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.failstop import must_finish
 from streams.pipeline import Emission
@@ -138,7 +138,7 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
     async for events in batches:
-        backlog = records_behind(stream, events) >= BACKLOG_RECORDS
+        backlog = weighed_behind(records_behind(stream, events), events, _notes_of) >= BACKLOG_RECORDS
         await window_batch(services, outputs, events, backlog=backlog)
 
 

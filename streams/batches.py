@@ -3,7 +3,8 @@
 `Stream.take_events(max, within)` hands a batch over `within` seconds after the last one, whatever is waiting:
 behind a backfill that was a few dozen records per batch, each paying a DuckDB transaction, a log line per
 note and a commit. Here a batch that is not full when `within` passes waits another `within` while its
-partitions hold at least `BACKLOG_RECORDS` records beyond it (Kafka's high water), up to `LINGER_SECONDS`:
+partitions hold records beyond it (Kafka's high water) weighing at least `BACKLOG_RECORDS` (a documents record weighs its
+notes: `weighed_behind`), up to `LINGER_SECONDS`:
 a backlog is stored in full batches, a trickle as soon as before.
 
 The buffering is Faust's own (faust-streaming 0.15, `Stream.take_events`): a processor adds each event to the
@@ -27,7 +28,9 @@ from sinks.clock import Clock
 
 log = logging.getLogger(__name__)
 
-BACKLOG_RECORDS = 64  # a trickle of 20 notes/s is a few records behind at most; a backfill is thousands
+# Counted in weight (a documents record weighs its notes, ~17 behind a backfill): a trickle of 20 notes/s is a
+# few behind at most; a backfill is thousands.
+BACKLOG_RECORDS = 64
 LINGER_SECONDS = 0.5  # the longest a batch waits to grow; only ever with a backlog behind it
 
 
@@ -49,6 +52,11 @@ Weight = Callable[[EventT[Any]], int]
 
 def one(event: EventT[Any]) -> int:
     return 1
+
+
+def weighed_behind(records: int, events: Sequence[EventT[Any]], weight: Weight) -> float:
+    """The weight of `records` waiting behind a batch, taking each at the batch's mean weight."""
+    return records * sum(map(weight, events)) / max(len(events), 1)
 
 
 async def take_batches(
@@ -101,7 +109,7 @@ async def take_batches(
         return (
             not full.is_set()
             and clock.monotonic() - started < LINGER_SECONDS
-            and behind(stream, events) >= BACKLOG_RECORDS
+            and behind(stream, events) * weighed >= BACKLOG_RECORDS * len(events)  # weighed_behind
         )
 
     acks = stream.enable_acks

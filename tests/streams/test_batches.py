@@ -65,3 +65,9 @@ async def test_a_batch_of_heavy_records_stops_at_max_records_of_weight() -> None
     # The window agent weighs a documents record by its notes: a batch holds about batch_records notes.
     sizes = await _batches(backlog=1000, records=12, every=0.002, max_records=10, weight=lambda e: 4)
     assert sizes == [3, 3, 3, 3]
+
+
+async def test_a_few_heavy_records_behind_a_batch_are_a_backlog() -> None:
+    # 10 documents records of ~17 notes each wait: 170 notes, a backlog, though under BACKLOG_RECORDS records.
+    sizes = await _batches(backlog=10, records=40, every=0.005, max_records=2000, weight=lambda e: 17)
+    assert len(sizes) <= 2 and sizes[0] >= 20
