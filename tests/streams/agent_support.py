@@ -121,3 +121,13 @@ class StepFailed(Exception):
 
 
 Start = Callable[[Settings, ManualClock], InProcessWorker]
+
+
+ONE_PARTITION = KafkaSettings(bootstrap="127.0.0.1:9", partitions=1)
+
+
+def owning_worker(tmp_path: Path, start: Start, clock: ManualClock, **overrides: Any) -> InProcessWorker:
+    """An in-process worker on one partition of every topic that owns every axis (a note is one record)."""
+    worker = start(in_process_settings(tmp_path, kafka=ONE_PARTITION, **overrides), clock)
+    worker.own(*[a.name for a in worker.settings.axes])
+    return worker

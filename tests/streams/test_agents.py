@@ -27,9 +27,16 @@ from streams.agents import deliver
 from streams.control import new_command
 from streams.failstop import must_finish
 from streams.pipeline import Emission
-from streams.settings import DeadLetterSettings, KafkaSettings
+from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
-from tests.streams.agent_support import InProcessWorker, Start, StepFailed, in_process_settings, settled
+from tests.streams.agent_support import (
+    InProcessWorker,
+    Start,
+    StepFailed,
+    in_process_settings,
+    owning_worker,
+    settled,
+)
 from tests.streams.pipeline_support import raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -149,10 +156,8 @@ async def test_records_wait_for_their_partition_to_catch_up_and_a_revoked_partit
 async def test_on_one_partition_a_note_is_one_record_stored_as_a_row_for_each_of_its_axes(
     tmp_path: Path, start: Start
 ) -> None:
-    one = KafkaSettings(bootstrap="127.0.0.1:9", partitions=1)
-    worker = start(in_process_settings(tmp_path, kafka=one), ManualClock(END + timedelta(minutes=10)))
+    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
     axes = [a.name for a in worker.settings.axes]
-    worker.own(*axes)
     [(key, value)] = await parsed(worker, raw_value())
     assert key == axes[0].encode()
     assert [row.header.axis for row in decode_rows(value)] == axes
@@ -166,10 +171,8 @@ async def test_on_one_partition_a_note_is_one_record_stored_as_a_row_for_each_of
 async def test_a_note_of_a_record_that_does_not_read_is_dead_lettered_alone_and_the_others_are_stored(
     tmp_path: Path, start: Start
 ) -> None:
-    one = KafkaSettings(bootstrap="127.0.0.1:9", partitions=1)
-    worker = start(in_process_settings(tmp_path, kafka=one), ManualClock(END + timedelta(minutes=10)))
+    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
     axes = [a.name for a in worker.settings.axes]
-    worker.own(*axes)
     paths = [NOTE, OTHER, "inbox/jay/2026-09-27-1200-kv.md"]
     notes = []
     for i, path in enumerate(paths):

@@ -7,19 +7,21 @@ from pathlib import Path
 
 from processors.wire import pack_records
 from streams.dead_letters import _write_stop_file
-from streams.settings import DeadLetterSettings, KafkaSettings
+from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
-from tests.streams.agent_support import InProcessWorker, Start, in_process_settings, settled
+from tests.streams.agent_support import (
+    ONE_PARTITION,
+    InProcessWorker,
+    Start,
+    in_process_settings,
+    owning_worker,
+    settled,
+)
 from tests.streams.test_agents import END, TEXT, parsed, raw_value
-
-ONE = KafkaSettings(bootstrap="127.0.0.1:9", partitions=1)
 
 
 def _started(tmp_path: Path, start: Start, limits: DeadLetterSettings) -> InProcessWorker:
-    settings = in_process_settings(tmp_path, kafka=ONE, dead_letters=limits)
-    worker = start(settings, ManualClock(END))
-    worker.own(*[a.name for a in settings.axes])
-    return worker
+    return owning_worker(tmp_path, start, ManualClock(END), dead_letters=limits)
 
 
 def _record(notes: list[bytes]) -> tuple[bytes, bytes]:
@@ -48,7 +50,7 @@ async def test_a_record_none_of_whose_notes_read_does_not_clear_a_stop(
     tmp_path: Path, stops: list[int], start: Start
 ) -> None:
     limits = DeadLetterSettings(max_consecutive=3)
-    settings = in_process_settings(tmp_path, kafka=ONE, dead_letters=limits)
+    settings = in_process_settings(tmp_path, kafka=ONE_PARTITION, dead_letters=limits)
     _write_stop_file(
         settings, {"documents": {"topic": "x", "partition": 0, "offset": 0, "reason": "unreadable"}}
     )
