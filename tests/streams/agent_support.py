@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import faust
 from mode.threads import ServiceThread
@@ -21,6 +23,14 @@ from streams.services import Services
 from streams.settings import KafkaSettings, Settings
 from streams.topics import Topics
 from tests.clocks import ManualClock
+from tests.streams.pipeline_support import raw_file
+
+SH = ZoneInfo("Asia/Shanghai")
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+NOTE = "inbox/jay/2026-09-27-1000-kv.md"
+TEXT = "# vLLM 推理\nKV cache serving for LLM inference, arXiv:2609.23130\n"
+
+Records = list[tuple[bytes, bytes]]
 
 
 @dataclass
@@ -131,3 +141,17 @@ def owning_worker(tmp_path: Path, start: Start, clock: ManualClock, **overrides:
     worker = start(in_process_settings(tmp_path, kafka=ONE_PARTITION, **overrides), clock)
     worker.own(*[a.name for a in worker.settings.axes])
     return worker
+
+
+def raw_value(path: str = NOTE, text: str = TEXT) -> bytes:
+    return raw_file(path, text).model_dump_json().encode()
+
+
+async def parsed(worker: InProcessWorker, *raws: bytes) -> Records:
+    """What the parse agent forwards for these raw values (raw offsets 0, 1, … within one agent run)."""
+    before = len(worker.outputs.documents)
+    async with worker.agents.parse.test_context() as agent:
+        for value in raws:
+            await agent.put(value, key=b"path")
+        await settled(lambda: len(worker.outputs.documents) > before, "the documents records")
+    return worker.outputs.documents[before:]

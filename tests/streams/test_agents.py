@@ -10,12 +10,11 @@ test_poison_commands and test_workers_integration.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import NoReturn
 from uuid import uuid4
-from zoneinfo import ZoneInfo
 
 import pytest
 from aiokafka.errors import KafkaConnectionError
@@ -30,22 +29,21 @@ from streams.pipeline import Emission
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
+    END,
+    NOTE,
+    TEXT,
     InProcessWorker,
+    Records,
     Start,
     StepFailed,
     in_process_settings,
     owning_worker,
+    parsed,
+    raw_value,
     settled,
 )
-from tests.streams.pipeline_support import raw_file
 
-SH = ZoneInfo("Asia/Shanghai")
-END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
-NOTE = "inbox/jay/2026-09-27-1000-kv.md"
 OTHER = "inbox/tom/2026-09-27-1100-kv.md"
-TEXT = "# vLLM 推理\nKV cache serving for LLM inference, arXiv:2609.23130\n"
-
-Records = list[tuple[bytes, bytes]]
 
 
 def _fail(code: int) -> NoReturn:
@@ -59,22 +57,8 @@ def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start) -> InP
     return start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
 
 
-def raw_value(path: str = NOTE, text: str = TEXT) -> bytes:
-    return raw_file(path, text).model_dump_json().encode()
-
-
 def of_axis(records: Records, axis: str) -> Records:
     return [(key, value) for key, value in records if key == axis.encode()]
-
-
-async def parsed(worker: InProcessWorker, *raws: bytes) -> Records:
-    """What the parse agent forwards for these raw values (raw offsets 0, 1, … within one agent run)."""
-    before = len(worker.outputs.documents)
-    async with worker.agents.parse.test_context() as agent:
-        for value in raws:
-            await agent.put(value, key=b"path")
-        await settled(lambda: len(worker.outputs.documents) > before, "the documents records")
-    return worker.outputs.documents[before:]
 
 
 async def stored(worker: InProcessWorker, records: Records) -> None:

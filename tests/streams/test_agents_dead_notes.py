@@ -10,14 +10,17 @@ from streams.dead_letters import _write_stop_file
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
+    END,
     ONE_PARTITION,
+    TEXT,
     InProcessWorker,
     Start,
     in_process_settings,
     owning_worker,
+    parsed,
+    raw_value,
     settled,
 )
-from tests.streams.test_agents import END, TEXT, parsed, raw_value
 
 
 def _started(tmp_path: Path, start: Start, limits: DeadLetterSettings) -> InProcessWorker:
