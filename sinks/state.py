@@ -24,7 +24,7 @@ import duckdb
 
 from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
 from processors.wire import DocumentRecord
-from sinks import duck, schema
+from sinks import duck, schema, vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
@@ -34,9 +34,10 @@ from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
+from sinks.vacuum import Vacuumed
 from sinks.window_reads import StoredWindow
 
-__all__ = ["STATE", "EmissionRecord", "Position", "StateStore"]
+__all__ = ["STATE", "EmissionRecord", "Position", "StateStore", "Vacuumed"]
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -114,6 +115,10 @@ class StateStore:
         self.sources = SourceRows(self._db)
         self.emissions = Emissions(self._db)
         self.counts = Counts(self._db)
+
+    def excess_row_groups(self) -> int:
+        """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
+        return vacuum.excess_row_groups(self._db)
 
     def check(self) -> None:
         """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
@@ -309,6 +314,14 @@ class StateStore:
         """Remember a record that writes nothing (an unreadable one), so a replay starts after it."""
         with self._claiming():
             self.offsets.claim([position])
+
+    def vacuum(self) -> Vacuumed | None:
+        """One checkpoint with DuckDB's vacuum on (sinks.vacuum), on the writes' path: a memory pinch reopens the
+        state with more memory and runs it again while below the ceiling; None at it (not run: nothing to retry)."""
+        while self._raised() is not None:
+            with contextlib.suppress(_CheckpointLost), self._writing():
+                return vacuum.run(self._db)
+        return None
 
     @_retried
     def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:

@@ -157,6 +157,9 @@ class Pipeline:
         # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in
         # progress finishes first, and the next one waits until the new state has caught up.
         self.briefing_lock = asyncio.Lock()
+        # When the window agent (or a catch-up) last stored a batch, on the clock's monotonic count: the state's
+        # vacuum waits for a quiet moment (streams.state_vacuum), never right after it opened.
+        self.stored_at = clock.monotonic()
 
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: dead-lettered, loudly, and counted."""
@@ -221,7 +224,8 @@ class Pipeline:
             return []
         started = self.clock.monotonic()
         changed = self.state.apply_batch(items)
-        took = self.clock.monotonic() - started
+        self.stored_at = self.clock.monotonic()
+        took = self.stored_at - started
         self.metrics.duckdb_write.labels(operation="batch").observe(took)
         now = self.clock.now().timestamp()
         report(StoredBatch(items, changed, took, now, replaying, backlog), self.metrics)

@@ -18,6 +18,7 @@ from streams.control import new_command
 from streams.pipeline import Pipeline
 from streams.services import Services
 from streams.settings import Settings
+from streams.state_vacuum import VACUUM_CHECK_SECONDS, QuietVacuum
 from streams.topics import Outputs, SendCommand
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ def register_timers(app: faust.App, services: Services, outputs: Outputs) -> Clo
         partial(refresh_gauges, services)
     )
     app.timer(interval=s.state_check_seconds, name="streams.timers.check_state")(services.guard.check)
+    vacuum = QuietVacuum(services.pipeline, services.clock)
+    app.timer(interval=VACUUM_CHECK_SECONDS, name="streams.timers.vacuum_state")(vacuum.tick)
     app.timer(interval=OUTBOX_TICK_SECONDS, name="streams.timers.retry_briefings")(
         partial(retry_briefings, services, outputs)
     )

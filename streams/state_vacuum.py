@@ -1,0 +1,64 @@
+"""The worker's occasional vacuum of its state, at a quiet moment.
+
+The state checkpoints without DuckDB's vacuum (sinks/state.py): cheaper commits, but each small checkpoint (a
+restart, a quiet hour's few notes) leaves a row group per table and at least a block of its own, never given
+back. Once the window agent has stored nothing for a while and a table holds enough row groups more than its
+rows need, one checkpoint with the vacuum on merges them (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import duckdb
+
+from sinks.clock import Clock
+from sinks.errors import SinkError
+from streams.state_guard import StateHolder
+
+log = logging.getLogger(__name__)
+
+VACUUM_CHECK_SECONDS = 30.0  # how often the worker looks for a quiet moment
+# The window agent stored nothing for this long: not behind a backlog, nor right after the state opened (a
+# restart's catch-up), where merging would slow the commits and hold their memory.
+QUIET_SECONDS = 60.0
+# A table holds this many row groups beyond what its rows need: ~8 small checkpoints (~8 blocks a table), or
+# ~12k notes behind a backfill (1 500 a checkpoint), whose merge then runs once.
+EXCESS_ROW_GROUPS = 8
+
+
+class QuietVacuum:
+    """Each tick: the vacuum, when the state is quiet and fragmented enough; nothing while a briefing runs."""
+
+    def __init__(self, pipeline: StateHolder, clock: Clock) -> None:
+        self._pipeline = pipeline
+        self._clock = clock
+
+    async def tick(self) -> None:
+        opened = self._pipeline.opened
+        # The briefing lock is held by a briefing (its reads would keep DuckDB from vacuuming) and by the
+        # replacement of a damaged state.
+        if opened is None or opened.briefing_lock.locked():
+            return
+        if self._clock.monotonic() - opened.stored_at < QUIET_SECONDS:
+            return
+        state = opened.state
+        try:
+            if state.excess_row_groups() < EXCESS_ROW_GROUPS:
+                return
+            # On the event loop, as every write: no batch can commit meanwhile (tens of ms for a restart's
+            # small row groups, ~1 s per 10k notes behind a backfill).
+            started = self._clock.monotonic()
+            done = state.vacuum()
+        except (SinkError, duckdb.Error) as exc:  # never stops the worker; the next write says it too
+            log.warning("the state's vacuum failed: %s", exc)
+            return
+        if done is None or done.after >= done.before:  # at the memory ceiling, or a read kept it from merging
+            log.debug("the state's vacuum merged nothing (%s); tried again at the next quiet tick", done)
+            return
+        log.info(
+            "vacuumed the state: a table's row groups beyond its rows' need %d -> %d, %.2fs",
+            done.before,
+            done.after,
+            self._clock.monotonic() - started,
+        )
