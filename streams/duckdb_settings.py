@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class DuckDBSettings(BaseModel):
@@ -17,7 +17,19 @@ class DuckDBSettings(BaseModel):
     memory_limit_mib: int = Field(256, ge=64, le=1024 * 1024)
     # The most a checkpoint or write past memory_limit_mib may raise it to (doubling): past the container's
     # memory the kernel kills the worker before DuckDB refuses cleanly. 512: the 1.5 GiB worker container holds
-    # ~1 GiB at a 10k window with 256 MiB of it DuckDB's (docker-compose.yml). Below memory_limit_mib: no raise.
+    # ~1 GiB at a 10k window with 256 MiB of it DuckDB's (docker-compose.yml). It must be above memory_limit_mib.
     max_memory_limit_mib: int = Field(512, ge=64, le=1024 * 1024)
     # Threads of its queries; unset: DuckDB's default, one per core.
     threads: int | None = Field(None, ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _room_to_raise(self) -> DuckDBSettings:
+        # At or below the limit no pinch could be retried: a checkpoint of large notes, or the state's vacuum
+        # (streams.state_vacuum, then never run), would stop the worker where one raise would have stored them.
+        if self.memory_limit_mib >= self.max_memory_limit_mib:
+            raise ValueError(
+                f"duckdb.memory_limit_mib ({self.memory_limit_mib}) must be below duckdb.max_memory_limit_mib "
+                f"({self.max_memory_limit_mib}): raise the maximum (PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB, within the "
+                "worker's memory) or lower the limit"
+            )
+        return self

@@ -52,3 +52,20 @@ def test_the_worker_opens_its_state_within_the_configured_limits(tmp_path: Path)
         assert duckdb_limits(state) == ("300.0 MiB", 1)
     finally:
         state.close()
+
+
+@pytest.mark.parametrize("memory", ["512", "1024"])
+def test_a_memory_limit_with_no_room_to_raise_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, memory: str
+) -> None:
+    """At or above its ceiling no pinch could be retried (a checkpoint of large notes would stop the worker, the
+    vacuum would never run): refused at load, saying what to set."""
+    monkeypatch.setenv("PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB", memory)
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    message = str(refused.value)
+    assert "\n" not in message
+    assert f"duckdb.memory_limit_mib ({memory}) must be below duckdb.max_memory_limit_mib (512)" in message
+    assert "PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB" in message
+    monkeypatch.setenv("PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB", "2048")
+    assert state_limits(load_settings()) == Limits(memory_mib=int(memory), threads=None, ceiling_mib=2048)
