@@ -22,7 +22,7 @@ from typing import Concatenate, NoReturn, ParamSpec, TypeVar
 
 import duckdb
 
-from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
+from processors.models import Briefing, Document, WindowBounds
 from processors.wire import DocumentRecord
 from sinks import duck, schema, vacuum
 from sinks.counts import Counts
@@ -34,6 +34,7 @@ from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
+from sinks.state_reads import StateReads
 from sinks.vacuum import Vacuumed
 from sinks.window_reads import StoredWindow
 
@@ -82,7 +83,7 @@ def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concate
     return run
 
 
-class StateStore:
+class StateStore(StateReads):
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
     def __init__(
@@ -123,6 +124,11 @@ class StateStore:
     def check(self) -> None:
         """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
         duck.check_integrity(self._db, self._path, STATE)
+
+    def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
+        """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
+        pinned = (baseline.path, baseline.sha256) if baseline is not None else None
+        return StoredWindow(self._cursor(), axis, window, pinned)
 
     def reader(self) -> StateReader:
         """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
@@ -347,52 +353,3 @@ class StateStore:
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
         with self._writing():
             self.emissions.mark_delivered(axis, window_end, trigger, when)
-
-    # Reads, by the sink that answers them.
-
-    def applied_offset(self, topic: str, partition: int) -> int | None:
-        return self.offsets.get(topic, partition)
-
-    def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
-        """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
-        pinned = (baseline.path, baseline.sha256) if baseline is not None else None
-        return StoredWindow(self._cursor(), axis, window, pinned)
-
-    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
-        return self.docs.latest_baseline(axis, before, since)
-
-    def living_document(self, axis: str) -> Document | None:
-        return self.docs.living_document(axis)
-
-    def rejections(self, window: WindowBounds) -> list[Rejection]:
-        return self.docs.rejections(window)
-
-    def emission(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
-        return self.emissions.briefing(axis, window_end, trigger)
-
-    def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
-        return self.emissions.record_of(axis, window_end, trigger)
-
-    def undelivered_emissions(self) -> list[tuple[str, datetime, Trigger]]:
-        return self.emissions.undelivered()
-
-    def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:
-        return self.emissions.earlier(axis, before)
-
-    def latest_emission(self, axis: str) -> Briefing | None:
-        return self.emissions.latest(axis)
-
-    def last_close_end(self, axis: str) -> datetime | None:
-        return self.emissions.last_close_end(axis)
-
-    def last_emitted_at(self, axis: str) -> datetime | None:
-        return self.emissions.last_emitted_at(axis)
-
-    def document_count(self, axis: str | None = None) -> int:
-        return self.counts.document_count(axis)
-
-    def window_document_count(self, axis: str, window: WindowBounds) -> int:
-        return self.counts.window_document_count(axis, window)
-
-    def axis_summary(self, axis: str) -> dict[str, int]:
-        return self.counts.axis_summary(axis)
