@@ -135,7 +135,10 @@ class StateStore(StateReads):
         return StateReader(self._cursor(), self._path, STATE, self._track)
 
     def close(self) -> None:
-        self._db.close()
+        """Close the state; reads still running (a briefing, /status at shutdown) are interrupted, as their callers
+        stop too. One that holds on past CLOSE_ATTEMPTS is left to the process's exit (logged)."""
+        if not self._close_interrupting():
+            log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         return self._track(self._db.cursor())
@@ -150,6 +153,17 @@ class StateStore(StateReads):
         still running are interrupted (each fails; its caller retries or answers again). Raises StateBusyError
         if one still runs: the next write closes and reopens it."""
         self._reopening = (reason, exc)
+        if self._close_interrupting():
+            self._reopening = None
+            return
+        raise StateBusyError(
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a "
+            "read still runs on it; the write is retried, nothing to do unless this repeats"
+        ) from exc
+
+    def _close_interrupting(self) -> bool:
+        """Close the connection, interrupting the reads running on its cursors (DuckDB refuses to close while one
+        runs); False if one still ran after CLOSE_ATTEMPTS."""
         for _ in range(CLOSE_ATTEMPTS):
             with self._cursors_lock:
                 cursors = list(self._cursors)
@@ -158,14 +172,10 @@ class StateStore(StateReads):
                     cursor.interrupt()
             try:
                 self._db.close()
-                self._reopening = None
-                return
+                return True
             except duckdb.ResourceInUseException:
                 time.sleep(0.01)  # the interrupted read is giving its cursor back
-        raise StateBusyError(
-            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a "
-            "read still runs on it; the write is retried, nothing to do unless this repeats"
-        ) from exc
+        return False
 
     # Writes: each record with its offset, in one transaction.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -164,3 +165,35 @@ def test_a_replaced_state_closes_every_cursor_and_opens_a_fresh_file(tmp_path: P
     with pytest.raises(duckdb.Error):
         reader.counts.document_count()
     fresh.close()
+
+
+def test_a_state_closed_while_a_read_runs_stops_the_read_and_closes(tmp_path: Path) -> None:
+    """A clean shutdown with a briefing or /status still reading: DuckDB refused to close ("ResourceInUse"); the
+    read is interrupted instead, and the file is closed, so it opens again at once (one writer per file)."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path)
+    put_document(state, "inference", parsed("inbox/jay/2026-09-27-1000-kv.md", TEXT), raw_offset=0)
+    reader = state.reader()
+    running = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        running.set()
+        try:  # a read that runs until something stops it
+            reader._db.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
+            outcome.append(None)
+        except duckdb.Error as exc:
+            outcome.append(exc)
+
+    busy = threading.Thread(target=read, daemon=True)
+    busy.start()
+    running.wait()
+    time.sleep(0.05)  # the query is running
+    state.close()
+    busy.join(timeout=10)
+    assert len(outcome) == 1 and isinstance(outcome[0], duckdb.Error), outcome
+    again = StateStore(path)
+    try:
+        assert again.document_count() == 1
+    finally:
+        again.close()
