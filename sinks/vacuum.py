@@ -44,7 +44,9 @@ def run(db: duckdb.DuckDBPyConnection) -> Vacuumed:
     try:
         # DuckDB's checkpoint vacuums only the tables changed since the last one, and all of them after a change
         # of its catalog (2.0.1): a table made and dropped in one transaction, which leaves nothing behind.
-        db.execute("BEGIN; CREATE TABLE vacuum_mark (x INTEGER); DROP TABLE vacuum_mark; COMMIT")
+        with duck.transaction(db):
+            db.execute("CREATE TABLE vacuum_mark (x INTEGER)")
+            db.execute("DROP TABLE vacuum_mark")
         db.execute("CHECKPOINT")
     finally:
         try:
