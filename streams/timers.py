@@ -1,5 +1,5 @@
-"""The worker's timers: the leader's check for due window closes, the refresh of the polled gauges, and the retry of
-briefings recorded but not yet written or sent (the outbox)."""
+"""The worker's timers: the leader's check for due window closes, the refresh of the polled gauges, the retry of
+briefings recorded but not yet written or sent (the outbox), and the state's check and vacuum at a quiet moment."""
 
 from __future__ import annotations
 
