@@ -25,6 +25,10 @@ QUIET_SECONDS = 60.0
 # A table holds this many row groups beyond what its rows need: ~8 small checkpoints (~8 blocks a table), or
 # ~12k notes behind a backfill (1 500 a checkpoint), whose merge then runs once.
 EXCESS_ROW_GROUPS = 8
+# The vacuum runs on the event loop and rewrites the small tables whole (~0.3 ms a note here): past this many
+# notes it would hold the loop (heartbeats, /healthz, /metrics) for seconds on end, so a larger state is left
+# as it is; `predigest rebuild` at a quiet hour writes it afresh (docs/operations.md).
+MAX_NOTES = 20_000
 
 
 class QuietVacuum:
@@ -33,6 +37,21 @@ class QuietVacuum:
     def __init__(self, pipeline: StateHolder, clock: Clock) -> None:
         self._pipeline = pipeline
         self._clock = clock
+        self._said_too_large = False
+
+    def _too_large(self, notes: int) -> bool:
+        """Past MAX_NOTES, said once at INFO: the operator's remedy is a rebuild, nothing breaks meanwhile."""
+        if notes <= MAX_NOTES:
+            return False
+        if not self._said_too_large:
+            log.info(
+                "the state holds %d notes, too many to vacuum on the event loop (over %d): its small row groups "
+                "stay; run `predigest rebuild` at a quiet hour to write it afresh",
+                notes,
+                MAX_NOTES,
+            )
+            self._said_too_large = True
+        return True
 
     async def tick(self) -> None:
         opened = self._pipeline.opened
@@ -44,7 +63,7 @@ class QuietVacuum:
             return
         state = opened.state
         try:
-            if state.excess_row_groups() < EXCESS_ROW_GROUPS:
+            if state.excess_row_groups() < EXCESS_ROW_GROUPS or self._too_large(state.document_count()):
                 return
             # On the event loop, as every write: no batch can commit meanwhile (tens of ms for a restart's
             # small row groups, ~1 s per 10k notes behind a backfill).

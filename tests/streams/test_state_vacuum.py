@@ -3,13 +3,17 @@ and its briefings read the same after it."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from processors.models import AxisSpec
 from sinks.state import Position
 from streams.assembly import Assembly
 from streams.control import new_command
+from streams import state_vacuum
 from streams.pipeline import Pipeline
 from streams.state_vacuum import EXCESS_ROW_GROUPS, QUIET_SECONDS, QuietVacuum
 from tests.clocks import ManualClock
@@ -71,3 +75,22 @@ async def test_a_state_with_few_row_groups_is_left_as_it_is(tmp_path: Path, star
     clock.advance(QUIET_SECONDS)
     await QuietVacuum(worker.services.pipeline, clock).tick()
     assert pipeline.state.excess_row_groups() == fragmented > 0
+
+
+async def test_a_state_too_large_to_vacuum_on_the_loop_is_left_and_the_rebuild_named_once(
+    tmp_path: Path, start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock(END + timedelta(minutes=10))
+    worker = owning_worker(tmp_path, start, clock)
+    pipeline = worker.services.pipeline()
+    for n in range(EXCESS_ROW_GROUPS + 2):
+        _store_a_few(pipeline, 2 * n)
+    fragmented = pipeline.state.excess_row_groups()
+    monkeypatch.setattr(state_vacuum, "MAX_NOTES", pipeline.state.document_count() - 1)
+    vacuum = QuietVacuum(worker.services.pipeline, clock)
+    clock.advance(QUIET_SECONDS)
+    with caplog.at_level(logging.INFO, logger="streams.state_vacuum"):
+        await vacuum.tick()
+        await vacuum.tick()
+    assert pipeline.state.excess_row_groups() == fragmented
+    assert [r.getMessage().count("predigest rebuild") for r in caplog.records] == [1]
