@@ -11,9 +11,9 @@ import pytest
 
 from processors.models import AxisSpec
 from sinks.state import Position
+from streams import state_vacuum
 from streams.assembly import Assembly
 from streams.control import new_command
-from streams import state_vacuum
 from streams.pipeline import Pipeline
 from streams.state_vacuum import EXCESS_ROW_GROUPS, QUIET_SECONDS, QuietVacuum
 from tests.clocks import ManualClock
