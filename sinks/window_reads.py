@@ -224,10 +224,12 @@ class StoredWindow:
         """The window's sources at `paths`, whole, as pinned (a path not among them is left out)."""
         if not paths:
             return []
+        # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
+        # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            f"SELECT c.summary_json, c.body_json FROM {self._w} w JOIN source_rows r ON r.vid = w.vid "
-            "JOIN contents c ON c.path = r.path AND c.sha256 = r.sha256 WHERE w.path IN (SELECT unnest(?)) "
-            "ORDER BY w.pos",
+            "SELECT c.summary_json, c.body_json FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
+            f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
+            "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
             [list(paths)],
         ).fetchall()
         return whole_documents(rows)
