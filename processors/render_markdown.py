@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -192,7 +192,7 @@ def _core(b: Briefing, t: dict[str, str]) -> str:
     )
 
 
-def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Counter[str]) -> str:
+def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Mapping[str, int]) -> str:
     return t["footer"].format(
         at=b.generated_at.astimezone(zone).strftime(_TIME + " %Z"),
         n=b.summary.increment_count,
@@ -213,7 +213,8 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     view = _View(t, lang, zone, living)
     lo, hi = b.summary.target_range
     table, items = view.source_lines(b.sources)
-    statuses = Counter(s.status for s in b.sources)  # one pass over a window's sources, not one per count
+    # One pass over a window's sources, not one per count.
+    statuses: Counter[str] = Counter(s.status for s in b.sources)
     return _ENV.get_template("briefing.md.j2").render(
         b=b,
         t=t,
