@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids
 from processors.arxiv_list import IdListing, arxiv_entries
@@ -12,7 +14,7 @@ from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
-from processors.models import Briefing, LivingDocRef, Summary
+from processors.models import Briefing, Document, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
@@ -54,14 +56,19 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     limits = ScanLimits(inc_rules.max_contributors, req.zone, {r.doc.path for r in superseded})
     scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
-    whole = read_whole([*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues], req.load)
+    # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
+    # window's bodies costs a pass over all of them (~0.5 s at 100k: their compression is per ~2k rows).
+    future = [d for d, _ in scan.future]
+    whole = read_whole(
+        [*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues, *future], req.load
+    )
     chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
     # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
 
     stated = source.titles(duplicates.keys())
-    titles, screening = _titles_and_screening(req, (scan, stated), ids, anchors, source.size())
+    titles, screening = _titles_and_screening(req, (scan, stated, whole), ids, anchors, source.size())
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -114,10 +121,14 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
 
 
 def _titles_and_screening(
-    req: BriefingRequest, read: tuple[Scan, StatedTitles], ids: IdSplit, anchors: Anchors, size: int
+    req: BriefingRequest,
+    read: tuple[Scan, StatedTitles, Mapping[str, Document]],
+    ids: IdSplit,
+    anchors: Anchors,
+    size: int,
 ) -> tuple[WindowTitles, dx.Screening]:
     """The title of each id, and the ids screened: titled like another (a typo) or dated after their note."""
-    scan, stated = read
+    scan, stated, whole = read
     # The living document's titles are among those stated, the earlier briefings' come with the history:
     # a note citing a paper under another id than they do is a D-item, and the id not a new paper.
     living_titles = stated_titles(req.living) if req.living else ()
@@ -129,7 +140,7 @@ def _titles_and_screening(
     screening = dx.screen(
         conflicts_among(stated.pairs.pairs, req.lang),
         scan.future,
-        lambda docs: read_whole(docs, req.load),
+        lambda docs: {d.path: whole[d.path] for d in docs if d.path in whole},
         (ids.new, anchors.ids, anchors.living.cited_ids if anchors.living else ()),
         (req.zone, req.lang),
     )

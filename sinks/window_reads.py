@@ -31,10 +31,25 @@ _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a tim
 # How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal:
 # of all of them, and of each half.
 _SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(NUM_PERM))
-_HALF = NUM_PERM // 2
-_SAME_FIRST = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF))
-_SAME_SECOND = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(_HALF, NUM_PERM))
 _SLOTS = ", ".join(f"s.signature[{i + 1}] AS m{i}" for i in range(NUM_PERM))
+# A signature's sketch: the low two bits of each slot, 32 slots a word. Two equal slots have equal bits, so the
+# sketches' equal 2-bit groups are at least the equal slots: a pair whose sketches fall below the slots needed
+# can never reach them, and the pairs' 128 slots are compared for the rest only (at 100k, ~11k of ~600k LSH
+# pairs), as a join of 4 narrow words instead of 64 wide slots per signature.
+_PER_WORD = 32
+_SKETCH = ", ".join(
+    " | ".join(f"((m{w * _PER_WORD + k} & 3) << {2 * k})" for k in range(_PER_WORD)) + f" AS k{w}"
+    for w in range(NUM_PERM // _PER_WORD)
+)
+_LOW_BITS = sum(1 << (2 * k) for k in range(_PER_WORD))  # the low bit of each 2-bit group
+_SKETCH_SAME = (
+    f"{NUM_PERM} - ("
+    + " + ".join(
+        f"bit_count((xor(x.k{w}, y.k{w}) | (xor(x.k{w}, y.k{w}) >> 1)) & {_LOW_BITS}::UBIGINT)::INTEGER"
+        for w in range(NUM_PERM // _PER_WORD)
+    )
+    + ")"
+)
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 # A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
 _PINNED = (
@@ -119,7 +134,7 @@ class StoredWindow:
                 f"ORDER BY pos) AS kept FROM {self._w}) WHERE kept <> path"
             ).fetchall()
         )
-        reps, pairs = f"{self._w}_reps", f"{self._w}_pairs"
+        reps, pairs, sketches = f"{self._w}_reps", f"{self._w}_pairs", f"{self._w}_sketches"
         # The first version of each text, when its signature is whole, is compared with the first of each of
         # its LSH buckets, when earlier (find_duplicates); pairs below the threshold never count. In steps, the
         # signatures one slot per column (as one query DuckDB reads the window's slots thrice; as lists,
@@ -136,18 +151,18 @@ class StoredWindow:
             "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
             "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
         )
-        # A pair whose first half of the slots differs in more places than the threshold allows over all of them
-        # can never reach it: the second half is compared for the rest only (a 100k window's LSH finds ~600k
-        # candidate pairs, nearly all of them far below the threshold).
-        need = _slots_needed(threshold)
+        # A 100k window's LSH finds ~600k candidate pairs, nearly all of them far below the threshold: their
+        # sketches (`_SKETCH`) weed them out before their slots are compared.
+        self._db.execute(f"CREATE OR REPLACE TEMP TABLE {sketches} AS SELECT pos, {_SKETCH} FROM {reps}")
         found = self._db.execute(
-            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, c.first_half + {_SAME_SECOND} AS same "
-            f"FROM (SELECT c.*, {_SAME_FIRST} AS first_half FROM {pairs} c JOIN {reps} x ON x.pos = c.pos "
-            f"JOIN {reps} y ON y.pos = c.first WHERE {_SAME_FIRST} >= ?) c "
-            f"JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) WHERE same / {NUM_PERM}.0 >= ?",
-            [need - (NUM_PERM - _HALF), threshold],
+            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM (SELECT c.pos, c.first "
+            f"FROM {pairs} c JOIN {sketches} x ON x.pos = c.pos JOIN {sketches} y ON y.pos = c.first "
+            f"WHERE {_SKETCH_SAME} >= ?) c JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) "
+            f"WHERE same / {NUM_PERM}.0 >= ?",
+            [_slots_needed(threshold), threshold],
         ).fetchall()
         self._db.execute(f"DROP TABLE {pairs}")
+        self._db.execute(f"DROP TABLE {sketches}")
         candidates: dict[str, dict[str, float]] = {}
         at: dict[str, int] = {}
         for one, one_at, other, other_at, same in found:
@@ -224,10 +239,12 @@ class StoredWindow:
         """The window's sources at `paths`, whole, as pinned (a path not among them is left out)."""
         if not paths:
             return []
+        # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
+        # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            f"SELECT c.summary_json, c.body_json FROM {self._w} w JOIN source_rows r ON r.vid = w.vid "
-            "JOIN contents c ON c.path = r.path AND c.sha256 = r.sha256 WHERE w.path IN (SELECT unnest(?)) "
-            "ORDER BY w.pos",
+            "SELECT c.summary_json, c.body_json FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
+            f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
+            "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
             [list(paths)],
         ).fetchall()
         return whole_documents(rows)

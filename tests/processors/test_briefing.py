@@ -109,6 +109,27 @@ def test_summaries_and_a_loader_give_the_same_briefing_and_load_only_what_can_fe
     assert "baseline" in kinds and "work_queue" in kinds
 
 
+def test_the_notes_quoted_are_read_whole_in_one_read() -> None:
+    """A stored window's every read of bodies passes over all of them: the contributors, the baselines, the
+    queues and the notes dating an id after themselves come in one."""
+    from collections.abc import Sequence
+
+    from processors.models import Document
+
+    docs = example_documents()
+    whole = {d.path: d for d in docs}
+    reads: list[list[str]] = []
+
+    def load(paths: Sequence[str]) -> list[Document]:
+        reads.append(list(paths))
+        return [whole[p] for p in paths]
+
+    summaries = [d.summary() if d.kind != "living" else d for d in docs]
+    b = brief(summaries, load=load, last_d=194)
+    assert any(d.kind == "future_arxiv_id" for d in b.discrepancies)  # its note quoted from the one read
+    assert len(reads) == 1
+
+
 def _sections(markdown: str) -> dict[str, str]:
     """Heading → text of each `## ` section of a rendered briefing."""
     parts = markdown.split("\n## ")[1:]

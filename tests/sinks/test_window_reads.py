@@ -219,3 +219,38 @@ def test_each_version_s_facts_are_stored_once_whatever_its_axes(tmp_path: Path) 
 def test_the_axis_s_own_baselines_in_the_window_are_named_for_their_d_numbers(stored: StoredWindow) -> None:
     assert stored.own_baselines() == ["inbox/jay/2026-09-27-1840-inference-e1prep.md"]
     assert [d.path for d in stored.load(stored.own_baselines())] == stored.own_baselines()
+
+
+def test_a_pair_s_sketches_never_count_fewer_equal_slots_than_their_signatures() -> None:
+    """The sketch weeds out LSH pairs before their slots are compared: it must never drop a pair that reaches
+    the threshold, whatever slots two signatures share (and it drops unrelated ones)."""
+    import random
+
+    import duckdb
+
+    from processors.near_duplicates import NUM_PERM
+    from sinks.window_reads import _SKETCH, _SKETCH_SAME
+
+    rng = random.Random(7)
+    rows = []
+    for shared in (0, 20, 64, 100, 103, 110, 127, 128):
+        x = [rng.getrandbits(64) for _ in range(NUM_PERM)]
+        same = set(rng.sample(range(NUM_PERM), shared))
+        y = [v if i in same else rng.getrandbits(64) for i, v in enumerate(x)]
+        rows.append((shared, x, y))
+    db = duckdb.connect()
+    slots = ", ".join(f"s[{i + 1}] AS m{i}" for i in range(NUM_PERM))
+    db.execute(
+        f"CREATE TABLE x AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
+        [[r[0] for r in rows], [r[1] for r in rows]],
+    )
+    db.execute(
+        f"CREATE TABLE y AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
+        [[r[0] for r in rows], [r[2] for r in rows]],
+    )
+    sketched = db.execute(
+        f"SELECT x.n, {_SKETCH_SAME} FROM (SELECT n, {_SKETCH} FROM x) x JOIN (SELECT n, {_SKETCH} FROM y) y "
+        "ON x.n = y.n ORDER BY x.n"
+    ).fetchall()
+    assert all(count >= shared for shared, count in sketched)
+    assert dict(sketched)[0] < 103  # 0.8 of the slots: an unrelated pair is weeded out
