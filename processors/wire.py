@@ -84,7 +84,7 @@ def _store(doc: Document) -> tuple[bytes, bytes, dict[str, Any]]:
     sections: list[list[Any]] = []
     cursor = 0
     for s in doc.sections:
-        start = text.find(s.text, cursor)
+        start = _found_at(text, s.text, cursor)
         if start < 0:
             start = text.find(s.text)
         if start < 0:  # line endings other than \n: splitlines() rewrote them
@@ -93,9 +93,18 @@ def _store(doc: Document) -> tuple[bytes, bytes, dict[str, Any]]:
         end = start + len(s.text)
         sections.append([s.number, s.heading, s.level, start, end])
         cursor = end
-    # The bytes of doc.summary().model_dump_json(), in half its time with the facts' JSON parse saved.
+    # The bytes of doc.summary().model_dump_json(); its values are kept, so its facts need not parse it back.
     summary: dict[str, Any] = doc.model_dump(mode="json", exclude=_BODY)
     return _json(summary), _json({"text": text, "sections": sections}), summary
+
+
+def _found_at(text: str, part: str, cursor: int) -> int:
+    """`text.find(part, cursor)`. A section is nearly always where its first characters next appear (after its
+    heading): checked there first, as str.find of a long needle spends ~3 µs preparing its search."""
+    at = text.find(part[:32], cursor)
+    if at >= 0 and text.startswith(part, at):
+        return at
+    return text.find(part, cursor)  # linear in the text, however it repeats itself
 
 
 def load_summary(summary_json: str) -> DocumentSummary:
