@@ -30,7 +30,7 @@ MAGIC = b"predigest.documents/v4"  # a note's part of a v5 record; read alone to
 MAGIC_V3 = b"predigest.documents/v3"  # read only: no source facts
 MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
-_BODY = frozenset({"sections", "text"})  # a Document's fields that are not its summary's
+_BODY = {"sections", "text"}  # a Document's fields that are not its summary's (never changed)
 
 
 class EventHeader(EventFields):
