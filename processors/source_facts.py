@@ -70,7 +70,11 @@ def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT)
 
 def source_facts(summary_json: str) -> SourceFacts:
     """The facts of a stored summary (`DocumentSummary` JSON, as `processors.wire` stores it: validated)."""
-    data: dict[str, Any] = pydantic_core.from_json(summary_json)  # twice as fast as json.loads here
+    return summary_facts(pydantic_core.from_json(summary_json))  # twice as fast as json.loads here
+
+
+def summary_facts(data: dict[str, Any]) -> SourceFacts:
+    """`source_facts` of the summary as JSON values (not changed), for one whose JSON is being written."""
     terms: dict[str, int] = data.get("terms") or {}
     headings: list[str] = data.get("headings") or []
     slim = {k: v for k, v in data.items() if k not in _BULK}

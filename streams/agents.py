@@ -163,7 +163,7 @@ async def window_batch(
         else:  # one row per note and axis of the record, stored and claimed together
             outcomes.extend(_note_outcomes(services, origin, notes))
             at = _position(event)
-            items.extend((row, replace(at, row=i)) for i, row in enumerate(notes.rows))
+            items.extend((row, at.at_row(i)) for i, row in enumerate(notes.rows))
     await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} row(s) of {len(events)} record(s) in {services.settings.state_file}"
     await must_finish(partial(store_when_ready, services, items, backlog), what)

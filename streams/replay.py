@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -128,7 +127,7 @@ async def replay_documents(
                 log.error(
                     "%s[%d]@%d: note %d does not read, skipped: %s", *_where(position), note.index, note.error
                 )
-            items.extend((row, replace(position, row=i)) for i, row in enumerate(notes.rows))
+            items.extend((row, position.at_row(i)) for i, row in enumerate(notes.rows))
         # Records from the group's committed offset on were never applied by any worker: logged and timed
         # (end-to-end lag) as the live agent would; the ones below replay what an earlier owner held.
         for first_time in (False, True):
