@@ -33,6 +33,7 @@ from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches, weighed_behind
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.failstop import must_finish
+from streams.heap import HeapTrim
 from streams.pipeline import Emission
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -137,9 +138,12 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     s = services.settings
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
+    heap = HeapTrim(services.clock)
     async for events in batches:
         backlog = weighed_behind(records_behind(stream, events), events, _notes_of) >= BACKLOG_RECORDS
         await window_batch(services, outputs, events, backlog=backlog)
+        # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
+        heap.after_batch()
 
 
 def _notes_of(event: EventT[bytes]) -> int:

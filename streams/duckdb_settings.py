@@ -14,7 +14,9 @@ class DuckDBSettings(BaseModel):
     # `<state file>.tmp`. DuckDB's own default is 80 % of the machine's RAM, which it takes while it
     # checkpoints (rewriting what was stored), so a worker grew with its state (2.3 GB at 100k notes). A
     # checkpoint holds 2 048 rows of the notes' text at once and fails past the limit: keep it well above that.
-    memory_limit_mib: int = Field(256, ge=64, le=1024 * 1024)
+    # 192, not 256: DuckDB fills its limit with cached blocks as the state grows, and the worker's whole
+    # resident set is budgeted at 512 MiB while ingesting 100k notes (docs/performance.md, issue 14).
+    memory_limit_mib: int = Field(192, ge=64, le=1024 * 1024)
     # The most a checkpoint or write past memory_limit_mib may raise it to (doubling): past the container's
     # memory the kernel kills the worker before DuckDB refuses cleanly. 512: the 1.5 GiB worker container holds
     # ~1 GiB at a 10k window with 256 MiB of it DuckDB's (docker-compose.yml). It must be above memory_limit_mib.

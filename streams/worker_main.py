@@ -8,7 +8,7 @@ from typing import IO, Any
 from faust import worker
 
 from sinks.clock import Clock
-from streams import logs, stopping
+from streams import heap, logs, stopping
 from streams.settings import Settings
 
 log = logging.getLogger("faust.worker")
@@ -40,6 +40,7 @@ def run(settings: Settings, clock: Clock) -> None:
     """Build the app on these settings (a concrete bootstrap, checked topics) and run it until stopped."""
     from streams.app import create_app
 
+    heap.keep_large_blocks_off_heap()
     app = create_app(settings, clock)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
     Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()

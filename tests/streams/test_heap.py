@@ -1,0 +1,84 @@
+"""The worker's C heap gives back what a batch freed (streams.heap): each case in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from streams import heap
+from tests.clocks import ManualClock
+
+pytestmark = pytest.mark.skipif(heap._libc() is None, reason="glibc's malloc only")
+
+# A batch's large buffers (0.3 MB, as a documents record), one of them freed first as the worker's earlier
+# batches did, then a smaller block allocated after them that pins the heap's top, then the batch freed.
+LARGE_BLOCKS = """
+first = b"x" * 1_000_000; del first
+batch = [b"x" * 300_000 for _ in range(300)]
+pin = b"x" * int("100000")  # not a constant the compiler folds
+"""
+# Notes' texts (20 KB: below any mmap threshold), with the same pin.
+MID_BLOCKS = """
+batch = [b"x" * 20_000 for _ in range(5_000)]
+pin = b"x" * int("100000")  # not a constant the compiler folds
+"""
+RESIDENT = """
+def resident():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) // 1024
+"""
+
+
+def _freed_but_resident(setup: str, blocks: str, after: str = "") -> int:
+    """MiB a fresh process still holds after allocating `blocks` and freeing the batch (then running `after`)."""
+    code = "\n".join(
+        [
+            "import json",
+            "from streams import heap",
+            textwrap.dedent(RESIDENT),
+            setup,
+            "before = resident()",
+            textwrap.dedent(blocks),
+            "del batch",
+            after,
+            "print(json.dumps(resident() - before))",
+        ]
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(json.loads(out.stdout))
+
+
+def test_large_buffers_freed_by_a_batch_leave_the_worker() -> None:
+    kept = _freed_but_resident("assert heap.keep_large_blocks_off_heap()", LARGE_BLOCKS)
+    assert kept < 20  # of the 90 MB the batch held
+
+
+def test_the_heap_keeps_large_buffers_without_the_fixed_threshold() -> None:
+    # What the worker did before: glibc's threshold grew past the buffers, and the heap kept their pages.
+    assert _freed_but_resident("", LARGE_BLOCKS) > 60
+
+
+def test_a_trim_after_the_batch_gives_back_the_pages_of_small_buffers() -> None:
+    trim = "\n".join(
+        [
+            "from tests.clocks import ManualClock",
+            "assert heap.HeapTrim(ManualClock()).after_batch()",
+        ]
+    )
+    assert _freed_but_resident("", MID_BLOCKS) > 30  # of 100 MB of notes' texts, freed
+    assert _freed_but_resident("", MID_BLOCKS, after=trim) < 15
+
+
+def test_trims_are_at_most_a_second_apart() -> None:
+    clock = ManualClock()
+    trim = heap.HeapTrim(clock)
+    assert trim.after_batch()
+    clock.advance(0.5)
+    assert not trim.after_batch()  # a batch every 50 ms at a trickle does not pay a trim each
+    clock.advance(0.5)
+    assert trim.after_batch()
