@@ -117,6 +117,10 @@ class StateStore(StateReads):
         self.emissions = Emissions(self._db)
         self.counts = Counts(self._db)
 
+    def vacuum_fits(self) -> bool:
+        """Whether the notes, merged by a vacuum, would still read within the configured memory (sinks.vacuum)."""
+        return vacuum.merged_reads_fit(self._db, self._configured.memory_mib)
+
     def excess_row_groups(self) -> int:
         """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
         return vacuum.excess_row_groups(self._db)

@@ -14,6 +14,7 @@ import duckdb
 
 from sinks.clock import Clock
 from sinks.errors import SinkError
+from sinks.state import StateStore
 from streams.state_guard import StateHolder
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class QuietVacuum:
         self._pipeline = pipeline
         self._clock = clock
         self._said_too_large = False
+        self._unfit = False
 
     def _too_large(self, notes: int) -> bool:
         """Past MAX_NOTES, said once at INFO: the operator's remedy is a rebuild, nothing breaks meanwhile."""
@@ -53,6 +55,18 @@ class QuietVacuum:
             self._said_too_large = True
         return True
 
+    def _fits(self, state: StateStore) -> bool:
+        """Whether merged notes would still read within DuckDB's limit; a no is said once and kept (the notes'
+        mean size moves slowly): merging them would leave a state the worker's check could not read."""
+        if self._unfit or state.vacuum_fits():
+            return not self._unfit
+        self._unfit = True
+        log.info(
+            "the state's notes are too large to merge within duckdb.memory_limit_mib (2 048 of them are read at "
+            "once after a vacuum): its small row groups stay; raise the limit to let it run"
+        )
+        return False
+
     async def tick(self) -> None:
         opened = self._pipeline.opened
         # The briefing lock is held by a briefing (its reads would keep DuckDB from vacuuming) and by the
@@ -65,8 +79,10 @@ class QuietVacuum:
         try:
             if state.excess_row_groups() < EXCESS_ROW_GROUPS or self._too_large(state.document_count()):
                 return
+            if not self._fits(state):
+                return
             # On the event loop, as every write: no batch can commit meanwhile (tens of ms for a restart's
-            # small row groups, ~1 s per 10k notes behind a backfill).
+            # small row groups, ~3 s per 10k notes behind a backfill).
             started = self._clock.monotonic()
             done = state.vacuum()
         except (SinkError, duckdb.Error) as exc:  # never stops the worker; the next write says it too

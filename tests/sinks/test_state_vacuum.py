@@ -4,13 +4,18 @@ with DuckDB's vacuum on merges them, on the writes' path, keeping every row."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import random
+import threading
+import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from processors.wire import DocumentRecord
 from sinks.duck import Limits
+from sinks.errors import StateMemoryError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from tests.state_support import document_record, parsed
@@ -131,3 +136,60 @@ def test_a_vacuum_at_the_memory_ceiling_is_not_run(tmp_path: Path) -> None:
         assert state.document_count() == 50
     finally:
         state.close()
+
+
+def _fill(path: Path, limits: Limits, notes: int, size: int) -> None:
+    """`notes` notes of `size` random bytes (base64: 4/3 of it) stored 100 a checkpoint, as behind a backfill."""
+    state = StateStore(path, limits)
+    for first in range(0, notes, 100):
+        assert all(state.apply_batch(_batch(first, min(100, notes - first), size)))
+        state._db.execute("CHECKPOINT")
+    state.close()
+
+
+def test_notes_too_large_to_read_merged_within_the_limit_are_not_vacuumed(tmp_path: Path) -> None:
+    """Merged, 2 048 notes of 80 KB are read at once (256 MiB): the state's check at the next start would
+    fail within the default 192 MiB, where the small row groups read fine (review rev23)."""
+    limits = Limits(memory_mib=192, threads=1, ceiling_mib=512)
+    large, small = tmp_path / "large.duckdb", tmp_path / "small.duckdb"
+    _fill(large, limits, 2_100, 60_000)
+    _fill(small, limits, 300, 3_000)
+    state = StateStore(large, limits)  # its start-up check passes, a few MB at a time
+    assert not state.vacuum_fits()
+    assert state.vacuum() is not None  # what the guard keeps QuietVacuum from running:
+    state.close()
+    with pytest.raises(StateMemoryError):
+        StateStore(large, limits)
+    small_state = StateStore(small, limits)
+    assert small_state.vacuum_fits()
+    small_state.close()
+
+
+def test_a_vacuum_while_another_cursor_reads_merges_nothing_then_runs_once_the_read_ended(
+    tmp_path: Path,
+) -> None:
+    """/status and the state's periodic check read on cursors of their own, outside the briefing lock: DuckDB
+    refuses a checkpoint then; the vacuum is put off, not a failure (review rev23)."""
+    state = StateStore(tmp_path / "worker.duckdb", ROOMY)
+    for first in range(0, 60, 5):
+        assert all(state.apply_batch(_batch(first)))
+        state._db.execute("CHECKPOINT")
+    fragmented = state.excess_row_groups()
+    reader = state.reader()
+
+    def read() -> None:
+        with contextlib.suppress(duckdb.Error):  # interrupted below
+            reader._db.execute("SELECT sum(i * i) FROM range(1000000000000) t(i)").fetchall()
+
+    busy = threading.Thread(target=read)
+    busy.start()
+    time.sleep(0.2)
+    try:
+        done = state.vacuum()
+    finally:
+        reader._db.interrupt()
+        busy.join()
+    assert done is not None and done.after == done.before == fragmented
+    again = state.vacuum()
+    assert again is not None and again.after < fragmented
+    state.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from processors.models import AxisSpec
+from sinks import vacuum
 from sinks.state import Position
 from streams import state_vacuum
 from streams.assembly import Assembly
@@ -94,3 +95,23 @@ async def test_a_state_too_large_to_vacuum_on_the_loop_is_left_and_the_rebuild_n
         await vacuum.tick()
     assert pipeline.state.excess_row_groups() == fragmented
     assert [r.getMessage().count("predigest rebuild") for r in caplog.records] == [1]
+
+
+async def test_notes_too_large_to_read_once_merged_are_left_and_the_limit_named_once(
+    tmp_path: Path, start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock(END + timedelta(minutes=10))
+    worker = owning_worker(tmp_path, start, clock)
+    pipeline = worker.services.pipeline()
+    for n in range(EXCESS_ROW_GROUPS + 2):
+        _store_a_few(pipeline, 2 * n)
+    fragmented = pipeline.state.excess_row_groups()
+    # As if a vector of these notes were as large as 2 048 notes of 80 KB (tests/sinks/test_state_vacuum.py).
+    monkeypatch.setattr(vacuum, "VECTOR_ROWS", 2**40)
+    quiet = QuietVacuum(worker.services.pipeline, clock)
+    clock.advance(QUIET_SECONDS)
+    with caplog.at_level(logging.INFO, logger="streams.state_vacuum"):
+        await quiet.tick()
+        await quiet.tick()
+    assert pipeline.state.excess_row_groups() == fragmented
+    assert [r.getMessage().count("duckdb.memory_limit_mib") for r in caplog.records] == [1]
