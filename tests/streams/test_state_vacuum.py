@@ -19,7 +19,7 @@ from streams.pipeline import Pipeline
 from streams.state_vacuum import EXCESS_ROW_GROUPS, QUIET_SECONDS, QuietVacuum
 from tests.clocks import ManualClock
 from tests.state_support import document_record, parsed
-from tests.streams.agent_support import END, Start, owning_worker
+from tests.streams.agent_support import END, InProcessWorker, Start, owning_worker
 
 
 def _store_a_few(pipeline: Pipeline, first: int) -> None:
@@ -33,6 +33,16 @@ def _store_a_few(pipeline: Pipeline, first: int) -> None:
     pipeline.state._db.execute("CHECKPOINT")
 
 
+def _fragmented(tmp_path: Path, start: Start) -> tuple[ManualClock, InProcessWorker, Pipeline]:
+    """A worker whose state holds enough small checkpoints for the vacuum's rule (a few restarts' notes)."""
+    clock = ManualClock(END + timedelta(minutes=10))
+    worker = owning_worker(tmp_path, start, clock)
+    pipeline = worker.services.pipeline()
+    for n in range(EXCESS_ROW_GROUPS + 2):
+        _store_a_few(pipeline, 2 * n)
+    return clock, worker, pipeline
+
+
 async def _briefing(pipeline: Pipeline, clock: ManualClock, axis: AxisSpec) -> str:
     reads = Assembly(pipeline.settings, pipeline.state, clock)
     briefing, _ = await reads.briefing(axis, new_command(axis.name, "flush", END, clock.now()))
@@ -42,11 +52,7 @@ async def _briefing(pipeline: Pipeline, clock: ManualClock, axis: AxisSpec) -> s
 async def test_the_worker_vacuums_its_state_once_quiet_and_briefs_the_same(
     tmp_path: Path, start: Start
 ) -> None:
-    clock = ManualClock(END + timedelta(minutes=10))
-    worker = owning_worker(tmp_path, start, clock)
-    pipeline = worker.services.pipeline()
-    for n in range(EXCESS_ROW_GROUPS + 2):
-        _store_a_few(pipeline, 2 * n)
+    clock, worker, pipeline = _fragmented(tmp_path, start)
     axis = worker.settings.axes[0]
     before, fragmented = await _briefing(pipeline, clock, axis), pipeline.state.excess_row_groups()
     assert fragmented >= EXCESS_ROW_GROUPS and "kv19.md" in before
@@ -78,40 +84,28 @@ async def test_a_state_with_few_row_groups_is_left_as_it_is(tmp_path: Path, star
     assert pipeline.state.excess_row_groups() == fragmented > 0
 
 
-async def test_a_state_too_large_to_vacuum_on_the_loop_is_left_and_the_rebuild_named_once(
-    tmp_path: Path, start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("module", "name", "remedy"),
+    [(state_vacuum, "MAX_NOTES", "predigest rebuild"), (vacuum, "VECTOR_ROWS", "duckdb.memory_limit_mib")],
+    ids=["too many notes to merge on the event loop", "notes too large to read once merged"],
+)
+async def test_a_state_the_vacuum_must_not_merge_is_left_and_the_remedy_named_once(
+    tmp_path: Path,
+    start: Start,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    module: object,
+    name: str,
+    remedy: str,
 ) -> None:
-    clock = ManualClock(END + timedelta(minutes=10))
-    worker = owning_worker(tmp_path, start, clock)
-    pipeline = worker.services.pipeline()
-    for n in range(EXCESS_ROW_GROUPS + 2):
-        _store_a_few(pipeline, 2 * n)
+    clock, worker, pipeline = _fragmented(tmp_path, start)
     fragmented = pipeline.state.excess_row_groups()
-    monkeypatch.setattr(state_vacuum, "MAX_NOTES", pipeline.state.document_count() - 1)
-    vacuum = QuietVacuum(worker.services.pipeline, clock)
-    clock.advance(QUIET_SECONDS)
-    with caplog.at_level(logging.INFO, logger="streams.state_vacuum"):
-        await vacuum.tick()
-        await vacuum.tick()
-    assert pipeline.state.excess_row_groups() == fragmented
-    assert [r.getMessage().count("predigest rebuild") for r in caplog.records] == [1]
-
-
-async def test_notes_too_large_to_read_once_merged_are_left_and_the_limit_named_once(
-    tmp_path: Path, start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    clock = ManualClock(END + timedelta(minutes=10))
-    worker = owning_worker(tmp_path, start, clock)
-    pipeline = worker.services.pipeline()
-    for n in range(EXCESS_ROW_GROUPS + 2):
-        _store_a_few(pipeline, 2 * n)
-    fragmented = pipeline.state.excess_row_groups()
-    # As if a vector of these notes were as large as 2 048 notes of 80 KB (tests/sinks/test_state_vacuum.py).
-    monkeypatch.setattr(vacuum, "VECTOR_ROWS", 2**40)
+    # One note past the cap; or a vector of these notes as large as 2 048 of 80 KB (tests/sinks/test_state_vacuum).
+    monkeypatch.setattr(module, name, pipeline.state.document_count() - 1 if name == "MAX_NOTES" else 2**40)
     quiet = QuietVacuum(worker.services.pipeline, clock)
     clock.advance(QUIET_SECONDS)
     with caplog.at_level(logging.INFO, logger="streams.state_vacuum"):
         await quiet.tick()
         await quiet.tick()
     assert pipeline.state.excess_row_groups() == fragmented
-    assert [r.getMessage().count("duckdb.memory_limit_mib") for r in caplog.records] == [1]
+    assert [r.getMessage().count(remedy) for r in caplog.records] == [1]
