@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import random
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from processors.briefing import assemble_briefing
@@ -20,6 +21,9 @@ from sinks import schema
 from sinks.state import Position, StateStore
 
 SH = ZoneInfo("Asia/Shanghai")
+# The record tests' parse time, and the example root they encode notes of.
+NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "root"
 
 
 def raw_file(path: str, data: bytes, mtime: float = 0.0) -> RawFile:

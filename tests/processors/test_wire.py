@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
-from pathlib import Path
-from zoneinfo import ZoneInfo
+from datetime import datetime
 
 import pytest
 from hypothesis import given, settings
@@ -31,11 +29,7 @@ from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v2 import encode_v2
 from tests.processors.wire_v3 import encode_v3
-from tests.state_support import to_event
-
-SH = ZoneInfo("Asia/Shanghai")
-NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "root"
+from tests.state_support import EXAMPLES, NOW, SH, to_event
 
 
 def raw(path: str, data: bytes) -> RawFile:

@@ -3,10 +3,6 @@ each note read alone, so one that does not read is set apart and the others are 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from pathlib import Path
-from zoneinfo import ZoneInfo
-
 import pytest
 
 from processors.fan_out import DocumentEvent, route_raw
@@ -21,11 +17,8 @@ from processors.wire import (
 )
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
-from tests.state_support import raw_file, to_event
+from tests.state_support import EXAMPLES, NOW, SH, raw_file, to_event
 
-SH = ZoneInfo("Asia/Shanghai")
-NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "root"
 Records = list[tuple[bytes, bytes]]
 
 

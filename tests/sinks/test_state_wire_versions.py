@@ -4,9 +4,7 @@ same state, row for row."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 from processors.fan_out import route_raw
 from processors.wire import decode_rows, encode_events, pack_records
@@ -14,11 +12,8 @@ from sinks.state import Position, StateStore
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v3 import encode_v3
-from tests.state_support import raw_file
+from tests.state_support import EXAMPLES, NOW, SH, raw_file
 
-SH = ZoneInfo("Asia/Shanghai")
-NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "root"
 TABLES = {
     "documents": "axis, path, sha256, raw_offset, event_time, kind, current",
     "contents": "*",

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from uuid import uuid4
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -21,12 +20,10 @@ from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
-from tests.state_support import superseded_summaries, window_documents
+from tests.state_support import EXAMPLES, SH, superseded_summaries, window_documents
 from tests.streams.pipeline_support import ingest, raw_file
 
-SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "root"
 
 
 @pytest.fixture
