@@ -12,7 +12,7 @@ likely typo) but never the paper's title. When nothing qualifies the id has no t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -136,8 +136,18 @@ def _metadata_field(part: str) -> bool:
 def is_metadata(text: str) -> bool:
     """True for a line of paper metadata: authors, a venue, a date, ids and URLs, or such fields joined with
     ` · ` (`Yike Zhang, Zhiyuan He et al. · arXiv 2508.02215 · listed 2025-08-05`); never for a finding."""
-    parts = [p for p in _FIELDS.split(" ".join(text.split())) if p]
-    return bool(parts) and all(_metadata_field(p) for p in parts)
+    parts = (p for p in _fields(" ".join(text.split())) if p)
+    first = next(parts, None)
+    return first is not None and _metadata_field(first) and all(_metadata_field(p) for p in parts)
+
+
+def _fields(text: str) -> Iterator[str]:
+    """`_FIELDS.split(text)`, a field at a time: a finding's first sentence settles it, the rest is not split."""
+    at = 0
+    for m in _FIELDS.finditer(text):
+        yield text[at : m.start()]
+        at = m.end()
+    yield text[at:]
 
 
 def _balanced(text: str) -> bool:
