@@ -295,11 +295,26 @@ def _named_paper(
 
 def lead_name(line: str, arxiv_id: str) -> str:
     """The words right before `arxiv_id` in a line (`Detokenization Leaks（arXiv 2609.06674）`), or ''."""
+    bare = arxiv_id.split("v")[0]
+    if bare not in line:  # cited by a link only: nothing in the text to look for
+        return ""
     for m in _BEFORE_ID.finditer(line):
-        if m.group(2) == arxiv_id.split("v")[0]:
-            name = clean_title(m.group(1))
-            return name if 2 <= len(name) <= 60 and not name.lower().startswith(("http", "来源")) else ""
+        if m.group(2) == bare:
+            return _lead(m)
     return ""
+
+
+def lead_names(line: str) -> dict[str, str]:
+    """`lead_name` of every id of the line, in one pass over it (a paragraph citing ten papers is read once)."""
+    firsts: dict[str, re.Match[str]] = {}
+    for m in _BEFORE_ID.finditer(line):
+        firsts.setdefault(m.group(2), m)
+    return {i: _lead(m) for i, m in firsts.items()}
+
+
+def _lead(m: re.Match[str]) -> str:
+    name = clean_title(m.group(1))
+    return name if 2 <= len(name) <= 60 and not name.lower().startswith(("http", "来源")) else ""
 
 
 class BestTitles:
