@@ -84,6 +84,7 @@ _TITLE_COLUMNS = (
     re.compile(r"^(?:name|method|model|名称|方法|模型|이름)$", re.IGNORECASE),
 )
 _NAME = re.compile(r"^(?:[A-Z][\w'’.\-]*|[A-Z]\.)$")
+_CAPITAL = re.compile(r"[A-Z]")
 _LABEL_NUMBER = re.compile(r"^[^:：]{1,24}[:：]\s*[\d.,%/\s]+$")  # `总论文数：13`, `Read time: 12`
 # Headings of a paper's or a digest's parts, never a paper's title.
 _GENERIC = frozenset(
@@ -111,6 +112,8 @@ def clean_title(text: str) -> str:
 
 
 def _author_list(text: str) -> bool:
+    if _CAPITAL.search(text) is None:  # every name opens with one (`_NAME`): most findings are out at once
+        return False
     parts = [p.strip(" .*") for p in re.split(r",|，|、|\band\b|&", text) if p.strip(" .*")]
     names = sum(1 for p in parts if 2 <= len(p.split()) <= 4 and all(_NAME.match(w) for w in p.split()))
     return names >= 2 and names >= 0.8 * len(parts)
@@ -126,7 +129,9 @@ _FIELDS = re.compile(r"(?<!\s)\s++[·|]\s+|(?<=[a-z\)])\.\s+")
 
 
 def _metadata_field(part: str) -> bool:
-    bare = _ID_NOISE.sub(" ", part).strip(" .,;:()[]（）*_·|")
+    # An id has a dot and a URL its `://`: a field with neither has none to blank out.
+    noisy = "." in part or "://" in part
+    bare = (_ID_NOISE.sub(" ", part) if noisy else part).strip(" .,;:()[]（）*_·|")
     low = bare.lower()
     if not bare or low in _PLACEHOLDER or _VENUE.match(low) or _DATE.match(bare):
         return True
