@@ -52,11 +52,12 @@ class Contributors:
         """Rank a source that can contribute (`can_contribute`); `position` is its place in the window."""
         if self._limit <= 0:
             return
-        entry = (_Worst((not card_anchors(doc, self._axis), -rel.score, doc.path)), position, doc, rel)
+        key = (not card_anchors(doc, self._axis), -rel.score, doc.path)
+        # Most of a large window ranks below the root: compared by key, never wrapped.
         if len(self._heap) < self._limit:
-            heapq.heappush(self._heap, entry)
-        elif entry[0].key < self._heap[0][0].key:
-            heapq.heapreplace(self._heap, entry)
+            heapq.heappush(self._heap, (_Worst(key), position, doc, rel))
+        elif key < self._heap[0][0].key:
+            heapq.heapreplace(self._heap, (_Worst(key), position, doc, rel))
 
     def ranked(self) -> list[tuple[DocumentSummary, Relevance]]:
         """The chosen sources in window order."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -200,11 +201,11 @@ def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
     found = _candidates(said)
     if not found:
         return []
-    ordered = [s.text for s in found if has_figure(s.text)]
-    ordered.append(found[0].text)
-    ordered += [s.text for s in found[1:] if s.bullet or _has_number(s.text)]
+    figures = [s.text for s in found if has_figure(s.text)]
+    # The others are looked at only until `limit` points are found: a card says hundreds of things.
+    others = (s.text for s in found[1:] if s.bullet or _has_number(s.text))
     out: list[str] = []
-    for point in ordered:
+    for point in itertools.chain(figures, [found[0].text], others):
         point = _clip(point)
         if point not in out and not any(point in other for other in out):
             out.append(point)
@@ -216,11 +217,15 @@ def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
 def thesis_of(statements: Sequence[Said]) -> str:
     """The sentence of a unit's own statements that states the claim: one with a thesis marker, else one saying
     what it proposes, else its first figure-bearing sentence, else its first sentence."""
-    said = [x for s in statements for x in sentences(s.text)]
-    for markers in (_THESIS_MARKERS, _PROPOSAL_MARKERS):
-        marked = next((s for s in said if any(m in s.lower() for m in markers)), "")
-        if marked:
-            return _clip(marked, 200)
+    said: list[str] = []
+    # Split while looking for a thesis marker: the first one found ends the search, the rest is never split.
+    for sentence in (x for s in statements for x in sentences(s.text)):
+        said.append(sentence)
+        if any(m in sentence.lower() for m in _THESIS_MARKERS):
+            return _clip(sentence, 200)
+    marked = next((s for s in said if any(m in s.lower() for m in _PROPOSAL_MARKERS)), "")
+    if marked:
+        return _clip(marked, 200)
     return _clip(next((s for s in said if has_figure(s)), said[0] if said else ""), 200)
 
 

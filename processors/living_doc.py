@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from processors.arxiv_ids import extract_arxiv_ids, strip_version
 from processors.boilerplate import BoilerplateReason, block_reasons, section_boilerplate
-from processors.id_titles import block_ids, clean_title, lead_name, plausible_title, title_cell
+from processors.id_titles import block_ids, clean_title, lead_name, lead_names, plausible_title, title_cell
 from processors.models import Document, Frozen
 from processors.structure import Block, SectionNode, parse_structure
 from processors.tfidf import Vector, cosine
@@ -105,8 +105,9 @@ def _read_blocks(section: SectionNode) -> tuple[tuple[ListedItem, ...], tuple[st
             lists = lists or block.kind in _ITEM_KINDS
             continue
         # Prose (`KVTC（arXiv:2511.01815，20× 压缩）/ GEAR（…）`): the words before each id name it.
+        names = lead_names(block.text) if len(ids) > 1 else None
         for arxiv_id in ids:
-            name = lead_name(block.text, arxiv_id)
+            name = names.get(arxiv_id, "") if names is not None else lead_name(block.text, arxiv_id)
             if name and plausible_title(name):
                 items.append(ListedItem(title=name, ids=(arxiv_id,)))
         passages.append(block.text)

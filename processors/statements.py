@@ -69,6 +69,8 @@ def _drop_ids(text: str, ids: Sequence[str]) -> str:
     if not ids:
         return text
     own = {i.split("v")[0] for i in ids}
+    if not any(i in text for i in own):
+        return _SPACE_BEFORE.sub(r"\1", text)  # no mention of them to drop: the patterns' passes are skipped
 
     def drop(m: re.Match[str]) -> str:
         return "" if m.group("id") in own else m.group(0)

@@ -8,7 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from processors.id_titles import NAME, TRUST, BestTitles, clean_title, plausible_title, titled_ids
+from processors.id_titles import (
+    _FIELDS,
+    NAME,
+    TRUST,
+    BestTitles,
+    _metadata_field,
+    clean_title,
+    is_metadata,
+    lead_name,
+    lead_names,
+    plausible_title,
+    titled_ids,
+)
 from processors.models import Document, TitledId
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -255,3 +267,34 @@ def test_a_heading_over_a_paragraph_opening_with_the_id_titles_the_section_s_pap
         "2607.20468": "InferenceBench",
         "2609.23130": "llm-d × vLLM × Mooncake",
     }
+
+
+def test_a_paragraph_citing_several_papers_names_each_as_one_id_at_a_time_does() -> None:
+    line = (
+        "KV 压缩：KVTC（arXiv:2511.01815，20× 压缩）/ GEAR（arXiv 2403.05527v2）优于 H2O 2306.14048；"
+        "另见 https://arxiv.org/abs/2502.00001 与 KVTC（2511.01815）"
+    )
+    names = lead_names(line)
+    assert names["2511.01815"] == "KVTC"  # the first mention of an id names it
+    for arxiv_id in ("2511.01815", "2403.05527", "2403.05527v2", "2306.14048", "2502.00001", "2609.99999"):
+        assert names.get(arxiv_id.split("v")[0], "") == lead_name(line, arxiv_id)
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata"),
+    [
+        ("Yike Zhang, Zhiyuan He et al. · arXiv 2508.02215 · listed 2025-08-05", True),
+        ("Mingjie Sun, Xinlei Chen. Arxiv 2024.", True),
+        ("NeurIPS 2024 | 2025-01-02", True),
+        # A finding in the first field, or after the authors' field, is never metadata.
+        ("We propose a cache. It is 3× faster · see arXiv 2508.02215", False),
+        ("Mingjie Sun, Xinlei Chen. We show that pruning works.", False),
+        ("本文提出了一种新的 KV 缓存压缩方法，吞吐提升 2.1 倍", False),
+    ],
+)
+def test_a_metadata_line_is_metadata_in_every_field_and_a_finding_in_any_is_not(
+    text: str, metadata: bool
+) -> None:
+    assert is_metadata(text) is metadata
+    fields = [p for p in _FIELDS.split(" ".join(text.split())) if p]
+    assert all(_metadata_field(p) for p in fields) is metadata  # what reading the fields one by one stops at
