@@ -85,6 +85,10 @@ class Emission:
         """The recorded compact JSON, UTF-8 (a 100k window's is ~75 MB: made anew at each call when packed)."""
         return unpack(self.recorded_json) if self.packed else self.recorded_json
 
+    def json_view(self) -> bytes | memoryview:
+        """`json_bytes` without `bytes`' copy of what zstd unpacked (a view of it, when packed)."""
+        return unpack_view(self.recorded_json) if self.packed else self.recorded_json
+
     def markdown_bytes(self) -> bytes | memoryview | None:
         """The recorded Markdown, UTF-8; None when restored from the briefings topic."""
         if self.recorded_markdown is None or not self.packed:

@@ -260,7 +260,7 @@ class Pipeline:
 
     def messages(self, emission: Emission) -> list[Part]:
         """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit."""
-        data = emission.json_bytes()  # ~80 MB for a 100k window
+        data = emission.json_view()  # ~80 MB for a 100k window
         parts = split(data, emission.basename, BRIEFING_PART_BYTES)
         if len(parts) > 1:
             log.info(
