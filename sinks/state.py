@@ -263,12 +263,13 @@ class StateStore(StateReads):
 
     def shed_cache(self) -> bool:
         """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
-        buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, or has no limit.
-
-        From the thread that writes (a write meanwhile would find the lowered limit).
+        buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
+        a reader's cursor is open. From the thread that writes (a write meanwhile would find the lowered limit).
         """
         memory = self._limits.memory_mib
-        if memory is None:
+        with self._cursors_lock:
+            reading = len(self._cursors) > 0  # a read in another thread must never meet the lowered limit
+        if memory is None or reading:
             return False
         try:
             self._db.execute(f"SET memory_limit = '{min(SHED_MIB, memory)}MiB'")
