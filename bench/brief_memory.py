@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.archive import END, SH, Generator, living_documents, work_queue
+from bench.brief_state import recorded_sources
 from processors.fan_out import route_raw
 from processors.models import ControlCommand, RawFile
 from processors.wire import decode_rows, encode_events
@@ -128,8 +129,8 @@ async def _brief(state_file: Path, out: Path) -> dict[str, object]:
         pipeline.write_files(emission)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = _status("VmHWM")
+    sources = recorded_sources(state, emission)
     state.close()
-    sources = len(emission.briefing.sources) if emission else 0
     return {
         "sources": sources,
         "briefing_s": round(wall, 2),

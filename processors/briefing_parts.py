@@ -27,15 +27,18 @@ class Part:
     headers: Headers
 
 
-def split(briefing_json: bytes, emission: str, limit: int) -> list[Part]:
-    """The messages of one briefing: itself when it fits in `limit` bytes, else parts of at most `limit`."""
+def split(briefing_json: bytes | memoryview, emission: str, limit: int) -> list[Part]:
+    """The messages of one briefing: itself when it fits in `limit` bytes, else parts of at most `limit`.
+
+    A view's parts are copied out of it, each once (a 100k window's JSON is not copied whole first).
+    """
     if len(briefing_json) <= limit:
-        return [Part(briefing_json, [])]
+        return [Part(bytes(briefing_json), [])]
     digest = hashlib.sha256(briefing_json).hexdigest().encode()
     n = -(-len(briefing_json) // limit)
     return [
         Part(
-            briefing_json[i * limit : (i + 1) * limit],
+            bytes(briefing_json[i * limit : (i + 1) * limit]),
             [(PART, f"{i + 1}/{n}".encode()), (EMISSION, emission.encode()), (SHA256, digest)],
         )
         for i in range(n)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -23,6 +23,7 @@ _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 LIST_ALL = 12
 LIST_FIRST = 5
 SUMMARY_IDS = 12  # ids a summary line names; 四 lists every one
+SOURCES_AT_ONCE = 2000  # sources whose 一 rows and 五 items are joined at a time
 _TIME = "%Y-%m-%d %H:%M"
 _HOUR_MINUTE = tuple(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))  # %H:%M of a minute of the day
 
@@ -182,6 +183,29 @@ class _View:
         return shown + (" " + self.t["more_ids"].format(n=more) if more > 0 else "")
 
 
+class _SourceLines:
+    """一's rows and 五's items made a slice of sources at a time: the table's pieces as the template writes them,
+    the list's kept as UTF-8 until its turn (a 100k window's are ~100 MB as two whole str)."""
+
+    def __init__(self, view: _View, sources: Sequence[SourceEntry]) -> None:
+        self._view = view
+        self._sources = sources
+        self._items: list[bytes] = []
+
+    def table(self) -> Iterator[_Trusted]:
+        """The rows, each piece ending with a line break (the template's own is trimmed after its loop)."""
+        for at in range(0, len(self._sources), SOURCES_AT_ONCE):
+            rows, items = self._view.source_lines(self._sources[at : at + SOURCES_AT_ONCE])
+            self._items.append(f"{items}\n".encode())
+            yield _Trusted(f"{rows}\n")
+
+    def items(self) -> Iterator[_Trusted]:
+        """The list's pieces, once the table's were written (五 comes after 一), freed as they are written."""
+        self._items.reverse()
+        while self._items:
+            yield _Trusted(self._items.pop().decode())
+
+
 def _core(b: Briefing, t: dict[str, str]) -> str:
     """状态摘要's 核心新增: each increment's ids, name and figures, numbered ① ② …"""
     return " ".join(
@@ -207,15 +231,20 @@ def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Mapping[st
 
 def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
+    return "".join(markdown_pieces(b, lang=lang, zone=zone))
+
+
+def markdown_pieces(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> Iterator[str]:
+    """`render_markdown`'s text in the template's pieces, in order: a 100k window's is not held whole."""
     t = LABELS[lang]
     start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
     living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
     view = _View(t, lang, zone, living)
     lo, hi = b.summary.target_range
-    table, items = view.source_lines(b.sources)
+    lines = _SourceLines(view, b.sources)
     # One pass over a window's sources, not one per count.
     statuses: Counter[str] = Counter(s.status for s in b.sources)
-    return _ENV.get_template("briefing.md.j2").render(
+    return _ENV.get_template("briefing.md.j2").generate(
         b=b,
         t=t,
         end_date=end.strftime("%Y-%m-%d"),
@@ -230,8 +259,8 @@ def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
         groups=reason_groups(b.no_increment_sources),
         footer=_footer(b, t, zone, statuses),
         count=statuses.__getitem__,
-        source_table=table,
-        source_list=items,
+        source_table=lines.table(),
+        source_list=lines.items(),
         increment_heading=view.increment_heading,
         relation=view.relation,
         named=view.named,

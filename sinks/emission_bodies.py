@@ -7,15 +7,17 @@ a briefing (its ids, D items, counts) stays in the emissions row as JSON without
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import cramjam
 
 from processors.models import Briefing
+from sinks.briefing_json import json_pieces
 
 # zstd's level 3 packs a briefing's JSON ~10:1 at a few hundred MB/s (~0.3 s for a 100k window's two texts).
 _LEVEL = 3
-_SLICE = 1 << 20  # characters encoded at a time while packing
+_SLICE = 1 << 20  # characters (or bytes) handed to zstd at a time while packing
 # What a briefing lists per source; its head is the briefing without them (what later briefings continue from).
 PER_SOURCE = ("sources", "no_increment_sources", "rejected")
 
@@ -40,6 +42,32 @@ class Body:
             markdown_zst=pack(markdown) if markdown is not None else None,
         )
 
+    @classmethod
+    def made(cls, briefing: Briefing, markdown: Iterable[bytes]) -> Body:
+        """Pack a briefing as its JSON and its Markdown (UTF-8 pieces) are made, neither held whole."""
+        head = briefing.model_copy(update={name: [] for name in PER_SOURCE})
+        return cls(
+            head_json=head.model_dump_json(by_alias=True),
+            sources=len(briefing.sources),
+            briefing_zst=pack_pieces(json_pieces(briefing)),
+            markdown_zst=pack_pieces(markdown),
+        )
+
+
+def pack_pieces(pieces: Iterable[bytes]) -> bytes:
+    """The pieces' concatenation as one zstd frame, handed to zstd about a slice at a time."""
+    packer = cramjam.zstd.Compressor(level=_LEVEL)
+    pending: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        pending.append(piece)
+        size += len(piece)
+        if size >= _SLICE:
+            packer.compress(b"".join(pending))
+            pending, size = [], 0
+    packer.compress(b"".join(pending))
+    return bytes(packer.finish())
+
 
 def pack(text: str | bytes) -> bytes:
     """The text's UTF-8 bytes as one zstd frame; a str is encoded a slice at a time (no whole copy of ~75 MB)."""
@@ -54,3 +82,8 @@ def pack(text: str | bytes) -> bytes:
 def unpack(data: bytes) -> bytes:
     """The UTF-8 bytes `pack` packed."""
     return bytes(cramjam.zstd.decompress(data))
+
+
+def unpack_view(data: bytes) -> memoryview:
+    """`unpack`'s bytes as zstd made them, without `bytes`' copy of them (~100 MB for a 100k window's file)."""
+    return memoryview(cramjam.zstd.decompress(data))

@@ -65,7 +65,7 @@ class Emissions:
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str | bytes,
+        markdown: str | bytes | None,  # None: `body` packs it already
         emitted_at: datetime,
         body: Body | None = None,  # the briefing packed, when packed already (by the caller, in a thread)
     ) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -12,8 +13,12 @@ from pathlib import Path
 import pydantic_core
 
 from processors.models import Briefing
+from sinks.briefing_json import json_pieces
+from sinks.emission_bodies import pack_pieces
 
 log = logging.getLogger(__name__)
+
+FileMaker = Callable[[], bytes | memoryview]  # a briefing file's bytes, made when the file is written
 
 # What `_atomic_write` names its temp files (mkstemp: the prefix, then eight of [a-z0-9_]), and only that.
 _TEMP = re.compile(r"^\..+\.(?:md|json)\.[a-z0-9_]{8}$")
@@ -53,7 +58,7 @@ def _umask() -> int:
 PROCESS_UMASK = _umask()
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
+def _atomic_write(target: Path, data: bytes | memoryview) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
@@ -86,13 +91,14 @@ def pretty_json(briefing_json: str | bytes) -> str:
 def pretty_json_bytes(briefing_json: str | bytes) -> bytes:
     """`pretty_json` as the file's bytes (a 100k window's is ~100 MB: no str copy of it is made)."""
     # pydantic-core's serializer: the recorded JSON's own number formatting, ~3x faster than json's indenting
-    # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (`indented_json`).
+    # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (its `indented` bytes).
     return pydantic_core.to_json(pydantic_core.from_json(briefing_json), indent=2) + b"\n"
 
 
-def indented_json(briefing: Briefing) -> bytes:
-    """The `.json` file's bytes of a briefing at hand: `pretty_json_bytes` of its JSON, without parsing it again."""
-    return briefing.__pydantic_serializer__.to_json(briefing, by_alias=True, indent=2) + b"\n"
+def packed_json_file(briefing: Briefing) -> bytes:
+    """The `.json` file's bytes of a briefing at hand, packed (zstd): `pretty_json_bytes` of its JSON, made from
+    the model a slice at a time (neither its JSON parsed again nor its ~100 MB held whole)."""
+    return pack_pieces(itertools.chain(json_pieces(briefing, indent=2), [b"\n"]))
 
 
 class BriefingFiles:
@@ -120,26 +126,23 @@ class BriefingFiles:
         return folder / f"{basename}.md", folder / f"{basename}.json"
 
     def ensure(
-        self,
-        axis: str,
-        basename: str,
-        briefing_json: str | bytes,
-        markdown: str | bytes,
-        model: Briefing | None = None,
+        self, axis: str, basename: str, briefing_json: str | bytes, markdown: str | bytes
     ) -> list[Path]:
-        """Write whichever file is missing or differs from the recorded bytes; returns the ones written.
-
-        `model`: the recorded briefing when at hand, indented without parsing `briefing_json` again.
-        """
-        md, js = self.paths(axis, basename)
-        written: list[Path] = []
-        # Made when written, so the ~100 MB of the one are freed before the other is made.
-        makers: tuple[Callable[[], bytes], ...] = (
-            lambda: indented_json(model) if model is not None else pretty_json_bytes(briefing_json),
+        """Write whichever file is missing or differs from the recorded bytes; returns the ones written."""
+        return self.ensure_made(
+            axis,
+            basename,
+            lambda: pretty_json_bytes(briefing_json),
             lambda: markdown if isinstance(markdown, bytes) else markdown.encode(),
         )
-        for target, make in zip((js, md), makers, strict=True):
-            data = make()  # one at a time: a 100k window's are ~100 MB each
+
+    def ensure_made(self, axis: str, basename: str, json_file: FileMaker, markdown: FileMaker) -> list[Path]:
+        """`ensure` from the files' makers: each file's bytes are made when it is written, so the ~100 MB of
+        the one are freed before the other is made."""
+        md, js = self.paths(axis, basename)
+        written: list[Path] = []
+        for target, make in ((js, json_file), (md, markdown)):
+            data = make()
             try:
                 current: bytes | None = target.read_bytes()
             except FileNotFoundError:

@@ -50,6 +50,7 @@ CLOSE_ATTEMPTS = 20
 # A raised memory limit is halved back toward the configured one after this many writes: a reader's pinch (a
 # briefing holding memory at a commit) is not kept for good, and large notes raise it again, one retry per 100.
 RAISED_WRITES = 100
+SHED_MIB = 16  # the memory limit `shed_cache` sets for a moment: DuckDB evicts its cached blocks down to it
 
 STATE = duck.DuckFile(
     "state file",
@@ -260,6 +261,25 @@ class StateStore(StateReads):
         self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{raised}MiB'")
 
+    def shed_cache(self) -> bool:
+        """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
+        buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
+        a reader's cursor is open. From the thread that writes (a write meanwhile would find the lowered limit).
+        """
+        memory = self._limits.memory_mib
+        with self._cursors_lock:
+            reading = len(self._cursors) > 0  # a read in another thread must never meet the lowered limit
+        if memory is None or reading:
+            return False
+        try:
+            self._db.execute(f"SET memory_limit = '{min(SHED_MIB, memory)}MiB'")
+            return True
+        except duckdb.Error:  # a read elsewhere pins more than that (or the state is closed): left as it is
+            return False
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self._db.execute(f"SET memory_limit = '{memory}MiB'")
+
     def _lower_limit(self) -> None:
         """Halve a raised memory limit, not below the configured one, once it served RAISED_WRITES writes."""
         memory, configured = self._limits.memory_mib, self._configured.memory_mib
@@ -354,7 +374,7 @@ class StateStore(StateReads):
         self,
         briefing: Briefing,
         basename: str,
-        markdown: str | bytes,
+        markdown: str | bytes | None,  # None: `body` packs it already
         emitted_at: datetime,
         body: Body | None = None,
     ) -> bool:

@@ -32,9 +32,9 @@ from processors.wire import DocumentRecord, Notes, decode_notes, notes_in
 from sinks.state import Position
 from streams.batches import BACKLOG_RECORDS, records_behind, take_batches, weighed_behind
 from streams.dead_letters import Origin, headers_of, routing_failure
+from streams.emission import Emission
 from streams.failstop import must_finish
 from streams.heap import HeapTrim
-from streams.pipeline import Emission
 from streams.services import Services
 from streams.topics import Outputs, Topics
 
@@ -235,9 +235,9 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         if emission is None or not await services.outbox.write(emission):
             return
         services.outbox.settle(emission.axis)
-        # Its files are written: the briefing's objects (~0.5 GiB at 100k sources) and its Markdown (~45 MB) are
-        # not kept while its JSON is sent.
-        emission = replace(emission, model=None, markdown=None)
+        # Its files are written: what only they need (its `.json` file and Markdown, packed) is not kept while
+        # its JSON is sent.
+        emission = replace(emission, indented=None, recorded_markdown=None)
         if not emission.delivered:
             await must_finish(
                 partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"

@@ -61,3 +61,13 @@ class HeapTrim:
         self._last = now
         self._libc.malloc_trim(0)
         return True
+
+
+def release_free_heap() -> bool:
+    """Hand the pages glibc's heap holds free back to the system now (after a briefing dropped its model);
+    whether it could."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True

@@ -22,8 +22,9 @@ from typing import Any
 from processors.models import Trigger
 from sinks.clock import Clock
 from sinks.metrics import Metrics
+from streams.emission import Emission
 from streams.ownership import Ownership
-from streams.pipeline import Emission, Pipeline
+from streams.pipeline import Pipeline
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ import gc
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -16,19 +16,21 @@ import httpx
 from processors.briefing_names import briefing_basename
 from processors.briefing_parts import Part, split
 from processors.commands import Refused
-from processors.models import Briefing, ControlCommand, Trigger
+from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
-from processors.render_markdown import render_markdown
+from processors.render_markdown import markdown_pieces, render_markdown
 from processors.wire import DocumentRecord
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
 from sinks.emission_bodies import Body
 from sinks.enrichment import Enricher
-from sinks.files import BriefingFiles
+from sinks.files import BriefingFiles, packed_json_file
 from sinks.metrics import Metrics
-from sinks.state import EmissionRecord, Position, StateStore
+from sinks.state import Position, StateStore
 from streams.assembly import Assembly
+from streams.emission import Emission
+from streams.heap import release_free_heap
 from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.ownership import key_partition
@@ -71,54 +73,6 @@ def route_params(settings: Settings) -> RouteParams:
         partitions={a.name: key_partition(a.name, settings.kafka.partitions) for a in settings.axes},
         record_bytes=settings.kafka.record_bytes,
     )
-
-
-@dataclass(frozen=True)
-class Emission:
-    """A recorded briefing as the control agent sends it: the recorded JSON, byte for byte."""
-
-    axis: str
-    window_end: datetime
-    trigger: Trigger
-    basename: str
-    briefing_json: bytes  # UTF-8, as recorded and sent
-    delivered: bool  # the briefing topic already acknowledged it: nothing to send
-    markdown: bytes | None = (
-        None  # UTF-8; None: restored from the briefings topic, rendered again when written
-    )
-    fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
-    requested_at: datetime | None = None  # when its command was requested (the briefing duration's start)
-    # The briefing just recorded, when this command made it: its `.json` file is indented from it, so the ~80 MB
-    # JSON of a 100k window is not parsed back into Python objects (the same bytes: tests/sinks/test_files.py).
-    model: Briefing | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def of(
-        cls,
-        axis: str,
-        window_end: datetime,
-        trigger: Trigger,
-        record: EmissionRecord,
-        fresh: bool,
-        requested_at: datetime | None = None,
-        model: Briefing | None = None,
-    ) -> Emission:
-        return cls(
-            axis=axis,
-            window_end=window_end,
-            trigger=trigger,
-            basename=record.basename,
-            briefing_json=record.briefing_json,
-            delivered=record.delivered,
-            markdown=record.markdown,
-            fresh=fresh,
-            requested_at=requested_at,
-            model=model,
-        )
-
-    @property
-    def briefing(self) -> Briefing:
-        return Briefing.model_validate_json(self.briefing_json)
 
 
 @contextmanager
@@ -251,49 +205,53 @@ class Pipeline:
             )
             return None
         record = self.state.emission_record(axis.name, command.end, command.trigger)
-        fresh = record is None
-        model = None
         if record is None:
-            reads = Assembly(self.settings, self.state, self.clock, self.enricher)
-            briefing, window_size = await reads.briefing(axis, command)
-            # In a thread: each is seconds for a window of 100k sources.
-            markdown, briefing_json, body = await asyncio.to_thread(self._serialised, briefing)
-            basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
-            with self.metrics.duckdb_write.labels(operation="emission").time():
-                recorded = self.state.record_emission(
-                    briefing, basename, markdown, emitted_at=self.clock.now(), body=body
-                )
-            del body
-            # What was recorded is what the files and the message are made from: the same strings, not a copy
-            # read back (a 100k window's briefing is ~100 MB of them).
-            record = (
-                EmissionRecord(basename, briefing_json, markdown, delivered_at=None)
-                if recorded
-                else self.state.emission_record(axis.name, command.end, command.trigger)
-            )
-            model = briefing if recorded else None
-            assert record is not None, "an emission just recorded must be readable"
-            self._count_emission(briefing, window_size)
-        else:
-            log.info(
-                "briefing for %s ending %s (%s) already emitted; nothing new%s",
-                axis.name,
-                command.end.isoformat(),
-                command.trigger,
-                "" if record.delivered else " (re-sending the recorded one: it was never acknowledged)",
-            )
-            self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
-        return Emission.of(
-            axis.name, command.end, command.trigger, record, fresh, command.requested_at, model
+            return await self._made(axis, command)
+        log.info(
+            "briefing for %s ending %s (%s) already emitted; nothing new%s",
+            axis.name,
+            command.end.isoformat(),
+            command.trigger,
+            "" if record.delivered else " (re-sending the recorded one: it was never acknowledged)",
         )
+        self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
+        return Emission.of(axis.name, command.end, command.trigger, record, False, command.requested_at)
 
-    def _serialised(self, briefing: Briefing) -> tuple[bytes, bytes, Body]:
-        """(the briefing's Markdown and its compact JSON as UTF-8, both packed as recorded)."""
-        # Bytes, not the str: a quarter of its memory (sinks.emissions.EmissionRecord).
-        markdown = render_markdown(briefing, lang=self.settings.lang, zone=self.settings.tz).encode()
-        # `model_dump_json`'s bytes, without its str (2 bytes a character for CJK: ~150 MB at 100k).
-        briefing_json = briefing.__pydantic_serializer__.to_json(briefing, by_alias=True)
-        return markdown, briefing_json, Body.of(briefing, briefing_json, markdown)
+    async def _made(self, axis: AxisSpec, command: ControlCommand) -> Emission:
+        """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
+        reads = Assembly(self.settings, self.state, self.clock, self.enricher)
+        briefing, window_size = await reads.briefing(axis, command)
+        # The window's reads are done: what DuckDB cached for them makes room for the texts (here, on the thread
+        # that writes, never beside a write).
+        self.state.shed_cache()
+        # In a thread: each is seconds for a window of 100k sources.
+        body, indented = await asyncio.to_thread(self._packed, briefing)
+        basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
+        with self.metrics.duckdb_write.labels(operation="emission").time():
+            recorded = self.state.record_emission(
+                briefing, basename, None, emitted_at=self.clock.now(), body=body
+            )
+        self._count_emission(briefing, window_size)
+        # The model (~0.3 GiB at 100k sources) goes now: its texts stay packed (~15 MB, not ~220), each unpacked
+        # only when its file is written or its message sent.
+        del briefing
+        release_free_heap()
+        key = (axis.name, command.end, command.trigger)
+        if recorded:
+            return Emission.made(key, basename, body, indented, command.requested_at)
+        record = self.state.emission_record(*key)
+        assert record is not None, "an emission just recorded must be readable"
+        return Emission.of(*key, record, True, command.requested_at)
+
+    def _packed(self, briefing: Briefing) -> tuple[Body, bytes]:
+        """The briefing as recorded (its compact JSON and Markdown packed), and its `.json` file's bytes packed.
+
+        Each is made a slice at a time and packed as it comes: none of the ~100 MB texts of a 100k window is
+        held whole beside the model.
+        """
+        markdown = markdown_pieces(briefing, lang=self.settings.lang, zone=self.settings.tz)
+        body = Body.made(briefing, (piece.encode() for piece in markdown))
+        return body, packed_json_file(briefing)
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""
@@ -302,7 +260,7 @@ class Pipeline:
 
     def messages(self, emission: Emission) -> list[Part]:
         """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit."""
-        data = emission.briefing_json  # ~80 MB for a 100k window
+        data = emission.json_view()  # ~80 MB for a 100k window
         parts = split(data, emission.basename, BRIEFING_PART_BYTES)
         if len(parts) > 1:
             log.info(
@@ -322,11 +280,8 @@ class Pipeline:
 
     def write_files(self, emission: Emission) -> list[Path]:
         """Write the emission's files from its record, whichever are missing or differ; raises when they cannot be."""
-        markdown: str | bytes | None = emission.markdown
-        if markdown is None:  # restored from the briefings topic, which carries the JSON only
-            markdown = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
-        written = self.files.ensure(
-            emission.axis, emission.basename, emission.briefing_json, markdown, emission.model
+        written = self.files.ensure_made(
+            emission.axis, emission.basename, emission.json_file, partial(self._markdown_file, emission)
         )
         if emission.fresh and emission.requested_at is not None:
             # From the command's request (queueing and catch-up included) to its files on disk, once each.
@@ -336,6 +291,13 @@ class Pipeline:
         if written and not emission.fresh:
             log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
         return written
+
+    def _markdown_file(self, emission: Emission) -> bytes | memoryview:
+        markdown = emission.markdown_bytes()
+        if markdown is None:  # restored from the briefings topic, which carries the JSON only
+            text = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
+            return text.encode()
+        return markdown
 
     def _count_emission(self, briefing: Briefing, window_documents: int) -> None:
         axis = briefing.axis

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from processors import render_markdown as render_markdown_module
 from processors.inert import CONTROL, markdown_inline
 from processors.models import NoIncrementSource, Rejection
-from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, render_markdown
+from processors.render_markdown import LIST_ALL, LIST_FIRST, esc, markdown_pieces, render_markdown
 from tests.processors.markdown_viewer import BIDI, only_web, rendered
 from tests.processors.notes import SH, brief, example_documents, note
 
@@ -37,6 +38,17 @@ def test_the_example_root_renders_exactly_as_the_golden_file(lang: str, update_g
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8"), f"run pytest --update-golden and review {golden}"
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_sources_listed_a_slice_at_a_time_render_as_the_golden_file(
+    at_once: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 一's rows and 五's items are joined a slice of sources at a time (a 100k window's are not held whole).
+    monkeypatch.setattr(render_markdown_module, "SOURCES_AT_ONCE", at_once)
+    b = brief(example_documents())
+    assert len(b.sources) > at_once
+    assert "".join(markdown_pieces(b, zone=SH)) == (GOLDEN / "example-zh.md").read_text(encoding="utf-8")
 
 
 def test_zh_has_every_section_of_the_example_in_its_order() -> None:

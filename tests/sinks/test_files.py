@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from processors.models import Briefing
-from sinks.files import BriefingFiles, indented_json, pretty_json, pretty_json_bytes
+from sinks.emission_bodies import unpack
+from sinks.files import BriefingFiles, packed_json_file, pretty_json, pretty_json_bytes
 from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
 
@@ -34,9 +35,10 @@ def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_
     # The example root's briefing: floats (relevance, similarity), CJK, escapes, empty and nested lists.
     b = brief(example_documents())
     recorded = b.model_dump_json(by_alias=True)
-    assert indented_json(b) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
+    packed = packed_json_file(b)
+    assert unpack(packed) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
     files = BriefingFiles(tmp_path)
-    assert files.ensure("inference", "fresh", recorded, "# md\n", b)
+    assert files.ensure_made("inference", "fresh", lambda: unpack(packed), lambda: b"# md\n")
     assert (
         files.ensure("inference", "fresh", recorded, "# md\n") == []
     )  # what a repair writes: nothing differs

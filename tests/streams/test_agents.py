@@ -24,8 +24,8 @@ from processors.window import window_bounds
 from processors.wire import decode_rows, pack_records
 from streams.agents import deliver
 from streams.control import new_command
+from streams.emission import Emission
 from streams.failstop import must_finish
-from streams.pipeline import Emission
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (

@@ -17,7 +17,8 @@ from sinks.state import StateStore
 from streams import kafka_io
 from streams.app import faust_app
 from streams.control import await_briefing
-from streams.pipeline import Emission, Pipeline
+from streams.emission import Emission
+from streams.pipeline import Pipeline
 from streams.replay import replay_briefings
 from streams.settings import Settings
 from streams.topics import TopicOutputs, Topics

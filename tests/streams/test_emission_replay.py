@@ -14,7 +14,8 @@ from processors.models import Briefing, ControlCommand, Trigger
 from sinks.files import pretty_json
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from streams.pipeline import Emission, Pipeline
+from streams.emission import Emission
+from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
 from tests.state_support import as_previous_version
@@ -76,7 +77,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
     def crash(*args: object) -> list[Path]:
         raise OSError("disk full")
 
-    monkeypatch.setattr(pipeline.files, "ensure", crash)
+    monkeypatch.setattr(pipeline.files, "ensure_made", crash)
     with pytest.raises(OSError):
         await emit(pipeline)
     monkeypatch.undo()
@@ -87,7 +88,7 @@ async def test_a_crash_between_record_and_files_re_emits_the_recorded_bytes(
     # A document arriving before the replay does not change what was recorded.
     ingest(pipeline, "inbox/tom/2026-09-27-1100-late.md", "# SGLang 推理\nspeculative decoding serving\n")
     replay = await emit(pipeline)
-    assert replay.briefing_json == recorded.briefing_json
+    assert replay.json_bytes() == recorded.briefing_json
     assert not replay.delivered  # never acknowledged by the topic: the control agent sends it now
     on_disk = files(pipeline)
     assert on_disk["2026-09-27-inference-e1prep.json"] == pretty_json(recorded.briefing_json).encode()
@@ -109,7 +110,7 @@ async def test_once_delivered_a_repeated_command_sends_nothing_and_restores_a_lo
     (pipeline.settings.out_dir / "inference" / "2026-09-27-inference-e1prep-flush-2220.md").unlink()
     again = await emit(pipeline, "flush")
     assert again.delivered  # the control agent sends nothing
-    assert again.briefing_json == first.briefing_json
+    assert again.json_bytes() == first.json_bytes()
     assert files(pipeline) == before  # the lost Markdown is back, byte for byte
     assert (
         Briefing.model_validate_json(before["2026-09-27-inference-e1prep-flush-2220.json"]) == first.briefing
@@ -173,9 +174,9 @@ async def test_a_worker_restarted_on_the_previous_version_s_file_sends_its_undel
         assert state.undelivered_emissions() == [("inference", END, "close")]
         replay = await emit(restarted)
         assert not replay.fresh and not replay.delivered
-        assert replay.briefing_json == recorded.briefing_json
+        assert replay.json_bytes() == recorded.json_bytes()
         assert files(restarted) == written
-        assert b"".join(p.value for p in restarted.messages(replay)) == recorded.briefing_json
+        assert b"".join(p.value for p in restarted.messages(replay)) == recorded.json_bytes()
         restarted.delivered(replay)
         assert state.undelivered_emissions() == []
     finally:

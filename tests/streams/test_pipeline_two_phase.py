@@ -129,7 +129,7 @@ async def test_d_numbers_hold_across_the_worker_s_briefings_in_any_order(pipelin
         )
         emission = await pipeline.brief(command)
         assert emission is not None
-        return {d.key or "": d.id for d in Briefing.model_validate_json(emission.briefing_json).discrepancies}
+        return {d.key or "": d.id for d in Briefing.model_validate_json(emission.json_bytes()).discrepancies}
 
     later = await d_items(END + timedelta(hours=1), "flush")
     assert later["future:2610.00999"] == "D198" and len(later) == 7

@@ -1,0 +1,106 @@
+"""A recorded briefing as the control agent hands it on: its files and its topic message are made from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from processors.models import Briefing, Trigger
+from sinks.emission_bodies import Body, unpack, unpack_view
+from sinks.emissions import EmissionRecord
+from sinks.files import pretty_json_bytes
+
+
+@dataclass(frozen=True)
+class Emission:
+    """A recorded briefing as the control agent sends it: the recorded JSON, byte for byte.
+
+    One this command made keeps its texts packed as recorded (`packed`: ~15 MB for a 100k window, not ~220),
+    each unpacked only while its file is written or its message sent.
+    """
+
+    axis: str
+    window_end: datetime
+    trigger: Trigger
+    basename: str
+    recorded_json: bytes  # UTF-8, as recorded and sent (zstd-packed when `packed`: `json_bytes`)
+    delivered: bool  # the briefing topic already acknowledged it: nothing to send
+    # UTF-8 (zstd-packed when `packed`); None: restored from the briefings topic, rendered again when written.
+    recorded_markdown: bytes | None = None
+    fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
+    requested_at: datetime | None = None  # when its command was requested (the briefing duration's start)
+    # The `.json` file's bytes packed, when this command made the briefing: indented from the model as it was
+    # recorded, so the ~80 MB JSON of a 100k window is never parsed back into Python objects.
+    indented: bytes | None = field(default=None, compare=False, repr=False)
+    packed: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        axis: str,
+        window_end: datetime,
+        trigger: Trigger,
+        record: EmissionRecord,
+        fresh: bool,
+        requested_at: datetime | None = None,
+    ) -> Emission:
+        """An emission as recorded (read back from the state)."""
+        return cls(
+            axis=axis,
+            window_end=window_end,
+            trigger=trigger,
+            basename=record.basename,
+            recorded_json=record.briefing_json,
+            delivered=record.delivered,
+            recorded_markdown=record.markdown,
+            fresh=fresh,
+            requested_at=requested_at,
+        )
+
+    @classmethod
+    def made(
+        cls,
+        key: tuple[str, datetime, Trigger],
+        basename: str,
+        body: Body,
+        indented: bytes,
+        requested_at: datetime | None,
+    ) -> Emission:
+        """The emission of a briefing this command made and recorded: its texts as packed for the record."""
+        axis, window_end, trigger = key
+        return cls(
+            axis=axis,
+            window_end=window_end,
+            trigger=trigger,
+            basename=basename,
+            recorded_json=body.briefing_zst,
+            delivered=False,
+            recorded_markdown=body.markdown_zst,
+            requested_at=requested_at,
+            indented=indented,
+            packed=True,
+        )
+
+    def json_bytes(self) -> bytes:
+        """The recorded compact JSON, UTF-8 (a 100k window's is ~75 MB: made anew at each call when packed)."""
+        return unpack(self.recorded_json) if self.packed else self.recorded_json
+
+    def json_view(self) -> bytes | memoryview:
+        """`json_bytes` without `bytes`' copy of what zstd unpacked (a view of it, when packed)."""
+        return unpack_view(self.recorded_json) if self.packed else self.recorded_json
+
+    def markdown_bytes(self) -> bytes | memoryview | None:
+        """The recorded Markdown, UTF-8; None when restored from the briefings topic."""
+        if self.recorded_markdown is None or not self.packed:
+            return self.recorded_markdown
+        return unpack_view(self.recorded_markdown)
+
+    def json_file(self) -> bytes | memoryview:
+        """The `.json` file's bytes: the recorded JSON, indented."""
+        if self.indented is not None:
+            return unpack_view(self.indented)
+        return pretty_json_bytes(self.json_bytes())
+
+    @property
+    def briefing(self) -> Briefing:
+        return Briefing.model_validate_json(self.json_bytes())
