@@ -18,10 +18,9 @@ from streams.settings import Settings
 # Outputs.command, as the timers and views take it.
 SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
-# The events Faust prefetches for the window agent. The app's stream_buffer_maxsize (1 000) is sized for raw
-# records; a documents record holds up to 384 KiB of notes (parse_stage.RouteParams.record_bytes), so a worker
-# catching up on a documents backlog held up to ~370 MB of them. 64 are two window batches of a backfill's records
-# (~17 notes each).
+# The events Faust may prefetch for the window agent. The app's stream_buffer_maxsize (1 000) is sized for raw
+# records; a documents record holds up to kafka.record_bytes (384 KiB) of notes, so it allowed ~370 MB of them.
+# 64 are two window batches of a backfill's records (~17 notes each); measured, at most 32 were ever waiting.
 DOCUMENTS_BUFFER_RECORDS = 64
 
 
