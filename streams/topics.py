@@ -20,7 +20,8 @@ SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
 # The events Faust may prefetch for the window agent. The app's stream_buffer_maxsize (1 000) is sized for raw
 # records; a documents record holds up to kafka.record_bytes (384 KiB) of notes, so it allowed ~370 MB of them.
-# 64 are two window batches of a backfill's records (~17 notes each); measured, at most 32 were ever waiting.
+# 64 are two window batches of a backfill's records (~17 notes each). It fills while the replay catches the state
+# up (docs/performance.md: 136 records at 1 000 for a 10k backlog).
 DOCUMENTS_BUFFER_RECORDS = 64
 
 
