@@ -6,6 +6,7 @@ import codecs
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE, arxiv_id_from_card_name, extract_arxiv_ids
@@ -291,6 +292,13 @@ def _arxiv_ids(head: _Head, reading: NoteReading, warnings: Warnings) -> tuple[s
     return unique
 
 
+@lru_cache(maxsize=8)
+def _in_order(keep_terms: frozenset[str]) -> tuple[str, ...]:
+    """The keep terms sorted: a set's order follows the process's hash seed, and the terms a note keeps of them
+    follow the top terms in this order, so a documents record's bytes would differ between processes."""
+    return tuple(sorted(keep_terms))
+
+
 def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]) -> Document:
     _admit(raw, max_bytes)
     kind, writer = _kind_of(raw.path)  # a path outside the known folders is refused before its bytes are read
@@ -305,7 +313,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     headings = tuple(s.heading for s in sections if s.level > 0)
     title = _title(head, headings)
     ids = _arxiv_ids(head, reading, warnings)
-    terms, length = reading.terms(title, keep_terms)
+    terms, length = reading.terms(title, _in_order(keep_terms))
     # Validated, not constructed: it costs ~13 µs of a note's parse, and a value of the wrong type (a
     # surrogate-laden title, a front matter that is not JSON) becomes a ParseError here, not a bad record.
     return Document(

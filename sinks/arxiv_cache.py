@@ -38,7 +38,9 @@ def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 class ArxivCache:
-    """Records by id, kept until replaced; ids arXiv does not know are remembered for `negative_ttl`."""
+    """Records by id, kept until replaced; ids arXiv does not know are remembered for `negative_ttl`.
+
+    `limits`: the memory and threads its DuckDB may take (the worker's: `arxiv.cache_*` settings)."""
 
     def __init__(
         self,
@@ -46,15 +48,16 @@ class ArxivCache:
         *,
         negative_ttl: timedelta = timedelta(days=1),
         clock: Clock = SYSTEM_CLOCK,
+        limits: duck.Limits = duck.NO_LIMITS,
     ) -> None:
         self.negative_ttl = negative_ttl
         self._clock = clock
         try:
-            self._db = duck.open_checked(path, CACHE, _create)
+            self._db = duck.open_checked(path, CACHE, _create, limits)
         except StateUnreadableError as exc:
             aside = duck.set_aside(path, clock.now(), "unreadable")
             log.error("%s; set aside as %s", exc, aside)
-            self._db = duck.open_checked(path, CACHE, _create)
+            self._db = duck.open_checked(path, CACHE, _create, limits)
 
     def close(self) -> None:
         self._db.close()

@@ -20,6 +20,10 @@ class ArxivSettings(BaseModel):
     backoff_seconds: float = Field(1.0, ge=0)
     batch_size: int = Field(50, ge=1, le=2000)
     negative_ttl_hours: float = Field(24.0, ge=0)
+    # The cache's DuckDB (a file of its own, so limits of its own): a few thousand short rows, read by id.
+    # DuckDB's defaults (80 % of the machine's RAM, a thread per core) were beside the state's 192 MiB budget.
+    cache_memory_limit_mib: int = Field(32, ge=16, le=4096)
+    cache_threads: int = Field(1, ge=1, le=64)
 
     @model_validator(mode="after")
     def _polite_to_arxiv(self) -> ArxivSettings:

@@ -20,6 +20,7 @@ from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import markdown_pieces, render_markdown
 from processors.wire import DocumentRecord
+from sinks import duck
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
@@ -46,7 +47,10 @@ def make_enricher(settings: Settings, metrics: Metrics, clock: Clock) -> Enriche
     """The worker's arXiv enricher: its cache always, the API only when `arxiv.enabled`."""
     arxiv = settings.arxiv
     cache = ArxivCache(
-        settings.arxiv_cache_file, negative_ttl=timedelta(hours=arxiv.negative_ttl_hours), clock=clock
+        settings.arxiv_cache_file,
+        negative_ttl=timedelta(hours=arxiv.negative_ttl_hours),
+        clock=clock,
+        limits=duck.Limits(memory_mib=arxiv.cache_memory_limit_mib, threads=arxiv.cache_threads),
     )
     client = None
     if arxiv.enabled:

@@ -18,15 +18,26 @@ from streams.settings import Settings
 # Outputs.command, as the timers and views take it.
 SendCommand = Callable[[ControlCommand], Awaitable[ControlCommand]]
 
+# The events Faust may prefetch for the window agent. The app's stream_buffer_maxsize (1 000) is sized for raw
+# records; a documents record holds up to kafka.record_bytes (384 KiB) of notes, so it allowed ~370 MB of them.
+# 64 are two window batches of a backfill's records (~17 notes each). It fills while the replay catches the state
+# up (docs/performance.md: 136 records at 1 000 for a 10k backlog).
+DOCUMENTS_BUFFER_RECORDS = 64
 
-def stage_topic(app: faust.App, settings: Settings, stage: str) -> TopicT:
-    """One stage's topic (`<prefix>.<stage>`): bytes in and out, since processors.wire and pydantic encode them."""
-    return app.topic(
-        settings.kafka.topic(stage),
+
+def stage_topic(app: faust.App, settings: Settings, stage: str, buffer: int | None = None) -> TopicT:
+    """One stage's topic (`<prefix>.<stage>`): bytes in and out, since processors.wire and pydantic encode them.
+
+    `buffer`: the events Faust prefetches for an agent on it (None: the app's stream_buffer_maxsize)."""
+    # faust.Topic, not app.topic: App.topic takes a maxsize and drops it (faust-streaming 0.15).
+    return faust.Topic(
+        app,
+        topics=[settings.kafka.topic(stage)],
         key_type=bytes,
         value_type=bytes,
         key_serializer="raw",
         value_serializer="raw",
+        maxsize=buffer,
     )
 
 
@@ -47,7 +58,7 @@ class Topics:
     def declare(cls, app: faust.App, settings: Settings) -> Topics:
         return cls(
             raw=stage_topic(app, settings, "raw"),
-            documents=stage_topic(app, settings, "documents"),
+            documents=stage_topic(app, settings, "documents", DOCUMENTS_BUFFER_RECORDS),
             control=stage_topic(app, settings, "control"),
             briefings=stage_topic(app, settings, "briefings"),
             dead=stage_topic(app, settings, "dead"),

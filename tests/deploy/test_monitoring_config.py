@@ -13,10 +13,17 @@ import pytest
 import yaml
 
 from sinks.metrics import Metrics, WatcherMetrics
+from tests.deploy.monitoring_support import (
+    PROM,
+    alert_rules,
+    dashboard,
+    dashboard_exprs,
+    dashboard_panels,
+    dashboard_queries,
+    dashboard_variables,
+)
 from tests.deploy.tools import DEPLOY, ensure_promtool
 
-PROM = DEPLOY / "prometheus"
-DASHBOARD = DEPLOY / "grafana" / "dashboards" / "predigest.json"
 DATASOURCES = DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
 _NAME = re.compile(r"\bpredigest_[A-Za-z0-9_]+")
 _SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
@@ -33,26 +40,6 @@ def exposed_names() -> set[str]:
 
 def unknown_names(expr: str) -> set[str]:
     return set(_NAME.findall(expr)) - exposed_names()
-
-
-def alert_rules() -> list[dict[str, Any]]:
-    groups = yaml.safe_load((PROM / "alerts.yml").read_text())["groups"]
-    return [rule for group in groups for rule in group["rules"]]
-
-
-def dashboard() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    return loaded
-
-
-def dashboard_panels() -> Iterator[dict[str, Any]]:
-    for panel in dashboard()["panels"]:
-        yield panel
-        yield from panel.get("panels", [])
-
-
-def dashboard_exprs() -> list[str]:
-    return [t["expr"] for p in dashboard_panels() for t in p.get("targets", [])]
 
 
 @pytest.fixture(scope="module")
@@ -113,22 +100,6 @@ def test_a_renamed_metric_is_caught() -> None:
     assert unknown_names("rate(predigest_briefing_emitted_total[5m])") == {"predigest_briefing_emitted_total"}
     assert unknown_names("predigest_watcher_lag_seconds_bucket") == set()
     assert unknown_names("predigest_kafka_up_total") == {"predigest_kafka_up_total"}
-
-
-def dashboard_variables() -> dict[str, dict[str, Any]]:
-    return {v["name"]: v for v in dashboard()["templating"]["list"]}
-
-
-def dashboard_queries() -> list[str]:
-    """The panels' queries as Grafana sends them with every variable at "All"."""
-    names = sorted(dashboard_variables(), key=len, reverse=True)  # $instance before a shorter prefix
-    queries = []
-    for expr in dashboard_exprs():
-        expr = expr.replace("$__rate_interval", "1m")
-        for name in names:
-            expr = expr.replace(f"${name}", ".*")
-        queries.append(expr)
-    return queries
 
 
 def _datasource_refs(node: Any) -> Iterator[Any]:

@@ -8,23 +8,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from sinks.metrics import Metrics, WatcherMetrics
-
-# The watcher's own series; with the ones every predigest process exports, all the watcher exports (sinks/metrics.py).
-WATCHER_OWN = {
-    "predigest_documents_seen",
-    "predigest_documents_published",
-    "predigest_watcher_lag_seconds",
-    "predigest_watcher_loop_heartbeat_timestamp_seconds",
-    "predigest_watcher_rescan_duration_seconds",
-    "predigest_watcher_rescan_cpu_seconds",
-    "predigest_watcher_files",
-}
-WATCHER_FAMILIES = WATCHER_OWN | {
-    "predigest_build_info",
-    "predigest_kafka_up",
-    "predigest_ready",
-    "predigest_documents_rejected",
-}
+from tests.sinks.metrics_support import WATCHER_FAMILIES, WATCHER_OWN
 
 
 def test_build_info_carries_the_installed_version() -> None:

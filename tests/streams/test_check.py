@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streams.worker_process import free_port
-from tests.streams.test_cli_errors import PROJECT, predigest
+from tests.streams.cli_support import PROJECT, predigest
 
 # Each case runs the real command; one asks the session broker, which may be starting.
 pytestmark = pytest.mark.timeout(180)

@@ -8,35 +8,18 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams.worker_process import free_port
+from tests.streams.cli_support import predigest
 
-PROJECT = Path(__file__).resolve().parents[2]
 END = "2026-09-27T22:20:00+08:00"
 
 # Each case starts the real command (a second or two of imports), up to five per parametrised test.
 pytestmark = pytest.mark.timeout(120)
-
-
-def predigest(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = PROJECT, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
-    return subprocess.run(
-        [sys.executable, "-m", "streams.cli", *args],
-        cwd=cwd,
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def refused(*args: str, env: dict[str, str] | None = None) -> str:

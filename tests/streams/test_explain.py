@@ -13,7 +13,7 @@ from processors.briefing_names import briefing_basename
 from processors.models import Briefing
 from sinks.files import BriefingFiles
 from tests.processors.notes import END, SH, brief, example_documents
-from tests.streams.test_cli_errors import predigest
+from tests.streams.cli_support import predigest
 
 REPOST = "inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"
 ORIGINAL = "inbox/jay/2026-09-27-1620-csdn-inference-engineering-llmops-speculative-decoding-sep27.md"

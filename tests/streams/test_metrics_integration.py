@@ -23,9 +23,9 @@ from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.watcher import publish_root
 from streams.worker_process import free_port
-from tests.deploy.test_monitoring_config import alert_rules, dashboard_queries
+from tests.deploy.monitoring_support import alert_rules, dashboard_queries
 from tests.deploy.tools import DEPLOY, ensure_promtool
-from tests.sinks.test_metrics import WATCHER_FAMILIES
+from tests.sinks.metrics_support import WATCHER_FAMILIES
 from tests.support import running_worker, wait_for, worker_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -13,27 +13,14 @@ from typing import Any
 import pytest
 from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
 
-from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
 from tests.clocks import ManualClock
+from tests.streams.watcher_support import FakeProducer, write_old
 from tests.support import async_wait_for
-
-
-class FakeProducer:
-    """Acknowledges everything at once and keeps what it was sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[RawFile] = []
-
-    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
-        self.sent.append(RawFile.model_validate_json(value))
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        fut.set_result(None)
-        return fut
 
 
 @pytest.fixture
@@ -59,14 +46,6 @@ def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, L
 
 def rejected(m: WatcherMetrics, reason: str) -> float:
     return m.registry.get_sample_value("predigest_documents_rejected_total", {"reason": reason}) or 0.0
-
-
-def write_old(path: Path, text: str) -> Path:
-    """A file last written an hour ago: quiet long since."""
-    path.write_text(text, encoding="utf-8")
-    stamp = time.time() - 3600
-    os.utime(path, (stamp, stamp))
-    return path
 
 
 async def test_symlinks_and_special_files_are_refused_once_and_reach_kafka_as_refusals(

@@ -24,7 +24,7 @@ from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
 from streams.worker_process import free_port, spawn_cli
 from tests.streams.fault_support import metric
-from tests.streams.test_watcher_files import FakeProducer
+from tests.streams.watcher_support import FakeProducer
 from tests.support import wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from streams import watcher as watcher_module
 from streams.settings import KafkaSettings, Settings
 from streams.tree_listing import Changes, TreeListing
 from streams.watcher import Watcher
-from tests.streams.test_watcher_files import FakeProducer, write_old
+from tests.streams.watcher_support import FakeProducer, write_old
 from tests.support import async_wait_for
 
 
