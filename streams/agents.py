@@ -4,16 +4,18 @@ Each agent is a loop over its stream that hands a batch, or a command, to a hand
 processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
 
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
-unfinished message (faust-streaming #606). `take_events`, and the window agent's `take_batches` (the same,
-growing its batches while a backlog waits), ack a batch's records only once the loop body has returned (their
-`finally` after the yield), and Faust commits acked offsets after flushing its
-producer; a step that raises would still be acked, so each one runs under must_finish (retry, else
-exit without acking) and the parse agent awaits every send of its batch. A record a stage cannot read or
-process goes to the dead-letter topic, acknowledged before its batch is (streams.dead_letters).
+unfinished message (faust-streaming #606). The window agent's `take_batches` (Faust's `take_events`, growing
+its batches while a backlog waits) acks a batch's records only once the loop body has returned (its `finally`
+after the yield); the parse agent acks a batch's raw records itself once every documents record of it is
+acknowledged, while it routes the next batch; Faust commits no offset past a partition's first unacked one.
+A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
+acking). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
+batch is (streams.dead_letters).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -30,7 +32,14 @@ from processors.models import ControlCommand
 from processors.parse_stage import documents_records
 from processors.wire import DocumentRecord, Notes, decode_notes, notes_in
 from sinks.state import Position
-from streams.batches import BACKLOG_RECORDS, records_behind, take_batches, weighed_behind
+from streams.batches import (
+    BACKLOG_RECORDS,
+    ack_all,
+    nothing_behind,
+    records_behind,
+    take_batches,
+    weighed_behind,
+)
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish
@@ -110,13 +119,41 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         log.exception("starting the parse processes failed")
         services.parser.close()
     s = services.settings
-    # Faust's own batches: a batch waiting to fill would leave the parse processes idle meanwhile.
-    async for events in stream.take_events(s.batch_records, within=s.batch_seconds):
-        await parse_batch(services, outputs, events)
+    # Handed over after batch_seconds, as by Faust's take_events: a batch waiting to fill would leave the parse
+    # processes idle meanwhile. A batch's documents records are sent while the next batch is routed, and its
+    # raw records acked only once every one of them is acknowledged (docs/guarantees.md); the next batch's
+    # are sent after that, so they keep their order and a retried send never passes a later one.
+    batches = take_batches(
+        stream, s.batch_records, s.batch_seconds, services.clock, behind=nothing_behind, acks=False
+    )
+    sending: asyncio.Task[None] | None = None
+    try:
+        async for events in batches:
+            records = await parse_batch(services, outputs, events)
+            if sending is not None:
+                await sending
+            sending = asyncio.create_task(_forward_then_ack(outputs, stream, events, records))
+    finally:
+        if sending is not None:
+            sending.cancel()  # its records stay unacked: Kafka delivers them again, and the writes are idempotent
 
 
-async def parse_batch(services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]) -> None:
-    """Route raw records in the parse processes, log and count what routing found, forward the documents records."""
+async def _forward_then_ack(
+    outputs: Outputs,
+    stream: Stream[bytes],
+    events: Sequence[EventT[bytes]],
+    records: list[tuple[bytes, bytes]],
+) -> None:
+    what = f"forwarding {len(records)} record(s) of {len(events)} file(s) to the documents topic"
+    await must_finish(partial(outputs.forward, records), what)
+    await ack_all(stream, events)
+
+
+async def parse_batch(
+    services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """Route raw records in the parse processes, log and count what routing found, send its dead letters;
+    the documents records to forward."""
     # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
     values = [(event.value or b"", event.message.offset) for event in events]
     seen_at = services.clock.now()
@@ -129,9 +166,7 @@ async def parse_batch(services: Services, outputs: Outputs, events: Sequence[Eve
     outcomes = [(_origin(e), routing_failure(r)) for e, r in zip(events, routed, strict=True)]
     await _dead_letters(services, outputs, "raw", outcomes)
     # The batch's notes of one partition travel in one record: Kafka and Faust cost per record, not per byte.
-    records = documents_records(routed, services.parser.params)
-    what = f"forwarding {len(records)} record(s) of {len(values)} file(s) to the documents topic"
-    await must_finish(partial(outputs.forward, records), what)
+    return documents_records(routed, services.parser.params)
 
 
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
@@ -159,11 +194,14 @@ async def window_batch(
     """
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
-    for event in events:
-        notes, failure = _decoded(services, decode_notes, event.value, "documents")
+    # Decoding is pure and ~0.1 s a batch behind a backlog: in a thread, the event loop meanwhile hands the
+    # parse processes' results on and keeps the fetches going, instead of waiting for it (docs/performance.md).
+    decoded = await asyncio.to_thread(_decode_all, [event.value or b"" for event in events])
+    for event, notes in zip(events, decoded, strict=True):
         origin = _origin(event)
-        if notes is None:
-            outcomes.append((origin, failure))
+        if isinstance(notes, ValueError):
+            services.pipeline().unreadable("documents", str(notes))
+            outcomes.append((origin, Failure("unreadable", str(notes))))
         else:  # one row per note and axis of the record, stored and claimed together
             outcomes.extend(_note_outcomes(services, origin, notes))
             at = _position(event)
@@ -171,6 +209,17 @@ async def window_batch(
     await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} row(s) of {len(events)} record(s) in {services.settings.state_file}"
     await must_finish(partial(store_when_ready, services, items, backlog), what)
+
+
+def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
+    """Each documents record decoded, or why it cannot be (pydantic's ValidationError is a ValueError)."""
+    out: list[Notes | ValueError] = []
+    for value in values:
+        try:
+            out.append(decode_notes(value))
+        except ValueError as exc:
+            out.append(exc)
+    return out
 
 
 def _note_outcomes(services: Services, origin: Origin, notes: Notes) -> list[tuple[Origin, Failure | None]]:

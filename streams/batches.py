@@ -54,6 +54,17 @@ def one(event: EventT[Any]) -> int:
     return 1
 
 
+def nothing_behind(stream: Stream[Any], events: Sequence[EventT[Any]]) -> int:
+    """No backlog taken into account: a batch is handed over after `within`, as Faust's `take_events` does."""
+    return 0
+
+
+async def ack_all(stream: Stream[Any], events: Sequence[EventT[Any]]) -> None:
+    """Ack a batch's events: Faust commits a partition's offsets up to its first unacked one, never past it."""
+    for event in events:
+        await stream.ack(event)
+
+
 def weighed_behind(records: int, events: Sequence[EventT[Any]], weight: Weight) -> float:
     """The weight of `records` waiting behind a batch, taking each at the batch's mean weight."""
     return records * sum(map(weight, events)) / max(len(events), 1)
@@ -66,9 +77,10 @@ async def take_batches(
     clock: Clock,
     behind: Behind = records_behind,
     weight: Weight = one,
+    acks: bool = True,
 ) -> AsyncIterator[Sequence[EventT[Any]]]:
     """Batches of up to `max_records` events, or of events weighing that much; each acked once the loop body
-    that handled it has returned.
+    that handled it has returned, or, without `acks`, by the caller (`ack_all`) when its work is done.
 
     `behind` says how many records wait beyond a batch (`records_behind`; tests give their own backlog).
     """
@@ -125,8 +137,8 @@ async def take_batches(
             try:
                 yield list(events)
             finally:
-                for event in events:
-                    await stream.ack(event)
+                if acks:
+                    await ack_all(stream, events)
                 events.clear()
                 weighed = 0
                 notify(consuming)
