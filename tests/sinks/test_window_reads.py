@@ -289,3 +289,20 @@ def test_a_note_near_only_to_a_duplicate_is_listed_with_its_similarity_to_the_ke
         kept="inbox/jay/a.md", kind="near", similarity=similarity(a, c), matched="inbox/jay/b.md"
     )
 
+
+def test_each_axis_s_living_document_is_its_latest_undeleted_version(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    first = _doc("living/inference.md", "# inference\n\n## KV cache\n\n旧版。\n", END - timedelta(days=2))
+    latest = _doc("living/inference.md", "# inference\n\n## KV cache\n\n新版。\n", END - timedelta(days=1))
+    risk = _doc("living/risk.md", "# risk\n\n## 攻击\n\n提示注入。\n", END - timedelta(days=1))
+    for n, (axis, doc) in enumerate([("inference", first), ("risk", risk), ("inference", latest)]):
+        state.apply_batch([(document_record(axis, doc, n), Position("t.documents", 0, n))])
+    delete_path(state, "risk", "living/risk.md", END, raw_offset=5)
+    found = state.living_documents(["inference", "risk", "llm-infra"])
+    assert {axis: doc and doc.text for axis, doc in found.items()} == {
+        "inference": latest.text,
+        "risk": None,
+        "llm-infra": None,
+    }
+    assert state.living_document("inference") == found["inference"]
+    state.close()
