@@ -183,7 +183,7 @@ class Documents:
 
     def living_documents(self, axes: Sequence[str]) -> dict[str, Document | None]:
         """Each axis's living document (None when it has none), in one scan of `contents`: a briefing reads every
-        axis's, and each scan is ~10 ms of a 10k state whatever it finds."""
+        axis's, and a scan costs ~10 ms at 10k however few it finds (docs/performance.md)."""
         living = f"d.axis = ANY($1::VARCHAR[]) AND current AND kind='living' AND {NOT_DELETED}"
         found = self._db.execute(
             f"SELECT DISTINCT path FROM documents d WHERE {living}", [list(axes)]
