@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
@@ -27,6 +28,9 @@ class StateReads:
 
     def living_document(self, axis: str) -> Document | None:
         return self.docs.living_document(axis)
+
+    def living_documents(self, axes: Sequence[str]) -> dict[str, Document | None]:
+        return self.docs.living_documents(axes)
 
     def rejections(self, window: WindowBounds) -> list[Rejection]:
         return self.docs.rejections(window)

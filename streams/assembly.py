@@ -48,17 +48,16 @@ class Assembly:
         # a new version of a note meanwhile, which would then show as both a source and superseded.
         source = self.state.window(axis.name, window, baseline)
         try:
+            living = self.state.living_documents([a.name for a in self.settings.axes])
             request = BriefingRequest(
                 axis=axis,
                 trigger=command.trigger,
                 window=window,
                 generated_at=self.clock.now(),
                 zone=self.settings.tz,
-                living=self._living(axis),
+                living=self._living(axis, living[axis.name]),
                 axes=self.settings.axes,
-                other_living={
-                    a.name: self.state.living_document(a.name) for a in self.settings.axes if a != axis
-                },
+                other_living={a.name: living[a.name] for a in self.settings.axes if a != axis},
                 rejected=self.state.rejections(window),
                 history=self._history(axis, command, source, baseline),
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
@@ -87,8 +86,7 @@ class Assembly:
         baselines = [*source.load(source.own_baselines()), *([baseline] if baseline else [])]
         return BriefingHistory.of(earlier, (d.text for d in baselines), others)
 
-    def _living(self, axis: AxisSpec) -> Document | None:
-        living = self.state.living_document(axis.name)
+    def _living(self, axis: AxisSpec, living: Document | None) -> Document | None:
         if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
             log.warning(
                 "briefing %s without its living document: %s never reached the worker (not published, or older "

@@ -18,7 +18,7 @@ from processors.briefing_parts import Part, split
 from processors.commands import Refused
 from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
-from processors.render_markdown import markdown_pieces, render_markdown
+from processors.render_markdown import load_template, markdown_pieces, render_markdown
 from processors.wire import DocumentRecord
 from sinks import duck
 from sinks.arxiv_cache import ArxivCache
@@ -118,6 +118,7 @@ class Pipeline:
         # When the window agent (or a catch-up) last stored a batch, on the clock's monotonic count: the state's
         # vacuum waits for a quiet moment (streams.state_vacuum), never right after it opened.
         self.stored_at = clock.monotonic()
+        load_template()  # once per worker: a briefing command's answer does not wait for it
 
     def unreadable(self, stage: str, why: str) -> None:
         """A record no version can read, however often it is delivered: dead-lettered, loudly, and counted."""

@@ -17,6 +17,7 @@ from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.documents import parse_document
 from processors.id_conflicts import MAX_TITLED_PER_SOURCE
 from processors.models import AxisSpec, Document, DocumentSummary
+from processors.near_duplicates import DuplicateOf, similarity
 from processors.relevance import AxisSpace
 from processors.source_facts import ROW_FRONT_MATTER, heading_topic
 from processors.window import window_bounds
@@ -24,6 +25,7 @@ from processors.window_rows import SourceRow
 from processors.window_set import MemoryWindow
 from sinks.state import Position, StateStore
 from sinks.window_reads import StoredWindow
+from tests.processors.near_dup_samples import ZH_NOTE, ZH_NOTE_EDITED
 from tests.processors.test_discrepancies_bounded import _hostile
 from tests.state_support import delete_path, document_record, raw_file, superseded_summaries, window_summaries
 from tests.state_support import window_documents as whole_window
@@ -254,3 +256,53 @@ def test_a_pair_s_sketches_never_count_fewer_equal_slots_than_their_signatures()
     ).fetchall()
     assert all(count >= shared for shared, count in sketched)
     assert dict(sketched)[0] < 103  # 0.8 of the slots: an unrelated pair is weeded out
+
+
+def test_a_note_near_only_to_a_duplicate_is_listed_with_its_similarity_to_the_kept_one(
+    tmp_path: Path,
+) -> None:
+    # b is near a; c is near b but further from a: c joins a's group through b, with its own similarity to a.
+    b_text = ZH_NOTE_EDITED.replace("下一步值得对比一下 SGLang 的 RadixAttention 在同样负载下的表现。", "")
+    c_text = b_text.replace(
+        "如果结论成立，长文档摘要和代码补全这类场景的显存压力会明显下降。", "结论待复现。"
+    )
+    texts = {"a": ZH_NOTE, "b": b_text, "c": c_text}
+    docs = {
+        k: _doc(f"inbox/jay/{k}.md", text, END - timedelta(hours=3 - i))
+        for i, (k, text) in enumerate(texts.items())
+    }
+    a, b, c = (docs[k].signature for k in "abc")
+    threshold = (similarity(a, c) + similarity(b, c)) / 2
+    assert similarity(a, c) < threshold <= similarity(b, c) and similarity(a, b) >= threshold
+    state = StateStore(tmp_path / "worker.duckdb")
+    state.apply_batch(
+        [
+            (document_record(AXIS.name, d, n), Position("t.documents", 0, n))
+            for n, d in enumerate(docs.values())
+        ]
+    )
+    window = state.window(AXIS.name, WINDOW, None)
+    found = window.duplicates(threshold)
+    window.close()
+    state.close()
+    assert found["inbox/jay/c.md"] == DuplicateOf(
+        kept="inbox/jay/a.md", kind="near", similarity=similarity(a, c), matched="inbox/jay/b.md"
+    )
+
+
+def test_each_axis_s_living_document_is_its_latest_undeleted_version(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    first = _doc("living/inference.md", "# inference\n\n## KV cache\n\n旧版。\n", END - timedelta(days=2))
+    latest = _doc("living/inference.md", "# inference\n\n## KV cache\n\n新版。\n", END - timedelta(days=1))
+    risk = _doc("living/risk.md", "# risk\n\n## 攻击\n\n提示注入。\n", END - timedelta(days=1))
+    for n, (axis, doc) in enumerate([("inference", first), ("risk", risk), ("inference", latest)]):
+        state.apply_batch([(document_record(axis, doc, n), Position("t.documents", 0, n))])
+    delete_path(state, "risk", "living/risk.md", END, raw_offset=5)
+    found = state.living_documents(["inference", "risk", "llm-infra"])
+    assert {axis: doc and doc.text for axis, doc in found.items()} == {
+        "inference": latest.text,
+        "risk": None,
+        "llm-infra": None,
+    }
+    assert state.living_document("inference") == found["inference"]
+    state.close()
