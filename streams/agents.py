@@ -7,7 +7,8 @@ Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust c
 unfinished message (faust-streaming #606). The window agent's `take_batches` (Faust's `take_events`, growing
 its batches while a backlog waits) acks a batch's records only once the loop body has returned (its `finally`
 after the yield); the parse agent acks a batch's raw records itself once every documents record of it is
-acknowledged, while it routes the next batch; Faust commits no offset past a partition's first unacked one.
+acknowledged, while it routes the next batch, and in offset order: Faust's commit does not reliably stop
+at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
 acking). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
 batch is (streams.dead_letters).
