@@ -228,7 +228,10 @@ class Pipeline:
         briefing, window_size = await reads.briefing(axis, command)
         # The window's reads are done: what DuckDB cached for them makes room for the texts (here, on the thread
         # that writes, never beside a write).
-        self.state.shed_cache()
+        if not self.state.shed_cache():
+            log.debug(
+                "DuckDB's cache kept through this briefing's texts: a read was open or the state has no limit"
+            )
         # In a thread: each is seconds for a window of 100k sources.
         body, indented = await asyncio.to_thread(self._packed, briefing)
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)

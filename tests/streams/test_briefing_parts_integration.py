@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import random
+import string
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import cramjam
 import pytest
 
 from processors.briefing_parts import EMISSION, PART, SHA256
@@ -19,7 +22,7 @@ from streams.app import faust_app
 from streams.control import await_briefing
 from streams.emission import Emission
 from streams.pipeline import Pipeline
-from streams.replay import replay_briefings
+from streams.replay import FETCH_BYTES, replay_briefings
 from streams.settings import Settings
 from streams.topics import TopicOutputs, Topics
 from tests.clocks import ManualClock
@@ -112,3 +115,37 @@ async def test_waiting_for_a_briefing_skips_what_is_no_briefing(
     finally:
         await producer.stop()
     assert await await_briefing(s, "inference", awaited.window.end, "close", 60) == awaited
+
+
+async def test_a_briefing_larger_than_the_replays_fetch_on_the_wire_is_restored(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    state = StateStore(s.state_file)
+    pipeline = Pipeline(s, state, Metrics(), ManualClock(END + timedelta(minutes=5)))
+    small = await a_large_briefing(pipeline, over=0)
+    [source] = small.sources
+    # Paths of random letters: ~6 MB that zstd cannot pack below the replay's 1 MiB fetch (a real 100k briefing's
+    # part is ~2.4 MB on the wire). Kafka must still return it whole, or a rebuilt worker would lack it.
+    rng = random.Random(5)
+    paths = ("".join(rng.choices(string.ascii_letters, k=2_000)) for _ in range(2_000))
+    big = small.model_copy(update={"sources": [source.model_copy(update={"path": p}) for p in paths]})
+    briefing_json = big.model_dump_json(by_alias=True).encode()
+    assert len(cramjam.zstd.compress(briefing_json)) > 2 * FETCH_BYTES
+    emission = Emission("inference", END, "flush", "inference-wide", briefing_json, delivered=False)
+    app = faust_app(s)
+    outputs = TopicOutputs(app, Topics.declare(app, s))
+    try:
+        await outputs.briefing("inference", pipeline.messages(emission))
+    finally:
+        await app.producer.stop()
+    state.close()
+
+    rebuilt = StateStore(tmp_path / "rebuilt.duckdb")
+    try:
+        assert await replay_briefings(s, rebuilt) == 1
+        record = rebuilt.emission_record("inference", END, "flush")
+        assert record is not None and record.briefing_json == briefing_json
+    finally:
+        rebuilt.close()
