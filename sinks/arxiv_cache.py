@@ -28,6 +28,8 @@ CACHE = duck.DuckFile(
     "arXiv cache",
     if_locked="The worker owns it; stop the other process (deleting the file only costs API requests).",
     if_damaged="it is set aside and started afresh (that only costs API requests)",
+    if_out_of_memory="raise arxiv.cache_memory_limit_mib (PREDIGEST_ARXIV__CACHE_MEMORY_LIMIT_MIB) and restart the "
+    "worker; the file is not damaged",
 )
 # Many ids as one LIST parameter, so a lookup is one query whatever the window holds.
 _IN_IDS = "id IN (SELECT unnest(?::VARCHAR[]))"

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from processors.arxiv_atom import ArxivRecord
-from sinks.arxiv_cache import ArxivCache
-from sinks.errors import StateLockedError
+from sinks import duck
+from sinks.arxiv_cache import CACHE, ArxivCache
+from sinks.errors import StateLockedError, StateMemoryError
 from tests.clocks import ManualClock
 
 T0 = datetime(2026, 9, 27, 14, 20, tzinfo=UTC)
@@ -86,3 +88,12 @@ def test_a_second_process_cannot_open_it(tmp_path: Path) -> None:
                 ArxivCache(path)
         finally:
             holder.kill()
+
+
+def test_a_cache_out_of_memory_names_its_own_setting(tmp_path: Path) -> None:
+    # The state's advice (duckdb.memory_limit_mib) would not help: the cache has a limit of its own.
+    exc = duck.error(
+        duckdb.OutOfMemoryException("could not allocate"), tmp_path / "arxiv-cache.duckdb", CACHE
+    )
+    assert isinstance(exc, StateMemoryError)
+    assert "raise arxiv.cache_memory_limit_mib" in str(exc) and "duckdb.memory_limit_mib" not in str(exc)
