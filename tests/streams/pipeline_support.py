@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
+from pathlib import Path
 
 from processors.fan_out import DocumentEvent
 from processors.models import RawFile
 from processors.parse_stage import route_file
 from processors.wire import decode_rows, to_record
-from sinks.state import Position
+from sinks.clock import Clock
+from sinks.metrics import Metrics
+from sinks.state import Position, StateStore
 from streams.pipeline import Pipeline, route_params
+from streams.settings import KafkaSettings, Settings
 
 
 def raw_file(path: str, text: str | bytes, mtime: float = 0.0) -> RawFile:
@@ -35,3 +39,14 @@ def ingest(
 def store_event(pipeline: Pipeline, event: DocumentEvent) -> bool:
     """Apply one hand-built event as its documents record; True if a briefing now sees it."""
     return pipeline.store_batch([(to_record(event), None)])[0]
+
+
+def offline_pipeline(tmp_path: Path, clock: Clock) -> Pipeline:
+    """A pipeline over a fresh state under `tmp_path`, with a broker address nothing dials; close its state after."""
+    s = Settings(
+        root=tmp_path / "root",
+        state_dir=tmp_path / "state",
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+    )
+    return Pipeline(s, StateStore(s.state_file), Metrics(), clock=clock)

@@ -12,13 +12,10 @@ import pytest
 
 from processors.models import ControlCommand, NoIncrementSource, SourceEntry
 from sinks.files import pretty_json_bytes
-from sinks.metrics import Metrics
-from sinks.state import StateStore
 from streams.pipeline import Pipeline
-from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
 from tests.state_support import SH
-from tests.streams.pipeline_support import ingest, raw_file
+from tests.streams.pipeline_support import ingest, offline_pipeline, raw_file
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
 NOTES = 40
@@ -26,19 +23,12 @@ NOTES = 40
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    s = Settings(
-        root=tmp_path / "root",
-        state_dir=tmp_path / "state",
-        out_dir=tmp_path / "out",
-        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
-    )
-    state = StateStore(s.state_file)
-    p = Pipeline(s, state, Metrics(), clock=ManualClock(END + timedelta(minutes=10)))
+    p = offline_pipeline(tmp_path, ManualClock(END + timedelta(minutes=10)))
     for i in range(NOTES):
         text = f"# vLLM 推理 {i}\nKV cache serving, note {i} of the window arXiv:2609.{23100 + i}\n"
         ingest(p, raw_file(f"inbox/jay/2026-09-27-{1000 + i}-kv.md", text))
     yield p
-    state.close()
+    p.state.close()
 
 
 def per_source_objects() -> int:

@@ -51,24 +51,33 @@ async def a_large_briefing(pipeline: Pipeline, over: int) -> Briefing:
     return small.model_copy(update={"sources": sources})
 
 
-async def test_a_briefing_over_the_message_limit_is_delivered_in_parts_and_read_back_whole(
-    make_settings: Callable[..., Settings], tmp_path: Path
-) -> None:
+async def on_fresh_topics(make_settings: Callable[..., Settings]) -> tuple[Settings, Pipeline]:
+    """Settings on topics of their own, made, and a pipeline over a fresh state five minutes after END."""
     s = make_settings()
     await kafka_io.ensure_topics(s)
-    state = StateStore(s.state_file)
-    pipeline = Pipeline(s, state, Metrics(), ManualClock(END + timedelta(minutes=5)))
-    big = await a_large_briefing(pipeline, over=kafka_io.MAX_MESSAGE_BYTES + (1 << 20))
-    briefing_json = big.model_dump_json(by_alias=True).encode()
-    emission = Emission("inference", END, "flush", "inference-big", briefing_json, delivered=False)
+    return s, Pipeline(s, StateStore(s.state_file), Metrics(), ManualClock(END + timedelta(minutes=5)))
 
+
+async def sent_then_closed(s: Settings, pipeline: Pipeline, emission: Emission) -> None:
+    """The emission's messages sent as the worker sends them; the pipeline's state closed after."""
     app = faust_app(s)
     outputs = TopicOutputs(app, Topics.declare(app, s))
     try:
         await outputs.briefing("inference", pipeline.messages(emission))
     finally:
         await app.producer.stop()
-    state.close()
+    pipeline.state.close()
+
+
+async def test_a_briefing_over_the_message_limit_is_delivered_in_parts_and_read_back_whole(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s, pipeline = await on_fresh_topics(make_settings)
+    big = await a_large_briefing(pipeline, over=kafka_io.MAX_MESSAGE_BYTES + (1 << 20))
+    briefing_json = big.model_dump_json(by_alias=True).encode()
+    emission = Emission("inference", END, "flush", "inference-big", briefing_json, delivered=False)
+
+    await sent_then_closed(s, pipeline, emission)
 
     messages = await read_topic(s, "briefings")
     assert len(messages) == 2
@@ -120,10 +129,7 @@ async def test_waiting_for_a_briefing_skips_what_is_no_briefing(
 async def test_a_briefing_larger_than_the_replays_fetch_on_the_wire_is_restored(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    s = make_settings()
-    await kafka_io.ensure_topics(s)
-    state = StateStore(s.state_file)
-    pipeline = Pipeline(s, state, Metrics(), ManualClock(END + timedelta(minutes=5)))
+    s, pipeline = await on_fresh_topics(make_settings)
     small = await a_large_briefing(pipeline, over=0)
     [source] = small.sources
     # Paths of random letters: ~6 MB that zstd cannot pack below the replay's 1 MiB fetch (a real 100k briefing's
@@ -134,13 +140,7 @@ async def test_a_briefing_larger_than_the_replays_fetch_on_the_wire_is_restored(
     briefing_json = big.model_dump_json(by_alias=True).encode()
     assert len(cramjam.zstd.compress(briefing_json)) > 2 * FETCH_BYTES
     emission = Emission("inference", END, "flush", "inference-wide", briefing_json, delivered=False)
-    app = faust_app(s)
-    outputs = TopicOutputs(app, Topics.declare(app, s))
-    try:
-        await outputs.briefing("inference", pipeline.messages(emission))
-    finally:
-        await app.producer.stop()
-    state.close()
+    await sent_then_closed(s, pipeline, emission)
 
     rebuilt = StateStore(tmp_path / "rebuilt.duckdb")
     try:

@@ -16,11 +16,10 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams.emission import Emission
 from streams.pipeline import Pipeline
-from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
 from tests.state_support import as_previous_version
 from tests.streams.pipeline_support import ingest as ingest_raw
-from tests.streams.pipeline_support import raw_file
+from tests.streams.pipeline_support import offline_pipeline, raw_file
 
 SH = ZoneInfo("Asia/Shanghai")
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -33,15 +32,9 @@ def ticking() -> ManualClock:
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    s = Settings(
-        root=tmp_path / "root",
-        state_dir=tmp_path / "state",
-        out_dir=tmp_path / "out",
-        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
-    )
-    state = StateStore(s.state_file)
-    yield Pipeline(s, state, Metrics(), clock=ticking())
-    state.close()
+    p = offline_pipeline(tmp_path, ticking())
+    yield p
+    p.state.close()
 
 
 def ingest(p: Pipeline, path: str, text: str) -> None:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from processors.models import RawFile
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
 from streams.root_files import Folder, Missing, Refused, Regular, read_file, walk
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
+from tests.streams.watcher_support import FakeProducer
 
 SECRET = b"export OPENAI_API_KEY=sk-not-for-briefings"
 NOTE = b"# vLLM note\nKV cache serving.\n"
@@ -195,23 +195,12 @@ def test_a_folder_swapped_for_a_symlinked_one_while_reading_leaks_nothing(root: 
     assert {o.reason for o in outcomes if isinstance(o, Refused)} <= {"outside", "symlink"}
 
 
-class KeepingProducer:
-    def __init__(self) -> None:
-        self.sent: list[RawFile] = []
-
-    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
-        self.sent.append(RawFile.model_validate_json(value))
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        fut.set_result(None)
-        return fut
-
-
 @pytest.mark.timeout(60)
 async def test_the_watcher_publishes_nothing_of_the_secret_while_the_note_is_swapped(
     root: Path, tmp_path: Path, swapped_note: Swapper
 ) -> None:
     s = Settings(root=root, state_dir=tmp_path / "state", kafka=KafkaSettings(bootstrap="127.0.0.1:9"))
-    producer, ledger = KeepingProducer(), Ledger(s.ledger_file)
+    producer, ledger = FakeProducer(), Ledger(s.ledger_file)
     watcher = Watcher(s, producer, ledger, WatcherMetrics())
     try:
         deadline = time.monotonic() + 3
