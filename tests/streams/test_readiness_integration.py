@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,13 @@ NOTES = {
     "inbox/tom/2026-09-27-1000-spec.md": "# Speculative decoding\n\ninference speedup 3.8× with SGLang.\n",
     "living/inference.md": "# inference.md v3.1\n\n## §3 Serving\n\n### §3.3 Cache Compression\n\nKV cache.\n",
 }
+# Enough notes (1.4 MB of incompressible text) that the rebuild replays several records and lasts ~0.5 s: with the
+# four notes alone it took ~0.1 s, which could fall between two of the poller's answers (CI, 2026-12-04).
+FILLER = {
+    f"inbox/spark/2026-09-27-11{i:02d}-log.md": f"# Serving log {i}\n\n"
+    + "".join(f"- batch {i}-{j}: {random.Random(i * 1000 + j).getrandbits(256):x}\n" for j in range(300))
+    for i in range(60)
+}
 
 
 def readyz(s: Settings) -> tuple[int, dict[str, Any]]:
@@ -57,14 +65,14 @@ def metric(s: Settings, line_start: str) -> float:
 
 @contextmanager
 def watching_readiness(s: Settings) -> Iterator[list[tuple[int, dict[str, Any]]]]:
-    """Every answer of /readyz, asked every 50 ms in a thread while the block runs."""
+    """Every answer of /readyz, asked every 10 ms in a thread while the block runs."""
     seen: list[tuple[int, dict[str, Any]]] = []
     stop = threading.Event()
 
     def poll() -> None:
         while not stop.is_set():
             seen.append(readyz(s))
-            stop.wait(0.05)
+            stop.wait(0.01)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -83,7 +91,7 @@ def _comparable(b: Briefing) -> dict[str, Any]:
 
 async def _published(s: Settings) -> None:
     await kafka_io.ensure_topics(s)
-    for rel, text in NOTES.items():
+    for rel, text in (NOTES | FILLER).items():
         (s.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (s.root / rel).write_text(text, encoding="utf-8")
     await publish_root(s, follow=False, stop=asyncio.Event())
@@ -129,4 +137,4 @@ async def test_a_state_file_cut_under_the_running_worker_fails_readiness_and_is_
         await send_command(s, "inference", "close", END)
         closed = await await_briefing(s, "inference", END, "close", 60)
     assert _comparable(closed) == _comparable(first)
-    assert {src.path for src in closed.sources} == {p for p in NOTES if p.startswith("inbox/")}
+    assert {src.path for src in closed.sources} == {p for p in NOTES | FILLER if p.startswith("inbox/")}
