@@ -68,7 +68,9 @@ async def test_edges_grace_and_a_document_later_than_its_close(
             "too slow: the grace was over before the note"
         )
         close = await await_briefing(s, "inference", end, "close", 60)  # sent by the worker's close timer
-        # After the close was emitted: a note dated inside the same window.
+        # Every axis closed (each axis's close is its own emission), then a note dated inside the same window.
+        for other in [a.name for a in s.axes if a.name != "inference"]:
+            await await_briefing(s, other, end, "close", 60)
         after = note(s.root, "inbox/tom/late-after-close.md", end - timedelta(minutes=5), "late, after close")
         await publish(s)
         await wait_ingested(s, 60)
