@@ -128,3 +128,19 @@ def example_documents(axis: AxisSpec = INFERENCE) -> list[Document]:
         if axis.name in assign_axes(doc, AXES):
             docs.append(doc)
     return docs
+
+
+def hostile_id_note() -> str:
+    """A worst-case note for D-items (issue 15): 50 000 ids, thousands of titles that conflict, versions."""
+
+    def ident(n: int, yymm: str = "2609") -> str:
+        return f"{yymm}.{10000 + n:05d}"
+
+    lines = ["# vLLM 推理 KV cache 论文表", "", "## 同名论文", "| arXiv | Title |", "|---|---|"]
+    lines += [f"| {ident(n)} | Fluid-Guided Online Scheduling for LLM Inference |" for n in range(500)]
+    lines += ["", "## 一号多名", "| arXiv | Title |", "|---|---|"]
+    lines += [f"| 2609.00001 | Kernel{n} Fusion{n} for Decoding{n} Serving{n} |" for n in range(2000)]
+    lines += [f"- [Cache{n} Eviction{n} Policy{n}](https://arxiv.org/abs/{ident(n)})" for n in range(2000)]
+    lines += ["", "## 未来", " ".join(f"arXiv:{ident(n % 89999, '2612')}" for n in range(50_000))]
+    lines += ["", "## 版本", *(f"- vLLM 0.{n}.3 推理吞吐 {n}% ⚠ 待核实" for n in range(2000))]
+    return "\n".join(lines) + "\n"

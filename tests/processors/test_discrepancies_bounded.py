@@ -18,28 +18,14 @@ from processors.id_conflicts import id_conflicts
 from processors.living_doc import parse_living_doc
 from processors.units import units_of
 from processors.writer_flags import MAX_FLAGS_PER_NOTE
-from tests.processors.notes import SH, living, note
+from tests.processors.notes import SH, hostile_id_note, living, note
 
 # A hang guard, not a figure: a worst-case input (~2 s now; the uncapped passes stalled a briefing).
 pytestmark = pytest.mark.timeout(120)
 
 
-def _hostile() -> str:
-    def ident(n: int, yymm: str = "2609") -> str:
-        return f"{yymm}.{10000 + n:05d}"
-
-    lines = ["# vLLM 推理 KV cache 论文表", "", "## 同名论文", "| arXiv | Title |", "|---|---|"]
-    lines += [f"| {ident(n)} | Fluid-Guided Online Scheduling for LLM Inference |" for n in range(500)]
-    lines += ["", "## 一号多名", "| arXiv | Title |", "|---|---|"]
-    lines += [f"| 2609.00001 | Kernel{n} Fusion{n} for Decoding{n} Serving{n} |" for n in range(2000)]
-    lines += [f"- [Cache{n} Eviction{n} Policy{n}](https://arxiv.org/abs/{ident(n)})" for n in range(2000)]
-    lines += ["", "## 未来", " ".join(f"arXiv:{ident(n % 89999, '2612')}" for n in range(50_000))]
-    lines += ["", "## 版本", *(f"- vLLM 0.{n}.3 推理吞吐 {n}% ⚠ 待核实" for n in range(2000))]
-    return "\n".join(lines) + "\n"
-
-
 def test_a_note_with_50000_ids_and_thousands_of_conflicting_titles_yields_a_few_d_items() -> None:
-    doc = note("inbox/jay/2026-09-27-1000-hostile.md", _hostile())
+    doc = note("inbox/jay/2026-09-27-1000-hostile.md", hostile_id_note())
     assert len(doc.arxiv_ids) > 50_000 and len(doc.titled or ()) >= 2500
     units = units_of(doc, "inference", 4, 1.0)
     screening = screen(

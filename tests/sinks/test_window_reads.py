@@ -26,7 +26,7 @@ from processors.window_set import MemoryWindow
 from sinks.state import Position, StateStore
 from sinks.window_reads import StoredWindow
 from tests.processors.near_dup_samples import ZH_NOTE, ZH_NOTE_EDITED
-from tests.processors.test_discrepancies_bounded import _hostile
+from tests.processors.notes import hostile_id_note
 from tests.state_support import delete_path, document_record, raw_file, superseded_summaries, window_summaries
 from tests.state_support import window_documents as whole_window
 
@@ -153,7 +153,7 @@ def test_the_stated_titles_are_those_of_the_summaries(state: StateStore, stored:
 
 
 def test_a_note_stating_thousands_of_titles_is_bounded_alike_stored_or_held(tmp_path: Path) -> None:
-    hostile = _doc("inbox/jay/2026-09-27-1000-hostile.md", _hostile())
+    hostile = _doc("inbox/jay/2026-09-27-1000-hostile.md", hostile_id_note())
     other = _doc(
         "inbox/tom/2026-09-27-1100-b.md",
         "# b\n\n| arXiv | Title |\n|---|---|\n| 2609.10001 | Fluid-Guided Online Scheduling for LLM Inference |\n",
