@@ -99,8 +99,9 @@ async def test_the_event_loop_goes_on_while_the_window_agent_stores_a_batch(
     began, ended = max(timed.spans, key=lambda span: span[1] - span[0])
     assert ended - began > 0.05, "too short a transaction to show anything"
     during = [t for t in ticks if began < t < ended]
-    # On the event loop, the transaction would leave no tick between its start and its end.
-    assert len(during) >= 3, (ended - began, len(during))
+    # On the event loop the transaction leaves no tick between its start and its end; in its thread the loop runs
+    # at least while DuckDB commits (the GIL released), if not while the rows are built.
+    assert during, f"no tick in {ended - began:.3f} s"
 
 
 async def test_a_stop_during_a_store_waits_for_its_commit(
