@@ -23,7 +23,7 @@ class Serialised:
 
     # The window agent's transaction runs in a thread while the event loop's users (a briefing's reads, the
     # outbox, the gauges, a catch-up) call in: DuckDB serves one statement at a time per connection, and a
-    # transaction must not take in another's statements. Reentrant: a write's retry runs the others' steps.
+    # transaction must not take in another's statements. Reentrant: a write holds it through its retries.
     _lock: threading.RLock
 
 
