@@ -34,7 +34,7 @@ from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
-from sinks.state_reads import StateReads
+from sinks.state_reads import StateReads, serialised
 from sinks.vacuum import Vacuumed
 from sinks.window_reads import StoredWindow
 
@@ -71,15 +71,16 @@ class _CheckpointLost(SinkError):
 
 
 def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concatenate[StateStore, P], T]:
-    """Run a write again after _CheckpointLost: writes are idempotent (offsets claimed, emissions keyed)."""
+    """Run a write again after _CheckpointLost (writes are idempotent: offsets claimed, emissions keyed), locked."""
 
     @functools.wraps(write)
     def run(self: StateStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        while True:
-            try:
-                return write(self, *args, **kwargs)
-            except _CheckpointLost:
-                continue  # bounded: each loss doubled the memory, up to StateMemoryError
+        with self._lock:
+            while True:
+                try:
+                    return write(self, *args, **kwargs)
+                except _CheckpointLost:
+                    continue  # bounded: each loss doubled the memory, up to StateMemoryError
 
     return run
 
@@ -100,6 +101,7 @@ class StateStore(StateReads):
         # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
         self._reopening: tuple[str, duckdb.Error] | None = None
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
+        self._lock = threading.RLock()  # one user of the connection at a time (sinks.state_reads.Serialised)
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
         except StateMemoryError:
@@ -118,14 +120,17 @@ class StateStore(StateReads):
         self.emissions = Emissions(self._db)
         self.counts = Counts(self._db)
 
+    @serialised
     def vacuum_fits(self) -> bool:
         """Whether the notes, merged by a vacuum, would still read within the configured memory (sinks.vacuum)."""
         return vacuum.merged_reads_fit(self._db, self._configured.memory_mib)
 
+    @serialised
     def excess_row_groups(self) -> int:
         """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
         return vacuum.excess_row_groups(self._db)
 
+    @serialised
     def check(self) -> None:
         """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
         duck.check_integrity(self._db, self._path, STATE)
@@ -139,6 +144,7 @@ class StateStore(StateReads):
         """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
         return StateReader(self._cursor(), self._path, STATE, self._track)
 
+    @serialised
     def close(self) -> None:
         """Close the state; reads still running (a briefing, /status at shutdown) are interrupted, as their callers
         stop too. One that holds on past CLOSE_ATTEMPTS is left to the process's exit (logged)."""
@@ -146,7 +152,10 @@ class StateStore(StateReads):
             log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
-        return self._track(self._db.cursor())
+        with contextlib.suppress(duckdb.ConnectionException):  # unlocked: a cursor reads beside a write
+            return self._track(self._db.cursor())
+        with self._lock:  # closed by a write reopening it in its thread: after the reopen
+            return self._track(self._db.cursor())
 
     def _track(self, cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         with self._cursors_lock:
@@ -261,10 +270,11 @@ class StateStore(StateReads):
         self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{raised}MiB'")
 
+    @serialised
     def shed_cache(self) -> bool:
         """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
         buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
-        a reader's cursor is open. From the thread that writes (a write meanwhile would find the lowered limit).
+        a reader's cursor is open. Under the state's lock: a write meanwhile would find the lowered limit.
         """
         memory = self._limits.memory_mib
         with self._cursors_lock:
@@ -355,6 +365,7 @@ class StateStore(StateReads):
         with self._claiming():
             self.offsets.claim([position])
 
+    @serialised
     def vacuum(self) -> Vacuumed | None:
         """One checkpoint with DuckDB's vacuum on (sinks.vacuum), on the writes' path: a memory pinch reopens the
         state with more memory and runs it again while below the ceiling; None at it (not run: nothing to retry)."""

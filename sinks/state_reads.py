@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import threading
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Concatenate, ParamSpec, TypeVar
 
 from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
 from sinks.counts import Counts
@@ -11,56 +14,97 @@ from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.offsets import AppliedOffsets
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
-class StateReads:
-    """Reads of the state's sinks, which StateStore opens (and opens again after a reopen)."""
+
+class Serialised:
+    """Holds the lock that lets one user at a time on the state's connection."""
+
+    # The window agent's transaction runs in a thread while the event loop's users (a briefing's reads, the
+    # outbox, the gauges, a catch-up) call in: DuckDB serves one statement at a time per connection, and a
+    # transaction must not take in another's statements. Reentrant: a write holds it through its retries.
+    _lock: threading.RLock
+
+
+S = TypeVar("S", bound=Serialised)
+
+
+def serialised(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
+    """Run `method` holding the state's lock (a write in progress elsewhere finishes first)."""
+
+    @functools.wraps(method)
+    def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+class StateReads(Serialised):
+    """Reads of the state's sinks, which StateStore opens (and opens again after a reopen); one at a time."""
 
     offsets: AppliedOffsets
     docs: Documents
     emissions: Emissions
     counts: Counts
 
+    @serialised
     def applied_offset(self, topic: str, partition: int) -> int | None:
         return self.offsets.get(topic, partition)
 
+    @serialised
     def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
         return self.docs.latest_baseline(axis, before, since)
 
+    @serialised
     def living_document(self, axis: str) -> Document | None:
         return self.docs.living_document(axis)
 
+    @serialised
     def living_documents(self, axes: Sequence[str]) -> dict[str, Document | None]:
         return self.docs.living_documents(axes)
 
+    @serialised
     def rejections(self, window: WindowBounds) -> list[Rejection]:
         return self.docs.rejections(window)
 
+    @serialised
     def emission(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:
         return self.emissions.briefing(axis, window_end, trigger)
 
+    @serialised
     def emission_record(self, axis: str, window_end: datetime, trigger: str) -> EmissionRecord | None:
         return self.emissions.record_of(axis, window_end, trigger)
 
+    @serialised
     def undelivered_emissions(self) -> list[tuple[str, datetime, Trigger]]:
         return self.emissions.undelivered()
 
+    @serialised
     def earlier_briefings(self, axis: str, before: datetime) -> list[Briefing]:
         return self.emissions.earlier(axis, before)
 
+    @serialised
     def latest_emission(self, axis: str) -> Briefing | None:
         return self.emissions.latest(axis)
 
+    @serialised
     def last_close_end(self, axis: str) -> datetime | None:
         return self.emissions.last_close_end(axis)
 
+    @serialised
     def last_emitted_at(self, axis: str) -> datetime | None:
         return self.emissions.last_emitted_at(axis)
 
+    @serialised
     def document_count(self, axis: str | None = None) -> int:
         return self.counts.document_count(axis)
 
+    @serialised
     def window_document_count(self, axis: str, window: WindowBounds) -> int:
         return self.counts.window_document_count(axis, window)
 
+    @serialised
     def axis_summary(self, axis: str) -> dict[str, int]:
         return self.counts.axis_summary(axis)

@@ -253,7 +253,28 @@ async def store_when_ready(
         if not parts & ownership.catching_up():
             break
     ready = [(record, position) for record, position in items if ownership.is_ready(position.partition)]
-    services.pipeline().store_batch(ready, backlog=backlog)
+    # In a thread: the transaction is ~0.5 ms a note, mostly DuckDB's C++ without the GIL, and the event loop
+    # meanwhile hands parse results on, fetches, and answers HTTP (docs/performance.md). The state's lock keeps
+    # its other users off the connection until the commit (sinks.state_reads.serialised).
+    store = partial(services.pipeline().store_batch, ready, backlog=backlog)
+    await _to_thread_to_the_end(store)
+
+
+async def _to_thread_to_the_end(step: Callable[[], T]) -> T:
+    """`step` in a thread; a cancellation (the worker stopping) waits for it to end first, so the batch is not
+    acked (take_batches' finally) before its commit, and no batch is stored beside it."""
+    task = asyncio.ensure_future(asyncio.to_thread(step))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                continue
+            except Exception:  # not retried now: the next start's catch-up applies what the state lacks
+                log.exception("a store the worker's stop waited for failed")
+        raise
 
 
 async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
