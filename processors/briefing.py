@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids
@@ -18,7 +19,7 @@ from processors.models import Briefing, Document, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
-from processors.window_rows import StatedTitles, WindowSource
+from processors.window_rows import SourceRow, StatedTitles, WindowSource
 from processors.window_scan import Scan, ScanLimits, scan_window
 from processors.window_set import MemoryWindow
 
@@ -39,21 +40,40 @@ def _window(req: BriefingRequest) -> WindowSource:
     return MemoryWindow(req.documents, req.superseded, (req.axis.name, req.window), req.all_axes)
 
 
+@dataclass(frozen=True)
+class WindowReads:
+    """What a briefing reads from its window, its reads over: the rest (`briefing_of`) reads nothing more."""
+
+    space: AxisSpace
+    scorer: Scorer
+    listed: SourceListing
+    superseded: list[SourceRow]
+    scan: Scan
+    anchors: Anchors
+    whole: Mapping[str, Document]
+    stated: StatedTitles
+    size: int
+
+
 def assemble_briefing(req: BriefingRequest) -> Briefing:
-    """Build the briefing of one axis window from the current documents of that window.
+    """Build the briefing of one axis window from the current documents of that window."""
+    return briefing_of(req, read_window(req))
+
+
+def read_window(req: BriefingRequest) -> WindowReads:
+    """Every read a briefing makes of its window (`briefing_of` makes the rest from them).
 
     The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
     the later stages quote is kept; only those few sources are read whole.
     """
     rules, axis, lang = req.rules, req.axis.name, req.lang
-    inc_rules = rules.increments
     source = _window(req)
     duplicates = source.duplicates(rules.near_duplicate_threshold)
     space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
-    limits = ScanLimits(inc_rules.max_contributors, req.zone, {r.doc.path for r in superseded})
+    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded})
     scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
@@ -62,13 +82,20 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     whole = read_whole(
         [*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues, *future], req.load
     )
+    stated = source.titles(duplicates.keys())
+    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())
+
+
+def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
+    """The briefing made from its window's reads: increments, accounts, D-items, ids, priorities."""
+    rules, axis, lang = req.rules, req.axis.name, req.lang
+    inc_rules = rules.increments
+    space, scan, anchors, whole = read.space, read.scan, read.anchors, read.whole
     chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
     # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
-
-    stated = source.titles(duplicates.keys())
-    titles, screening = _titles_and_screening(req, (scan, stated, whole), ids, anchors, source.size())
+    titles, screening = _titles_and_screening(req, (scan, read.stated, whole), ids, anchors, read.size)
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -86,8 +113,8 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
-    accounts = listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
-    replaced = superseded_entries(superseded, scan.current, req.window, scorer)
+    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
+    replaced = superseded_entries(read.superseded, scan.current, req.window, read.scorer)
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),

@@ -261,14 +261,16 @@ class StateStore(StateReads):
         self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{raised}MiB'")
 
-    def shed_cache(self) -> bool:
+    def shed_cache(self, idle: StoredWindow | None = None) -> bool:
         """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
         buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
-        a reader's cursor is open. From the thread that writes (a write meanwhile would find the lowered limit).
+        a reader's cursor other than `idle`'s is open. From the thread that writes (a write meanwhile would find
+        the lowered limit), `idle` reading nothing meanwhile.
         """
         memory = self._limits.memory_mib
         with self._cursors_lock:
-            reading = len(self._cursors) > 0  # a read in another thread must never meet the lowered limit
+            # A read in another thread must never meet the lowered limit.
+            reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
         if memory is None or reading:
             return False
         try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from processors.arxiv_atom import EnrichedId
-from processors.briefing import assemble_briefing
+from processors.briefing import briefing_of, read_window
 from processors.briefing_request import BriefingHistory, BriefingRequest
 from processors.models import AxisSpec, Briefing, ControlCommand, Document
 from processors.window import window_bounds
@@ -69,7 +69,12 @@ class Assembly:
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
             # cursor of its own while the window agent goes on writing.
-            return await asyncio.to_thread(assemble_briefing, request), source.size()
+            reads = await asyncio.to_thread(read_window, request)
+            # The window's reads are over but for a few term counts: what DuckDB cached for them (~160 MiB at
+            # 100k) makes room for the model built next. Here, on the thread that writes, never beside a write,
+            # the window's cursor idle.
+            self.state.shed_cache(idle=source)
+            return await asyncio.to_thread(briefing_of, request, reads), reads.size
         finally:
             source.close()
 
