@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import processors.briefing as briefing_module
+from processors.increment_search import find_increments
 from processors.models import ControlCommand, RawFile
 from sinks.duck import Limits
 from sinks.metrics import Metrics
@@ -64,13 +64,12 @@ def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_fou
     db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's reads fill it
     assert _cached_mib(pipeline.state) > 32
     cached: list[float] = []
-    find = briefing_module.find_increments
 
     def finding(*args: Any) -> Any:
         cached.append(_cached_mib(pipeline.state))
-        return find(*args)
+        return find_increments(*args)
 
-    monkeypatch.setattr(briefing_module, "find_increments", finding)
+    monkeypatch.setattr("processors.briefing.find_increments", finding)
     command = ControlCommand(
         axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
     )
