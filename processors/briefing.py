@@ -74,7 +74,11 @@ def read_window(req: BriefingRequest) -> WindowReads:
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
     limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded})
+    # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
+    # before it (and then for the scan itself) is not held beside it.
+    req.between_reads()
     scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
+    req.between_reads()
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
     # window's bodies costs a pass over all of them (~0.5 s at 100k: their compression is per ~2k rows).

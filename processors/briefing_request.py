@@ -133,6 +133,8 @@ class BriefingRequest:
     lang: Lang = "zh"
     rules: BriefingRules = field(default_factory=BriefingRules)
     source: WindowSource | None = None  # instead of `documents` and `superseded`
+    # Called between the window's reads, none of them open: the store may drop what it cached for the ones done.
+    between_reads: Callable[[], None] = lambda: None
 
     @property
     def all_axes(self) -> list[AxisSpec]:

@@ -263,24 +263,33 @@ class StateStore(StateReads):
 
     def shed_cache(self, idle: StoredWindow | None = None) -> bool:
         """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
-        buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
-        a reader's cursor other than `idle`'s is open. From the thread that writes (a write meanwhile would find
-        the lowered limit), `idle` reading nothing meanwhile.
+        buffer pool (~160 MiB) that its model and files need next. False when it could not (`lowered_limit`)."""
+        with self.lowered_limit(SHED_MIB, idle) as lowered:
+            return lowered
+
+    @contextmanager
+    def lowered_limit(self, mib: int, idle: StoredWindow | None = None) -> Iterator[bool]:
+        """DuckDB's memory limit at `mib` (its cached blocks evicted down to it) inside the block, as it was after;
+        False when DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open. From the
+        thread that writes (a write meanwhile would find the lowered limit), `idle` reading only inside the block.
         """
         memory = self._limits.memory_mib
         with self._cursors_lock:
             # A read in another thread must never meet the lowered limit.
             reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
-        if memory is None or reading:
-            return False
+        lowered = False
         try:
-            self._db.execute(f"SET memory_limit = '{min(SHED_MIB, memory)}MiB'")
-            return True
+            if memory is not None and not reading:
+                self._db.execute(f"SET memory_limit = '{min(mib, memory)}MiB'")
+                lowered = True
         except duckdb.Error:  # a read elsewhere pins more than that (or the state is closed): left as it is
-            return False
+            pass
+        try:
+            yield lowered
         finally:
-            with contextlib.suppress(duckdb.Error):
-                self._db.execute(f"SET memory_limit = '{memory}MiB'")
+            if memory is not None and not reading:
+                with contextlib.suppress(duckdb.Error):
+                    self._db.execute(f"SET memory_limit = '{memory}MiB'")
 
     def _lower_limit(self) -> None:
         """Halve a raised memory limit, not below the configured one, once it served RAISED_WRITES writes."""
