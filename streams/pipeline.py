@@ -339,5 +339,5 @@ class _Counted:
 
     @classmethod
     def of(cls, briefing: Briefing) -> _Counted:
-        kinds = Counter(s.duplicate_kind or "exact" for s in briefing.sources if s.status == "duplicate")
+        kinds = Counter[str](s.duplicate_kind or "exact" for s in briefing.sources if s.status == "duplicate")
         return cls(len(briefing.sources), kinds)
