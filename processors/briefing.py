@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from processors import discrepancies as dx
@@ -22,6 +22,10 @@ from processors.sources import AccountContext, SourceListing, queue_counts, supe
 from processors.window_rows import SourceRow, StatedTitles, WindowSource
 from processors.window_scan import Scan, ScanLimits, scan_window
 from processors.window_set import MemoryWindow
+
+# Rows of the window's scan between two calls of `between_reads`: the blocks DuckDB cached for them (~10 MiB at
+# 100k sources) are evicted as the scan goes, not held beside its listing.
+SHED_ROWS = 20_000
 
 
 def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDocRef:
@@ -55,6 +59,14 @@ class WindowReads:
     size: int
 
 
+def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
+    """The rows, `shed` called after every SHED_ROWS of them (the scan's reader waiting meanwhile)."""
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n % SHED_ROWS == 0:
+            shed()
+
+
 def assemble_briefing(req: BriefingRequest) -> Briefing:
     """Build the briefing of one axis window from the current documents of that window."""
     return briefing_of(req, read_window(req))
@@ -77,7 +89,7 @@ def read_window(req: BriefingRequest) -> WindowReads:
     # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
     # before it (and then for the scan itself) is not held beside it.
     req.between_reads()
-    scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
+    scan = scan_window(_shedding(source.rows(space.profile_terms), req.between_reads), listed, scorer, limits)
     req.between_reads()
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
