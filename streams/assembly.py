@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
+from typing import TypeVar
 
 import duckdb
 
@@ -27,6 +30,8 @@ log = logging.getLogger(__name__)
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 # DuckDB's memory limit while a briefing reads its notes whole: 48 MiB could not pin their blocks at 100k.
 LOAD_MIB = 96
+LOOP_CHECK_SECONDS = 1.0  # how often a thread waiting on the event loop checks that it still runs
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -90,24 +95,24 @@ class Assembly:
         beside its model); at the full limit when that is not enough."""
         loop = asyncio.get_running_loop()
 
-        async def load(paths: Sequence[str]) -> list[Document]:
+        def load(paths: Sequence[str]) -> list[Document]:
             try:
                 with self.state.lowered_limit(LOAD_MIB, idle=source):
                     return source.load(paths)
             except duckdb.OutOfMemoryException:
                 return source.load(paths)
 
-        return lambda paths: asyncio.run_coroutine_threadsafe(load(paths), loop).result()
+        return lambda paths: on_loop(loop, partial(load, paths))
 
     def _shedder(self, source: StoredWindow) -> Callable[[], None]:
         """What the briefing's thread calls between its reads: DuckDB's cache shed on the event loop (the thread
         that writes, never beside a write), the briefing's thread waiting meanwhile (its cursor idle)."""
         loop = asyncio.get_running_loop()
 
-        async def shed() -> None:
-            self.state.shed_cache(idle=source)
+        def shed() -> None:
+            on_loop(loop, partial(self.state.shed_cache, idle=source))
 
-        return lambda: asyncio.run_coroutine_threadsafe(shed(), loop).result()
+        return shed
 
     def _history(
         self, axis: AxisSpec, command: ControlCommand, source: StoredWindow, baseline: Document | None
@@ -143,3 +148,27 @@ class Assembly:
             # Enrichment is an extra: a bug in it must not cost the operator the briefing.
             log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
             return {}
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], _T]) -> _T:
+    """`call()` run on the event loop, the calling thread waiting; in the calling thread once the loop has stopped
+    (a worker stopping mid-briefing: nothing writes then, and its executor's threads must still end)."""
+    done: Future[_T] = Future()
+
+    def run() -> None:
+        if done.set_running_or_notify_cancel():
+            try:
+                done.set_result(call())
+            except BaseException as exc:  # handed to the waiting thread, whatever it is
+                done.set_exception(exc)
+
+    try:
+        loop.call_soon_threadsafe(run)
+    except RuntimeError:  # the loop is closed
+        return call()
+    while True:
+        try:
+            return done.result(timeout=LOOP_CHECK_SECONDS)
+        except TimeoutError:
+            if not loop.is_running() and done.cancel():
+                return call()
