@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids
@@ -18,9 +19,13 @@ from processors.models import Briefing, Document, LivingDocRef, Summary
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
-from processors.window_rows import StatedTitles, WindowSource
+from processors.window_rows import SourceRow, StatedTitles, WindowSource
 from processors.window_scan import Scan, ScanLimits, scan_window
 from processors.window_set import MemoryWindow
+
+# Rows of the window's scan between two calls of `between_reads`: the blocks DuckDB cached for them (~10 MiB at
+# 100k sources) are evicted as the scan goes, not held beside its listing.
+SHED_ROWS = 20_000
 
 
 def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDocRef:
@@ -39,22 +44,53 @@ def _window(req: BriefingRequest) -> WindowSource:
     return MemoryWindow(req.documents, req.superseded, (req.axis.name, req.window), req.all_axes)
 
 
+@dataclass(frozen=True)
+class WindowReads:
+    """What a briefing reads from its window, its reads over: the rest (`briefing_of`) reads nothing more."""
+
+    space: AxisSpace
+    scorer: Scorer
+    listed: SourceListing
+    superseded: list[SourceRow]
+    scan: Scan
+    anchors: Anchors
+    whole: Mapping[str, Document]
+    stated: StatedTitles
+    size: int
+
+
+def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
+    """The rows, `shed` called after every SHED_ROWS of them (the scan's reader waiting meanwhile)."""
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n % SHED_ROWS == 0:
+            shed()
+
+
 def assemble_briefing(req: BriefingRequest) -> Briefing:
-    """Build the briefing of one axis window from the current documents of that window.
+    """Build the briefing of one axis window from the current documents of that window."""
+    return briefing_of(req, read_window(req))
+
+
+def read_window(req: BriefingRequest) -> WindowReads:
+    """Every read a briefing makes of its window (`briefing_of` makes the rest from them).
 
     The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
     the later stages quote is kept; only those few sources are read whole.
     """
     rules, axis, lang = req.rules, req.axis.name, req.lang
-    inc_rules = rules.increments
     source = _window(req)
     duplicates = source.duplicates(rules.near_duplicate_threshold)
     space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
-    limits = ScanLimits(inc_rules.max_contributors, req.zone, {r.doc.path for r in superseded})
-    scan = scan_window(source.rows(space.profile_terms), listed, scorer, limits)
+    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded})
+    # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
+    # before it (and then for the scan itself) is not held beside it.
+    req.between_reads()
+    scan = scan_window(_shedding(source.rows(space.profile_terms), req.between_reads), listed, scorer, limits)
+    req.between_reads()
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
     # window's bodies costs a pass over all of them (~0.5 s at 100k: their compression is per ~2k rows).
@@ -62,13 +98,20 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     whole = read_whole(
         [*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues, *future], req.load
     )
+    stated = source.titles(duplicates.keys())
+    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())
+
+
+def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
+    """The briefing made from its window's reads: increments, accounts, D-items, ids, priorities."""
+    rules, axis, lang = req.rules, req.axis.name, req.lang
+    inc_rules = rules.increments
+    space, scan, anchors, whole = read.space, read.scan, read.anchors, read.whole
     chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
     # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
-
-    stated = source.titles(duplicates.keys())
-    titles, screening = _titles_and_screening(req, (scan, stated, whole), ids, anchors, source.size())
+    titles, screening = _titles_and_screening(req, (scan, read.stated, whole), ids, anchors, read.size)
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -86,8 +129,8 @@ def assemble_briefing(req: BriefingRequest) -> Briefing:
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
-    accounts = listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
-    replaced = superseded_entries(superseded, scan.current, req.window, scorer)
+    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
+    replaced = superseded_entries(read.superseded, scan.current, req.window, read.scorer)
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),

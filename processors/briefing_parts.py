@@ -10,6 +10,7 @@ crashed half-way sends the whole series again, so a series restarts at its part 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 PART = "predigest-part"  # "<i>/<n>", 1-based
@@ -27,22 +28,61 @@ class Part:
     headers: Headers
 
 
-def split(briefing_json: bytes | memoryview, emission: str, limit: int) -> list[Part]:
-    """The messages of one briefing: itself when it fits in `limit` bytes, else parts of at most `limit`.
+Pieces = Callable[
+    [], Iterable[bytes | memoryview]
+]  # a briefing's JSON in consecutive pieces, anew at each call
 
-    A view's parts are copied out of it, each once (a 100k window's JSON is not copied whole first).
-    """
-    if len(briefing_json) <= limit:
-        return [Part(bytes(briefing_json), [])]
-    digest = hashlib.sha256(briefing_json).hexdigest().encode()
-    n = -(-len(briefing_json) // limit)
-    return [
-        Part(
-            bytes(briefing_json[i * limit : (i + 1) * limit]),
-            [(PART, f"{i + 1}/{n}".encode()), (EMISSION, emission.encode()), (SHA256, digest)],
-        )
-        for i in range(n)
-    ]
+
+@dataclass(frozen=True)
+class Series:
+    """The messages of one briefing, each made from its JSON's pieces as it is sent (never the whole JSON at once)."""
+
+    pieces: Pieces
+    emission: str
+    limit: int
+    size: int  # of the whole JSON, in bytes
+    digest: bytes  # its sha256, hex
+
+    @classmethod
+    def of(cls, pieces: Pieces, emission: str, limit: int) -> Series:
+        """The series of the JSON `pieces()` yields: read once here for its size and checksum, again when sent."""
+        digest = hashlib.sha256()
+        size = 0
+        for piece in pieces():
+            digest.update(piece)
+            size += len(piece)
+        return cls(pieces, emission, limit, size, digest.hexdigest().encode())
+
+    def __len__(self) -> int:
+        return 1 if self.size <= self.limit else -(-self.size // self.limit)
+
+    def __iter__(self) -> Iterator[Part]:
+        if self.size <= self.limit:
+            yield Part(b"".join(self.pieces()), [])
+            return
+        n, index = len(self), 0
+        pending: list[bytes | memoryview] = []
+        have = 0
+        for piece in self.pieces():
+            view = memoryview(piece)
+            while view:
+                take = min(len(view), self.limit - have)
+                pending.append(view[:take])
+                have, view = have + take, view[take:]
+                if have == self.limit:
+                    index += 1
+                    yield Part(b"".join(pending), self._headers(index, n))
+                    pending, have = [], 0
+        if pending:
+            yield Part(b"".join(pending), self._headers(n, n))
+
+    def _headers(self, index: int, n: int) -> Headers:
+        return [(PART, f"{index}/{n}".encode()), (EMISSION, self.emission.encode()), (SHA256, self.digest)]
+
+
+def split(briefing_json: bytes | memoryview, emission: str, limit: int) -> list[Part]:
+    """The messages of one briefing: itself when it fits in `limit` bytes, else parts of at most `limit`."""
+    return list(Series.of(lambda: (briefing_json,), emission, limit))
 
 
 class PartError(ValueError):

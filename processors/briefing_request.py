@@ -133,6 +133,8 @@ class BriefingRequest:
     lang: Lang = "zh"
     rules: BriefingRules = field(default_factory=BriefingRules)
     source: WindowSource | None = None  # instead of `documents` and `superseded`
+    # Called between the window's reads and during its scan, the reader waiting: the store may drop what it cached.
+    between_reads: Callable[[], None] = lambda: None
 
     @property
     def all_axes(self) -> list[AxisSpec]:

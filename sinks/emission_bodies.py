@@ -7,7 +7,7 @@ a briefing (its ids, D items, counts) stays in the emissions row as JSON without
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import cramjam
@@ -18,6 +18,10 @@ from sinks.briefing_json import json_pieces
 # zstd's level 3 packs a briefing's JSON ~10:1 at a few hundred MB/s (~0.3 s for a 100k window's two texts).
 _LEVEL = 3
 _SLICE = 1 << 20  # characters (or bytes) handed to zstd at a time while packing
+# A packed text is a series of zstd frames of this many bytes each (one stream to zstd): its file and its message
+# parts are unpacked a frame at a time, never whole (~100 MB at 100k sources).
+_FRAME = 4 << 20
+_MAGIC = 0xFD2FB528  # a zstd frame's first four bytes, little-endian
 # What a briefing lists per source; its head is the briefing without them (what later briefings continue from).
 PER_SOURCE = ("sources", "no_increment_sources", "rejected")
 
@@ -55,18 +59,20 @@ class Body:
 
 
 def pack_pieces(pieces: Iterable[bytes]) -> bytes:
-    """The pieces' concatenation as one zstd frame, handed to zstd about a slice at a time."""
-    packer = cramjam.zstd.Compressor(level=_LEVEL)
+    """The pieces' concatenation packed as zstd frames of about `_FRAME` bytes each (`unpack_pieces` unpacks them
+    one at a time; `unpack`, whole)."""
+    frames: list[bytes] = []
     pending: list[bytes] = []
     size = 0
     for piece in pieces:
         pending.append(piece)
         size += len(piece)
-        if size >= _SLICE:
-            packer.compress(b"".join(pending))
+        if size >= _FRAME:
+            frames.append(bytes(cramjam.zstd.compress(b"".join(pending), level=_LEVEL)))
             pending, size = [], 0
-    packer.compress(b"".join(pending))
-    return bytes(packer.finish())
+    if pending or not frames:
+        frames.append(bytes(cramjam.zstd.compress(b"".join(pending), level=_LEVEL)))
+    return b"".join(frames)
 
 
 def pack(text: str | bytes) -> bytes:
@@ -84,6 +90,31 @@ def unpack(data: bytes) -> bytes:
     return bytes(cramjam.zstd.decompress(data))
 
 
-def unpack_view(data: bytes) -> memoryview:
-    """`unpack`'s bytes as zstd made them, without `bytes`' copy of them (~100 MB for a 100k window's file)."""
-    return memoryview(cramjam.zstd.decompress(data))
+def unpack_pieces(data: bytes) -> Iterator[memoryview]:
+    """`unpack`'s bytes a zstd frame at a time (views of what zstd unpacked, without `bytes`' copy)."""
+    for frame in frames(data):
+        yield memoryview(cramjam.zstd.decompress(frame))
+
+
+def frames(data: bytes) -> Iterator[memoryview]:
+    """Each zstd frame of `data`, in order (RFC 8878: header, blocks up to the last one, optional checksum)."""
+    view = memoryview(data)
+    at = 0
+    while at < len(view):
+        end = _frame_end(view, at)
+        yield view[at:end]
+        at = end
+
+
+def _frame_end(view: memoryview, at: int) -> int:
+    if int.from_bytes(view[at : at + 4], "little") != _MAGIC:
+        raise ValueError(f"no zstd frame at byte {at} of a packed briefing text")
+    descriptor = view[at + 4]
+    single = descriptor >> 5 & 1  # a single segment has no window byte, and a content size of at least one
+    at += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + (single, 2, 4, 8)[descriptor >> 6]
+    last = 0
+    while not last:
+        header = int.from_bytes(view[at : at + 3], "little")
+        last, kind, size = header & 1, header >> 1 & 3, header >> 3
+        at += 3 + (1 if kind == 1 else size)  # an RLE block stores its one byte
+    return at + 4 * (descriptor >> 2 & 1)  # the content checksum

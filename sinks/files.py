@@ -7,7 +7,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pydantic_core
@@ -18,7 +18,8 @@ from sinks.emission_bodies import pack_pieces
 
 log = logging.getLogger(__name__)
 
-FileMaker = Callable[[], bytes | memoryview]  # a briefing file's bytes, made when the file is written
+# A briefing file's bytes in consecutive pieces, made as the file is written (anew at each call).
+FileMaker = Callable[[], Iterable[bytes | memoryview]]
 
 # What `_atomic_write` names its temp files (mkstemp: the prefix, then eight of [a-z0-9_]), and only that.
 _TEMP = re.compile(r"^\..+\.(?:md|json)\.[a-z0-9_]{8}$")
@@ -58,13 +59,14 @@ def _umask() -> int:
 PROCESS_UMASK = _umask()
 
 
-def _atomic_write(target: Path, data: bytes | memoryview) -> None:
+def _atomic_write(target: Path, data: Iterable[bytes | memoryview]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         os.fchmod(fd, FILE_MODE & ~PROCESS_UMASK)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in data:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -132,23 +134,27 @@ class BriefingFiles:
         return self.ensure_made(
             axis,
             basename,
-            lambda: pretty_json_bytes(briefing_json),
-            lambda: markdown if isinstance(markdown, bytes) else markdown.encode(),
+            lambda: (pretty_json_bytes(briefing_json),),
+            lambda: (markdown if isinstance(markdown, bytes) else markdown.encode(),),
         )
 
     def ensure_made(self, axis: str, basename: str, json_file: FileMaker, markdown: FileMaker) -> list[Path]:
-        """`ensure` from the files' makers: each file's bytes are made when it is written, so the ~100 MB of
-        the one are freed before the other is made."""
+        """`ensure` from the files' makers: each file is compared and written a piece at a time, so no file's
+        bytes (~100 MB at 100k sources) are held whole when its maker yields them in pieces."""
         md, js = self.paths(axis, basename)
         written: list[Path] = []
         for target, make in ((js, json_file), (md, markdown)):
-            data = make()
-            try:
-                current: bytes | None = target.read_bytes()
-            except FileNotFoundError:
-                current = None
-            if current != data:
-                _atomic_write(target, data)
+            if not _holds(target, make()):
+                _atomic_write(target, make())
                 written.append(target)
-            del data, current
         return written
+
+
+def _holds(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
+    """Whether the file holds exactly these bytes (False when it is missing); read a piece at a time."""
+    try:
+        fh = target.open("rb")
+    except FileNotFoundError:
+        return False
+    with fh:
+        return all(fh.read(len(piece)) == piece for piece in pieces) and fh.read(1) == b""

@@ -24,7 +24,7 @@ import duckdb
 
 from processors.models import Briefing, Document, WindowBounds
 from processors.wire import DocumentRecord
-from sinks import duck, schema, vacuum
+from sinks import duck, pool_shed, schema, vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
@@ -270,25 +270,25 @@ class StateStore(StateReads):
         self._raise_limit(raised, f"a write to the state ran out of memory ({reason}); retried")
         self._db.execute(f"SET memory_limit = '{raised}MiB'")
 
-    @serialised
-    def shed_cache(self) -> bool:
+    def shed_cache(self, idle: StoredWindow | None = None) -> bool:
         """Evict DuckDB's cached blocks now, its memory limit as it was after: a briefing's reads filled the
-        buffer pool (~160 MiB) that its model and files need next. False when DuckDB could not, has no limit, or
-        a reader's cursor is open. Under the state's lock: a write meanwhile would find the lowered limit.
+        buffer pool (~160 MiB) that its model and files need next. False when it could not (`lowered_limit`)."""
+        with self.lowered_limit(SHED_MIB, idle) as lowered:
+            return lowered
+
+    @contextmanager
+    def lowered_limit(self, mib: int, idle: StoredWindow | None = None) -> Iterator[bool]:
+        """DuckDB's memory limit at `mib` (its cached blocks evicted down to it) inside the block, as it was after;
+        False when DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open. Under the state's
+        lock (a write meanwhile would find the lowered limit), `idle` reading only inside the block.
         """
-        memory = self._limits.memory_mib
-        with self._cursors_lock:
-            reading = len(self._cursors) > 0  # a read in another thread must never meet the lowered limit
-        if memory is None or reading:
-            return False
-        try:
-            self._db.execute(f"SET memory_limit = '{min(SHED_MIB, memory)}MiB'")
-            return True
-        except duckdb.Error:  # a read elsewhere pins more than that (or the state is closed): left as it is
-            return False
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                self._db.execute(f"SET memory_limit = '{memory}MiB'")
+        with self._lock:
+            with self._cursors_lock:  # a read in another thread must never meet the lowered limit
+                reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
+            with pool_shed.lowered_limit(
+                self._db, None if reading else self._limits.memory_mib, mib
+            ) as lowered:
+                yield lowered
 
     def _lower_limit(self) -> None:
         """Halve a raised memory limit, not below the configured one, once it served RAISED_WRITES writes."""

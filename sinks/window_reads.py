@@ -123,6 +123,10 @@ class StoredWindow:
     def close(self) -> None:
         self._db.close()
 
+    def reads_on(self, cursor: duckdb.DuckDBPyConnection) -> bool:
+        """Whether the window reads through this cursor."""
+        return cursor is self._db
+
     def size(self) -> int:
         row = self._db.execute(f"SELECT count(*) FROM {self._w}").fetchone()
         return int(row[0]) if row else 0

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import duckdb
+
 from processors.arxiv_atom import EnrichedId
-from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingHistory, BriefingRequest
+from processors.briefing import briefing_of, read_window
+from processors.briefing_request import BriefingHistory, BriefingRequest, Loader
 from processors.models import AxisSpec, Briefing, ControlCommand, Document
 from processors.window import window_bounds
 from sinks.clock import Clock
@@ -23,6 +25,8 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+# DuckDB's memory limit while a briefing reads its notes whole: 48 MiB could not pin their blocks at 100k.
+LOAD_MIB = 96
 
 
 @dataclass(frozen=True)
@@ -61,17 +65,47 @@ class Assembly:
                 rejected=self.state.rejections(window),
                 history=self._history(axis, command, source, baseline),
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
-                load=source.load,
+                load=self._loader(source),
                 lang=self.settings.lang,
                 rules=self.settings.briefing_rules,
                 source=source,
+                between_reads=self._shedder(source),
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
             # cursor of its own while the window agent goes on writing.
-            return await asyncio.to_thread(assemble_briefing, request), source.size()
+            reads = await asyncio.to_thread(read_window, request)
+            # The window's reads are over but for a few term counts: what DuckDB cached for them (~160 MiB at
+            # 100k) makes room for the model built next. Under the state's lock, never beside a write, the
+            # window's cursor idle.
+            self.state.shed_cache(idle=source)
+            return await asyncio.to_thread(briefing_of, request, reads), reads.size
         finally:
             source.close()
+
+    def _loader(self, source: StoredWindow) -> Loader:
+        """How the briefing's thread reads its few notes whole: with DuckDB's memory limit at LOAD_MIB, under the
+        state's lock (no write meanwhile). A note read whole pulls several MiB of its column's blocks into DuckDB's
+        cache (~150 MiB for the 80 notes of a 100k window, beside its model); at the full limit when that is not
+        enough."""
+
+        def load(paths: Sequence[str]) -> list[Document]:
+            try:
+                with self.state.lowered_limit(LOAD_MIB, idle=source):
+                    return source.load(paths)
+            except duckdb.OutOfMemoryException:
+                return source.load(paths)
+
+        return load
+
+    def _shedder(self, source: StoredWindow) -> Callable[[], None]:
+        """What the briefing's thread calls between its reads: DuckDB's cache shed under the state's lock (never
+        beside a write), the briefing's own cursor idle meanwhile."""
+
+        def shed() -> None:
+            self.state.shed_cache(idle=source)
+
+        return shed
 
     def _history(
         self, axis: AxisSpec, command: ControlCommand, source: StoredWindow, baseline: Document | None

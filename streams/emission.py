@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from processors.models import Briefing, Trigger
-from sinks.emission_bodies import Body, unpack, unpack_view
+from sinks.emission_bodies import Body, unpack, unpack_pieces
 from sinks.emissions import EmissionRecord
 from sinks.files import pretty_json_bytes
 
@@ -85,21 +86,25 @@ class Emission:
         """The recorded compact JSON, UTF-8 (a 100k window's is ~75 MB: made anew at each call when packed)."""
         return unpack(self.recorded_json) if self.packed else self.recorded_json
 
-    def json_view(self) -> bytes | memoryview:
-        """`json_bytes` without `bytes`' copy of what zstd unpacked (a view of it, when packed)."""
-        return unpack_view(self.recorded_json) if self.packed else self.recorded_json
+    def json_pieces(self) -> Iterator[bytes | memoryview]:
+        """`json_bytes` in consecutive pieces (a few MB each when packed: never the ~75 MB whole)."""
+        if self.packed:
+            yield from unpack_pieces(self.recorded_json)
+        else:
+            yield self.recorded_json
 
-    def markdown_bytes(self) -> bytes | memoryview | None:
-        """The recorded Markdown, UTF-8; None when restored from the briefings topic."""
-        if self.recorded_markdown is None or not self.packed:
-            return self.recorded_markdown
-        return unpack_view(self.recorded_markdown)
+    def markdown_pieces(self) -> Iterator[bytes | memoryview] | None:
+        """The recorded Markdown, UTF-8, in consecutive pieces; None when restored from the briefings topic."""
+        if self.recorded_markdown is None:
+            return None
+        return unpack_pieces(self.recorded_markdown) if self.packed else iter((self.recorded_markdown,))
 
-    def json_file(self) -> bytes | memoryview:
-        """The `.json` file's bytes: the recorded JSON, indented."""
+    def json_file(self) -> Iterator[bytes | memoryview]:
+        """The `.json` file's bytes in consecutive pieces: the recorded JSON, indented."""
         if self.indented is not None:
-            return unpack_view(self.indented)
-        return pretty_json_bytes(self.json_bytes())
+            yield from unpack_pieces(self.indented)
+        else:
+            yield pretty_json_bytes(self.json_bytes())
 
     @property
     def briefing(self) -> Briefing:

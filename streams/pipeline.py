@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from processors.briefing_names import briefing_basename
-from processors.briefing_parts import Part, split
+from processors.briefing_parts import Series
 from processors.commands import Refused
 from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
@@ -24,7 +26,7 @@ from sinks import duck
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
-from sinks.emission_bodies import Body
+from sinks.emission_bodies import PER_SOURCE, Body
 from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles, packed_json_file
 from sinks.metrics import Metrics
@@ -226,8 +228,8 @@ class Pipeline:
         """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
         reads = Assembly(self.settings, self.state, self.clock, self.enricher)
         briefing, window_size = await reads.briefing(axis, command)
-        # The window's reads are done: what DuckDB cached for them makes room for the texts (here, on the thread
-        # that writes, never beside a write).
+        # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (here, on the
+        # thread that writes, never beside a write).
         if not self.state.shed_cache():
             log.debug(
                 "DuckDB's cache kept through this briefing's texts: a read was open or the state has no limit"
@@ -235,15 +237,16 @@ class Pipeline:
         # In a thread: each is seconds for a window of 100k sources.
         body, indented = await asyncio.to_thread(self._packed, briefing)
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
-        with self.metrics.duckdb_write.labels(operation="emission").time():
-            recorded = self.state.record_emission(
-                briefing, basename, None, emitted_at=self.clock.now(), body=body
-            )
-        self._count_emission(briefing, window_size)
-        # The model (~0.3 GiB at 100k sources) goes now: its texts stay packed (~15 MB, not ~220), each unpacked
-        # only when its file is written or its message sent.
+        # The model (~0.3 GiB at 100k sources) goes before the record's write: its texts stay packed (~15 MB, not
+        # ~220), each unpacked a few MB at a time when its file is written or its message sent.
+        head, counted = briefing.model_copy(update={name: [] for name in PER_SOURCE}), _Counted.of(briefing)
         del briefing
         release_free_heap()
+        with self.metrics.duckdb_write.labels(operation="emission").time():
+            recorded = self.state.record_emission(
+                head, basename, None, emitted_at=self.clock.now(), body=body
+            )
+        self._count_emission(head, counted, window_size)
         key = (axis.name, command.end, command.trigger)
         if recorded:
             return Emission.made(key, basename, body, indented, command.requested_at)
@@ -266,15 +269,15 @@ class Pipeline:
         record = self.state.emission_record(axis, window_end, trigger)
         return None if record is None else Emission.of(axis, window_end, trigger, record, fresh=False)
 
-    def messages(self, emission: Emission) -> list[Part]:
-        """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit."""
-        data = emission.json_view()  # ~80 MB for a 100k window
-        parts = split(data, emission.basename, BRIEFING_PART_BYTES)
+    def messages(self, emission: Emission) -> Series:
+        """The briefings-topic message(s) of an emission: itself, or parts when it is over the message limit; each
+        made as it is sent, from the recorded JSON a few MB at a time (a 100k window's is ~80 MB)."""
+        parts = Series.of(emission.json_pieces, emission.basename, BRIEFING_PART_BYTES)
         if len(parts) > 1:
             log.info(
                 "briefing %s is %.1f MB, over the %d MiB message limit: sent to the briefings topic in %d parts",
                 emission.basename,
-                len(data) / 1e6,
+                parts.size / 1e6,
                 MAX_MESSAGE_BYTES >> 20,
                 len(parts),
                 extra={"axis": emission.axis},
@@ -300,28 +303,41 @@ class Pipeline:
             log.warning("restored missing briefing file(s) from the record: %s", [str(p) for p in written])
         return written
 
-    def _markdown_file(self, emission: Emission) -> bytes | memoryview:
-        markdown = emission.markdown_bytes()
+    def _markdown_file(self, emission: Emission) -> Iterable[bytes | memoryview]:
+        markdown = emission.markdown_pieces()
         if markdown is None:  # restored from the briefings topic, which carries the JSON only
             text = render_markdown(emission.briefing, lang=self.settings.lang, zone=self.settings.tz)
-            return text.encode()
+            return (text.encode(),)
         return markdown
 
-    def _count_emission(self, briefing: Briefing, window_documents: int) -> None:
+    def _count_emission(self, briefing: Briefing, counted: _Counted, window_documents: int) -> None:
+        """Count an emission recorded (`briefing`: its head, without the per-source lists)."""
         axis = briefing.axis
         self.metrics.briefings_emitted.labels(axis=axis, trigger=briefing.trigger).inc()
         self.metrics.last_briefing.labels(axis=axis).set(self.clock.now().timestamp())
         self.metrics.window_documents.labels(axis=axis).set(window_documents)
-        for s in briefing.sources:
-            if s.status == "duplicate":
-                self.metrics.duplicates.labels(axis=axis, kind=s.duplicate_kind or "exact").inc()
+        for kind, n in counted.duplicates.items():
+            self.metrics.duplicates.labels(axis=axis, kind=kind).inc(n)
         log.info(
             "emitted briefing %s ending %s (%s; %d sources, %d increments, %d of %d arXiv ids verified)",
             axis,
             briefing.window.end.isoformat(),
             briefing.trigger,
-            len(briefing.sources),
+            counted.sources,
             len(briefing.increments),
             sum(1 for a in briefing.arxiv if a.metadata.source != "document"),
             len(briefing.arxiv),
         )
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What an emission's metrics and log line read of its per-source lists, read before the model goes."""
+
+    sources: int
+    duplicates: Counter[str]  # duplicate sources by kind
+
+    @classmethod
+    def of(cls, briefing: Briefing) -> _Counted:
+        kinds = Counter[str](s.duplicate_kind or "exact" for s in briefing.sources if s.status == "duplicate")
+        return cls(len(briefing.sources), kinds)

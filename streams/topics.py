@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,8 +72,9 @@ class Outputs(Protocol):
         """Put documents records (key, value) on the documents topic; return once every one is acknowledged."""
         ...
 
-    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
-        """Put an emitted briefing's message(s) on the briefings topic, in order; return once all are acknowledged."""
+    async def briefing(self, axis: str, parts: Iterable[Part]) -> None:
+        """Put an emitted briefing's message(s) on the briefings topic, in order (each made as it is sent); return
+        once all are acknowledged."""
         ...
 
     async def command(self, command: ControlCommand) -> ControlCommand:
@@ -100,11 +101,12 @@ class TopicOutputs:
         pending = [await producer.send(name, key, value, None, None, None) for key, value in records]
         await asyncio.gather(*pending)
 
-    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
+    async def briefing(self, axis: str, parts: Iterable[Part]) -> None:
         producer = await self._app.maybe_start_producer()
         name = self._topics.briefings.get_topic_name()
         for part in parts:  # each acknowledged before the next is sent: the parts stay in order on retries
             await (await producer.send(name, axis.encode(), part.value, None, None, part.headers or None))
+            del part  # a part is ~24 MB: freed before the next one is made
 
     async def command(self, command: ControlCommand) -> ControlCommand:
         await self._topics.control.send(key=command.axis.encode(), value=command.model_dump_json().encode())

@@ -88,6 +88,7 @@ def brief(
     history: BriefingHistory | None = None,
     end: datetime = END,
     trigger: Trigger = "close",
+    between_reads: Callable[[], None] = lambda: None,
 ) -> Briefing:
     baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
     given = next((d for d in docs if d.path == axis.living_doc and isinstance(d, Document)), None)
@@ -111,6 +112,7 @@ def brief(
             rules=rules.model_copy(update={"increments": increments}),
             superseded=superseded,
             load=load,
+            between_reads=between_reads,
         )
     )
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import tracemalloc
+from collections.abc import Iterator
+
 import pytest
 
-from processors.briefing_parts import PART, Joined, Joiner, Part, PartError, split
+from processors.briefing_parts import PART, Joined, Joiner, Part, PartError, Series, split
 
 # Multi-byte text, so a cut falls inside a character: the parts are bytes, joined before decoding.
 BIG = ('{"sources": [' + ",".join(f'"来源 {i} — note"' for i in range(500)) + "]}").encode()
@@ -73,3 +77,35 @@ def test_a_missing_part_or_a_wrong_checksum_is_an_error_not_a_different_briefing
         feed_all(joiner, list(enumerate(damaged, start=3)))
     with pytest.raises(PartError, match="bad"):
         joiner.feed(9, b"x", [(PART, b"one of two")])
+
+
+def test_parts_made_from_pieces_as_they_are_sent_are_the_parts_of_the_whole() -> None:
+    cuts = [0, 1, 999, 1000, 1001, 3500, 7777, len(BIG)]
+    series = Series.of(lambda: (BIG[a:b] for a, b in itertools.pairwise(cuts)), "a", limit=1000)
+    assert len(series) == len(split(BIG, "a", limit=1000))
+    assert list(series) == split(BIG, "a", limit=1000)
+    [whole] = Series.of(lambda: (BIG[:10], BIG[10:]), "a", limit=len(BIG))
+    assert whole == Part(BIG, [])
+
+
+def test_a_briefing_sent_in_parts_is_never_held_whole() -> None:
+    # A 100k window's JSON is ~80 MB: made a piece at a time, each part sent before the next is made.
+    piece = 1 << 20
+    pieces = 40
+
+    def json_pieces() -> Iterator[bytes]:
+        for i in range(pieces):
+            yield bytes([48 + i % 10]) * piece
+
+    tracemalloc.start()
+    try:
+        series = Series.of(json_pieces, "a", limit=4 * piece)
+        sent = 0
+        for part in series:
+            sent += len(part.value)
+            del part
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sent == pieces * piece and len(series) == 10
+    assert peak < 3 * 4 * piece

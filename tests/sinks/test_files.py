@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from processors.models import Briefing
-from sinks.emission_bodies import unpack
+from sinks.emission_bodies import unpack, unpack_pieces
 from sinks.files import BriefingFiles, packed_json_file, pretty_json, pretty_json_bytes
 from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
@@ -38,7 +38,7 @@ def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_
     packed = packed_json_file(b)
     assert unpack(packed) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
     files = BriefingFiles(tmp_path)
-    assert files.ensure_made("inference", "fresh", lambda: unpack(packed), lambda: b"# md\n")
+    assert files.ensure_made("inference", "fresh", lambda: unpack_pieces(packed), lambda: (b"# md\n",))
     assert (
         files.ensure("inference", "fresh", recorded, "# md\n") == []
     )  # what a repair writes: nothing differs
@@ -80,3 +80,15 @@ def test_an_output_folder_that_cannot_be_read_does_not_stop_the_start(
     monkeypatch.setattr(Path, "iterdir", denied)
     BriefingFiles(tmp_path).clean_up(time.time())
     assert "could not look for temp files" in caplog.text
+
+
+def test_a_file_that_differs_only_at_its_end_is_written_again_and_an_equal_one_is_not(tmp_path: Path) -> None:
+    files = BriefingFiles(tmp_path)
+    md, js = files.paths("inference", "b")
+    pieces = (b"# md\n", b"x" * 70_000, b"\n")
+    assert files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: pieces) == [js, md]
+    for damaged in (md.read_bytes() + b"more", md.read_bytes()[:-1], md.read_bytes()[:-1] + b"!"):
+        md.write_bytes(damaged)
+        assert files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: pieces) == [md]
+        assert md.read_bytes() == b"".join(pieces)
+    assert files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: pieces) == []

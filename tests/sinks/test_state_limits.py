@@ -345,34 +345,3 @@ def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Pat
         assert "done" in reads, "the reads ran beside the writes"
     finally:
         state.close()
-
-
-def _cached_mib(state: StateStore) -> float:
-    row = state._db.execute(
-        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
-    ).fetchone()
-    return float(row[0] or 0) / MIB if row else 0.0
-
-
-def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_unless_a_reader_is_open(
-    tmp_path: Path,
-) -> None:
-    """What a briefing's reads left in DuckDB's pool goes before its model and files are made (the worker's
-    resident set), the limit as configured after; never while another thread's read could meet the lowered one."""
-    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
-    try:
-        state._db.execute(
-            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
-        )
-        state._db.execute("CHECKPOINT")
-        state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()
-        assert _cached_mib(state) > 32
-        reader = state.reader()
-        assert not state.shed_cache()  # a read may be running in another thread
-        reader.close()
-        del reader
-        assert state.shed_cache()
-        assert _cached_mib(state) <= 16
-        assert duckdb_limits(state)[0] == "96.0 MiB"
-    finally:
-        state.close()

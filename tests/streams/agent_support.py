@@ -4,7 +4,7 @@ sends to the topics recorded instead of produced (Faust's `test_context()` feeds
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,7 +45,7 @@ class RecordedOutputs:
     async def forward(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         self.documents.extend(records)
 
-    async def briefing(self, axis: str, parts: Sequence[Part]) -> None:
+    async def briefing(self, axis: str, parts: Iterable[Part]) -> None:
         self.briefings.append((axis, b"".join(p.value for p in parts).decode()))
 
     async def command(self, command: ControlCommand) -> ControlCommand:

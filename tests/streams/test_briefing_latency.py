@@ -63,5 +63,5 @@ async def test_the_first_briefing_of_a_worker_compiles_no_template(
     ingest(pipeline, raw_file("inbox/jay/2026-09-27-1000-kv.md", "# vLLM 推理\nKV cache serving\n"))
     command = ControlCommand(axis="inference", trigger="flush", end=END, requested_at=END, request_id="r")
     emission = await pipeline.brief(command)
-    assert emission is not None and emission.markdown_bytes()
+    assert emission is not None and b"".join(emission.markdown_pieces() or ())
     assert compiled == ["briefing.md.j2"]

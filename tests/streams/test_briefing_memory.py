@@ -7,6 +7,7 @@ import gc
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,23 @@ async def test_a_recorded_briefing_holds_no_per_source_object_and_keeps_its_text
 
     written = {p.suffix: p.read_bytes() for p in pipeline.write_files(emission)}
     assert written == {".json": pretty_json_bytes(recorded.briefing_json), ".md": recorded.markdown}
+
+
+async def test_the_model_is_gone_before_the_briefing_is_recorded(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The record's write (DuckDB's buffers for ~15 MB of packed texts) must not come on top of the model.
+    before = per_source_objects()
+    at_record: list[int] = []
+    record = pipeline.state.record_emission
+
+    def recording(*args: Any, **kwargs: Any) -> bool:
+        at_record.append(per_source_objects())
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.state, "record_emission", recording)
+    command = ControlCommand(axis="inference", trigger="flush", end=END, requested_at=END, request_id="r")
+    emission = await pipeline.brief(command)
+    assert emission is not None and at_record == [before]
+    sample = pipeline.metrics.registry.get_sample_value
+    assert sample("predigest_briefings_emitted_total", {"axis": "inference", "trigger": "flush"}) == 1

@@ -1,0 +1,98 @@
+"""Shedding DuckDB's cache between a briefing's reads and what it makes of them."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from processors.window import window_bounds
+from sinks.duck import Limits
+from sinks.offsets import Position
+from sinks.state import StateStore
+from tests.state_support import duckdb_limits
+
+MIB = 1 << 20
+
+
+def _cached_mib(state: StateStore) -> float:
+    row = state._db.execute(
+        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    ).fetchone()
+    return float(row[0] or 0) / MIB if row else 0.0
+
+
+def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_unless_a_reader_is_open(
+    tmp_path: Path,
+) -> None:
+    """What a briefing's reads left in DuckDB's pool goes before its model and files are made (the worker's
+    resident set), the limit as configured after; never while another thread's read could meet the lowered one."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    try:
+        state._db.execute(
+            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
+        )
+        state._db.execute("CHECKPOINT")
+        state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()
+        assert _cached_mib(state) > 32
+        reader = state.reader()
+        assert not state.shed_cache()  # a read may be running in another thread
+        reader.close()
+        del reader
+        assert state.shed_cache()
+        assert _cached_mib(state) <= 16
+        assert duckdb_limits(state)[0] == "96.0 MiB"
+    finally:
+        state.close()
+
+
+def test_a_briefings_own_idle_window_does_not_keep_the_cache_from_being_shed(tmp_path: Path) -> None:
+    """Between a briefing's window reads and its model, the pool its reads filled goes (the worker's peak with a
+    large window), its own window's cursor still open; another reader's cursor still keeps it."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    try:
+        state._db.execute(
+            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
+        )
+        state._db.execute("CHECKPOINT")
+        window = state.window(
+            "inference", window_bounds(datetime(2026, 9, 28, tzinfo=UTC), timedelta(days=1))
+        )
+        state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()
+        assert not state.shed_cache()  # whose the cursor is, and whether it reads now, is the caller's to say
+        reader = state.reader()
+        assert not state.shed_cache(idle=window)
+        reader.close()
+        del reader
+        assert state.shed_cache(idle=window)
+        assert _cached_mib(state) <= 16
+        assert window.size() == 0  # the window reads on
+        window.close()
+    finally:
+        state.close()
+
+
+def test_a_write_from_another_thread_waits_while_the_limit_is_lowered_and_finds_it_restored(
+    tmp_path: Path,
+) -> None:
+    """The window agent writes in a thread of its own: it must never run under a briefing's lowered limit, where
+    its batch could run out of memory."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    limits_seen: list[str] = []
+
+    def write() -> None:
+        state.mark_applied(Position("p.documents", 0, 7))
+        limits_seen.append(duckdb_limits(state)[0])
+
+    try:
+        with state.lowered_limit(16) as lowered:
+            assert lowered
+            writer = threading.Thread(target=write)
+            writer.start()
+            writer.join(timeout=0.5)
+            assert writer.is_alive() and not limits_seen  # the write waits for the state's lock
+        writer.join(timeout=10)
+        assert limits_seen == ["96.0 MiB"]
+        assert state.applied_offset("p.documents", 0) == 7
+    finally:
+        state.close()

@@ -1,0 +1,160 @@
+"""The worker's memory while a briefing reads its window and makes its model: DuckDB's pool shed between the
+window's reads and once they are over, and held low while its notes are read whole."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from processors.increment_search import find_increments
+from processors.models import ControlCommand, Document, RawFile
+from processors.window_scan import scan_window
+from sinks.duck import Limits
+from sinks.metrics import Metrics
+from sinks.state import StateStore
+from sinks.window_reads import StoredWindow
+from streams.assembly import LOAD_MIB
+from streams.pipeline import Pipeline
+from streams.settings import KafkaSettings, Settings
+from tests.clocks import ManualClock
+from tests.state_support import EXAMPLES, SH
+from tests.streams.pipeline_support import ingest
+
+END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
+MIB = 1 << 20
+
+
+def _cached_mib(state: StateStore) -> float:
+    row = state._db.execute(
+        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    ).fetchone()
+    return float(row[0] or 0) / MIB if row else 0.0
+
+
+def _pipeline(tmp_path: Path, memory_mib: int = 96) -> Pipeline:
+    s = Settings(
+        root=EXAMPLES,
+        state_dir=tmp_path,
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="127.0.0.1:9"),
+    )
+    p = Pipeline(
+        s,
+        StateStore(s.state_file, Limits(memory_mib=memory_mib, threads=1)),
+        Metrics(),
+        clock=ManualClock(END),
+    )
+    for offset, path in enumerate(sorted(EXAMPLES.rglob("*.md"))):
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        path_in_root = path.relative_to(EXAMPLES).as_posix()
+        ingest(
+            p,
+            RawFile(path=path_in_root, content=data, size=len(data), mtime=END.timestamp(), sha256=digest),
+            offset,
+        )
+    return p
+
+
+def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path)
+    db = pipeline.state._db
+    db.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)")
+    db.execute("CHECKPOINT")
+    db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's reads fill it
+    assert _cached_mib(pipeline.state) > 32
+    cached: list[float] = []
+
+    def finding(*args: Any) -> Any:
+        cached.append(_cached_mib(pipeline.state))
+        return find_increments(*args)
+
+    monkeypatch.setattr("processors.briefing.find_increments", finding)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+    try:
+        assert asyncio.run(pipeline.brief(command)) is not None
+    finally:
+        pipeline.state.close()
+    assert cached and cached[0] <= 16
+
+
+def _filled(pipeline: Pipeline) -> None:
+    db = pipeline.state._db
+    db.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)")
+    db.execute("CHECKPOINT")
+    db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's first reads fill it
+    assert _cached_mib(pipeline.state) > 32
+
+
+def _limit_mib(state: StateStore) -> float:
+    row = state._db.execute("SELECT current_setting('memory_limit')").fetchone()
+    value, unit = str(row[0] if row else "").split()
+    return float(value) * {"MiB": 1, "GiB": 1024}[unit]
+
+
+def _brief(pipeline: Pipeline) -> None:
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+    try:
+        assert asyncio.run(pipeline.brief(command)) is not None
+    finally:
+        pipeline.state.close()
+
+
+def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_lowered_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At 100k the scan's listing (~200 MiB) and the notes read whole (~150 MiB of DuckDB's blocks at the full
+    # limit) come on top of what the reads before them cached: the worker's peak.
+    pipeline = _pipeline(tmp_path, memory_mib=192)
+    _filled(pipeline)
+    seen: list[tuple[str, float, float]] = []
+
+    def scanning(*args: Any) -> Any:
+        seen.append(("scan", _cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return scan_window(*args)
+
+    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
+        seen.append(("load", _cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return load(window, paths)
+
+    load = StoredWindow.load
+    monkeypatch.setattr("processors.briefing.scan_window", scanning)
+    monkeypatch.setattr(StoredWindow, "load", loading)
+    _brief(pipeline)
+    at = [what for what, _, _ in seen].index("scan")
+    _, cached, limit = seen[at]
+    assert cached <= 16 and limit == 192
+    # The briefing's notes, read whole after the scan: the pool shed again, its limit lowered meanwhile.
+    assert [(what, limit) for what, _, limit in seen[at + 1 :]] == [("load", LOAD_MIB)]
+    assert seen[at + 1][1] <= 16
+
+
+def test_notes_that_cannot_be_read_whole_under_the_lowered_limit_are_read_under_the_full_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path, memory_mib=192)
+    limits: list[float] = []
+
+    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
+        limits.append(_limit_mib(pipeline.state))
+        if paths and limits[-1] < 192:  # as DuckDB fails to pin a large note's blocks
+            raise duckdb.OutOfMemoryException("failed to pin block of size 256.0 KiB")
+        return load(window, paths)
+
+    load = StoredWindow.load
+    monkeypatch.setattr(StoredWindow, "load", loading)
+    _brief(pipeline)
+    assert limits[-2:] == [LOAD_MIB, 192]
