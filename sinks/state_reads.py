@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -25,6 +26,12 @@ class Serialised:
     # outbox, the gauges, a catch-up) call in: DuckDB serves one statement at a time per connection, and a
     # transaction must not take in another's statements. Reentrant: a write holds it through its retries.
     _lock: threading.RLock
+
+    @contextmanager
+    def unchanged(self) -> Iterator[None]:
+        """No write commits inside the block (the lock held): the reads in it see the state at one moment."""
+        with self._lock:
+            yield
 
 
 S = TypeVar("S", bound=Serialised)

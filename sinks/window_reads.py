@@ -1,7 +1,8 @@
 """A stored axis window as a briefing reads it (processors.window_rows): rows streamed, window figures in DuckDB.
 
-Its sources are pinned when it is opened (a temporary table of their versions, in window order), so that a
-briefing reads one window however the worker goes on writing meanwhile: versions are never rewritten. Every
+Its sources are pinned when it is opened (a temporary table of their versions, in window order, made under the
+state's lock), so that a briefing reads one window however the worker goes on writing meanwhile: versions are
+never rewritten. Every
 read goes through one cursor of its own, from the briefing's thread; `close()` drops it all.
 """
 

@@ -17,6 +17,7 @@ batch is (streams.dead_letters).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -247,7 +248,7 @@ async def store_when_ready(
     parts = {position.partition for _, position in items}
     while True:
         # Until the catch-up has replayed a partition, its records wait; a revoke + reassign while waiting
-        # brings a new catch-up, so readiness is read again, and the write follows with no await between.
+        # brings a new catch-up, so readiness is read again (the state is bound with it, below).
         for p in sorted(parts):
             await ownership.wait_ready(p)
         if not parts & ownership.catching_up():
@@ -255,8 +256,11 @@ async def store_when_ready(
     ready = [(record, position) for record, position in items if ownership.is_ready(position.partition)]
     # In a thread: the transaction is ~0.5 ms a note, mostly DuckDB's C++ without the GIL, and the event loop
     # meanwhile hands parse results on, fetches, and answers HTTP (docs/performance.md). The state's lock keeps
-    # its other users off the connection until the commit (sinks.state_reads.serialised).
-    store = partial(services.pipeline().store_batch, ready, backlog=backlog)
+    # its other users off the connection until the commit (sinks.state_reads.serialised). The state is bound
+    # here, with readiness: replaced before the thread runs (a damaged file), the store fails on the closed one
+    # and is retried after the new state's catch-up, which would otherwise replay only from after this batch.
+    pipeline = services.pipeline()
+    store = partial(pipeline.store_batch, ready, backlog=backlog, into=pipeline.state)
     await _to_thread_to_the_end(store)
 
 
@@ -268,12 +272,11 @@ async def _to_thread_to_the_end(step: Callable[[], T]) -> T:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                continue
-            except Exception:  # not retried now: the next start's catch-up applies what the state lacks
-                log.exception("a store the worker's stop waited for failed")
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # Not retried now: the next start's catch-up applies what the state lacks.
+            log.error("a store the worker's stop waited for failed", exc_info=exc)
         raise
 
 

@@ -44,15 +44,23 @@ class Assembly:
         # The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
         # the few notes the briefing quotes are read whole.
         window = window_bounds(command.end, self.settings.window_length)
-        # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
-        baseline = self.state.latest_baseline(
-            axis.name, window.start, window.start - self.settings.window_length
-        )
-        # Everything read from the state, the window pinned, before the awaits below: the window agent may store
-        # a new version of a note meanwhile, which would then show as both a source and superseded.
-        source = self.state.window(axis.name, window, baseline)
+        # Every read of the state at one moment, the window pinned, before the awaits below: the window agent
+        # commits in a thread of its own, and a note stored between two reads would show as both a source and
+        # superseded, or as a source and rejected.
+        with self.state.unchanged():
+            # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
+            baseline = self.state.latest_baseline(
+                axis.name, window.start, window.start - self.settings.window_length
+            )
+            source = self.state.window(axis.name, window, baseline)
+            try:
+                living = self.state.living_documents([a.name for a in self.settings.axes])
+                rejected = self.state.rejections(window)
+                history = self._history(axis, command, source, baseline)
+            except BaseException:
+                source.close()
+                raise
         try:
-            living = self.state.living_documents([a.name for a in self.settings.axes])
             request = BriefingRequest(
                 axis=axis,
                 trigger=command.trigger,
@@ -62,8 +70,8 @@ class Assembly:
                 living=self._living(axis, living[axis.name]),
                 axes=self.settings.axes,
                 other_living={a.name: living[a.name] for a in self.settings.axes if a != axis},
-                rejected=self.state.rejections(window),
-                history=self._history(axis, command, source, baseline),
+                rejected=rejected,
+                history=history,
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
                 load=self._loader(source),
                 lang=self.settings.lang,

@@ -175,16 +175,19 @@ class Pipeline:
         *,
         replaying: bool = False,
         backlog: bool = False,
+        into: StateStore | None = None,
     ) -> list[bool]:
         """Apply documents records in one DuckDB transaction; per record, whether a briefing sees it.
 
         `replaying`: a catch-up or rebuild (no lag observed, no INFO line); `backlog`: more records wait behind
-        the batch, which gets one INFO line instead of one per document.
+        the batch, which gets one INFO line instead of one per document; `into`: the state open when the batch
+        was found ready (a store run later in a thread fails on it once replaced, never writing into the
+        replacement before its catch-up).
         """
         if not items:
             return []
         started = self.clock.monotonic()
-        changed = self.state.apply_batch(items)
+        changed = (self.state if into is None else into).apply_batch(items)
         self.stored_at = self.clock.monotonic()
         took = self.stored_at - started
         self.metrics.duckdb_write.labels(operation="batch").observe(took)

@@ -81,8 +81,8 @@ class QuietVacuum:
                 return
             if not self._fits(state):
                 return
-            # On the event loop, as every write: no batch can commit meanwhile (tens of ms for a restart's
-            # small row groups, ~3 s per 10k notes behind a backfill).
+            # Under the state's lock: no batch commits meanwhile, and the event loop waits for it (tens of ms
+            # for a restart's small row groups, ~3 s per 10k notes behind a backfill).
             started = self._clock.monotonic()
             done = state.vacuum()
         except (SinkError, duckdb.Error) as exc:  # never stops the worker; the next write says it too

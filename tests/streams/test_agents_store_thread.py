@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,6 +14,8 @@ import pytest
 
 from processors.wire import DocumentRecord, decode_rows, notes_in
 from sinks.state import Position, StateStore
+from streams import agents
+from streams.agents import T
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
     END,
@@ -22,6 +24,7 @@ from tests.streams.agent_support import (
     Records,
     Start,
     owning_worker,
+    parsed,
     raw_value,
     settled,
 )
@@ -117,3 +120,39 @@ async def test_a_stop_during_a_store_waits_for_its_commit(
     # The agent was stopped (cancelled) mid-transaction: it returned only once the commit was done.
     assert len(timed.spans) == 1
     assert state.document_count() == timed.rows > 0
+
+
+async def test_a_store_whose_state_is_replaced_before_its_thread_runs_leaves_the_replacement_to_its_catch_up(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged state replaced while a batch waits for a thread: the batch must not land in the fresh state
+    before its catch-up, which would then replay only from after it and lose every earlier note for good."""
+    first = await parsed(worker, raw_value("inbox/jay/2026-09-27-1000-a.md", TEXT + "first\n"))
+    second = await parsed(worker, raw_value("inbox/jay/2026-09-27-1001-b.md", TEXT + "second\n"))
+    services = worker.services
+    old = services.pipeline().state
+    run = agents._to_thread_to_the_end
+    replaced: list[StateStore] = []
+
+    async def replaced_first(step: Callable[[], T]) -> T:
+        if old.applied_offset("predigest.documents", 0) is not None and not replaced:
+            # What StateSync.replace_damaged does, while the store waits for an executor thread.
+            services.ownership.assign(sorted(services.ownership.owned_partitions))
+            services.pipeline.replace_damaged()
+            replaced.append(services.pipeline().state)
+        return await run(step)
+
+    monkeypatch.setattr(agents, "_to_thread_to_the_end", replaced_first)
+    async with worker.agents.window.test_context() as agent:
+        for key, value in first:
+            await agent.put(value, key=key, partition=0)
+        await settled(
+            lambda: old.applied_offset("predigest.documents", 0) is not None, "the first stored", 30
+        )
+        for key, value in second:
+            await agent.put(value, key=key, partition=0)
+        await settled(lambda: bool(replaced), "the state replaced", 30)
+        await asyncio.sleep(0.5)  # the store ran on the replaced state, failed, and waits for the catch-up
+        assert services.ownership.catching_up() == {0}
+        assert replaced[0].applied_offset("predigest.documents", 0) is None
+        assert replaced[0].document_count() == 0

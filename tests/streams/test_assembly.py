@@ -1,10 +1,12 @@
-"""The worker's memory while a briefing reads its window and makes its model: DuckDB's pool shed between the
-window's reads and once they are over, and held low while its notes are read whole."""
+"""What a briefing reads from the state: at one moment, though the window agent commits in a thread of its own;
+and the worker's memory meanwhile (DuckDB's pool shed between the window's reads and once they are over, and held
+low while its notes are read whole)."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +20,7 @@ from processors.models import ControlCommand, Document, RawFile
 from processors.window_scan import scan_window
 from sinks.duck import Limits
 from sinks.metrics import Metrics
+from sinks.offsets import Position
 from sinks.state import StateStore
 from sinks.window_reads import StoredWindow
 from streams.assembly import LOAD_MIB
@@ -158,3 +161,32 @@ def test_notes_that_cannot_be_read_whole_under_the_lowered_limit_are_read_under_
     monkeypatch.setattr(StoredWindow, "load", loading)
     _brief(pipeline)
     assert limits[-2:] == [LOAD_MIB, 192]
+
+
+def test_no_batch_commits_between_a_briefings_reads_of_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window is pinned, and the living documents, rejections and history read, with no write in between: a
+    note edited meanwhile would show as both a source and superseded, or a source and rejected."""
+    pipeline = _pipeline(tmp_path)
+    window = StateStore.window
+    waited: list[bool] = []
+    stored: list[int | None] = []
+
+    def store(state: StateStore) -> None:  # the window agent's next batch, in its thread
+        state.mark_applied(Position("p.documents", 0, 9))
+        stored.append(state.applied_offset("p.documents", 0))
+
+    def writes_wait(state: StateStore, *args: Any) -> StoredWindow:
+        source = window(state, *args)
+        writer = threading.Thread(target=store, args=(state,))
+        writer.start()
+        writer.join(timeout=0.3)
+        waited.append(writer.is_alive())
+        monkeypatch.setattr(StateStore, "window", window)
+        return source
+
+    monkeypatch.setattr(StateStore, "window", writes_wait)
+    _brief(pipeline)
+    assert waited == [True]  # the commit waited until the briefing's reads were done
+    assert stored == [9]  # and then went on
