@@ -345,8 +345,9 @@ class StateStore(StateReads):
         with self._claiming():
             fresh = self.offsets.claim([position for _, position in items])
             records = [r for (r, _), new in zip(items, fresh, strict=True) if new]
-            outcomes = iter(self.docs.write(records))
-            self.sources.write(records)  # what briefings read of each new version, worked out once
+            written = self.docs.write(records)
+            self.sources.write(written.contents)  # what briefings read of each new version, worked out once
+            outcomes = iter(written.outcomes)
             return [next(outcomes) if new else False for new in fresh]
 
     @_retried
