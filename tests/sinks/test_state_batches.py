@@ -17,7 +17,7 @@ from processors.models import RawFile
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, store_document
 from sinks.state import Position, StateStore
-from tests.state_support import window_documents
+from tests.state_support import window_documents, with_keys
 
 # Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
 pytestmark = pytest.mark.timeout(120)
@@ -145,24 +145,13 @@ def test_a_batch_applies_as_its_records_would_one_by_one(
         batched.close()
 
 
-def _with_keys(state: StateStore) -> StateStore:
-    """The state file as releases before the keyless tables made it (sinks/schema.py): DuckDB holds each version's key."""
-    for table, key in (
-        ("documents", "axis, path, sha256"),
-        ("contents", "path, sha256"),
-        ("source_rows", "path, sha256"),
-    ):
-        state._db.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
-    return state
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(op, min_size=1, max_size=14), cuts=st.lists(st.integers(1, 14), max_size=6))
 def test_a_state_made_with_keys_by_an_earlier_release_stores_the_same_rows(
     ops: list[tuple[str, str, str, str, int | None, int, bool]], cuts: list[int]
 ) -> None:
     records = _records(ops)
-    keyed, keyless = _with_keys(StateStore(Path(":memory:"))), StateStore(Path(":memory:"))
+    keyed, keyless = with_keys(StateStore(Path(":memory:"))), StateStore(Path(":memory:"))
     try:
         outcomes = []
         start = 0
