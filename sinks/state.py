@@ -24,7 +24,7 @@ import duckdb
 
 from processors.models import Briefing, Document, WindowBounds
 from processors.wire import DocumentRecord
-from sinks import duck, schema, vacuum
+from sinks import collector, duck, schema, vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
@@ -342,7 +342,7 @@ class StateStore(StateReads):
     @_retried
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
-        with self._claiming():
+        with collector.paused(), self._claiming():
             fresh = self.offsets.claim([position for _, position in items])
             records = [r for (r, _), new in zip(items, fresh, strict=True) if new]
             written = self.docs.write(records)
