@@ -35,8 +35,9 @@ CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE SEQUENCE doc_seq;
 -- One row per version of a path on an axis; processors.versions says which one is current. documents, contents
 -- and source_rows have no key: the write plan stores a version only when the state holds no row of it (it reads
--- every path it touches whole, sinks.documents), and DuckDB's index of each key cost ~15 % of a batch at 100k
--- notes and a sixth of the file, without serving a read. A file made before keeps them, to the same effect.
+-- every path it touches whole, sinks.documents), and DuckDB's index of each key cost ~14 % of a batch at 100k
+-- notes and a seventh to a quarter of the file, without serving a read. A file made before keeps them, to the
+-- same effect.
 CREATE TABLE documents (
     axis VARCHAR NOT NULL,
     path VARCHAR NOT NULL,
