@@ -313,11 +313,12 @@ class StateStore(StateReads):
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
 
     def _usable(self) -> bool:
-        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed."""
+        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed, or its
+        rollback ran out of memory too, leaving the transaction aborted and open (closing the connection ends it)."""
         try:
             self._db.execute("SELECT 1")
         except duckdb.Error as exc:
-            if duck.unusable(exc):
+            if duck.unusable(exc) or isinstance(exc, duckdb.TransactionException) or duck.out_of_memory(exc):
                 return False
             raise
         return True
