@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from processors.wire import DocumentRecord, EventHeader, StoredDocument
+from processors.wire import DocumentRecord
 
 Key = tuple[str, str]  # (axis, path)
 VersionKey = tuple[str, str, str]  # (axis, path, sha256)
@@ -109,7 +109,7 @@ class BatchPlan:
         self.stored_paths = {k for k, p in held.items() if p.versions}
         self._next_seq = next_seq
         self._deleted_before = {k: p.deletion for k, p in held.items()}
-        self.new_versions: dict[VersionKey, tuple[EventHeader, StoredDocument]] = {}
+        self.new_versions: dict[VersionKey, DocumentRecord] = {}  # the first record of each
         self.raised: dict[VersionKey, int] = {}  # stored versions whose raw offset rises
         self.touched: set[Key] = set()  # paths whose `current` flags are rewritten
         # (path, sha256) → (message, seen at, code, the file's own time)
@@ -124,7 +124,7 @@ class BatchPlan:
         if h.type == "document" and record.stored is not None and h.axis:
             self.rejected.pop((h.path, h.sha256), None)
             self.unrejected.add((h.path, h.sha256))
-            return self._document(h, record.stored)
+            return self._document(record)
         if h.type == "deletion" and h.axis:
             path = self.paths.setdefault((h.axis, h.path), PathVersions())
             return path.delete(h.seen_at, h.raw_offset)
@@ -135,7 +135,8 @@ class BatchPlan:
             return True
         return False  # an event for no axis
 
-    def _document(self, h: EventHeader, stored: StoredDocument) -> bool:
+    def _document(self, record: DocumentRecord) -> bool:
+        h = record.header
         assert h.axis is not None
         key = (h.axis, h.path)
         path = self.paths.setdefault(key, PathVersions())
@@ -147,7 +148,7 @@ class BatchPlan:
             assert h.raw_offset is not None, "only a raw offset raises a stored version"
             self.raised[vkey] = h.raw_offset
         else:
-            self.new_versions.setdefault(vkey, (h, stored))
+            self.new_versions.setdefault(vkey, record)
         self.touched.add(key)
         return outcome is Outcome.VISIBLE
 

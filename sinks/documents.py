@@ -24,6 +24,18 @@ IN_WINDOW = (
 )
 
 
+NewContents = dict[tuple[str, str], DocumentRecord]  # (path, sha256) → its first record
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a batch's write did: per record, whether a briefing sees it; and the versions whose contents it stored
+    first (the state held no row of them), which get their source rows (sinks.source_rows) in the same step."""
+
+    outcomes: list[bool]
+    contents: NewContents
+
+
 @dataclass
 class Held:
     """What the state holds of some paths: their versions and deletions per axis, contents and rejections."""
@@ -92,8 +104,8 @@ class Documents:
         self._recent: dict[str, Held] = {}
         self._pending: dict[str, Held] | None = None
 
-    def write(self, records: Sequence[DocumentRecord]) -> list[bool]:
-        """Apply records as if one by one; per record, whether a briefing sees what it brought.
+    def write(self, records: Sequence[DocumentRecord]) -> Written:
+        """Apply records as if one by one: per record, whether a briefing sees what it brought, and the new contents.
 
         Worked out in memory (processors.versions) from the rows of the paths they touch, then written with a
         handful of set-based statements whatever their number. Call `settle` when the transaction ends.
@@ -102,11 +114,11 @@ class Documents:
         held, whole = self._held(records)
         plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__)
         outcomes = [plan.apply(r) for r in records]
-        _write_plan(self._db, plan, held)
+        contents = _write_plan(self._db, plan, held)
         after = Held.after(held, plan)
         pending = self._pending if self._pending is not None else {}
         self._pending = pending | {path: after.get(path, Held()) for path in whole}
-        return outcomes
+        return Written(outcomes, contents)
 
     def settle(self, committed: bool) -> None:
         """The writing transaction ended: the paths it wrote are remembered if it committed, none if not."""
@@ -227,8 +239,9 @@ def _code(value: str | None) -> RejectionCode | None:
     return next((c for c in REJECTION_CODES if c == value), None)
 
 
-def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> None:
-    """The planned rows: raised raw offsets, `current` flags, new versions and contents, deletions, rejections."""
+def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> NewContents:
+    """The planned rows: raised raw offsets, `current` flags, new versions and contents, deletions, rejections;
+    returns the contents it stored."""
     current = {k: plan.current_of(k) for k in plan.touched}
     if plan.raised:
         db.execute(
@@ -244,8 +257,7 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> N
             "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
             _columns([(*k, current[k]) for k in old]),
         )
-    if plan.new_versions:
-        _write_versions(db, plan, current, held.contents)
+    contents = _write_versions(db, plan, current, held.contents) if plan.new_versions else {}
     _write_deletions(db, plan.deletions_changed())
     unrejected = plan.unrejected & held.rejected
     if unrejected:
@@ -260,30 +272,39 @@ def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> N
             "unnest($4::TIMESTAMPTZ[]), unnest($5::VARCHAR[]), unnest($6::TIMESTAMPTZ[])",
             _columns([(*k, *v) for k, v in plan.rejected.items()]),
         )
+    return contents
 
 
 def _write_versions(
     db: duckdb.DuckDBPyConnection, plan: BatchPlan, current: Mapping[Key, str], held: set[tuple[str, str]]
-) -> None:
+) -> NewContents:
     """The new versions' rows, and the contents of those the state has no row of yet, through appenders.
 
     An appender hands DuckDB the rows as they are; the `unnest` of list parameters it replaces built a list
     value of every column first (half the cost of a batch of new notes), and INSERT OR IGNORE probed the key.
     """
     rows = []
-    contents: dict[tuple[str, str], StoredDocument] = {}
-    for (axis, path, sha), (h, stored) in plan.new_versions.items():
+    contents: NewContents = {}
+    for (axis, path, sha), record in plan.new_versions.items():
         v = plan.paths[(axis, path)].versions[sha]
+        h = record.header
         rows.append(
             (axis, path, sha, v.seq, v.raw_offset, h.event_time, h.kind, current[(axis, path)] == sha)
         )
         if (path, sha) not in held:
-            contents.setdefault((path, sha), stored)
+            contents.setdefault((path, sha), record)
     with db.appender("documents") as documents:
         documents.append_rows(rows)
     if contents:
         with db.appender("contents") as appender:
-            appender.append_rows([(*k, c.summary_json, c.body_json) for k, c in contents.items()])
+            appender.append_rows([(*k, *_texts(r)) for k, r in contents.items()])
+    return contents
+
+
+def _texts(record: DocumentRecord) -> tuple[str, str]:
+    """A planned document's summary and body (the plan takes only documents that carry them)."""
+    assert record.stored is not None
+    return record.stored.summary_json, record.stored.body_json
 
 
 def _write_deletions(db: duckdb.DuckDBPyConnection, changed: Mapping[Key, Deletion | None]) -> None:

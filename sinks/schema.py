@@ -33,7 +33,11 @@ _TABLES = (
     """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE SEQUENCE doc_seq;
--- One row per version of a path on an axis; processors.versions says which one is current.
+-- One row per version of a path on an axis; processors.versions says which one is current. documents, contents
+-- and source_rows have no key: the write plan stores a version only when the state holds no row of it (it reads
+-- every path it touches whole, sinks.documents), and DuckDB's index of each key cost ~14 % of a batch at 100k
+-- notes and a seventh to a quarter of the file, without serving a read. A file made before keeps them, to the
+-- same effect.
 CREATE TABLE documents (
     axis VARCHAR NOT NULL,
     path VARCHAR NOT NULL,
@@ -42,13 +46,16 @@ CREATE TABLE documents (
     raw_offset BIGINT,          -- offset of the raw record; NULL for a record that carried none
     event_time TIMESTAMPTZ NOT NULL,
     kind VARCHAR NOT NULL,
-    current BOOLEAN NOT NULL,
-    PRIMARY KEY (axis, path, sha256)
+    current BOOLEAN NOT NULL
 );
--- Each version's summary and body once, whatever the number of its axes (processors.wire).
+-- Each version's summary and body once, whatever the number of its axes (processors.wire). Their JSON is stored
+-- as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it (a
+-- quarter of the window agent's commit) to keep zstd for the bodies and FSST for the summaries, which zstd
+-- packs tighter (a 10k state 68 -> 50 MB). A file made before keeps DuckDB's choice, read the same way.
 CREATE TABLE contents (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR NOT NULL, body_json VARCHAR NOT NULL,
-    PRIMARY KEY (path, sha256)
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
+    summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
+    body_json VARCHAR USING COMPRESSION zstd NOT NULL
 );
 CREATE TABLE deletions (
     axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
@@ -84,8 +91,8 @@ CREATE TABLE source_rows (
     counted BOOLEAN NOT NULL,   -- it has term counts
     arxiv_ids VARCHAR[] NOT NULL,
     topic VARCHAR NOT NULL,     -- the line its headings make
-    summary_json VARCHAR NOT NULL, -- without signature, term counts and headings
-    PRIMARY KEY (path, sha256)
+    -- without signature, term counts and headings; zstd as in contents
+    summary_json VARCHAR USING COMPRESSION zstd NOT NULL
 );
 CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);
 CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only

@@ -4,7 +4,7 @@ A v4 documents record carries them, worked out by the parse processes; an older 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import duckdb
 
@@ -20,23 +20,12 @@ class SourceRows:
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
 
-    def write(self, records: Sequence[DocumentRecord]) -> None:
-        """The facts of the versions these records bring that the state does not hold yet (once per version,
-        whichever of its axes' records comes first)."""
+    def write(self, contents: Mapping[tuple[str, str], DocumentRecord]) -> None:
+        """The facts of the versions whose contents the batch stored first (`Documents.write`): a version has
+        its source rows exactly when it has its contents, so the state is not searched for them."""
         versions = {
-            (r.header.path, r.header.sha256): (r.stored.summary_json, r.facts)
-            for r in records
-            if r.header.type == "document" and r.stored is not None
+            key: (r.stored.summary_json, r.facts) for key, r in contents.items() if r.stored is not None
         }
-        if not versions:
-            return
-        held = self._db.execute(
-            "SELECT s.path, s.sha256 FROM source_rows s JOIN (SELECT unnest($1) AS path, unnest($2) AS sha256) k "
-            "ON s.path = k.path AND s.sha256 = k.sha256",
-            [[p for p, _ in versions], [s for _, s in versions]],
-        ).fetchall()
-        for key in held:
-            versions.pop(key, None)
         if versions:
             self._insert(versions)
 

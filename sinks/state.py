@@ -24,7 +24,7 @@ import duckdb
 
 from processors.models import Briefing, Document, WindowBounds
 from processors.wire import DocumentRecord
-from sinks import duck, pool_shed, schema, vacuum
+from sinks import collector, duck, pool_shed, schema, vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
@@ -323,11 +323,12 @@ class StateStore(StateReads):
         log.warning("%s with %d MiB. Raise duckdb.memory_limit_mib to at least that", what, memory)
 
     def _usable(self) -> bool:
-        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed."""
+        """False when the database must be reopened: invalidated (a commit that failed to flush) or closed, or its
+        rollback ran out of memory too, leaving the transaction aborted and open (closing the connection ends it)."""
         try:
             self._db.execute("SELECT 1")
         except duckdb.Error as exc:
-            if duck.unusable(exc):
+            if duck.unusable(exc) or isinstance(exc, duckdb.TransactionException) or duck.out_of_memory(exc):
                 return False
             raise
         return True
@@ -352,11 +353,12 @@ class StateStore(StateReads):
     @_retried
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
-        with self._claiming():
+        with collector.paused(), self._claiming():
             fresh = self.offsets.claim([position for _, position in items])
             records = [r for (r, _), new in zip(items, fresh, strict=True) if new]
-            outcomes = iter(self.docs.write(records))
-            self.sources.write(records)  # what briefings read of each new version, worked out once
+            written = self.docs.write(records)
+            self.sources.write(written.contents)  # what briefings read of each new version, worked out once
+            outcomes = iter(written.outcomes)
             return [next(outcomes) if new else False for new in fresh]
 
     @_retried

@@ -162,6 +162,18 @@ def as_previous_version(state: StateStore) -> None:
     db.execute("CHECKPOINT")
 
 
+def with_keys(state: StateStore) -> StateStore:
+    """The state file as releases before the keyless tables made it (sinks/schema.py): DuckDB holds each version's
+    key, and undoing a commit means undoing its index too."""
+    for table, key in (
+        ("documents", "axis, path, sha256"),
+        ("contents", "path, sha256"),
+        ("source_rows", "path, sha256"),
+    ):
+        state._db.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key})")
+    return state
+
+
 def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
     """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many.
 

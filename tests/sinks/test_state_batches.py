@@ -17,7 +17,7 @@ from processors.models import RawFile
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, store_document
 from sinks.state import Position, StateStore
-from tests.state_support import window_documents
+from tests.state_support import window_documents, with_keys
 
 # Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
 pytestmark = pytest.mark.timeout(120)
@@ -89,14 +89,34 @@ def _records(
 
 def _dump(state: StateStore) -> tuple[object, ...]:
     db = state._db
+    _assert_each_version_once(state)
     return (
         db.execute("SELECT axis, path, sha256, current, raw_offset FROM documents ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM contents ORDER BY ALL").fetchall(),
+        db.execute("SELECT path, sha256, summary_json FROM source_rows ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM deletions ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM rejected ORDER BY ALL").fetchall(),
         db.execute("SELECT * FROM applied ORDER BY ALL").fetchall(),
         # The arrival order of versions, which `current` falls back on without raw offsets.
         db.execute("SELECT axis, path, sha256 FROM documents ORDER BY seq").fetchall(),
+    )
+
+
+def _assert_each_version_once(state: StateStore) -> None:
+    """No key holds these tables' rows unique (sinks/schema.py): the write plan does, and a version's contents and
+    source rows come together."""
+    db = state._db
+    for table, key in (
+        ("documents", "axis, path, sha256"),
+        ("contents", "path, sha256"),
+        ("source_rows", "path, sha256"),
+    ):
+        assert db.execute(f"SELECT {key} FROM {table} GROUP BY ALL HAVING count(*) > 1").fetchall() == [], (
+            table
+        )
+    assert (
+        db.execute("SELECT path, sha256 FROM contents ORDER BY ALL").fetchall()
+        == db.execute("SELECT path, sha256 FROM source_rows ORDER BY ALL").fetchall()
     )
 
 
@@ -123,6 +143,26 @@ def test_a_batch_applies_as_its_records_would_one_by_one(
     finally:
         one.close()
         batched.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(op, min_size=1, max_size=14), cuts=st.lists(st.integers(1, 14), max_size=6))
+def test_a_state_made_with_keys_by_an_earlier_release_stores_the_same_rows(
+    ops: list[tuple[str, str, str, str, int | None, int, bool]], cuts: list[int]
+) -> None:
+    records = _records(ops)
+    keyed, keyless = with_keys(StateStore(Path(":memory:"))), StateStore(Path(":memory:"))
+    try:
+        outcomes = []
+        start = 0
+        for cut in [*sorted(set(cuts)), len(records)]:
+            outcomes.append((keyed.apply_batch(records[start:cut]), keyless.apply_batch(records[start:cut])))
+            start = max(start, cut)
+        assert all(a == b for a, b in outcomes)
+        assert _dump(keyed) == _dump(keyless)
+    finally:
+        keyed.close()
+        keyless.close()
 
 
 def _grouped(

@@ -18,7 +18,7 @@ from sinks.duck import Limits
 from sinks.errors import StateBusyError, StateLocationError
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from tests.state_support import duckdb_limits, parsed, put_document, store_large_notes
+from tests.state_support import duckdb_limits, parsed, put_document, store_large_notes, with_keys
 
 
 class _AtReopen(logging.Handler):
@@ -81,9 +81,12 @@ def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_a
 def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reopens(tmp_path: Path) -> None:
     """A read the state cannot interrupt (a cursor it did not hand out) keeps DuckDB from closing it: the write
     fails within a moment, to be retried (the event loop was held 5 s, then the worker stopped on
-    ResourceInUseException); once the read is done the next write reopens the state and keeps every note."""
-    state = StateStore(
-        tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
+    ResourceInUseException); once the read is done the next write reopens the state and keeps every note.
+
+    A file with keys (an earlier release's): its commit past the limit cannot be rolled back either, which
+    invalidates the database; a keyless one rolls back and runs the write again with more memory, no reopen."""
+    state = with_keys(
+        StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
     )
     cursor = state._db.cursor()
     started = threading.Event()
