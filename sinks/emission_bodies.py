@@ -22,6 +22,7 @@ _SLICE = 1 << 20  # characters (or bytes) handed to zstd at a time while packing
 # parts are unpacked a frame at a time, never whole (~100 MB at 100k sources).
 _FRAME = 4 << 20
 _MAGIC = 0xFD2FB528  # a zstd frame's first four bytes, little-endian
+_SKIPPABLE, _SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0  # skippable frames: magic 0x184D2A5?, RFC 8878 3.1.2
 # What a briefing lists per source; its head is the briefing without them (what later briefings continue from).
 PER_SOURCE = ("sources", "no_increment_sources", "rejected")
 
@@ -97,23 +98,32 @@ def unpack_pieces(data: bytes) -> Iterator[memoryview]:
 
 
 def frames(data: bytes) -> Iterator[memoryview]:
-    """Each zstd frame of `data`, in order (RFC 8878: header, blocks up to the last one, optional checksum)."""
+    """Each zstd frame of `data`, in order (RFC 8878: header, blocks up to the last one, optional checksum);
+    skippable frames are passed over, as zstd does."""
     view = memoryview(data)
     at = 0
     while at < len(view):
         end = _frame_end(view, at)
-        yield view[at:end]
+        if end > len(view):  # cut short: what zstd itself would refuse, never a walk past the end
+            raise ValueError(f"a packed briefing text ends inside its zstd frame at byte {at}")
+        if int.from_bytes(view[at : at + 4], "little") == _MAGIC:
+            yield view[at:end]
         at = end
 
 
 def _frame_end(view: memoryview, at: int) -> int:
-    if int.from_bytes(view[at : at + 4], "little") != _MAGIC:
+    magic = int.from_bytes(view[at : at + 4], "little")
+    if magic & _SKIPPABLE_MASK == _SKIPPABLE:  # a 4-byte size, then that many bytes of the writer's own
+        return at + 8 + int.from_bytes(view[at + 4 : at + 8], "little")
+    if magic != _MAGIC or at + 5 > len(view):
         raise ValueError(f"no zstd frame at byte {at} of a packed briefing text")
     descriptor = view[at + 4]
     single = descriptor >> 5 & 1  # a single segment has no window byte, and a content size of at least one
     at += 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + (single, 2, 4, 8)[descriptor >> 6]
     last = 0
     while not last:
+        if at + 3 > len(view):
+            return at + 3  # past the end: the caller refuses it
         header = int.from_bytes(view[at : at + 3], "little")
         last, kind, size = header & 1, header >> 1 & 3, header >> 3
         at += 3 + (1 if kind == 1 else size)  # an RLE block stores its one byte

@@ -152,9 +152,8 @@ class StateStore(StateReads):
             log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
-        with contextlib.suppress(duckdb.ConnectionException):  # unlocked: a cursor reads beside a write
-            return self._track(self._db.cursor())
-        with self._lock:  # closed by a write reopening it in its thread: after the reopen
+        # Opened under the lock, never on a connection a write is reopening nor under a lowered limit it would meet.
+        with self._lock:
             return self._track(self._db.cursor())
 
     def _track(self, cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -280,14 +279,12 @@ class StateStore(StateReads):
     def lowered_limit(self, mib: int, idle: StoredWindow | None = None) -> Iterator[bool]:
         """DuckDB's memory limit at `mib` (its cached blocks evicted down to it) inside the block, as it was after;
         False when DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open. Under the state's
-        lock (a write meanwhile would find the lowered limit), `idle` reading only inside the block.
-        """
+        lock (a write or a new reader would meet the lowered limit), `idle` reading only inside the block."""
         with self._lock:
             with self._cursors_lock:  # a read in another thread must never meet the lowered limit
                 reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
-            with pool_shed.lowered_limit(
-                self._db, None if reading else self._limits.memory_mib, mib
-            ) as lowered:
+            memory = None if reading else self._limits.memory_mib
+            with pool_shed.lowered_limit(self._db, memory, mib) as lowered:
                 yield lowered
 
     def _lower_limit(self) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from sinks.emission_bodies import pack, pack_pieces, unpack, unpack_pieces
 
 
@@ -26,3 +28,20 @@ def test_a_text_recorded_as_one_frame_or_empty_still_unpacks() -> None:
     text = a_text(2)
     for packed, expected in ((pack(text.decode()), text), (pack_pieces([]), b""), (pack(b""), b"")):
         assert b"".join(unpack_pieces(packed)) == expected == unpack(packed)
+
+
+@pytest.mark.timeout(20)
+def test_a_damaged_packed_text_is_refused_at_every_cut_not_walked_forever() -> None:
+    """A recorded text cut short (a damaged row): its files and messages fail with an error, as zstd refuses it,
+    never a walk past its end (the event loop would spin in the outbox and the worker be evicted)."""
+    packed = pack_pieces([a_text(1), a_text(1)])
+    for cut in (len(packed) // 2, len(packed) - 1, 3, 6):
+        with pytest.raises(ValueError):
+            list(unpack_pieces(packed[:cut]))
+
+
+def test_a_skippable_frame_is_passed_over_as_zstd_does() -> None:
+    text = a_text(1)
+    skippable = (0x184D2A53).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    packed = skippable + pack_pieces([text]) + skippable
+    assert b"".join(unpack_pieces(packed)) == unpack(packed) == text

@@ -96,3 +96,32 @@ def test_a_write_from_another_thread_waits_while_the_limit_is_lowered_and_finds_
         assert state.applied_offset("p.documents", 0) == 7
     finally:
         state.close()
+
+
+def test_a_reader_opened_while_the_limit_is_lowered_waits_and_reads_under_the_configured_one(
+    tmp_path: Path,
+) -> None:
+    """/status, /latest and the readiness check open readers while a briefing reads its notes under a lowered
+    limit: under it, their reads would run out of memory (a readiness check failing for nothing)."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    window = state.window("inference", window_bounds(datetime(2026, 9, 28, tzinfo=UTC), timedelta(days=1)))
+    seen: list[str] = []
+
+    def read() -> None:
+        reader = state.reader()
+        row = reader._db.execute("SELECT current_setting('memory_limit')").fetchone()
+        seen.append(str(row[0] if row else None))
+        reader.close()
+
+    try:
+        with state.lowered_limit(16, idle=window) as lowered:
+            assert lowered
+            opener = threading.Thread(target=read)
+            opener.start()
+            opener.join(timeout=0.3)
+            assert opener.is_alive() and not seen
+        opener.join(timeout=10)
+        assert seen == ["96.0 MiB"]
+    finally:
+        window.close()
+        state.close()
