@@ -27,7 +27,7 @@ from bench.archive import END, SH, Generator, living_documents, work_queue
 from bench.brief_state import recorded_sources
 from processors.fan_out import route_raw
 from processors.models import ControlCommand, RawFile
-from processors.wire import decode_rows, encode_events
+from processors.wire import DocumentRecord, decode_rows, encode_events
 from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
@@ -75,6 +75,16 @@ def _chunks(n: int) -> Iterator[list[tuple[int, str, str]]]:
         yield chunk
 
 
+def _positioned(values: list[bytes], offset: int) -> list[tuple[DocumentRecord, Position]]:
+    """Each record's rows (one per axis), positioned as the window agent positions them: a row number each, or
+    the state keeps only a record's first row."""
+    return [
+        (row, Position("bench.documents", 0, offset + j, k))
+        for j, v in enumerate(values)
+        for k, row in enumerate(decode_rows(v))
+    ]
+
+
 def build(n: int, state_file: Path, workers: int) -> dict[str, object]:
     """Parse n notes of the archive and store them; the state file is made anew."""
     for p in (state_file, state_file.with_name(state_file.name + ".wal")):
@@ -88,22 +98,10 @@ def build(n: int, state_file: Path, workers: int) -> dict[str, object]:
             pending.extend(values)
             while len(pending) >= BATCH:
                 batch, pending = pending[:BATCH], pending[BATCH:]
-                state.apply_batch(
-                    [
-                        (row, Position("bench.documents", 0, offset + j))
-                        for j, v in enumerate(batch)
-                        for row in decode_rows(v)
-                    ]
-                )
+                state.apply_batch(_positioned(batch, offset))
                 offset += len(batch)
     if pending:
-        state.apply_batch(
-            [
-                (row, Position("bench.documents", 0, offset + j))
-                for j, v in enumerate(pending)
-                for row in decode_rows(v)
-            ]
-        )
+        state.apply_batch(_positioned(pending, offset))
         offset += len(pending)
     state.close()
     return {"notes": n, "records": offset, "build_s": round(time.perf_counter() - started, 1)}
