@@ -99,7 +99,8 @@ class Browser:
             now = self._clock.monotonic()
             if hit is not None and now - hit[0] <= self._settings.status_refresh_seconds:
                 return hit[1]
-            page = await asyncio.to_thread(_read, self._pipeline().state.reader(), read)
+            state = self._pipeline().state  # the reader opened in the thread: it waits for a batch's commit
+            page = await asyncio.to_thread(lambda: _read(state.reader(), read))
             self._cache[key] = (now, page)
             self._cache.move_to_end(key)
             while len(self._cache) > CACHE_PAGES:

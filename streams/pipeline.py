@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -22,7 +20,7 @@ from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import load_template, markdown_pieces, render_markdown
 from processors.wire import DocumentRecord
-from sinks import duck
+from sinks import collector, duck
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
 from sinks.clock import Clock
@@ -79,21 +77,6 @@ def route_params(settings: Settings) -> RouteParams:
         partitions={a.name: key_partition(a.name, settings.kafka.partitions) for a in settings.axes},
         record_bytes=settings.kafka.record_bytes,
     )
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector off while a briefing builds its many small objects (a fifth of a 10k briefing).
-
-    They are freed by reference counting as usual; automatic collection resumes at the end, whatever happens.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Pipeline:
@@ -202,7 +185,7 @@ class Pipeline:
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
         async with self.briefing_lock:
-            with _collector_paused():
+            with collector.paused():
                 return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:

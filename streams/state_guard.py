@@ -20,7 +20,7 @@ import duckdb
 from sinks.clock import Clock
 from sinks.errors import StateMemoryError, StateUnreadableError
 from sinks.metrics import Metrics
-from sinks.state_reader import StateReader
+from sinks.state import StateStore
 from streams.pipeline import Pipeline
 from streams.settings import Settings
 from streams.state_sync import StateSync
@@ -37,8 +37,9 @@ class StateHolder(Protocol):
     def replace_damaged(self) -> None: ...
 
 
-def _check(reader: StateReader) -> None:
-    with reader:
+def _check(state: StateStore) -> None:
+    """In a thread: opening the reader waits for a batch being committed, which the event loop must not."""
+    with state.reader() as reader:
         reader.check()
 
 
@@ -68,7 +69,7 @@ class StateGuard:
             await self._replace("the state file is gone (deleted or moved while the worker ran)")
             return
         try:
-            await asyncio.to_thread(_check, opened.state.reader())
+            await asyncio.to_thread(_check, opened.state)
         except StateUnreadableError as exc:
             await self._replace(self._shown(str(exc)))
             return

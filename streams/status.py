@@ -198,5 +198,5 @@ class StatusSnapshot:
             return await self._read_once(axes, window)
 
     async def _read_once(self, axes: Sequence[str], window: WindowBounds) -> dict[str, dict[str, Any]]:
-        reader = self._pipeline().state.reader()
-        return await asyncio.to_thread(_read_axes, reader, self._settings, axes, window)
+        state = self._pipeline().state  # the reader opened in the thread: it waits for a batch's commit
+        return await asyncio.to_thread(lambda: _read_axes(state.reader(), self._settings, axes, window))

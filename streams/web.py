@@ -103,8 +103,10 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
         async def get(self, request: Request, axis: str) -> Response:
             if (refused := guard.read(self, request, f"GET /briefings/{axis[:40]!r}/latest")) is not None:
                 return refused
-            # ~80 MB of JSON at 100k sources: read and parsed in a thread, or the worker's heartbeats wait.
-            body = await asyncio.to_thread(_latest_body, services.pipeline().state.reader(), axis)
+            # ~80 MB of JSON at 100k sources: read and parsed in a thread, or the worker's heartbeats wait; the
+            # reader is opened there too (it waits for a batch being committed).
+            state = services.pipeline().state
+            body = await asyncio.to_thread(lambda: _latest_body(state.reader(), axis))
             if body is None:
                 return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)
             return self.json(body)

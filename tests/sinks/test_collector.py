@@ -32,13 +32,16 @@ def test_a_batch_leaves_the_collector_on_whether_it_commits_or_fails(
         state.close()
 
 
-def test_overlapping_pauses_leave_it_on_once_the_outer_one_ends() -> None:
-    outer = collector.paused()
-    inner = collector.paused()
-    outer.__enter__()
-    inner.__enter__()
-    outer.__exit__(None, None, None)  # a briefing's pause in another thread ends first
-    inner.__exit__(None, None, None)
+def test_overlapping_pauses_keep_it_off_until_the_last_one_ends() -> None:
+    store = collector.paused()
+    brief = collector.paused()
+    store.__enter__()  # a batch's transaction in the window agent's thread
+    brief.__enter__()  # a briefing begins on the event loop meanwhile
+    store.__exit__(None, None, None)  # the batch commits; the briefing goes on for seconds
+    try:
+        assert not gc.isenabled(), "the briefing's pause was ended by the store's"
+    finally:
+        brief.__exit__(None, None, None)
     assert gc.isenabled()
 
 

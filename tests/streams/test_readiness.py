@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -127,4 +130,33 @@ async def test_a_state_too_large_to_check_in_its_memory_is_reported_not_replaced
         "predigest_state_memory_refused_total", {"operation": "check"}
     )
     assert refused == 1  # what the PredigestStateOutOfMemory alert sees
+    state.close()
+
+
+async def test_the_state_check_leaves_the_event_loop_free_while_a_batch_commits(tmp_path: Path) -> None:
+    """The periodic check opens its reader in its thread: opened on the event loop, it would stop heartbeats,
+    fetches and HTTP until the window agent's transaction (in its thread, holding the state's lock) commits."""
+    _, _, pipeline, guard, _, _, _ = _parts(tmp_path)
+    state = pipeline().state
+    committing, done = threading.Event(), threading.Event()
+
+    def long_commit() -> None:
+        with state.unchanged():  # what a store holds for its whole transaction
+            committing.set()
+            done.wait(5)
+
+    store = threading.Thread(target=long_commit)
+    store.start()
+    committing.wait(10)
+    try:
+        started = time.monotonic()
+        checking = asyncio.create_task(guard.check())
+        await asyncio.sleep(0.3)
+        # Back from the sleep on time: the loop ran while the check waited for the commit in its thread.
+        assert time.monotonic() - started < 2 and not checking.done()
+    finally:
+        done.set()
+    await checking
+    store.join()
+    assert guard.problem is None and guard.checked_at is not None
     state.close()
