@@ -192,3 +192,11 @@ def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
         seen = state.apply_batch(batch)
         assert all(seen) or not every_seen, "every note is new: a briefing sees each"
     return offset
+
+
+def cached_mib(state: StateStore) -> float:
+    """MiB of table blocks DuckDB holds in its buffer pool now."""
+    row = state._db.execute(
+        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    ).fetchone()
+    return float(row[0] or 0) / (1 << 20) if row else 0.0

@@ -10,16 +10,7 @@ from processors.window import window_bounds
 from sinks.duck import Limits
 from sinks.offsets import Position
 from sinks.state import StateStore
-from tests.state_support import duckdb_limits
-
-MIB = 1 << 20
-
-
-def _cached_mib(state: StateStore) -> float:
-    row = state._db.execute(
-        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
-    ).fetchone()
-    return float(row[0] or 0) / MIB if row else 0.0
+from tests.state_support import cached_mib, duckdb_limits
 
 
 def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_unless_a_reader_is_open(
@@ -34,13 +25,13 @@ def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_un
         )
         state._db.execute("CHECKPOINT")
         state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()
-        assert _cached_mib(state) > 32
+        assert cached_mib(state) > 32
         reader = state.reader()
         assert not state.shed_cache()  # a read may be running in another thread
         reader.close()
         del reader
         assert state.shed_cache()
-        assert _cached_mib(state) <= 16
+        assert cached_mib(state) <= 16
         assert duckdb_limits(state)[0] == "96.0 MiB"
     finally:
         state.close()
@@ -65,7 +56,7 @@ def test_a_briefings_own_idle_window_does_not_keep_the_cache_from_being_shed(tmp
         reader.close()
         del reader
         assert state.shed_cache(idle=window)
-        assert _cached_mib(state) <= 16
+        assert cached_mib(state) <= 16
         assert window.size() == 0  # the window reads on
         window.close()
     finally:

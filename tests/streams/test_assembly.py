@@ -27,18 +27,10 @@ from streams.assembly import LOAD_MIB
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
-from tests.state_support import EXAMPLES, SH
+from tests.state_support import EXAMPLES, SH, cached_mib
 from tests.streams.pipeline_support import ingest
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
-MIB = 1 << 20
-
-
-def _cached_mib(state: StateStore) -> float:
-    row = state._db.execute(
-        "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
-    ).fetchone()
-    return float(row[0] or 0) / MIB if row else 0.0
 
 
 def _pipeline(tmp_path: Path, memory_mib: int = 96) -> Pipeline:
@@ -66,38 +58,12 @@ def _pipeline(tmp_path: Path, memory_mib: int = 96) -> Pipeline:
     return p
 
 
-def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_found(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pipeline = _pipeline(tmp_path)
-    db = pipeline.state._db
-    db.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)")
-    db.execute("CHECKPOINT")
-    db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's reads fill it
-    assert _cached_mib(pipeline.state) > 32
-    cached: list[float] = []
-
-    def finding(*args: Any) -> Any:
-        cached.append(_cached_mib(pipeline.state))
-        return find_increments(*args)
-
-    monkeypatch.setattr("processors.briefing.find_increments", finding)
-    command = ControlCommand(
-        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
-    )
-    try:
-        assert asyncio.run(pipeline.brief(command)) is not None
-    finally:
-        pipeline.state.close()
-    assert cached and cached[0] <= 16
-
-
 def _filled(pipeline: Pipeline) -> None:
     db = pipeline.state._db
     db.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)")
     db.execute("CHECKPOINT")
     db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's first reads fill it
-    assert _cached_mib(pipeline.state) > 32
+    assert cached_mib(pipeline.state) > 32
 
 
 def _limit_mib(state: StateStore) -> float:
@@ -116,6 +82,22 @@ def _brief(pipeline: Pipeline) -> None:
         pipeline.state.close()
 
 
+def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path)
+    _filled(pipeline)
+    cached: list[float] = []
+
+    def finding(*args: Any) -> Any:
+        cached.append(cached_mib(pipeline.state))
+        return find_increments(*args)
+
+    monkeypatch.setattr("processors.briefing.find_increments", finding)
+    _brief(pipeline)
+    assert cached and cached[0] <= 16
+
+
 def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_lowered_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,11 +108,11 @@ def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_low
     seen: list[tuple[str, float, float]] = []
 
     def scanning(*args: Any) -> Any:
-        seen.append(("scan", _cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        seen.append(("scan", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
         return scan_window(*args)
 
     def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
-        seen.append(("load", _cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        seen.append(("load", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
         return load(window, paths)
 
     load = StoredWindow.load
