@@ -88,6 +88,11 @@ class DocumentSummary(Frozen):
     feed increments are loaded whole.
     """
 
+    # Only the keys of its JSON go into pydantic's string cache: with its values too (the default), the last
+    # 16 384 short strings of a window's 100k summaries outlived the briefing, one in each of the ~100 MiB of
+    # Python's memory pools that then could not be freed (docs/performance.md).
+    model_config = ConfigDict(frozen=True, extra="forbid", cache_strings="keys")
+
     path: str
     sha256: str
     writer: str | None

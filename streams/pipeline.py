@@ -232,6 +232,9 @@ class Pipeline:
             recorded = self.state.record_emission(
                 head, basename, None, emitted_at=self.clock.now(), body=body
             )
+        # The record's write and the texts' packing refilled DuckDB's cache; the message parts are made next.
+        self.state.shed_cache()
+        release_free_heap()
         self._count_emission(head, counted, window_size)
         key = (axis.name, command.end, command.trigger)
         if recorded:

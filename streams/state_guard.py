@@ -41,6 +41,10 @@ def _check(state: StateStore) -> None:
     """In a thread: opening the reader waits for a batch being committed, which the event loop must not."""
     with state.reader() as reader:
         reader.check()
+    # What the check read (every block of the state) is no cache worth keeping: the next check reads from disk.
+    # Its cursor counts as an open read (no shed) until it is gone.
+    del reader
+    state.shed_cache()
 
 
 class StateGuard:
@@ -62,7 +66,9 @@ class StateGuard:
     async def check(self) -> None:
         """One check of the open state (nothing before the first agent opens it); a failure replaces it."""
         opened = self._pipeline.opened
-        if opened is None or self.replacing:
+        # Not beside a briefing: the check reads every block of the state, which fills DuckDB's cache to its
+        # limit (~190 MiB at 100k notes) under the briefing's model and texts; the next tick checks.
+        if opened is None or self.replacing or opened.briefing_lock.locked():
             return
         path = self._settings.state_file
         if not path.is_file():

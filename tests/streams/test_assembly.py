@@ -172,3 +172,28 @@ def test_no_batch_commits_between_a_briefings_reads_of_the_state(
     _brief(pipeline)
     assert waited == [True]  # the commit waited until the briefing's reads were done
     assert stored == [9]  # and then went on
+
+
+def test_the_pool_the_records_write_filled_is_shed_before_the_briefing_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At 100k the record's write and the texts' packing left ~150 MiB of blocks in DuckDB's pool, under the
+    # message parts the briefing is sent in (~4 x 24 MiB at once in the producer): the live worker's peak.
+    pipeline = _pipeline(tmp_path, memory_mib=192)
+    _filled(pipeline)
+    record = StateStore.record_emission
+
+    def recording(state: StateStore, *args: Any, **kwargs: Any) -> bool:
+        done = record(state, *args, **kwargs)
+        state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as the 100k write's blocks
+        return done
+
+    monkeypatch.setattr(StateStore, "record_emission", recording)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+    try:
+        assert asyncio.run(pipeline.brief(command)) is not None
+        assert cached_mib(pipeline.state) <= 16
+    finally:
+        pipeline.state.close()
