@@ -214,8 +214,8 @@ class Pipeline:
         """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
         reads = Assembly(self.settings, self.state, self.clock, self.enricher)
         briefing, window_size = await reads.briefing(axis, command)
-        # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (here, on the
-        # thread that writes, never beside a write).
+        # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under the
+        # state's lock, never beside a write).
         if not self.state.shed_cache():
             log.debug(
                 "DuckDB's cache kept through this briefing's texts: a read was open or the state has no limit"
