@@ -7,8 +7,9 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pydantic_core
 
@@ -139,22 +140,38 @@ class BriefingFiles:
         )
 
     def ensure_made(self, axis: str, basename: str, json_file: FileMaker, markdown: FileMaker) -> list[Path]:
-        """`ensure` from the files' makers: each file is compared and written a piece at a time, so no file's
-        bytes (~100 MB at 100k sources) are held whole when its maker yields them in pieces."""
+        """`ensure` from the files' makers, each called once: each file is compared and written a piece at a
+        time, so no file's bytes (~100 MB at 100k sources) are held whole when its maker yields them in pieces."""
         md, js = self.paths(axis, basename)
-        written: list[Path] = []
-        for target, make in ((js, json_file), (md, markdown)):
-            if not _holds(target, make()):
-                _atomic_write(target, make())
-                written.append(target)
-        return written
+        return [target for target, make in ((js, json_file), (md, markdown)) if _ensure(target, make())]
 
 
-def _holds(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
-    """Whether the file holds exactly these bytes (False when it is missing); read a piece at a time."""
+def _ensure(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
+    """Write `pieces` unless the file holds exactly them; True if written. Made once (a restored emission's
+    Markdown or indented JSON is rendered anew at each call): compared a piece at a time, and from the first that
+    differs written on, what matched before it copied from the file."""
+    rest = iter(pieces)
     try:
         fh = target.open("rb")
     except FileNotFoundError:
-        return False
+        _atomic_write(target, rest)
+        return True
     with fh:
-        return all(fh.read(len(piece)) == piece for piece in pieces) and fh.read(1) == b""
+        matched = 0
+        for piece in rest:
+            if fh.read(len(piece)) != piece:
+                _atomic_write(target, itertools.chain(_head(fh, matched), [piece], rest))
+                return True
+            matched += len(piece)
+        if fh.read(1) == b"":
+            return False
+        _atomic_write(target, _head(fh, matched))  # longer than the pieces: cut to them
+        return True
+
+
+def _head(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """The open file's first `size` bytes, a MiB at a time (read from the old file before the rename)."""
+    fh.seek(0)
+    while size > 0 and (chunk := fh.read(min(size, 1 << 20))):
+        size -= len(chunk)
+        yield chunk
