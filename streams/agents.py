@@ -334,5 +334,7 @@ async def _owned_here(services: Services, command: ControlCommand, partition: in
 
 async def deliver(services: Services, outputs: Outputs, emission: Emission) -> None:
     """Send a recorded briefing to the briefings topic, then record that it was acknowledged."""
-    await outputs.briefing(emission.axis, services.pipeline().messages(emission))
+    # In a thread: its first read unpacks the recorded JSON (~75 MB at 100k sources) for its size and checksum.
+    messages = await asyncio.to_thread(services.pipeline().messages, emission)
+    await outputs.briefing(emission.axis, messages)
     services.pipeline().delivered(emission)
