@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,10 +40,12 @@ def _store_a_few(pipeline: Pipeline, first: int) -> None:
     pipeline.state._db.execute("CHECKPOINT")
 
 
-def _fragmented(tmp_path: Path, start: Start) -> tuple[ManualClock, InProcessWorker, Pipeline]:
+def _fragmented(
+    tmp_path: Path, start: Start, **overrides: Any
+) -> tuple[ManualClock, InProcessWorker, Pipeline]:
     """A worker whose state holds enough small checkpoints for the vacuum's rule (a few restarts' notes)."""
     clock = ManualClock(END + timedelta(minutes=10))
-    worker = owning_worker(tmp_path, start, clock)
+    worker = owning_worker(tmp_path, start, clock, **overrides)
     pipeline = worker.services.pipeline()
     for n in range(EXCESS_ROW_GROUPS + 2):
         _store_a_few(pipeline, 2 * n)
@@ -216,3 +219,23 @@ async def test_no_vacuum_starts_while_the_window_agent_stores_a_batch(
     clock.advance(QUIET_SECONDS)
     await vacuum.tick()
     assert pipeline.state.excess_row_groups() == 0, "quiet again"
+
+
+async def test_no_vacuum_starts_while_a_record_waits_for_its_batch(tmp_path: Path, start: Start) -> None:
+    # A batch is handed over batch_seconds after its first record (longer behind a backlog): a vacuum started
+    # meanwhile would hold up the burst that record begins.
+    clock, worker, pipeline = _fragmented(tmp_path, start, batch_seconds=1.0)
+    fragmented = pipeline.state.excess_row_groups()
+    records = await forwarded(
+        worker, raw_value("inbox/jay/2026-09-27-1000-burst.md", TEXT + "a burst begins\n")
+    )
+    clock.advance(QUIET_SECONDS)
+    vacuum = QuietVacuum(worker.services.pipeline, clock)
+    async with worker.agents.window.test_context() as agent:
+        for key, value in records:
+            await agent.put(value, key=key, partition=0)
+        await vacuum.tick()  # well within batch_seconds: the record waits in the batch buffer
+        assert pipeline.state.excess_row_groups() == fragmented
+        await settled(
+            lambda: pipeline.state.document_count() > 2 * (EXCESS_ROW_GROUPS + 2), "the burst stored", 30
+        )
