@@ -2,8 +2,8 @@
 
 The state checkpoints without DuckDB's vacuum (sinks/state.py): cheaper commits, but each small checkpoint (a
 restart, a quiet hour's few notes) leaves a row group per table and at least a block of its own, never given
-back. Once the window agent has received and stored nothing for a while and a table holds enough row groups more than its
-rows need, one checkpoint with the vacuum on merges them (docs/performance.md).
+back. Once the window agent has received and stored nothing for a while and a table holds enough row groups
+more than its rows need, one checkpoint with the vacuum on merges them, in a thread (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class QuietVacuum:
             return False
         if not self._said_too_large:
             log.info(
-                "the state holds %d notes, too many to vacuum without holding up its writes (over %d): its small row groups "
-                "stay; run `predigest rebuild` at a quiet hour to write it afresh",
+                "the state holds %d notes, too many to vacuum without holding up its writes (over %d): its small "
+                "row groups stay; run `predigest rebuild` at a quiet hour to write it afresh",
                 notes,
                 MAX_NOTES,
             )
