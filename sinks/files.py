@@ -9,7 +9,6 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import pydantic_core
 
@@ -160,18 +159,22 @@ def _ensure(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
         matched = 0
         for piece in rest:
             if fh.read(len(piece)) != piece:
-                _atomic_write(target, itertools.chain(_head(fh, matched), [piece], rest))
+                _atomic_write(target, _written_on(target, matched, piece, rest))
                 return True
             matched += len(piece)
         if fh.read(1) == b"":
             return False
-        _atomic_write(target, _head(fh, matched))  # longer than the pieces: cut to them
-        return True
+    _atomic_write(target, _written_on(target, matched))  # longer than the pieces: cut to them
+    return True
 
 
-def _head(fh: BinaryIO, size: int) -> Iterator[bytes]:
-    """The open file's first `size` bytes, a MiB at a time (read from the old file before the rename)."""
-    fh.seek(0)
-    while size > 0 and (chunk := fh.read(min(size, 1 << 20))):
-        size -= len(chunk)
-        yield chunk
+def _written_on(
+    target: Path, matched: int, piece: bytes | memoryview = b"", rest: Iterable[bytes | memoryview] = ()
+) -> Iterator[bytes | memoryview]:
+    """The file's first `matched` bytes, a MiB at a time (read before the rename replaces it), then the rest."""
+    with target.open("rb") as fh:
+        while matched > 0 and (chunk := fh.read(min(matched, 1 << 20))):
+            matched -= len(chunk)
+            yield chunk
+    yield piece
+    yield from rest
