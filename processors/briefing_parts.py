@@ -42,23 +42,33 @@ class Series:
     limit: int
     size: int  # of the whole JSON, in bytes
     digest: bytes  # its sha256, hex
+    # The pieces of a JSON that fits one message, kept from the first read: a packed record's are unpacked
+    # (zstd) anew at each `pieces()` call, and the message joins them anyway. None for a series of parts.
+    whole: tuple[bytes | memoryview, ...] | None = None
 
     @classmethod
     def of(cls, pieces: Pieces, emission: str, limit: int) -> Series:
-        """The series of the JSON `pieces()` yields: read once here for its size and checksum, again when sent."""
+        """The series of the JSON `pieces()` yields: read once here for its size and checksum, and, cut into
+        parts, again when sent (never held whole)."""
         digest = hashlib.sha256()
         size = 0
+        kept: list[bytes | memoryview] = []
         for piece in pieces():
             digest.update(piece)
             size += len(piece)
-        return cls(pieces, emission, limit, size, digest.hexdigest().encode())
+            if size <= limit:
+                kept.append(piece)
+            else:
+                kept.clear()  # parts: each made from the pieces again as it is sent
+        whole = tuple(kept) if size <= limit else None
+        return cls(pieces, emission, limit, size, digest.hexdigest().encode(), whole)
 
     def __len__(self) -> int:
         return 1 if self.size <= self.limit else -(-self.size // self.limit)
 
     def __iter__(self) -> Iterator[Part]:
         if self.size <= self.limit:
-            yield Part(b"".join(self.pieces()), [])
+            yield Part(b"".join(self.pieces() if self.whole is None else self.whole), [])
             return
         n, index = len(self), 0
         pending: list[bytes | memoryview] = []

@@ -7,7 +7,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pydantic_core
@@ -139,22 +139,42 @@ class BriefingFiles:
         )
 
     def ensure_made(self, axis: str, basename: str, json_file: FileMaker, markdown: FileMaker) -> list[Path]:
-        """`ensure` from the files' makers: each file is compared and written a piece at a time, so no file's
-        bytes (~100 MB at 100k sources) are held whole when its maker yields them in pieces."""
+        """`ensure` from the files' makers, each called once: each file is compared and written a piece at a
+        time, so no file's bytes (~100 MB at 100k sources) are held whole when its maker yields them in pieces."""
         md, js = self.paths(axis, basename)
-        written: list[Path] = []
-        for target, make in ((js, json_file), (md, markdown)):
-            if not _holds(target, make()):
-                _atomic_write(target, make())
-                written.append(target)
-        return written
+        return [target for target, make in ((js, json_file), (md, markdown)) if _ensure(target, make())]
 
 
-def _holds(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
-    """Whether the file holds exactly these bytes (False when it is missing); read a piece at a time."""
+def _ensure(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
+    """Write `pieces` unless the file holds exactly them; True if written. Made once (a restored emission's
+    Markdown or indented JSON is rendered anew at each call): compared a piece at a time, and from the first that
+    differs written on, what matched before it copied from the file."""
+    rest = iter(pieces)
     try:
         fh = target.open("rb")
     except FileNotFoundError:
-        return False
+        _atomic_write(target, rest)
+        return True
     with fh:
-        return all(fh.read(len(piece)) == piece for piece in pieces) and fh.read(1) == b""
+        matched = 0
+        for piece in rest:
+            if fh.read(len(piece)) != piece:
+                _atomic_write(target, _written_on(target, matched, piece, rest))
+                return True
+            matched += len(piece)
+        if fh.read(1) == b"":
+            return False
+    _atomic_write(target, _written_on(target, matched))  # longer than the pieces: cut to them
+    return True
+
+
+def _written_on(
+    target: Path, matched: int, piece: bytes | memoryview = b"", rest: Iterable[bytes | memoryview] = ()
+) -> Iterator[bytes | memoryview]:
+    """The file's first `matched` bytes, a MiB at a time (read before the rename replaces it), then the rest."""
+    with target.open("rb") as fh:
+        while matched > 0 and (chunk := fh.read(min(matched, 1 << 20))):
+            matched -= len(chunk)
+            yield chunk
+    yield piece
+    yield from rest

@@ -17,7 +17,6 @@ batch is (streams.dead_letters).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -44,7 +43,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish
+from streams.failstop import must_finish, to_thread_to_the_end
 from streams.heap import HeapTrim
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -176,11 +175,21 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
     heap = HeapTrim(services.clock)
+    # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
+    stream.add_processor(partial(_received, services))
     async for events in batches:
         backlog = weighed_behind(records_behind(stream, events), events, _notes_of) >= BACKLOG_RECORDS
-        await window_batch(services, outputs, events, backlog=backlog)
+        with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
+            await window_batch(services, outputs, events, backlog=backlog)
         # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
         heap.after_batch()
+
+
+def _received(services: Services, value: bytes) -> bytes:
+    """A documents record read from the topic: the state is not quiet (streams.state_vacuum)."""
+    if (pipeline := services.pipeline.opened) is not None:  # not opened yet: nothing to vacuum
+        pipeline.activity.stirred()
+    return value
 
 
 def _notes_of(event: EventT[bytes]) -> int:
@@ -261,23 +270,7 @@ async def store_when_ready(
     # and is retried after the new state's catch-up, which would otherwise replay only from after this batch.
     pipeline = services.pipeline()
     store = partial(pipeline.store_batch, ready, backlog=backlog, into=pipeline.state)
-    await _to_thread_to_the_end(store)
-
-
-async def _to_thread_to_the_end(step: Callable[[], T]) -> T:
-    """`step` in a thread; a cancellation (the worker stopping) waits for it to end first, so the batch is not
-    acked (take_batches' finally) before its commit, and no batch is stored beside it."""
-    task = asyncio.ensure_future(asyncio.to_thread(step))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            # Not retried now: the next start's catch-up applies what the state lacks.
-            log.error("a store the worker's stop waited for failed", exc_info=exc)
-        raise
+    await to_thread_to_the_end(store, f"storing {len(ready)} row(s)")
 
 
 async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
@@ -341,5 +334,7 @@ async def _owned_here(services: Services, command: ControlCommand, partition: in
 
 async def deliver(services: Services, outputs: Outputs, emission: Emission) -> None:
     """Send a recorded briefing to the briefings topic, then record that it was acknowledged."""
-    await outputs.briefing(emission.axis, services.pipeline().messages(emission))
+    # In a thread: its first read unpacks the recorded JSON (~75 MB at 100k sources) for its size and checksum.
+    messages = await asyncio.to_thread(services.pipeline().messages, emission)
+    await outputs.briefing(emission.axis, messages)
     services.pipeline().delivered(emission)

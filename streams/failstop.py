@@ -9,6 +9,7 @@ record to the restarted worker; every write downstream is idempotent, so the rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -81,3 +82,19 @@ async def must_finish(
     )
     result: T = await retry(step)
     return result
+
+
+async def to_thread_to_the_end(step: Callable[[], T], what: str) -> T:
+    """`step` in a thread; a cancellation (the worker stopping) waits for it to end first, so nothing acks or
+    closes what it writes (a batch's records, the state) before it is done, and nothing runs beside it."""
+    task = asyncio.ensure_future(asyncio.to_thread(step))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # Not retried now: the next start's catch-up applies what the state lacks, or vacuums it.
+            log.error("%s, which the worker's stop waited for, failed", what, exc_info=exc)
+        raise

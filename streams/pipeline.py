@@ -32,6 +32,7 @@ from sinks.state import Position, StateStore
 from streams.assembly import Assembly
 from streams.emission import Emission
 from streams.heap import release_free_heap
+from streams.ingest_activity import IngestActivity
 from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
 from streams.ownership import key_partition
@@ -100,9 +101,8 @@ class Pipeline:
         # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in
         # progress finishes first, and the next one waits until the new state has caught up.
         self.briefing_lock = asyncio.Lock()
-        # When the window agent (or a catch-up) last stored a batch, on the clock's monotonic count: the state's
-        # vacuum waits for a quiet moment (streams.state_vacuum), never right after it opened.
-        self.stored_at = clock.monotonic()
+        # Whether the window agent (or a catch-up) is storing: the state's vacuum waits for a quiet moment.
+        self.activity = IngestActivity(clock)
         load_template()  # once per worker: a briefing command's answer does not wait for it
 
     def unreadable(self, stage: str, why: str) -> None:
@@ -171,8 +171,8 @@ class Pipeline:
             return []
         started = self.clock.monotonic()
         changed = (self.state if into is None else into).apply_batch(items)
-        self.stored_at = self.clock.monotonic()
-        took = self.stored_at - started
+        took = self.clock.monotonic() - started
+        self.activity.stirred()
         self.metrics.duckdb_write.labels(operation="batch").observe(took)
         now = self.clock.now().timestamp()
         report(StoredBatch(items, changed, took, now, replaying, backlog), self.metrics)

@@ -2,19 +2,21 @@
 
 The state checkpoints without DuckDB's vacuum (sinks/state.py): cheaper commits, but each small checkpoint (a
 restart, a quiet hour's few notes) leaves a row group per table and at least a block of its own, never given
-back. Once the window agent has stored nothing for a while and a table holds enough row groups more than its
-rows need, one checkpoint with the vacuum on merges them (docs/performance.md).
+back. Once the window agent has received and stored nothing for a while and a table holds enough row groups
+more than its rows need, one checkpoint with the vacuum on merges them, in a thread (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import duckdb
 
 from sinks.clock import Clock
 from sinks.errors import SinkError
 from sinks.state import StateStore
+from streams.failstop import to_thread_to_the_end
 from streams.state_guard import StateHolder
 
 log = logging.getLogger(__name__)
@@ -26,9 +28,9 @@ QUIET_SECONDS = 60.0
 # A table holds this many row groups beyond what its rows need: ~8 small checkpoints (~8 blocks a table), or
 # ~12k notes behind a backfill (1 500 a checkpoint), whose merge then runs once.
 EXCESS_ROW_GROUPS = 8
-# The vacuum runs on the event loop and rewrites the small tables whole (~0.3 ms a note here): past this many
-# notes it would hold the loop (heartbeats, /healthz, /metrics) for seconds on end, so a larger state is left
-# as it is; `predigest rebuild` at a quiet hour writes it afresh (docs/operations.md).
+# The vacuum rewrites the small tables whole (~0.3 ms a note here) under the state's lock: past this many notes
+# a batch arriving meanwhile, or a stop, would wait for it for seconds on end, so a larger state is left as it
+# is; `predigest rebuild` at a quiet hour writes it afresh (docs/operations.md).
 MAX_NOTES = 20_000
 
 
@@ -47,8 +49,8 @@ class QuietVacuum:
             return False
         if not self._said_too_large:
             log.info(
-                "the state holds %d notes, too many to vacuum on the event loop (over %d): its small row groups "
-                "stay; run `predigest rebuild` at a quiet hour to write it afresh",
+                "the state holds %d notes, too many to vacuum without holding up its writes (over %d): its small "
+                "row groups stay; run `predigest rebuild` at a quiet hour to write it afresh",
                 notes,
                 MAX_NOTES,
             )
@@ -71,20 +73,23 @@ class QuietVacuum:
         opened = self._pipeline.opened
         # The briefing lock is held by a briefing (its reads would keep DuckDB from vacuuming) and by the
         # replacement of a damaged state.
-        if opened is None or opened.briefing_lock.locked():
+        if opened is None or opened.briefing_lock.locked() or not opened.activity.quiet_for(QUIET_SECONDS):
             return
-        if self._clock.monotonic() - opened.stored_at < QUIET_SECONDS:
-            return
-        state = opened.state
+        # Held through the vacuum, without blocking the loop: a briefing, the state's check and its replacement
+        # wait for it. In a thread, as the window agent's store: the loop goes on (heartbeats, fetches, HTTP);
+        # a batch stored meanwhile waits for the state's lock, and a stop waits for the vacuum's end.
+        async with opened.briefing_lock:
+            await to_thread_to_the_end(partial(self._vacuum, opened.state), "the state's vacuum")
+
+    def _vacuum(self, state: StateStore) -> None:
+        """In a thread: the vacuum, if the state is fragmented enough and fit to merge."""
         try:
             if state.excess_row_groups() < EXCESS_ROW_GROUPS or self._too_large(state.document_count()):
                 return
             if not self._fits(state):
                 return
-            # Under the state's lock: no batch commits meanwhile, and the event loop waits for it (tens of ms
-            # for a restart's small row groups, ~3 s per 10k notes behind a backfill).
             started = self._clock.monotonic()
-            done = state.vacuum()
+            done = state.vacuum()  # under the state's lock: no batch commits meanwhile
         except (SinkError, duckdb.Error) as exc:  # never stops the worker; the next write says it too
             log.warning("the state's vacuum failed: %s", exc)
             return

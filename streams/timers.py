@@ -3,6 +3,7 @@ briefings recorded but not yet written or sent (the outbox), and the state's che
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -71,9 +72,17 @@ async def refresh_gauges(services: Services) -> None:
     """Window size, the schedule, consumer lag and readiness move without any event arriving, so they are polled."""
     try:
         owned = set(services.ownership.owned_axes())
-        gauges.refresh_state_gauges(
-            services.settings, services.pipeline().state, services.metrics, services.clock.now(), owned=owned
+        # In a thread: the reads wait for the state's lock, which a batch's store or the vacuum holds for up
+        # to seconds, while the loop goes on.
+        refresh = partial(
+            gauges.refresh_state_gauges,
+            services.settings,
+            services.pipeline().state,
+            services.metrics,
+            services.clock.now(),
+            owned=owned,
         )
+        await asyncio.to_thread(refresh)
         await services.lag.get(max_age=0.0)  # sets the lag gauges and predigest_kafka_up
         await services.readiness.report()  # sets predigest_ready
     except Exception:  # a monitoring tick must never take the worker down

@@ -109,3 +109,16 @@ def test_a_briefing_sent_in_parts_is_never_held_whole() -> None:
         tracemalloc.stop()
     assert sent == pieces * piece and len(series) == 10
     assert peak < 3 * 4 * piece
+
+
+def test_a_briefing_that_fits_one_message_is_read_once() -> None:
+    # A recorded briefing's JSON is unpacked (zstd) anew at each read: its size and checksum, then its message.
+    reads = []
+
+    def pieces() -> Iterator[bytes]:
+        reads.append(1)
+        return iter((BIG[:10], BIG[10:]))
+
+    assert list(Series.of(pieces, "a", limit=len(BIG))) == [Part(BIG, [])] and len(reads) == 1
+    reads.clear()
+    assert list(Series.of(pieces, "a", limit=1000)) == split(BIG, "a", limit=1000) and len(reads) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -92,3 +93,30 @@ def test_a_file_that_differs_only_at_its_end_is_written_again_and_an_equal_one_i
         assert files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: pieces) == [md]
         assert md.read_bytes() == b"".join(pieces)
     assert files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: pieces) == []
+
+
+def test_each_files_bytes_are_made_once_whether_it_is_missing_differs_or_holds_them(tmp_path: Path) -> None:
+    # A restored emission's Markdown and indented JSON are rendered anew each time their maker is called (seconds
+    # at 100k sources): comparing and writing must not render them twice.
+    files = BriefingFiles(tmp_path)
+    md, js = files.paths("inference", "b")
+    pieces = (b"# md\n", b"a" * (3 << 20), b"middle\n", b"z" * 1000)  # a head of over a MiB copied back
+    made: list[str] = []
+
+    def maker(name: str, out: tuple[bytes, ...]) -> Callable[[], Iterator[bytes]]:
+        def make() -> Iterator[bytes]:  # rendered when called, as a restored emission's Markdown is
+            made.append(name)
+            return iter(out)
+
+        return make
+
+    def ensure() -> list[Path]:
+        return files.ensure_made("inference", "b", maker("json", (b"{}\n",)), maker("md", pieces))
+
+    assert ensure() == [js, md] and made == ["json", "md"]
+    md.write_bytes(md.read_bytes().replace(b"middle", b"MIDDLE"))
+    made.clear()
+    assert ensure() == [md] and made == ["json", "md"]
+    assert md.read_bytes() == b"".join(pieces)
+    made.clear()
+    assert ensure() == [] and made == ["json", "md"]

@@ -16,6 +16,7 @@ from processors.wire import DocumentRecord, decode_rows, notes_in
 from sinks.state import Position, StateStore
 from streams import agents
 from streams.agents import T
+from streams.failstop import to_thread_to_the_end
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
     END,
@@ -131,18 +132,18 @@ async def test_a_store_whose_state_is_replaced_before_its_thread_runs_leaves_the
     second = await parsed(worker, raw_value("inbox/jay/2026-09-27-1001-b.md", TEXT + "second\n"))
     services = worker.services
     old = services.pipeline().state
-    run = agents._to_thread_to_the_end
+    run = to_thread_to_the_end
     replaced: list[StateStore] = []
 
-    async def replaced_first(step: Callable[[], T]) -> T:
+    async def replaced_first(step: Callable[[], T], what: str) -> T:
         if old.applied_offset("predigest.documents", 0) is not None and not replaced:
             # What StateSync.replace_damaged does, while the store waits for an executor thread.
             services.ownership.assign(sorted(services.ownership.owned_partitions))
             services.pipeline.replace_damaged()
             replaced.append(services.pipeline().state)
-        return await run(step)
+        return await run(step, what)
 
-    monkeypatch.setattr(agents, "_to_thread_to_the_end", replaced_first)
+    monkeypatch.setattr(agents, "to_thread_to_the_end", replaced_first)
     async with worker.agents.window.test_context() as agent:
         for key, value in first:
             await agent.put(value, key=key, partition=0)

@@ -36,11 +36,16 @@ async def _batches(
                 done.set()
 
     agent = app.agent(app.channel(), name="test-batches.take")(take)
-    async with agent.test_context() as context:
-        for i in range(records):
-            await context.put(i)
-            await asyncio.sleep(every)
-        await asyncio.wait_for(done.wait(), 5)
+    try:
+        async with agent.test_context() as context:
+            for i in range(records):
+                await context.put(i)
+                await asyncio.sleep(every)
+            await asyncio.wait_for(done.wait(), 5)
+    finally:
+        # The stream's first read made the app's consumer, whose aiokafka thread (never started: no broker here)
+        # made an event loop of its own; left open, a later test's garbage collection warned of it.
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
     return sizes
 
 
