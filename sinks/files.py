@@ -9,6 +9,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pydantic_core
 
@@ -148,7 +149,7 @@ class BriefingFiles:
 def _ensure(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
     """Write `pieces` unless the file holds exactly them; True if written. Made once (a restored emission's
     Markdown or indented JSON is rendered anew at each call): compared a piece at a time, and from the first that
-    differs written on, what matched before it copied from the file."""
+    differs written on, what matched before it copied from the same open file."""
     rest = iter(pieces)
     try:
         fh = target.open("rb")
@@ -159,22 +160,28 @@ def _ensure(target: Path, pieces: Iterable[bytes | memoryview]) -> bool:
         matched = 0
         for piece in rest:
             if fh.read(len(piece)) != piece:
-                _atomic_write(target, _written_on(target, matched, piece, rest))
+                _atomic_write(target, _written_on(fh, matched, piece, rest))
                 return True
             matched += len(piece)
         if fh.read(1) == b"":
             return False
-    _atomic_write(target, _written_on(target, matched))  # longer than the pieces: cut to them
+        _atomic_write(target, _written_on(fh, matched))  # longer than the pieces: cut to them
     return True
 
 
 def _written_on(
-    target: Path, matched: int, piece: bytes | memoryview = b"", rest: Iterable[bytes | memoryview] = ()
+    fh: BinaryIO, matched: int, piece: bytes | memoryview = b"", rest: Iterable[bytes | memoryview] = ()
 ) -> Iterator[bytes | memoryview]:
-    """The file's first `matched` bytes, a MiB at a time (read before the rename replaces it), then the rest."""
-    with target.open("rb") as fh:
-        while matched > 0 and (chunk := fh.read(min(matched, 1 << 20))):
-            matched -= len(chunk)
-            yield chunk
+    """The compared file's first `matched` bytes, a MiB at a time, then the rest. Read from the handle that was
+    compared, not the path: a file replaced meanwhile (another worker, a sync tool) must not lend its bytes."""
+    fh.seek(0)
+    while matched > 0:
+        chunk = fh.read(min(matched, 1 << 20))
+        if not chunk:  # cut short under us: fail the write rather than rename a mix into place
+            raise OSError(
+                f"{fh.name} shrank while it was rewritten; the briefing is written again at the next try"
+            )
+        matched -= len(chunk)
+        yield chunk
     yield piece
     yield from rest

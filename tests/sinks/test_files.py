@@ -120,3 +120,31 @@ def test_each_files_bytes_are_made_once_whether_it_is_missing_differs_or_holds_t
     assert md.read_bytes() == b"".join(pieces)
     made.clear()
     assert ensure() == [] and made == ["json", "md"]
+
+
+def test_a_file_replaced_or_cut_while_it_is_rewritten_is_never_left_as_a_mix(tmp_path: Path) -> None:
+    # Another worker or a sync tool may replace or truncate the file between the comparison and the rewrite:
+    # what matched is copied from the file that was compared, and a file cut short fails the write.
+    files = BriefingFiles(tmp_path)
+    md, _ = files.paths("inference", "b")
+    head, tail = b"HEAD" * 1000, b"new tail\n"
+    files.ensure_made("inference", "b", lambda: (b"{}\n",), lambda: (head + b"old tail\n",))
+
+    def replacing() -> Iterator[bytes]:
+        yield head  # matches the file on disk
+        other = md.with_name("other")
+        other.write_bytes(b"HE")
+        os.replace(other, md)
+        yield tail
+
+    files.ensure_made("inference", "b", lambda: (b"{}\n",), replacing)
+    assert md.read_bytes() == head + tail
+
+    def truncating() -> Iterator[bytes]:
+        yield head
+        os.truncate(md, 2)
+        yield b"other tail\n"
+
+    with pytest.raises(OSError, match="shrank"):
+        files.ensure_made("inference", "b", lambda: (b"{}\n",), truncating)
+    assert md.read_bytes() == b"HE"  # as the other writer left it: nothing renamed over it
