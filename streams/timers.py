@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 
+import duckdb
 import faust
 
 from processors.window import due_closes
@@ -82,7 +83,12 @@ async def refresh_gauges(services: Services) -> None:
             services.clock.now(),
             owned=owned,
         )
-        await asyncio.to_thread(refresh)
+        try:
+            await asyncio.to_thread(refresh)
+        except (
+            duckdb.ConnectionException
+        ):  # replaced as a damaged state meanwhile: the next tick reads the new one
+            log.debug("the state was replaced while its gauges were read; they are read at the next tick")
         await services.lag.get(max_age=0.0)  # sets the lag gauges and predigest_kafka_up
         await services.readiness.report()  # sets predigest_ready
     except Exception:  # a monitoring tick must never take the worker down

@@ -5,19 +5,31 @@ On the real broker, with the leader's timer firing, the same is in test_triggers
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from processors.models import ControlCommand
+from sinks.state import StateStore
+from streams import timers
 from streams.control import new_command
 from streams.pipeline import Pipeline
 from streams.timers import CloseCheck
 from tests.clocks import ManualClock
-from tests.streams.agent_support import RecordedOutputs, in_process_settings, in_process_worker
+from tests.streams.agent_support import (
+    END,
+    ONE_PARTITION,
+    RecordedOutputs,
+    in_process_settings,
+    in_process_worker,
+)
 
 SH = ZoneInfo("Asia/Shanghai")
 CLOSE = datetime(2026, 9, 27, 22, 20, tzinfo=SH)  # the default close time; grace 5 minutes
@@ -115,3 +127,35 @@ async def test_no_close_is_sent_with_closes_disabled(pipeline: Pipeline) -> None
     clock = ManualClock(CLOSE + timedelta(hours=1))
     await CloseCheck(settings, clock, lambda: pipeline, briefings.refresh, send).tick()
     assert sent == [] and briefings.reads == 0
+
+
+async def test_a_gauge_read_that_meets_a_replaced_state_logs_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The gauges' state reads run in a thread: a damaged state replaced meanwhile closes the connection under
+    # them. That tick's state gauges wait for the next one; no ERROR with a traceback pages the operator.
+    worker = in_process_worker(
+        in_process_settings(tmp_path, kafka=ONE_PARTITION), ManualClock(END + timedelta(minutes=10))
+    )
+    try:
+        worker.own(*[a.name for a in worker.settings.axes])
+        services = worker.services
+        services.pipeline()
+        started, release = threading.Event(), threading.Event()
+        count = StateStore.window_document_count
+
+        def held(state: StateStore, *args: Any, **kwargs: Any) -> int:
+            started.set()
+            release.wait(30)  # as a read waits for the state's lock while a store or the vacuum holds it
+            return count(state, *args, **kwargs)
+
+        monkeypatch.setattr(StateStore, "window_document_count", held)
+        refreshing = asyncio.create_task(timers.refresh_gauges(services))
+        assert await asyncio.to_thread(started.wait, 30)
+        services.pipeline.replace_damaged()  # what StateSync.replace_damaged does on the loop meanwhile
+        release.set()
+        with caplog.at_level(logging.ERROR):
+            await asyncio.wait_for(refreshing, 20)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR and "gauges" in r.getMessage()]
+    finally:
+        worker.close()
