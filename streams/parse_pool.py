@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.queues import SimpleQueue
 
-from processors.parse_stage import Routed, RouteParams, refuse_value, route_value, route_values
+from processors.parse_stage import Routed, RouteParams, packed, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
@@ -60,13 +60,14 @@ def _start_process(parent: int, progress: Progress) -> None:
 def _route_chunk(
     route: Route, attempt: int, chunk: _Chunk, params: RouteParams, seen_at: datetime
 ) -> list[Routed]:
-    """In a parse process: each note of the chunk routed on its own, announced before it starts."""
+    """In a parse process: each note of the chunk routed on its own, announced before it starts; their records
+    compressed together here, where a core is to spare (the worker's producer compressed them before)."""
     out = []
     for index, value, offset in chunk:
         if _progress is not None:
             _progress.put((os.getpid(), attempt, index))
         out.extend(route([(value, offset)], params, seen_at))
-    return out
+    return packed(out, params)
 
 
 @dataclass
