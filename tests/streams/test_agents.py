@@ -168,7 +168,10 @@ async def test_a_note_of_a_record_that_does_not_read_is_dead_lettered_alone_and_
     state = worker.services.pipeline().state
     async with worker.agents.window.test_context() as agent:
         await agent.put(record, key=key, partition=0)
-        await settled(lambda: len(worker.outputs.dead_letters) == 1, "the record")
+        # The dead letter is sent before the record's notes are stored (in a thread): both are waited for.
+        await settled(
+            lambda: len(worker.outputs.dead_letters) == 1 and state.document_count(axes[0]) == 2, "the record"
+        )
         assert [state.document_count(axis) for axis in axes] == [2] * len(axes)
         [letter] = worker.outputs.dead_letters
         assert (letter.stage, letter.reason, letter.note, letter.value) == ("documents", "unreadable", 1, bad)
