@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from processors.fan_out import Refusal, route_raw, to_every_axis
 from processors.models import AxisSpec, RawFile
 from processors.reasons import RejectionCode, WarningCode
-from processors.wire import encode_events, pack_records
+from processors.wire import encode_events
+from processors.wire_frames import Frame, join_frames, pack_frames
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class RouteParams:
     # The documents partition of each axis (its key's, by Kafka's default partitioner): a note's axes on one
     # partition share a record. Empty: one partition, so one record per note.
     partitions: Mapping[str, int] = field(default_factory=dict)
-    # A batch's notes of one documents partition share a v5 record up to this many bytes (a larger note alone).
+    # A batch's notes of one documents partition share a v6 record up to this many bytes (a larger note alone).
     record_bytes: int = 384 * 1024
 
 
@@ -45,6 +46,10 @@ class Routed:
     warnings: tuple[str, ...] = ()
     warning_codes: tuple[WarningCode, ...] = ()  # one per warning (the metric labels)
     too_big: str | None = None  # the parsed document was over the message limit: rejected
+    # In a parse process, a chunk's records are compressed together (`packed`): they travel as the frames of
+    # its first note, and each note keeps only how many records it had.
+    frames: tuple[Frame, ...] = ()
+    packed: int = 0
 
 
 def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
@@ -122,8 +127,26 @@ def route_values(
     return [route_value(v, params, seen_at, offset) for v, offset in values]
 
 
+def packed(routed: Sequence[Routed], params: RouteParams) -> list[Routed]:
+    """A chunk's routed notes with their records compressed together, as frames on the first (in a parse
+    process: the worker neither compresses them nor unpickles them whole)."""
+    records = [record for r in routed for record in r.records]
+    out = [replace(r, records=(), packed=len(r.records)) for r in routed]
+    if out:
+        out[0] = replace(out[0], frames=tuple(pack_frames(records, params.partitions, params.record_bytes)))
+    return out
+
+
 def documents_records(routed: Sequence[Routed], params: RouteParams) -> list[tuple[bytes, bytes]]:
-    """The documents records of a batch's routed files: their notes packed per partition, in order (v5)."""
-    return pack_records(
-        [record for r in routed for record in r.records], params.partitions, params.record_bytes
-    )
+    """The documents records of a batch's routed files: their notes' frames joined per partition, in order
+    (v6); the records of notes routed here (inline, or refused) are packed here."""
+    frames: list[Frame] = []
+    loose: list[tuple[bytes, bytes]] = []
+    for r in routed:
+        if r.frames and loose:
+            frames.extend(pack_frames(loose, params.partitions, params.record_bytes))
+            loose = []
+        frames.extend(r.frames)
+        loose.extend(r.records)
+    frames.extend(pack_frames(loose, params.partitions, params.record_bytes))
+    return join_frames(frames, params.record_bytes)

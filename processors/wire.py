@@ -1,13 +1,14 @@
-"""Records of `predigest.documents`, v5: the v4 records of the notes of one parse batch that share a documents
-partition, packed into one record under a byte budget (the per-record cost of Kafka and Faust is paid once).
+"""Records of `predigest.documents`, v6: the v4 records of the notes of one parse batch that share a documents
+partition, packed into one record under a byte budget (the per-record cost of Kafka and Faust is paid once), and
+compressed by the parse processes (processors.wire_frames).
 
 A v4 record is one note on one partition: a small JSON header naming its axes, then the document once, as the
 state stores it (text once, sections as offsets into it), so it is stored without decoding, with its source
 facts (processors.source_facts) worked out by the parse processes: the window stage, the worker's busiest loop,
-only appends them. A v5 record's notes are read one by one, so one that does not read is set apart alone.
-Older records stay readable, since a rebuild replays whatever the retained topic holds: v4 (one note), v3 (no
-facts: worked out where decoded), v2 (one axis per record) and v1 (a whole DocumentEvent as JSON). Only v5 is
-written (docs/architecture.md).
+only appends them. A v6 (or v5) record's notes are read one by one, so one that does not read is set apart alone.
+Older records stay readable, since a rebuild replays whatever the retained topic holds: v5 (the notes
+uncompressed), v4 (one note), v3 (no facts: worked out where decoded), v2 (one axis per record) and v1 (a whole
+DocumentEvent as JSON). Only v6 is written (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind, built
 from processors.source_facts import SourceFacts, dump_facts, load_facts, summary_facts
+from processors.wire_frames import MAGIC_V6, unpacked
 
-MAGIC_V5 = b"predigest.documents/v5"  # written: several notes' v4 records of one partition in one
-MAGIC = b"predigest.documents/v4"  # a note's part of a v5 record; read alone too (a replayed dead letter)
+MAGIC_V5 = b"predigest.documents/v5"  # read only: v6 with its notes uncompressed
+MAGIC = b"predigest.documents/v4"  # a note's part of a v6 record; read alone too (a replayed dead letter)
 MAGIC_V3 = b"predigest.documents/v3"  # read only: no source facts
 MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
@@ -166,39 +168,9 @@ def encode_events(
     return out
 
 
-def pack_records(
-    records: Sequence[tuple[bytes, bytes]], partitions: Mapping[str, int], budget: int
-) -> list[tuple[bytes, bytes]]:
-    """v5 records of v4 ones: in order, the ones of one documents partition together up to `budget` bytes (a
-    larger one alone), keyed by the first one's key (every key of a record maps to its partition)."""
-    groups: dict[int, tuple[bytes, list[bytes]]] = {}
-    sizes: dict[int, int] = {}
-    out: list[tuple[bytes, bytes]] = []
-    for key, value in records:
-        p = partitions.get(key.decode(), 0)
-        group = groups.get(p)
-        if group is not None and sizes[p] + len(value) > budget:
-            out.append(_packed(*group))
-            group = None
-        if group is None:
-            group = groups[p] = (key, [])
-            sizes[p] = 0
-        group[1].append(value)
-        sizes[p] += len(value)
-    out.extend(_packed(*group) for group in groups.values())
-    return out
-
-
-def _packed(key: bytes, values: list[bytes]) -> tuple[bytes, bytes]:
-    # The lengths first: a note's v4 record may hold any byte but a newline in its header, so none can be found
-    # by searching; a reader slices each one out and decodes it alone.
-    sizes = _json([len(v) for v in values])
-    return key, b"".join([MAGIC_V5, _NL, sizes, _NL, *values])
-
-
 @dataclass(frozen=True)
 class FailedNote:
-    """A note of a v5 record that cannot be read: its v4 record, to dead-letter on its own, and why."""
+    """A note of a v6 (or v5) record that cannot be read: its v4 record, to dead-letter on its own, and why."""
 
     index: int  # its place among the record's notes
     value: bytes
@@ -207,7 +179,7 @@ class FailedNote:
 
 @dataclass(frozen=True)
 class Notes:
-    """A record's rows (of every note that reads, in order), the notes that do not read (v5 only), and how many
+    """A record's rows (of every note that reads, in order), the notes that do not read (v6 and v5), and how many
     notes it holds (what the dead-letter limits count)."""
 
     rows: list[DocumentRecord]
@@ -216,13 +188,13 @@ class Notes:
 
 
 def decode_notes(value: bytes) -> Notes:
-    """The rows of any record, a v5 record's unreadable notes set apart; raises ValueError when the record
+    """The rows of any record, a v6 or v5 record's unreadable notes set apart; raises ValueError when the record
     cannot be read at all."""
-    if not value.startswith(MAGIC_V5 + _NL):
+    if not _packed(value):
         return Notes(decode_rows(value))
     rows: list[DocumentRecord] = []
     failed = []
-    notes = _notes(value)
+    notes = note_records(value)
     for i, note in enumerate(notes):
         try:
             rows.extend(_note_rows(note))
@@ -232,39 +204,43 @@ def decode_notes(value: bytes) -> Notes:
 
 
 def notes_in(value: bytes) -> int:
-    """How many notes a record holds, read from a v5 record's lengths line without decoding it; 1 for another."""
-    if not value.startswith(MAGIC_V5 + _NL):
+    """How many notes a record holds, read from a v6 or v5 record's lengths line without decoding it; 1 for
+    another."""
+    if not _packed(value):
         return 1
     start = len(MAGIC_V5) + 1
     end = value.find(_NL, start)
     return value.count(b",", start, end) + 1 if end > 0 else 1
 
 
-def _notes(value: bytes) -> list[bytes]:
-    """A v5 record's notes, each a v4 record, as the lengths line lists them."""
-    start = len(MAGIC_V5) + 1
+def _packed(value: bytes) -> bool:
+    return value.startswith(MAGIC_V6 + _NL) or value.startswith(MAGIC_V5 + _NL)
+
+
+def note_records(value: bytes) -> list[bytes]:
+    """A v6 or v5 record's notes, each a v4 record, as the lengths line lists them."""
+    start = len(MAGIC_V5) + 1  # v6's magic is as long
     end = value.find(_NL, start)
     sizes = json.loads(value[start:end]) if end > 0 else None
-    if (
-        not isinstance(sizes, list)
-        or not sizes
-        or not all(type(n) is int and n > 0 for n in sizes)
-        or sum(sizes) != len(value) - end - 1
-    ):
+    if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
+        raise ValueError(f"documents record whose note lengths do not read ({value[start : start + 40]!r})")
+    notes, at = value, end + 1
+    if value.startswith(MAGIC_V6):
+        notes, at = unpacked(value[at:], sum(sizes)), 0
+    elif sum(sizes) != len(value) - at:
         raise ValueError(
             f"v5 documents record whose note lengths do not match it ({value[start : start + 40]!r})"
         )
-    notes = []
-    at = end + 1
+    out = []
     for n in sizes:
-        notes.append(value[at : at + n])
+        out.append(notes[at : at + n])
         at += n
-    return notes
+    return out
 
 
 def _note_rows(note: bytes) -> list[DocumentRecord]:
     if not note.startswith(MAGIC + _NL):
-        raise ValueError(f"a note of a v5 documents record is not a v4 record (starts with {note[:24]!r})")
+        raise ValueError(f"a note of a documents record is not a v4 record (starts with {note[:24]!r})")
     return decode_rows(note)
 
 
@@ -274,10 +250,10 @@ def to_record(ev: DocumentEvent) -> DocumentRecord:
 
 
 def decode_rows(value: bytes) -> list[DocumentRecord]:
-    """The rows of a v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
+    """The rows of a v6, v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
     ValidationError is one) when it is none of them, or a note of it does not read (see decode_notes)."""
-    if value.startswith(MAGIC_V5 + _NL):
-        return [row for note in _notes(value) for row in _note_rows(note)]
+    if _packed(value):
+        return [row for note in note_records(value) for row in _note_rows(note)]
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
         return [to_record(DocumentEvent.model_validate_json(value))]
     parts = value.split(_NL, 4 if value.startswith(MAGIC + _NL) else 3)

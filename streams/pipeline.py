@@ -149,7 +149,7 @@ class Pipeline:
             for code in routed.warning_codes:
                 self.metrics.documents_warned.labels(reason=code).inc()
             log.warning("kept %s with warnings: %s", path, "; ".join(routed.warnings), extra=ctx)
-        if not routed.records:
+        if not routed.records and not routed.packed:
             log.info("%s is the living document of no configured axis; not stored", path, extra=ctx)
 
     def store_batch(

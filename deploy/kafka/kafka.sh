@@ -108,9 +108,17 @@ PROPS
   # New ports mean a new quorum address, so storage is formatted afresh.
   rm -rf "$data/logs"
   "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format --standalone \
-    --cluster-id "$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')" \
+    --cluster-id "$(cluster_id)" \
     --config "$data/server.properties" >&2
   launch "$data" "$port"
+}
+
+# A random cluster id; one that starts with "-" would be read as an option (1 start in 64 failed), so such ids
+# are drawn again, as Kafka's own Uuid.randomUuid does.
+cluster_id() {
+  python3 -c 'import base64,uuid
+while (i := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
+print(i)'
 }
 
 stop() {

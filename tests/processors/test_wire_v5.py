@@ -13,10 +13,10 @@ from processors.wire import (
     decode_rows,
     encode_events,
     notes_in,
-    pack_records,
 )
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
+from tests.processors.wire_v5 import pack_records
 from tests.state_support import EXAMPLES, NOW, SH, raw_file, to_event
 
 Records = list[tuple[bytes, bytes]]

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from processors.fan_out import route_raw
-from processors.wire import decode_rows, encode_events, pack_records
+from processors.wire import decode_rows, encode_events
+from processors.wire_frames import pack_notes
 from sinks.state import Position, StateStore
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v3 import encode_v3
+from tests.processors.wire_v5 import pack_records
 from tests.state_support import EXAMPLES, NOW, SH, raw_file
 
 TABLES = {
@@ -74,3 +76,12 @@ def test_v5_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tm
     from_v4 = _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)
     assert len(from_v4["documents"]) > len(from_v4["contents"])  # a row per axis, not only the first
     assert from_v5 == from_v4
+
+
+def test_v6_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tmp_path: Path) -> None:
+    v4 = [record for records, _ in _values(PARTITIONS) for record in records]
+    v6 = pack_notes(v4, PARTITIONS, 384 * 1024)
+    assert len(v6) == len(set(PARTITIONS.values())) < len(v4) // 10
+    assert all(v.startswith(b"predigest.documents/v6\n") for _, v in v6)
+    assert sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 3  # compressed
+    assert _stored(tmp_path / "v6.duckdb", v6, PARTITIONS) == _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)

@@ -21,7 +21,8 @@ from aiokafka.errors import KafkaConnectionError
 
 from processors.models import Briefing, ControlCommand, Trigger
 from processors.window import window_bounds
-from processors.wire import decode_rows, pack_records
+from processors.wire import decode_rows, note_records
+from processors.wire_frames import pack_notes
 from streams.agents import deliver
 from streams.control import new_command
 from streams.emission import Emission
@@ -161,15 +162,16 @@ async def test_a_note_of_a_record_that_does_not_read_is_dead_lettered_alone_and_
     notes = []
     for i, path in enumerate(paths):
         [(key, value)] = await parsed(worker, raw_value(path, TEXT + "more\n" * i))
-        notes.append(
-            value.split(b"\n", 2)[2]
-        )  # a lone note's v5 record: its lengths line, then its v4 record
+        notes.extend(note_records(value))  # a lone note's v6 record holds its v4 record
     bad = notes[1].replace(b'"axes":[', b'"axes":{', 1)
-    [(_, record)] = pack_records([(key, notes[0]), (key, bad), (key, notes[2])], {}, 1 << 20)
+    [(_, record)] = pack_notes([(key, notes[0]), (key, bad), (key, notes[2])], {}, 1 << 20)
     state = worker.services.pipeline().state
     async with worker.agents.window.test_context() as agent:
         await agent.put(record, key=key, partition=0)
-        await settled(lambda: len(worker.outputs.dead_letters) == 1, "the record")
+        # The dead letter is sent before the record's notes are stored (in a thread): both are waited for.
+        await settled(
+            lambda: len(worker.outputs.dead_letters) == 1 and state.document_count(axes[0]) == 2, "the record"
+        )
         assert [state.document_count(axis) for axis in axes] == [2] * len(axes)
         [letter] = worker.outputs.dead_letters
         assert (letter.stage, letter.reason, letter.note, letter.value) == ("documents", "unreadable", 1, bad)

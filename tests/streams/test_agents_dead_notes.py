@@ -1,11 +1,12 @@
-"""The dead-letter limits of the documents stage count a v5 record's notes, not the record: a record of failed
+"""The dead-letter limits of the documents stage count a v6 record's notes, not the record: a record of failed
 notes is no success that resets them, and a few bad notes among many are a small share (docs/configuration.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from processors.wire import pack_records
+from processors.wire import note_records
+from processors.wire_frames import pack_notes
 from streams.dead_letters import _write_stop_file
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
@@ -28,7 +29,7 @@ def _started(tmp_path: Path, start: Start, limits: DeadLetterSettings) -> InProc
 
 
 def _record(notes: list[bytes]) -> tuple[bytes, bytes]:
-    [record] = pack_records([(b"inference", note) for note in notes], {}, 1 << 20)
+    [record] = pack_notes([(b"inference", note) for note in notes], {}, 1 << 20)
     return record
 
 
@@ -76,7 +77,7 @@ async def test_two_bad_notes_in_seventeen_are_not_past_a_half_share(
         [(_, value)] = await parsed(
             worker, raw_value(f"inbox/jay/2026-09-27-12{i:02d}-n.md", TEXT + f"n{i}\n")
         )
-        good.append(value.split(b"\n", 2)[2])  # the v4 record the v5 record packs
+        good.extend(note_records(value))  # the v4 record the v6 record packs
     async with worker.agents.window.test_context() as agent:
         for r in range(4):
             key, value = _record(good + _bad(r, 2))

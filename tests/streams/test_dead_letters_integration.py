@@ -18,7 +18,8 @@ import pytest
 
 from processors.fan_out import route_raw
 from processors.models import AxisSpec
-from processors.wire import encode_events, pack_records
+from processors.wire import encode_events
+from processors.wire_frames import pack_notes
 from streams import control, kafka_io
 from streams.control import await_briefing, new_command
 from streams.settings import DEFAULT_AXES, DeadLetterSettings, Settings
@@ -129,7 +130,7 @@ async def test_the_notes_of_a_documents_record_that_do_not_read_are_dead_lettere
     note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
     events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
     [(key, good)] = encode_events(events, {})
-    [(_, record)] = pack_records([(key, good), (key, b"bad note one"), (key, b"bad note two")], {}, 1 << 20)
+    [(_, record)] = pack_notes([(key, good), (key, b"bad note one"), (key, b"bad note two")], {}, 1 << 20)
     with running_worker(s, tmp_path) as worker:
         await produce(s, "documents", key, record)
         await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 2, 60, "a dead letter per bad note")

@@ -9,13 +9,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from processors.models import RawFile
-from processors.parse_stage import Routed, RouteParams, route_values
+from processors.parse_stage import Routed, RouteParams, documents_records, route_values
 from processors.wire import decode_rows
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
@@ -44,15 +45,32 @@ def _axes(routed: Routed) -> list[str | None]:
     return [row.header.axis for _, value in routed.records for row in decode_rows(value)]
 
 
+def _rows(routed: Sequence[Routed], params: RouteParams) -> list[tuple[str, str | None]]:
+    """(path, axis) of every row the batch's documents records hold, in order."""
+    records = documents_records(routed, params)
+    return [(row.header.path, row.header.axis) for _, value in records for row in decode_rows(value)]
+
+
+def _told(routed: Routed) -> Routed:
+    """What the worker logs and counts of a routed note: all but its records."""
+    return replace(routed, records=(), frames=(), packed=0)
+
+
 async def test_processes_route_a_batch_as_the_event_loop_does() -> None:
     params = route_params(Settings())
     values = [(_value(i), i) for i in range(7)] + [(b"not json", 7)]
     inline = await ParsePool(params, 0).route(values, NOW)
     pool = ParsePool(params, 2)
     try:
-        assert await pool.route(values, NOW) == inline
+        routed = await pool.route(values, NOW)
     finally:
         pool.close()
+    assert [_told(r) for r in routed] == [_told(r) for r in inline]
+    # Their records compressed in the processes: the same rows, in the same order.
+    assert _rows(routed, params) == _rows(inline, params)
+    assert not any(r.records for r in routed) and [r.packed for r in routed] == [
+        len(r.records) for r in inline
+    ]
     assert [r.path for r in inline[:7]] == [f"inbox/jay/2026-09-27-1000-n{i}.md" for i in range(7)]
     every = [a.name for a in params.axes]
     assert all(_axes(r) == every for r in inline[:7])  # every axis weighs every note
@@ -96,7 +114,9 @@ async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_
         )
         every = [a.name for a in params.axes]
         assert _axes(poisoned) == every  # a rejection for every axis, as for any bad file
-        assert all(_axes(r) == every and r.rejection is None for i, r in enumerate(routed) if i != POISON)
+        assert all(r.rejection is None for i, r in enumerate(routed) if i != POISON)
+        rows = _rows(routed, params)
+        assert all([a for p, a in rows if p == r.path] == every for r in routed)
 
 
 async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_retry_note_by_note() -> None:

@@ -1,5 +1,6 @@
 """A rebuild replays whatever the documents topic retains: v2 records (one per axis), v3 (one per note), v4
-(one per note, its source facts carried) and v5 (a batch's notes, a note that does not read skipped alone)."""
+(one per note, its source facts carried), v5 (a batch's notes, a note that does not read skipped alone) and v6
+(v5 compressed by the parse processes)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from aiokafka import AIOKafkaProducer
 
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.wire import encode_events, pack_records
+from processors.wire import encode_events
+from processors.wire_frames import pack_notes
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams import kafka_io
@@ -23,6 +25,7 @@ from streams.settings import DEFAULT_AXES, Settings
 from tests.clocks import ManualClock
 from tests.processors.wire_v2 import encode_v2
 from tests.processors.wire_v3 import encode_v3
+from tests.processors.wire_v5 import pack_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -60,8 +63,13 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
         {},
         1 << 20,
     )
+    late = [
+        _events(f"inbox/jay/2026-09-27-11{m}-v6.md", f"# {EVERY_AXIS}\n\n0.7 ({m})\n", 5)
+        for m in ("00", "15")
+    ]
+    v6 = pack_notes([record for events in late for record in encode_events(events, {})], {}, 1 << 20)
     # Each record twice: a producer retry can put a record on the topic again at a later offset.
-    records = [*encode_v2(old), *encode_v3(mid, {}), *v4, *v4, *v5, *v5]
+    records = [*encode_v2(old), *encode_v3(mid, {}), *v4, *v4, *v5, *v5, *v6, *v6]
     producer = AIOKafkaProducer(**kafka_io.client_kwargs(s))
     await kafka_io.start_client(s, producer)
     try:
@@ -74,9 +82,9 @@ async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_c
     try:
         assert await replay_documents(s, pipeline, [0]) == len(records)
         for axis in DEFAULT_AXES:
-            assert pipeline.state.document_count(axis.name) == 5, axis.name
+            assert pipeline.state.document_count(axis.name) == 7, axis.name
         assert pipeline.state.applied_offset(s.kafka.topic("documents"), 0) == len(records) - 1
         assert await replay_documents(s, pipeline, [0]) == 0
-        assert pipeline.state.document_count() == 5 * len(DEFAULT_AXES)
+        assert pipeline.state.document_count() == 7 * len(DEFAULT_AXES)
     finally:
         pipeline.state.close()
