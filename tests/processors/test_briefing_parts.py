@@ -109,3 +109,24 @@ def test_a_briefing_sent_in_parts_is_never_held_whole() -> None:
         tracemalloc.stop()
     assert sent == pieces * piece and len(series) == 10
     assert peak < 3 * 4 * piece
+
+
+def test_a_part_handed_to_the_producer_holds_no_second_copy_of_its_json() -> None:
+    # The producer copies each ~24 MB part and compresses that copy: the unpacked pieces the part was joined from
+    # are freed before it is handed on, not when the next part is made.
+    piece = 1 << 20
+
+    def json_pieces() -> Iterator[bytes]:
+        for i in range(16):
+            yield bytes([48 + i % 10]) * piece
+
+    tracemalloc.start()
+    try:
+        held = []
+        for part in Series.of(json_pieces, "a", limit=4 * piece):
+            held.append(tracemalloc.get_traced_memory()[0])
+            del part
+    finally:
+        tracemalloc.stop()
+    assert len(held) == 4
+    assert max(held) < 4 * piece + 2 * piece  # the part, and at most the piece its end was cut from
