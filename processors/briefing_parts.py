@@ -81,10 +81,17 @@ class Series:
                 have, view = have + take, view[take:]
                 if have == self.limit:
                     index += 1
-                    yield Part(b"".join(pending), self._headers(index, n))
-                    pending, have = [], 0
+                    yield self._part(pending, index, n)
+                    have = 0
         if pending:
-            yield Part(b"".join(pending), self._headers(n, n))
+            yield self._part(pending, n, n)
+
+    def _part(self, pending: list[bytes | memoryview], index: int, n: int) -> Part:
+        """The part joined from `pending`, emptied: its slices hold the unpacked frames (~24 MB) that must not
+        stay alive while the part is sent."""
+        value = b"".join(pending)
+        pending.clear()
+        return Part(value, self._headers(index, n))
 
     def _headers(self, index: int, n: int) -> Headers:
         return [(PART, f"{index}/{n}".encode()), (EMISSION, self.emission.encode()), (SHA256, self.digest)]

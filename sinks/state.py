@@ -130,10 +130,11 @@ class StateStore(StateReads):
         """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
         return vacuum.excess_row_groups(self._db)
 
-    @serialised
-    def check(self) -> None:
-        """Raise StateUnreadableError unless every block of the file reads back (a readiness check can call it)."""
-        duck.check_integrity(self._db, self._path, STATE)
+    def check(self, between: Callable[[], object] = lambda: None) -> None:
+        """Raise StateUnreadableError unless every block of the file reads back, a few thousand rows a step, each
+        under the state's lock (a write waits a step at most); `between` runs after each (the cache shed)."""
+        for _ in duck.locked_steps(duck.integrity_steps(self._db, self._path, STATE), self._lock):
+            between()
 
     def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
         """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""

@@ -37,8 +37,17 @@ class StateHolder(Protocol):
     def replace_damaged(self) -> None: ...
 
 
-def _check(state: StateStore) -> None:
+# The window agent stored nothing for this long: the check sheds DuckDB's cache as it goes. While notes come in,
+# the pool is full anyway and the writes want it; an idle worker would hold it (~190 MiB at 100k notes) on top of
+# what its last briefing left.
+QUIET_SECONDS = 5.0
+
+
+def _check(state: StateStore, quiet: bool) -> None:
     """In a thread: opening the reader waits for a batch being committed, which the event loop must not."""
+    if quiet:
+        state.check(state.shed_cache)  # a few thousand rows a step, under the state's lock, shed after each
+        return
     with state.reader() as reader:
         reader.check()
     # What the check read (every block of the state) is no cache worth keeping: the next check reads from disk.
@@ -75,7 +84,8 @@ class StateGuard:
             await self._replace("the state file is gone (deleted or moved while the worker ran)")
             return
         try:
-            await asyncio.to_thread(_check, opened.state)
+            quiet = self._clock.monotonic() - opened.stored_at >= QUIET_SECONDS
+            await asyncio.to_thread(_check, opened.state, quiet)
         except StateUnreadableError as exc:
             await self._replace(self._shown(str(exc)))
             return

@@ -105,8 +105,11 @@ class TopicOutputs:
         producer = await self._app.maybe_start_producer()
         name = self._topics.briefings.get_topic_name()
         for part in parts:  # each acknowledged before the next is sent: the parts stay in order on retries
-            await (await producer.send(name, axis.encode(), part.value, None, None, part.headers or None))
-            del part  # a part is ~24 MB: freed before the next one is made
+            sent = await producer.send(name, axis.encode(), part.value, None, None, part.headers or None)
+            # A part is ~24 MB and the producer holds its own copy: freed before that copy is compressed (two
+            # more copies) rather than after its acknowledgement.
+            del part
+            await sent
 
     async def command(self, command: ControlCommand) -> ControlCommand:
         await self._topics.control.send(key=command.axis.encode(), value=command.model_dump_json().encode())

@@ -122,3 +122,24 @@ def test_a_briefing_that_fits_one_message_is_read_once() -> None:
     assert list(Series.of(pieces, "a", limit=len(BIG))) == [Part(BIG, [])] and len(reads) == 1
     reads.clear()
     assert list(Series.of(pieces, "a", limit=1000)) == split(BIG, "a", limit=1000) and len(reads) == 2
+
+
+def test_a_part_handed_to_the_producer_holds_no_second_copy_of_its_json() -> None:
+    # The producer copies each ~24 MB part and compresses that copy: the unpacked pieces the part was joined from
+    # are freed before it is handed on, not when the next part is made.
+    piece = 1 << 20
+
+    def json_pieces() -> Iterator[bytes]:
+        for i in range(16):
+            yield bytes([48 + i % 10]) * piece
+
+    tracemalloc.start()
+    try:
+        held = []
+        for part in Series.of(json_pieces, "a", limit=4 * piece):
+            held.append(tracemalloc.get_traced_memory()[0])
+            del part
+    finally:
+        tracemalloc.stop()
+    assert len(held) == 4
+    assert max(held) < 4 * piece + 2 * piece  # the part, and at most the piece its end was cut from

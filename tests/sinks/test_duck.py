@@ -11,7 +11,7 @@ import pytest
 
 from processors.window import window_bounds
 from sinks.arxiv_cache import ArxivCache
-from sinks.duck import checkpoint_out_of_memory, out_of_memory, set_aside, unusable
+from sinks.duck import Limits, checkpoint_out_of_memory, out_of_memory, set_aside, unusable
 from sinks.errors import StateLocationError, StateUnreadableError
 from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
@@ -80,6 +80,27 @@ def test_a_damaged_block_is_found_at_open(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(StateUnreadableError, match="checksum"):
         StateStore(path)
+
+
+def test_a_block_damaged_while_the_worker_runs_is_found_by_its_check_a_step_at_a_time(tmp_path: Path) -> None:
+    path = _filled(tmp_path / "worker.duckdb")
+    state = StateStore(path, Limits(memory_mib=96, threads=1))
+    try:
+        block = state._db.execute("SELECT max(block_id) FROM pragma_storage_info('contents')").fetchone()
+        size = state._db.execute("SELECT block_size FROM pragma_database_size()").fetchone()
+        assert block is not None and size is not None
+        with state.lowered_limit(1):  # every block read from disk again, none from DuckDB's cache
+            pass
+        start = 3 * 4096 + block[0] * size[0]
+        with path.open("r+b") as f:
+            f.seek(start + 64)
+            damaged = bytes(b ^ 0x5A for b in f.read(size[0] - 64))
+            f.seek(start + 64)
+            f.write(damaged)
+        with pytest.raises(StateUnreadableError, match="checksum"):
+            state.check(state.shed_cache)
+    finally:
+        state.close()
 
 
 def test_a_sound_file_passes_the_check_and_keeps_its_documents(tmp_path: Path) -> None:

@@ -116,3 +116,29 @@ def test_a_reader_opened_while_the_limit_is_lowered_waits_and_reads_under_the_co
     finally:
         window.close()
         state.close()
+
+
+def test_the_check_sheds_as_it_reads_so_duckdbs_cache_never_holds_the_whole_state(tmp_path: Path) -> None:
+    """An idle worker's check (streams.state_guard) reads every block a few thousand rows at a time, the cache
+    shed after each step: read whole, the state fills the pool to its limit (~190 MiB at 100k notes), on top of
+    what the worker's last briefing left."""
+    state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
+    try:
+        state._db.execute(
+            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
+        )
+        state._db.execute("CHECKPOINT")
+        assert state.shed_cache()
+        cached: list[float] = []
+
+        def shed() -> None:
+            cached.append(cached_mib(state))
+            state.shed_cache()
+
+        state.check(shed)
+        assert len(cached) >= 32 and max(cached) <= 24
+        with state.reader() as reader:  # the whole check, as while notes come in
+            reader.check()
+        assert cached_mib(state) > 64
+    finally:
+        state.close()

@@ -10,7 +10,7 @@ from streams.duckdb_settings import DuckDBSettings
 from streams.ownership import Ownership
 from streams.services import LazyPipeline
 from streams.settings import KafkaSettings, Settings
-from streams.state_guard import StateGuard
+from streams.state_guard import QUIET_SECONDS, StateGuard
 from streams.state_sync import StateSync
 from tests.clocks import ManualClock
 from tests.state_support import cached_mib
@@ -57,5 +57,19 @@ async def test_no_check_runs_while_a_briefing_does(tmp_path: Path) -> None:
             assert guard.checked_at is None and cached_mib(state) <= 16
         await guard.check()  # the next tick
         assert guard.checked_at == clock.now()
+    finally:
+        state.close()
+
+
+async def test_an_idle_workers_check_reads_a_step_at_a_time_and_leaves_the_cache_shed(tmp_path: Path) -> None:
+    # No batch stored for QUIET_SECONDS: the check sheds as it reads (tests/sinks/test_state_shed.py), its
+    # answer the same.
+    pipeline, guard, clock = _guarded(tmp_path)
+    state = pipeline().state
+    try:
+        clock.advance(QUIET_SECONDS)
+        await guard.check()
+        assert guard.checked_at == clock.now() and guard.problem is None
+        assert cached_mib(state) <= 16
     finally:
         state.close()
