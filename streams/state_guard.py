@@ -84,7 +84,7 @@ class StateGuard:
             await self._replace("the state file is gone (deleted or moved while the worker ran)")
             return
         try:
-            quiet = self._clock.monotonic() - opened.stored_at >= QUIET_SECONDS
+            quiet = opened.activity.quiet_for(QUIET_SECONDS)
             await asyncio.to_thread(_check, opened.state, quiet)
         except StateUnreadableError as exc:
             await self._replace(self._shown(str(exc)))
