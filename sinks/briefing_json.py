@@ -1,7 +1,7 @@
 """A briefing's JSON made a slice of its lists at a time: joined, the very bytes pydantic makes of it whole.
 
-A 100k window's briefing is ~75 MB of compact JSON and ~100 MB indented; made in slices, neither is held whole
-beside the model (`sinks.emission_bodies.packed_texts` packs each slice as it comes).
+A 100k window's briefing is ~75 MB of compact JSON; made in slices, it is never held whole beside the model
+(`emission_bodies.Body.made` packs each slice as it comes, and `files.PackedJsonFile` indents it for the file).
 """
 
 from __future__ import annotations
@@ -13,42 +13,34 @@ from processors.models import Briefing
 SLICE = 2000  # list items serialised at a time (~2 MB of JSON for sources)
 
 
-def json_pieces(briefing: Briefing, indent: int | None = None) -> Iterator[bytes]:
-    """`briefing`'s JSON by alias (indented by `indent` spaces as the `.json` file is, else compact), in pieces
-    whose concatenation is `to_json` of it whole (tests/sinks/test_briefing_json.py)."""
-    # Each field serialised alone is `{<key>: <value>}` at the depth it has in the whole: its braces come off.
-    opening, between, closing = (b"{", b",", b"}") if indent is None else (b"{\n", b",\n", b"\n}")
-    yield opening
+def json_pieces(briefing: Briefing) -> Iterator[bytes]:
+    """`briefing`'s compact JSON by alias in pieces whose concatenation is `to_json` of it whole
+    (tests/sinks/test_briefing_json.py); the `.json` file's indented bytes are made from them (`PackedJsonFile`)."""
+    # Each field serialised alone is `{<key>: <value>}`: its braces come off.
+    yield b"{"
     for n, name in enumerate(type(briefing).model_fields):
         if n:
-            yield between
+            yield b","
         value = getattr(briefing, name)
         if isinstance(value, list) and len(value) > SLICE:
-            yield from _list_pieces(briefing, name, value, indent)
+            yield from _list_pieces(briefing, name, value)
         else:
-            yield _inner(_field(briefing, name, indent), indent)
-    yield closing
+            yield _field(briefing, name)[1:-1]
+    yield b"}"
 
 
-def _field(briefing: Briefing, name: str, indent: int | None) -> bytes:
-    return briefing.__pydantic_serializer__.to_json(briefing, by_alias=True, include={name}, indent=indent)
+def _field(briefing: Briefing, name: str) -> bytes:
+    return briefing.__pydantic_serializer__.to_json(briefing, by_alias=True, include={name})
 
 
-def _inner(braced: bytes, indent: int | None) -> bytes:
-    """A one-field object's JSON without its braces (and, indented, their line breaks)."""
-    return braced[1:-1] if indent is None else braced[2:-2]
-
-
-def _list_pieces(briefing: Briefing, name: str, items: list[object], indent: int | None) -> Iterator[bytes]:
-    """A long list field's `<key>: [<items>]`, a slice of items at a time."""
-    # `"key":[]` (or `  "key": []`): the key and the brackets, as the whole's serialiser writes them.
-    empty = _inner(_field(briefing.model_copy(update={name: []}), name, indent), indent)
-    head, tail = (empty[:-1], b"]") if indent is None else (empty[:-1] + b"\n", b"\n" + b" " * indent + b"]")
+def _list_pieces(briefing: Briefing, name: str, items: list[object]) -> Iterator[bytes]:
+    """A long list field's `<key>:[<items>]`, a slice of items at a time."""
+    # `"key":[]`: the key and the brackets, as the whole's serialiser writes them.
+    head = _field(briefing.model_copy(update={name: []}), name)[1:-2]
     yield head
-    brace = 1 if indent is None else 2  # `{`, `}`; indented `{\n`, `\n}`
     for at in range(0, len(items), SLICE):
-        part = _field(briefing.model_copy(update={name: items[at : at + SLICE]}), name, indent)
+        part = _field(briefing.model_copy(update={name: items[at : at + SLICE]}), name)
         if at:
-            yield b"," if indent is None else b",\n"
-        yield part[len(head) + brace : len(part) - len(tail) - brace]
-    yield tail
+            yield b","
+        yield part[len(head) + 1 : len(part) - 2]
+    yield b"]"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import cramjam
 
 from processors.models import Briefing
-from sinks.briefing_json import json_pieces
 
 # zstd's level 3 packs a briefing's JSON ~10:1 at a few hundred MB/s (~0.3 s for a 100k window's two texts).
 _LEVEL = 3
@@ -48,13 +47,14 @@ class Body:
         )
 
     @classmethod
-    def made(cls, briefing: Briefing, markdown: Iterable[bytes]) -> Body:
-        """Pack a briefing as its JSON and its Markdown (UTF-8 pieces) are made, neither held whole."""
+    def made(cls, briefing: Briefing, markdown: Iterable[bytes], json: Iterable[bytes]) -> Body:
+        """Pack a briefing as its compact JSON (`json`: `briefing_json.json_pieces` of it) and its Markdown (UTF-8
+        pieces) are made, neither held whole."""
         head = briefing.model_copy(update={name: [] for name in PER_SOURCE})
         return cls(
             head_json=head.model_dump_json(by_alias=True),
             sources=len(briefing.sources),
-            briefing_zst=pack_pieces(json_pieces(briefing)),
+            briefing_zst=pack_pieces(json),
             markdown_zst=pack_pieces(markdown),
         )
 
@@ -62,18 +62,33 @@ class Body:
 def pack_pieces(pieces: Iterable[bytes]) -> bytes:
     """The pieces' concatenation packed as zstd frames of about `_FRAME` bytes each (`unpack_pieces` unpacks them
     one at a time; `unpack`, whole)."""
-    frames: list[bytes] = []
-    pending: list[bytes] = []
-    size = 0
+    packer = Packer()
     for piece in pieces:
-        pending.append(piece)
-        size += len(piece)
-        if size >= _FRAME:
-            frames.append(bytes(cramjam.zstd.compress(b"".join(pending), level=_LEVEL)))
-            pending, size = [], 0
-    if pending or not frames:
-        frames.append(bytes(cramjam.zstd.compress(b"".join(pending), level=_LEVEL)))
-    return b"".join(frames)
+        packer.add(piece)
+    return packer.packed()
+
+
+class Packer:
+    """`pack_pieces` fed a piece at a time."""
+
+    def __init__(self) -> None:
+        self._frames: list[bytes] = []
+        self._pending: list[bytes] = []
+        self._size = 0
+
+    def add(self, piece: bytes) -> None:
+        self._pending.append(piece)
+        self._size += len(piece)
+        if self._size >= _FRAME:
+            self._frames.append(bytes(cramjam.zstd.compress(b"".join(self._pending), level=_LEVEL)))
+            self._pending, self._size = [], 0
+
+    def packed(self) -> bytes:
+        """The frames of every piece added."""
+        if self._pending or not self._frames:
+            self._frames.append(bytes(cramjam.zstd.compress(b"".join(self._pending), level=_LEVEL)))
+            self._pending, self._size = [], 0
+        return b"".join(self._frames)
 
 
 def pack(text: str | bytes) -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import re
@@ -12,10 +11,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pydantic_core
+from predigest_native import JsonIndenter
 
-from processors.models import Briefing
-from sinks.briefing_json import json_pieces
-from sinks.emission_bodies import pack_pieces
+from sinks.emission_bodies import Packer
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +96,25 @@ def pretty_json_bytes(briefing_json: str | bytes) -> bytes:
     return pydantic_core.to_json(pydantic_core.from_json(briefing_json), indent=2) + b"\n"
 
 
-def packed_json_file(briefing: Briefing) -> bytes:
-    """The `.json` file's bytes of a briefing at hand, packed (zstd): `pretty_json_bytes` of its JSON, made from
-    the model a slice at a time (neither its JSON parsed again nor its ~100 MB held whole)."""
-    return pack_pieces(itertools.chain(json_pieces(briefing, indent=2), [b"\n"]))
+class PackedJsonFile:
+    """The `.json` file's bytes of a briefing, packed (zstd), made from its compact JSON's pieces as they pass
+    (`passing`): indented in compiled code (`JsonIndenter`), the bytes `pretty_json_bytes` makes, without the model
+    serialised a second time nor its ~100 MB held whole."""
+
+    def __init__(self) -> None:
+        self._indenter = JsonIndenter(2)
+        self._packer = Packer()
+
+    def passing(self, compact: Iterable[bytes]) -> Iterator[bytes]:
+        """The compact pieces, each indented and packed as it passes."""
+        for piece in compact:
+            self._packer.add(self._indenter.feed(piece))
+            yield piece
+        self._packer.add(self._indenter.finish() + b"\n")
+
+    def packed(self) -> bytes:
+        """The file's bytes packed, once every piece has passed."""
+        return self._packer.packed()
 
 
 class BriefingFiles:

@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 # DuckDB's memory limit while a briefing reads its notes whole: 48 MiB could not pin their blocks at 100k.
 LOAD_MIB = 96
+# Windows of fewer sources keep DuckDB's pool through their reads (no shed, notes read at the full limit): their
+# reads cache a few tens of MiB, and shedding cost a 10k briefing ~0.05 s of reading the blocks again and of the
+# lowered limit (docs/performance.md, "The 10k briefing's sheds").
+SHED_FROM = 20_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Assembly:
             )
             source = self.state.window(axis.name, window, baseline)
             try:
+                sheds = source.size() >= SHED_FROM
                 living = self.state.living_documents([a.name for a in self.settings.axes])
                 rejected = self.state.rejections(window)
                 history = self._history(axis, command, source, baseline)
@@ -73,11 +78,11 @@ class Assembly:
                 rejected=rejected,
                 history=history,
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
-                load=self._loader(source),
+                load=self._loader(source, sheds),
                 lang=self.settings.lang,
                 rules=self.settings.briefing_rules,
                 source=source,
-                between_reads=self._shedder(source),
+                between_reads=self._shedder(source) if sheds else _keep,
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
@@ -86,18 +91,21 @@ class Assembly:
             # The window's reads are over but for a few term counts: what DuckDB cached for them (~160 MiB at
             # 100k) makes room for the model built next. Under the state's lock, never beside a write, the
             # window's cursor idle.
-            self.state.shed_cache(idle=source)
+            if sheds:
+                self.state.shed_cache(idle=source)
             return await asyncio.to_thread(briefing_of, request, reads), reads.size
         finally:
             source.close()
 
-    def _loader(self, source: StoredWindow) -> Loader:
-        """How the briefing's thread reads its few notes whole: with DuckDB's memory limit at LOAD_MIB, under the
-        state's lock (no write meanwhile). A note read whole pulls several MiB of its column's blocks into DuckDB's
-        cache (~150 MiB for the 80 notes of a 100k window, beside its model); at the full limit when that is not
-        enough."""
+    def _loader(self, source: StoredWindow, lowered: bool) -> Loader:
+        """How the briefing's thread reads its few notes whole: with DuckDB's memory limit at LOAD_MIB when
+        `lowered`, under the state's lock (no write meanwhile). A note read whole pulls several MiB of its column's
+        blocks into DuckDB's cache (~150 MiB for the 80 notes of a 100k window, beside its model); at the full
+        limit when that is not enough."""
 
         def load(paths: Sequence[str]) -> list[Document]:
+            if not lowered:
+                return source.load(paths)
             try:
                 with self.state.lowered_limit(LOAD_MIB, idle=source):
                     return source.load(paths)
@@ -149,3 +157,7 @@ class Assembly:
             # Enrichment is an extra: a bug in it must not cost the operator the briefing.
             log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
             return {}
+
+
+def _keep() -> None:
+    """`between_reads` of a window too small to shed for: DuckDB's pool is kept."""

@@ -23,10 +23,11 @@ from processors.wire import DocumentRecord
 from sinks import collector, duck
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
+from sinks.briefing_json import json_pieces
 from sinks.clock import Clock
 from sinks.emission_bodies import PER_SOURCE, Body
 from sinks.enrichment import Enricher
-from sinks.files import BriefingFiles, packed_json_file
+from sinks.files import BriefingFiles, PackedJsonFile
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly
@@ -250,8 +251,11 @@ class Pipeline:
         held whole beside the model.
         """
         markdown = markdown_pieces(briefing, lang=self.settings.lang, zone=self.settings.tz)
-        body = Body.made(briefing, (piece.encode() for piece in markdown))
-        return body, packed_json_file(briefing)
+        json_file = PackedJsonFile()  # indented from the compact JSON as it is made, not serialised again
+        body = Body.made(
+            briefing, (piece.encode() for piece in markdown), json_file.passing(json_pieces(briefing))
+        )
+        return body, json_file.packed()
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""

@@ -7,6 +7,7 @@
 
 mod arxiv;
 mod front_matter;
+mod json_indent;
 mod markup;
 mod minhash;
 mod structure;
@@ -456,6 +457,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<NoteReading>()?;
     m.add_class::<front_matter::PlainFrontMatter>()?;
+    m.add_class::<json_indent::JsonIndenter>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

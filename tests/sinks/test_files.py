@@ -8,11 +8,15 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
+import pydantic_core
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from processors.models import Briefing
+from sinks.briefing_json import json_pieces
 from sinks.emission_bodies import unpack, unpack_pieces
-from sinks.files import BriefingFiles, packed_json_file, pretty_json, pretty_json_bytes
+from sinks.files import BriefingFiles, PackedJsonFile, pretty_json, pretty_json_bytes
 from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
 
@@ -36,13 +40,43 @@ def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_
     # The example root's briefing: floats (relevance, similarity), CJK, escapes, empty and nested lists.
     b = brief(example_documents())
     recorded = b.model_dump_json(by_alias=True)
-    packed = packed_json_file(b)
+    json_file = PackedJsonFile()
+    assert (
+        b"".join(json_file.passing(json_pieces(b))) == recorded.encode()
+    )  # the compact JSON passes unchanged
+    packed = json_file.packed()
     assert unpack(packed) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
     files = BriefingFiles(tmp_path)
     assert files.ensure_made("inference", "fresh", lambda: unpack_pieces(packed), lambda: (b"# md\n",))
     assert (
         files.ensure("inference", "fresh", recorded, "# md\n") == []
     )  # what a repair writes: nothing differs
+
+
+# JSON values as a briefing holds them: strings with quotes, backslashes, CJK and emoji; numbers; nested lists and
+# objects, empty ones too.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.lists(st.integers(0, 400), max_size=6))
+def test_the_json_file_indented_from_compact_pieces_cut_anywhere_is_pydantics_own(
+    value: object, cuts: list[int]
+) -> None:
+    compact = pydantic_core.to_json(value)
+    at = sorted({min(c, len(compact)) for c in cuts})
+    pieces = [compact[a:b] for a, b in zip([0, *at], [*at, len(compact)], strict=True)]
+    json_file = PackedJsonFile()
+    assert b"".join(json_file.passing(pieces)) == compact
+    assert (
+        unpack(json_file.packed())
+        == pydantic_core.to_json(value, indent=2) + b"\n"
+        == pretty_json_bytes(compact)
+    )
 
 
 def test_temp_files_of_an_interrupted_write_are_removed_at_start_and_nothing_else(tmp_path: Path) -> None:

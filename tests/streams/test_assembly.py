@@ -85,6 +85,7 @@ def _brief(pipeline: Pipeline) -> None:
 def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("streams.assembly.SHED_FROM", 1)  # the examples' window as a large one
     pipeline = _pipeline(tmp_path)
     _filled(pipeline)
     cached: list[float] = []
@@ -101,6 +102,7 @@ def test_the_pool_a_briefings_reads_filled_is_shed_before_its_increments_are_fou
 def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_lowered_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("streams.assembly.SHED_FROM", 1)  # the examples' window as a large one
     # At 100k the scan's listing (~200 MiB) and the notes read whole (~150 MiB of DuckDB's blocks at the full
     # limit) come on top of what the reads before them cached: the worker's peak.
     pipeline = _pipeline(tmp_path, memory_mib=192)
@@ -130,6 +132,7 @@ def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_low
 def test_notes_that_cannot_be_read_whole_under_the_lowered_limit_are_read_under_the_full_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("streams.assembly.SHED_FROM", 1)  # the examples' window as a large one
     pipeline = _pipeline(tmp_path, memory_mib=192)
     limits: list[float] = []
 
@@ -143,6 +146,31 @@ def test_notes_that_cannot_be_read_whole_under_the_lowered_limit_are_read_under_
     monkeypatch.setattr(StoredWindow, "load", loading)
     _brief(pipeline)
     assert limits[-2:] == [LOAD_MIB, 192]
+
+
+def test_a_small_windows_reads_keep_the_pool_and_its_notes_are_read_at_the_full_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Below SHED_FROM sources shedding saves little memory and costs the re-reads (~0.06 s at 10k sources).
+    pipeline = _pipeline(tmp_path, memory_mib=192)
+    _filled(pipeline)
+    seen: list[tuple[str, float, float]] = []
+
+    def scanning(*args: Any) -> Any:
+        seen.append(("scan", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return scan_window(*args)
+
+    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
+        seen.append(("load", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return load(window, paths)
+
+    load = StoredWindow.load
+    monkeypatch.setattr("processors.briefing.scan_window", scanning)
+    monkeypatch.setattr(StoredWindow, "load", loading)
+    _brief(pipeline)
+    at = [what for what, _, _ in seen].index("scan")
+    assert [(what, limit) for what, _, limit in seen[at:]] == [("scan", 192), ("load", 192)]
+    assert min(cached for _, cached, _ in seen[at:]) > 32  # what the reads before cached is still there
 
 
 def test_no_batch_commits_between_a_briefings_reads_of_the_state(
