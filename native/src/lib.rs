@@ -11,6 +11,7 @@ mod markup;
 mod minhash;
 mod structure;
 mod text;
+mod text_columns;
 mod titles;
 mod unicode;
 mod unicode_tables;
@@ -456,6 +457,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<NoteReading>()?;
     m.add_class::<front_matter::PlainFrontMatter>()?;
+    m.add_class::<text_columns::TextColumns>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }
