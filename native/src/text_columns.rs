@@ -75,18 +75,36 @@ fn raw(s: &Bound<'_, PyString>) -> PyResult<Raw> {
     // SAFETY: the buffer is read only while `s` is alive (the caller's lists hold every string).
     let data = unsafe { s.data()? };
     Ok(match data {
-        PyStringData::Ucs1(b) => Raw { kind: 1, ptr: b.as_ptr() as usize, len: b.len() },
-        PyStringData::Ucs2(b) => Raw { kind: 2, ptr: b.as_ptr() as usize, len: b.len() },
-        PyStringData::Ucs4(b) => Raw { kind: 4, ptr: b.as_ptr() as usize, len: b.len() },
+        PyStringData::Ucs1(b) => Raw {
+            kind: 1,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
+        PyStringData::Ucs2(b) => Raw {
+            kind: 2,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
+        PyStringData::Ucs4(b) => Raw {
+            kind: 4,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
     })
 }
 
-fn push_char(out: &mut Vec<u8>, c: char) {
+const SURROGATE: &str = "a string holds a lone surrogate";
+
+/// Append one code point's UTF-8; Err for a surrogate (CPython keeps them as code points of their own, and
+/// `str.encode` refuses them: not from decoded bytes).
+fn push_code_point(out: &mut Vec<u8>, u: u32) -> Result<(), String> {
+    let c = char::from_u32(u).ok_or_else(|| SURROGATE.to_string())?;
     let mut buf = [0u8; 4];
     out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    Ok(())
 }
 
-/// Append a string's UTF-8; Err for a lone surrogate (not from decoded bytes; `str.encode` refuses it too).
+/// Append a string's UTF-8 (most notes are 2 bytes a code point in CPython: one CJK character is enough).
 fn encode(out: &mut Vec<u8>, r: Raw) -> Result<(), String> {
     // SAFETY: `ptr`/`len` describe a live string's buffer of `kind` (see `Raw`).
     unsafe {
@@ -96,30 +114,48 @@ fn encode(out: &mut Vec<u8>, r: Raw) -> Result<(), String> {
                 if s.is_ascii() {
                     out.extend_from_slice(s);
                 } else {
-                    s.iter().for_each(|&b| push_char(out, char::from(b)));
-                }
-            }
-            2 => {
-                let s = std::slice::from_raw_parts(r.ptr as *const u16, r.len);
-                out.reserve(s.len());
-                for c in char::decode_utf16(s.iter().copied()) {
-                    match c {
-                        Ok(c) if c.is_ascii() => out.push(c as u8),
-                        Ok(c) => push_char(out, c),
-                        Err(_) => return Err("a string holds a lone surrogate".into()),
+                    for &b in s {
+                        push_code_point(out, u32::from(b))?;
                     }
                 }
             }
+            2 => encode_ucs2(out, std::slice::from_raw_parts(r.ptr as *const u16, r.len))?,
             _ => {
-                let s = std::slice::from_raw_parts(r.ptr as *const u32, r.len);
-                for &u in s {
-                    match char::from_u32(u) {
-                        Some(c) => push_char(out, c),
-                        None => return Err("a string holds a lone surrogate".into()),
-                    }
+                for &u in std::slice::from_raw_parts(r.ptr as *const u32, r.len) {
+                    push_code_point(out, u)?;
                 }
             }
         }
+    }
+    Ok(())
+}
+
+fn encode_ucs2(out: &mut Vec<u8>, s: &[u16]) -> Result<(), String> {
+    out.reserve(s.len() * 3);
+    let start = out.len();
+    // SAFETY: room for 3 bytes a code unit is reserved past `start`, so `n` stays within the capacity; the
+    // length covers the written bytes only once all are written (an error leaves it at `start`).
+    unsafe {
+        let at = out.as_mut_ptr().add(start);
+        let mut n = 0;
+        for &u in s {
+            if u < 0x80 {
+                *at.add(n) = u as u8;
+                n += 1;
+            } else if u < 0x800 {
+                *at.add(n) = 0xC0 | (u >> 6) as u8;
+                *at.add(n + 1) = 0x80 | (u & 0x3F) as u8;
+                n += 2;
+            } else if (0xD800..0xE000).contains(&u) {
+                return Err(SURROGATE.to_string());
+            } else {
+                *at.add(n) = 0xE0 | (u >> 12) as u8;
+                *at.add(n + 1) = 0x80 | ((u >> 6) & 0x3F) as u8;
+                *at.add(n + 2) = 0x80 | (u & 0x3F) as u8;
+                n += 3;
+            }
+        }
+        out.set_len(start + n);
     }
     Ok(())
 }
@@ -147,9 +183,15 @@ pub struct TextColumns {
 #[pymethods]
 impl TextColumns {
     #[new]
-    fn new(py: Python<'_>, names: Vec<String>, columns: Vec<Vec<Bound<'_, PyString>>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        names: Vec<String>,
+        columns: Vec<Vec<Bound<'_, PyString>>>,
+    ) -> PyResult<Self> {
         if names.len() != columns.len() || names.is_empty() {
-            return Err(PyValueError::new_err("one name per column, at least one column"));
+            return Err(PyValueError::new_err(
+                "one name per column, at least one column",
+            ));
         }
         let length = columns[0].len();
         if columns.iter().any(|c| c.len() != length) {
@@ -165,9 +207,17 @@ impl TextColumns {
             .map(|c| c.iter().map(raw).collect::<PyResult<Vec<_>>>())
             .collect::<PyResult<Vec<_>>>()?;
         // `columns` (and so every string) outlives the detached encoding.
-        let built = py.detach(|| raws.iter().map(|r| column(r)).collect::<Result<Vec<_>, _>>());
+        let built = py.detach(|| {
+            raws.iter()
+                .map(|r| column(r))
+                .collect::<Result<Vec<_>, _>>()
+        });
         let built = built.map_err(PyValueError::new_err)?;
-        Ok(TextColumns { names, length, columns: Arc::new(built) })
+        Ok(TextColumns {
+            names,
+            length,
+            columns: Arc::new(built),
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -183,7 +233,11 @@ impl TextColumns {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
         let columns = Some(Arc::clone(&self.columns));
-        let private = Box::new(StreamData { names: self.names.clone(), length: self.length, columns });
+        let private = Box::new(StreamData {
+            names: self.names.clone(),
+            length: self.length,
+            columns,
+        });
         let stream = NonNull::from(Box::leak(Box::new(ArrowArrayStream {
             get_schema: Some(stream_schema),
             get_next: Some(stream_next),
@@ -192,7 +246,14 @@ impl TextColumns {
             private_data: Box::into_raw(private).cast(),
         })));
         // SAFETY: `stream` is a valid heap pointer freed by `capsule_release` alone; the name is static.
-        unsafe { PyCapsule::new_with_pointer_and_destructor(py, stream.cast(), STREAM, Some(capsule_release)) }
+        unsafe {
+            PyCapsule::new_with_pointer_and_destructor(
+                py,
+                stream.cast(),
+                STREAM,
+                Some(capsule_release),
+            )
+        }
     }
 }
 
@@ -309,7 +370,11 @@ unsafe extern "C" fn stream_next(stream: *mut ArrowArrayStream, out: *mut ArrowA
             .iter()
             .map(|column| {
                 let mut child = Box::new(ChildData {
-                    buffers: [ptr::null(), column.offsets.as_ptr().cast(), column.data.as_ptr().cast()],
+                    buffers: [
+                        ptr::null(),
+                        column.offsets.as_ptr().cast(),
+                        column.data.as_ptr().cast(),
+                    ],
                     _columns: Arc::clone(&columns),
                 });
                 let buffers = child.buffers.as_mut_ptr();
@@ -327,7 +392,10 @@ unsafe extern "C" fn stream_next(stream: *mut ArrowArrayStream, out: *mut ArrowA
                 }))
             })
             .collect();
-        let mut parent = Box::new(ParentData { buffers: [ptr::null()], children });
+        let mut parent = Box::new(ParentData {
+            buffers: [ptr::null()],
+            children,
+        });
         out.write(ArrowArray {
             length,
             null_count: 0,

@@ -48,7 +48,11 @@ def test_every_kind_of_text_is_stored_and_read_back_as_it_came(tmp_path: Path) -
     reopened.close()
 
 
-def test_a_text_python_cannot_encode_is_refused_before_duckdb_sees_it() -> None:
-    # A lone surrogate cannot come from decoded bytes; `str.encode` (and so the appender before) refused it too.
+@pytest.mark.parametrize("text", ["\ud800", "x\ud83d\ude00", "é\udfff", "😀\ud800"])
+def test_a_text_python_cannot_encode_is_refused_before_duckdb_sees_it(text: str) -> None:
+    # Surrogates cannot come from decoded bytes (a pair in a str is two of them, not an emoji); `str.encode`, and
+    # so the appender before, refused them too.
+    with pytest.raises(UnicodeEncodeError):
+        text.encode()
     with pytest.raises(ValueError, match="surrogate"):
-        TextColumns(["path", "text"], [["a.md"], ["\ud800"]])
+        TextColumns(["path", "text"], [["a.md"], [text]])
