@@ -5,6 +5,7 @@
 //! The Python reference implementations (under tests/processors/reference/) define every result; a
 //! property test holds these equal to them on random and real text.
 
+mod arrow_stream;
 mod arxiv;
 mod front_matter;
 mod markup;
