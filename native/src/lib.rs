@@ -5,6 +5,7 @@
 //! The Python reference implementations (under tests/processors/reference/) define every result; a
 //! property test holds these equal to them on random and real text.
 
+mod arrow_stream;
 mod arxiv;
 mod front_matter;
 mod json_indent;
@@ -12,6 +13,7 @@ mod markup;
 mod minhash;
 mod structure;
 mod text;
+mod text_columns;
 mod titles;
 mod unicode;
 mod unicode_tables;
@@ -458,6 +460,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NoteReading>()?;
     m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_class::<json_indent::JsonIndenter>()?;
+    m.add_class::<text_columns::TextColumns>()?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

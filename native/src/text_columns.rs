@@ -1,0 +1,195 @@
+//! `TextColumns`: columns of Python strings handed to DuckDB as one Arrow batch (the Arrow C stream interface,
+//! `__arrow_c_stream__`, `arrow_stream`), their UTF-8 made here without the GIL.
+//!
+//! DuckDB's appender converts each `str` while holding the GIL (~29 µs a note for the window agent's ~18 KB of
+//! summary and body, docs/performance.md): the event loop waits meanwhile. Here the GIL is held only to take
+//! each string's buffer; the encoding runs detached, and DuckDB reads the Arrow buffers in C++.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::string::PyStringData;
+use pyo3::types::{PyCapsule, PyString};
+
+use crate::arrow_stream::{self, Column};
+
+/// A string's buffer as CPython holds it (1, 2 or 4 bytes a code point), read while the GIL is released: the
+/// strings are immutable and kept alive by the caller's lists for the whole call.
+#[derive(Clone, Copy)]
+struct Raw {
+    kind: u8,
+    ptr: usize,
+    len: usize,
+}
+
+fn raw(s: &Bound<'_, PyString>) -> PyResult<Raw> {
+    // SAFETY: the buffer is read only while `s` is alive (the caller's lists hold every string).
+    let data = unsafe { s.data()? };
+    Ok(match data {
+        PyStringData::Ucs1(b) => Raw {
+            kind: 1,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
+        PyStringData::Ucs2(b) => Raw {
+            kind: 2,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
+        PyStringData::Ucs4(b) => Raw {
+            kind: 4,
+            ptr: b.as_ptr() as usize,
+            len: b.len(),
+        },
+    })
+}
+
+const SURROGATE: &str = "a string holds a lone surrogate";
+
+/// Append one code point's UTF-8; Err for a surrogate (CPython keeps them as code points of their own, and
+/// `str.encode` refuses them: not from decoded bytes).
+fn push_code_point(out: &mut Vec<u8>, u: u32) -> Result<(), String> {
+    let c = char::from_u32(u).ok_or_else(|| SURROGATE.to_string())?;
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    Ok(())
+}
+
+/// Append a string's UTF-8 (most notes are 2 bytes a code point in CPython: one CJK character is enough).
+fn encode(out: &mut Vec<u8>, r: Raw) -> Result<(), String> {
+    // SAFETY: `ptr`/`len` describe a live string's buffer of `kind` (see `Raw`).
+    unsafe {
+        match r.kind {
+            1 => {
+                let s = std::slice::from_raw_parts(r.ptr as *const u8, r.len);
+                if s.is_ascii() {
+                    out.extend_from_slice(s);
+                } else {
+                    for &b in s {
+                        push_code_point(out, u32::from(b))?;
+                    }
+                }
+            }
+            2 => encode_ucs2(out, std::slice::from_raw_parts(r.ptr as *const u16, r.len))?,
+            _ => {
+                for &u in std::slice::from_raw_parts(r.ptr as *const u32, r.len) {
+                    push_code_point(out, u)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_ucs2(out: &mut Vec<u8>, s: &[u16]) -> Result<(), String> {
+    out.reserve(s.len() * 3);
+    let start = out.len();
+    // SAFETY: room for 3 bytes a code unit is reserved past `start`, so `n` stays within the capacity; the
+    // length covers the written bytes only once all are written (an error leaves it at `start`).
+    unsafe {
+        let at = out.as_mut_ptr().add(start);
+        let mut n = 0;
+        for &u in s {
+            if u < 0x80 {
+                *at.add(n) = u as u8;
+                n += 1;
+            } else if u < 0x800 {
+                *at.add(n) = 0xC0 | (u >> 6) as u8;
+                *at.add(n + 1) = 0x80 | (u & 0x3F) as u8;
+                n += 2;
+            } else if (0xD800..0xE000).contains(&u) {
+                return Err(SURROGATE.to_string());
+            } else {
+                *at.add(n) = 0xE0 | (u >> 12) as u8;
+                *at.add(n + 1) = 0x80 | ((u >> 6) & 0x3F) as u8;
+                *at.add(n + 2) = 0x80 | (u & 0x3F) as u8;
+                n += 3;
+            }
+        }
+        out.set_len(start + n);
+    }
+    Ok(())
+}
+
+fn column(raws: &[Raw]) -> Result<Column, String> {
+    let mut offsets = Vec::with_capacity(raws.len() + 1);
+    let mut data = Vec::with_capacity(raws.iter().map(|r| r.len).sum());
+    offsets.push(0);
+    for &r in raws {
+        encode(&mut data, r)?;
+        offsets.push(data.len() as i64);
+    }
+    Ok(Column { offsets, data })
+}
+
+/// Columns of strings, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): each stream (DuckDB opens
+/// one for the schema, another to scan) shares the encoded buffers.
+#[pyclass(frozen, module = "predigest_native")]
+pub struct TextColumns {
+    names: Vec<CString>,
+    length: usize,
+    columns: Arc<Vec<Column>>,
+}
+
+#[pymethods]
+impl TextColumns {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        names: Vec<String>,
+        columns: Vec<Vec<Bound<'_, PyString>>>,
+    ) -> PyResult<Self> {
+        if names.len() != columns.len() || names.is_empty() {
+            return Err(PyValueError::new_err(
+                "one name per column, at least one column",
+            ));
+        }
+        let length = columns[0].len();
+        if columns.iter().any(|c| c.len() != length) {
+            return Err(PyValueError::new_err("columns of different lengths"));
+        }
+        let names = names
+            .into_iter()
+            .map(CString::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| PyValueError::new_err("a column name holds a NUL"))?;
+        let raws = columns
+            .iter()
+            .map(|c| c.iter().map(raw).collect::<PyResult<Vec<_>>>())
+            .collect::<PyResult<Vec<_>>>()?;
+        // `columns` (and so every string) outlives the detached encoding.
+        let built = py.detach(|| {
+            raws.iter()
+                .map(|r| column(r))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let built = built.map_err(PyValueError::new_err)?;
+        Ok(TextColumns {
+            names,
+            length,
+            columns: Arc::new(built),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.length
+    }
+
+    /// The batch as an Arrow C stream in a capsule; the requested schema is ignored (the columns are UTF-8).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        arrow_stream::capsule(
+            py,
+            self.names.clone(),
+            self.length,
+            Arc::clone(&self.columns),
+        )
+    }
+}

@@ -1,0 +1,58 @@
+"""A note's summary and body reach `contents` as they came, whatever their characters: the state hands them to
+DuckDB as Arrow columns encoded outside the GIL (predigest_native.TextColumns), not through the appender."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from predigest_native import TextColumns
+
+from processors.window import window_bounds
+from sinks.state import Position, StateStore
+from tests.state_support import SH, document_record, parsed, window_documents
+
+WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
+# Python keeps each string as 1, 2 or 4 bytes a character, by its widest: each is encoded its own way.
+TEXTS = {
+    "ascii": "# Serving notes\n\nKV cache paging.\n",
+    "latin-1": "# Café notes\n\nÿ, é and naïve.\n",
+    "cjk": "# 笔记：推理\n\n思维链（CoT）推理已广泛应用。\n",
+    "astral": "# Emoji 😀 notes\n\n𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and 🚀.\n",
+    "large": "# Long\n\n" + "一段很长的文字。 a long line of a note\n" * 20_000,
+}
+
+
+def test_every_kind_of_text_is_stored_and_read_back_as_it_came(tmp_path: Path) -> None:
+    docs = [
+        parsed(f"inbox/jay/2026-09-27-10{i:02d}-{name}.md", t) for i, (name, t) in enumerate(TEXTS.items())
+    ]
+    records = [document_record("inference", doc, raw_offset=i) for i, doc in enumerate(docs)]
+    state = StateStore(tmp_path / "state.duckdb")
+    items = [(record, Position("predigest.documents", 0, i)) for i, record in enumerate(records)]
+    assert state.apply_batch(items) == [True] * len(records)
+    state.close()
+    with duckdb.connect(str(tmp_path / "state.duckdb"), read_only=True) as db:
+        rows = db.execute("SELECT path, sha256, summary_json, body_json FROM contents").fetchall()
+    expected = []
+    for record in records:
+        assert record.stored is not None
+        expected.append(
+            (record.header.path, record.header.sha256, record.stored.summary_json, record.stored.body_json)
+        )
+    assert sorted(rows) == sorted(expected)
+    reopened = StateStore(tmp_path / "state.duckdb")
+    assert [d.text for d in window_documents(reopened, "inference", WINDOW)] == [d.text for d in docs]
+    reopened.close()
+
+
+@pytest.mark.parametrize("text", ["\ud800", "x\ud83d\ude00", "é\udfff", "😀\ud800"])
+def test_a_text_python_cannot_encode_is_refused_before_duckdb_sees_it(text: str) -> None:
+    # Surrogates cannot come from decoded bytes (a pair in a str is two of them, not an emoji); `str.encode`, and
+    # so the appender before, refused them too.
+    with pytest.raises(UnicodeEncodeError):
+        text.encode()
+    with pytest.raises(ValueError, match="surrogate"):
+        TextColumns(["path", "text"], [["a.md"], [text]])
