@@ -3,6 +3,7 @@ DuckDB as Arrow columns encoded outside the GIL (predigest_native.TextColumns), 
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -56,3 +57,21 @@ def test_a_text_python_cannot_encode_is_refused_before_duckdb_sees_it(text: str)
         text.encode()
     with pytest.raises(ValueError, match="surrogate"):
         TextColumns(["path", "text"], [["a.md"], [text]])
+
+
+def test_a_batch_of_texts_reads_alike_twice_with_zero_rows_or_its_object_gone() -> None:
+    # DuckDB may read an Arrow stream more than once (a retried insert) and after the batch's Python object is
+    # dropped: the texts must come back the same each time, and an empty batch must read as no rows.
+    texts = [*TEXTS.values(), "", "\x00 inside"]
+    con = duckdb.connect()
+    try:
+        columns = TextColumns(["path", "text"], [[str(i) for i in range(len(texts))], texts])
+        relation = con.from_arrow(columns)
+        del columns
+        gc.collect()
+        expected = [(str(i), t) for i, t in enumerate(texts)]
+        assert relation.fetchall() == expected
+        assert relation.fetchall() == expected
+        assert con.from_arrow(TextColumns(["path", "text"], [[], []])).fetchall() == []
+    finally:
+        con.close()
