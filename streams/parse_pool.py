@@ -198,7 +198,13 @@ class ParsePool:
     def _chunks(self, todo: Sequence[int]) -> list[list[int]]:
         # A few chunks per process, so that one slow chunk does not leave the other processes idle.
         size = max(CHUNK_MIN, -(-len(todo) // (self._processes * CHUNKS_PER_PROCESS)))
-        return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
+        out: list[list[int]] = []
+        for i in todo:  # never across a note routed elsewhere: a chunk's frames hold consecutive notes
+            if out and len(out[-1]) < size and out[-1][-1] == i - 1:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
 
     async def _attempt(self, values: Values, todo: Sequence[int], seen_at: datetime) -> _Attempt:
         """Route `todo` through the pool until done, or until a note hangs or a process dies (pool killed)."""

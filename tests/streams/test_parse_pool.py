@@ -117,6 +117,11 @@ async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_
         assert all(r.rejection is None for i, r in enumerate(routed) if i != POISON)
         rows = _rows(routed, params)
         assert all([a for p, a in rows if p == r.path] == every for r in routed)
+        # The retried chunks never span the note routed alone: each record keeps its notes in raw order, as a
+        # path's versions must stay (a copy stored after its rejected copy would otherwise be listed rejected).
+        for _, value in documents_records(routed, params):
+            offsets = [row.header.raw_offset for row in decode_rows(value)]
+            assert offsets == sorted(offsets)
 
 
 async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_retry_note_by_note() -> None:
