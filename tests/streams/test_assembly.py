@@ -107,20 +107,7 @@ def test_the_scan_starts_on_a_shed_pool_and_the_notes_are_read_whole_under_a_low
     # limit) come on top of what the reads before them cached: the worker's peak.
     pipeline = _pipeline(tmp_path, memory_mib=192)
     _filled(pipeline)
-    seen: list[tuple[str, float, float]] = []
-
-    def scanning(*args: Any) -> Any:
-        seen.append(("scan", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
-        return scan_window(*args)
-
-    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
-        seen.append(("load", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
-        return load(window, paths)
-
-    load = StoredWindow.load
-    monkeypatch.setattr("processors.briefing.scan_window", scanning)
-    monkeypatch.setattr(StoredWindow, "load", loading)
-    _brief(pipeline)
+    seen = _reads_of_a_briefing(pipeline, monkeypatch)
     at = [what for what, _, _ in seen].index("scan")
     _, cached, limit = seen[at]
     assert cached <= 16 and limit == 192
@@ -154,20 +141,7 @@ def test_a_small_windows_reads_keep_the_pool_and_its_notes_are_read_at_the_full_
     # Below SHED_FROM sources shedding saves little memory and costs the re-reads (~0.06 s at 10k sources).
     pipeline = _pipeline(tmp_path, memory_mib=192)
     _filled(pipeline)
-    seen: list[tuple[str, float, float]] = []
-
-    def scanning(*args: Any) -> Any:
-        seen.append(("scan", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
-        return scan_window(*args)
-
-    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
-        seen.append(("load", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
-        return load(window, paths)
-
-    load = StoredWindow.load
-    monkeypatch.setattr("processors.briefing.scan_window", scanning)
-    monkeypatch.setattr(StoredWindow, "load", loading)
-    _brief(pipeline)
+    seen = _reads_of_a_briefing(pipeline, monkeypatch)
     at = [what for what, _, _ in seen].index("scan")
     assert [(what, limit) for what, _, limit in seen[at:]] == [("scan", 192), ("load", 192)]
     assert min(cached for _, cached, _ in seen[at:]) > 32  # what the reads before cached is still there
@@ -225,3 +199,24 @@ def test_the_pool_the_records_write_filled_is_shed_before_the_briefing_is_sent(
         assert cached_mib(pipeline.state) <= 16
     finally:
         pipeline.state.close()
+
+
+def _reads_of_a_briefing(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[str, float, float]]:
+    """A briefing's window scans and notes' reads, each with DuckDB's cached MiB and its limit as it began."""
+    seen: list[tuple[str, float, float]] = []
+
+    def scanning(*args: Any) -> Any:
+        seen.append(("scan", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return scan_window(*args)
+
+    def loading(window: StoredWindow, paths: Sequence[str]) -> list[Document]:
+        seen.append(("load", cached_mib(pipeline.state), _limit_mib(pipeline.state)))
+        return load(window, paths)
+
+    load = StoredWindow.load
+    monkeypatch.setattr("processors.briefing.scan_window", scanning)
+    monkeypatch.setattr(StoredWindow, "load", loading)
+    _brief(pipeline)
+    return seen
