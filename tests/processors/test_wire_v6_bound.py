@@ -71,6 +71,13 @@ def test_frames_that_expand_just_past_their_lengths_are_refused() -> None:
     assert [len(note.value) for note in decode_notes(bomb(1000, expands_to=1000)).failed] == [1000]
 
 
+def test_a_frame_cut_short_is_refused_though_what_it_holds_fits() -> None:
+    whole = bomb(3 * _BLOCK, expands_to=3 * _BLOCK)
+    assert [len(note.value) for note in decode_notes(whole).failed] == [3 * _BLOCK]  # it reads, whole
+    with pytest.raises(ValueError, match=f"do not decompress to the {3 * _BLOCK} bytes"):
+        decode_notes(whole[:-4])  # its last block gone
+
+
 def test_a_frame_without_a_content_size_reads_as_one_with_it() -> None:
     v4 = batch({})[:3]
     [(key, value)] = pack_notes(v4, {}, 1 << 20)
