@@ -17,6 +17,11 @@ import pydantic_core
 
 MAGIC_V6 = b"predigest.documents/v6"
 LEVEL = 3  # what the producer used: the topic keeps the same ratio (~0.22 of the v4 bytes)
+# The largest documents record, the topics' and producers' message limit (streams.kafka_settings): a 4 MiB note
+# is a ~5.5 MiB record (v1 records, still readable, carried its text twice: ~9 MiB). A v6 record's notes unpack to
+# no more: a note whose v4 record is over the limit becomes a rejection, and notes share a record only up to
+# kafka.record_bytes (at most 1 MiB).
+MAX_RECORD_BYTES = 24 * 1024 * 1024
 _NL = b"\n"
 
 
@@ -83,11 +88,22 @@ def pack_notes(
 
 
 def unpacked(frames: bytes, total: int) -> bytes:
-    """A v6 record's notes back to back, from its frames; ValueError unless they come to `total` bytes."""
+    """A v6 record's notes back to back, from its frames; ValueError unless they come to `total` bytes, at most
+    MAX_RECORD_BYTES, found without unpacking more than that."""
+    if total > MAX_RECORD_BYTES:
+        raise ValueError(
+            f"v6 documents record whose lengths declare {total} bytes of notes, over the {MAX_RECORD_BYTES} "
+            "a record holds"
+        )
+    # zstd unpacks into this buffer and fails once it is full: a frame's own content size is not trusted (a
+    # hand-made record of a few KB can expand to GiB, a poison record), and a frame without one is bounded alike.
+    notes = bytearray(total)
     try:
-        notes = bytes(cramjam.zstd.decompress(frames))
+        size = cramjam.zstd.decompress_into(frames, notes)
     except cramjam.DecompressionError as exc:
-        raise ValueError(f"v6 documents record whose notes do not decompress ({exc})") from None
-    if len(notes) != total:
-        raise ValueError(f"v6 documents record whose notes come to {len(notes)} bytes, not {total}")
-    return notes
+        raise ValueError(
+            f"v6 documents record whose notes do not decompress to the {total} bytes its lengths declare ({exc})"
+        ) from None
+    if size != total:
+        raise ValueError(f"v6 documents record whose notes come to {size} bytes, not {total}")
+    return bytes(notes)

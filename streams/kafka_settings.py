@@ -7,9 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-# A 4 MiB note becomes ~5.5 MiB of documents record (v1 records, still readable, carried its text twice:
-# ~9 MiB), so the topics and producers allow 24 MiB, and a file may be at most 8 MiB.
-KAFKA_MESSAGE_BYTES = 24 * 1024 * 1024
+from processors.wire_frames import MAX_RECORD_BYTES
+
+# The topics and producers allow the largest documents record (24 MiB), and a file may be at most 8 MiB.
+KAFKA_MESSAGE_BYTES = MAX_RECORD_BYTES
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 

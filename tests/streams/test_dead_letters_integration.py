@@ -24,6 +24,7 @@ from streams import control, kafka_io
 from streams.control import await_briefing, new_command
 from streams.settings import DEFAULT_AXES, DeadLetterSettings, Settings
 from streams.worker_process import PROJECT, dump_settings, spawn_worker, stop_process
+from tests.processors.test_wire_v6_bound import bomb
 from tests.state_support import raw_file
 from tests.streams.fault_support import metric, worker_metrics
 from tests.support import async_wait_for, read_topic, running_worker, wait_for
@@ -151,6 +152,36 @@ async def test_the_notes_of_a_documents_record_that_do_not_read_are_dead_lettere
             (None, 1, "bad note two"),
         ]
         assert worker.poll() is None
+
+
+def peak_rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+
+
+async def test_a_record_that_would_expand_to_a_gib_is_dead_lettered_unexpanded_and_the_next_one_stored(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
+    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
+    [(key, good)] = encode_events(events, {})
+    [(_, record)] = pack_notes([(key, good)], {}, 1 << 20)
+    with running_worker(s, tmp_path) as worker:
+        await produce(s, "documents", key, bomb())  # ~32 KB declaring 1 000 bytes of notes: 1 GiB of them
+        await produce(s, "documents", key, record)
+        await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 1, 60, "the bomb dead-lettered")
+        stored = "predigest_documents_stored_total"
+        await async_wait_for(
+            lambda: metric(worker_metrics(s), stored, axis="inference", kind="inbox") == 1,
+            60,
+            "the good note",
+        )
+        assert worker.poll() is None and peak_rss_mib(worker.pid) < 1024  # the GiB was never there
+        [letter] = dead_list(s, tmp_path)
+        assert (letter["offset"], letter["reason"]) == (0, "unreadable")
+        assert "do not decompress to the 1000 bytes its lengths declare" in letter["error"]
 
 
 def critical_lines(log: Path) -> list[str]:
