@@ -22,6 +22,11 @@ LEVEL = 3  # what the producer used: the topic keeps the same ratio (~0.22 of th
 # no more: a note whose v4 record is over the limit becomes a rejection, and notes share a record only up to
 # kafka.record_bytes (at most 1 MiB).
 MAX_RECORD_BYTES = 24 * 1024 * 1024
+# A note's v4 record over this becomes a rejection; so many bytes is also the most a v6 record's notes may declare.
+# The headroom keeps the record's key and batch header, and a note's dead letter with its headers (an error cut at
+# 2 000 characters), within MAX_RECORD_BYTES: a record declaring the limit itself unpacked to a note whose dead
+# letter the producer refused, and the worker stopped on it at every start.
+NOTE_RECORD_LIMIT = MAX_RECORD_BYTES - 64 * 1024
 _NL = b"\n"
 
 
@@ -89,10 +94,10 @@ def pack_notes(
 
 def unpacked(frames: bytes, total: int) -> bytes:
     """A v6 record's notes back to back, from its frames; ValueError unless they come to `total` bytes, at most
-    MAX_RECORD_BYTES, found without unpacking more than that."""
-    if total > MAX_RECORD_BYTES:
+    NOTE_RECORD_LIMIT, found without unpacking more than that."""
+    if total > NOTE_RECORD_LIMIT:
         raise ValueError(
-            f"v6 documents record whose lengths declare {total} bytes of notes, over the {MAX_RECORD_BYTES} "
+            f"v6 documents record whose lengths declare {total} bytes of notes, over the {NOTE_RECORD_LIMIT} "
             "a record holds"
         )
     # zstd unpacks into this buffer and fails once it is full: a frame's own content size is not trusted (a

@@ -20,6 +20,7 @@ from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import load_template, markdown_pieces, render_markdown
 from processors.wire import DocumentRecord
+from processors.wire_frames import NOTE_RECORD_LIMIT
 from sinks import collector, duck
 from sinks.arxiv_cache import ArxivCache
 from sinks.arxiv_client import ArxivClient, ArxivPolicy
@@ -75,7 +76,7 @@ def route_params(settings: Settings) -> RouteParams:
         axes=tuple(settings.axes),
         zone=settings.tz,
         max_bytes=settings.max_bytes,
-        message_limit=MAX_MESSAGE_BYTES - 64 * 1024,  # headroom for the key and the batch header
+        message_limit=NOTE_RECORD_LIMIT,
         partitions={a.name: key_partition(a.name, settings.kafka.partitions) for a in settings.axes},
         record_bytes=settings.kafka.record_bytes,
     )

@@ -10,7 +10,7 @@ import cramjam
 import pytest
 
 from processors.wire import decode_notes
-from processors.wire_frames import MAGIC_V6, MAX_RECORD_BYTES, pack_notes
+from processors.wire_frames import MAGIC_V6, MAX_RECORD_BYTES, NOTE_RECORD_LIMIT, pack_notes
 from streams.worker_process import PROJECT
 from tests.processors.test_wire_v5 import batch, events
 
@@ -57,10 +57,16 @@ def test_a_record_that_would_expand_to_a_gib_is_refused_without_expanding_it() -
 
 
 def test_lengths_declaring_more_than_the_largest_record_are_refused_before_anything_is_allocated() -> None:
-    # One that does expand to what it declares, just over the largest record, and one declaring a PiB.
-    for declared, expands_to in ((MAX_RECORD_BYTES + 1, MAX_RECORD_BYTES + 1), (1 << 50, 1)):
+    # One that does expand to what it declares, just over what a note's record may be; one declaring the message
+    # limit itself (its one note's dead letter would be over it: the worker stopped on it); one declaring a PiB.
+    cases = (
+        (NOTE_RECORD_LIMIT + 1, NOTE_RECORD_LIMIT + 1),
+        (MAX_RECORD_BYTES, MAX_RECORD_BYTES),
+        (1 << 50, 1),
+    )
+    for declared, expands_to in cases:
         with pytest.raises(
-            ValueError, match=f"declare {declared} bytes of notes, over the {MAX_RECORD_BYTES}"
+            ValueError, match=f"declare {declared} bytes of notes, over the {NOTE_RECORD_LIMIT}"
         ):
             decode_notes(bomb(declared, expands_to))
 

@@ -19,7 +19,7 @@ import pytest
 from processors.fan_out import route_raw
 from processors.models import AxisSpec
 from processors.wire import encode_events
-from processors.wire_frames import pack_notes
+from processors.wire_frames import MAX_RECORD_BYTES, pack_notes
 from streams import control, kafka_io
 from streams.control import await_briefing, new_command
 from streams.settings import DEFAULT_AXES, DeadLetterSettings, Settings
@@ -170,8 +170,11 @@ async def test_a_record_that_would_expand_to_a_gib_is_dead_lettered_unexpanded_a
     [(_, record)] = pack_notes([(key, good)], {}, 1 << 20)
     with running_worker(s, tmp_path) as worker:
         await produce(s, "documents", key, bomb())  # ~32 KB declaring 1 000 bytes of notes: 1 GiB of them
+        # ~800 bytes declaring the message limit: unpacked, its one note's dead letter was over the limit, and
+        # the worker stopped on it at every start
+        await produce(s, "documents", key, bomb(MAX_RECORD_BYTES, MAX_RECORD_BYTES))
         await produce(s, "documents", key, record)
-        await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 1, 60, "the bomb dead-lettered")
+        await async_wait_for(lambda: len(dead_list(s, tmp_path)) == 2, 60, "the bombs dead-lettered")
         stored = "predigest_documents_stored_total"
         await async_wait_for(
             lambda: metric(worker_metrics(s), stored, axis="inference", kind="inbox") == 1,
@@ -179,9 +182,15 @@ async def test_a_record_that_would_expand_to_a_gib_is_dead_lettered_unexpanded_a
             "the good note",
         )
         assert worker.poll() is None and peak_rss_mib(worker.pid) < 1024  # the GiB was never there
-        [letter] = dead_list(s, tmp_path)
-        assert (letter["offset"], letter["reason"]) == (0, "unreadable")
-        assert "do not decompress to the 1000 bytes its lengths declare" in letter["error"]
+        gib, limit = sorted(dead_list(s, tmp_path), key=lambda letter: int(letter["offset"]))
+        assert (gib["offset"], gib["reason"], limit["offset"], limit["reason"]) == (
+            0,
+            "unreadable",
+            1,
+            "unreadable",
+        )
+        assert "do not decompress to the 1000 bytes its lengths declare" in gib["error"]
+        assert f"declare {MAX_RECORD_BYTES} bytes of notes" in limit["error"]
 
 
 def critical_lines(log: Path) -> list[str]:
