@@ -20,6 +20,9 @@ def encode_v2(events: Sequence[DocumentEvent]) -> list[tuple[bytes, bytes]]:
         value = MAGIC_V2 + b"\n" + header.model_dump_json().encode()
         if doc is not None:
             stored = store_document(doc)
+            assert isinstance(
+                stored.body_json, str
+            )  # a decoded record's body is bytes; a stored document's, text
             value += b"\n" + stored.summary_json.encode() + b"\n" + stored.body_json.encode()
         out.append((ev.key.encode(), value))
     return out
