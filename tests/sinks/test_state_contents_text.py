@@ -78,15 +78,18 @@ def test_a_batch_of_texts_reads_alike_twice_with_zero_rows_or_its_object_gone() 
         con.close()
 
 
-def test_bodies_kept_as_their_utf8_bytes_are_stored_as_the_same_text(tmp_path: Path) -> None:
-    # A decoded record's body is the UTF-8 its record carried (processors.wire): DuckDB gets those bytes as they
-    # are, and every kind of text reads back as from a `str`.
+def test_summaries_and_bodies_kept_as_their_utf8_bytes_are_stored_as_the_same_text(tmp_path: Path) -> None:
+    # A decoded record's summary and body are the UTF-8 its record carried (processors.wire): DuckDB gets those
+    # bytes as they are, and every kind of text reads back as from a `str`.
     docs = [parsed(f"inbox/jay/2026-09-27-11{i:02d}-{n}.md", t) for i, (n, t) in enumerate(TEXTS.items())]
     records = []
     for i, doc in enumerate(docs):
         record = document_record("inference", doc, raw_offset=i)
-        assert record.stored is not None and isinstance(record.stored.body_json, str)
-        carried = StoredDocument(record.stored.summary_json, record.stored.body_json.encode())
+        stored = record.stored
+        assert (
+            stored is not None and isinstance(stored.summary_json, str) and isinstance(stored.body_json, str)
+        )
+        carried = StoredDocument(stored.summary_json.encode(), stored.body_json.encode())
         records.append(DocumentRecord(record.header, carried))
     state = StateStore(tmp_path / "state.duckdb")
     items = [(record, Position("predigest.documents", 0, i)) for i, record in enumerate(records)]
