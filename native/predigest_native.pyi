@@ -1,6 +1,6 @@
 """predigest's compiled pass over a note (issue 14): structure, arXiv ids, hash, terms and MinHash in one call."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 class NoteReading:
@@ -60,8 +60,12 @@ class JsonIndenter:
 
 class TextColumns:
     """Columns of strings as one Arrow batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`, their
-    UTF-8 encoded without the GIL. ValueError: columns of different lengths, or a lone surrogate."""
+    UTF-8 encoded without the GIL; a `bytes` cell is taken as its UTF-8, checked. ValueError: columns of different
+    lengths, a lone surrogate, or bytes that are not UTF-8."""
 
-    def __init__(self, names: list[str], columns: list[list[str]]) -> None: ...
+    def __init__(self, names: list[str], columns: Sequence[Sequence[str | bytes]]) -> None: ...
     def __len__(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+def is_utf8(data: bytes) -> bool:
+    """Whether `data` is UTF-8, as `bytes.decode` would accept it (checked without the GIL)."""

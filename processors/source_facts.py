@@ -68,7 +68,7 @@ def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def source_facts(summary_json: str) -> SourceFacts:
+def source_facts(summary_json: str | bytes) -> SourceFacts:
     """The facts of a stored summary (`DocumentSummary` JSON, as `processors.wire` stores it: validated)."""
     return summary_facts(pydantic_core.from_json(summary_json))  # twice as fast as json.loads here
 

@@ -29,7 +29,7 @@ class SourceRows:
         if versions:
             self._insert(versions)
 
-    def _insert(self, versions: dict[tuple[str, str], tuple[str, SourceFacts | None]]) -> None:
+    def _insert(self, versions: dict[tuple[str, str], tuple[str | bytes, SourceFacts | None]]) -> None:
         rows = self._db.execute("SELECT nextval('source_seq') FROM range(?)", [len(versions)]).fetchall()
         vids = sorted(int(r[0]) for r in rows)
         facts = [carried or source_facts(summary) for summary, carried in versions.values()]

@@ -461,6 +461,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_class::<json_indent::JsonIndenter>()?;
     m.add_class::<text_columns::TextColumns>()?;
+    m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

@@ -86,3 +86,19 @@ def test_the_worker_joins_the_processes_frames_and_packs_notes_routed_in_it_in_o
     assert all(v.startswith(MAGIC_V6 + b"\n") for _, v in records)
     assert events(records) == events(v4)
     assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 3  # every note compressed
+
+
+def test_a_note_whose_body_is_not_utf8_is_set_apart_and_the_others_keep_their_text_as_it_came() -> None:
+    # The summaries and bodies are kept as their UTF-8 bytes, not decoded: the check that decoding made must still refuse a
+    # damaged one here, not fail the whole batch in the store.
+    v4 = batch({})[:3]
+    broken = v4[1][1] + b"\xff"
+    [(_, value)] = pack_notes([v4[0], (v4[1][0], broken), v4[2]], {}, 1 << 20)
+    notes = decode_notes(value)
+    assert [to_event(row) for row in notes.rows] == events([v4[0], v4[2]])
+    [failed] = notes.failed
+    assert (failed.index, failed.value) == (1, broken) and "UTF-8" in failed.error
+    for _, v in (v4[0], v4[2]):  # the others': the bytes their records carry, stored as they are
+        [row, *_] = decode_notes(v).rows
+        _, _, summary, _, body = v.split(b"\n", 4)
+        assert row.stored is not None and (row.stored.summary_json, row.stored.body_json) == (summary, body)

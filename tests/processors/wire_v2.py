@@ -20,6 +20,8 @@ def encode_v2(events: Sequence[DocumentEvent]) -> list[tuple[bytes, bytes]]:
         value = MAGIC_V2 + b"\n" + header.model_dump_json().encode()
         if doc is not None:
             stored = store_document(doc)
+            # A stored document's summary and body are text (a decoded record's are its bytes).
+            assert isinstance(stored.summary_json, str) and isinstance(stored.body_json, str)
             value += b"\n" + stored.summary_json.encode() + b"\n" + stored.body_json.encode()
         out.append((ev.key.encode(), value))
     return out

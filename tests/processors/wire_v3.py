@@ -26,6 +26,8 @@ def encode_v3(events: Sequence[DocumentEvent], partitions: Mapping[str, int]) ->
         value = MAGIC_V3 + b"\n" + header.model_dump_json().encode()
         if first.type == "document" and doc is not None:
             stored = store_document(doc)
+            # A stored document's summary and body are text (a decoded record's are its bytes).
+            assert isinstance(stored.summary_json, str) and isinstance(stored.body_json, str)
             value += b"\n" + stored.summary_json.encode() + b"\n" + stored.body_json.encode()
         out.append((first.key.encode(), value))
     return out

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from predigest_native import TextColumns
+from predigest_native import TextColumns, is_utf8
 
 from processors.window import window_bounds
+from processors.wire import DocumentRecord, StoredDocument
 from sinks.state import Position, StateStore
 from tests.state_support import SH, document_record, parsed, window_documents
 
@@ -75,3 +76,38 @@ def test_a_batch_of_texts_reads_alike_twice_with_zero_rows_or_its_object_gone() 
         assert con.from_arrow(TextColumns(["path", "text"], [[], []])).fetchall() == []
     finally:
         con.close()
+
+
+def test_summaries_and_bodies_kept_as_their_utf8_bytes_are_stored_as_the_same_text(tmp_path: Path) -> None:
+    # A decoded record's summary and body are the UTF-8 its record carried (processors.wire): DuckDB gets those
+    # bytes as they are, and every kind of text reads back as from a `str`.
+    docs = [parsed(f"inbox/jay/2026-09-27-11{i:02d}-{n}.md", t) for i, (n, t) in enumerate(TEXTS.items())]
+    records = []
+    for i, doc in enumerate(docs):
+        record = document_record("inference", doc, raw_offset=i)
+        stored = record.stored
+        assert (
+            stored is not None and isinstance(stored.summary_json, str) and isinstance(stored.body_json, str)
+        )
+        carried = StoredDocument(stored.summary_json.encode(), stored.body_json.encode())
+        records.append(DocumentRecord(record.header, carried))
+    state = StateStore(tmp_path / "state.duckdb")
+    items = [(record, Position("predigest.documents", 0, i)) for i, record in enumerate(records)]
+    assert state.apply_batch(items) == [True] * len(records)
+    assert [d.text for d in window_documents(state, "inference", WINDOW)] == [d.text for d in docs]
+    state.close()
+
+
+def test_bytes_cells_are_read_as_their_text_and_refused_unless_utf8() -> None:
+    con = duckdb.connect()
+    try:
+        texts = list(TEXTS.values())
+        columns = TextColumns(["s", "b"], [texts, [t.encode() for t in texts]])
+        assert con.from_arrow(columns).fetchall() == [(t, t) for t in texts]
+    finally:
+        con.close()
+    for damaged in (b"\xff", "é".encode()[:1], "\ud800".encode(errors="surrogatepass")):
+        assert not is_utf8(damaged)
+        with pytest.raises(ValueError, match="not UTF-8"):
+            TextColumns(["b"], [[b"ok", damaged]])
+    assert all(is_utf8(t.encode()) for t in texts)

@@ -1,0 +1,45 @@
+"""The window agent's decode of a batch: no cyclic collection while its rows are made, the collector on after."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from processors.wire import Notes
+from processors.wire_frames import pack_notes
+from streams.agents import _decode_all
+from tests.processors.test_wire_v5 import batch
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The collections started while the test runs, the collector set off every 50 allocations."""
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(50)
+    gc.callbacks.append(count)
+    try:
+        yield started
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*threshold)
+
+
+def test_a_batch_is_decoded_without_a_collection_and_the_collector_is_on_after(
+    collections: list[int],
+) -> None:
+    # Every row lives until the store: a collection meanwhile frees nothing and traverses the worker's heap.
+    values = [v for _, v in pack_notes(batch({}), {}, 16 * 1024)] + [b"not a documents record"]
+    assert len(values) > 3
+    collections.clear()  # those set off while the records were made
+    decoded = _decode_all(values)
+    assert len(collections) <= 1  # the one the first allocation after the pause sets off; several without it
+    assert all(isinstance(d, Notes) and d.rows for d in decoded[:-1]) and isinstance(decoded[-1], ValueError)
+    assert gc.isenabled()
