@@ -31,7 +31,7 @@ from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
 from processors.parse_stage import documents_records
-from processors.wire import DocumentRecord, Notes, decode_notes, notes_in
+from processors.wire import DocumentRecord, Notes, batch_weight, decode_notes
 from sinks import collector
 from sinks.state import Position
 from streams.batches import (
@@ -174,12 +174,12 @@ async def parse_batch(
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
-    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_notes_of)
+    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
     heap = HeapTrim(services.clock)
     # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
     stream.add_processor(partial(_received, services))
     async for events in batches:
-        backlog = weighed_behind(records_behind(stream, events), events, _notes_of) >= BACKLOG_RECORDS
+        backlog = weighed_behind(records_behind(stream, events), events, _weight) >= BACKLOG_RECORDS
         with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
             await window_batch(services, outputs, events, backlog=backlog)
         # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
@@ -193,8 +193,8 @@ def _received(services: Services, value: bytes) -> bytes:
     return value
 
 
-def _notes_of(event: EventT[bytes]) -> int:
-    return notes_in(event.value or b"")
+def _weight(event: EventT[bytes]) -> int:
+    return batch_weight(event.value or b"")
 
 
 async def window_batch(

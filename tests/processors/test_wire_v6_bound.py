@@ -9,7 +9,7 @@ import sys
 import cramjam
 import pytest
 
-from processors.wire import decode_notes
+from processors.wire import WEIGHT_BYTES, batch_weight, decode_notes, notes_in
 from processors.wire_frames import MAGIC_V6, MAX_RECORD_BYTES, NOTE_RECORD_LIMIT, pack_notes
 from streams.worker_process import PROJECT
 from tests.processors.test_wire_v5 import batch, events
@@ -35,7 +35,7 @@ def bomb(declared: int = 1000, expands_to: int = 1 << 30) -> bytes:
 # Run in a child whose address space allows 256 MiB more than it has once imported: a GiB never fits in it.
 _UNDER_A_SMALL_RLIMIT = """
 import resource, sys
-from processors.wire import decode_notes
+from processors.wire import WEIGHT_BYTES, batch_weight, decode_notes, notes_in
 from tests.processors.test_wire_v6_bound import bomb
 size = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize:")) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))
@@ -93,3 +93,13 @@ def test_a_frame_without_a_content_size_reads_as_one_with_it() -> None:
     frames = bytes(streamed.finish())
     assert frames[4] & 0xE0 == 0  # no Frame_Content_Size, not single-segment: the size is not there
     assert events([(key, head + b"]\n" + frames)]) == events(v4)
+
+
+def test_a_window_batch_weighs_a_record_by_the_bytes_it_declares_when_more_than_its_notes() -> None:
+    # The window agent holds a batch's notes until their dead letters are sent, and a batch stops at 500 of
+    # weight: records of a few hundred bytes declaring the largest note each fill it after two, not 500 (12 GiB).
+    assert batch_weight(bomb(NOTE_RECORD_LIMIT, 1)) == NOTE_RECORD_LIMIT // WEIGHT_BYTES >= 250
+    v6 = pack_notes(batch({}), {}, 1 << 20)
+    assert [batch_weight(value) for _, value in v6] == [notes_in(value) for _, value in v6]  # as before
+    assert batch_weight(b"predigest.documents/v6\n[1,x]\n") == 2  # refused whole, unexpanded, by the decode
+    assert batch_weight(b"predigest.documents/v4\n" + b"x" * 3 * WEIGHT_BYTES) == 3
