@@ -116,7 +116,7 @@ class _What(NamedTuple):
 
     primary: tuple[str, ...]
     shape: UnitShape
-    statements: Sequence[Said]
+    statements: Iterable[Said]
     paper_title: str = ""
 
 
@@ -229,7 +229,7 @@ class _NoteReader:
         primary: tuple[str, ...],
         title: str = "",
     ) -> Unit:
-        said = _statements(content, primary, title)
+        said = Replayed(_each_statement(content, primary, title))  # as far as its points and thesis read
         return self.unit(section, content, end, _What(primary, "section_paper", said, title))
 
     def _paper(self, section: SectionNode, paper: PaperBlock, end: int) -> Unit:
