@@ -12,7 +12,9 @@ _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)、](?!\d))\s+")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
 _SOURCE_LINE = re.compile(r"^\s*(?:来源|原始来源|source|sources|url|链接)\s*[:：]", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^。！？；!?;]+[。！？；!?;]?")
-_EN_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+# The space between two English sentences (kept out of both); led by the stop, not by a lookbehind tried at every
+# character (twice as fast over a card's paragraphs).
+_EN_BREAK = re.compile(r"[.!?](\s+)(?=[A-Z])")
 # A figure: 98.6%, 1.7%→92.2%, 3.8×, 2-4×, 46 倍, 5200 万, -72.4%, 0.36%, 4.7x.
 _UNIT = r"(?:%|×|x(?![a-z])|倍|万|亿|ms|s(?![a-z])|GB|GiB|MB|KB|B(?![a-z]))"
 NUMBER = re.compile(
@@ -52,8 +54,12 @@ def sentences(text: str) -> list[str]:
     """Sentences of a paragraph, Chinese or English punctuation."""
     out: list[str] = []
     for part in _SENTENCE.findall(text):
-        out.extend(s.strip() for s in _EN_SENTENCE.split(part) if s.strip())
-    return out
+        at = 0
+        for m in _EN_BREAK.finditer(part):
+            out.append(part[at : m.start(1)].strip())
+            at = m.end(1)
+        out.append(part[at:].strip())
+    return [s for s in out if s]
 
 
 def has_digit(text: str) -> bool:
