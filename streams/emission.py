@@ -9,7 +9,7 @@ from datetime import datetime
 from processors.models import Briefing, Trigger
 from sinks.emission_bodies import Body, unpack, unpack_pieces
 from sinks.emissions import EmissionRecord
-from sinks.files import indented_pieces
+from sinks.files import indented_pieces, pretty_json_bytes
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,11 @@ class Emission:
         return unpack_pieces(self.recorded_markdown) if self.packed else iter((self.recorded_markdown,))
 
     def json_file(self) -> Iterator[bytes | memoryview]:
-        """The `.json` file's bytes in consecutive pieces: the recorded JSON, indented as it is unpacked (never
-        parsed back into Python objects: the ~80 MB of a 100k window)."""
-        return indented_pieces(self.json_pieces())
+        """The `.json` file's bytes in consecutive pieces: the recorded JSON, indented (one made here as it is
+        unpacked, never parsed back into Python objects: the ~80 MB of a 100k window)."""
+        if self.packed:
+            return indented_pieces(unpack_pieces(self.recorded_json))
+        return iter((pretty_json_bytes(self.recorded_json),))
 
     @property
     def briefing(self) -> Briefing:
