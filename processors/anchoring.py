@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 
 from processors.arxiv_ids import MAX_LISTED_IDS_PER_NOTE
 from processors.living_doc import LivingDoc, parse_living_doc
@@ -67,7 +69,8 @@ class IdOrder:
     def split(self, anchored: Collection[str]) -> IdSplit:
         """The ids, new unless anchored."""
         groups = (self._eligible, self._baselines, self._all)
-        ordered = (i for g in groups for _, ids in sorted(g, key=lambda e: e[0]) for i in ids)
+        # Chained in C: a window of 10k sources lists ~150k ids.
+        ordered = chain.from_iterable(ids for g in groups for _, ids in sorted(g, key=itemgetter(0)))
         return split_ids(ordered, anchored)
 
 

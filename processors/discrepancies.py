@@ -70,6 +70,8 @@ def _line_mentions(text: str, limit: int = MAX_MENTIONS) -> Iterator[tuple[str, 
     their product (`vLLM 0.6.3 … upgrade to v0.7.0`) is about releases, not a claim of one."""
     count = 0
     for raw in text.splitlines():
+        if "." not in raw:
+            continue  # no release without a dot, and `clean_line` adds none: most lines are not cleaned
         line = clean_line(raw)
         mentions = versions_in(line)
         if mentions and len(set(release_numbers(line))) <= len({m.version for m in mentions}):

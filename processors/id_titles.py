@@ -85,6 +85,7 @@ _TITLE_COLUMNS = (
 )
 _NAME = re.compile(r"^(?:[A-Z][\w'’.\-]*|[A-Z]\.)$")
 _CAPITAL = re.compile(r"[A-Z]")
+_AUTHOR_SEPARATOR = re.compile(r",|，|、|\band\b|&")
 _LABEL_NUMBER = re.compile(r"^[^:：]{1,24}[:：]\s*[\d.,%/\s]+$")  # `总论文数：13`, `Read time: 12`
 # Headings of a paper's or a digest's parts, never a paper's title.
 _GENERIC = frozenset(
@@ -114,8 +115,16 @@ def clean_title(text: str) -> str:
 def _author_list(text: str) -> bool:
     if _CAPITAL.search(text) is None:  # every name opens with one (`_NAME`): most findings are out at once
         return False
-    parts = [p.strip(" .*") for p in re.split(r",|，|、|\band\b|&", text) if p.strip(" .*")]
-    names = sum(1 for p in parts if 2 <= len(p.split()) <= 4 and all(_NAME.match(w) for w in p.split()))
+    parts = [p.strip(" .*") for p in _AUTHOR_SEPARATOR.split(text) if p.strip(" .*")]
+    # Two names at least, and four parts in five: the first part that is no name settles most findings.
+    misses = 0
+    for p in parts:
+        words = p.split()
+        if not (2 <= len(words) <= 4 and all(_NAME.match(w) for w in words)):
+            misses += 1
+            if len(parts) - misses < 2 or len(parts) - misses < 0.8 * len(parts):
+                return False
+    names = len(parts) - misses
     return names >= 2 and names >= 0.8 * len(parts)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -12,7 +12,9 @@ _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)、](?!\d))\s+")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
 _SOURCE_LINE = re.compile(r"^\s*(?:来源|原始来源|source|sources|url|链接)\s*[:：]", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^。！？；!?;]+[。！？；!?;]?")
-_EN_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+# The space between two English sentences (kept out of both); led by the stop, not by a lookbehind tried at every
+# character (twice as fast over a card's paragraphs).
+_EN_BREAK = re.compile(r"[.!?](\s+)(?=[A-Z])")
 # A figure: 98.6%, 1.7%→92.2%, 3.8×, 2-4×, 46 倍, 5200 万, -72.4%, 0.36%, 4.7x.
 _UNIT = r"(?:%|×|x(?![a-z])|倍|万|亿|ms|s(?![a-z])|GB|GiB|MB|KB|B(?![a-z]))"
 NUMBER = re.compile(
@@ -52,8 +54,12 @@ def sentences(text: str) -> list[str]:
     """Sentences of a paragraph, Chinese or English punctuation."""
     out: list[str] = []
     for part in _SENTENCE.findall(text):
-        out.extend(s.strip() for s in _EN_SENTENCE.split(part) if s.strip())
-    return out
+        at = 0
+        for m in _EN_BREAK.finditer(part):
+            out.append(part[at : m.start(1)].strip())
+            at = m.end(1)
+        out.append(part[at:].strip())
+    return [s for s in out if s]
 
 
 def has_digit(text: str) -> bool:
@@ -185,27 +191,47 @@ class Said(NamedTuple):
     bullet: bool = False
 
 
-def _candidates(said: Iterable[Said]) -> list[Said]:
-    out: list[Said] = []
+def _candidates(said: Iterable[Said]) -> Iterator[Said]:
     for s in said:
         if s.bullet and len(s.text) > MAX_POINT:
-            out.extend(Said(x) for x in sentences(s.text))  # a bullet too long to be one point
+            yield from (Said(x) for x in sentences(s.text))  # a bullet too long to be one point
         else:
-            out.append(s)
-    return out
+            yield s
 
 
-def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
+class Replayed(Iterable[Said]):
+    """What a unit says, each statement made when first asked for and kept: a card says hundreds of things, and
+    its points and thesis are found in the first few (`point_list`, `thesis_of`: each reads it from the start)."""
+
+    def __init__(self, said: Iterable[Said]) -> None:
+        self._said = iter(said)
+        self._kept: list[Said] = []
+
+    def __iter__(self) -> Iterator[Said]:
+        yield from self._kept
+        at = len(self._kept)
+        while True:
+            if at == len(self._kept):
+                nxt = next(self._said, None)
+                if nxt is None:
+                    return
+                self._kept.append(nxt)
+            yield self._kept[at]
+            at += 1
+
+
+def point_list(said: Iterable[Said], limit: int = 6) -> list[str]:
     """A unit's key points from what it says: the figure-bearing sentences first, then its opening sentence,
     then its other bullets and its sentences with numbers, in order."""
-    found = _candidates(said)
-    if not found:
+    found = Replayed(_candidates(said))
+    first = next(iter(found), None)
+    if first is None:
         return []
-    figures = [s.text for s in found if has_figure(s.text)]
-    # The others are looked at only until `limit` points are found: a card says hundreds of things.
-    others = (s.text for s in found[1:] if s.bullet or _has_number(s.text))
+    # Each is looked at only until `limit` points are found: a card says hundreds of things.
+    figures = (s.text for s in found if has_figure(s.text))
+    others = (s.text for s in itertools.islice(found, 1, None) if s.bullet or _has_number(s.text))
     out: list[str] = []
-    for point in itertools.chain(figures, [found[0].text], others):
+    for point in itertools.chain(figures, [first.text], others):
         point = _clip(point)
         if point not in out and not any(point in other for other in out):
             out.append(point)
@@ -214,7 +240,7 @@ def point_list(said: Sequence[Said], limit: int = 6) -> list[str]:
     return out
 
 
-def thesis_of(statements: Sequence[Said]) -> str:
+def thesis_of(statements: Iterable[Said]) -> str:
     """The sentence of a unit's own statements that states the claim: one with a thesis marker, else one saying
     what it proposes, else its first figure-bearing sentence, else its first sentence."""
     said: list[str] = []

@@ -17,6 +17,10 @@ _VERSION = re.compile(
     r"(?<![\w.\-–~～—/@#§:])(?P<v>[vV])?(?P<number>\d{1,4}(?:\.\d{1,6}){1,3})"
     r"(?![\w.%×倍+]|\s*[-–~～—]\s*\d|\s*[x×倍%])"
 )
+# What every release kept has (three parts, or a `v`): a line with neither, most prose, is not searched for
+# `_VERSION`, whose leading lookbehind is tried at every character (these two searches cost a fraction of it).
+_THREE_PARTS = re.compile(r"\.\d+\.")
+_AFTER_V = re.compile(r"[vV]\d")
 _CONSTRAINT = re.compile(r"[<>=~^!]=?\s*[vV]?$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z]")
 # Lower-case names that are products as written (package names); any other product name has a capital.
@@ -108,6 +112,8 @@ def versions_in(text: str, limit: int = MAX_MENTIONS) -> list[VersionMention]:
 
 
 def _releases(line: str) -> Iterator[re.Match[str]]:
+    if not (_THREE_PARTS.search(line) or _AFTER_V.search(line)):
+        return
     for m in _VERSION.finditer(line):
         parts = m.group("number").split(".")
         if int(parts[0]) < 1000 and (len(parts) >= 3 or m.group("v")):  # not a year, not a two-part number

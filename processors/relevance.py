@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
@@ -250,7 +251,7 @@ class AxisSpace:
 
     def learn_texts(self, texts: Iterable[str]) -> None:
         """Ask the window's frequencies of the terms of `texts` in one go (the units a briefing will vectorise)."""
-        self.model.learn(t for text in texts for t in self._term_counts(text))
+        self.model.learn(chain.from_iterable(map(self._term_counts, texts)))
 
     def vector_of_text(self, text: str) -> Vector:
         # The same section text is asked for by clustering, ranking and section matching: vectorise it once.

@@ -14,13 +14,13 @@ every pass linear in the note.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 from processors.arxiv_ids import extract_arxiv_ids
 from processors.boilerplate import BoilerplateReason, block_reasons, section_boilerplate
 from processors.id_titles import block_ids, clean_title, plausible_title, title_line
-from processors.key_points import Said, has_substance, point_list, thesis_of
+from processors.key_points import Replayed, Said, has_substance, point_list, thesis_of
 from processors.models import Document, DocumentSummary, Frozen, Kind, Section
 from processors.paper_blocks import PaperBlock, papers_in
 from processors.relevance import declared_axes
@@ -116,27 +116,26 @@ class _What(NamedTuple):
 
     primary: tuple[str, ...]
     shape: UnitShape
-    statements: Sequence[Said]
+    statements: Iterable[Said]
     paper_title: str = ""
 
 
 def _statements(blocks: Sequence[Block], own_ids: Sequence[str], title: str = "") -> list[Said]:
-    said: list[Said] = []
-    for b in blocks:
-        said.extend(
-            [Said(row_statement(b), bullet=True)] if b.kind == "table_row" else said_by(b, own_ids=own_ids)
-        )
-    if not title:
-        return [s for s in said if s.text]
+    return list(_each_statement(blocks, own_ids, title))
+
+
+def _each_statement(blocks: Iterable[Block], own_ids: Sequence[str], title: str = "") -> Iterator[Said]:
+    """What the blocks state, in order, a block at a time; none of them the `title` itself."""
     # clean_title only removes characters (and turns white space into spaces): a text shorter than the title, or
     # missing one of its characters, cannot be it. A card's hundreds of sentences skip the regexes.
     chars = set(title) - {" "}
-    return [
-        s
-        for s in said
-        if s.text
-        and not (len(s.text) >= len(title) and chars <= set(s.text) and clean_title(s.text) == title)
-    ]
+    for b in blocks:
+        said = [Said(row_statement(b), bullet=True)] if b.kind == "table_row" else said_by(b, own_ids=own_ids)
+        for s in said:
+            if s.text and not (
+                title and len(s.text) >= len(title) and chars <= set(s.text) and clean_title(s.text) == title
+            ):
+                yield s
 
 
 class _NoteReader:
@@ -230,7 +229,7 @@ class _NoteReader:
         primary: tuple[str, ...],
         title: str = "",
     ) -> Unit:
-        said = _statements(content, primary, title)
+        said = Replayed(_each_statement(content, primary, title))  # as far as its points and thesis read
         return self.unit(section, content, end, _What(primary, "section_paper", said, title))
 
     def _paper(self, section: SectionNode, paper: PaperBlock, end: int) -> Unit:
@@ -258,7 +257,8 @@ def _card(doc: Document, axis: str, relevance: tuple[int, float]) -> Unit:
         if section_boilerplate(section, reasons) is None:
             blocks.extend(b for b, r in zip(section.blocks, reasons, strict=True) if r is None)
     ids = tuple(dict.fromkeys([*doc.arxiv_ids, *extract_arxiv_ids(doc.text)]))
-    said = _statements(blocks, doc.arxiv_ids[:1], doc.title)
+    # Read only as far as its points and thesis need (a card states hundreds of things).
+    said = Replayed(_each_statement(blocks, doc.arxiv_ids[:1], doc.title))
     urls = tuple(urls_in(doc.text)) or tuple(f"https://arxiv.org/abs/{i}" for i in doc.arxiv_ids[:1])
     return Unit(
         doc_path=doc.path,

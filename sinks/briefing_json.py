@@ -1,7 +1,7 @@
 """A briefing's JSON made a slice of its lists at a time: joined, the very bytes pydantic makes of it whole.
 
 A 100k window's briefing is ~75 MB of compact JSON; made in slices, it is never held whole beside the model
-(`emission_bodies.Body.made` packs each slice as it comes, and `files.PackedJsonFile` indents it for the file).
+(`emission_bodies.Body.made` packs each slice as it comes; `files.indented_pieces` indents it for the file).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ SLICE = 2000  # list items serialised at a time (~2 MB of JSON for sources)
 
 def json_pieces(briefing: Briefing) -> Iterator[bytes]:
     """`briefing`'s compact JSON by alias in pieces whose concatenation is `to_json` of it whole
-    (tests/sinks/test_briefing_json.py); the `.json` file's indented bytes are made from them (`PackedJsonFile`)."""
+    (tests/sinks/test_briefing_json.py); the `.json` file's indented bytes are made from them (`indented_pieces`)."""
     # Each field serialised alone is `{<key>: <value>}`: its braces come off.
     yield b"{"
     for n, name in enumerate(type(briefing).model_fields):

@@ -13,8 +13,6 @@ from typing import BinaryIO
 import pydantic_core
 from predigest_native import JsonIndenter
 
-from sinks.emission_bodies import Packer
-
 log = logging.getLogger(__name__)
 
 # A briefing file's bytes in consecutive pieces, made as the file is written (anew at each call).
@@ -92,29 +90,17 @@ def pretty_json(briefing_json: str | bytes) -> str:
 def pretty_json_bytes(briefing_json: str | bytes) -> bytes:
     """`pretty_json` as the file's bytes (a 100k window's is ~100 MB: no str copy of it is made)."""
     # pydantic-core's serializer: the recorded JSON's own number formatting, ~3x faster than json's indenting
-    # encoder on the multi-MB JSON of a large window. A fresh briefing skips the parse (its `indented` bytes).
+    # encoder on the multi-MB JSON of a large window. An emission's file skips the parse (`indented_pieces`).
     return pydantic_core.to_json(pydantic_core.from_json(briefing_json), indent=2) + b"\n"
 
 
-class PackedJsonFile:
-    """The `.json` file's bytes of a briefing, packed (zstd), made from its compact JSON's pieces as they pass
-    (`passing`): indented in compiled code (`JsonIndenter`), the bytes `pretty_json_bytes` makes, without the model
-    serialised a second time nor its ~100 MB held whole."""
-
-    def __init__(self) -> None:
-        self._indenter = JsonIndenter(2)
-        self._packer = Packer()
-
-    def passing(self, compact: Iterable[bytes]) -> Iterator[bytes]:
-        """The compact pieces, each indented and packed as it passes."""
-        for piece in compact:
-            self._packer.add(self._indenter.feed(piece))
-            yield piece
-        self._packer.add(self._indenter.finish() + b"\n")
-
-    def packed(self) -> bytes:
-        """The file's bytes packed, once every piece has passed."""
-        return self._packer.packed()
+def indented_pieces(compact: Iterable[bytes | memoryview]) -> Iterator[bytes]:
+    """The `.json` file's bytes from its compact JSON's pieces (cut anywhere), each indented as it comes in compiled
+    code (`JsonIndenter`): the bytes `pretty_json_bytes` makes, without a parse nor the ~100 MB held whole."""
+    indenter = JsonIndenter(2)
+    for piece in compact:
+        yield indenter.feed(piece if isinstance(piece, bytes) else bytes(piece))
+    yield indenter.finish() + b"\n"
 
 
 class BriefingFiles:

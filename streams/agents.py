@@ -306,9 +306,8 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         if emission is None or not await services.outbox.write(emission):
             return
         services.outbox.settle(emission.axis)
-        # Its files are written: what only they need (its `.json` file and Markdown, packed) is not kept while
-        # its JSON is sent.
-        emission = replace(emission, indented=None, recorded_markdown=None)
+        # Its files are written: what only they need (its Markdown, packed) is not kept while its JSON is sent.
+        emission = replace(emission, recorded_markdown=None)
         if not emission.delivered:
             await must_finish(
                 partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from processors.models import Briefing, Trigger
 from sinks.emission_bodies import Body, unpack, unpack_pieces
 from sinks.emissions import EmissionRecord
-from sinks.files import pretty_json_bytes
+from sinks.files import indented_pieces, pretty_json_bytes
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,6 @@ class Emission:
     recorded_markdown: bytes | None = None
     fresh: bool = True  # recorded by this command (False: a repeated command found it recorded)
     requested_at: datetime | None = None  # when its command was requested (the briefing duration's start)
-    # The `.json` file's bytes packed, when this command made the briefing: indented from the model as it was
-    # recorded, so the ~80 MB JSON of a 100k window is never parsed back into Python objects.
-    indented: bytes | None = field(default=None, compare=False, repr=False)
     packed: bool = False
 
     @classmethod
@@ -64,7 +61,6 @@ class Emission:
         key: tuple[str, datetime, Trigger],
         basename: str,
         body: Body,
-        indented: bytes,
         requested_at: datetime | None,
     ) -> Emission:
         """The emission of a briefing this command made and recorded: its texts as packed for the record."""
@@ -78,7 +74,6 @@ class Emission:
             delivered=False,
             recorded_markdown=body.markdown_zst,
             requested_at=requested_at,
-            indented=indented,
             packed=True,
         )
 
@@ -100,11 +95,11 @@ class Emission:
         return unpack_pieces(self.recorded_markdown) if self.packed else iter((self.recorded_markdown,))
 
     def json_file(self) -> Iterator[bytes | memoryview]:
-        """The `.json` file's bytes in consecutive pieces: the recorded JSON, indented."""
-        if self.indented is not None:
-            yield from unpack_pieces(self.indented)
-        else:
-            yield pretty_json_bytes(self.json_bytes())
+        """The `.json` file's bytes in consecutive pieces: the recorded JSON, indented (one made here as it is
+        unpacked, never parsed back into Python objects: the ~80 MB of a 100k window)."""
+        if self.packed:
+            return indented_pieces(unpack_pieces(self.recorded_json))
+        return iter((pretty_json_bytes(self.recorded_json),))
 
     @property
     def briefing(self) -> Briefing:

@@ -28,7 +28,7 @@ from sinks.briefing_json import json_pieces
 from sinks.clock import Clock
 from sinks.emission_bodies import PER_SOURCE, Body
 from sinks.enrichment import Enricher
-from sinks.files import BriefingFiles, PackedJsonFile
+from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly
@@ -223,7 +223,7 @@ class Pipeline:
                 "DuckDB's cache kept through this briefing's texts: a read was open or the state has no limit"
             )
         # In a thread: each is seconds for a window of 100k sources.
-        body, indented = await asyncio.to_thread(self._packed, briefing)
+        body = await asyncio.to_thread(self._packed, briefing)
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         # The model (~0.3 GiB at 100k sources) goes before the record's write: its texts stay packed (~15 MB, not
         # ~220), each unpacked a few MB at a time when its file is written or its message sent.
@@ -240,23 +240,20 @@ class Pipeline:
         self._count_emission(head, counted, window_size)
         key = (axis.name, command.end, command.trigger)
         if recorded:
-            return Emission.made(key, basename, body, indented, command.requested_at)
+            return Emission.made(key, basename, body, command.requested_at)
         record = self.state.emission_record(*key)
         assert record is not None, "an emission just recorded must be readable"
         return Emission.of(*key, record, True, command.requested_at)
 
-    def _packed(self, briefing: Briefing) -> tuple[Body, bytes]:
-        """The briefing as recorded (its compact JSON and Markdown packed), and its `.json` file's bytes packed.
+    def _packed(self, briefing: Briefing) -> Body:
+        """The briefing as recorded: its compact JSON and Markdown packed (its `.json` file is indented from the
+        former as it is written, `Emission.json_file`).
 
         Each is made a slice at a time and packed as it comes: none of the ~100 MB texts of a 100k window is
         held whole beside the model.
         """
         markdown = markdown_pieces(briefing, lang=self.settings.lang, zone=self.settings.tz)
-        json_file = PackedJsonFile()  # indented from the compact JSON as it is made, not serialised again
-        body = Body.made(
-            briefing, (piece.encode() for piece in markdown), json_file.passing(json_pieces(briefing))
-        )
-        return body, json_file.packed()
+        return Body.made(briefing, (piece.encode() for piece in markdown), json_pieces(briefing))
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from processors.models import Briefing
 from sinks.briefing_json import json_pieces
-from sinks.emission_bodies import unpack, unpack_pieces
-from sinks.files import BriefingFiles, PackedJsonFile, pretty_json, pretty_json_bytes
+from sinks.emission_bodies import pack_pieces, unpack_pieces
+from sinks.files import BriefingFiles, indented_pieces, pretty_json, pretty_json_bytes
 from tests.processors.notes import brief, example_documents
 from tests.state_support import SH, empty_briefing
 
@@ -40,14 +40,14 @@ def test_a_fresh_briefings_json_file_is_byte_for_byte_the_one_indented_from_its_
     # The example root's briefing: floats (relevance, similarity), CJK, escapes, empty and nested lists.
     b = brief(example_documents())
     recorded = b.model_dump_json(by_alias=True)
-    json_file = PackedJsonFile()
-    assert (
-        b"".join(json_file.passing(json_pieces(b))) == recorded.encode()
-    )  # the compact JSON passes unchanged
-    packed = json_file.packed()
-    assert unpack(packed) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
+    packed = pack_pieces(json_pieces(b))  # as the record holds it; its file is indented as it is unpacked
+
+    def json_file() -> Iterator[bytes]:
+        return indented_pieces(unpack_pieces(packed))
+
+    assert b"".join(json_file()) == pretty_json_bytes(recorded) == pretty_json(recorded).encode()
     files = BriefingFiles(tmp_path)
-    assert files.ensure_made("inference", "fresh", lambda: unpack_pieces(packed), lambda: (b"# md\n",))
+    assert files.ensure_made("inference", "fresh", json_file, lambda: (b"# md\n",))
     assert (
         files.ensure("inference", "fresh", recorded, "# md\n") == []
     )  # what a repair writes: nothing differs
@@ -69,11 +69,13 @@ def test_the_json_file_indented_from_compact_pieces_cut_anywhere_is_pydantics_ow
 ) -> None:
     compact = pydantic_core.to_json(value)
     at = sorted({min(c, len(compact)) for c in cuts})
-    pieces = [compact[a:b] for a, b in zip([0, *at], [*at, len(compact)], strict=True)]
-    json_file = PackedJsonFile()
-    assert b"".join(json_file.passing(pieces)) == compact
+    # Unpacked frames come as memoryviews: every other piece is one.
+    pieces = [
+        compact[a:b] if n % 2 else memoryview(compact)[a:b]
+        for n, (a, b) in enumerate(zip([0, *at], [*at, len(compact)], strict=True))
+    ]
     assert (
-        unpack(json_file.packed())
+        b"".join(indented_pieces(pieces))
         == pydantic_core.to_json(value, indent=2) + b"\n"
         == pretty_json_bytes(compact)
     )
