@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from processors.arxiv_ids import card_number_from_name
 from processors.i18n import Lang, say
@@ -25,6 +27,7 @@ from processors.models import (
 from processors.near_duplicates import DuplicateOf
 from processors.reasons import NoIncrementCode
 from processors.relevance import Scorer, declared_axes, relevance
+from processors.source_columns import ListingColumns
 from processors.source_facts import heading_topic
 from processors.units import card_anchors
 from processors.window import in_window
@@ -86,10 +89,19 @@ class AccountContext:
     anchored: Collection[str]
     queue_items: Mapping[str, int]
     lang: Lang
+    # Each reason said once (a 100k window's sources share a few hundred), but a duplicate's: one a source.
+    _said: dict[tuple[object, ...], str] = field(default_factory=dict, compare=False, repr=False)
+
+    def say(self, key: str, values: Mapping[str, object]) -> str:
+        """`say` of the phrase `key`, formatted with `values`: the same string for the same values."""
+        k = (key, *values.values())
+        said = self._said.get(k)
+        if said is None:
+            said = self._said[k] = say(key, self.lang, **values)
+        return said
 
 
-@dataclass(frozen=True)
-class Standing:
+class Standing(NamedTuple):
     """How one source stands for the axis: its relevance, what it duplicates, whether it had candidates."""
 
     rel: Relevance
@@ -99,9 +111,8 @@ class Standing:
     had_candidates: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """What 六 reads of a source besides its standing (kept per source of a window of any size: small)."""
+class Listed(NamedTuple):
+    """What 六 reads of a source besides its standing."""
 
     path: str
     kind: Kind
@@ -113,9 +124,8 @@ def no_increment(doc: Listed, st: Standing, ctx: AccountContext, selected: int) 
     """Why a source of the window yields no increment, in words and as a code."""
 
     def out(code: NoIncrementCode, key: str, **values: object) -> NoIncrementSource:
-        return built(
-            NoIncrementSource, {"path": doc.path, "reason": say(key, ctx.lang, **values), "code": code}
-        )
+        reason = say(key, ctx.lang, **values) if code == "duplicate" else ctx.say(key, values)
+        return built(NoIncrementSource, {"path": doc.path, "reason": reason, "code": code})
 
     if st.duplicate is not None and st.duplicate.kind == "near":
         return out(
@@ -183,51 +193,52 @@ def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) ->
 class SourceListing:
     """一/五's entry of every source, made as the window is read, and 六's reasons once the increments are known.
 
-    Sources come in any order, each with its place in the window; what is kept of each is its entry (part of
-    the briefing anyway) and a few small fields.
+    Sources come in any order, each with its place in the window; what is kept of each is what its entry and
+    its reason are made of, as columns (`processors.source_columns`): its entry is made by `accounts`.
     """
 
     def __init__(self, duplicates: Mapping[str, DuplicateOf], axis: str, lang: Lang) -> None:
         self.duplicates = duplicates
         self._axis = axis
         self._lang = lang
-        self._listed: list[tuple[int, SourceEntry, Listed, str | None]] = []
-        self._ids: dict[str, str] = {}  # one string per id, however many sources cite it
+        self._positions = array("q")
+        self._columns = ListingColumns()
 
     def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
         d = row.doc
-        dup = self.duplicates.get(d.path)
-        status: SourceStatus = "duplicate" if dup else "no_increment"
-        entry = source_entry(d, self._axis, rel, status, dup, self._lang, row.topic)
         # Only a source that can be `covered` has its ids read again, only an adjacent one its other axis.
-        plain = dup is None and rel.code not in ("baseline", "adjacent", "low") and d.kind not in _ROLES
-        ids = tuple(map(self._ids.setdefault, d.arxiv_ids, d.arxiv_ids)) if plain else ()
+        plain = d.path not in self.duplicates and rel.code not in _NOT_PLAIN and d.kind not in _ROLES
         other = _other_axis(d, self._axis, scores) if rel.code == "adjacent" else None
-        self._listed.append((row.position, entry, Listed(d.path, d.kind, d.baseline_axis, ids), other))
+        topic = topic_line(d, self._axis, self._lang, row.topic)
+        self._positions.append(row.position)
+        self._columns.add(d, rel, (topic, other, d.arxiv_ids if plain else ()))
 
     def accounts(self, found: Found, ctx: AccountContext) -> Accounts:
-        """Every source listed in window order: used, or why not (duplicate, role, low, covered …)."""
+        """Every source listed in window order: used, or why not (duplicate, role, low, covered …); once (the
+        listing is emptied)."""
         used, had_candidates = found.used_docs, found.candidate_docs
-        self._listed.sort(key=lambda e: e[0])
+        rows, positions = self._columns.rows(), self._positions
+        # Emptied: the columns' texts (~20 MB at 100k) are the rows' strings now.
+        self._columns, self._positions = ListingColumns(), array("q")
+        texts, facets_of, ids_of = rows.texts, rows.facets, rows.values[3]
         sources: list[SourceEntry] = []
         no_inc: list[NoIncrementSource] = []
-        for _, entry, listed, other in self._listed:
-            if listed.path in used:  # a contributor: never a duplicate
-                sources.append(entry.model_copy(update={"status": "used"}))
+        for i in sorted(range(len(positions)), key=positions.__getitem__):
+            path = texts[3 * i]
+            if path in used:  # a contributor: never a duplicate
+                sources.append(rows.entry(i, "used", None))
                 continue
+            dup = self.duplicates.get(path)
+            entry = rows.entry(i, "duplicate" if dup else "no_increment", dup)
             sources.append(entry)
-            rel = entry.relevance
-            standing = Standing(
-                rel=rel,
-                duplicate=self.duplicates.get(listed.path),
-                low=rel.code == "low",
-                other_axis=other,
-                had_candidates=listed.path in had_candidates,
-            )
+            rel, facets = entry.relevance, facets_of[i]
+            standing = Standing(rel, dup, rel.code == "low", facets.other_axis, path in had_candidates)
+            listed = Listed(path, facets.kind, facets.baseline_axis, ids_of[i])
             no_inc.append(no_increment(listed, standing, ctx, len(found.increments)))
         return Accounts(sources=sources, no_increment=no_inc)
 
 
+_NOT_PLAIN = ("baseline", "adjacent", "low")
 _ROLES = ("baseline", "work_queue")
 
 
