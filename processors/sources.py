@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from processors.arxiv_ids import card_number_from_name
+from processors.errors import ProcessorError
 from processors.i18n import Lang, say
 from processors.increment_search import Found
 from processors.models import (
@@ -203,6 +204,7 @@ class SourceListing:
         self._lang = lang
         self._positions = array("q")
         self._columns = ListingColumns()
+        self._accounted = False
 
     def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
         d = row.doc
@@ -216,6 +218,11 @@ class SourceListing:
     def accounts(self, found: Found, ctx: AccountContext) -> Accounts:
         """Every source listed in window order: used, or why not (duplicate, role, low, covered …); once (the
         listing is emptied)."""
+        if (
+            self._accounted
+        ):  # a second call would list no source: an empty briefing, said as if the window were
+            raise ProcessorError("the window's listing was accounted for already; this is a bug, report it")
+        self._accounted = True
         used, had_candidates = found.used_docs, found.candidate_docs
         rows, positions = self._columns.rows(), self._positions
         # Emptied: the columns' texts (~20 MB at 100k) are the rows' strings now.

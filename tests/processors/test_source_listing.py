@@ -6,6 +6,9 @@ import gc
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
+
+from processors.errors import ProcessorError
 from processors.increment_search import Found
 from processors.models import DocumentSummary, Relevance, SourceEntry, built
 from processors.near_duplicates import DuplicateOf
@@ -70,6 +73,15 @@ def test_each_source_is_listed_as_it_was_read_in_window_order() -> None:
 
 def test_an_empty_window_lists_nothing() -> None:
     assert _accounts(SourceListing({}, AXIS, "zh")) == []
+
+
+def test_a_listing_accounted_for_twice_is_an_error_not_an_empty_briefing() -> None:
+    # Its columns are emptied once the entries are made: a second call would list no source at all.
+    listing = SourceListing({}, AXIS, "zh")
+    listing.add(SourceRow(0, _doc(0), 10, {}), {}, _relevance(0.5))
+    assert len(_accounts(listing)) == 1
+    with pytest.raises(ProcessorError, match="accounted for already"):
+        _accounts(listing)
 
 
 def test_the_listing_holds_a_small_fraction_of_what_its_entries_would() -> None:
