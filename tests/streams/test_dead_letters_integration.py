@@ -123,14 +123,20 @@ async def test_garbage_on_every_stage_is_dead_lettered_listed_and_a_fixed_comman
     assert len(dead_list(s, tmp_path)) == 3  # nothing failed again
 
 
+def _kv_note(s: Settings) -> tuple[bytes, bytes]:
+    """A note that reads, as its key and v4 record on the documents topic."""
+    note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
+    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
+    [(key, good)] = encode_events(events, {})
+    return key, good
+
+
 async def test_the_notes_of_a_documents_record_that_do_not_read_are_dead_lettered_and_re_driven_each(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     s = make_settings()
     await kafka_io.ensure_topics(s)
-    note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
-    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
-    [(key, good)] = encode_events(events, {})
+    key, good = _kv_note(s)
     [(_, record)] = pack_notes([(key, good), (key, b"bad note one"), (key, b"bad note two")], {}, 1 << 20)
     with running_worker(s, tmp_path) as worker:
         await produce(s, "documents", key, record)
@@ -164,9 +170,7 @@ async def test_a_record_that_would_expand_to_a_gib_is_dead_lettered_unexpanded_a
 ) -> None:
     s = make_settings()
     await kafka_io.ensure_topics(s)
-    note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
-    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
-    [(key, good)] = encode_events(events, {})
+    key, good = _kv_note(s)
     [(_, record)] = pack_notes([(key, good)], {}, 1 << 20)
     with running_worker(s, tmp_path) as worker:
         await produce(s, "documents", key, bomb())  # ~32 KB declaring 1 000 bytes of notes: 1 GiB of them
