@@ -97,7 +97,7 @@ def _once(kafka_bootstrap: str, out: Path) -> Iterator[tuple[subprocess.Popen[st
         for pid in [proc.pid, *started]:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # waits, and closes its output pipe
 
 
 def _none_left(started: dict[int, str], within: float) -> None:
@@ -199,5 +199,6 @@ def test_a_process_whose_busy_loop_never_acts_on_sigterm_exits_soon_after_it() -
         code = proc.wait(timeout=20)
     finally:
         proc.kill()
+        _, err = proc.communicate()  # its pipes closed
     assert code == 128 + signal.SIGTERM and time.monotonic() - started < 5
-    assert "still running 1s after SIGTERM: exiting now" in (proc.stderr.read() if proc.stderr else "")
+    assert "still running 1s after SIGTERM: exiting now" in err
