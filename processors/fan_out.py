@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from processors.axes import assign_axes
 from processors.documents import file_time, is_blank, parse_document
 from processors.errors import ParseError
-from processors.models import AxisSpec, Document, Frozen, RawFile
+from processors.models import AxisSpec, Document, Frozen, RawFile, built
 from processors.reasons import RejectionCode
 from processors.tokens import axis_terms
 
@@ -113,17 +113,8 @@ def route_raw(
             raise ParseError(f"{raw.path}: file is empty; nothing to brief", "empty")
     except ParseError as exc:
         return to_every_axis(raw, seen_at, axes, raw_offset, zone, Refusal(str(exc), exc.code))
-    return [
-        DocumentEvent(
-            type="document",
-            path=raw.path,
-            sha256=raw.sha256,
-            seen_at=seen_at,
-            axis=name,
-            document=doc,
-            mtime=raw.mtime,
-            event_time=doc.event_time,
-            raw_offset=raw_offset,
-        )
-        for name in assign_axes(doc, axes)
-    ]
+    # Built, not validated: each value is a validated model's or the caller's, of its type (~3 µs an axis).
+    shared = {"type": "document", "path": raw.path, "sha256": raw.sha256, "seen_at": seen_at, "axis": None,
+              "reason": None, "reason_code": None, "event_time": doc.event_time, "mtime": raw.mtime,
+              "raw_offset": raw_offset, "document": doc}  # fmt: skip
+    return [built(DocumentEvent, shared | {"axis": name}) for name in assign_axes(doc, axes)]

@@ -10,7 +10,7 @@ DuckDB read the term counts and the signature out of the summary into rows and c
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -19,7 +19,7 @@ import pydantic_core
 from pydantic import Field, StrictBool, StrictInt, StrictStr, TypeAdapter
 
 from processors.id_conflicts import title_mark, within_bound
-from processors.models import TitledId
+from processors.models import DocumentSummary, TitledId
 
 # Kept as rows and columns instead, or (the headings) as the topic line they make.
 _BULK = ("signature", "terms", "headings", "titled")
@@ -62,10 +62,19 @@ class SourceFacts:
 
 def heading_topic(title: str, headings: Sequence[str], limit: int = TOPIC_LIMIT) -> str:
     """A note's topic line: its headings but the title, unnumbered, joined; the title when it has none."""
-    parts = [_NUMBERING.sub("", h).strip() for h in headings if h != title]
+    parts = [_unnumbered(h).strip() for h in headings if h != title]
     parts = [p for p in dict.fromkeys(parts) if p]
     text = " + ".join(parts) or title
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unnumbered(heading: str) -> str:
+    # Only a heading led by a space, a § or a digit can be numbered (\s and \d are str.isspace and isdecimal):
+    # the others skip the pattern, most of what a note's topic line cost.
+    lead = heading[:1]
+    if lead.isspace() or lead == "§" or lead.isdecimal():
+        return _NUMBERING.sub("", heading)
+    return heading
 
 
 def source_facts(summary_json: str | bytes) -> SourceFacts:
@@ -92,6 +101,65 @@ def summary_facts(data: dict[str, Any]) -> SourceFacts:
         terms_json=pydantic_core.to_json(data.get("terms")).decode(),
         signature_json=pydantic_core.to_json(data.get("signature")).decode(),
     )
+
+
+# The summary's fields in order, in runs: a bulk field and the front matter alone (serialized on their own: the
+# facts reuse the first and slim the second), the others together.
+_ALONE = (*_BULK, "front_matter")
+
+
+def _runs(names: Sequence[str]) -> tuple[tuple[tuple[str, ...], bytes | None], ...]:
+    """The runs, each with its key's JSON when it is a field alone."""
+    runs: list[list[str]] = []
+    for name in names:
+        if name in _ALONE or not runs or runs[-1][0] in _ALONE:
+            runs.append([name])
+        else:
+            runs[-1].append(name)
+    return tuple((tuple(run), f'"{run[0]}":'.encode() if run[0] in _ALONE else None) for run in runs)
+
+
+_RUNS = _runs(list(DocumentSummary.model_fields))
+_FRONT_KEY = b'"front_matter":'
+
+
+def _to_json(value: object) -> bytes:
+    # As a model's JSON writes them: NaN and infinities (a YAML front matter's .nan) as null.
+    return pydantic_core.to_json(value, inf_nan_mode="null")
+
+
+def document_facts(values: Mapping[str, Any]) -> tuple[bytes, SourceFacts]:
+    """A summary's JSON (`model_dump_json`'s bytes) and `summary_facts` of it, from its fields' validated values.
+
+    Each part is serialized once: the JSON values of a dump, the summary's JSON and the facts' JSON of its slim
+    part, terms and signature serialized the bulk of it three times (~25 µs of a parse process's note)."""
+    whole: list[bytes] = []
+    slim: list[bytes] = []
+    alone: dict[str, bytes] = {}
+    for run, key in _RUNS:
+        if key is None:
+            part = _to_json({k: values[k] for k in run})[1:-1]
+            whole.append(part)
+            slim.append(part)
+            continue
+        alone[run[0]] = part = _to_json(values[run[0]])
+        whole.append(key + part)
+        if key == _FRONT_KEY:
+            front = {k: v for k, v in values["front_matter"].items() if k in ROW_FRONT_MATTER}
+            slim.append(_FRONT_KEY + _to_json(front))
+    terms: dict[str, int] = values["terms"]
+    facts = SourceFacts(
+        summary_json=(b"{" + b",".join(slim) + b"}").decode(),
+        topic=heading_topic(values["title"], values["headings"]),
+        text_hash=values["text_hash"],
+        length=values["length"] or sum(terms.values()),
+        counted=bool(terms),
+        arxiv_ids=tuple(values["arxiv_ids"]),
+        titled=stated_rows(list(values["titled"] or ())),
+        terms_json=alone["terms"].decode(),
+        signature_json=alone["signature"].decode(),
+    )
+    return b"{" + b",".join(whole) + b"}", facts
 
 
 def stated_rows(titled: list[TitledId]) -> tuple[StatedTitle, ...]:

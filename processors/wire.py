@@ -25,7 +25,7 @@ from predigest_native import is_utf8
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind, built
-from processors.source_facts import SourceFacts, dump_facts, load_facts, summary_facts
+from processors.source_facts import SourceFacts, document_facts, dump_facts, load_facts
 from processors.wire_frames import MAGIC_V6, unpacked
 
 MAGIC_V5 = b"predigest.documents/v5"  # read only: v6 with its notes uncompressed
@@ -81,8 +81,8 @@ def store_document(doc: Document) -> StoredDocument:
     return StoredDocument(summary.decode(), body.decode())
 
 
-def _store(doc: Document) -> tuple[bytes, bytes, dict[str, Any]]:
-    """`store_document` as UTF-8 JSON, and the summary as JSON values: what its facts are worked out from."""
+def _store(doc: Document) -> tuple[bytes, bytes, SourceFacts]:
+    """`store_document` as UTF-8 JSON, and the summary's facts."""
     if doc.titled is None:
         doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
     text = doc.text
@@ -98,9 +98,9 @@ def _store(doc: Document) -> tuple[bytes, bytes, dict[str, Any]]:
         end = start + len(s.text)
         sections.append([s.number, s.heading, s.level, start, end])
         cursor = end
-    # The bytes of doc.summary().model_dump_json(); its values are kept, so its facts need not parse it back.
-    summary: dict[str, Any] = doc.model_dump(mode="json", exclude=_BODY)
-    return _json(summary), _json({"text": text, "sections": sections}), summary
+    # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
+    summary, facts = document_facts(vars(doc))
+    return summary, _json({"text": text, "sections": sections}), facts
 
 
 def _found_at(text: str, part: str, cursor: int) -> int:
@@ -132,12 +132,23 @@ def _header(ev: DocumentEvent) -> EventHeader:
 
 
 def _header_fields(ev: DocumentEvent) -> dict[str, Any]:
-    doc = ev.document
-    fields = ev.fields()
-    fields["kind"] = None if doc is None else doc.kind
-    if doc is not None:  # a v1 record's event carries its time only in its document
-        fields["event_time"] = doc.event_time
-    return fields
+    return ev.fields() | _document_fields(ev.document)
+
+
+def _document_fields(doc: Document | None) -> dict[str, Any]:
+    if doc is None:
+        return {"kind": None}
+    # A v1 record's event carries its time only in its document.
+    return {"kind": doc.kind, "event_time": doc.event_time}
+
+
+_GROUP_FIELDS = tuple(GroupHeader.model_fields)
+
+
+def _group_header(first: DocumentEvent, axes: tuple[str, ...]) -> bytes:
+    """The JSON of a group's `GroupHeader`: its first event's fields and its axes, without building the model."""
+    fields = {**vars(first), **_document_fields(first.document), "axis": None, "axes": axes}
+    return pydantic_core.to_json({k: fields[k] for k in _GROUP_FIELDS}, inf_nan_mode="null")
 
 
 def encode_events(
@@ -157,17 +168,17 @@ def encode_events(
     out = []
     for group in groups.values():
         first = group[0]
-        fields = _header_fields(first) | {"axis": None}
-        header = GroupHeader.model_construct(**fields, axes=tuple(ev.key for ev in group))
+        header = _group_header(first, tuple(ev.key for ev in group))
         body = b""
         if first.type == "document" and first.document is not None:
             body = bodies.get(id(first.document), b"")
             if not body:
-                summary_json, body_json, summary = _store(first.document)
-                facts = dump_facts(summary_facts(summary))
+                summary_json, body_json, facts = _store(first.document)
                 # The body last: the window stage splits off the small parts and keeps it whole.
-                body = bodies[id(first.document)] = _NL.join([b"", summary_json, facts.encode(), body_json])
-        out.append((first.key.encode(), b"".join([MAGIC, _NL, header.model_dump_json().encode(), body])))
+                body = bodies[id(first.document)] = _NL.join(
+                    [b"", summary_json, dump_facts(facts).encode(), body_json]
+                )
+        out.append((first.key.encode(), b"".join([MAGIC, _NL, header, body])))
     return out
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from processors.axes import assign_axes
 from processors.documents import parse_document
-from processors.fan_out import route_raw
+from processors.fan_out import DocumentEvent, route_raw
 from processors.models import AxisSpec, Document, RawFile
 from processors.wire import decode_rows, encode_events
 
@@ -79,3 +79,15 @@ def test_a_note_fanned_out_to_every_axis_is_encoded_once_and_its_body_shared() -
     ((key, value),) = encode_events(events, {})  # one partition: one record for every axis
     assert key == EVERY[0].encode()
     assert [row.header.axis for row in decode_rows(value)] == EVERY
+
+
+@pytest.mark.parametrize("offset", [None, 7])
+def test_a_note_s_events_are_what_validating_their_values_makes(offset: int | None) -> None:
+    # Built from validated values, not validated again: the same events, each field of its type.
+    raw = RawFile(
+        path="living/inference.md", content=b"# inference.md v1\nKV cache", size=26, mtime=1.5, sha256="s"
+    )
+    seen = datetime(2026, 9, 26, tzinfo=UTC)
+    for ev in route_raw(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=seen, raw_offset=offset):
+        assert DocumentEvent.model_validate(dict(vars(ev))) == ev
+        assert ev.model_fields_set == set(DocumentEvent.model_fields)

@@ -193,6 +193,19 @@ def test_any_bytes_give_document_or_parse_error(data: bytes) -> None:
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("-#§:\n []{}*&!|'\"`~0123456789.v七xa ")), max_size=300))
+def test_a_document_is_what_validating_all_its_values_makes(text: str) -> None:
+    # The compiled pass's values go in unvalidated: of the types validation would make of them, or records and
+    # equality would differ from a document read back.
+    try:
+        doc = parse("inbox/a/2026-09-26-x.md", text)
+    except ParseError:
+        return
+    assert Document.model_validate(dict(vars(doc))) == doc
+    assert doc.signature == () or type(doc.signature[0]) is int
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("-#§:\n []{}*&!|'\"`~0123456789.v七xa")), max_size=300))
 def test_markdown_like_text_never_crashes(text: str) -> None:
     for prefix in ("", "---\n"):

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
-from processors.source_facts import source_facts
+from processors.source_facts import dump_facts, source_facts
 from processors.wire import (
     MAGIC,
     MAGIC_V2,
     MAGIC_V3,
+    GroupHeader,
     decode_rows,
     encode_events,
     load_document,
@@ -185,6 +186,24 @@ def test_a_document_is_stored_as_the_same_json_as_before(text: str, front: str) 
     assert stored.summary_json == doc.summary().model_dump_json()
     body = json.loads(stored.body_json)
     assert stored.body_json == json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list('ab #\n\t"\\§1.推理\u3000')), max_size=200),
+    st.sampled_from(
+        ["", "primary: x\nn: .nan\ncard: [1, .inf]\nanchors: a\n", "tags: [a, b]\nd: 2026-09-27\n"]
+    ),
+)
+def test_a_record_s_header_and_facts_are_its_models_json(text: str, front: str) -> None:
+    # Written from the values, neither model built nor the summary read back: the bytes the models write.
+    data = (f"---\n{front}---\n" if front else "") + text
+    for _, value in encode_events(routed(raw("inbox/jay/2026-09-27-1000-x.md", data.encode())), {}):
+        _, header, *document = value.split(b"\n", 4)  # a blank note's rejection: a header alone
+        assert header == GroupHeader.model_validate_json(header).model_dump_json().encode()
+        if document:
+            summary, facts, _ = document
+            assert facts == dump_facts(source_facts(summary)).encode()
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ the worker joined without reading them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from processors.parse_stage import Routed, RouteParams, documents_records, packed
@@ -86,6 +88,17 @@ def test_the_worker_joins_the_processes_frames_and_packs_notes_routed_in_it_in_o
     assert all(v.startswith(MAGIC_V6 + b"\n") for _, v in records)
     assert events(records) == events(v4)
     assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 3  # every note compressed
+
+
+def test_a_packed_note_keeps_all_it_says_of_itself_but_its_records() -> None:
+    params = RouteParams(axes=DEFAULT_AXES, zone=SH, max_bytes=4 << 20, message_limit=24 << 20)
+    routed = [
+        Routed(path=str(i), records=(record,), warnings=("w",), warning_codes=("decode",), error="e")
+        for i, record in enumerate(batch({})[:3])
+    ]
+    out = packed(routed, params)
+    assert out[0].frames and not any(r.frames for r in out[1:])
+    assert [replace(r, frames=()) for r in out] == [replace(r, records=(), packed=1) for r in routed]
 
 
 def test_a_note_whose_body_is_not_utf8_is_set_apart_and_the_others_keep_their_text_as_it_came() -> None:
