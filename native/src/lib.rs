@@ -9,6 +9,7 @@ mod arrow_stream;
 mod arxiv;
 mod front_matter;
 mod json_indent;
+mod json_rows;
 mod markup;
 mod minhash;
 mod structure;
@@ -461,6 +462,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_class::<json_indent::JsonIndenter>()?;
     m.add_class::<text_columns::TextColumns>()?;
+    m.add_class::<json_rows::FactRows>()?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
