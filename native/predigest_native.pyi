@@ -80,5 +80,8 @@ class FactRows:
     def __len__(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
+def fact_json_reads(terms_json: str | bytes, signature_json: str | bytes) -> bool:
+    """Whether `FactRows` reads them: `{"term": n, ...}` (n an INTEGER) or `null`; a list of u64 or `null`."""
+
 def is_utf8(data: bytes) -> bool:
     """Whether `data` is UTF-8, as `bytes.decode` would accept it (checked without the GIL)."""

@@ -165,9 +165,10 @@ struct TermColumns {
     counts: Vec<i32>,
 }
 
-/// The values of `[n, …]` appended to `out` when it is a list of `length` u64; false (nothing appended) for
-/// anything else, as DuckDB's TRY_CAST made it NULL: `null`, another length, a value that is no u64.
-fn signature(json: &[u8], length: usize, out: &mut Vec<u64>) -> bool {
+/// The values of `[n, …]` appended to `out` when it is a list of `length` u64 (None: of any length); false
+/// (nothing appended) for anything else, as DuckDB's TRY_CAST made it NULL: `null`, another length, a value that
+/// is no u64.
+fn signature(json: &[u8], length: Option<usize>, out: &mut Vec<u64>) -> bool {
     let start = out.len();
     let mut j = Json::new(json);
     let read = (|| {
@@ -191,11 +192,37 @@ fn signature(json: &[u8], length: usize, out: &mut Vec<u64>) -> bool {
         }
         j.end().then_some(())
     })();
-    if read.is_none() || out.len() - start != length {
+    if read.is_none() || length.is_some_and(|n| out.len() - start != n) {
         out.truncate(start);
         return false;
     }
     true
+}
+
+/// Whether a record's facts hold term counts and a signature `FactRows` reads: `{"term": n, …}` (each n an
+/// INTEGER) or `null`, and a list of u64 or `null`. What a window batch's store would fail on is refused with
+/// its record instead.
+#[pyfunction]
+pub fn fact_json_reads(terms_json: &Bound<'_, PyAny>, signature_json: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let mut text = Vec::new();
+    if encode(&mut text, raw(terms_json)?).is_err() {
+        return Ok(false); // a lone surrogate: no UTF-8 to store
+    }
+    let mut rows = TermColumns {
+        vids: Vec::new(),
+        offsets: Vec::new(),
+        data: Vec::new(),
+        counts: Vec::new(),
+    };
+    if terms(&text, 0, &mut rows).is_none() {
+        return Ok(false);
+    }
+    text.clear();
+    if encode(&mut text, raw(signature_json)?).is_err() {
+        return Ok(false);
+    }
+    let mut null = Json::new(&text);
+    Ok((null.null() && null.end()) || signature(&text, None, &mut Vec::new()))
 }
 
 fn raws(cells: &[Bound<'_, PyAny>]) -> PyResult<Vec<Raw>> {
@@ -283,7 +310,7 @@ impl FactRows {
         let built = py.detach(|| {
             let (mut kept, mut offsets, mut values) = (Vec::new(), vec![0i32], Vec::new());
             each_text(&raws, |i, json| {
-                if signature(json, length, &mut values) {
+                if signature(json, Some(length), &mut values) {
                     kept.push(vids[i]);
                     offsets.push(i32::try_from(values.len()).map_err(|_| "too many signature values")?);
                 }

@@ -463,6 +463,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<json_indent::JsonIndenter>()?;
     m.add_class::<text_columns::TextColumns>()?;
     m.add_class::<json_rows::FactRows>()?;
+    m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
