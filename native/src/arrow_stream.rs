@@ -52,38 +52,94 @@ const LARGE_UTF8: &CStr = c"U"; // i64 offsets: a batch of large notes may pass 
 const INT64: &CStr = c"l";
 const INT32: &CStr = c"i";
 const UINT64: &CStr = c"L";
+const BOOL: &CStr = c"b";
+const TIMESTAMP_UTC: &CStr = c"tsu:UTC"; // microseconds since the epoch: DuckDB's TIMESTAMPTZ
 const LIST: &CStr = c"+l";
 const STREAM: &CStr = c"arrow_array_stream";
 
 /// One column of the batch, its buffers as Arrow lays them out.
 pub enum Column {
     /// Strings' UTF-8 back to back, and where each starts (one more offset than strings).
-    Utf8 { offsets: Vec<i64>, data: Vec<u8> },
+    Utf8 {
+        offsets: Vec<i64>,
+        data: Vec<u8>,
+    },
     Int64(Vec<i64>),
+    /// Integers some of which are NULL: a bit a row, set where it holds a value.
+    NullableInt64 {
+        values: Vec<i64>,
+        valid: Vec<u8>,
+        nulls: usize,
+    },
     Int32(Vec<i32>),
-    /// Lists of u64 (a signature each): where each starts in `values` (one more offset than lists).
-    UInt64Lists { offsets: Vec<i32>, values: Vec<u64> },
+    UInt64(Vec<u64>),
+    /// A bit a row (`len` of them).
+    Bool {
+        bits: Vec<u8>,
+        len: usize,
+    },
+    /// Microseconds since the epoch, UTC.
+    TimestampUtc(Vec<i64>),
+    /// Lists of `items`: where each starts among them (one more offset than lists).
+    List {
+        offsets: Vec<i32>,
+        items: Box<Column>,
+    },
 }
 
 impl Column {
     fn format(&self) -> &'static CStr {
         match self {
             Column::Utf8 { .. } => LARGE_UTF8,
-            Column::Int64(_) => INT64,
+            Column::Int64(_) | Column::NullableInt64 { .. } => INT64,
             Column::Int32(_) => INT32,
-            Column::UInt64Lists { .. } => LIST,
+            Column::UInt64(_) => UINT64,
+            Column::Bool { .. } => BOOL,
+            Column::TimestampUtc(_) => TIMESTAMP_UTC,
+            Column::List { .. } => LIST,
         }
     }
 
-    /// The array's buffers (no validity: no nulls).
+    fn len(&self) -> usize {
+        match self {
+            Column::Utf8 { offsets, .. } => offsets.len() - 1,
+            Column::Int64(v) | Column::TimestampUtc(v) => v.len(),
+            Column::NullableInt64 { values, .. } => values.len(),
+            Column::Int32(v) => v.len(),
+            Column::UInt64(v) => v.len(),
+            Column::Bool { len, .. } => *len,
+            Column::List { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    fn nulls(&self) -> usize {
+        match self {
+            Column::NullableInt64 { nulls, .. } => *nulls,
+            _ => 0,
+        }
+    }
+
+    /// The array's buffers: its validity bitmap (null when every row holds a value), then its own.
     fn buffers(&self) -> Vec<*const c_void> {
         match self {
             Column::Utf8 { offsets, data } => {
                 vec![ptr::null(), offsets.as_ptr().cast(), data.as_ptr().cast()]
             }
-            Column::Int64(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::Int64(v) | Column::TimestampUtc(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::NullableInt64 { values, valid, .. } => {
+                vec![valid.as_ptr().cast(), values.as_ptr().cast()]
+            }
             Column::Int32(v) => vec![ptr::null(), v.as_ptr().cast()],
-            Column::UInt64Lists { offsets, .. } => vec![ptr::null(), offsets.as_ptr().cast()],
+            Column::UInt64(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::Bool { bits, .. } => vec![ptr::null(), bits.as_ptr().cast()],
+            Column::List { offsets, .. } => vec![ptr::null(), offsets.as_ptr().cast()],
+        }
+    }
+
+    fn items(&self) -> Option<&Column> {
+        match self {
+            Column::List { items, .. } => Some(items),
+            _ => None,
         }
     }
 }
@@ -174,16 +230,13 @@ fn schema(format: &'static CStr, name: CString, children: Vec<*mut ArrowSchema>)
     }
 }
 
-fn column_schema(name: &CString, column: &Column) -> *mut ArrowSchema {
-    let items = match column {
-        Column::UInt64Lists { .. } => vec![Box::into_raw(Box::new(schema(
-            UINT64,
-            c"item".to_owned(),
-            Vec::new(),
-        )))],
-        _ => Vec::new(),
-    };
-    Box::into_raw(Box::new(schema(column.format(), name.clone(), items)))
+fn column_schema(name: CString, column: &Column) -> *mut ArrowSchema {
+    let items = column
+        .items()
+        .map(|items| column_schema(c"item".to_owned(), items))
+        .into_iter()
+        .collect();
+    Box::into_raw(Box::new(schema(column.format(), name, items)))
 }
 
 unsafe extern "C" fn stream_schema(stream: *mut ArrowArrayStream, out: *mut ArrowSchema) -> c_int {
@@ -194,7 +247,7 @@ unsafe extern "C" fn stream_schema(stream: *mut ArrowArrayStream, out: *mut Arro
             .names
             .iter()
             .zip(data.columns.iter())
-            .map(|(name, column)| column_schema(name, column))
+            .map(|(name, column)| column_schema(name.clone(), column))
             .collect();
         out.write(schema(STRUCT, CString::default(), children));
     }
@@ -222,10 +275,10 @@ struct ArrayData {
     children: Vec<*mut ArrowArray>,
 }
 
-/// An array of `length` rows over `buffers` (of `columns`), owning `children`.
+/// An array of `length` rows (`nulls` of them NULL) over `buffers` (of `columns`), owning `children`.
 fn array(
     columns: &Arc<Vec<Column>>,
-    length: usize,
+    (length, nulls): (usize, usize),
     buffers: Vec<*const c_void>,
     children: Vec<*mut ArrowArray>,
 ) -> ArrowArray {
@@ -238,7 +291,7 @@ fn array(
     unsafe {
         ArrowArray {
             length: length as i64,
-            null_count: 0,
+            null_count: nulls as i64,
             offset: 0,
             n_buffers: (*data).buffers.len() as i64,
             n_children: (*data).children.len() as i64,
@@ -251,17 +304,14 @@ fn array(
     }
 }
 
-fn column_array(columns: &Arc<Vec<Column>>, column: &Column, length: usize) -> *mut ArrowArray {
-    let items = match column {
-        Column::UInt64Lists { values, .. } => vec![Box::into_raw(Box::new(array(
-            columns,
-            values.len(),
-            vec![ptr::null(), values.as_ptr().cast()],
-            Vec::new(),
-        )))],
-        _ => Vec::new(),
-    };
-    Box::into_raw(Box::new(array(columns, length, column.buffers(), items)))
+fn column_array(columns: &Arc<Vec<Column>>, column: &Column) -> *mut ArrowArray {
+    let items = column
+        .items()
+        .map(|items| column_array(columns, items))
+        .into_iter()
+        .collect();
+    let shape = (column.len(), column.nulls());
+    Box::into_raw(Box::new(array(columns, shape, column.buffers(), items)))
 }
 
 unsafe extern "C" fn stream_next(stream: *mut ArrowArrayStream, out: *mut ArrowArray) -> c_int {
@@ -276,9 +326,14 @@ unsafe extern "C" fn stream_next(stream: *mut ArrowArrayStream, out: *mut ArrowA
         let columns = &data.columns;
         let children = columns
             .iter()
-            .map(|column| column_array(columns, column, data.length))
+            .map(|column| column_array(columns, column))
             .collect();
-        out.write(array(columns, data.length, vec![ptr::null()], children));
+        out.write(array(
+            columns,
+            (data.length, 0),
+            vec![ptr::null()],
+            children,
+        ));
     }
     0
 }

@@ -203,7 +203,10 @@ fn signature(json: &[u8], length: Option<usize>, out: &mut Vec<u64>) -> bool {
 /// INTEGER) or `null`, and a list of u64 or `null`. What a window batch's store would fail on is refused with
 /// its record instead.
 #[pyfunction]
-pub fn fact_json_reads(terms_json: &Bound<'_, PyAny>, signature_json: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub fn fact_json_reads(
+    terms_json: &Bound<'_, PyAny>,
+    signature_json: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
     let mut text = Vec::new();
     if encode(&mut text, raw(terms_json)?).is_err() {
         return Ok(false); // a lone surrogate: no UTF-8 to store
@@ -230,7 +233,10 @@ fn raws(cells: &[Bound<'_, PyAny>]) -> PyResult<Vec<Raw>> {
 }
 
 /// Each cell's UTF-8 (a `str` encoded, `bytes` checked) handed to `each` with its index; the first error stops.
-fn each_text(raws: &[Raw], mut each: impl FnMut(usize, &[u8]) -> Result<(), String>) -> Result<(), String> {
+fn each_text(
+    raws: &[Raw],
+    mut each: impl FnMut(usize, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
     let mut text = Vec::new();
     for (i, &r) in raws.iter().enumerate() {
         text.clear();
@@ -274,7 +280,10 @@ impl FactRows {
             };
             each_text(&raws, |i, json| {
                 terms(json, vids[i], &mut rows).ok_or_else(|| {
-                    format!("the term counts of version {} are not a JSON object of integers", vids[i])
+                    format!(
+                        "the term counts of version {} are not a JSON object of integers",
+                        vids[i]
+                    )
                 })
             })?;
             Ok::<_, String>(rows)
@@ -312,7 +321,9 @@ impl FactRows {
             each_text(&raws, |i, json| {
                 if signature(json, Some(length), &mut values) {
                     kept.push(vids[i]);
-                    offsets.push(i32::try_from(values.len()).map_err(|_| "too many signature values")?);
+                    offsets.push(
+                        i32::try_from(values.len()).map_err(|_| "too many signature values")?,
+                    );
                 }
                 Ok(())
             })?;
@@ -324,7 +335,10 @@ impl FactRows {
             length: kept.len(),
             columns: Arc::new(vec![
                 Column::Int64(kept),
-                Column::UInt64Lists { offsets, values },
+                Column::List {
+                    offsets,
+                    items: Box::new(Column::UInt64(values)),
+                },
             ]),
         })
     }

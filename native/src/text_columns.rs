@@ -154,7 +154,7 @@ fn encode_ucs2(out: &mut Vec<u8>, s: &[u16]) -> Result<(), String> {
     Ok(())
 }
 
-fn column(raws: &[Raw]) -> Result<Column, String> {
+pub(crate) fn column(raws: &[Raw]) -> Result<Column, String> {
     let mut offsets = Vec::with_capacity(raws.len() + 1);
     let mut data = Vec::with_capacity(raws.iter().map(|r| r.len).sum());
     offsets.push(0);
