@@ -67,5 +67,30 @@ class TextColumns:
     def __len__(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
+class TypedColumns:
+    """Columns of the types named as one Arrow batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`:
+    "text" (str or UTF-8 bytes, encoded without the GIL), "int64", "int64?" (None: NULL), "int32", "bool",
+    "timestamp" (microseconds since the epoch, UTC), "text[]" (each cell a sequence of str)."""
+
+    def __init__(self, names: list[str], types: list[str], columns: Sequence[Sequence[object]]) -> None: ...
+    def __len__(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class FactRows:
+    """Stored versions' term counts or signatures (JSON of their own) read into rows without the GIL, as one Arrow
+    batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`."""
+
+    @staticmethod
+    def terms(vids: Sequence[int], counts: Sequence[str | bytes]) -> FactRows:
+        """(vid, term, n) rows of `{"term": n, ...}` or `null` each; ValueError for JSON of another shape."""
+    @staticmethod
+    def signatures(vids: Sequence[int], signatures: Sequence[str | bytes], length: int) -> FactRows:
+        """(vid, signature) of each list of `length` u64; the others (`null`, another length) left out."""
+    def __len__(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+def fact_json_reads(terms_json: str | bytes, signature_json: str | bytes) -> bool:
+    """Whether `FactRows` reads them: `{"term": n, ...}` (n an INTEGER) or `null`; a list of u64 or `null`."""
+
 def is_utf8(data: bytes) -> bool:
     """Whether `data` is UTF-8, as `bytes.decode` would accept it (checked without the GIL)."""

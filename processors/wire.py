@@ -208,13 +208,14 @@ def decode_notes(value: bytes) -> Notes:
         return Notes(decode_rows(value))
     rows: list[DocumentRecord] = []
     failed = []
-    notes = note_records(value)
-    for i, note in enumerate(notes):
+    notes, spans = _notes(value)
+    view = memoryview(notes)
+    for i, (start, end) in enumerate(spans):
         try:
-            rows.extend(_note_rows(note))
+            rows.extend(_note_rows(notes, view, start, end))
         except ValueError as exc:
-            failed.append(FailedNote(i, note, str(exc)))
-    return Notes(rows, tuple(failed), len(notes))
+            failed.append(FailedNote(i, bytes(view[start:end]), str(exc)))
+    return Notes(rows, tuple(failed), len(spans))
 
 
 def notes_in(value: bytes) -> int:
@@ -253,29 +254,48 @@ def _packed(value: bytes) -> bool:
 
 def note_records(value: bytes) -> list[bytes]:
     """A v6 or v5 record's notes, each a v4 record, as the lengths line lists them."""
+    notes, spans = _notes(value)
+    view = memoryview(notes)
+    return [bytes(view[start:end]) for start, end in spans]
+
+
+def _notes(value: bytes) -> tuple[bytes | bytearray, list[tuple[int, int]]]:
+    """A v6 or v5 record's notes back to back, and where each starts and ends in them."""
     start = len(MAGIC_V5) + 1  # v6's magic is as long
     end = value.find(_NL, start)
     sizes = json.loads(value[start:end]) if end > 0 else None
     if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
         raise ValueError(f"documents record whose note lengths do not read ({value[start : start + 40]!r})")
-    notes, at = value, end + 1
+    notes: bytes | bytearray = value
+    at = end + 1
     if value.startswith(MAGIC_V6):
-        notes, at = unpacked(value[at:], sum(sizes)), 0
+        notes, at = unpacked(memoryview(value)[at:], sum(sizes)), 0
     elif sum(sizes) != len(value) - at:
         raise ValueError(
             f"v5 documents record whose note lengths do not match it ({value[start : start + 40]!r})"
         )
-    out = []
+    spans = []
     for n in sizes:
-        out.append(notes[at : at + n])
+        spans.append((at, at + n))
         at += n
-    return out
+    return notes, spans
 
 
-def _note_rows(note: bytes) -> list[DocumentRecord]:
-    if not note.startswith(MAGIC + _NL):
-        raise ValueError(f"a note of a documents record is not a v4 record (starts with {note[:24]!r})")
-    return decode_rows(note)
+def _note_rows(notes: bytes | bytearray, view: memoryview, start: int, end: int) -> list[DocumentRecord]:
+    """The rows of the note at [start, end) of a record's notes: its parts copied out of them once each (a
+    note's ~18 KB were copied three times: out of zstd's buffer, into the note, into its parts)."""
+    if not notes.startswith(MAGIC + _NL, start, end):
+        head = bytes(view[start : min(end, start + 24)])
+        raise ValueError(f"a note of a documents record is not a v4 record (starts with {head!r})")
+    parts = []
+    for _ in range(4):  # as bytes.split(_NL, 4)
+        nl = notes.find(_NL, start, end)
+        if nl < 0:
+            break
+        parts.append(bytes(view[start:nl]))
+        start = nl + 1
+    parts.append(bytes(view[start:end]))
+    return _rows(parts)
 
 
 def to_record(ev: DocumentEvent) -> DocumentRecord:
@@ -287,12 +307,19 @@ def decode_rows(value: bytes) -> list[DocumentRecord]:
     """The rows of a v6, v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
     ValidationError is one) when it is none of them, or a note of it does not read (see decode_notes)."""
     if _packed(value):
-        return [row for note in note_records(value) for row in _note_rows(note)]
+        notes, spans = _notes(value)
+        view = memoryview(notes)
+        return [row for start, end in spans for row in _note_rows(notes, view, start, end)]
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
         return [to_record(DocumentEvent.model_validate_json(value))]
     parts = value.split(_NL, 4 if value.startswith(MAGIC + _NL) else 3)
     if len(parts) < 2 or parts[0] not in (MAGIC, MAGIC_V3, MAGIC_V2):
         raise ValueError(f"not a documents record (starts with {value[:24]!r})")
+    return _rows(parts)
+
+
+def _rows(parts: list[bytes]) -> list[DocumentRecord]:
+    """The rows of a v4, v3 or v2 record split at its first newlines."""
     if parts[0] == MAGIC_V2:
         header = EventHeader.model_validate_json(parts[1])
         return [DocumentRecord(header, _stored(header, parts))]

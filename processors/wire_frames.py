@@ -94,7 +94,7 @@ def pack_notes(
     return join_frames(pack_frames(records, partitions, budget), budget)
 
 
-def unpacked(frames: bytes, total: int) -> bytes:
+def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
     """A v6 record's notes back to back, from its frames; ValueError unless they come to `total` bytes, at most
     NOTE_RECORD_LIMIT, found without unpacking more than that."""
     if total > NOTE_RECORD_LIMIT:
@@ -113,4 +113,4 @@ def unpacked(frames: bytes, total: int) -> bytes:
         ) from None
     if size != total:
         raise ValueError(f"v6 documents record whose notes come to {size} bytes, not {total}")
-    return bytes(notes)
+    return notes  # not copied into `bytes`: each note's parts are sliced out of it once (processors.wire)

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -60,6 +60,17 @@ class Limits:
 
 
 NO_LIMITS = Limits()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(at: datetime) -> int:
+    """A time as a TIMESTAMPTZ column of an Arrow batch holds it: microseconds since the epoch; a naive one is
+    UTC, as the connection's TimeZone reads it."""
+    aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    return (aware - _EPOCH) // _MICROSECOND
 
 
 def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.DuckDBPyConnection:

@@ -1,4 +1,4 @@
-//! One Arrow batch of UTF-8 columns as an Arrow C stream in a capsule (`__arrow_c_stream__`, the PyCapsule
+//! One Arrow batch of columns (UTF-8, integers, lists of u64) as an Arrow C stream in a capsule (`__arrow_c_stream__`, the PyCapsule
 //! interface DuckDB reads): the structs of the Arrow C data and stream interfaces and their release callbacks.
 //! The buffers are Rust's, shared by every stream of the batch; no Python object is touched past the capsule.
 
@@ -49,12 +49,99 @@ struct ArrowArrayStream {
 
 const STRUCT: &CStr = c"+s";
 const LARGE_UTF8: &CStr = c"U"; // i64 offsets: a batch of large notes may pass 2 GiB
+const INT64: &CStr = c"l";
+const INT32: &CStr = c"i";
+const UINT64: &CStr = c"L";
+const BOOL: &CStr = c"b";
+const TIMESTAMP_UTC: &CStr = c"tsu:UTC"; // microseconds since the epoch: DuckDB's TIMESTAMPTZ
+const LIST: &CStr = c"+l";
 const STREAM: &CStr = c"arrow_array_stream";
 
-/// One column: its strings' UTF-8 back to back, and where each starts (one more offset than strings).
-pub struct Column {
-    pub offsets: Vec<i64>,
-    pub data: Vec<u8>,
+/// One column of the batch, its buffers as Arrow lays them out.
+pub enum Column {
+    /// Strings' UTF-8 back to back, and where each starts (one more offset than strings).
+    Utf8 {
+        offsets: Vec<i64>,
+        data: Vec<u8>,
+    },
+    Int64(Vec<i64>),
+    /// Integers some of which are NULL: a bit a row, set where it holds a value.
+    NullableInt64 {
+        values: Vec<i64>,
+        valid: Vec<u8>,
+        nulls: usize,
+    },
+    Int32(Vec<i32>),
+    UInt64(Vec<u64>),
+    /// A bit a row (`len` of them).
+    Bool {
+        bits: Vec<u8>,
+        len: usize,
+    },
+    /// Microseconds since the epoch, UTC.
+    TimestampUtc(Vec<i64>),
+    /// Lists of `items`: where each starts among them (one more offset than lists).
+    List {
+        offsets: Vec<i32>,
+        items: Box<Column>,
+    },
+}
+
+impl Column {
+    fn format(&self) -> &'static CStr {
+        match self {
+            Column::Utf8 { .. } => LARGE_UTF8,
+            Column::Int64(_) | Column::NullableInt64 { .. } => INT64,
+            Column::Int32(_) => INT32,
+            Column::UInt64(_) => UINT64,
+            Column::Bool { .. } => BOOL,
+            Column::TimestampUtc(_) => TIMESTAMP_UTC,
+            Column::List { .. } => LIST,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Column::Utf8 { offsets, .. } => offsets.len() - 1,
+            Column::Int64(v) | Column::TimestampUtc(v) => v.len(),
+            Column::NullableInt64 { values, .. } => values.len(),
+            Column::Int32(v) => v.len(),
+            Column::UInt64(v) => v.len(),
+            Column::Bool { len, .. } => *len,
+            Column::List { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    fn nulls(&self) -> usize {
+        match self {
+            Column::NullableInt64 { nulls, .. } => *nulls,
+            _ => 0,
+        }
+    }
+
+    /// The array's buffers: its validity bitmap (null when every row holds a value), then its own.
+    fn buffers(&self) -> Vec<*const c_void> {
+        match self {
+            Column::Utf8 { offsets, data } => {
+                vec![ptr::null(), offsets.as_ptr().cast(), data.as_ptr().cast()]
+            }
+            Column::Int64(v) | Column::TimestampUtc(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::NullableInt64 { values, valid, .. } => {
+                vec![valid.as_ptr().cast(), values.as_ptr().cast()]
+            }
+            Column::Int32(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::UInt64(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::Bool { bits, .. } => vec![ptr::null(), bits.as_ptr().cast()],
+            Column::List { offsets, .. } => vec![ptr::null(), offsets.as_ptr().cast()],
+        }
+    }
+
+    fn items(&self) -> Option<&Column> {
+        match self {
+            Column::List { items, .. } => Some(items),
+            _ => None,
+        }
+    }
 }
 
 /// A capsule holding a new stream of the batch: `length` rows of the named columns.
@@ -67,7 +154,8 @@ pub fn capsule<'py>(
     let private = Box::new(StreamData {
         names,
         length,
-        columns: Some(columns),
+        columns,
+        handed: false,
     });
     let stream = NonNull::from(Box::leak(Box::new(ArrowArrayStream {
         get_schema: Some(stream_schema),
@@ -85,7 +173,8 @@ pub fn capsule<'py>(
 struct StreamData {
     names: Vec<CString>,
     length: usize,
-    columns: Option<Arc<Vec<Column>>>, // None once its one batch was handed over
+    columns: Arc<Vec<Column>>,
+    handed: bool, // its one batch was handed over: the stream is at its end
 }
 
 unsafe extern "C" fn capsule_release(capsule: *mut ffi::PyObject) {
@@ -116,57 +205,60 @@ unsafe extern "C" fn stream_error(_: *mut ArrowArrayStream) -> *const c_char {
     ptr::null()
 }
 
+/// What a schema owns: its name and its boxed children (a struct's columns, a list's items).
+struct SchemaData {
+    name: CString,
+    children: Vec<*mut ArrowSchema>,
+}
+
+/// A boxed schema of `format` named `name`, owning `children`.
+fn schema(format: &'static CStr, name: CString, children: Vec<*mut ArrowSchema>) -> ArrowSchema {
+    let data = Box::into_raw(Box::new(SchemaData { name, children }));
+    // SAFETY: `data` was just boxed; its name and children live until `schema_release` frees them.
+    unsafe {
+        ArrowSchema {
+            format: format.as_ptr(),
+            name: (*data).name.as_ptr(),
+            metadata: ptr::null(),
+            flags: 0,
+            n_children: (*data).children.len() as i64,
+            children: (*data).children.as_mut_ptr(),
+            dictionary: ptr::null_mut(),
+            release: Some(schema_release),
+            private_data: data.cast(),
+        }
+    }
+}
+
+fn column_schema(name: CString, column: &Column) -> *mut ArrowSchema {
+    let items = column
+        .items()
+        .map(|items| column_schema(c"item".to_owned(), items))
+        .into_iter()
+        .collect();
+    Box::into_raw(Box::new(schema(column.format(), name, items)))
+}
+
 unsafe extern "C" fn stream_schema(stream: *mut ArrowArrayStream, out: *mut ArrowSchema) -> c_int {
     // SAFETY: a live stream (its consumer calls it before release) and a schema to fill.
     unsafe {
         let data = &*((*stream).private_data as *const StreamData);
-        let children: Vec<*mut ArrowSchema> = data
+        let children = data
             .names
             .iter()
-            .map(|name| {
-                let name = Box::new(name.clone());
-                Box::into_raw(Box::new(ArrowSchema {
-                    format: LARGE_UTF8.as_ptr(),
-                    name: name.as_ptr(),
-                    metadata: ptr::null(),
-                    flags: 0,
-                    n_children: 0,
-                    children: ptr::null_mut(),
-                    dictionary: ptr::null_mut(),
-                    release: Some(child_schema_release),
-                    private_data: Box::into_raw(name).cast(),
-                }))
-            })
+            .zip(data.columns.iter())
+            .map(|(name, column)| column_schema(name.clone(), column))
             .collect();
-        let mut children = Box::new(children);
-        out.write(ArrowSchema {
-            format: STRUCT.as_ptr(),
-            name: c"".as_ptr(),
-            metadata: ptr::null(),
-            flags: 0,
-            n_children: children.len() as i64,
-            children: children.as_mut_ptr(),
-            dictionary: ptr::null_mut(),
-            release: Some(schema_release),
-            private_data: Box::into_raw(children).cast(),
-        });
+        out.write(schema(STRUCT, CString::default(), children));
     }
     0
 }
 
-unsafe extern "C" fn child_schema_release(schema: *mut ArrowSchema) {
-    // SAFETY: `private_data` is the child's boxed name.
-    unsafe {
-        drop(Box::from_raw((*schema).private_data as *mut CString));
-        (*schema).release = None;
-    }
-}
-
 unsafe extern "C" fn schema_release(schema: *mut ArrowSchema) {
-    // SAFETY: `private_data` is the boxed list of boxed children of `stream_schema`.
+    // SAFETY: `private_data` is the boxed SchemaData of `schema`, owning its boxed children.
     unsafe {
-        let children = Box::from_raw((*schema).private_data as *mut Vec<*mut ArrowSchema>);
-        for &child in children.iter() {
+        let data = Box::from_raw((*schema).private_data as *mut SchemaData);
+        for &child in data.children.iter() {
             if let Some(release) = (*child).release {
                 release(child);
             }
@@ -176,71 +268,74 @@ unsafe extern "C" fn schema_release(schema: *mut ArrowSchema) {
     }
 }
 
-/// What a column's array holds: the shared buffers and the three pointers to them Arrow reads.
-struct ChildData {
+/// What an array owns: the shared buffers, the pointers to them Arrow reads, and its boxed children.
+struct ArrayData {
     _columns: Arc<Vec<Column>>,
-    buffers: [*const c_void; 3],
+    buffers: Vec<*const c_void>,
+    children: Vec<*mut ArrowArray>,
+}
+
+/// An array of `length` rows (`nulls` of them NULL) over `buffers` (of `columns`), owning `children`.
+fn array(
+    columns: &Arc<Vec<Column>>,
+    (length, nulls): (usize, usize),
+    buffers: Vec<*const c_void>,
+    children: Vec<*mut ArrowArray>,
+) -> ArrowArray {
+    let data = Box::into_raw(Box::new(ArrayData {
+        _columns: Arc::clone(columns),
+        buffers,
+        children,
+    }));
+    // SAFETY: `data` was just boxed; the pointers into it live until `array_release` frees it.
+    unsafe {
+        ArrowArray {
+            length: length as i64,
+            null_count: nulls as i64,
+            offset: 0,
+            n_buffers: (*data).buffers.len() as i64,
+            n_children: (*data).children.len() as i64,
+            buffers: (*data).buffers.as_mut_ptr(),
+            children: (*data).children.as_mut_ptr(),
+            dictionary: ptr::null_mut(),
+            release: Some(array_release),
+            private_data: data.cast(),
+        }
+    }
+}
+
+fn column_array(columns: &Arc<Vec<Column>>, column: &Column) -> *mut ArrowArray {
+    let items = column
+        .items()
+        .map(|items| column_array(columns, items))
+        .into_iter()
+        .collect();
+    let shape = (column.len(), column.nulls());
+    Box::into_raw(Box::new(array(columns, shape, column.buffers(), items)))
 }
 
 unsafe extern "C" fn stream_next(stream: *mut ArrowArrayStream, out: *mut ArrowArray) -> c_int {
     // SAFETY: a live stream and an array to fill; the batch is handed over once, then the end (release null).
     unsafe {
         let data = &mut *((*stream).private_data as *mut StreamData);
-        let Some(columns) = data.columns.take() else {
+        if data.handed {
             out.write(empty_array());
             return 0;
-        };
-        let length = data.length as i64;
-        let children: Vec<*mut ArrowArray> = columns
+        }
+        data.handed = true;
+        let columns = &data.columns;
+        let children = columns
             .iter()
-            .map(|column| {
-                // Boxed first, then its buffers' address taken from the raw pointer (not from the Box, whose move
-                // into `into_raw` would invalidate a pointer derived before it under Stacked Borrows).
-                let child = Box::into_raw(Box::new(ChildData {
-                    buffers: [
-                        ptr::null(),
-                        column.offsets.as_ptr().cast(),
-                        column.data.as_ptr().cast(),
-                    ],
-                    _columns: Arc::clone(&columns),
-                }));
-                Box::into_raw(Box::new(ArrowArray {
-                    length,
-                    null_count: 0,
-                    offset: 0,
-                    n_buffers: 3,
-                    n_children: 0,
-                    buffers: ptr::addr_of_mut!((*child).buffers).cast(),
-                    children: ptr::null_mut(),
-                    dictionary: ptr::null_mut(),
-                    release: Some(child_array_release),
-                    private_data: child.cast(),
-                }))
-            })
+            .map(|column| column_array(columns, column))
             .collect();
-        let parent = Box::into_raw(Box::new(ParentData {
-            buffers: [ptr::null()],
+        out.write(array(
+            columns,
+            (data.length, 0),
+            vec![ptr::null()],
             children,
-        }));
-        out.write(ArrowArray {
-            length,
-            null_count: 0,
-            offset: 0,
-            n_buffers: 1,
-            n_children: (*parent).children.len() as i64,
-            buffers: ptr::addr_of_mut!((*parent).buffers).cast(),
-            children: (*parent).children.as_mut_ptr(),
-            dictionary: ptr::null_mut(),
-            release: Some(array_release),
-            private_data: parent.cast(),
-        });
+        ));
     }
     0
-}
-
-struct ParentData {
-    buffers: [*const c_void; 1],
-    children: Vec<*mut ArrowArray>,
 }
 
 fn empty_array() -> ArrowArray {
@@ -258,19 +353,11 @@ fn empty_array() -> ArrowArray {
     }
 }
 
-unsafe extern "C" fn child_array_release(array: *mut ArrowArray) {
-    // SAFETY: `private_data` is the boxed ChildData of `stream_next`.
-    unsafe {
-        drop(Box::from_raw((*array).private_data as *mut ChildData));
-        (*array).release = None;
-    }
-}
-
 unsafe extern "C" fn array_release(array: *mut ArrowArray) {
-    // SAFETY: `private_data` is the boxed ParentData of `stream_next`, owning its boxed children.
+    // SAFETY: `private_data` is the boxed ArrayData of `array`, owning its boxed children.
     unsafe {
-        let parent = Box::from_raw((*array).private_data as *mut ParentData);
-        for &child in parent.children.iter() {
+        let data = Box::from_raw((*array).private_data as *mut ArrayData);
+        for &child in data.children.iter() {
             if let Some(release) = (*child).release {
                 release(child);
             }

@@ -9,12 +9,14 @@ mod arrow_stream;
 mod arxiv;
 mod front_matter;
 mod json_indent;
+mod json_rows;
 mod markup;
 mod minhash;
 mod structure;
 mod text;
 mod text_columns;
 mod titles;
+mod typed_columns;
 mod unicode;
 mod unicode_tables;
 
@@ -461,6 +463,9 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_class::<json_indent::JsonIndenter>()?;
     m.add_class::<text_columns::TextColumns>()?;
+    m.add_class::<json_rows::FactRows>()?;
+    m.add_class::<typed_columns::TypedColumns>()?;
+    m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())

@@ -19,13 +19,13 @@ use crate::arrow_stream::{self, Column};
 /// A string's buffer as CPython holds it (1, 2 or 4 bytes a code point; 0: the UTF-8 of a `bytes`), read while
 /// the GIL is released: the strings and bytes are immutable and kept alive by the caller's lists for the whole call.
 #[derive(Clone, Copy)]
-struct Raw {
+pub(crate) struct Raw {
     kind: u8,
     ptr: usize,
     len: usize,
 }
 
-fn raw(cell: &Bound<'_, PyAny>) -> PyResult<Raw> {
+pub(crate) fn raw(cell: &Bound<'_, PyAny>) -> PyResult<Raw> {
     if let Ok(b) = cell.cast::<PyBytes>() {
         let b = b.as_bytes();
         return Ok(Raw {
@@ -92,7 +92,7 @@ fn push_code_point(out: &mut Vec<u8>, u: u32) -> Result<(), String> {
 }
 
 /// Append a string's UTF-8 (most notes are 2 bytes a code point in CPython: one CJK character is enough).
-fn encode(out: &mut Vec<u8>, r: Raw) -> Result<(), String> {
+pub(crate) fn encode(out: &mut Vec<u8>, r: Raw) -> Result<(), String> {
     // SAFETY: `ptr`/`len` describe a live string's buffer of `kind` (see `Raw`).
     unsafe {
         match r.kind {
@@ -154,7 +154,7 @@ fn encode_ucs2(out: &mut Vec<u8>, s: &[u16]) -> Result<(), String> {
     Ok(())
 }
 
-fn column(raws: &[Raw]) -> Result<Column, String> {
+pub(crate) fn column(raws: &[Raw]) -> Result<Column, String> {
     let mut offsets = Vec::with_capacity(raws.len() + 1);
     let mut data = Vec::with_capacity(raws.iter().map(|r| r.len).sum());
     offsets.push(0);
@@ -162,7 +162,7 @@ fn column(raws: &[Raw]) -> Result<Column, String> {
         encode(&mut data, r)?;
         offsets.push(data.len() as i64);
     }
-    Ok(Column { offsets, data })
+    Ok(Column::Utf8 { offsets, data })
 }
 
 /// Columns of strings, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): each stream (DuckDB opens

@@ -142,6 +142,35 @@ def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> No
 
 
 @pytest.mark.parametrize(
+    ("terms", "signature"),
+    [
+        (
+            '{"kv":2147483648}',
+            "null",
+        ),  # beyond the INTEGER it is stored as: the store would fail the whole batch
+        ('{"kv":1.0}', "null"),
+        ('{"kv":1', "null"),
+        ("[1]", "null"),
+        ("null", "[18446744073709551616]"),
+        ("null", "[1,-2]"),
+        ("null", "{}"),
+    ],
+)
+def test_a_record_whose_term_counts_or_signature_the_store_cannot_read_raises_value_error(
+    terms: str, signature: str
+) -> None:
+    (_, value), *_ = encode_events(
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM.\n")), {}
+    )
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    row = json.loads(facts)
+    assert decode_rows(value)
+    row[7:9] = [terms, signature]
+    with pytest.raises(ValueError, match="source facts"):
+        decode_rows(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
+
+
+@pytest.mark.parametrize(
     "change",
     [{"field_of_a_newer_writer": 1}, {"title": None}, {"event_time": "yesterday"}],
 )
