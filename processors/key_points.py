@@ -17,8 +17,10 @@ _SENTENCE = re.compile(r"[^。！？；!?;]+[。！？；!?;]?")
 _EN_BREAK = re.compile(r"[.!?](\s+)(?=[A-Z])")
 # A figure: 98.6%, 1.7%→92.2%, 3.8×, 2-4×, 46 倍, 5200 万, -72.4%, 0.36%, 4.7x.
 _UNIT = r"(?:%|×|x(?![a-z])|倍|万|亿|ms|s(?![a-z])|GB|GiB|MB|KB|B(?![a-z]))"
+# Started from its first character, a sign or a digit, then the one before it checked (`(?<![A-Za-z0-9.])`
+# leading, the search tried it at every character: ~2x slower over a 10k window's texts; the same matches).
 NUMBER = re.compile(
-    rf"(?<![A-Za-z0-9.])[-+−]?\d+(?:\.\d+)?\s*{_UNIT}?"
+    rf"[-+−\d](?<![A-Za-z0-9.].)(?:(?<=[-+−])\d+|(?<=\d)\d*)(?:\.\d+)?\s*{_UNIT}?"
     r"(?:(?:\s*(?:→|->|~|–|升至|降至|提升至|到|至)\s*|-)\d+(?:\.\d+)?\s*(?:%|×|x(?![a-z])|倍)?)?",
     re.IGNORECASE,
 )

@@ -208,8 +208,9 @@ class SourceEntry(Frozen):
     duplicate_of: str | None = None
     duplicate_kind: Literal["exact", "near"] | None = None
     similarity: float | None = None  # estimated Jaccard with `duplicate_of`
-    warnings: list[str] = Field(default_factory=list)
-    warning_codes: list[WarningCode] = Field(default_factory=list)
+    # Tuples: the ~100k entries of a window without a warning share one empty tuple (not two empty lists each).
+    warnings: tuple[str, ...] = ()
+    warning_codes: tuple[WarningCode, ...] = ()
     topic: str = ""  # one line built from the source's headings
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,6 +26,7 @@ LIST_FIRST = 5
 SUMMARY_IDS = 12  # ids a summary line names; 四 lists every one
 SOURCES_AT_ONCE = 2000  # sources whose 一 rows and 五 items are joined at a time
 _TIME = "%Y-%m-%d %H:%M"
+_LABELLED = ("used", "no_increment")  # statuses a row does not repeat, worded by a fixed label
 _HOUR_MINUTE = tuple(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))  # %H:%M of a minute of the day
 
 
@@ -110,10 +112,6 @@ class _View:
     zone: ZoneInfo
     living: str
 
-    def when(self, s: SourceEntry) -> str:
-        t = s.event_time.astimezone(self.zone)
-        return f"{_HOUR_MINUTE[t.hour * 60 + t.minute]} · {_size(s.bytes)}"  # once per source
-
     def status(self, s: SourceEntry) -> str:
         t = self.t
         if s.status == "duplicate" and s.duplicate_kind == "near":
@@ -158,29 +156,45 @@ class _View:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
         return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
 
-    def source_lines(self, sources: Sequence[SourceEntry]) -> tuple[_Trusted, _Trusted]:
-        """一's rows and 五's items, one each per source, each value escaped as the template's `finalize` would
-        (a window of 100k sources in Python's time, not Jinja's)."""
-        lp, rp = esc(self.t["lp"]), esc(self.t["rp"])
+    def source_rows(self, sources: Sequence[SourceEntry], marks: _Marks) -> _Trusted:
+        """一's rows, one per source, each value escaped as the template's `finalize` would (a window of 100k
+        sources in Python's time, not Jinja's); what the items' pass reuses goes into `marks`."""
+        lp, rp, zone = self.t["lp"], self.t["rp"], self.zone
         shown: dict[tuple[str, int], str] = {}  # relevance column text, by (code, stars)
         rows: list[str] = []
-        items: list[str] = []
         for s in sources:
-            when, status, topic = self.when(s), self.status(s), s.topic or s.title
+            t = s.event_time.astimezone(zone)
+            minute = t.hour * 60 + t.minute
             folder, _, name = s.path.rpartition("/")
-            extra = "" if s.status in ("used", "no_increment") else f" · {status}"
-            cell = f"{name}{self.t['lp']}{when} · {topic}{extra}{self.t['rp']}"
+            extra = "" if s.status in _LABELLED else f" · {self.status(s)}"
+            cell = f"{name}{lp}{_HOUR_MINUTE[minute]} · {_size(s.bytes)} · {s.topic or s.title}{extra}{rp}"
             key = (s.relevance.code, s.relevance.stars)
             rel = shown.get(key) or shown.setdefault(key, esc(self.relevance(s)))
             # One search for the whole row: a part with something to escape makes the joined text match (no
             # pattern spans the `x` between them). Most rows have none, and each value passes as it is.
-            if _plain(f"{s.path}x{cell}x{status}"):
+            plain = _plain(f"{s.path}x{cell}")
+            marks.add(minute, plain)
+            if plain:
                 rows.append(f"| {folder or '.'} | {cell} | {rel} |")
+            else:
+                rows.append(f"| {esc(folder or '.')} | {esc(cell)} | {rel} |")
+        return _Trusted("\n".join(rows))
+
+    def source_items(self, sources: Sequence[SourceEntry], marks: _Marks, at: int) -> _Trusted:
+        """五's items of `sources`, from the `at`-th source on, escaped as `source_rows` escaped their rows."""
+        lp, rp = esc(self.t["lp"]), esc(self.t["rp"])
+        labelled = {code: (self.t[code], _plain(self.t[code])) for code in _LABELLED}
+        items: list[str] = []
+        minutes, plains = marks.minutes, marks.plain
+        for i, s in enumerate(sources, at):
+            when, topic = f"{_HOUR_MINUTE[minutes[i]]} · {_size(s.bytes)}", s.topic or s.title
+            # The row's search covered the path, time and topic, and the status unless it is a fixed label.
+            status, plain = labelled[s.status] if s.status in labelled else (self.status(s), True)
+            if plain and plains[i]:
                 items.append(f"- {s.path}{lp}{when} · {topic} · {status}{rp}")
-                continue
-            rows.append(f"| {esc(folder or '.')} | {esc(cell)} | {rel} |")
-            items.append(f"- {esc(s.path)}{lp}{esc(when)} · {esc(topic)} · {esc(status)}{rp}")
-        return _Trusted("\n".join(rows)), _Trusted("\n".join(items))
+            else:
+                items.append(f"- {esc(s.path)}{lp}{esc(when)} · {esc(topic)} · {esc(status)}{rp}")
+        return _Trusted("\n".join(items))
 
     def id_run(self, ids: Sequence[str]) -> str:
         # 四 lists them all: a summary line names the first few, so a window of digests keeps it one line.
@@ -189,27 +203,40 @@ class _View:
         return shown + (" " + self.t["more_ids"].format(n=more) if more > 0 else "")
 
 
+@dataclass
+class _Marks:
+    """Per source, what the rows' pass worked out that the items' pass needs again: its minute of the day in the
+    briefing's zone and whether its row needed no escaping (3 bytes a source)."""
+
+    minutes: array[int] = field(default_factory=lambda: array("H"))
+    plain: bytearray = field(default_factory=bytearray)
+
+    def add(self, minute: int, plain: bool) -> None:
+        self.minutes.append(minute)
+        self.plain.append(plain)
+
+
 class _SourceLines:
-    """一's rows and 五's items made a slice of sources at a time: the table's pieces as the template writes them,
-    the list's kept as UTF-8 until its turn (a 100k window's are ~100 MB as two whole str)."""
+    """一's rows and 五's items made a slice of sources at a time, each as the template writes it: neither held
+    whole (a 100k window's are ~100 MB as two whole str). The items are made in a pass of their own rather than
+    kept from the rows' (~25 MB of UTF-8 held until their turn, at the 100k briefing's peak)."""
 
     def __init__(self, view: _View, sources: Sequence[SourceEntry]) -> None:
         self._view = view
         self._sources = sources
-        self._items: list[bytes] = []
+        self._marks = _Marks()
 
     def table(self) -> Iterator[_Trusted]:
         """The rows, each piece ending with a line break (the template's own is trimmed after its loop)."""
         for at in range(0, len(self._sources), SOURCES_AT_ONCE):
-            rows, items = self._view.source_lines(self._sources[at : at + SOURCES_AT_ONCE])
-            self._items.append(f"{items}\n".encode())
+            rows = self._view.source_rows(self._sources[at : at + SOURCES_AT_ONCE], self._marks)
             yield _Trusted(f"{rows}\n")
 
     def items(self) -> Iterator[_Trusted]:
-        """The list's pieces, once the table's were written (五 comes after 一), freed as they are written."""
-        self._items.reverse()
-        while self._items:
-            yield _Trusted(self._items.pop().decode())
+        """The list's pieces, likewise, once the table's were written (五 comes after 一)."""
+        for at in range(0, len(self._sources), SOURCES_AT_ONCE):
+            items = self._view.source_items(self._sources[at : at + SOURCES_AT_ONCE], self._marks, at)
+            yield _Trusted(f"{items}\n")
 
 
 def _core(b: Briefing, t: dict[str, str]) -> str:

@@ -201,8 +201,8 @@ class ListedRows:
                 "duplicate_of": duplicate.kept if duplicate else None,
                 "duplicate_kind": duplicate.kind if duplicate else None,
                 "similarity": duplicate.similarity if duplicate else None,
-                "warnings": list(warnings) if warnings else [],
-                "warning_codes": list(codes) if codes else [],
+                "warnings": warnings,
+                "warning_codes": codes,
                 "topic": self.texts[3 * i + 2],
             },
         )

@@ -75,8 +75,8 @@ def source_entry(
             "duplicate_of": duplicate.kept if duplicate else None,
             "duplicate_kind": duplicate.kind if duplicate else None,
             "similarity": duplicate.similarity if duplicate else None,
-            "warnings": list(doc.warnings),
-            "warning_codes": list(doc.warning_codes),
+            "warnings": doc.warnings,
+            "warning_codes": doc.warning_codes,
             "topic": topic_line(doc, axis, lang, topic),
         },
     )

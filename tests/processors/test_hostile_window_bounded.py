@@ -94,10 +94,10 @@ def test_a_window_of_hostile_notes_briefs_within_bounded_output_and_memory_and_l
     sources = {s.path: s for s in b.sources}
     assert set(sources) == {d.path for d in docs}  # every note accounted for, odd names included
     for path in [d.path for d in docs if len(d.arxiv_ids) > MAX_LISTED_IDS_PER_NOTE]:
-        assert sources[path].warning_codes == ["many_ids"], path
+        assert sources[path].warning_codes == ("many_ids",), path
         assert f"a briefing lists the first {MAX_LISTED_IDS_PER_NOTE}" in sources[path].warnings[0]
     digest = next(d for d in docs if d.path.endswith("digest.md"))
-    assert sources[digest.path].warnings == []  # a digest of 250 papers is listed whole
+    assert sources[digest.path].warnings == ()  # a digest of 250 papers is listed whole
     assert set(digest.arxiv_ids) <= {e.id for e in b.arxiv}
     # 五 lists each note; a newline in a name is shown as a space, a bidi control as a visible escape.
     for d in docs:

@@ -1,9 +1,11 @@
 """Key points keep every figure intact; highlights and thesis come from them."""
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.key_points import figures, has_digit, highlights, key_points, thesis
+from processors.key_points import _UNIT, NUMBER, figures, has_digit, highlights, key_points, thesis
 
 SECTION = """来源：https://arxiv.org/html/2609.23130v1
 Mooncake 把分布式 KV 持久化做成了生产系统。
@@ -29,6 +31,21 @@ def test_highlights_are_short_phrases_around_striking_figures() -> None:
 def test_figures_are_normalised_for_comparison_with_the_living_document() -> None:
     assert figures("吞吐 3.8x，命中率 1.7% → 92.2%，P99 -91.3%") == {"3.8×", "1.7%→92.2%", "-91.3%"}
     assert figures("P99 延迟") == set()  # a name with digits is not a figure
+
+
+# NUMBER as first written, led by the check of the character before it (tried at every character).
+_LOOKBEHIND_LED = re.compile(
+    rf"(?<![A-Za-z0-9.])[-+−]?\d+(?:\.\d+)?\s*{_UNIT}?"
+    r"(?:(?:\s*(?:→|->|~|–|升至|降至|提升至|到|至)\s*|-)\d+(?:\.\d+)?\s*(?:%|×|x(?![a-z])|倍)?)?",
+    re.IGNORECASE,
+)
+
+
+@given(st.text(alphabet="0123456789１٣.-+−→~–至倍万%×xXsSmBGiK aZ\n", max_size=40))
+@settings(max_examples=600)
+def test_figures_are_found_where_a_number_not_inside_a_word_or_a_number_starts(text: str) -> None:
+    assert [m.group(0) for m in NUMBER.finditer(text)] == [m.group(0) for m in _LOOKBEHIND_LED.finditer(text)]
+    assert [m.span() for m in NUMBER.finditer(text)] == [m.span() for m in _LOOKBEHIND_LED.finditer(text)]
 
 
 def test_thesis_prefers_a_sentence_that_states_the_claim() -> None:

@@ -26,8 +26,8 @@ ENTRY: dict[str, Any] = {
     "duplicate_of": "inbox/tom/a.md",
     "duplicate_kind": "near",
     "similarity": 0.84375,
-    "warnings": ["w"],
-    "warning_codes": ["no_stamp"],
+    "warnings": ("w",),
+    "warning_codes": ("no_stamp",),
     "topic": "KV cache",
 }
 

@@ -258,7 +258,7 @@ def test_bad_input(outcome: Outcome, case: Case) -> None:
         assert outcome.worker[f"warned:{case.label}"] == same_label(case)
     else:
         assert case.path in sources and case.path not in rejected
-        assert sources[case.path].warnings == []
+        assert sources[case.path].warnings == ()
 
 
 def test_the_oversized_file_travelled_without_its_bytes_and_one_just_under_the_limit_whole(
