@@ -84,7 +84,7 @@ def source_facts(summary_json: str | bytes) -> SourceFacts:
 
 
 def summary_facts(data: dict[str, Any]) -> SourceFacts:
-    """`source_facts` of the summary as JSON values (not changed), for one whose JSON is being written."""
+    """`source_facts` of the summary as JSON values (not changed)."""
     terms: dict[str, int] = data.get("terms") or {}
     headings: list[str] = data.get("headings") or []
     slim = {k: v for k, v in data.items() if k not in _BULK}
@@ -125,7 +125,7 @@ _FRONT_KEY = b'"front_matter":'
 
 
 def _to_json(value: object) -> bytes:
-    # As a model's JSON writes them: NaN and infinities (a YAML front matter's .nan) as null.
+    # As a model's JSON writes them: NaN and infinities (an older stored summary may hold one) as null.
     return pydantic_core.to_json(value, inf_nan_mode="null")
 
 
