@@ -114,31 +114,53 @@ def test_a_record_carries_the_facts_the_window_stage_would_work_out_from_its_sum
                     assert row.facts is None
 
 
-@pytest.mark.parametrize(
-    "facts",
-    [
-        b"",
-        b"{}",
-        b"[1,2]",
-        b'["s","t","h",1,true,[],[[1]],"{}","[]"]',
-        b'["s","t","h",1,true,[],[],1,"[]"]',
-        # Typed wrong, each would fail the stored batch (and stop the worker) or store nonsense if let through.
-        b'["s","t","h",null,true,[],[],"{}","[]"]',
-        b'["s","t","h",1,"yes",[],[],"{}","[]"]',
-        b'["s","t","h",1,true,"2101.00001",[],"{}","[]"]',
-        b'["s","t","h",1,true,[],[],"\\"x\\"","[]"]',
-        b'["s","t","h",1,true,[],[],"{\\"kv\\":\\"many\\"}","[]"]',
-        b'["s","t","h",1,true,[],[],"{}","[-1]"]',
-        b'["s","t","h",1,true,[],[],"{}","[1, 2"]',  # DuckDB's ::JSON cast would fail the whole batch
-    ],
-)
-def test_a_record_whose_facts_do_not_read_raises_value_error(facts: bytes) -> None:
+def _note_record() -> tuple[list[bytes], list[object]]:
+    """A real note's record split into its lines, and its facts as JSON values."""
     (_, value), *_ = encode_events(
         routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM.\n")), {}
     )
-    magic, header, summary, _, body = value.split(b"\n", 4)
+    lines = value.split(b"\n", 4)
+    return lines, json.loads(lines[3])
+
+
+def _with_facts(facts: bytes) -> bytes:
+    lines, _ = _note_record()
+    lines[3] = facts
+    return b"\n".join(lines)
+
+
+def test_a_record_with_its_own_facts_reads() -> None:
+    _, facts = _note_record()
+    assert decode_rows(_with_facts(json.dumps(facts).encode()))
+
+
+@pytest.mark.parametrize("facts", [b"", b"{}", b"[1,2]"])
+def test_a_record_whose_facts_are_not_a_facts_list_raises_value_error(facts: bytes) -> None:
     with pytest.raises(ValueError):
-        decode_rows(b"\n".join([magic, header, summary, facts, body]))
+        decode_rows(_with_facts(facts))
+
+
+@pytest.mark.parametrize(
+    ("index", "wrong"),
+    [
+        (0, "s"),  # the slim summary not a summary
+        (6, [[1]]),
+        (7, 1),
+        # Typed wrong, each would fail the stored batch (and stop the worker) or store nonsense if let through.
+        (3, None),
+        (4, "yes"),
+        (5, "2101.00001"),
+        (7, '"x"'),
+        (7, '{"kv":"many"}'),
+        (8, "[-1]"),
+        (8, "[1, 2"),  # DuckDB's ::JSON cast would fail the whole batch
+    ],
+)
+def test_a_record_whose_facts_do_not_read_raises_value_error(index: int, wrong: object) -> None:
+    _, facts = _note_record()
+    facts[index] = wrong
+    with pytest.raises(ValueError):
+        decode_rows(_with_facts(json.dumps(facts).encode()))
 
 
 @pytest.mark.parametrize(
