@@ -11,7 +11,7 @@ use rustc_hash::FxHasher;
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-use crate::unicode::{is_alnum, is_assigned, is_cjk, is_space};
+use crate::unicode::{is_alnum, is_assigned, is_cjk, is_space, is_unified_ideograph};
 
 /// `processors.tokens.normalise`: NFKC, then lower case (with Greek final sigma, as `str.lower` does).
 pub fn normalise(text: &str) -> String {
@@ -68,10 +68,21 @@ fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
     let mut prev = 0; // start of the previous character
     let mut i = 0;
     while i < n {
-        if bytes[i] < 0x80 && stretch.is_none() {
-            let run = bytes[i..].iter().take_while(|&&b| b < 0x80).count();
-            prev = i + run - 1;
-            i += run;
+        if stretch.is_none() && (bytes[i] < 0x80 || is_unified_ideograph(bytes, i)) {
+            // ASCII (a word at a time) and unified ideographs: assigned, their own NFKC, composing with
+            // nothing; most of a note is passed without decoding a character.
+            while i < n {
+                if i + 8 <= n && word_at(bytes, i) & ASCII_MASK == 0 {
+                    i += 8;
+                } else if bytes[i] < 0x80 {
+                    i += 1;
+                } else if is_unified_ideograph(bytes, i) {
+                    i += 3;
+                } else {
+                    break;
+                }
+            }
+            prev = if bytes[i - 1] < 0x80 { i - 1 } else { i - 3 };
             continue;
         }
         let c = text[i..].chars().next().unwrap_or('\0');
@@ -126,6 +137,12 @@ fn caseless(c: char) -> bool {
 
 const ASCII_MASK: u64 = 0x8080_8080_8080_8080;
 
+/// Eight bytes from `i` (at least eight left) as one word.
+#[inline]
+fn word_at(bytes: &[u8], i: usize) -> u64 {
+    u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or([0x80; 8]))
+}
+
 /// `str::to_lowercase`: the text copied whole, characters whose lower case differs replaced, then ASCII
 /// lowered in place (no character lowers to an ASCII capital). Caseless characters are passed without a
 /// look-up in the case tables. Only a capital sigma lowers by its context (final or not): text holding one
@@ -136,7 +153,7 @@ fn lowercase(text: &str) -> String {
     let (mut copied, mut i) = (0, 0);
     while i < bytes.len() {
         // ASCII eight bytes at a time: it is lowered in place at the end.
-        while i + 8 <= bytes.len() && u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or([0x80; 8])) & ASCII_MASK == 0 {
+        while i + 8 <= bytes.len() && word_at(bytes, i) & ASCII_MASK == 0 {
             i += 8;
         }
         if i >= bytes.len() {
@@ -144,6 +161,10 @@ fn lowercase(text: &str) -> String {
         }
         if bytes[i] < 0x80 {
             i += 1;
+            continue;
+        }
+        if is_unified_ideograph(bytes, i) {
+            i += 3; // caseless
             continue;
         }
         let c = text[i..].chars().next().unwrap_or('\0');
@@ -357,10 +378,9 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
 /// The CJK characters from `i` (the first, `c`, already read): each makes a bigram with the one before it.
 /// Returns where the run ends.
 fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usize)>, i: usize, c: char) -> usize {
-    let bytes = norm.as_bytes();
-    let (mut at, mut c) = (i, c);
+    let (mut at, mut len) = (i, c.len_utf8());
     loop {
-        let after = at + c.len_utf8();
+        let after = at + len;
         match run.as_mut() {
             Some((_, prev, chars)) => {
                 tokens.add(norm, *prev, after, 1);
@@ -370,13 +390,23 @@ fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usiz
             None => *run = Some((at, at, 1)),
         }
         at = after;
-        if bytes.get(at).is_none_or(|&b| b < 0x80) {
+        len = cjk_len(norm, at);
+        if len == 0 {
             return at;
         }
-        match norm[at..].chars().next() {
-            Some(n) if is_cjk(n) => c = n,
-            _ => return at,
-        }
+    }
+}
+
+/// The byte length of the CJK character at `at` (a character boundary), 0 if none is there. The unified
+/// ideographs, most of a Chinese note, are known by their first two bytes without decoding them.
+#[inline]
+fn cjk_len(norm: &str, at: usize) -> usize {
+    let bytes = norm.as_bytes();
+    match bytes.get(at) {
+        Some(&b) if b < 0x80 => 0,
+        Some(_) if is_unified_ideograph(bytes, at) => 3,
+        Some(_) => norm[at..].chars().next().filter(|&c| is_cjk(c)).map_or(0, char::len_utf8),
+        None => 0,
     }
 }
 
