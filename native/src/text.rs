@@ -250,21 +250,29 @@ impl Tokens {
     }
 }
 
-/// Whether two tokens are the same bytes: compared eight bytes at a time in line, a token being a few bytes
-/// long (a call to memcmp per token was a tenth of adding it).
+/// Whether two tokens are the same bytes: compared in line, eight or four bytes at a time with the last
+/// load overlapping the one before, a token being a few bytes long (a call to memcmp per token was a tenth
+/// of adding it, and a byte loop's exit mispredicts with the token's length).
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
-    let (mut a, mut b) = (a, b);
-    while a.len() >= 8 {
-        let (x, rest_a) = a.split_at(8);
-        let (y, rest_b) = b.split_at(8);
-        if u64::from_ne_bytes(x.try_into().unwrap_or([0; 8])) != u64::from_ne_bytes(y.try_into().unwrap_or([1; 8])) {
-            return false;
+    let word = |s: &[u8], i: usize| u64::from_ne_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+    let half = |s: &[u8], i: usize| u32::from_ne_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            if word(a, i) != word(b, i) {
+                return false;
+            }
+            i += 8;
         }
-        (a, b) = (rest_a, rest_b);
+        return word(a, n - 8) == word(b, n - 8);
+    }
+    if n >= 4 {
+        return half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4);
     }
     a.iter().zip(b).all(|(x, y)| x == y)
 }
@@ -329,6 +337,21 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
     let mut cjk: Option<(usize, usize, usize)> = None; // (run start, previous character's start, characters)
     let mut i = 0;
     while i < bytes.len() {
+        // Noise never starts at a letter, digit or ideograph: those are read before looking for it.
+        let b = bytes[i];
+        if b.is_ascii_alphanumeric() {
+            out.show(norm, i);
+            end_cjk(&mut tokens, norm, &mut cjk, i);
+            word.get_or_insert(i);
+            i += 1 + bytes[i + 1..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
+            continue;
+        }
+        if is_unified_ideograph(bytes, i) {
+            out.show(norm, i);
+            end_word(&mut tokens, norm, &mut word, i);
+            i = cjk_run(&mut tokens, norm, &mut cjk, i, 3);
+            continue;
+        }
         if strip {
             if let Some(end) = noise_at(norm, i) {
                 out.brk(i);
@@ -337,14 +360,6 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
                 i = end;
                 continue;
             }
-        }
-        let b = bytes[i];
-        if b.is_ascii_alphanumeric() {
-            out.show(norm, i);
-            end_cjk(&mut tokens, norm, &mut cjk, i);
-            word.get_or_insert(i);
-            i += 1 + bytes[i + 1..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
-            continue;
         }
         let c = if b < 0x80 { b as char } else { norm[i..].chars().next().unwrap_or('\0') };
         if is_space(c) {
@@ -357,7 +372,7 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
         out.show(norm, i);
         if b >= 0x80 && is_cjk(c) {
             end_word(&mut tokens, norm, &mut word, i);
-            i = cjk_run(&mut tokens, norm, &mut cjk, i, c);
+            i = cjk_run(&mut tokens, norm, &mut cjk, i, c.len_utf8());
             continue;
         }
         if b >= 0x80 && is_alnum(c) {
@@ -375,10 +390,10 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
     Scan { tokens, stripped: out.text }
 }
 
-/// The CJK characters from `i` (the first, `c`, already read): each makes a bigram with the one before it.
-/// Returns where the run ends.
-fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usize)>, i: usize, c: char) -> usize {
-    let (mut at, mut len) = (i, c.len_utf8());
+/// The CJK characters from `i` (the first, `len` bytes long, already read): each makes a bigram with the one
+/// before it. Returns where the run ends.
+fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usize)>, i: usize, len: usize) -> usize {
+    let (mut at, mut len) = (i, len);
     loop {
         let after = at + len;
         match run.as_mut() {
