@@ -163,7 +163,7 @@ impl Reader {
     /// that are not UTF-8 or not as many characters as the body are ignored.
     #[pyo3(signature = (body, utf8=None))]
     fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>, utf8: Option<&[u8]>) -> PyResult<NoteReading> {
-        let given = utf8.and_then(|b| std::str::from_utf8(b).ok());
+        let given = utf8.and_then(|b| simdutf8::basic::from_utf8(b).ok());
         let (text, exact) = match given {
             Some(t) if t.chars().count() == body.len()? => (t.to_owned(), true),
             _ => match body.to_str() {
