@@ -11,6 +11,7 @@ mod front_matter;
 mod json_indent;
 mod markup;
 mod minhash;
+mod normal;
 mod structure;
 mod text;
 mod text_columns;
@@ -26,7 +27,8 @@ use rustc_hash::FxHashSet;
 use sha2::{Digest, Sha256};
 
 use crate::structure::{BlockOut, Link, StructureOut};
-use crate::text::{normalise, scan, token_hash, Tokens};
+use crate::normal::normalise;
+use crate::text::{scan, token_hash, Tokens};
 use crate::titles::SectionScan;
 use crate::unicode::is_digit;
 
