@@ -12,6 +12,7 @@ mod json_indent;
 mod json_rows;
 mod markup;
 mod minhash;
+mod normal;
 mod structure;
 mod text;
 mod text_columns;
@@ -28,7 +29,8 @@ use rustc_hash::FxHashSet;
 use sha2::{Digest, Sha256};
 
 use crate::structure::{BlockOut, Link, StructureOut};
-use crate::text::{normalise, scan, token_hash, Tokens};
+use crate::normal::normalise;
+use crate::text::{scan, token_hash, Tokens};
 use crate::titles::SectionScan;
 use crate::unicode::is_digit;
 
@@ -165,7 +167,7 @@ impl Reader {
     /// that are not UTF-8 or not as many characters as the body are ignored.
     #[pyo3(signature = (body, utf8=None))]
     fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>, utf8: Option<&[u8]>) -> PyResult<NoteReading> {
-        let given = utf8.and_then(|b| std::str::from_utf8(b).ok());
+        let given = utf8.and_then(|b| simdutf8::basic::from_utf8(b).ok());
         let (text, exact) = match given {
             Some(t) if t.chars().count() == body.len()? => (t.to_owned(), true),
             _ => match body.to_str() {

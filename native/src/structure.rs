@@ -223,9 +223,9 @@ impl Offsets<'_> {
     fn to_line(&mut self, b: usize) -> usize {
         let bytes = self.text.as_bytes();
         if b >= self.line_byte {
-            self.line += bytes[self.line_byte..b].iter().filter(|&&c| c == b'\n').count();
+            self.line += memchr::memchr_iter(b'\n', &bytes[self.line_byte..b]).count();
         } else {
-            self.line -= bytes[b..self.line_byte].iter().filter(|&&c| c == b'\n').count();
+            self.line -= memchr::memchr_iter(b'\n', &bytes[b..self.line_byte]).count();
         }
         self.line_byte = b;
         self.line

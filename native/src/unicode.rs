@@ -113,6 +113,17 @@ pub fn is_cjk(c: char) -> bool {
     )
 }
 
+/// Whether the character at `i` of UTF-8 `bytes` (a character boundary) is a CJK unified ideograph
+/// (U+4E00…U+9FFF: three bytes led by 0xE5…0xE9, or by 0xE4 and 0xB8 or more), read from its first two bytes.
+#[inline]
+pub fn is_unified_ideograph(bytes: &[u8], i: usize) -> bool {
+    match bytes[i] {
+        0xe5..=0xe9 => true,
+        0xe4 => bytes.get(i + 1).is_some_and(|&b| b >= 0xb8),
+        _ => false,
+    }
+}
+
 /// Whether `c` matches the ASCII letter `lower` under Python's `re.IGNORECASE` (which also pairs `i` with
 /// `İ` and `ı`, `k` with the Kelvin sign and `s` with the long s).
 #[inline]
@@ -169,6 +180,34 @@ const SPACE_START: [u8; 256] = {
     table
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` below `n` (at most 0x80), exactly: no borrow crosses bytes.
+#[inline]
+fn below(word: u64, n: u8) -> u64 {
+    let low = (word & !HIGHS) + ONES * u64::from(0x80 - n);
+    !(low | word) & HIGHS
+}
+
+/// How far eight bytes from `i` can be skipped inside a word run of `collapse`: 8 when none may start
+/// white space (`SPACE_START`, with a few bytes more: below 0x21, 0xc2, 0xe0…0xe3) but single ASCII spaces,
+/// 7 when the last byte is such a space (the byte after it decides), 0 otherwise. Prose holds a space every
+/// few bytes, so a word at a time only pays with the spaces let through.
+#[inline]
+fn word_run(word: u64) -> usize {
+    let spaces = below(word ^ (ONES * 0x20), 1);
+    let others = (below(word, 0x21) ^ spaces) | below(word ^ (ONES * 0xe0), 4) | below(word ^ (ONES * 0xc2), 1);
+    if others != 0 || spaces & (spaces << 8) != 0 {
+        return 0;
+    }
+    if spaces >> 63 == 0 {
+        8
+    } else {
+        7
+    }
+}
+
 /// The byte length of the white space character at `i` (a character boundary), 0 if none starts there.
 #[inline]
 fn space_at(text: &str, i: usize) -> usize {
@@ -205,6 +244,16 @@ pub fn collapse(text: &str) -> String {
         let start = i;
         // Up to white space that is not one ASCII space before a word, or the end.
         while i < n {
+            // Continuation bytes never start white space: a word may be skipped from inside a character.
+            while i + 8 <= n {
+                match word_run(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]))) {
+                    0 => break,
+                    skip => i += skip,
+                }
+            }
+            if i == n {
+                break;
+            }
             if SPACE_START[bytes[i] as usize] == 0 {
                 i += 1;
             } else if space_at(text, i) == 0 {

@@ -106,6 +106,18 @@ def test_text_that_normalises_reads_the_same(body: str, title: str) -> None:
     assert_equal_reading(body, title)
 
 
+# Characters about the bytes the pass reads without decoding: ideographs by their first two UTF-8 bytes
+# (U+4E00…U+9FFF; U+4000…U+4DFF share the first byte and hold the hexagram symbols, no CJK), ASCII and block
+# text eight bytes at a time (white space of each kind, single and double spaces at any offset).
+_FAST_PATHS = "ab Z1\n\t*#-中文\u4e00\u9fff\u4dbf\u4dc0\u4dff\u4000\u3400\ua000\u3002\u201c，Ｋ\u0301\u3000\u00a0\u2028ΣÅ"
+
+
+@SETTINGS
+@given(st.text(alphabet=_FAST_PATHS, max_size=80), st.text(alphabet=_FAST_PATHS, max_size=12))
+def test_text_read_a_word_at_a_time_reads_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
 def _fields(reading: object) -> tuple[object, ...]:
     names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
     return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]

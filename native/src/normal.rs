@@ -1,0 +1,184 @@
+//! `processors.tokens.normalise` over a note: NFKC, then lower case, each run only where the text needs it
+//! (most of a note is ASCII and unified ideographs, passed without decoding a character). The token scan
+//! (`text.rs`) reads what this returns.
+
+use std::borrow::Cow;
+
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+
+use crate::unicode::{is_assigned, is_unified_ideograph};
+
+/// `processors.tokens.normalise`: NFKC, then lower case (with Greek final sigma, as `str.lower` does).
+pub fn normalise(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
+    // Most notes: every code point assigned, found out on the way through the NFKC pass.
+    if let Some(nfkc) = nfkc_stretches(text, true) {
+        return lowercase(&nfkc);
+    }
+    // A code point the reference's Unicode does not assign is, to Python, a starter that neither composes
+    // nor changes case: the text is normalised in the stretches between such code points.
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if !is_assigned(c) {
+            out.push_str(&normalise_assigned(&text[start..i]));
+            out.push(c);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push_str(&normalise_assigned(&text[start..]));
+    out
+}
+
+fn normalise_assigned(text: &str) -> String {
+    match nfkc_stretches(text, false) {
+        Some(nfkc) => lowercase(&nfkc),
+        None => lowercase(&text.nfkc().collect::<String>()), // never: unassigned code points are not checked
+    }
+}
+
+/// Whether `c` is its own NFKC and no character before it can change with it (NFKC_QC=Yes, ccc=0): text can
+/// be normalised in pieces cut before such characters. ASCII and the CJK unified ideographs (most of a
+/// note) are answered without a look-up.
+#[inline]
+fn inert(c: char) -> bool {
+    c.is_ascii()
+        || ('\u{4e00}'..='\u{9fff}').contains(&c)
+        || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
+}
+
+/// NFKC of `text`, run only over the stretches that need it: a stretch is a run of characters that are not
+/// inert, with the character before it (which may compose with the first: `e` + U+0301 is `é`). Chinese text
+/// always has some full-width punctuation to fold, and NFKC of the whole note cost more than the rest of
+/// the pass. Borrowed when nothing needs it. None, when `assigned` asks so, at a code point the reference's
+/// Unicode does not assign (the text is then normalised between such code points).
+fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut out = String::new();
+    let mut copied = 0; // bytes of `text` already in `out`
+    let mut stretch: Option<usize> = None; // start of the stretch being read
+    let mut prev = 0; // start of the previous character
+    let mut i = 0;
+    while i < n {
+        if stretch.is_none() && (bytes[i] < 0x80 || is_unified_ideograph(bytes, i)) {
+            // ASCII (a word at a time) and unified ideographs: assigned, their own NFKC, composing with
+            // nothing; most of a note is passed without decoding a character.
+            while i < n {
+                if i + 8 <= n && word_at(bytes, i) & ASCII_MASK == 0 {
+                    i += 8;
+                } else if bytes[i] < 0x80 {
+                    i += 1;
+                } else if is_unified_ideograph(bytes, i) {
+                    i += 3;
+                } else {
+                    break;
+                }
+            }
+            prev = if bytes[i - 1] < 0x80 { i - 1 } else { i - 3 };
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\0');
+        if assigned && !is_assigned(c) {
+            return None;
+        }
+        if inert(c) {
+            if let Some(start) = stretch.take() {
+                push_nfkc(&mut out, &text[start..i]);
+                copied = i;
+            }
+        } else if stretch.is_none() {
+            let start = if i > 0 { prev } else { 0 };
+            if out.capacity() == 0 {
+                out.reserve(n + 16);
+            }
+            out.push_str(&text[copied..start]);
+            stretch = Some(start);
+        }
+        prev = i;
+        i += c.len_utf8();
+    }
+    match stretch {
+        Some(start) => push_nfkc(&mut out, &text[start..]),
+        None if copied == 0 => return Some(Cow::Borrowed(text)),
+        None => out.push_str(&text[copied..]),
+    }
+    Some(Cow::Owned(out))
+}
+
+/// NFKC of one stretch. The common one — full-width ASCII (`，`, `（`, `：`), maybe after an inert character —
+/// maps character by character: U+FF01…U+FF5E are `<wide>` forms of U+0021…U+007E, and an ASCII character
+/// composes with nothing before it.
+fn push_nfkc(out: &mut String, stretch: &str) {
+    let wide = |c: char| ('\u{ff01}'..='\u{ff5e}').contains(&c);
+    let mut chars = stretch.chars();
+    let first = chars.next();
+    if first.is_some_and(|c| wide(c) || inert(c)) && chars.clone().all(wide) {
+        for c in first.into_iter().chain(chars) {
+            out.push(if wide(c) { char::from_u32(c as u32 - 0xfee0).unwrap_or(c) } else { c });
+        }
+        return;
+    }
+    out.extend(stretch.nfkc());
+}
+
+/// Characters without case that a note is full of: CJK punctuation, kana, the unified ideographs, Hangul.
+#[inline]
+fn caseless(c: char) -> bool {
+    matches!(c as u32, 0x3000..=0x30ff | 0x4e00..=0x9fff | 0xac00..=0xd7af)
+}
+
+const ASCII_MASK: u64 = 0x8080_8080_8080_8080;
+
+/// Eight bytes from `i` (at least eight left) as one word.
+#[inline]
+fn word_at(bytes: &[u8], i: usize) -> u64 {
+    u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or([0x80; 8]))
+}
+
+/// `str::to_lowercase`: the text copied whole, characters whose lower case differs replaced, then ASCII
+/// lowered in place (no character lowers to an ASCII capital). Caseless characters are passed without a
+/// look-up in the case tables. Only a capital sigma lowers by its context (final or not): text holding one
+/// takes the standard library's path.
+fn lowercase(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        // ASCII eight bytes at a time: it is lowered in place at the end.
+        while i + 8 <= bytes.len() && word_at(bytes, i) & ASCII_MASK == 0 {
+            i += 8;
+        }
+        if i >= bytes.len() {
+            break;
+        }
+        if bytes[i] < 0x80 {
+            i += 1;
+            continue;
+        }
+        if is_unified_ideograph(bytes, i) {
+            i += 3; // caseless
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\0');
+        let n = c.len_utf8();
+        if c == 'Σ' {
+            return text.to_lowercase();
+        }
+        if !caseless(c) {
+            let mut lower = c.to_lowercase();
+            if lower.len() != 1 || lower.clone().next() != Some(c) {
+                out.push_str(&text[copied..i]);
+                out.extend(&mut lower);
+                copied = i + n;
+            }
+        }
+        i += n;
+    }
+    out.push_str(&text[copied..]);
+    out.make_ascii_lowercase();
+    out
+}
