@@ -23,9 +23,10 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 Compression = Literal["gzip", "lz4", "zstd", "snappy", "none"]
-# Measured (docs/performance.md): zstd at level 3 compresses the archive 5:1 at ~200 MB/s; aiokafka runs
-# gzip and lz4 at level 9 (25-35 MB/s), which costs more CPU than everything else the backfill does.
-DEFAULT_COMPRESSION: Compression = "zstd"
+# Uncompressed: aiokafka's zstd (level 3, 5:1) cost the backfill ~90 µs a note, and the broker (which
+# decompresses a batch to check it) and the worker's consumer paid again, against 5x the raw topic's bytes
+# (docs/performance.md). gzip and lz4 run at level 9 (25-35 MB/s) in aiokafka.
+DEFAULT_COMPRESSION: Compression = "none"
 # One batch per partition is in flight at a time (aiokafka's sender), so a batch must hold many notes.
 DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
 DEFAULT_LINGER_MS = 50

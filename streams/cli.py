@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         "backfill", parents=common, help="publish a large archive to Kafka fast, with a progress bar"
     )
     b.add_argument("--root", required=True)
-    b.add_argument("--compression", choices=("zstd", "lz4", "gzip", "snappy", "none"), default="zstd")
+    b.add_argument("--compression", choices=("zstd", "lz4", "gzip", "snappy", "none"), default="none")
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )

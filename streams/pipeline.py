@@ -33,7 +33,7 @@ from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly
 from streams.emission import Emission
-from streams.heap import release_free_heap
+from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
 from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
@@ -187,7 +187,8 @@ class Pipeline:
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
         async with self.briefing_lock:
-            with collector.paused():
+            # glibc's small thresholds while briefing: its large blocks leave as freed (streams.heap)
+            with collector.paused(), briefing_heap():
                 return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:

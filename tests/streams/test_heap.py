@@ -1,4 +1,5 @@
-"""The worker's C heap gives back what a batch freed (streams.heap): each case in a fresh interpreter."""
+"""The worker's C heap gives back what a batch freed, and reuses its pages while ingesting (streams.heap): each
+case in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ pin = b"x" * int("100000")  # not a constant the compiler folds
 MID_BLOCKS = """
 batch = [b"x" * 20_000 for _ in range(5_000)]
 pin = b"x" * int("100000")  # not a constant the compiler folds
+"""
+# A window batch's large buffers one after the other (1 MB, as fetched batches and pickles), each written through.
+REUSED_BLOCKS = """
+for _ in range(200):
+    block = bytearray(1_000_000)
+    block[::4096] = b"x" * len(block[::4096])
+    del block
 """
 RESIDENT = """
 def resident():
@@ -53,9 +61,44 @@ def _freed_but_resident(setup: str, blocks: str, after: str = "") -> int:
     return int(json.loads(out.stdout))
 
 
-def test_large_buffers_freed_by_a_batch_leave_the_worker() -> None:
-    kept = _freed_but_resident("assert heap.keep_large_blocks_off_heap()", LARGE_BLOCKS)
+def _page_faults(setup: str) -> int:
+    """Minor page faults a fresh process takes for REUSED_BLOCKS after `setup`."""
+    code = "\n".join(
+        [
+            "import json, resource",
+            "from streams import heap",
+            setup,
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt",
+            textwrap.dedent(REUSED_BLOCKS),
+            "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before))",
+        ]
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(json.loads(out.stdout))
+
+
+def test_large_buffers_freed_by_a_briefing_leave_the_worker() -> None:
+    kept = _freed_but_resident("assert heap.set_thresholds(heap.BRIEFING)", LARGE_BLOCKS)
     assert kept < 20  # of the 90 MB the batch held
+
+
+def test_the_ingest_reuses_the_pages_of_large_buffers() -> None:
+    # 200 buffers of 1 MB: ~245 faults each when each is mapped anew, as with the briefing's thresholds.
+    assert _page_faults("assert heap.set_thresholds(heap.BRIEFING)") > 20_000
+    assert _page_faults("assert heap.keep_for_ingest()") < 2_000
+
+
+def test_large_buffers_freed_while_ingesting_leave_at_the_trim() -> None:
+    trim = "from tests.clocks import ManualClock\nassert heap.HeapTrim(ManualClock()).after_batch()"
+    assert _freed_but_resident("assert heap.keep_for_ingest()", LARGE_BLOCKS) > 60  # until the trim
+    assert _freed_but_resident("assert heap.keep_for_ingest()", LARGE_BLOCKS, after=trim) < 20
+
+
+def test_a_briefing_runs_with_the_small_thresholds_and_the_ingest_gets_its_own_back() -> None:
+    during = "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap()\nbriefing.__enter__()"
+    assert _freed_but_resident(during, LARGE_BLOCKS) < 20
+    after = "assert heap.keep_for_ingest()\nwith heap.briefing_heap():\n    pass"
+    assert _page_faults(after) < 2_000
 
 
 def test_the_heap_keeps_large_buffers_without_the_fixed_threshold() -> None:
