@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,21 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams import kafka_io
 from streams.settings import Settings
 from streams.worker_process import spawn_worker, stop_process
+
+ZSTD = 4  # a record batch's codec (its attributes' low bits), KIP-110
+
+
+def batch_codecs(kafka_data_dir: Path, topic: str) -> set[int]:
+    """The codec of every record batch the broker stored for the topic (its log segments, format v2)."""
+    out = set()
+    for log in kafka_data_dir.glob(f"logs/{topic}-*/*.log"):
+        data, at = log.read_bytes(), 0
+        while at + 23 <= len(data):
+            (length,) = struct.unpack_from(">i", data, at + 8)
+            (attributes,) = struct.unpack_from(">h", data, at + 21)
+            out.add(attributes & 0x07)
+            at += 12 + length
+    return out
 
 
 async def read_topic(settings: Settings, stage: str) -> list[tuple[bytes | None, bytes]]:

@@ -17,7 +17,7 @@ from processors.models import RawFile
 from streams.backfill import backfill
 from streams.settings import Settings
 from streams.watcher import publish_root
-from tests.support import read_topic
+from tests.support import ZSTD, batch_codecs, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -63,6 +63,21 @@ async def test_a_rerun_sends_changed_files_only(make_settings: Callable[..., Set
     paths = [r.path for r in await _raw(settings)]
     assert paths.count(stats.paths[3]) == 2 and paths.count(stats.paths[4]) == 1
     assert (await backfill(settings)).published == 0
+
+
+async def test_raw_records_go_uncompressed_unless_a_compression_is_asked_for(
+    make_settings: Callable[..., Settings], kafka_data_dir: Path, tmp_path: Path
+) -> None:
+    plain = make_settings()
+    packed = make_settings(root=tmp_path / "packed", state_dir=tmp_path / "packed-state")
+    files = generate(plain.root, 20).files
+    generate(packed.root, 20)
+    # The broker and the worker would each decompress a zstd batch again (docs/performance.md).
+    await backfill(plain)
+    await backfill(packed, compression="zstd")
+    assert batch_codecs(kafka_data_dir, plain.kafka.topic("raw")) == {0}
+    assert batch_codecs(kafka_data_dir, packed.kafka.topic("raw")) == {ZSTD}
+    assert len(await _raw(plain)) == len(await _raw(packed)) == files
 
 
 def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tmp_path: Path) -> None:

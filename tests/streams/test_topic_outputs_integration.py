@@ -4,7 +4,6 @@ producer, in order on their key's partition; a briefing's JSON is still compress
 from __future__ import annotations
 
 import random
-import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,24 +16,11 @@ from streams.app import faust_app
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES, Settings
 from streams.topics import TopicOutputs, Topics
+from tests.support import ZSTD, batch_codecs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
-_ZSTD = 4  # a record batch's codec (its attributes' low bits), KIP-110
-
-
-def batch_codecs(kafka_data_dir: Path, topic: str) -> set[int]:
-    """The codec of every record batch the broker stored for the topic (its log segments, format v2)."""
-    out = set()
-    for log in kafka_data_dir.glob(f"logs/{topic}-*/*.log"):
-        data, at = log.read_bytes(), 0
-        while at + 23 <= len(data):
-            (length,) = struct.unpack_from(">i", data, at + 8)
-            (attributes,) = struct.unpack_from(">h", data, at + 21)
-            out.add(attributes & 0x07)
-            at += 12 + length
-    return out
 
 
 async def by_partition(s: Settings, topic: str) -> dict[int, list[tuple[bytes, bytes]]]:
@@ -79,4 +65,4 @@ async def test_documents_records_go_uncompressed_in_order_on_their_partitions_an
         for p in range(PARTITIONS)
     }
     assert batch_codecs(kafka_data_dir, s.kafka.topic("documents")) == {0}  # no zstd of zstd
-    assert batch_codecs(kafka_data_dir, s.kafka.topic("briefings")) == {_ZSTD}
+    assert batch_codecs(kafka_data_dir, s.kafka.topic("briefings")) == {ZSTD}
