@@ -219,7 +219,7 @@ class _Marks:
 class _SourceLines:
     """一's rows and 五's items made a slice of sources at a time, each as the template writes it: neither held
     whole (a 100k window's are ~100 MB as two whole str). The items are made in a pass of their own rather than
-    kept from the rows' (~25 MB of UTF-8 held until their turn, at the 100k briefing's peak)."""
+    kept from the rows' (~19 MiB of UTF-8 held until their turn, at the 100k briefing's peak)."""
 
     def __init__(self, view: _View, sources: Sequence[SourceEntry]) -> None:
         self._view = view
