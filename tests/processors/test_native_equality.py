@@ -118,6 +118,14 @@ def test_text_read_a_word_at_a_time_reads_the_same(body: str, title: str) -> Non
     assert_equal_reading(body, title)
 
 
+# A double space where the eight-byte skip stops or ends (a heading read "abcdefg  h" when it stopped one late).
+@pytest.mark.parametrize(
+    "body", ["abcdefg  h", "# abcdefg  h", "abcdef  gh", "- abcdefgh  i\n", "abcdefg \u00a0h"]
+)
+def test_a_double_space_at_the_word_boundary_reads_the_same(body: str) -> None:
+    assert_equal_reading(body, "")
+
+
 def _fields(reading: object) -> tuple[object, ...]:
     names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
     return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]
