@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from streams.backfill import DEFAULT_BATCH_BYTES, DEFAULT_COMPRESSION, DEFAULT_LINGER_MS, walk
+from streams.backfill import DEFAULT_BATCH_BYTES, DEFAULT_COMPRESSION, DEFAULT_LINGER_MS, codec, walk
 from streams.kafka_io import MAX_MESSAGE_BYTES
 
 
@@ -24,7 +24,7 @@ async def produce(bootstrap: str, topic: str, root: Path) -> int:
         bootstrap_servers=bootstrap,
         acks="all",
         enable_idempotence=True,
-        compression_type=DEFAULT_COMPRESSION,
+        compression_type=codec(DEFAULT_COMPRESSION),
         max_request_size=MAX_MESSAGE_BYTES,
         max_batch_size=DEFAULT_BATCH_BYTES,
         linger_ms=DEFAULT_LINGER_MS,

@@ -64,6 +64,11 @@ class BackfillReport:
 Progress = Callable[[int, int], None]  # (files done, file bytes done), called as acknowledgements arrive
 
 
+def codec(compression: Compression) -> str | None:
+    """aiokafka's `compression_type` for a compression name (it takes None, not "none")."""
+    return None if compression == "none" else compression
+
+
 def make_bulk_producer(
     settings: Settings,
     compression: Compression = DEFAULT_COMPRESSION,
@@ -75,7 +80,7 @@ def make_bulk_producer(
         **kafka_io.client_kwargs(settings),
         acks="all",
         enable_idempotence=True,
-        compression_type=None if compression == "none" else compression,
+        compression_type=codec(compression),
         max_request_size=kafka_io.MAX_MESSAGE_BYTES,
         max_batch_size=batch_bytes,
         linger_ms=linger_ms,
