@@ -220,13 +220,6 @@ def load_facts(facts_json: bytes | str) -> SourceFacts:
             f"{exc.errors()[0]['msg']})"
         ) from None
     summary_json, topic, text_hash, length, counted, arxiv_ids, titled, terms, signature = row
-    # The store reads these two into term rows and a UBIGINT[] (predigest_native.FactRows): a wrong shape would
-    # fail the batch, not the record. Checked natively: pydantic's dict and list of them cost ~14 µs a note.
-    if not fact_json_reads(terms, signature):
-        raise ValueError(
-            "the source facts of a documents record do not read (term counts not a JSON object of INTEGER counts, "
-            "or a signature not a JSON list of u64)"
-        )
     stated = tuple(
         StatedTitle(
             n,
@@ -236,6 +229,20 @@ def load_facts(facts_json: bytes | str) -> SourceFacts:
         )
         for n, i, title, source, strong, rank, mark_id, mark_title, bounded in titled
     )
-    return SourceFacts(
-        summary_json, topic, text_hash, length, counted, tuple(arxiv_ids), stated, terms, signature
+    return storable(
+        SourceFacts(
+            summary_json, topic, text_hash, length, counted, tuple(arxiv_ids), stated, terms, signature
+        )
     )
+
+
+def storable(facts: SourceFacts) -> SourceFacts:
+    """The facts, unless the store cannot read their term counts or signature: ValueError."""
+    # The store reads these two into term rows and a UBIGINT[] (predigest_native.FactRows): a wrong shape would
+    # fail the batch, not the record. Checked natively: pydantic's dict and list of them cost ~14 µs a note.
+    if not fact_json_reads(facts.terms_json, facts.signature_json):
+        raise ValueError(
+            "the source facts of a documents record do not read (term counts not a JSON object of INTEGER counts "
+            "naming each term once, or a signature not a JSON list of u64)"
+        )
+    return facts

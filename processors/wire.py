@@ -25,7 +25,14 @@ from predigest_native import is_utf8
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind, built
-from processors.source_facts import SourceFacts, document_facts, dump_facts, load_facts
+from processors.source_facts import (
+    SourceFacts,
+    document_facts,
+    dump_facts,
+    load_facts,
+    source_facts,
+    storable,
+)
 from processors.wire_frames import MAGIC_V6, unpacked
 
 MAGIC_V5 = b"predigest.documents/v5"  # read only: v6 with its notes uncompressed
@@ -322,11 +329,11 @@ def _rows(parts: list[bytes]) -> list[DocumentRecord]:
     """The rows of a v4, v3 or v2 record split at its first newlines."""
     if parts[0] == MAGIC_V2:
         header = EventHeader.model_validate_json(parts[1])
-        return [DocumentRecord(header, _stored(header, parts))]
+        return [DocumentRecord(header, *_stored(header, parts))]
     group = GroupHeader.model_validate_json(parts[1])
     if not group.axes:
         raise ValueError(f"documents record of {group.path} names no axis")
-    stored, facts = _carried(group, parts) if parts[0] == MAGIC else (_stored(group, parts), None)
+    stored, facts = _carried(group, parts) if parts[0] == MAGIC else _stored(group, parts)
     # The group's fields, every one of them validated: `built` makes each axis's header from them in a fifth of
     # the time of a copy of a constructed one, the window stage's busiest loop.
     shared = {name: getattr(group, name) for name in EventHeader.model_fields}
@@ -349,10 +356,11 @@ def _carried(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | 
     return StoredDocument(parts[2], parts[4]), facts
 
 
-def _stored(header: EventHeader, parts: list[bytes]) -> StoredDocument | None:
-    """A record's document as the state stores it (None for a deletion or a rejection), checked readable."""
+def _stored(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | None, SourceFacts | None]:
+    """A v3 or v2 record's document as the state stores it (None for a deletion or a rejection), checked
+    readable, and its facts."""
     if header.type != "document":
-        return None
+        return None, None
     if len(parts) != 4 or header.kind is None or header.event_time is None:
         raise ValueError(f"document record of {header.path} lacks its body, kind or event time")
     summary_json = parts[2].decode()
@@ -363,7 +371,15 @@ def _stored(header: EventHeader, parts: list[bytes]) -> StoredDocument | None:
         # Written before notes kept their stated titles: they are read from its text once, here, so that what
         # is stored (and every briefing) has them (the titles only: the body stays as it came).
         stored = StoredDocument(store_document(load_document(stored)).summary_json, stored.body_json)
-    return stored
+    # Its facts worked out here, not by the store: a summary read lax (a count of 1.0, "3" or true, kept as
+    # written) whose term counts the store cannot read is refused with its note, not with the window's batch.
+    return stored, _facts(stored.summary_json)
+
+
+@lru_cache(maxsize=256)
+def _facts(summary_json: str | bytes) -> SourceFacts:
+    """The facts of a stored summary, checked storable; remembered, as `_titled`."""
+    return storable(source_facts(summary_json))
 
 
 @lru_cache(maxsize=256)

@@ -14,8 +14,18 @@ from processors.source_facts import SourceFacts, source_facts
 from processors.wire import DocumentRecord
 
 # The source_rows table's columns, in order, and their types as TypedColumns reads them.
-_COLUMNS = ("vid", "path", "sha256", "text_hash", "length", "counted", "arxiv_ids", "topic", "summary_json")
-_TYPES = ("int64", "text", "text", "text", "int32", "bool", "text[]", "text", "text")
+SOURCE_ROW_COLUMNS = (
+    "vid",
+    "path",
+    "sha256",
+    "text_hash",
+    "length",
+    "counted",
+    "arxiv_ids",
+    "topic",
+    "summary_json",
+)
+SOURCE_ROW_TYPES = ("int64", "text", "text", "text", "int32", "bool", "text[]", "text", "text")
 
 
 class SourceRows:
@@ -45,7 +55,9 @@ class SourceRows:
             (vid, p, s, f.text_hash, f.length, f.counted, f.arxiv_ids, f.topic, f.summary_json)
             for vid, (p, s), f in zip(vids, keys, facts, strict=True)
         ]
-        columns = TypedColumns(list(_COLUMNS), list(_TYPES), list(zip(*rows, strict=True)))
+        columns = TypedColumns(
+            list(SOURCE_ROW_COLUMNS), list(SOURCE_ROW_TYPES), list(zip(*rows, strict=True))
+        )
         self._db.from_arrow(columns).insert_into("source_rows")
         self._insert_titles(vids, facts)
         # The term counts and the signature, read from JSON of their own into Arrow rows without the GIL

@@ -5,16 +5,21 @@
 //! note (~54 terms, 128 values; docs/performance.md); reading them here is a pass over ~1.5 KB.
 
 use std::ffi::CString;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use hashbrown::hash_table::Entry;
+use hashbrown::HashTable;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use rustc_hash::FxBuildHasher;
 
 use crate::arrow_stream::{self, Column};
 use crate::text_columns::{encode, raw, Raw};
 
-/// A JSON text being read: the few forms the facts hold (an object of integers, an array of them, `null`).
+/// A JSON text being read: the few forms the facts hold (an object of integers, an array of them). Strict JSON
+/// (RFC 8259), as pydantic read them before: no leading zero, no raw control character in a string.
 struct Json<'a> {
     s: &'a [u8],
     at: usize,
@@ -40,21 +45,12 @@ impl<'a> Json<'a> {
         false
     }
 
-    fn null(&mut self) -> bool {
-        self.space();
-        if self.s[self.at..].starts_with(b"null") {
-            self.at += 4;
-            return true;
-        }
-        false
-    }
-
     fn end(&mut self) -> bool {
         self.space();
         self.at == self.s.len()
     }
 
-    /// An integer (no fraction or exponent), within i64 or u64 as `negative` allows; None otherwise.
+    /// An integer (no fraction or exponent) as its sign and magnitude, the magnitude within u64; None otherwise.
     fn integer(&mut self) -> Option<(bool, u64)> {
         self.space();
         let negative = self.s.get(self.at) == Some(&b'-');
@@ -67,8 +63,9 @@ impl<'a> Json<'a> {
             value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
             self.at += 1;
         }
+        let leading_zero = self.s.get(start) == Some(&b'0') && self.at > start + 1;
         let fraction = matches!(self.s.get(self.at), Some(b'.' | b'e' | b'E'));
-        (self.at > start && !fraction).then_some((negative, value))
+        (self.at > start && !leading_zero && !fraction).then_some((negative, value))
     }
 
     /// A string's UTF-8, its escapes read, appended to `out`.
@@ -78,7 +75,13 @@ impl<'a> Json<'a> {
         }
         loop {
             let rest = &self.s[self.at..];
-            let n = memchr::memchr2(b'"', b'\\', rest)?;
+            // A byte at a time: terms are a few bytes, shorter than memchr's start-up.
+            let n = rest
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            if rest[n] < 0x20 {
+                return None; // a raw control character: JSON has them escaped
+            }
             out.extend_from_slice(&rest[..n]);
             self.at += n + 1;
             if rest[n] == b'"' {
@@ -120,6 +123,10 @@ impl<'a> Json<'a> {
 
     fn hex4(&mut self) -> Option<u32> {
         let digits = self.s.get(self.at..self.at + 4)?;
+        // from_str_radix alone would take a sign ("\u+041")
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
         let text = std::str::from_utf8(digits).ok()?;
         let u = u32::from_str_radix(text, 16).ok()?;
         self.at += 4;
@@ -127,15 +134,18 @@ impl<'a> Json<'a> {
     }
 }
 
-/// The (term, count) pairs of `{"term": n, …}` into the columns; `null` has none. Err when it is neither.
+/// The (term, count) pairs of `{"term": n, …}` into the columns; `null` (exactly: what a summary without them
+/// writes) has none. None when it is neither, or names a term twice (the old MAP cast failed the batch on it, a
+/// briefing would count the note twice in the term's document frequency); `rows` then holds part of it.
 fn terms(json: &[u8], vid: i64, rows: &mut TermColumns) -> Option<()> {
-    let mut j = Json::new(json);
-    if j.null() {
-        return j.end().then_some(());
+    if json == b"null" {
+        return Some(());
     }
+    let mut j = Json::new(json);
     if !j.eat(b'{') {
         return None;
     }
+    let first = rows.counts.len();
     if !j.eat(b'}') {
         loop {
             j.string(&mut rows.data)?;
@@ -143,10 +153,11 @@ fn terms(json: &[u8], vid: i64, rows: &mut TermColumns) -> Option<()> {
                 return None;
             }
             let (negative, value) = j.integer()?;
-            let n = i32::try_from(value).ok()?;
+            let magnitude = i64::try_from(value).ok()?;
+            let n = i32::try_from(if negative { -magnitude } else { magnitude }).ok()?;
             rows.vids.push(vid);
             rows.offsets.push(rows.data.len() as i64);
-            rows.counts.push(if negative { -n } else { n });
+            rows.counts.push(n);
             if j.eat(b'}') {
                 break;
             }
@@ -155,7 +166,7 @@ fn terms(json: &[u8], vid: i64, rows: &mut TermColumns) -> Option<()> {
             }
         }
     }
-    j.end().then_some(())
+    (j.end() && !rows.repeated(first)).then_some(())
 }
 
 struct TermColumns {
@@ -163,11 +174,52 @@ struct TermColumns {
     offsets: Vec<i64>,
     data: Vec<u8>,
     counts: Vec<i32>,
+    seen: HashTable<(usize, usize)>, // the terms of one version, as spans of `data` (`repeated`)
+}
+
+impl TermColumns {
+    fn new() -> Self {
+        TermColumns {
+            vids: Vec::new(),
+            offsets: vec![0],
+            data: Vec::new(),
+            counts: Vec::new(),
+            seen: HashTable::new(),
+        }
+    }
+
+    /// Room for the rows of `json_bytes` more of term counts (a row is 5 bytes of JSON or more, `"t":1,`):
+    /// columns grown a row at a time were moved ~30 times a note.
+    fn reserve(&mut self, json_bytes: usize) {
+        let rows = json_bytes / 5 + 1;
+        self.vids.reserve(rows);
+        self.offsets.reserve(rows);
+        self.data.reserve(json_bytes);
+        self.counts.reserve(rows);
+    }
+
+    /// Whether two of the terms of the rows from `first` on are one (the same UTF-8, their escapes read).
+    fn repeated(&mut self, first: usize) -> bool {
+        let (data, seen) = (&self.data, &mut self.seen);
+        let hash = |&(start, end): &(usize, usize)| FxBuildHasher.hash_one(&data[start..end]);
+        let terms = &self.offsets[first..];
+        seen.clear();
+        seen.reserve(terms.len(), hash);
+        for w in terms.windows(2) {
+            let span = (w[0] as usize, w[1] as usize);
+            let term = &data[span.0..span.1];
+            match seen.entry(hash(&span), |&(s, e)| &data[s..e] == term, hash) {
+                Entry::Occupied(_) => return true,
+                Entry::Vacant(slot) => _ = slot.insert(span),
+            }
+        }
+        false
+    }
 }
 
 /// The values of `[n, …]` appended to `out` when it is a list of `length` u64 (None: of any length); false
-/// (nothing appended) for anything else, as DuckDB's TRY_CAST made it NULL: `null`, another length, a value that
-/// is no u64.
+/// (nothing appended) for anything else: `null`, another length, a value that is no u64 (the decode's
+/// `fact_json_reads` has refused the last with its note).
 fn signature(json: &[u8], length: Option<usize>, out: &mut Vec<u64>) -> bool {
     let start = out.len();
     let mut j = Json::new(json);
@@ -200,8 +252,8 @@ fn signature(json: &[u8], length: Option<usize>, out: &mut Vec<u64>) -> bool {
 }
 
 /// Whether a record's facts hold term counts and a signature `FactRows` reads: `{"term": n, …}` (each n an
-/// INTEGER) or `null`, and a list of u64 or `null`. What a window batch's store would fail on is refused with
-/// its record instead.
+/// INTEGER, each term once) or `null`, and a list of u64 or `null`. What a window batch's store would fail on
+/// is refused with its record instead.
 #[pyfunction]
 pub fn fact_json_reads(
     terms_json: &Bound<'_, PyAny>,
@@ -211,12 +263,8 @@ pub fn fact_json_reads(
     if encode(&mut text, raw(terms_json)?).is_err() {
         return Ok(false); // a lone surrogate: no UTF-8 to store
     }
-    let mut rows = TermColumns {
-        vids: Vec::new(),
-        offsets: Vec::new(),
-        data: Vec::new(),
-        counts: Vec::new(),
-    };
+    let mut rows = TermColumns::new();
+    rows.reserve(text.len());
     if terms(&text, 0, &mut rows).is_none() {
         return Ok(false);
     }
@@ -224,8 +272,9 @@ pub fn fact_json_reads(
     if encode(&mut text, raw(signature_json)?).is_err() {
         return Ok(false);
     }
-    let mut null = Json::new(&text);
-    Ok((null.null() && null.end()) || signature(&text, None, &mut Vec::new()))
+    // Room for the values up front: a list growing to 128 values moved eight times.
+    let mut values = Vec::with_capacity(text.len() / 16);
+    Ok(text == b"null" || signature(&text, None, &mut values))
 }
 
 fn raws(cells: &[Bound<'_, PyAny>]) -> PyResult<Vec<Raw>> {
@@ -264,7 +313,7 @@ fn names(names: &[&str]) -> Vec<CString> {
 #[pymethods]
 impl FactRows {
     /// (vid, term, n) of each version's term counts, `{"term": n, …}` or `null` (none); ValueError for JSON of
-    /// another shape or a count beyond INTEGER.
+    /// another shape, a count beyond INTEGER or a term named twice.
     #[staticmethod]
     fn terms(py: Python<'_>, vids: Vec<i64>, counts: Vec<Bound<'_, PyAny>>) -> PyResult<Self> {
         if vids.len() != counts.len() {
@@ -272,16 +321,12 @@ impl FactRows {
         }
         let raws = raws(&counts)?;
         let built = py.detach(|| {
-            let mut rows = TermColumns {
-                vids: Vec::new(),
-                offsets: vec![0],
-                data: Vec::new(),
-                counts: Vec::new(),
-            };
+            let mut rows = TermColumns::new();
             each_text(&raws, |i, json| {
+                rows.reserve(json.len());
                 terms(json, vids[i], &mut rows).ok_or_else(|| {
                     format!(
-                        "the term counts of version {} are not a JSON object of integers",
+                        "the term counts of version {} are not a JSON object of integers, each term once",
                         vids[i]
                     )
                 })

@@ -20,12 +20,14 @@ from processors.wire import (
     MAGIC_V2,
     MAGIC_V3,
     GroupHeader,
+    decode_notes,
     decode_rows,
     encode_events,
     load_document,
     load_summary,
     store_document,
 )
+from processors.wire_frames import pack_notes
 from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v2 import encode_v2
@@ -95,7 +97,9 @@ def test_v3_v2_and_v1_records_on_retained_topics_stay_readable() -> None:
         v3 = encode_v3(events, {})
         assert all(v.startswith(MAGIC_V3 + b"\n") for _, v in v3)
         assert rows(v3) == events
-        assert all(row.facts is None for _, v in v3 for row in decode_rows(v))
+        # Worked out where decoded (and checked there), as the parse stage works them out for v4.
+        for row in (row for _, v in v3 for row in decode_rows(v)):
+            assert row.facts == (None if row.stored is None else source_facts(row.stored.summary_json))
         v2 = encode_v2(events)
         assert all(v.startswith(MAGIC_V2 + b"\n") for _, v in v2)
         assert rows(v2) == events
@@ -172,6 +176,9 @@ def test_a_record_whose_facts_do_not_read_raises_value_error(index: int, wrong: 
         ),  # beyond the INTEGER it is stored as: the store would fail the whole batch
         ('{"kv":1.0}', "null"),
         ('{"kv":1', "null"),
+        # A term twice: stored twice, a briefing would count the note twice in the term's document frequency.
+        ('{"kv":1,"kv":2}', "null"),
+        ('{"caf\\u00e9":1,"café":2}', "null"),
         ("[1]", "null"),
         ("null", "[18446744073709551616]"),
         ("null", "[1,-2]"),
@@ -190,6 +197,38 @@ def test_a_record_whose_term_counts_or_signature_the_store_cannot_read_raises_va
     row[7:9] = [terms, signature]
     with pytest.raises(ValueError, match="source facts"):
         decode_rows(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
+
+
+def test_a_note_whose_term_counts_name_a_term_twice_is_set_apart_alone() -> None:
+    (key, value), *_ = encode_events(
+        routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM.\n")), {}
+    )
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    row = json.loads(facts)
+    row[7] = '{"kv":1,"cache":2,"kv":3}'
+    twice = b"\n".join([magic, header, summary, json.dumps(row).encode(), body])
+    [(_, record)] = pack_notes([(key, value), (key, twice), (key, value)], {}, 1 << 20)
+    notes = decode_notes(record)
+    assert [(f.index, f.value) for f in notes.failed] == [(1, twice)]
+    assert len(notes.rows) == 2 * len(decode_rows(value))
+
+
+def _v3_with_terms(counts: object) -> bytes:
+    """A v3 record of a real note whose summary's term counts are all `counts`, as an older writer may hold."""
+    (_, value), *_ = encode_v3(routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM kv.\n")), {})
+    magic, header, summary, body = value.split(b"\n", 3)
+    data = json.loads(summary)
+    data["terms"] = dict.fromkeys(data["terms"], counts)
+    return b"\n".join([magic, header, json.dumps(data).encode(), body])
+
+
+@pytest.mark.parametrize("counts", [1.0, "3", True, 2**31])
+def test_a_v3_record_whose_term_counts_the_store_cannot_read_raises_value_error(counts: object) -> None:
+    # The summary reads (pydantic's lax int takes 1.0, "3" and true) and was stored as written: the store's read
+    # of its term counts failed the window's whole batch, replayed at every restart.
+    assert decode_rows(_v3_with_terms(1))
+    with pytest.raises(ValueError, match="source facts"):
+        decode_rows(_v3_with_terms(counts))
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from predigest_native import FactRows
 
 from sinks import schema
+from sinks.documents import CONTENT_COLUMNS, DOCUMENT_COLUMNS
 from sinks.errors import RebuildRequiredError
+from sinks.source_rows import SOURCE_ROW_COLUMNS
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state
 from tests.state_support import as_previous_version
@@ -92,3 +95,23 @@ def test_a_file_of_the_version_before_packed_briefings_is_upgraded_so_an_older_p
     monkeypatch.setattr(schema, "UPGRADED_IN_PLACE", schema.UPGRADED_IN_PLACE - 1)
     with pytest.raises(RebuildRequiredError, match="written by a newer predigest"):
         StateStore(path)
+
+
+def test_the_batches_a_store_inserts_name_the_tables_columns_in_their_order(tmp_path: Path) -> None:
+    # The Arrow batches are inserted by position (`insert_into`): a column added to a table, or moved, must fail
+    # here rather than store each value under its neighbour's name.
+    db = duckdb.connect(str(tmp_path / "worker.duckdb"))
+    schema.ensure(db, tmp_path / "worker.duckdb")
+    inserted = {
+        "documents": DOCUMENT_COLUMNS,
+        "contents": CONTENT_COLUMNS,
+        "source_rows": SOURCE_ROW_COLUMNS,
+        "source_terms": tuple(db.from_arrow(FactRows.terms([1], ['{"a":1}'])).columns),
+        "source_signatures": tuple(db.from_arrow(FactRows.signatures([1], ["[1]"], 1)).columns),
+    }
+    for table, columns in inserted.items():
+        rows = db.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]
+        ).fetchall()
+        assert tuple(name for (name,) in rows) == columns, table
+    db.close()

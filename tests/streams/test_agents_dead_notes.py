@@ -3,16 +3,21 @@ notes is no success that resets them, and a few bad notes among many are a small
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 
+from processors.fan_out import route_raw
 from processors.wire import note_records
 from processors.wire_frames import pack_notes
 from streams.dead_letters import _write_stop_file
 from streams.settings import DeadLetterSettings
 from tests.clocks import ManualClock
+from tests.processors.wire_v3 import encode_v3
 from tests.streams.agent_support import (
     END,
     ONE_PARTITION,
+    SH,
     TEXT,
     InProcessWorker,
     Start,
@@ -22,6 +27,7 @@ from tests.streams.agent_support import (
     raw_value,
     settled,
 )
+from tests.streams.pipeline_support import raw_file
 
 
 def _started(tmp_path: Path, start: Start, limits: DeadLetterSettings) -> InProcessWorker:
@@ -84,3 +90,35 @@ async def test_two_bad_notes_in_seventeen_are_not_past_a_half_share(
             await agent.put(value, key=key, partition=0)
         await settled(lambda: len(worker.outputs.dead_letters) == 8 or stops == [78], "8 letters or a stop")
     assert stops == [] and len(worker.outputs.dead_letters) == 8  # 8 of 68 notes failed: 12 %
+
+
+def _v3_counted_lax(worker: InProcessWorker) -> tuple[bytes, bytes]:
+    """A v3 record (a rebuild replays retained ones) whose summary's term counts are 2.0: pydantic's lax int read
+    the summary, and it was stored as written."""
+    raw = raw_file("inbox/tom/2026-09-27-1100-kv.md", TEXT + "older\n")
+    events = route_raw(raw, worker.settings.axes, zone=SH, max_bytes=4 << 20, seen_at=END, raw_offset=0)
+    [(key, value)] = encode_v3(events, {})
+    magic, header, summary, body = value.split(b"\n", 3)
+    data = json.loads(summary)
+    data["terms"] = dict.fromkeys(data["terms"], 2.0)
+    return key, b"\n".join([magic, header, json.dumps(data).encode(), body])
+
+
+async def test_a_v3_record_whose_term_counts_the_store_cannot_read_is_dead_lettered_and_the_batch_stored(
+    tmp_path: Path, stops: list[int], start: Start
+) -> None:
+    # Its facts are worked out where it is decoded, and refused there: at the store they failed the whole batch,
+    # replayed at every restart.
+    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
+    [(key, good)] = await parsed(worker, raw_value())
+    old_key, old = _v3_counted_lax(worker)
+    state = worker.services.pipeline().state
+    async with worker.agents.window.test_context() as agent:
+        await agent.put(good, key=key, partition=0)
+        await agent.put(old, key=old_key, partition=0)
+        await settled(
+            lambda: len(worker.outputs.dead_letters) == 1 and state.document_count(key.decode()) == 1,
+            "the batch",
+        )
+    [letter] = worker.outputs.dead_letters
+    assert (letter.reason, letter.value, stops) == ("unreadable", old, [])
