@@ -45,7 +45,7 @@ from streams.batches import (
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish, to_thread_to_the_end
-from streams.heap import HeapTrim
+from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
 
@@ -175,7 +175,6 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     s = services.settings
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
-    heap = HeapTrim(services.clock)
     # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
     stream.add_processor(partial(_received, services))
     async for events in batches:
@@ -183,7 +182,7 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
         with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
             await window_batch(services, outputs, events, backlog=backlog)
         # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
-        heap.after_batch()
+        services.heap.after_batch()
 
 
 def _received(services: Services, value: bytes) -> bytes:
@@ -337,7 +336,10 @@ async def _owned_here(services: Services, command: ControlCommand, partition: in
 
 async def deliver(services: Services, outputs: Outputs, emission: Emission) -> None:
     """Send a recorded briefing to the briefings topic, then record that it was acknowledged."""
-    # In a thread: its first read unpacks the recorded JSON (~75 MB at 100k sources) for its size and checksum.
-    messages = await asyncio.to_thread(services.pipeline().messages, emission)
-    await outputs.briefing(emission.axis, messages)
+    # In a thread: its first read unpacks the recorded JSON (~75 MB at 100k sources) for its size and checksum;
+    # those blocks leave as freed, as a briefing's do (streams.heap).
+    with briefing_heap():
+        messages = await asyncio.to_thread(services.pipeline().messages, emission)
+        await outputs.briefing(emission.axis, messages)
+        del messages
     services.pipeline().delivered(emission)

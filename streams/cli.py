@@ -109,7 +109,12 @@ def _parser() -> argparse.ArgumentParser:
         "backfill", parents=common, help="publish a large archive to Kafka fast, with a progress bar"
     )
     b.add_argument("--root", required=True)
-    b.add_argument("--compression", choices=("zstd", "lz4", "gzip", "snappy", "none"), default="none")
+    b.add_argument(
+        "--compression",
+        choices=("zstd", "lz4", "gzip", "snappy", "none"),
+        default="none",  # streams.backfill.DEFAULT_COMPRESSION, not imported: the CLI starts without aiokafka
+        help="of the raw records (default: none; zstd for a remote broker or a tight disk)",
+    )
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )

@@ -5,9 +5,10 @@ Left alone, glibc raises its mmap threshold to the largest block freed so far, s
 worker's large buffers (fetched Kafka batches, documents records of ~0.4 MB, the parse processes' pickles): ~100
 MiB of its resident set at 100k notes was free heap. Fixed at 128 KiB, every such buffer was mapped, faulted in
 page by page and unmapped again: ~75 page faults a note, a quarter of the worker's CPU in the kernel. So while
-ingesting, blocks up to 4 MiB come from the heap and its top is not given back at each free; the trim after a
-window batch (at most once a second) hands back what is free. A briefing runs with the small threshold: its
-large blocks leave as they are freed, where its peak is measured.
+ingesting, blocks up to 4 MiB come from the heap and a heap's top is given back only past 16 MiB; the trim after
+a window batch (at most once a second, and once more when the worker has gone quiet) hands back the main heap's
+free pages. A briefing runs with the small thresholds: its large blocks leave as they are freed, where its peak
+is measured.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ class Thresholds:
 # Fixed (no dynamic growth): glibc's own starting values. A briefing's freed blocks go back to the system at once.
 BRIEFING = Thresholds(mmap_bytes=128 * 1024, trim_bytes=128 * 1024)
 # Fetched batches, records and pickles of a window batch reused from the heap instead of mapped and faulted anew
-# (10k ingests: ~28 faults a note against ~73, the worker's system time ~0.6x); the trim bounds what stays free.
-INGEST = Thresholds(mmap_bytes=4 * 1024 * 1024, trim_bytes=64 * 1024 * 1024)
+# (10k ingests: ~28 faults a note against ~73, the worker's system time ~0.6x). The trim threshold bounds what a
+# thread's heap keeps: malloc_trim shrinks only the main heap's top, another thread's arena gives its top back at
+# a free past this threshold (at 64 MiB a decode or store thread kept up to 64 MiB free, into the briefing).
+INGEST = Thresholds(mmap_bytes=4 * 1024 * 1024, trim_bytes=16 * 1024 * 1024)
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -58,6 +61,8 @@ def set_thresholds(thresholds: Thresholds) -> bool:
     libc = _libc()
     if libc is None:
         return False
+    # mallopt is documented MT-Unsafe: glibc sets these under the main arena's lock while other threads read them
+    # unlocked; at worst an allocation racing the change is served under the old threshold.
     if not (
         libc.mallopt(M_MMAP_THRESHOLD, thresholds.mmap_bytes)
         and libc.mallopt(M_TRIM_THRESHOLD, thresholds.trim_bytes)
@@ -82,7 +87,11 @@ def keep_for_ingest() -> bool:
 
 @contextlib.contextmanager
 def briefing_heap() -> Iterator[None]:
-    """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after."""
+    """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after.
+    Nothing changes in a process that never set the ingest's (glibc's own dynamic ones cannot be set back)."""
+    if _Heap.thresholds is None:
+        yield
+        return
     if _Heap.briefings == 0:
         set_thresholds(BRIEFING)
         release_free_heap()
@@ -92,7 +101,7 @@ def briefing_heap() -> Iterator[None]:
     finally:
         _Heap.briefings -= 1
         if _Heap.briefings == 0:
-            set_thresholds(_Heap.thresholds or BRIEFING)
+            set_thresholds(_Heap.thresholds)
 
 
 class HeapTrim:
@@ -103,13 +112,23 @@ class HeapTrim:
         self._every = every
         self._libc = _libc()
         self._last = float("-inf")
+        self._owed = False  # a batch ended since the last trim
 
     def after_batch(self) -> bool:
         """Trim if the last trim is `every` seconds old; whether it trimmed."""
+        self._owed = True
+        return self._trim_if_due()
+
+    async def when_quiet(self) -> bool:
+        """The trim a batch skipped (the last one came less than `every` seconds after a trim), once the batches
+        stop: a worker gone quiet does not keep its last batch's pages; whether it trimmed. A timer's tick."""
+        return self._owed and self._trim_if_due()
+
+    def _trim_if_due(self) -> bool:
         now = self._clock.monotonic()
         if self._libc is None or now - self._last < self._every:
             return False
-        self._last = now
+        self._last, self._owed = now, False
         self._libc.malloc_trim(0)
         return True
 

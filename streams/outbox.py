@@ -23,6 +23,7 @@ from processors.models import Trigger
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams.emission import Emission
+from streams.heap import briefing_heap
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.settings import Settings
@@ -89,7 +90,9 @@ class BriefingOutbox:
         key = (emission.window_end, emission.trigger)
         failure = self._failing.get(axis)
         try:
-            await asyncio.to_thread(self._pipeline().write_files, emission)
+            # Its texts unpacked a few MB at a time: freed blocks leave as a briefing's do (streams.heap).
+            with briefing_heap():
+                await asyncio.to_thread(self._pipeline().write_files, emission)
         except Exception as exc:  # the disk's problem, or a bug in rendering: this axis's, never the worker's
             self._failed(axis, key, exc)
             return False

@@ -12,6 +12,7 @@ from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
 from streams.dead_letters import DeadLetterPolicy
+from streams.heap import HeapTrim
 from streams.lag_probe import LagProbe
 from streams.outbox import BriefingOutbox
 from streams.ownership import Ownership
@@ -92,6 +93,7 @@ class Services:
     status: StatusSnapshot
     dead: DeadLetterPolicy
     outbox: BriefingOutbox
+    heap: HeapTrim  # the window agent's trim after a batch, the timer's when the batches stop
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock) -> Services:
@@ -117,6 +119,7 @@ class Services:
             status=StatusSnapshot(settings, pipeline, ownership, lag, clock),
             dead=DeadLetterPolicy(settings, metrics, clock),
             outbox=BriefingOutbox(settings, metrics, clock, pipeline, ownership),
+            heap=HeapTrim(clock),
         )
 
     async def stop(self) -> None:

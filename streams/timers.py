@@ -1,5 +1,6 @@
 """The worker's timers: the leader's check for due window closes, the refresh of the polled gauges, the retry of
-briefings recorded but not yet written or sent (the outbox), and the state's check and vacuum at a quiet moment."""
+briefings recorded but not yet written or sent (the outbox), the state's check and vacuum at a quiet moment, and
+the heap's trim once the batches stop."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sinks.clock import Clock
 from streams import gauges
 from streams.agents import deliver
 from streams.control import new_command
+from streams.heap import TRIM_EVERY_SECONDS
 from streams.pipeline import Pipeline
 from streams.services import Services
 from streams.settings import Settings
@@ -118,4 +120,5 @@ def register_timers(app: faust.App, services: Services, outputs: Outputs) -> Clo
     app.timer(interval=OUTBOX_TICK_SECONDS, name="streams.timers.retry_briefings")(
         partial(retry_briefings, services, outputs)
     )
+    app.timer(interval=TRIM_EVERY_SECONDS, name="streams.timers.trim_heap")(services.heap.when_quiet)
     return check

@@ -94,6 +94,31 @@ def test_large_buffers_freed_while_ingesting_leave_at_the_trim() -> None:
     assert _freed_but_resident("assert heap.keep_for_ingest()", LARGE_BLOCKS, after=trim) < 20
 
 
+# A thread's batch (the decode's, the store's) freed at its arena's top: malloc_trim shrinks only the main heap's.
+THREAD_BLOCKS = """
+import threading
+def work():
+    held = [bytearray(1_000_000) for _ in range(60)]
+    for block in held:
+        block[::4096] = b"x" * len(block[::4096])
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+batch = None
+"""
+
+
+def test_large_buffers_a_thread_freed_while_ingesting_leave_the_worker() -> None:
+    # At a 64 MiB trim threshold the thread's arena kept its ~57 MiB free, into the next briefing.
+    trim = "from tests.clocks import ManualClock\nassert heap.HeapTrim(ManualClock()).after_batch()"
+    assert _freed_but_resident("assert heap.keep_for_ingest()", THREAD_BLOCKS, after=trim) < 20
+
+
+def test_a_briefing_leaves_the_heap_of_a_process_that_does_not_ingest_alone() -> None:
+    # A one-shot flush briefs without the worker's thresholds: glibc's own, which reuse large blocks, stay.
+    assert _page_faults("with heap.briefing_heap():\n    pass") < 2_000
+
+
 def test_a_briefing_runs_with_the_small_thresholds_and_the_ingest_gets_its_own_back() -> None:
     during = "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap()\nbriefing.__enter__()"
     assert _freed_but_resident(during, LARGE_BLOCKS) < 20
@@ -125,3 +150,17 @@ def test_trims_are_at_most_a_second_apart() -> None:
     assert not trim.after_batch()  # a batch every 50 ms at a trickle does not pay a trim each
     clock.advance(0.5)
     assert trim.after_batch()
+
+
+async def test_a_worker_gone_quiet_gets_the_trim_its_last_batch_skipped() -> None:
+    clock = ManualClock()
+    trim = heap.HeapTrim(clock)
+    assert trim.after_batch()
+    assert not await trim.when_quiet()  # nothing freed since
+    clock.advance(0.5)
+    assert not trim.after_batch()  # too soon: owed
+    assert not await trim.when_quiet()
+    clock.advance(0.5)
+    assert await trim.when_quiet()
+    clock.advance(5)
+    assert not await trim.when_quiet()  # paid
