@@ -22,6 +22,9 @@ from streams.worker_process import load_dumped_settings
 
 log = logging.getLogger("predigest")
 
+COMPRESSIONS = ("zstd", "lz4", "gzip", "snappy", "none")
+COMPRESSION_HELP = "of the raw records (default: none; zstd for a remote broker or a tight disk)"
+
 # The ports a command listens on, checked before anything starts (a broker, a topic, a process).
 _PORTS = {
     "worker": ("web_port",),
@@ -109,12 +112,8 @@ def _parser() -> argparse.ArgumentParser:
         "backfill", parents=common, help="publish a large archive to Kafka fast, with a progress bar"
     )
     b.add_argument("--root", required=True)
-    b.add_argument(
-        "--compression",
-        choices=("zstd", "lz4", "gzip", "snappy", "none"),
-        default="none",  # streams.backfill.DEFAULT_COMPRESSION, not imported: the CLI starts without aiokafka
-        help="of the raw records (default: none; zstd for a remote broker or a tight disk)",
-    )
+    # The default is streams.backfill.DEFAULT_COMPRESSION's, not imported: the CLI starts without aiokafka.
+    b.add_argument("--compression", choices=COMPRESSIONS, default="none", help=COMPRESSION_HELP)
     b.add_argument(
         "--no-progress", action="store_true", help="no bar (it is also off when stderr is no terminal)"
     )
