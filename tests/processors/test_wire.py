@@ -152,6 +152,7 @@ def test_a_record_whose_facts_are_not_a_facts_list_raises_value_error(facts: byt
         (7, 1),
         # Typed wrong, each would fail the stored batch (and stop the worker) or store nonsense if let through.
         (3, None),
+        (3, 2**31),  # a length beyond the INTEGER it is stored as
         (4, "yes"),
         (5, "2101.00001"),
         (7, '"x"'),
@@ -213,22 +214,28 @@ def test_a_note_whose_term_counts_name_a_term_twice_is_set_apart_alone() -> None
     assert len(notes.rows) == 2 * len(decode_rows(value))
 
 
-def _v3_with_terms(counts: object) -> bytes:
+def _v3_with_terms(counts: object, length: object = 8) -> bytes:
     """A v3 record of a real note whose summary's term counts are all `counts`, as an older writer may hold."""
     (_, value), *_ = encode_v3(routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM kv.\n")), {})
     magic, header, summary, body = value.split(b"\n", 3)
     data = json.loads(summary)
     data["terms"] = dict.fromkeys(data["terms"], counts)
+    data["length"] = length
     return b"\n".join([magic, header, json.dumps(data).encode(), body])
 
 
-@pytest.mark.parametrize("counts", [1.0, "3", True, 2**31])
-def test_a_v3_record_whose_term_counts_the_store_cannot_read_raises_value_error(counts: object) -> None:
+@pytest.mark.parametrize(
+    ("counts", "length"),
+    [(1.0, 8), ("3", 8), (True, 8), (2**31, 8), ("3", 0), (1, "8"), (1, 8.0), (1, 2**31)],
+)
+def test_a_v3_record_whose_term_counts_the_store_cannot_read_raises_value_error(
+    counts: object, length: object
+) -> None:
     # The summary reads (pydantic's lax int takes 1.0, "3" and true) and was stored as written: the store's read
-    # of its term counts failed the window's whole batch, replayed at every restart.
+    # of its term counts or length failed the window's whole batch, replayed at every restart.
     assert decode_rows(_v3_with_terms(1))
     with pytest.raises(ValueError, match="source facts"):
-        decode_rows(_v3_with_terms(counts))
+        decode_rows(_v3_with_terms(counts, length))
 
 
 @pytest.mark.parametrize(
