@@ -382,3 +382,15 @@ def test_a_deletion_is_one_record_per_partition_naming_its_axes() -> None:
     assert len(records) == 2
     assert sorted(rows(records), key=lambda e: e.key) == sorted(events, key=lambda e: e.key)
     assert {row.header.type for _, v in records for row in decode_rows(v)} == {"deletion"}
+
+
+@pytest.mark.parametrize("at", [0, 5])  # its n, its rank: INTEGER columns of source_titles
+def test_a_record_whose_stated_title_is_beyond_integer_raises_value_error(at: int) -> None:
+    card = b"# Efficient Long-Context LLM Inference via KV Cache Clustering\n\narXiv:2506.11418\n"
+    (_, value), *_ = encode_events(routed(raw("paper_cards/2106-2506-11418.md", card)), {})
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    row = json.loads(facts)
+    assert decode_rows(value) and row[6]
+    row[6][0][at] = 2**31  # the store failed the window's whole batch on it
+    with pytest.raises(ValueError, match="source facts"):
+        decode_rows(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))
