@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 import pydantic_core
 from predigest_native import fact_json_reads
-from pydantic import StrictBool, StrictInt, StrictStr, TypeAdapter
+from pydantic import Field, StrictBool, StrictInt, StrictStr, TypeAdapter
 
 from processors.id_conflicts import title_mark, within_bound
 from processors.models import DocumentSummary, TitledId
@@ -171,15 +171,17 @@ def stated_rows(titled: list[TitledId]) -> tuple[StatedTitle, ...]:
     )
 
 
+# The store's INTEGER columns (source_rows.length, source_titles.n and rank): a value beyond one failed the batch.
+_Integer = Annotated[StrictInt, Field(ge=-(2**31), lt=2**31)]
 _StatedRow = tuple[
-    StrictInt, StrictStr, StrictStr, StrictStr, StrictBool, StrictInt, StrictStr, StrictStr, StrictBool
+    _Integer, StrictStr, StrictStr, StrictStr, StrictBool, _Integer, StrictStr, StrictStr, StrictBool
 ]
 _FACTS_ROW: TypeAdapter[tuple[str, str, str, int, bool, list[str], list[_StatedRow], str, str]] = TypeAdapter(
     tuple[
         StrictStr,
         StrictStr,
         StrictStr,
-        StrictInt,
+        _Integer,
         StrictBool,
         list[StrictStr],
         list[_StatedRow],

@@ -31,7 +31,6 @@ from processors.source_facts import (
     dump_facts,
     load_facts,
     source_facts,
-    storable,
 )
 from processors.wire_frames import MAGIC_V6, unpacked
 
@@ -378,8 +377,13 @@ def _stored(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | N
 
 @lru_cache(maxsize=256)
 def _facts(summary_json: str | bytes) -> SourceFacts:
-    """The facts of a stored summary, checked storable; remembered, as `_titled`."""
-    return storable(source_facts(summary_json))
+    """The facts of a stored summary, checked as a v4 record's are (`load_facts`); remembered, as `_titled`."""
+    try:
+        facts = source_facts(summary_json)
+    except TypeError as exc:  # a lax count ("3") summed for a length the summary lacks
+        raise ValueError(f"the source facts of a documents record do not read ({exc})") from None
+    # Through the v4 row's strict types: a lax length ("8", 8.0) or one beyond INTEGER failed the store's batch.
+    return load_facts(dump_facts(facts))
 
 
 @lru_cache(maxsize=256)

@@ -113,16 +113,19 @@ class HeapTrim:
         self._libc = _libc()
         self._last = float("-inf")
         self._owed = False  # a batch ended since the last trim
+        self._ended = float("-inf")  # when the last batch ended
 
     def after_batch(self) -> bool:
         """Trim if the last trim is `every` seconds old; whether it trimmed."""
-        self._owed = True
+        self._owed, self._ended = True, self._clock.monotonic()
         return self._trim_if_due()
 
     async def when_quiet(self) -> bool:
         """The trim a batch skipped (the last one came less than `every` seconds after a trim), once the batches
         stop: a worker gone quiet does not keep its last batch's pages; whether it trimmed. A timer's tick."""
-        return self._owed and self._trim_if_due()
+        # Not while batches still end every second: the trim stays after a batch, not in the middle of the next.
+        quiet = self._clock.monotonic() - self._ended >= self._every
+        return self._owed and quiet and self._trim_if_due()
 
     def _trim_if_due(self) -> bool:
         now = self._clock.monotonic()

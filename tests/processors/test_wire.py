@@ -152,6 +152,7 @@ def test_a_record_whose_facts_are_not_a_facts_list_raises_value_error(facts: byt
         (7, 1),
         # Typed wrong, each would fail the stored batch (and stop the worker) or store nonsense if let through.
         (3, None),
+        (3, 2**31),  # a length beyond the INTEGER it is stored as
         (4, "yes"),
         (5, "2101.00001"),
         (7, '"x"'),
@@ -213,22 +214,28 @@ def test_a_note_whose_term_counts_name_a_term_twice_is_set_apart_alone() -> None
     assert len(notes.rows) == 2 * len(decode_rows(value))
 
 
-def _v3_with_terms(counts: object) -> bytes:
+def _v3_with_terms(counts: object, length: object = 8) -> bytes:
     """A v3 record of a real note whose summary's term counts are all `counts`, as an older writer may hold."""
     (_, value), *_ = encode_v3(routed(raw("inbox/jay/2026-09-27-1000-x.md", b"# KV cache\n\nvLLM kv.\n")), {})
     magic, header, summary, body = value.split(b"\n", 3)
     data = json.loads(summary)
     data["terms"] = dict.fromkeys(data["terms"], counts)
+    data["length"] = length
     return b"\n".join([magic, header, json.dumps(data).encode(), body])
 
 
-@pytest.mark.parametrize("counts", [1.0, "3", True, 2**31])
-def test_a_v3_record_whose_term_counts_the_store_cannot_read_raises_value_error(counts: object) -> None:
+@pytest.mark.parametrize(
+    ("counts", "length"),
+    [(1.0, 8), ("3", 8), (True, 8), (2**31, 8), ("3", 0), (1, "8"), (1, 8.0), (1, 2**31)],
+)
+def test_a_v3_record_whose_term_counts_the_store_cannot_read_raises_value_error(
+    counts: object, length: object
+) -> None:
     # The summary reads (pydantic's lax int takes 1.0, "3" and true) and was stored as written: the store's read
-    # of its term counts failed the window's whole batch, replayed at every restart.
+    # of its term counts or length failed the window's whole batch, replayed at every restart.
     assert decode_rows(_v3_with_terms(1))
     with pytest.raises(ValueError, match="source facts"):
-        decode_rows(_v3_with_terms(counts))
+        decode_rows(_v3_with_terms(counts, length))
 
 
 @pytest.mark.parametrize(
@@ -375,3 +382,15 @@ def test_a_deletion_is_one_record_per_partition_naming_its_axes() -> None:
     assert len(records) == 2
     assert sorted(rows(records), key=lambda e: e.key) == sorted(events, key=lambda e: e.key)
     assert {row.header.type for _, v in records for row in decode_rows(v)} == {"deletion"}
+
+
+@pytest.mark.parametrize("at", [0, 5])  # its n, its rank: INTEGER columns of source_titles
+def test_a_record_whose_stated_title_is_beyond_integer_raises_value_error(at: int) -> None:
+    card = b"# Efficient Long-Context LLM Inference via KV Cache Clustering\n\narXiv:2506.11418\n"
+    (_, value), *_ = encode_events(routed(raw("paper_cards/2106-2506-11418.md", card)), {})
+    magic, header, summary, facts, body = value.split(b"\n", 4)
+    row = json.loads(facts)
+    assert decode_rows(value) and row[6]
+    row[6][0][at] = 2**31  # the store failed the window's whole batch on it
+    with pytest.raises(ValueError, match="source facts"):
+        decode_rows(b"\n".join([magic, header, summary, json.dumps(row).encode(), body]))

@@ -160,7 +160,11 @@ async def test_a_worker_gone_quiet_gets_the_trim_its_last_batch_skipped() -> Non
     clock.advance(0.5)
     assert not trim.after_batch()  # too soon: owed
     assert not await trim.when_quiet()
-    clock.advance(0.5)
+    clock.advance(0.4)
+    assert not trim.after_batch()  # batches still end
+    clock.advance(0.3)
+    assert not await trim.when_quiet()  # due, but a batch ended 0.3 s ago: not in the middle of the next one
+    clock.advance(0.7)
     assert await trim.when_quiet()
     clock.advance(5)
     assert not await trim.when_quiet()  # paid
