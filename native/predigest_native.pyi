@@ -58,25 +58,28 @@ class JsonIndenter:
     def feed(self, piece: bytes) -> bytes: ...
     def finish(self) -> bytes: ...
 
-class TextColumns:
+class ArrowBatch:
+    """Rows of named columns as one Arrow batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`: the
+    base of `TextColumns`, `TypedColumns` and `FactRows`."""
+
+    def __len__(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class TextColumns(ArrowBatch):
     """Columns of strings as one Arrow batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`, their
     UTF-8 encoded without the GIL; a `bytes` cell is taken as its UTF-8, checked. ValueError: columns of different
     lengths, a lone surrogate, or bytes that are not UTF-8."""
 
     def __init__(self, names: list[str], columns: Sequence[Sequence[str | bytes]]) -> None: ...
-    def __len__(self) -> int: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-class TypedColumns:
+class TypedColumns(ArrowBatch):
     """Columns of the types named as one Arrow batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`:
     "text" (str or UTF-8 bytes, encoded without the GIL), "int64", "int64?" (None: NULL), "int32", "bool",
     "timestamp" (microseconds since the epoch, UTC), "text[]" (each cell a sequence of str)."""
 
     def __init__(self, names: list[str], types: list[str], columns: Sequence[Sequence[object]]) -> None: ...
-    def __len__(self) -> int: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-class FactRows:
+class FactRows(ArrowBatch):
     """Stored versions' term counts or signatures (JSON of their own) read into rows without the GIL, as one Arrow
     batch (`__arrow_c_stream__`) for `DuckDBPyConnection.from_arrow`."""
 
@@ -86,8 +89,6 @@ class FactRows:
     @staticmethod
     def signatures(vids: Sequence[int], signatures: Sequence[str | bytes], length: int) -> FactRows:
         """(vid, signature) of each list of `length` u64; the others (`null`, another length) left out."""
-    def __len__(self) -> int: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 def fact_json_reads(terms_json: str | bytes, signature_json: str | bytes) -> bool:
     """Whether `FactRows` reads them: `{"term": n, ...}` (n an INTEGER) or `null`; a list of u64 or `null`."""

@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -144,8 +145,69 @@ impl Column {
     }
 }
 
+/// `length` rows of the named columns as one Arrow batch for DuckDB (`connection.from_arrow(batch)`): each stream
+/// it hands out (DuckDB opens one for the schema, another to scan) shares the columns. The base of the batch
+/// classes (`TextColumns`, `TypedColumns`, `FactRows`), which differ only in how they build the columns.
+#[pyclass(subclass, frozen, module = "predigest_native")]
+pub struct ArrowBatch {
+    names: Vec<CString>,
+    length: usize,
+    columns: Arc<Vec<Column>>,
+}
+
+impl ArrowBatch {
+    pub fn new(names: Vec<CString>, length: usize, columns: Vec<Column>) -> Self {
+        ArrowBatch {
+            names,
+            length,
+            columns: Arc::new(columns),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowBatch {
+    fn __len__(&self) -> usize {
+        self.length
+    }
+
+    /// The batch as an Arrow C stream in a capsule; the requested schema is ignored.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        capsule(
+            py,
+            self.names.clone(),
+            self.length,
+            Arc::clone(&self.columns),
+        )
+    }
+}
+
+/// The names as C strings and the rows' count of columns given from Python: ValueError unless there is a name
+/// per column, at least one column, and every column is as long as the first.
+pub fn shape<T>(names: Vec<String>, columns: &[Vec<T>]) -> PyResult<(Vec<CString>, usize)> {
+    if names.len() != columns.len() || names.is_empty() {
+        return Err(PyValueError::new_err("one name per column, at least one column"));
+    }
+    let length = columns[0].len();
+    if columns.iter().any(|c| c.len() != length) {
+        return Err(PyValueError::new_err("columns of different lengths"));
+    }
+    let names = names
+        .into_iter()
+        .map(CString::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| PyValueError::new_err("a column name holds a NUL"))?;
+    Ok((names, length))
+}
+
 /// A capsule holding a new stream of the batch: `length` rows of the named columns.
-pub fn capsule<'py>(
+fn capsule<'py>(
     py: Python<'py>,
     names: Vec<CString>,
     length: usize,

@@ -6,16 +6,14 @@
 
 use std::ffi::CString;
 use std::hash::BuildHasher;
-use std::sync::Arc;
 
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
 use rustc_hash::FxBuildHasher;
 
-use crate::arrow_stream::{self, Column};
+use crate::arrow_stream::{ArrowBatch, Column};
 use crate::text_columns::{encode, raw, Raw};
 
 /// A JSON text being read: the few forms the facts hold (an object of integers, an array of them). Strict JSON
@@ -296,12 +294,8 @@ fn each_text(
 }
 
 /// Rows of stored versions' facts as one Arrow batch for DuckDB (`connection.from_arrow(rows)`).
-#[pyclass(frozen, module = "predigest_native")]
-pub struct FactRows {
-    names: Vec<CString>,
-    length: usize,
-    columns: Arc<Vec<Column>>,
-}
+#[pyclass(extends = ArrowBatch, frozen, module = "predigest_native")]
+pub struct FactRows;
 
 fn names(names: &[&str]) -> Vec<CString> {
     names
@@ -315,7 +309,7 @@ impl FactRows {
     /// (vid, term, n) of each version's term counts, `{"term": n, …}` or `null` (none); ValueError for JSON of
     /// another shape, a count beyond INTEGER or a term named twice.
     #[staticmethod]
-    fn terms(py: Python<'_>, vids: Vec<i64>, counts: Vec<Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn terms(py: Python<'_>, vids: Vec<i64>, counts: Vec<Bound<'_, PyAny>>) -> PyResult<Py<Self>> {
         if vids.len() != counts.len() {
             return Err(PyValueError::new_err("one vid per version"));
         }
@@ -334,18 +328,19 @@ impl FactRows {
             Ok::<_, String>(rows)
         });
         let rows = built.map_err(PyValueError::new_err)?;
-        Ok(FactRows {
-            names: names(&["vid", "term", "n"]),
-            length: rows.vids.len(),
-            columns: Arc::new(vec![
-                Column::Int64(rows.vids),
-                Column::Utf8 {
-                    offsets: rows.offsets,
-                    data: rows.data,
-                },
-                Column::Int32(rows.counts),
-            ]),
-        })
+        let length = rows.vids.len();
+        let columns = vec![
+            Column::Int64(rows.vids),
+            Column::Utf8 {
+                offsets: rows.offsets,
+                data: rows.data,
+            },
+            Column::Int32(rows.counts),
+        ];
+        FactRows::batch(
+            py,
+            ArrowBatch::new(names(&["vid", "term", "n"]), length, columns),
+        )
     }
 
     /// (vid, signature) of each version whose signature is a list of `length` u64; the others (`null`,
@@ -356,7 +351,7 @@ impl FactRows {
         vids: Vec<i64>,
         signatures: Vec<Bound<'_, PyAny>>,
         length: usize,
-    ) -> PyResult<Self> {
+    ) -> PyResult<Py<Self>> {
         if vids.len() != signatures.len() {
             return Err(PyValueError::new_err("one vid per version"));
         }
@@ -375,36 +370,23 @@ impl FactRows {
             Ok::<_, String>((kept, offsets, values))
         });
         let (kept, offsets, values) = built.map_err(PyValueError::new_err)?;
-        Ok(FactRows {
-            names: names(&["vid", "signature"]),
-            length: kept.len(),
-            columns: Arc::new(vec![
-                Column::Int64(kept),
-                Column::List {
-                    offsets,
-                    items: Box::new(Column::UInt64(values)),
-                },
-            ]),
-        })
-    }
-
-    fn __len__(&self) -> usize {
-        self.length
-    }
-
-    /// The batch as an Arrow C stream in a capsule; the requested schema is ignored.
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema;
-        arrow_stream::capsule(
+        let length = kept.len();
+        let columns = vec![
+            Column::Int64(kept),
+            Column::List {
+                offsets,
+                items: Box::new(Column::UInt64(values)),
+            },
+        ];
+        FactRows::batch(
             py,
-            self.names.clone(),
-            self.length,
-            Arc::clone(&self.columns),
+            ArrowBatch::new(names(&["vid", "signature"]), length, columns),
         )
+    }
+}
+
+impl FactRows {
+    fn batch(py: Python<'_>, batch: ArrowBatch) -> PyResult<Py<Self>> {
+        Py::new(py, PyClassInitializer::from(batch).add_subclass(FactRows))
     }
 }

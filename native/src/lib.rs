@@ -464,6 +464,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NoteReading>()?;
     m.add_class::<front_matter::PlainFrontMatter>()?;
     m.add_class::<json_indent::JsonIndenter>()?;
+    m.add_class::<arrow_stream::ArrowBatch>()?;
     m.add_class::<text_columns::TextColumns>()?;
     m.add_class::<json_rows::FactRows>()?;
     m.add_class::<typed_columns::TypedColumns>()?;

@@ -6,15 +6,12 @@
 //! each string's buffer; the encoding runs detached, and DuckDB reads the Arrow buffers in C++. A cell may be
 //! UTF-8 `bytes` instead (a decoded record's body, never decoded to `str`): checked and copied, detached too.
 
-use std::ffi::CString;
-use std::sync::Arc;
-
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyCapsule, PyString};
+use pyo3::types::{PyBytes, PyString};
 
-use crate::arrow_stream::{self, Column};
+use crate::arrow_stream::{self, ArrowBatch, Column};
 
 /// A string's buffer as CPython holds it (1, 2 or 4 bytes a code point; 0: the UTF-8 of a `bytes`), read while
 /// the GIL is released: the strings and bytes are immutable and kept alive by the caller's lists for the whole call.
@@ -167,12 +164,8 @@ pub(crate) fn column(raws: &[Raw]) -> Result<Column, String> {
 
 /// Columns of strings, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): each stream (DuckDB opens
 /// one for the schema, another to scan) shares the encoded buffers.
-#[pyclass(frozen, module = "predigest_native")]
-pub struct TextColumns {
-    names: Vec<CString>,
-    length: usize,
-    columns: Arc<Vec<Column>>,
-}
+#[pyclass(extends = ArrowBatch, frozen, module = "predigest_native")]
+pub struct TextColumns;
 
 #[pymethods]
 impl TextColumns {
@@ -181,21 +174,8 @@ impl TextColumns {
         py: Python<'_>,
         names: Vec<String>,
         columns: Vec<Vec<Bound<'_, PyAny>>>,
-    ) -> PyResult<Self> {
-        if names.len() != columns.len() || names.is_empty() {
-            return Err(PyValueError::new_err(
-                "one name per column, at least one column",
-            ));
-        }
-        let length = columns[0].len();
-        if columns.iter().any(|c| c.len() != length) {
-            return Err(PyValueError::new_err("columns of different lengths"));
-        }
-        let names = names
-            .into_iter()
-            .map(CString::new)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| PyValueError::new_err("a column name holds a NUL"))?;
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let (names, length) = arrow_stream::shape(names, &columns)?;
         let raws = columns
             .iter()
             .map(|c| c.iter().map(raw).collect::<PyResult<Vec<_>>>())
@@ -207,30 +187,9 @@ impl TextColumns {
                 .collect::<Result<Vec<_>, _>>()
         });
         let built = built.map_err(PyValueError::new_err)?;
-        Ok(TextColumns {
-            names,
-            length,
-            columns: Arc::new(built),
-        })
-    }
-
-    fn __len__(&self) -> usize {
-        self.length
-    }
-
-    /// The batch as an Arrow C stream in a capsule; the requested schema is ignored (the columns are UTF-8).
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema;
-        arrow_stream::capsule(
-            py,
-            self.names.clone(),
-            self.length,
-            Arc::clone(&self.columns),
+        Ok(
+            PyClassInitializer::from(ArrowBatch::new(names, length, built))
+                .add_subclass(TextColumns),
         )
     }
 }

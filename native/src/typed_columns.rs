@@ -4,14 +4,10 @@
 //! The integers, booleans and times are read under the GIL (a few dozen ns each, where the appender spent ~0.4 µs
 //! a value); the text is encoded without it, as `TextColumns` does.
 
-use std::ffi::CString;
-use std::sync::Arc;
-
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
 
-use crate::arrow_stream::{self, Column};
+use crate::arrow_stream::{self, ArrowBatch, Column};
 use crate::text_columns::{column, raw, Raw};
 
 /// A column read under the GIL: done, or text whose UTF-8 is made once the GIL is released.
@@ -105,12 +101,8 @@ fn built(read: Read) -> Result<Column, String> {
 /// Columns of the types named, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): "text" (str or
 /// UTF-8 bytes), "int64", "int64?" (None: NULL), "int32", "bool", "timestamp" (µs since the epoch, UTC),
 /// "text[]" (each cell a sequence of str).
-#[pyclass(frozen, module = "predigest_native")]
-pub struct TypedColumns {
-    names: Vec<CString>,
-    length: usize,
-    columns: Arc<Vec<Column>>,
-}
+#[pyclass(extends = ArrowBatch, frozen, module = "predigest_native")]
+pub struct TypedColumns;
 
 #[pymethods]
 impl TypedColumns {
@@ -120,21 +112,11 @@ impl TypedColumns {
         names: Vec<String>,
         types: Vec<String>,
         columns: Vec<Vec<Bound<'_, PyAny>>>,
-    ) -> PyResult<Self> {
-        if names.len() != columns.len() || types.len() != columns.len() || names.is_empty() {
-            return Err(PyValueError::new_err(
-                "one name and one type per column, at least one column",
-            ));
+    ) -> PyResult<PyClassInitializer<Self>> {
+        if types.len() != columns.len() {
+            return Err(PyValueError::new_err("one type per column"));
         }
-        let length = columns[0].len();
-        if columns.iter().any(|c| c.len() != length) {
-            return Err(PyValueError::new_err("columns of different lengths"));
-        }
-        let names = names
-            .into_iter()
-            .map(CString::new)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| PyValueError::new_err("a column name holds a NUL"))?;
+        let (names, length) = arrow_stream::shape(names, &columns)?;
         let mut held = Vec::new();
         let reads = types
             .iter()
@@ -145,30 +127,9 @@ impl TypedColumns {
         let built = py.detach(|| reads.into_iter().map(built).collect::<Result<Vec<_>, _>>());
         let built = built.map_err(PyValueError::new_err)?;
         drop(held);
-        Ok(TypedColumns {
-            names,
-            length,
-            columns: Arc::new(built),
-        })
-    }
-
-    fn __len__(&self) -> usize {
-        self.length
-    }
-
-    /// The batch as an Arrow C stream in a capsule; the requested schema is ignored.
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema;
-        arrow_stream::capsule(
-            py,
-            self.names.clone(),
-            self.length,
-            Arc::clone(&self.columns),
+        Ok(
+            PyClassInitializer::from(ArrowBatch::new(names, length, built))
+                .add_subclass(TypedColumns),
         )
     }
 }
