@@ -53,9 +53,25 @@ class DocumentEvent(EventFields):
         return self.axis or REJECTED_KEY
 
 
-@lru_cache(maxsize=8)
 def keyword_terms(axes: tuple[AxisSpec, ...]) -> frozenset[str]:
     """Every index term of every configured axis keyword (and axis name)."""
+    # Routing asks with its settings' own tuple for every note; the cache below hashed its four models each
+    # time (~3 µs a note). The tuple and its frozen models cannot change, so the same object has the same terms.
+    asked, terms = _Last.terms  # one tuple, replaced whole: threads see a pair that belongs together
+    if asked is not axes:
+        terms = _keyword_terms(axes)
+        _Last.terms = (axes, terms)
+    return terms
+
+
+class _Last:
+    """The axes tuple asked for last (held, so its id is not reused) and its terms."""
+
+    terms: tuple[tuple[AxisSpec, ...] | None, frozenset[str]] = (None, frozenset())
+
+
+@lru_cache(maxsize=8)
+def _keyword_terms(axes: tuple[AxisSpec, ...]) -> frozenset[str]:
     return frozenset(t for a in axes for t in axis_terms(a.keywords, a.name))
 
 

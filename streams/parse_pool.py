@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from processors.parse_stage import Routed, RouteParams, packed, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
+from streams import heap
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ def _start_process(parent: int, progress: Progress) -> None:
         progress.claimed.value += 1
     progress.board[2 * slot] = os.getpid()
     _progress = (progress.board, slot)
+    # glibc's own thresholds gave a chunk's large buffers (its pickles in and out, the zstd input) back to the
+    # system and faulted them in again: ~12 page faults and ~30 µs of system time a note; ~0.5 and ~10 with the
+    # worker's ingest thresholds, for the same resident set (docs/performance.md).
+    heap.keep_for_ingest()
     # A Ctrl-C reaches the whole process group: the worker stops its pool, which must not die mid-note with
     # a KeyboardInterrupt traceback in the operator's terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -78,12 +78,25 @@ def test_front_matter_date_only_and_aware() -> None:
 
 @pytest.mark.parametrize(
     ("stem", "axis"),
-    [("2026-09-26-inference-e1prep", "inference"), ("2026-09-27-llm-infra-e1prep", "llm-infra")],
+    [
+        ("2026-09-26-inference-e1prep", "inference"),
+        ("2026-09-27-llm-infra-e1prep", "llm-infra"),
+        ("2026-09-27-1030-risk-e1prep", "risk"),
+        ("inference-e1prep", "inference"),
+    ],
 )
 def test_baseline_notes(stem: str, axis: str) -> None:
     doc = parse(f"inbox/bob/{stem}.md", "# E1 prep\n")
     assert doc.kind == "baseline"
     assert doc.baseline_axis == axis
+
+
+@pytest.mark.parametrize(
+    "stem", ["2026-09-27-1030-e1prep-notes", "2026-09-27-risk-e1prep2", "-e1prep", "e1prep"]
+)
+def test_a_note_that_only_mentions_e1prep_in_its_name_is_a_note(stem: str) -> None:
+    doc = parse(f"inbox/bob/{stem}.md", "# E1 prep\n")
+    assert (doc.kind, doc.baseline_axis) == ("inbox", None)
 
 
 def test_paper_card_ids_put_file_name_first() -> None:

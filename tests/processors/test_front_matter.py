@@ -134,3 +134,44 @@ def test_nested_aliases_are_weighed_by_their_text_and_refused_not_expanded(
     small, large = visited(200), visited(400)
     # Each level is a few composed nodes, each visited a constant number of times.
     assert large <= 2 * small + 10 and large < 10 * 400, f"200 levels: {small} visits, 400 levels: {large}"
+
+
+def test_the_records_front_matter_is_every_value_as_json_reads_it() -> None:
+    # Plain values kept, dates as ISO text, bytes as base64, a float JSON cannot hold as text, keys as text,
+    # sets and nested lists and mappings copied member by member.
+    front = (
+        "title: 'KV cache'\ndate: 2026-09-27T07:15:43+08:00\nday: 2026-09-26\nn: 3\nok: true\nnone: null\n"
+        "ratio: 0.5\nbad: .nan\n1: one\nblob: !!binary aGk=\nids: !!set {a: null}\n"
+        "nested: {list: [1, 2026-09-25, {deep: [x, .inf]}], 2: [true, null]}"
+    )
+    warnings: Warnings = []
+    fm = split_front_matter(f"---\n{front}\n---\n{BODY}", warnings)
+    assert warnings == []
+    assert fm.fields == {
+        "title": "KV cache",
+        "date": "2026-09-27T07:15:43+08:00",
+        "day": "2026-09-26",
+        "n": 3,
+        "ok": True,
+        "none": None,
+        "ratio": 0.5,
+        "bad": "nan",
+        "1": "one",
+        "blob": "aGk=",
+        "ids": ["a"],
+        "nested": {"list": [1, "2026-09-25", {"deep": ["x", "inf"]}], "2": [True, None]},
+    }
+    assert fm.date == datetime.fromisoformat("2026-09-27T07:15:43+08:00")
+
+
+@pytest.mark.parametrize(
+    ("items", "kept"), [(front_matter.NODE_BUDGET - 2, True), (front_matter.NODE_BUDGET - 1, False)]
+)
+def test_a_front_matter_of_more_values_than_its_budget_is_ignored(items: int, kept: bool) -> None:
+    # The mapping, its list and each item: one value each, the budget's worth kept, one more refused.
+    warnings: Warnings = []
+    fm = split_front_matter(f"---\nids: [{', '.join(['x'] * items)}]\n---\n{BODY}", warnings)
+    assert (fm.fields == {"ids": ["x"] * items}) is kept and fm.body == BODY
+    assert warnings == (
+        [] if kept else [("front_matter", "front matter is too large or too deeply nested; ignored")]
+    )

@@ -18,6 +18,7 @@ import pytest
 from processors.models import RawFile
 from processors.parse_stage import Routed, RouteParams, documents_records, route_values
 from processors.wire import decode_rows
+from streams import heap
 from streams.parse_pool import ParsePool
 from streams.pipeline import route_params
 from streams.settings import Settings
@@ -142,6 +143,24 @@ async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_re
     assert [r.rejection is not None for r in routed] == [i == POISON for i in range(40)]
     assert "its parse process hung" in (routed[POISON].rejection or "")
     assert took < 2 * note_seconds + 3, f"the batch waited {took:.1f}s behind one hung note"
+
+
+def _says_its_heap(
+    values: Sequence[tuple[bytes, int | None]], params: RouteParams, at: datetime
+) -> list[Routed]:
+    """In a parse process: each note's path is the heap thresholds the process runs with."""
+    return [Routed(path=repr(heap._Heap.thresholds)) for _ in values]
+
+
+async def test_parse_processes_keep_their_freed_buffers_as_the_worker_does() -> None:
+    # With glibc's own thresholds a chunk's pickles and records were mapped and faulted in anew each time
+    # (~12 page faults a note, docs/performance.md).
+    pool = ParsePool(route_params(Settings()), 2, route=_says_its_heap)
+    try:
+        routed = await pool.route([(_value(i), i) for i in range(20)], NOW)
+    finally:
+        pool.close()
+    assert {r.path for r in routed} == {repr(heap.INGEST)}
 
 
 def _children(pid: int) -> set[int]:
