@@ -19,7 +19,7 @@ Key = tuple[str, str]  # (axis, path)
 VersionKey = tuple[str, str, str]  # (axis, path, sha256)
 
 
-@dataclass
+@dataclass(slots=True)  # a few built per note: slots make them faster to build and to read
 class Version:
     """One version of a path: the offset of its raw record and its arrival order."""
 
@@ -53,7 +53,7 @@ def rank(v: Version) -> tuple[bool, int, int]:
     return (v.raw_offset is not None, v.raw_offset or 0, v.seq)
 
 
-@dataclass
+@dataclass(slots=True)
 class PathVersions:
     """What the state holds of one (axis, path): its versions by sha256 and its deletion, if any."""
 
@@ -68,14 +68,16 @@ class PathVersions:
 
     def put(self, sha256: str, raw_offset: int | None, next_seq: Callable[[], int]) -> Outcome:
         """Apply a version of the path; a newer one clears an older deletion."""
-        v = self.versions.get(sha256)
+        versions = self.versions
+        v = versions.get(sha256)
         if v is None:
-            self.versions[sha256] = Version(raw_offset, next_seq())
+            versions[sha256] = Version(raw_offset, next_seq())
         elif raw_offset is not None and (v.raw_offset is None or raw_offset > v.raw_offset):
             v.raw_offset = raw_offset  # the same bytes again, later: a file restored to an earlier version
         else:
             return Outcome.REPLAY
-        if self.current() != sha256:
+        # A path's only version is its current one (a new note's, nearly every put), without ranking them.
+        if len(versions) > 1 and self.current() != sha256:
             return Outcome.HIDDEN
         if self.deletion is not None:
             if not newer(raw_offset, self.deletion.raw_offset):
@@ -139,7 +141,9 @@ class BatchPlan:
         h = record.header
         assert h.axis is not None
         key = (h.axis, h.path)
-        path = self.paths.setdefault(key, PathVersions())
+        path = self.paths.get(key)
+        if path is None:  # built only when missing: setdefault built one for every record
+            path = self.paths[key] = PathVersions()
         outcome = path.put(h.sha256, h.raw_offset, self._next_seq)
         if outcome is Outcome.REPLAY:
             return False

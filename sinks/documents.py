@@ -64,7 +64,10 @@ class Held:
         out: dict[str, Held] = {}
 
         def of(path: str) -> Held:
-            return out.setdefault(path, cls())
+            held = out.get(path)
+            if held is None:  # built only when missing: setdefault built one (a dict and two sets) every call
+                held = out[path] = cls()
+            return held
 
         for key, versions in plan.paths.items():
             of(key[1]).versions[key] = versions
@@ -123,7 +126,7 @@ class Documents:
         contents = _write_plan(self._db, plan, held)
         after = Held.after(held, plan)
         pending = self._pending if self._pending is not None else {}
-        self._pending = pending | {path: after.get(path, Held()) for path in whole}
+        self._pending = pending | {path: after[path] if path in after else Held() for path in whole}
         return Written(outcomes, contents)
 
     def settle(self, committed: bool) -> None:
@@ -292,11 +295,15 @@ def _write_versions(
     """
     rows = []
     contents: NewContents = {}
+    paths = plan.paths
+    # A note's rows (one per axis) share its header's time: converted once (`micros`, ~0.5 µs a row).
+    last: tuple[datetime | None, int | None] = (None, None)
     for (axis, path, sha), record in plan.new_versions.items():
-        v = plan.paths[(axis, path)].versions[sha]
+        v = paths[(axis, path)].versions[sha]
         h = record.header
-        at = micros(h.event_time) if h.event_time is not None else None
-        rows.append((axis, path, sha, v.seq, v.raw_offset, at, h.kind, current[(axis, path)] == sha))
+        if h.event_time is not last[0]:
+            last = (h.event_time, micros(h.event_time) if h.event_time is not None else None)
+        rows.append((axis, path, sha, v.seq, v.raw_offset, last[1], h.kind, current[(axis, path)] == sha))
         if (path, sha) not in held:
             contents.setdefault((path, sha), record)
     columns = TypedColumns(list(DOCUMENT_COLUMNS), list(DOCUMENT_TYPES), list(zip(*rows, strict=True)))
