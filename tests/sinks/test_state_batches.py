@@ -243,3 +243,27 @@ def test_a_record_s_rows_are_claimed_together_and_its_replay_changes_nothing() -
             assert [d.sha256 for d in window_documents(state, axis, WINDOW)] == [sha]
     finally:
         state.close()
+
+
+def test_each_version_stores_its_own_notes_time_when_notes_interleave() -> None:
+    """A note's rows share its header's time (converted once): rows of notes of other times in between, a naive
+    time among them, still store each record's own."""
+    a = _stored(PATHS[0], TEXTS[0])[1]
+    b = _stored(PATHS[1], TEXTS[1])[1]
+    times = {
+        PATHS[0]: datetime(2026, 9, 27, 9, 30, tzinfo=SH),
+        PATHS[1]: datetime(2026, 9, 26, 23, 5),  # noqa: DTZ001 naive: UTC, as the connection reads it
+    }
+    rows = []
+    for axis in AXES:  # a's row, b's row, a's row, b's row
+        for record in (a, b):
+            update = {"axis": axis, "event_time": times[record.header.path]}
+            rows.append(DocumentRecord(record.header.model_copy(update=update), record.stored))
+    state = StateStore(Path(":memory:"))
+    state.apply_batch([(r, None) for r in rows])
+    stored = state._db.execute("SELECT axis, path, event_time FROM documents ORDER BY axis, path").fetchall()
+    assert [(axis, path, at.astimezone(UTC)) for axis, path, at in stored] == [
+        (axis, path, times[path].replace(tzinfo=times[path].tzinfo or UTC).astimezone(UTC))
+        for axis in sorted(AXES)
+        for path in sorted(PATHS)
+    ]
