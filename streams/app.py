@@ -12,6 +12,7 @@ from sinks.clock import SYSTEM_CLOCK, Clock
 from streams.agents import register_agents
 from streams.fetch_wait import shorten_fetch_wait
 from streams.kafka_io import MAX_MESSAGE_BYTES, faust_broker_kwargs
+from streams.producer_ebb import check_buffer_lightly
 from streams.record_handoff import hand_over_inline
 from streams.services import Services
 from streams.settings import Settings, load_settings
@@ -27,6 +28,7 @@ def faust_app(settings: Settings) -> faust.App:
     """The app object alone: its broker, producer, consumer and web settings; no agent, timer or view yet."""
     shorten_fetch_wait()
     hand_over_inline()
+    check_buffer_lightly()
     settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above
     return faust.App(
         settings.app_id,
