@@ -87,8 +87,8 @@ def store_document(doc: Document) -> StoredDocument:
     return StoredDocument(summary.decode(), body.decode())
 
 
-def _store(doc: Document) -> tuple[bytes, bytes, SourceFacts]:
-    """`store_document` as UTF-8 JSON, and the summary's facts."""
+def _store(doc: Document) -> tuple[bytes, bytes, bytes]:
+    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them."""
     if doc.titled is None:
         doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
     text = doc.text
@@ -181,9 +181,7 @@ def encode_events(
             if not body:
                 summary_json, body_json, facts = _store(first.document)
                 # The body last: the window stage splits off the small parts and keeps it whole.
-                body = bodies[id(first.document)] = _NL.join(
-                    [b"", summary_json, dump_facts(facts).encode(), body_json]
-                )
+                body = bodies[id(first.document)] = _NL.join([b"", summary_json, facts, body_json])
         out.append((first.key.encode(), b"".join([MAGIC, _NL, header, body])))
     return out
 
