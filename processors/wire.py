@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import pydantic_core
-from predigest_native import is_utf8
+from predigest_native import is_utf8, json_string
 
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
@@ -106,7 +106,15 @@ def _store(doc: Document) -> tuple[bytes, bytes, bytes]:
         cursor = end
     # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
     summary, facts = document_facts(vars(doc))
-    return summary, _json({"text": text, "sections": sections}), facts
+    # _json({"text": text, "sections": sections}), the text's escapes checked a word at a time natively.
+    return summary, b"".join([b'{"text":', _json_string(text), b',"sections":', _json(sections), b"}"]), facts
+
+
+def _json_string(text: str) -> bytes:
+    try:
+        return json_string(text)
+    except UnicodeEncodeError:  # a lone surrogate (never in decoded bytes): pydantic's own error, as before
+        return _json(text)
 
 
 def _found_at(text: str, part: str, cursor: int) -> int:
