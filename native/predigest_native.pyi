@@ -95,3 +95,6 @@ def fact_json_reads(terms_json: str | bytes, signature_json: str | bytes) -> boo
 
 def is_utf8(data: bytes) -> bool:
     """Whether `data` is UTF-8, as `bytes.decode` would accept it (checked without the GIL)."""
+
+def json_string(text: str) -> bytes:
+    """`text` as JSON, the bytes of `pydantic_core.to_json(text)`; UnicodeEncodeError for a lone surrogate."""

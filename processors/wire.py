@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import pydantic_core
-from predigest_native import is_utf8
+from predigest_native import is_utf8, json_string
 
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
@@ -87,8 +87,8 @@ def store_document(doc: Document) -> StoredDocument:
     return StoredDocument(summary.decode(), body.decode())
 
 
-def _store(doc: Document) -> tuple[bytes, bytes, SourceFacts]:
-    """`store_document` as UTF-8 JSON, and the summary's facts."""
+def _store(doc: Document) -> tuple[bytes, bytes, bytes]:
+    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them."""
     if doc.titled is None:
         doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
     text = doc.text
@@ -106,7 +106,15 @@ def _store(doc: Document) -> tuple[bytes, bytes, SourceFacts]:
         cursor = end
     # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
     summary, facts = document_facts(vars(doc))
-    return summary, _json({"text": text, "sections": sections}), facts
+    # _json({"text": text, "sections": sections}), the text's escapes checked a word at a time natively.
+    return summary, b"".join([b'{"text":', _json_string(text), b',"sections":', _json(sections), b"}"]), facts
+
+
+def _json_string(text: str) -> bytes:
+    try:
+        return json_string(text)
+    except UnicodeEncodeError:  # a lone surrogate (never in decoded bytes): pydantic's own error, as before
+        return _json(text)
 
 
 def _found_at(text: str, part: str, cursor: int) -> int:
@@ -181,9 +189,7 @@ def encode_events(
             if not body:
                 summary_json, body_json, facts = _store(first.document)
                 # The body last: the window stage splits off the small parts and keeps it whole.
-                body = bodies[id(first.document)] = _NL.join(
-                    [b"", summary_json, dump_facts(facts).encode(), body_json]
-                )
+                body = bodies[id(first.document)] = _NL.join([b"", summary_json, facts, body_json])
         out.append((first.key.encode(), b"".join([MAGIC, _NL, header, body])))
     return out
 

@@ -10,6 +10,7 @@ mod arxiv;
 mod front_matter;
 mod json_indent;
 mod json_rows;
+mod json_string;
 mod markup;
 mod minhash;
 mod normal;
@@ -470,6 +471,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<typed_columns::TypedColumns>()?;
     m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
+    m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

@@ -94,6 +94,10 @@ def check(raw: RawFile, zone: ZoneInfo, max_bytes: int) -> Document | None:
         assert exc.__cause__ is None, exc
         return None
     assert doc.path == raw.path and doc.event_time.tzinfo is not None
+    # Built without validation: what validating its values makes is the same document, value for value.
+    validated = Document.model_validate(vars(doc))
+    assert validated == doc and validated.model_dump_json() == doc.model_dump_json()
+    assert all(type(v) is type(getattr(validated, k)) for k, v in vars(doc).items())
     return doc
 
 

@@ -289,7 +289,13 @@ def test_a_document_is_stored_as_the_same_json_as_before(text: str, front: str) 
 @given(
     st.text(alphabet=st.sampled_from(list('ab #\n\t"\\§1.推理\u3000')), max_size=200),
     st.sampled_from(
-        ["", "primary: x\nn: .nan\ncard: [1, .inf]\nanchors: a\n", "tags: [a, b]\nd: 2026-09-27\n"]
+        [
+            "",
+            "primary: x\nn: .nan\ncard: [1, .inf]\nanchors: a\n",
+            "tags: [a, b]\nd: 2026-09-27\n",
+            # Quotes, backslashes and control characters in the slim summary the facts carry as a string.
+            'title: "t \\"q\\" \\\\ \\u0001"\nprimary: "p \\"q\\" \\\\n \\t 推理"\nanchors: ["\\\\", "\\""]\n',
+        ]
     ),
 )
 def test_a_record_s_header_and_facts_are_its_models_json(text: str, front: str) -> None:
