@@ -46,6 +46,12 @@ BRIEFING = Thresholds(mmap_bytes=128 * 1024, trim_bytes=128 * 1024)
 INGEST = Thresholds(mmap_bytes=4 * 1024 * 1024, trim_bytes=16 * 1024 * 1024)
 
 
+# A briefing of up to this many documents keeps the ingest's thresholds: its blocks mapped and faulted one by one
+# cost a 10k briefing ~0.2 s of its ~2 (10% more), for no lower peak (the worker's ~350 MiB at 10k either way); the
+# peak that the small thresholds bound is the 100k window's (docs/performance.md).
+SMALL_WINDOW = 20_000
+
+
 def _libc() -> ctypes.CDLL | None:
     """The process's C library if it is glibc (mallopt and malloc_trim both there), else None."""
     try:
@@ -86,10 +92,11 @@ def keep_for_ingest() -> bool:
 
 
 @contextlib.contextmanager
-def briefing_heap() -> Iterator[None]:
+def briefing_heap(sources: int | None = None) -> Iterator[None]:
     """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after.
-    Nothing changes in a process that never set the ingest's (glibc's own dynamic ones cannot be set back)."""
-    if _Heap.thresholds is None:
+    Nothing changes for a window of at most SMALL_WINDOW `sources`, or in a process that never set the ingest's
+    (glibc's own dynamic ones cannot be set back)."""
+    if _Heap.thresholds is None or (sources is not None and sources <= SMALL_WINDOW):
         yield
         return
     if _Heap.briefings == 0:

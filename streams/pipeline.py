@@ -187,8 +187,8 @@ class Pipeline:
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
         async with self.briefing_lock:
-            # glibc's small thresholds while briefing: its large blocks leave as freed (streams.heap)
-            with collector.paused(), briefing_heap():
+            # glibc's small thresholds while briefing a large axis: its large blocks leave as freed (streams.heap)
+            with collector.paused(), briefing_heap(self.state.document_count(command.axis)):
                 return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:
