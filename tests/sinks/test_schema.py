@@ -9,13 +9,15 @@ import duckdb
 import pytest
 from predigest_native import FactRows
 
+from processors.source_facts import source_facts
+from processors.wire import store_document
 from sinks import schema
 from sinks.documents import CONTENT_COLUMNS, DOCUMENT_COLUMNS
 from sinks.errors import RebuildRequiredError
 from sinks.source_rows import SOURCE_ROW_COLUMNS
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state
-from tests.state_support import as_previous_version
+from tests.state_support import as_previous_version, parsed, put_document
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
 
@@ -115,3 +117,35 @@ def test_the_batches_a_store_inserts_name_the_tables_columns_in_their_order(tmp_
         ).fetchall()
         assert tuple(name for (name,) in rows) == columns, table
     db.close()
+
+
+def test_a_stored_note_s_rows_hold_each_value_under_its_own_column() -> None:
+    # The rows are built as tuples and inserted by position: a tuple reordered against its column names would
+    # store the topic as the text hash (both text), which the name-order test above does not see.
+    doc = parsed(
+        "inbox/jay/2026-09-27-1000-kv.md",
+        "---\ntitle: KV cache eviction\n---\n# KV cache eviction\n\nSee arXiv:2401.00001 on vLLM paging.\n",
+    )
+    state = StateStore(Path(":memory:"))
+    assert put_document(state, "inference", doc, raw_offset=7)
+    facts = source_facts(store_document(doc).summary_json)
+    got = state._db.execute(
+        "SELECT path, sha256, text_hash, length, counted, arxiv_ids, topic, summary_json FROM source_rows"
+    ).fetchall()
+    assert got == [
+        (
+            doc.path,
+            doc.sha256,
+            facts.text_hash,
+            facts.length,
+            facts.counted,
+            list(facts.arxiv_ids),
+            facts.topic,
+            facts.summary_json,
+        )
+    ]
+    documents = state._db.execute(
+        "SELECT axis, path, sha256, raw_offset, event_time, kind, current FROM documents"
+    ).fetchall()
+    assert documents == [("inference", doc.path, doc.sha256, 7, doc.event_time, doc.kind, True)]
+    state.close()
