@@ -46,10 +46,10 @@ BRIEFING = Thresholds(mmap_bytes=128 * 1024, trim_bytes=128 * 1024)
 INGEST = Thresholds(mmap_bytes=4 * 1024 * 1024, trim_bytes=16 * 1024 * 1024)
 
 
-# A briefing of up to this many documents keeps the ingest's thresholds: its blocks mapped and faulted one by one
-# cost a 10k briefing ~0.2 s of its ~2 (10% more), for no lower peak (the worker's ~350 MiB at 10k either way); the
-# peak that the small thresholds bound is the 100k window's (docs/performance.md).
-SMALL_WINDOW = 20_000
+# A briefing of an axis of up to this many current documents (its window holds no more) keeps the ingest's
+# thresholds: mapping and faulting its blocks one by one cost a 10k briefing ~0.2 s of its ~2, for no lower peak
+# (~350 MiB at 10k either way); the peak the small thresholds bound is the 100k window's (docs/performance.md).
+SMALL_AXIS = 20_000
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -92,11 +92,11 @@ def keep_for_ingest() -> bool:
 
 
 @contextlib.contextmanager
-def briefing_heap(sources: int | None = None) -> Iterator[None]:
+def briefing_heap(documents: int | None = None) -> Iterator[None]:
     """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after.
-    Nothing changes for a window of at most SMALL_WINDOW `sources`, or in a process that never set the ingest's
+    Nothing changes for an axis of at most SMALL_AXIS `documents`, or in a process that never set the ingest's
     (glibc's own dynamic ones cannot be set back)."""
-    if _Heap.thresholds is None or (sources is not None and sources <= SMALL_WINDOW):
+    if _Heap.thresholds is None or (documents is not None and documents <= SMALL_AXIS):
         yield
         return
     if _Heap.briefings == 0:

@@ -128,9 +128,11 @@ def test_a_briefing_runs_with_the_small_thresholds_and_the_ingest_gets_its_own_b
 
 def test_a_small_window_is_briefed_with_the_ingests_thresholds() -> None:
     # Its blocks reused from the heap, not mapped and faulted one by one (~10 % of a 10k briefing's time).
-    small = "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap(heap.SMALL_WINDOW)\nbriefing.__enter__()"
+    small = (
+        "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap(heap.SMALL_AXIS)\nbriefing.__enter__()"
+    )
     assert _page_faults(small) < 2_000
-    large = "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap(heap.SMALL_WINDOW + 1)\nbriefing.__enter__()"
+    large = "assert heap.keep_for_ingest()\nbriefing = heap.briefing_heap(heap.SMALL_AXIS + 1)\nbriefing.__enter__()"
     assert _freed_but_resident(large, LARGE_BLOCKS) < 20
 
 
