@@ -207,7 +207,7 @@ struct Offsets<'a> {
 }
 
 impl Offsets<'_> {
-    fn to_char(&mut self, b: usize) -> usize {
+    fn char_of(&mut self, b: usize) -> usize {
         if self.ascii {
             return b;
         }
@@ -220,7 +220,7 @@ impl Offsets<'_> {
         self.char
     }
 
-    fn to_line(&mut self, b: usize) -> usize {
+    fn line_of(&mut self, b: usize) -> usize {
         let bytes = self.text.as_bytes();
         if b >= self.line_byte {
             self.line += memchr::memchr_iter(b'\n', &bytes[self.line_byte..b]).count();
@@ -278,7 +278,7 @@ impl Walk<'_> {
     }
 
     fn block(&mut self, kind: Kind, at: usize, depth: usize) -> usize {
-        let line = self.offsets.to_line(at);
+        let line = self.offsets.line_of(at);
         let id = self.add(Builder::new(kind, line, depth, self.quotes > 0));
         self.sections.last_mut().expect("a section").blocks.push(id);
         id
@@ -304,7 +304,7 @@ impl Walk<'_> {
                 self.push(Container::Other, Some(b));
             }
             Tag::Heading { level, .. } => {
-                let line = self.offsets.to_line(at);
+                let line = self.offsets.line_of(at);
                 let b = self.add(Builder::new(Kind::Heading, line, 0, self.quotes > 0));
                 if self.stack.is_empty() {
                     self.sections.push(Section {
@@ -321,7 +321,7 @@ impl Walk<'_> {
                 self.push(Container::Heading, Some(b));
             }
             Tag::TableHead | Tag::TableRow => {
-                let line = self.offsets.to_line(at);
+                let line = self.offsets.line_of(at);
                 let mut row = Builder::new(Kind::TableRow, line, 0, self.quotes > 0);
                 let head = matches!(tag, Tag::TableHead);
                 if !head {
@@ -533,8 +533,8 @@ fn finish(body: &str, mut walk: Walk) -> StructureOut {
     for (i, s) in walk.sections.iter().enumerate() {
         let end_byte = starts.get(i + 1).copied().unwrap_or(size);
         let start_byte = s.text_start.min(end_byte);
-        let start = walk.offsets.to_char(start_byte);
-        let end = walk.offsets.to_char(end_byte);
+        let start = walk.offsets.char_of(start_byte);
+        let end = walk.offsets.char_of(end_byte);
         let raw = &body[start_byte..end_byte];
         let trimmed_start = raw.trim_start_matches(['\r', '\n']);
         let lead_bytes = raw.len() - trimmed_start.len();
