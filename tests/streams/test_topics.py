@@ -54,3 +54,13 @@ async def test_each_stage_hands_its_records_bytes_over_as_read(tmp_path: Path) -
             assert event.value is value  # not copied
         assert topic.prepare_key(b"axis", None) == faust_own.prepare_key(b"axis", None)
         assert topic.prepare_value(b"{}", None) == faust_own.prepare_value(b"{}", None)
+
+
+async def test_each_topic_the_worker_reads_has_one_reader(tmp_path: Path, start: Start) -> None:
+    # With cython_optimizations the conductor decodes a record once for all the channels of its topic with the
+    # same types; with one channel a topic, each record is decoded for its agent as before.
+    w = start(in_process_settings(tmp_path), ManualClock())
+    assert w.app.conf.cython_optimizations
+    readers = [name for agent in w.app.agents.values() for name in agent.channel.topics]
+    assert len(readers) == len(set(readers)) == 3
+    assert not w.app.tables  # a table would read its changelog topic
