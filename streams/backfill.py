@@ -81,6 +81,7 @@ def make_bulk_producer(
         acks="all",
         enable_idempotence=True,
         compression_type=codec(compression),
+        partitioner=kafka_io.key_partitioner,
         max_request_size=kafka_io.MAX_MESSAGE_BYTES,
         max_batch_size=batch_bytes,
         linger_ms=linger_ms,
