@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer
 from processors.models import RawFile
 from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
-from streams import kafka_io, root_files
+from streams import heap, kafka_io, root_files
 from streams.root_files import Entry
 from streams.settings import Settings
 
@@ -306,6 +306,7 @@ async def backfill_with_bar(
 
 async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
     """The command: the bar, then one summary line (also when stderr is not a terminal)."""
+    heap.set_thresholds(heap.BULK)
     report = await backfill_with_bar(settings, show=show, compression=compression)
     rate = report.published / report.seconds if report.seconds else 0.0
     log.info(
