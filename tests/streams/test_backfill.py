@@ -67,6 +67,17 @@ async def test_files_over_many_batches_and_partitions_arrive_once_in_order(
     assert (await backfill(settings)).published == 0  # every batch's files were recorded as acknowledged
 
 
+async def test_a_file_larger_than_a_batch_travels_in_a_batch_of_its_own(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    stats = generate(settings.root, 10)
+    assert (await backfill(settings, batch_bytes=1024)).published == stats.files  # notes of 5-20 KB
+    records = await _raw(settings)
+    assert sorted(r.path for r in records) == sorted(stats.paths)
+    assert all(r.content == (settings.root / r.path).read_bytes() for r in records)
+
+
 async def test_a_rerun_sends_changed_files_only(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings()
     stats = generate(settings.root, 30)
