@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from processors.models import RawFile
 from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
-from streams import kafka_io, root_files
+from streams import heap, kafka_io, root_files
 from streams.root_files import Entry
 from streams.settings import Settings
 
@@ -81,6 +82,7 @@ def make_bulk_producer(
         acks="all",
         enable_idempotence=True,
         compression_type=codec(compression),
+        partitioner=kafka_io.key_partitioner,
         max_request_size=kafka_io.MAX_MESSAGE_BYTES,
         max_batch_size=batch_bytes,
         linger_ms=linger_ms,
@@ -211,6 +213,51 @@ async def backfill(
     return report
 
 
+Sent = tuple[list[Prepared], asyncio.Future[object]]  # a batch's files, acknowledged together
+
+
+class _Batches:
+    """One open record batch per partition, filled here and handed to the producer once full.
+
+    aiokafka's send() per record (its futures, the accumulator's bookkeeping) cost ~19 µs a note of the backfill's
+    ~220 (docs/performance.md); a batch's records go where send() would put them, in the same order, acks=all.
+    """
+
+    def __init__(self, prod: AIOKafkaProducer, topic: str, partitions: list[int]) -> None:
+        self._prod, self._topic, self._partitions = prod, topic, partitions
+        self._open: dict[int, tuple[BatchBuilder, list[Prepared]]] = {}
+
+    async def add(self, p: Prepared) -> Sent | None:
+        """Append a file's record; the batch it filled, once handed to the producer, if it filled one."""
+        key = p.rel.encode()
+        partition = kafka_io.key_partitioner(key, self._partitions, self._partitions)
+        batch, files = self._open.get(partition) or self._start(partition)
+        if batch.append(timestamp=None, key=key, value=p.value) is not None:
+            files.append(p)
+            return None
+        sent = await self._send(partition)
+        batch, files = self._start(partition)
+        batch.append(
+            timestamp=None, key=key, value=p.value
+        )  # a batch takes its first record whatever its size
+        files.append(p)
+        return sent
+
+    async def send_open(self) -> list[Sent]:
+        """Hand every batch still open to the producer."""
+        return [await self._send(partition) for partition in list(self._open)]
+
+    def _start(self, partition: int) -> tuple[BatchBuilder, list[Prepared]]:
+        self._open[partition] = (self._prod.create_batch(), [])
+        return self._open[partition]
+
+    async def _send(self, partition: int) -> Sent:
+        batch, files = self._open.pop(partition)
+        batch.close()
+        # Waits while this partition's previous batch is still queued: one in flight, one filling, per partition.
+        return files, await self._prod.send_batch(batch, self._topic, partition=partition)
+
+
 async def _send_all(
     prod: AIOKafkaProducer,
     topic: str,
@@ -221,7 +268,8 @@ async def _send_all(
 ) -> None:
     """Read chunk k+1 while chunk k is handed to the producer; delivery futures are awaited as they land."""
     chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
-    in_flight: list[tuple[Prepared, asyncio.Future[object]]] = []
+    batches = _Batches(prod, topic, sorted(await prod.partitions_for(topic)))
+    in_flight: list[Sent] = []
     next_read = asyncio.ensure_future(read(chunks[0])) if chunks else None
     try:
         for k in range(len(chunks)):
@@ -237,10 +285,11 @@ async def _send_all(
                         report.refused += 1
                     continue
                 report.refused += p.refused
-                # send() waits only while the accumulator is full, so many batches stay in the pipe.
-                fut = await prod.send(topic, key=p.rel.encode(), value=p.value)
-                in_flight.append((p, fut))
+                sent = await batches.add(p)
+                if sent is not None:
+                    in_flight.append(sent)
             in_flight = await _settle(in_flight, acks, wait=False)
+        in_flight += await batches.send_open()
         await _settle(in_flight, acks, wait=True)
     finally:
         if next_read is not None:
@@ -248,18 +297,17 @@ async def _send_all(
         acks.flush()  # whatever Kafka acknowledged is remembered, even when a later send failed
 
 
-async def _settle(
-    in_flight: list[tuple[Prepared, asyncio.Future[object]]], acks: _Acks, *, wait: bool
-) -> list[tuple[Prepared, asyncio.Future[object]]]:
+async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> list[Sent]:
     """Record the acknowledged prefix in order; raise the first failure; return what is still pending."""
     done = 0
-    for p, fut in in_flight:
+    for files, fut in in_flight:
         if not fut.done():
             if not wait:
                 break
             await fut
         fut.result()  # a failed delivery raises here, after the acknowledged ones before it are recorded
-        acks.add(p, sent=not p.refused)
+        for p in files:
+            acks.add(p, sent=not p.refused)
         done += 1
     return in_flight[done:]
 
@@ -305,6 +353,7 @@ async def backfill_with_bar(
 
 async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
     """The command: the bar, then one summary line (also when stderr is not a terminal)."""
+    heap.set_thresholds(heap.BULK)
     report = await backfill_with_bar(settings, show=show, compression=compression)
     rate = report.published / report.seconds if report.seconds else 0.0
     log.info(

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from processors.dead_letters import (
     STAGES,
@@ -30,7 +30,9 @@ from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams.failstop import halt
 from streams.settings import Settings
-from streams.topics import Outputs
+
+if TYPE_CHECKING:  # only for annotations: importing the topics (Faust, aiohttp) cost every command ~0.25 s
+    from streams.topics import Outputs
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from numbers import Number
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mode.utils.logging import ExtensionFormatter
 
 from processors.inert import LINE_BREAKING, one_line, visible
-from sinks.state import Position
+
+if TYPE_CHECKING:  # an annotation: the state's modules (DuckDB) are not every command's
+    from sinks.state import Position
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONTINUED = "    "  # starts every line of a record after its first

@@ -15,6 +15,7 @@ import pytest
 from bench.archive import generate
 from processors.models import RawFile
 from streams.backfill import backfill
+from streams.kafka_io import key_partitioner
 from streams.settings import Settings
 from streams.watcher import publish_root
 from tests.support import ZSTD, batch_codecs, read_topic
@@ -47,6 +48,34 @@ async def test_every_file_arrives_once_and_a_rerun_publishes_nothing(
     assert (again.published, again.skipped) == (0, stats.files)
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0  # the watcher agrees
     assert len(await _raw(settings)) == stats.files
+
+
+async def test_files_over_many_batches_and_partitions_arrive_once_in_order(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    settings = settings.model_copy(update={"kafka": settings.kafka.model_copy(update={"partitions": 3})})
+    stats = generate(settings.root, 120)
+
+    report = await backfill(settings, batch_bytes=64 * 1024)  # ~4 notes a batch: dozens of batches
+    assert report.published == stats.files
+    keys = [key for key, _ in await read_topic(settings, "raw") if key is not None]
+    assert Counter(k.decode() for k in keys) == Counter(stats.paths)
+    for partition in range(3):  # each partition holds its paths in the backfill's (sorted) order
+        mine = [k for k in keys if key_partitioner(k, [0, 1, 2], [0, 1, 2]) == partition]
+        assert mine == sorted(mine) and mine
+    assert (await backfill(settings)).published == 0  # every batch's files were recorded as acknowledged
+
+
+async def test_a_file_larger_than_a_batch_travels_in_a_batch_of_its_own(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    stats = generate(settings.root, 10)
+    assert (await backfill(settings, batch_bytes=1024)).published == stats.files  # notes of 5-20 KB
+    records = await _raw(settings)
+    assert sorted(r.path for r in records) == sorted(stats.paths)
+    assert all(r.content == (settings.root / r.path).read_bytes() for r in records)
 
 
 async def test_a_rerun_sends_changed_files_only(make_settings: Callable[..., Settings]) -> None:
