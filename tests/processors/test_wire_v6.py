@@ -31,9 +31,8 @@ def test_chunks_compressed_apart_and_joined_hold_the_batch_s_notes_in_order_per_
         p = partitions[key.decode()]
         assert events([(key, value)]) == events(on(p, v4, partitions))
         assert notes_in(value) == len(on(p, v4, partitions))
-    assert (
-        sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 3
-    )  # what the producer no longer compresses
+    # What the producer no longer compresses: zstd's fast mode (wire_frames.LEVEL) keeps ~0.44 of these bytes.
+    assert sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 2
 
 
 def test_the_budget_cuts_records_at_frames_and_a_larger_frame_goes_alone() -> None:
@@ -64,7 +63,7 @@ def test_a_note_that_does_not_read_is_set_apart_whole_and_the_others_are_kept() 
 
 def _damaged() -> list[bytes]:
     [(_, value)] = pack_notes(batch({})[:2], {}, 1 << 20)
-    head, frames = value.rsplit(b"]\n", 1)
+    head, frames = value.split(b"]\n", 1)  # at the lengths line's end (a frame may hold these bytes too)
     return [
         head + b"]\n" + frames[: len(frames) // 2],  # cut short
         head + b"]\n" + b"not zstd",
@@ -87,7 +86,7 @@ def test_the_worker_joins_the_processes_frames_and_packs_notes_routed_in_it_in_o
     records: Records = documents_records(mixed, params)
     assert all(v.startswith(MAGIC_V6 + b"\n") for _, v in records)
     assert events(records) == events(v4)
-    assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 3  # every note compressed
+    assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 2  # every note compressed
 
 
 def test_a_packed_note_keeps_all_it_says_of_itself_but_its_records() -> None:
