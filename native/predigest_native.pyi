@@ -104,3 +104,6 @@ def json_ints(values: object) -> bytes | None:
 
 def json_counts(counts: object) -> bytes | None:
     """`pydantic_core.to_json(counts)` of a dict of str to ints within 64 bits; None for anything else."""
+
+def raw_content(value: bytes) -> tuple[bytes, bytes] | None:
+    """A raw record as the watcher writes it: (the record with `"content":""`, its content decoded); else None."""

@@ -14,6 +14,7 @@ mod json_string;
 mod markup;
 mod minhash;
 mod normal;
+mod raw_record;
 mod structure;
 mod text;
 mod text_columns;
@@ -474,6 +475,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_ints, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }
