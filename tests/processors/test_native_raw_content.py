@@ -64,6 +64,13 @@ def test_a_damaged_content_reads_or_fails_as_pydantic_s(
         _record(b"YWJj", b'"size":1,"mtime":1.0'),  # one missing
         _record(b"YW+j"),  # the standard alphabet
         _record(b"YR=="),  # bits past the last byte
+        _record(b"YWI="),  # one pad, canonical
+        _record(b"YWJ="),  # one pad, bits past the last byte
+        _record(b"YWJj===="),  # padding beyond two
+        _record(b"YQ=A"),  # padding inside
+        _record(b"Y==="),  # three pads
+        _record(b"===="),  # padding alone
+        _record(b"YWJjZA"),  # unpadded
         b'{"path":"a", "content": "YWJj","size":1,"mtime":1.0,"sha256":"x"}',  # spaces
         b'{"path":"a","content":"YWJj"',  # cut short
         b'["content":"YWJj"]',
