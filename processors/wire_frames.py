@@ -16,10 +16,9 @@ import cramjam
 import pydantic_core
 
 MAGIC_V6 = b"predigest.documents/v6"
-# Level -3 (zstd's fast mode), not the producer's 3 nor 1: a parse process spends ~0.78x level 1's CPU on a note's
-# frames (the box is CPU-bound) for ~1.3x the bytes (0.43 of the v4 bytes against 0.33), and the worker unpacks
-# them in ~0.78x the time (docs/performance.md "The parse processes' CPU a note, next round").
-LEVEL = -3
+# Level 1, not the producer's 3: a parse process spends ~0.7x the CPU on a note's frames (the box is CPU-bound)
+# for ~1.2x the bytes (0.33 of the v4 bytes against 0.27; docs/performance.md "The parse processes' CPU").
+LEVEL = 1
 # The largest documents record, the topics' and producers' message limit (streams.kafka_settings): a 4 MiB note
 # is a ~5.5 MiB record (v1 records, still readable, carried its text twice: ~9 MiB). A v6 record's notes unpack to
 # no more: a note whose v4 record is over the limit becomes a rejection, and notes share a record only up to

@@ -31,8 +31,9 @@ def test_chunks_compressed_apart_and_joined_hold_the_batch_s_notes_in_order_per_
         p = partitions[key.decode()]
         assert events([(key, value)]) == events(on(p, v4, partitions))
         assert notes_in(value) == len(on(p, v4, partitions))
-    # What the producer no longer compresses: zstd's fast mode (wire_frames.LEVEL) keeps ~0.44 of these bytes.
-    assert sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 2
+    assert (
+        sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 3
+    )  # what the producer no longer compresses
 
 
 def test_the_budget_cuts_records_at_frames_and_a_larger_frame_goes_alone() -> None:
@@ -86,7 +87,7 @@ def test_the_worker_joins_the_processes_frames_and_packs_notes_routed_in_it_in_o
     records: Records = documents_records(mixed, params)
     assert all(v.startswith(MAGIC_V6 + b"\n") for _, v in records)
     assert events(records) == events(v4)
-    assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 2  # every note compressed
+    assert sum(len(v) for _, v in records) < sum(len(v) for _, v in v4) / 3  # every note compressed
 
 
 def test_a_packed_note_keeps_all_it_says_of_itself_but_its_records() -> None:
