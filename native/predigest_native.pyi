@@ -98,3 +98,12 @@ def is_utf8(data: bytes) -> bool:
 
 def json_string(text: str) -> bytes:
     """`text` as JSON, the bytes of `pydantic_core.to_json(text)`; UnicodeEncodeError for a lone surrogate."""
+
+def json_ints(values: object) -> bytes | None:
+    """`pydantic_core.to_json(values)` of a list or tuple of ints within 64 bits; None for anything else."""
+
+def json_counts(counts: object) -> bytes | None:
+    """`pydantic_core.to_json(counts)` of a dict of str to ints within 64 bits; None for anything else."""
+
+def raw_content(value: bytes) -> tuple[bytes, bytes] | None:
+    """A raw record as the watcher writes it: (the record with `"content":""`, its content decoded); else None."""

@@ -14,6 +14,7 @@ mod json_string;
 mod markup;
 mod minhash;
 mod normal;
+mod raw_record;
 mod structure;
 mod text;
 mod text_columns;
@@ -472,6 +473,9 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;
+    m.add_function(wrap_pyfunction!(json_string::json_ints, m)?)?;
+    m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

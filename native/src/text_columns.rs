@@ -22,6 +22,15 @@ pub(crate) struct Raw {
     len: usize,
 }
 
+impl Raw {
+    /// The string's bytes when it is ASCII (they are then its UTF-8).
+    pub(crate) fn ascii(&self) -> Option<&[u8]> {
+        // SAFETY: as `encode`: a live string's buffer of `kind`.
+        let s = unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) };
+        (self.kind == 1 && s.is_ascii()).then_some(s)
+    }
+}
+
 pub(crate) fn raw(cell: &Bound<'_, PyAny>) -> PyResult<Raw> {
     if let Ok(b) = cell.cast::<PyBytes>() {
         let b = b.as_bytes();

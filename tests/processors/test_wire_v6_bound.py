@@ -87,7 +87,7 @@ def test_a_frame_cut_short_is_refused_though_what_it_holds_fits() -> None:
 def test_a_frame_without_a_content_size_reads_as_one_with_it() -> None:
     v4 = batch({})[:3]
     [(key, value)] = pack_notes(v4, {}, 1 << 20)
-    head, _ = value.rsplit(b"]\n", 1)
+    head, _ = value.split(b"]\n", 1)  # the lengths line ends at the first (a frame may hold these bytes too)
     streamed = cramjam.zstd.Compressor(level=3)  # writes no content size in the frame's header
     streamed.compress(b"".join(v for _, v in v4))
     frames = bytes(streamed.finish())
