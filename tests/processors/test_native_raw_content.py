@@ -58,6 +58,10 @@ def test_a_damaged_content_reads_or_fails_as_pydantic_s(
     [
         _record(b"YWJj", b'"content":"ZGVm","size":1,"mtime":1.0,"sha256":"x"'),  # twice: the last one counts
         _record(b"YWJj", b'"\\u0063ontent":"ZGVm","size":1,"mtime":1.0,"sha256":"x"'),  # twice, once escaped
+        # twice, the last one empty: pydantic's content is b"", which the emptied record alone cannot tell apart
+        _record(b"YWJj", b'"content":"","size":1,"mtime":1.0,"sha256":"x"'),
+        _record(b"YWJj", b'"\\u0063ontent":"","size":1,"mtime":1.0,"sha256":"x"'),
+        _record(b"YWJj", b'"size":1,"mtime":1.0,"sha256":"x","content" : ""'),
         _record(b"YWJj", b'"size":1,"mtime":1.0,"sha256":"\\u0078"'),  # an escape elsewhere
         _record(b"YWJj", b'"size":"1","mtime":1,"sha256":"x"'),  # lax numbers
         _record(b"YWJj", b'"size":1,"mtime":1.0,"sha256":"x","extra":1'),  # a field it does not know

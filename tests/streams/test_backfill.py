@@ -11,9 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.archive import generate
 from processors.models import RawFile
+from streams import kafka_io
 from streams.backfill import backfill
 from streams.kafka_io import key_partitioner
 from streams.settings import Settings
@@ -23,6 +25,27 @@ from tests.support import ZSTD, batch_codecs, read_topic
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PROJECT = Path(__file__).resolve().parents[2]
+
+
+async def _keys_by_partition(settings: Settings) -> dict[int, list[bytes]]:
+    """The raw topic's keys, partition by partition, in offset order."""
+    topic = settings.kafka.topic("raw")
+    consumer = AIOKafkaConsumer(
+        **kafka_io.client_kwargs(settings), enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    try:
+        parts = [TopicPartition(topic, p) for p in range(settings.kafka.partitions)]
+        consumer.assign(parts)
+        ends = await consumer.end_offsets(parts)
+        await consumer.seek_to_beginning(*parts)
+        held: dict[int, list[bytes]] = {tp.partition: [] for tp in parts}
+        while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
+            for tp, records in (await consumer.getmany(timeout_ms=1000)).items():
+                held[tp.partition].extend(r.key for r in records if r.key is not None)
+        return held
+    finally:
+        await consumer.stop()
 
 
 async def _raw(settings: Settings) -> list[RawFile]:
@@ -59,11 +82,12 @@ async def test_files_over_many_batches_and_partitions_arrive_once_in_order(
 
     report = await backfill(settings, batch_bytes=64 * 1024)  # ~4 notes a batch: dozens of batches
     assert report.published == stats.files
-    keys = [key for key, _ in await read_topic(settings, "raw") if key is not None]
-    assert Counter(k.decode() for k in keys) == Counter(stats.paths)
-    for partition in range(3):  # each partition holds its paths in the backfill's (sorted) order
-        mine = [k for k in keys if key_partitioner(k, [0, 1, 2], [0, 1, 2]) == partition]
+    held = await _keys_by_partition(settings)
+    assert Counter(k.decode() for keys in held.values() for k in keys) == Counter(stats.paths)
+    for partition in range(3):  # each key where the watcher puts it, in the backfill's (sorted) order
+        mine = held[partition]
         assert mine == sorted(mine) and mine
+        assert {key_partitioner(k, [0, 1, 2], [0, 1, 2]) for k in mine} == {partition}
     assert (await backfill(settings)).published == 0  # every batch's files were recorded as acknowledged
 
 
