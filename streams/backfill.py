@@ -243,7 +243,7 @@ class _Batches:
         files.append(p)
         return sent
 
-    async def send_open(self) -> list[Sent]:
+    async def send_rest(self) -> list[Sent]:
         """Hand every batch still open to the producer."""
         return [await self._send(partition) for partition in list(self._open)]
 
@@ -289,7 +289,7 @@ async def _send_all(
                 if sent is not None:
                     in_flight.append(sent)
             in_flight = await _settle(in_flight, acks, wait=False)
-        in_flight += await batches.send_open()
+        in_flight += await batches.send_rest()
         await _settle(in_flight, acks, wait=True)
     finally:
         if next_read is not None:
