@@ -17,8 +17,8 @@ from faust.types.tuples import ConsumerMessage
 from sinks.clock import SYSTEM_CLOCK
 from streams.app import faust_app
 from streams.batches import LINGER_SECONDS, Weight, ack_all, one, take_batches
-from streams.settings import KafkaSettings, Settings
 from streams.topics import stage_topic
+from tests.streams.agent_support import in_process_settings
 
 WITHIN = 0.05
 
@@ -90,12 +90,7 @@ def _consumed_batch(
 ) -> tuple[faust.App, Stream[Any], list[EventT[Any]]]:
     """A worker app's stream on its raw topic (no broker) and events of consumed records at `offsets`, each
     tracked by the consumer as Faust's stream tracks what it reads."""
-    settings = Settings(
-        root=tmp_path / "root",
-        state_dir=tmp_path / "state",
-        out_dir=tmp_path / "out",
-        kafka=KafkaSettings(bootstrap="localhost:9"),
-    )
+    settings = in_process_settings(tmp_path)
     app = faust_app(settings)
     topic = stage_topic(app, settings, "raw")
     name = settings.kafka.topic("raw")

@@ -13,20 +13,14 @@ from faust.transport.consumer import Consumer
 from mode.utils.locks import Event
 
 from streams.app import faust_app
-from streams.settings import KafkaSettings, Settings
+from tests.streams.agent_support import in_process_settings
 
 
 @pytest.fixture
 async def consumer(tmp_path: Path) -> AsyncIterator[Consumer]:
     """The consumer of a worker's app, as the worker builds it, on the test's event loop (not started: no
     broker needed)."""
-    settings = Settings(
-        root=tmp_path / "root",
-        state_dir=tmp_path / "state",
-        out_dir=tmp_path / "out",
-        kafka=KafkaSettings(bootstrap="localhost:9"),
-    )
-    app = faust_app(settings)
+    app = faust_app(in_process_settings(tmp_path))
     yield cast(Consumer, app.consumer)  # the driver's, a subclass of Faust's Consumer
     app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]  # the aiokafka thread's loop, never run
 
