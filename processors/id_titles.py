@@ -41,6 +41,11 @@ _BEFORE_ID = re.compile(
     r"(\d{4}\.\d{4,5})(?:v\d+)?",
     re.IGNORECASE,
 )
+# Where `_BEFORE_ID` can find its id, and what may stand between the words and the id (a superset: the spaces,
+# the bracket and the `arXiv:` its pattern allows).
+_BARE_ID = re.compile(r"\d{4}\.\d{4,5}")
+_JOINING = frozenset("（(:arxivARXIVİı")  # and the spaces (`\s`: str.isspace)
+_WORDS = 60  # the most characters of words `_BEFORE_ID` takes before an id
 # A paragraph that opens with the paper's id, or with a source label and the link to it.
 _OPENS_WITH_ID = re.compile(
     r"^\s*(?:(?:来源|原始来源|原文|source|paper|论文)\s*[:：]\s*(?:https?://\S*?)?)?(?:arxiv\s*[: ]?\s*)?\d{4}\.\d{4,5}",
@@ -312,16 +317,31 @@ def lead_name(line: str, arxiv_id: str) -> str:
     bare = arxiv_id.split("v")[0]
     if bare not in line:  # cited by a link only: nothing in the text to look for
         return ""
-    for m in _BEFORE_ID.finditer(line):
+    for m in _before_ids(line):
         if m.group(2) == bare:
             return _lead(m)
     return ""
 
 
+def _before_ids(line: str) -> Iterator[re.Match[str]]:
+    """`_BEFORE_ID.finditer(line)`, each search begun where its match can start at the earliest: no sooner than
+    the words and joining characters before the next id (trying every character of a long paragraph took ~3 ms)."""
+    pos = 0
+    while found := _BARE_ID.search(line, pos):
+        start = found.start()
+        while start > pos and (line[start - 1] in _JOINING or line[start - 1].isspace()):
+            start -= 1
+        m = _BEFORE_ID.search(line, max(pos, start - _WORDS))
+        if m is None:
+            return
+        yield m
+        pos = m.end()
+
+
 def lead_names(line: str) -> dict[str, str]:
     """`lead_name` of every id of the line, in one pass over it (a paragraph citing ten papers is read once)."""
     firsts: dict[str, re.Match[str]] = {}
-    for m in _BEFORE_ID.finditer(line):
+    for m in _before_ids(line):
         firsts.setdefault(m.group(2), m)
     return {i: _lead(m) for i, m in firsts.items()}
 

@@ -298,3 +298,19 @@ def test_a_metadata_line_is_metadata_in_every_field_and_a_finding_in_any_is_not(
     assert is_metadata(text) is metadata
     fields = [p for p in _FIELDS.split(" ".join(text.split())) if p]
     assert all(_metadata_field(p) for p in fields) is metadata  # what reading the fields one by one stops at
+
+
+def test_the_words_before_each_id_of_a_long_paragraph_name_it() -> None:
+    # Searched from just before each id (the paragraph's other characters are never tried): the same names.
+    line = (
+        "前文" * 400
+        + "。 Detokenization Leaks（arXiv\u3000 2609.06674）与 KV Cache Clustering (2506.11418v2)；"
+        + "x" * 300
+        + " GEAR arxiv:2403.05527"
+    )
+    assert lead_name(line, "2609.06674") == "Detokenization Leaks"
+    assert lead_names(line) == {
+        "2609.06674": "Detokenization Leaks",
+        "2506.11418": "）与 KV Cache Clustering",
+        "2403.05527": "x" * 55 + " GEAR",
+    }
