@@ -7,8 +7,8 @@ Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust c
 unfinished message (faust-streaming #606). The window agent's `take_batches` (Faust's `take_events`, growing
 its batches while a backlog waits) acks a batch's records only once the loop body has returned (its `finally`
 after the yield); the parse agent acks a batch's raw records itself once every documents record of it is
-acknowledged, while it routes the next batch, and in offset order: Faust's commit does not reliably stop
-at a gap of unacked offsets (`ack_all`).
+acknowledged, while it routes the next batches (streams.parse_flow), and in offset order: Faust's commit does
+not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
 acking). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
 batch is (streams.dead_letters).
@@ -30,10 +30,11 @@ from faust.types import AgentT, EventT
 from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
 from processors.models import ControlCommand
-from processors.parse_stage import documents_records
+from processors.parse_stage import Routed, documents_records
 from processors.wire import DocumentRecord, Notes, batch_weight, decode_notes
 from sinks import collector
 from sinks.state import Position
+from streams import parse_flow
 from streams.batches import (
     BACKLOG_RECORDS,
     ack_all,
@@ -122,46 +123,56 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         services.parser.close()
     s = services.settings
     # Handed over after batch_seconds, as by Faust's take_events: a batch waiting to fill would leave the parse
-    # processes idle meanwhile. A batch's documents records are sent while the next batch is routed, and its
-    # raw records acked only once every one of them is acknowledged (docs/guarantees.md); the next batch's
-    # are sent after that, so they keep their order and a retried send never passes a later one.
+    # processes idle meanwhile. The loop takes the next batch while this one is routed (streams.parse_flow): its
+    # notes are handled, its documents records sent and its raw records acked each after the batch before's,
+    # the acks only once every documents record is acknowledged (docs/guarantees.md).
     batches = take_batches(
         stream, s.batch_records, s.batch_seconds, services.clock, behind=nothing_behind, acks=False
     )
-    sending: asyncio.Task[None] | None = None
+    flow: list[parse_flow.Batch] = []
     try:
         async for events in batches:
-            records = await parse_batch(services, outputs, events)
-            if sending is not None:
-                await sending
-            sending = asyncio.create_task(_forward_then_ack(outputs, stream, events, records))
+            batch = parse_flow.Batch()
+            work = _parse_forward_ack(services, outputs, stream, events, flow[-1] if flow else None, batch)
+            parse_flow.start(flow, work, batch)
+            flow = await parse_flow.room(flow)
     finally:
-        if sending is not None:
-            sending.cancel()  # its records stay unacked: Kafka delivers them again, and the writes are idempotent
+        parse_flow.stop(flow)
 
 
-async def _forward_then_ack(
+async def _parse_forward_ack(
+    services: Services,
     outputs: Outputs,
     stream: Stream[bytes],
     events: Sequence[EventT[bytes]],
-    records: list[tuple[bytes, bytes]],
+    before: parse_flow.Batch | None,
+    batch: parse_flow.Batch,
 ) -> None:
+    routed = await route_batch(services, events)
+    batch.passed(batch.routed)
+    await parse_flow.after(before, before.handled if before else None)
+    records = await handle_routed(services, outputs, events, routed)
+    batch.passed(batch.handled)
+    await parse_flow.after(before, None)  # acked: a retried send never passes a later batch's
     what = f"forwarding {len(records)} record(s) of {len(events)} file(s) to the documents topic"
     await must_finish(partial(outputs.forward, records), what)
     await ack_all(stream, events)
 
 
-async def parse_batch(
-    services: Services, outputs: Outputs, events: Sequence[EventT[bytes]]
-) -> list[tuple[bytes, bytes]]:
-    """Route raw records in the parse processes, log and count what routing found, send its dead letters;
-    the documents records to forward."""
+async def route_batch(services: Services, events: Sequence[EventT[bytes]]) -> list[Routed]:
+    """Route raw records in the parse processes."""
     # The raw offset travels on: it orders the versions of one path (raw is keyed by path).
     values = [(event.value or b"", event.message.offset) for event in events]
     seen_at = services.clock.now()
-    routed = await must_finish(
+    return await must_finish(
         partial(services.parser.route, values, seen_at), f"parsing {len(values)} raw record(s)"
     )
+
+
+async def handle_routed(
+    services: Services, outputs: Outputs, events: Sequence[EventT[bytes]], routed: list[Routed]
+) -> list[tuple[bytes, bytes]]:
+    """Log and count what routing found, send its dead letters; the documents records to forward."""
     pipeline = services.pipeline()
     for r in routed:
         pipeline.note(r)

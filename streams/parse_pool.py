@@ -113,6 +113,7 @@ class _Attempt:
     routed: dict[int, Routed] = field(default_factory=dict)
     hung: set[int] = field(default_factory=set)  # ran longer than note_seconds: rejected
     suspects: set[int] = field(default_factory=set)  # in progress when a process died: tried again alone
+    faulted: bool = False  # the pool broke or was killed under it
 
 
 class ParsePool:
@@ -121,6 +122,9 @@ class ParsePool:
     A note that hangs its process or kills it costs only itself: the processes say which note they start, so
     the one past `note_seconds` is known and rejected, and the rest of the batch goes through a fresh pool at
     once (it waited ~90 s behind a 30 s timeout and a note-by-note retry before).
+
+    Batches may be routed at once (the next one's chunks queue behind this one's); after a fault, only the
+    oldest batch still routing tells which notes were suspects, and the others wait for their turn (`_turn`).
     """
 
     def __init__(
@@ -139,6 +143,8 @@ class ParsePool:
         self._pool: ProcessPoolExecutor | None = None
         self._progress: Progress | None = None
         self._attempts = 0
+        self._routes: dict[int, asyncio.Future[None]] = {}  # the routes in progress, oldest first: their ends
+        self._calls = 0
 
     @property
     def params(self) -> RouteParams:
@@ -146,15 +152,7 @@ class ParsePool:
 
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
         if self._pool is None or self._progress is None:
-            context = multiprocessing.get_context("spawn")
-            # A fresh board with each pool: its processes take its slots from the first.
-            self._progress = Progress(context.RawArray("q", 2 * self._processes), context.Value("i", 0))
-            self._pool = ProcessPoolExecutor(
-                max_workers=self._processes,
-                mp_context=context,
-                initializer=_start_process,
-                initargs=(os.getpid(), self._progress),
-            )
+            self._pool, self._progress = _new_pool(self._processes)
         return self._pool, self._progress
 
     async def start(self) -> None:
@@ -179,22 +177,50 @@ class ParsePool:
                 out.append(route_value(value, self._params, seen_at, offset))
                 await asyncio.sleep(0)  # one note at a time, so the window agent is never starved
             return out
+        self._calls += 1
+        call = self._calls
+        self._routes[call] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._route_all(call, values, seen_at)
+        finally:
+            self._routes.pop(call).set_result(None)
+
+    async def _route_all(self, call: int, values: Values, seen_at: datetime) -> list[Routed]:
         routed: dict[int, Routed] = {}
         todo = list(range(len(values)))
         while todo:
             attempt = await self._attempt(values, todo, seen_at)
             routed.update(attempt.routed)
-            for index in attempt.hung:
+            for index in attempt.hung:  # its own note ran too long: no other batch's fault
                 routed[index] = self._refuse(values[index], seen_at, "hung")
+            if attempt.faulted and next(iter(self._routes)) != call:
+                # A process of the shared pool died: the note that killed it may be an older batch's, whose
+                # notes in progress are the suspects. Ours are routed again once that batch is done.
+                await self._turn(call)
+                todo = [i for i in todo if i not in routed]
+                continue
             for index in sorted(attempt.suspects):
-                # Alone in a fresh pool: the note that kills its process again is the one that did.
-                alone = await self._attempt(values, [index], seen_at)
+                # Alone in a pool of its own: the note that kills its process again is the one that did.
+                alone = await self._alone(values, index, seen_at)
                 if index in alone.routed:
                     routed[index] = alone.routed[index]
                 else:
                     routed[index] = self._refuse(values[index], seen_at, "hung" if alone.hung else "died")
             todo = [i for i in todo if i not in routed]
         return [routed[i] for i in range(len(values))]
+
+    async def _turn(self, call: int) -> None:
+        """Until every route older than `call` is done (their suspects tried)."""
+        while (oldest := next(iter(self._routes))) != call:
+            await asyncio.shield(self._routes[oldest])
+
+    async def _alone(self, values: Values, index: int, seen_at: datetime) -> _Attempt:
+        """One note routed in a process of its own, beside the shared pool that other batches may be using."""
+        pool, progress = _new_pool(1)
+        try:
+            return await self._attempt(values, [index], seen_at, (pool, progress))
+        finally:
+            _shut(pool, kill=True)
 
     def _refuse(self, item: tuple[bytes, int | None], seen_at: datetime, what: str) -> Routed:
         log.error("a parse process %s on one note; it is rejected and the rest of its batch parsed", what)
@@ -211,10 +237,17 @@ class ParsePool:
                 out.append([i])
         return out
 
-    async def _attempt(self, values: Values, todo: Sequence[int], seen_at: datetime) -> _Attempt:
-        """Route `todo` through the pool until done, or until a note hangs or a process dies (pool killed)."""
+    async def _attempt(
+        self,
+        values: Values,
+        todo: Sequence[int],
+        seen_at: datetime,
+        own: tuple[ProcessPoolExecutor, Progress] | None = None,
+    ) -> _Attempt:
+        """Route `todo` through the pool (or `own`) until done, or until a note hangs or a process dies (pool
+        killed)."""
         loop = asyncio.get_running_loop()
-        pool, progress = self._executor()
+        pool, progress = own or self._executor()
         self._attempts += 1
         token = self._attempts  # what a process says about an earlier batch is no news about this one
         futures = {
@@ -239,6 +272,9 @@ class ParsePool:
                     started[pid] = (index, now)  # since first seen on it
             broken = False
             for fut in done:
+                if fut.cancelled():  # another route's attempt killed the pool before this chunk started
+                    broken = True
+                    continue
                 try:
                     attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
                 except BrokenProcessPool:
@@ -252,7 +288,9 @@ class ParsePool:
                     unfinished = {i for i in todo if i not in attempt.routed}
                     attempt.suspects = set(running) or unfinished
                 log.warning("a parse process %s; the rest of its batch goes to a fresh pool", _what(broken))
-                self.close(kill=True)
+                attempt.faulted = True
+                if self._pool is pool:  # not replaced already by another route's attempt
+                    self.close(kill=True)
                 break
         return attempt
 
@@ -260,10 +298,27 @@ class ParsePool:
         """Stop the processes; with kill, also one still busy (hung) instead of letting it finish."""
         pool, self._pool, self._progress = self._pool, None, None
         if pool is not None:
-            if kill:
-                for process in list(pool._processes.values()):  # no public way before Python 3.14
-                    process.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
+            _shut(pool, kill)
+
+
+def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, Progress]:
+    context = multiprocessing.get_context("spawn")
+    # A fresh board with each pool: its processes take its slots from the first.
+    progress = Progress(context.RawArray("q", 2 * processes), context.Value("i", 0))
+    pool = ProcessPoolExecutor(
+        max_workers=processes,
+        mp_context=context,
+        initializer=_start_process,
+        initargs=(os.getpid(), progress),
+    )
+    return pool, progress
+
+
+def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
+    if kill:
+        for process in list((pool._processes or {}).values()):  # no public way before Python 3.14
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _what(broken: bool) -> str:

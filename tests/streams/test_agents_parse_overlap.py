@@ -13,8 +13,17 @@ from faust.streams import Stream
 from faust.types import EventT
 
 from processors.parse_stage import Routed
+from processors.wire import decode_rows
 from tests.clocks import ManualClock
-from tests.streams.agent_support import END, InProcessWorker, Start, in_process_settings, raw_value, settled
+from tests.streams.agent_support import (
+    END,
+    NOTE,
+    InProcessWorker,
+    Start,
+    in_process_settings,
+    raw_value,
+    settled,
+)
 
 OTHER = "inbox/tom/2026-09-27-1100-kv.md"
 
@@ -60,3 +69,40 @@ async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_ack
         acknowledged.set()
         await settled(lambda: acked == [0, 1], "both batches acked, in order")
     assert len(sent) == 2
+
+
+async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
+) -> None:
+    # Two batches route at once (the processes stay fed): the second, done first, still waits its turn.
+    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
+    first_routed = asyncio.Event()
+    routing: list[int] = []
+    acked: list[int] = []
+    route = worker.services.parser.route
+
+    async def first_is_slow(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
+        routing.append(len(values))
+        if len(routing) == 1:
+            await first_routed.wait()
+        return await route(values, seen_at)
+
+    real_ack = Stream.ack
+
+    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
+        acked.append(event.message.offset)
+        return await real_ack(self, event)
+
+    monkeypatch.setattr(worker.services.parser, "route", first_is_slow)
+    monkeypatch.setattr(Stream, "ack", recorded_ack)
+    async with worker.agents.parse.test_context() as agent:
+        await agent.put(raw_value(), key=b"path")
+        await settled(lambda: len(routing) == 1, "the first batch routing")
+        await agent.put(raw_value(OTHER), key=b"other")
+        await settled(lambda: len(routing) == 2, "the second batch routed while the first still routes")
+        await asyncio.sleep(0.05)
+        assert worker.outputs.documents == [] and acked == []  # the second waits for the first
+        first_routed.set()
+        await settled(lambda: acked == [0, 1], "both batches acked, in order")
+    paths = [row.header.path for _, value in worker.outputs.documents for row in decode_rows(value)]
+    assert list(dict.fromkeys(paths)) == [NOTE, OTHER]  # forwarded in raw-offset order

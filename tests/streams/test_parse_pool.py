@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import signal
@@ -11,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from processors.models import RawFile
 from processors.parse_stage import Routed, RouteParams, documents_records, route_values
 from processors.wire import decode_rows
 from streams import heap
-from streams.parse_pool import ParsePool
+from streams.parse_pool import ParsePool, Route
 from streams.pipeline import route_params
 from streams.settings import Settings
 
@@ -123,6 +125,42 @@ async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_
         for _, value in documents_records(routed, params):
             offsets = [row.header.raw_offset or 0 for row in decode_rows(value)]
             assert offsets == sorted(offsets)
+
+
+@pytest.mark.parametrize("poisoned", [0, 1], ids=["older batch", "younger batch"])
+@pytest.mark.parametrize("broken", [_dies_on_poison, _hangs_on_poison], ids=["dies", "hangs"])
+async def test_batches_routed_at_once_lose_only_the_note_that_kills_or_hangs_their_shared_pool(
+    poisoned: int, broken: Route
+) -> None:
+    # The parse agent routes the next batch while this one ends: a fault in the shared pool hits both batches'
+    # notes in progress, and still only the poisoned note is rejected, whichever batch it is in.
+    params = route_params(Settings())
+    first = range(10, 40) if poisoned else range(30)
+    second = range(40, 70) if poisoned else range(30, 60)
+    batches = [[(_value(i), i) for i in first], [(_value(i), i) for i in second]]
+    poison = POISON + 40 if poisoned else POISON
+    pool = ParsePool(params, 2, note_seconds=3.0, route=partial(_poisoned_at, broken, poison))
+    try:
+        routed = await asyncio.gather(*(pool.route(values, NOW) for values in batches))
+    finally:
+        pool.close(kill=True)
+    for values, got in zip(batches, routed, strict=True):
+        assert [r.path for r in got] == [f"inbox/jay/2026-09-27-1000-n{offset}.md" for _, offset in values]
+        assert [r.rejection is not None for r in got] == [offset == poison for _, offset in values]
+
+
+def _poisoned_at(
+    broken: Route,
+    poison: int,
+    values: Sequence[tuple[bytes, int | None]],
+    params: RouteParams,
+    seen_at: datetime,
+) -> list[Routed]:
+    """`broken`, with its poisoned note at offset `poison`."""
+    shifted = [(value, POISON if offset == poison else -1) for value, offset in values]
+    if any(offset == POISON for _, offset in shifted):
+        broken(shifted, params, seen_at)
+    return route_values(values, params, seen_at)
 
 
 async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_retry_note_by_note() -> None:
