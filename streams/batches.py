@@ -8,8 +8,10 @@ notes: `weighed_behind`), up to `LINGER_SECONDS`:
 a backlog is stored in full batches, a trickle as soon as before.
 
 The buffering is Faust's own (faust-streaming 0.15, `Stream.take_events`): a processor adds each event to the
-buffer while the stream is drained in the background, the batch's events are acked only once the loop body
-has returned (in the `finally` after the yield), and no event is added while a batch is being handled.
+buffer while the stream is drained in the background, and the batch's events are acked only once the loop body
+has returned (in the `finally` after the yield). Unlike `take_events`, the next batch fills while one is handled
+(up to its own `max_records`): a stage that waited for its batch to arrive after each one idled meanwhile
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from faust.streams import Stream
 from faust.types import TP, ChannelT, EventT
 from faust.types.tuples import ConsumerMessage
 from mode.utils.aiter import aiter
-from mode.utils.futures import notify
 
 from sinks.clock import Clock
 
@@ -101,20 +102,14 @@ async def take_batches(
 
     `behind` says how many records wait beyond a batch (`records_behind`; tests give their own backlog).
     """
-    events: list[EventT[Any]] = []
+    events: list[EventT[Any]] = []  # the next batch, filling while the one before is handled
     weighed = 0
     full, consumed = asyncio.Event(), asyncio.Event()
-    consuming: asyncio.Future[None] | None = None  # set while a batch is handled: nothing is added meanwhile
     started = 0.0  # when the batch's first event came (monotonic)
 
     async def add(value: Any) -> Any:
-        nonlocal consuming, started, weighed
+        nonlocal started, weighed
         try:
-            if consuming is not None:
-                try:
-                    await consuming
-                finally:
-                    consuming = None
             event = stream.current_event
             if event is None:
                 raise RuntimeError("the batch buffer found no current event")
@@ -124,7 +119,7 @@ async def take_batches(
             weighed += weight(event)
             if weighed >= max_records:
                 full.set()
-                consumed.clear()  # not one event more than max_records: wait until this batch is handled
+                consumed.clear()  # not one event more than max_records: wait until this batch is taken
                 await stream.wait(consumed)  # type: ignore[arg-type]  # mode types it as its own Event
         except asyncio.CancelledError:
             raise
@@ -151,17 +146,16 @@ async def take_batches(
             await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
             if not events or grows():
                 continue
-            consuming = stream.loop.create_future()
+            batch = list(events)
+            events.clear()
+            weighed = 0
+            full.clear()
+            consumed.set()  # the next batch fills from here on, while this one is handled
             try:
-                yield list(events)
+                yield batch
             finally:
                 if acks:
-                    await ack_all(stream, events)
-                events.clear()
-                weighed = 0
-                notify(consuming)
-                full.clear()
-                consumed.set()
+                    await ack_all(stream, batch)
     finally:
         stream.enable_acks = enabled
         stream._processors.remove(add)

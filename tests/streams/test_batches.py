@@ -85,6 +85,41 @@ async def test_a_few_heavy_records_behind_a_batch_are_a_backlog() -> None:
     assert len(sizes) <= 2 and sizes[0] >= 20
 
 
+async def test_the_next_batch_fills_while_one_is_handled() -> None:
+    # The window agent's store of a batch took its time while nothing was read behind it: the next batch then
+    # began empty, and the stage idled until it came.
+    app = faust.App("test-batches-fill", broker="kafka://127.0.0.1:9", store="memory://")  # never dialled
+    during: list[int] = []
+    done = asyncio.Event()
+
+    async def take(stream: StreamT[Any]) -> None:
+        passed = 0
+
+        def count(value: Any) -> Any:  # after take_batches' own processor: sees what it let through
+            nonlocal passed
+            passed += 1
+            return value
+
+        batches = take_batches(cast(Stream[Any], stream), 5, WITHIN, SYSTEM_CLOCK, lambda s, e: 0)
+        async for _ in batches:
+            if not during:
+                stream.add_processor(count)
+                await asyncio.sleep(0.3)  # handling the first batch
+                during.append(passed)
+            if len(during) and passed >= 10:
+                done.set()
+
+    agent = app.agent(app.channel(), name="test-batches-fill.take")(take)
+    try:
+        async with agent.test_context() as context:
+            for i in range(15):
+                await context.put(i)
+            await asyncio.wait_for(done.wait(), 5)
+    finally:
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
+    assert during == [5]  # a whole next batch read while the first was handled, and not one event more
+
+
 def _consumed_batch(
     tmp_path: Path, offsets: Sequence[int]
 ) -> tuple[faust.App, Stream[Any], list[EventT[Any]]]:
