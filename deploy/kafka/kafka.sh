@@ -69,7 +69,11 @@ start() {
   data="$(cd "$data" && pwd)"
   if running "$data"; then cat "$data/bootstrap"; return 0; fi
   fetch
-  OPTS=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$HERE/log4j2.xml")
+  # A small broker on a shared 2-core host (docs/performance.md, "The local broker's JVM"): the serial collector
+  # (no concurrent G1 threads; the producers' 4 MiB batches are ordinary young objects, not humongous ones) and
+  # C1 only (C2's compiles cost more CPU than its code saves here, and ~1.5 s of each start).
+  OPTS=(-Xms256m -Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+    -Dlog4j2.configurationFile="$HERE/log4j2.xml")
   # A restart keeps the topics: same storage, same ports, when both ports are still free.
   if [ -f "$data/server.properties" ] && [ -f "$data/logs/meta.properties" ]; then
     local oport ocport
