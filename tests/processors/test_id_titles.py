@@ -7,12 +7,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from processors.id_titles import (
+    _BEFORE_ID,
     _FIELDS,
     NAME,
     TRUST,
     BestTitles,
+    _lead,
     _metadata_field,
     clean_title,
     is_metadata,
@@ -314,3 +318,48 @@ def test_the_words_before_each_id_of_a_long_paragraph_name_it() -> None:
         "2506.11418": "）与 KV Cache Clustering",
         "2403.05527": "x" * 55 + " GEAR",
     }
+
+
+# What stands between words and an id, or looks like it: brackets, colons, Unicode spaces, `arXiv` with a dotted
+# or dotless i, ids back to back or inside long words and digit runs.
+_PIECES = st.sampled_from(
+    [
+        "2401.12345",
+        "2401.1234",
+        "12345.678901",
+        "v2",
+        "arXiv:",
+        "ARXIV ",
+        "arxıv",
+        "arXİv",
+        "（",
+        "(",
+        ":",
+        "：",
+        " ",
+        "\u3000",
+        "\u00a0",
+        "\u2003",
+        "\t",
+        "\n",
+        "，",
+        ";",
+        "/",
+        "x" * 58,
+        "Name",
+        "ä",
+        "٢٤٠١.١٢٣٤٥",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@example("x" * 58 + "arxıv 2401.12345")  # a dotless i: `_BEFORE_ID` ignores case as Unicode does
+@example("y" * 58 + "ARXİV\u3000(2401.12345")
+@given(st.lists(_PIECES, max_size=24).map("".join))
+def test_the_words_before_ids_are_those_a_search_from_every_character_finds(line: str) -> None:
+    # The search starts just before each id, not at every character: it must find the same first names.
+    firsts: dict[str, str] = {}
+    for m in _BEFORE_ID.finditer(line):
+        firsts.setdefault(m.group(2), _lead(m))
+    assert lead_names(line) == firsts
