@@ -46,7 +46,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, to_thread_to_the_end
+from streams.failstop import must_finish, report_failure, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -204,6 +204,7 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
                 await storing  # its failure is raised here; one batch stored at a time, in order
             store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
             storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
+            storing.add_done_callback(report_failure("storing a documents batch"))
     finally:
         if storing is not None:
             await _stopped(storing)
