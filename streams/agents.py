@@ -4,9 +4,9 @@ Each agent is a loop over its stream that hands a batch, or a command, to a hand
 processors through the Pipeline and hand the results to the state, the metrics and the topics (`Outputs`).
 
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
-unfinished message (faust-streaming #606). The window agent's `take_batches` (Faust's `take_events`, growing
-its batches while a backlog waits) acks a batch's records only once the loop body has returned (its `finally`
-after the yield); the parse agent acks a batch's raw records itself once every documents record of it is
+unfinished message (faust-streaming #606). The window agent (`take_batches`: Faust's `take_events`, growing
+its batches while a backlog waits) acks a batch's records itself once they are stored, one batch stored at a
+time and in order, while it decodes the next; the parse agent acks a batch's raw records itself once every documents record of it is
 acknowledged, while it routes the next batches (streams.parse_flow), and in offset order: Faust's commit does
 not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
@@ -17,8 +17,9 @@ batch is (streams.dead_letters).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import NamedTuple, TypeVar
@@ -45,7 +46,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, to_thread_to_the_end
+from streams.failstop import must_finish, report_failure, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -185,15 +186,49 @@ async def handle_routed(
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
-    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
+    # Acked by the batch's store task once stored: the loop decodes the next batch meanwhile.
+    batches = take_batches(
+        stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight, acks=False
+    )
     # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
     stream.add_processor(partial(_received, services))
-    async for events in batches:
-        backlog = weighed_behind(records_behind(stream, events), events, _weight) >= BACKLOG_RECORDS
-        with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
-            await window_batch(services, outputs, events, backlog=backlog)
-        # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
-        services.heap.after_batch()
+    storing: asyncio.Task[None] | None = None
+    try:
+        async for events in batches:
+            backlog = weighed_behind(records_behind(stream, events), events, _weight) >= BACKLOG_RECORDS
+            with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
+                # Beside the batch before's store (mostly DuckDB, without the GIL): the two ran one after the
+                # other, and the window agent set the 100k ingest's tail (docs/performance.md).
+                decoded = await asyncio.to_thread(_decode_all, [event.value or b"" for event in events])
+            if storing is not None:
+                await storing  # its failure is raised here; one batch stored at a time, in order
+            store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
+            storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
+            storing.add_done_callback(report_failure("storing a documents batch"))
+    finally:
+        if storing is not None:
+            await _stopped(storing)
+
+
+async def _store_then_ack(
+    services: Services,
+    stream: Stream[bytes],
+    events: Sequence[EventT[bytes]],
+    store: Callable[[], Awaitable[None]],
+) -> None:
+    with services.pipeline().activity.handling():
+        await store()
+        await ack_all(stream, events)
+    # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
+    services.heap.after_batch()
+
+
+async def _stopped(storing: asyncio.Task[None]) -> None:
+    """A stop: the batch's store cancelled, and waited for (its thread's commit ends first); it stays unacked."""
+    storing.cancel()
+    while not storing.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({storing})
 
 
 def _received(services: Services, value: bytes) -> bytes:
@@ -208,17 +243,20 @@ def _weight(event: EventT[bytes]) -> int:
 
 
 async def window_batch(
-    services: Services, outputs: Outputs, events: Sequence[EventT[bytes]], *, backlog: bool = False
+    services: Services,
+    outputs: Outputs,
+    events: Sequence[EventT[bytes]],
+    decoded: Sequence[Notes | ValueError],
+    *,
+    backlog: bool = False,
 ) -> None:
-    """Apply a batch of documents records to the state, in one transaction, once their partitions caught up.
+    """Apply a batch of documents records, decoded (`_decode_all`, in a thread: pure, ~0.1 s a batch behind a
+    backlog), to the state in one transaction, once their partitions caught up.
 
     `backlog`: more records wait behind the batch, so its notes are logged as one line, not one each.
     """
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
-    # Decoding is pure and ~0.1 s a batch behind a backlog: in a thread, the event loop meanwhile hands the
-    # parse processes' results on and keeps the fetches going, instead of waiting for it (docs/performance.md).
-    decoded = await asyncio.to_thread(_decode_all, [event.value or b"" for event in events])
     for event, notes in zip(events, decoded, strict=True):
         origin = _origin(event)
         if isinstance(notes, ValueError):

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from tenacity import (
     AsyncRetrying,
@@ -38,6 +38,17 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
     for handler in logging.getLogger().handlers:
         handler.flush()
     os._exit(code)
+
+
+def report_failure(what: str) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback for a batch's task: its failure logged when it happens. The agent raises it only when it
+    takes its next batch, so on a quiet stream the stuck lag had no word beside it."""
+
+    def check(task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("%s failed; the worker stops when the next batch comes: %s", what, exc, exc_info=exc)
+
+    return check
 
 
 async def must_finish(

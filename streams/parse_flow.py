@@ -13,6 +13,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.failstop import report_failure
+
 ROUTING = 2  # batches routed at once: enough to keep the processes fed, and the pool's retries bounded
 IN_FLIGHT = 4  # batches taken and not yet acked: a broker that stops acknowledging holds back the stream
 
@@ -55,6 +57,7 @@ async def after(before: Batch | None, step: asyncio.Future[None] | None) -> None
 def start(flow: list[Batch], work: Coroutine[Any, Any, None], batch: Batch) -> None:
     """Run `work` for `batch`, the newest in flight."""
     batch.task = asyncio.create_task(work)
+    batch.task.add_done_callback(report_failure("a parse batch"))
     flow.append(batch)
 
 

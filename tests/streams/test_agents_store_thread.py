@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.wire import DocumentRecord, decode_rows, notes_in
+from processors.wire import DocumentRecord, Notes, decode_rows, notes_in
 from sinks.state import Position, StateStore
 from streams import agents
 from streams.agents import T
@@ -157,3 +157,46 @@ async def test_a_store_whose_state_is_replaced_before_its_thread_runs_leaves_the
         assert services.ownership.catching_up() == {0}
         assert replaced[0].applied_offset("predigest.documents", 0) is None
         assert replaced[0].document_count() == 0
+
+
+async def test_the_next_batch_is_decoded_while_one_is_stored(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decoding a batch waited for the store of the one before: behind a backlog the window agent then set the
+    # ingest's pace with a core to spare (docs/performance.md).
+    records = await _many_notes(worker)
+    assert len(records) >= 2
+    decodes: list[tuple[float, float]] = []
+    stores: list[tuple[float, float]] = []
+    started = threading.Event()
+    decode, apply = agents._decode_all, StateStore.apply_batch
+
+    def timed_decode(values: list[bytes]) -> list[Notes | ValueError]:
+        began = time.monotonic()
+        try:
+            return decode(values)
+        finally:
+            decodes.append((began, time.monotonic()))
+
+    def slow_apply(state: StateStore, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
+        began = time.monotonic()
+        started.set()
+        time.sleep(0.3)
+        try:
+            return apply(state, items)
+        finally:
+            stores.append((began, time.monotonic()))
+
+    monkeypatch.setattr(agents, "_decode_all", timed_decode)
+    monkeypatch.setattr(StateStore, "apply_batch", slow_apply)
+    half = len(records) // 2
+    async with worker.agents.window.test_context() as agent:
+        for key, value in records[:half]:
+            await agent.put(value, key=key, partition=0)
+        assert await asyncio.to_thread(started.wait, 30)
+        for key, value in records[half:]:
+            await agent.put(value, key=key, partition=0)
+        await settled(lambda: len(stores) >= 2, "both batches stored", 60)
+    assert worker.services.pipeline().state.document_count("inference") == NOTES
+    first_began, first_ended = stores[0]
+    assert any(first_began < b and e < first_ended for b, e in decodes[1:]), (decodes, stores)

@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import pytest
 
-from streams.failstop import EXIT_CODE, must_finish
+from streams.failstop import EXIT_CODE, must_finish, report_failure
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -77,6 +77,30 @@ async def test_cancellation_is_not_retried() -> None:
 
     with pytest.raises(asyncio.CancelledError):
         await must_finish(cancelled, "x", stop=stop)
+
+
+async def test_a_batch_task_that_raises_is_reported_when_it_fails(caplog: pytest.LogCaptureFixture) -> None:
+    # Raised only when the next batch came: a quiet stream left the stuck lag without a word.
+    async def broken() -> None:
+        raise ValueError("a record no step can read")
+
+    async def fine() -> None:
+        return None
+
+    async def waits() -> None:
+        await asyncio.sleep(10)
+
+    tasks = [asyncio.create_task(step()) for step in (broken, fine, waits)]
+    for task in tasks:
+        task.add_done_callback(report_failure("a parse batch"))
+    tasks[2].cancel()  # a stop: nothing to report
+    await asyncio.wait(tasks)
+    await asyncio.sleep(0)  # the callbacks run on the loop's next turn
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [
+        "a parse batch failed; the worker stops when the next batch comes: a record no step can read"
+    ]
+    assert tasks[0].exception() is not None  # retrieved: no "never retrieved" warning at exit either
 
 
 def test_halt_skips_finally_blocks_so_nothing_after_the_failure_runs(tmp_path: Path) -> None:
