@@ -127,9 +127,7 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
     # processes idle meanwhile. The loop takes the next batch while this one is routed (streams.parse_flow): its
     # notes are handled, its documents records sent and its raw records acked each after the batch before's,
     # the acks only once every documents record is acknowledged (docs/guarantees.md).
-    batches = take_batches(
-        stream, s.batch_records, s.batch_seconds, services.clock, behind=nothing_behind, acks=False
-    )
+    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, behind=nothing_behind)
     flow: list[parse_flow.Batch] = []
     try:
         async for events in batches:
@@ -187,9 +185,7 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     s = services.settings
     # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
     # Acked by the batch's store task once stored: the loop decodes the next batch meanwhile.
-    batches = take_batches(
-        stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight, acks=False
-    )
+    batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
     # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
     stream.add_processor(partial(_received, services))
     storing: asyncio.Task[None] | None = None

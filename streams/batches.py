@@ -8,8 +8,8 @@ notes: `weighed_behind`), up to `LINGER_SECONDS`:
 a backlog is stored in full batches, a trickle as soon as before.
 
 The buffering is Faust's own (faust-streaming 0.15, `Stream.take_events`): a processor adds each event to the
-buffer while the stream is drained in the background, and the batch's events are acked only once the loop body
-has returned (in the `finally` after the yield). Unlike `take_events`, the next batch fills while one is handled
+buffer while the stream is drained in the background; unlike `take_events`, the caller acks a batch once its work
+is done (`ack_all`, in offset order), and the next batch fills while one is handled
 (up to its own `max_records`): a stage that waited for its batch to arrive after each one idled meanwhile
 (docs/performance.md).
 """
@@ -95,10 +95,9 @@ async def take_batches(
     clock: Clock,
     behind: Behind = records_behind,
     weight: Weight = one,
-    acks: bool = True,
 ) -> AsyncIterator[Sequence[EventT[Any]]]:
-    """Batches of up to `max_records` events, or of events weighing that much; each acked once the loop body
-    that handled it has returned, or, without `acks`, by the caller (`ack_all`) when its work is done.
+    """Batches of up to `max_records` events, or of events weighing that much; the caller acks each (`ack_all`)
+    once its work is done: each agent's batches run as tasks beside the next batch's first steps.
 
     `behind` says how many records wait beyond a batch (`records_behind`; tests give their own backlog).
     """
@@ -136,9 +135,10 @@ async def take_batches(
             and behind(stream, events) * weighed >= BACKLOG_RECORDS * len(events)  # weighed_behind
         )
 
-    # Not named `acks`: that is the caller's choice, and the parse agent's records must wait for its sends.
+    # Acked by the agents (`ack_all`) once the work is done: the parse agent's after its sends, the window's
+    # after its store; Faust's own ack as a batch is yielded would commit past unfinished work.
     enabled = stream.enable_acks
-    stream.enable_acks = False  # acked here, once a batch is handled
+    stream.enable_acks = False
     stream.add_processor(add)
     stream._enable_passive(cast(ChannelT[Any], aiter(stream.channel)))
     try:
@@ -151,11 +151,7 @@ async def take_batches(
             weighed = 0
             full.clear()
             consumed.set()  # the next batch fills from here on, while this one is handled
-            try:
-                yield batch
-            finally:
-                if acks:
-                    await ack_all(stream, batch)
+            yield batch
     finally:
         stream.enable_acks = enabled
         stream._processors.remove(add)
