@@ -28,6 +28,19 @@ from tests.streams.agent_support import (
 OTHER = "inbox/tom/2026-09-27-1100-kv.md"
 
 
+def _acks_recorded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets of every ack, whoever makes it, in the order made."""
+    acked: list[int] = []
+    real_ack = Stream.ack
+
+    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
+        acked.append(event.message.offset)
+        return await real_ack(self, event)
+
+    monkeypatch.setattr(Stream, "ack", recorded_ack)
+    return acked
+
+
 async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_acked_only_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
 ) -> None:
@@ -35,7 +48,7 @@ async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_ack
     acknowledged = asyncio.Event()
     sent: list[int] = []
     routed: list[int] = []
-    acked: list[int] = []  # raw offsets, as the parse agent acks them
+    acked = _acks_recorded(monkeypatch)  # raw offsets, as the parse agent acks them
 
     async def slow_broker(records: Sequence[tuple[bytes, bytes]]) -> None:
         sent.append(len(records))
@@ -49,15 +62,8 @@ async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_ack
         routed.append(len(values))
         return await route(values, seen_at)
 
-    real_ack = Stream.ack
-
-    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
-        acked.append(event.message.offset)  # every ack, whoever makes it: the batches' own or the agent's
-        return await real_ack(self, event)
-
     monkeypatch.setattr(worker.outputs, "forward", slow_broker)
     monkeypatch.setattr(worker.services.parser, "route", counted)
-    monkeypatch.setattr(Stream, "ack", recorded_ack)
     async with worker.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await settled(lambda: len(sent) == 1, "the first batch's send")
@@ -78,7 +84,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
     worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
     first_routed = asyncio.Event()
     routing: list[int] = []
-    acked: list[int] = []
+    acked = _acks_recorded(monkeypatch)
     route = worker.services.parser.route
 
     async def first_is_slow(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
@@ -87,14 +93,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
             await first_routed.wait()
         return await route(values, seen_at)
 
-    real_ack = Stream.ack
-
-    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
-        acked.append(event.message.offset)
-        return await real_ack(self, event)
-
     monkeypatch.setattr(worker.services.parser, "route", first_is_slow)
-    monkeypatch.setattr(Stream, "ack", recorded_ack)
     async with worker.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await settled(lambda: len(routing) == 1, "the first batch routing")
