@@ -41,13 +41,30 @@ def _acks_recorded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return acked
 
 
+def _routes_counted(
+    monkeypatch: pytest.MonkeyPatch, worker: InProcessWorker, first_waits: asyncio.Event | None = None
+) -> list[int]:
+    """The size of each batch as its routing starts; with `first_waits`, the first batch's routing waits for it."""
+    routed: list[int] = []
+    route = worker.services.parser.route
+
+    async def counted(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
+        routed.append(len(values))
+        if first_waits is not None and len(routed) == 1:
+            await first_waits.wait()
+        return await route(values, seen_at)
+
+    monkeypatch.setattr(worker.services.parser, "route", counted)
+    return routed
+
+
 async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_acked_only_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
 ) -> None:
     worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
     acknowledged = asyncio.Event()
     sent: list[int] = []
-    routed: list[int] = []
+    routed = _routes_counted(monkeypatch, worker)
     acked = _acks_recorded(monkeypatch)  # raw offsets, as the parse agent acks them
 
     async def slow_broker(records: Sequence[tuple[bytes, bytes]]) -> None:
@@ -56,14 +73,7 @@ async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_ack
             await acknowledged.wait()  # the broker has not acknowledged the first batch yet
         worker.outputs.documents.extend(records)
 
-    route = worker.services.parser.route
-
-    async def counted(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
-        routed.append(len(values))
-        return await route(values, seen_at)
-
     monkeypatch.setattr(worker.outputs, "forward", slow_broker)
-    monkeypatch.setattr(worker.services.parser, "route", counted)
     async with worker.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await settled(lambda: len(sent) == 1, "the first batch's send")
@@ -83,17 +93,8 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
     # Two batches route at once (the processes stay fed): the second, done first, still waits its turn.
     worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
     first_routed = asyncio.Event()
-    routing: list[int] = []
+    routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
     acked = _acks_recorded(monkeypatch)
-    route = worker.services.parser.route
-
-    async def first_is_slow(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
-        routing.append(len(values))
-        if len(routing) == 1:
-            await first_routed.wait()
-        return await route(values, seen_at)
-
-    monkeypatch.setattr(worker.services.parser, "route", first_is_slow)
     async with worker.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await settled(lambda: len(routing) == 1, "the first batch routing")
