@@ -46,7 +46,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, stop_on_failure, to_thread_to_the_end
+from streams.failstop import must_finish, stop_on_failure, stop_worker, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -135,6 +135,8 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
             work = _parse_forward_ack(services, outputs, stream, events, flow[-1] if flow else None, batch)
             parse_flow.start(flow, work, batch, services.halt)
             flow = await parse_flow.room(flow)
+    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
+        stop_worker("the parse agent", exc, services.halt)
     finally:
         await parse_flow.stop(flow)
 
@@ -203,6 +205,8 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
             store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
             storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
             storing.add_done_callback(stop_on_failure("storing a documents batch", services.halt))
+    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
+        stop_worker("the window agent", exc, services.halt)
     finally:
         if storing is not None:
             await _stopped(storing)

@@ -42,22 +42,27 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
     os._exit(code)
 
 
+def stop_worker(what: str, exc: BaseException, stop: Halt) -> NoReturn:
+    """One CRITICAL line, then the worker's end (`stop`): what `what` was doing stays unacked, and Kafka delivers
+    it again after the restart."""
+    log.critical(
+        "%s failed: %s; stopping the worker (exit %d) without acknowledging its records, which Kafka will "
+        "deliver again after the restart; if it fails again, fix the cause this traceback shows",
+        what,
+        exc,
+        EXIT_CODE,
+        exc_info=exc,
+    )
+    stop(EXIT_CODE)
+
+
 def stop_on_failure(what: str, stop: Halt) -> Callable[[asyncio.Task[Any]], None]:
     """A done-callback for a batch's task: its failure stops the worker at once, the batch unacked (a quiet stream
     brings no next batch whose turn in the agent's loop would raise it)."""
 
     def check(task: asyncio.Task[Any]) -> None:
-        if task.cancelled() or (exc := task.exception()) is None:
-            return
-        log.critical(
-            "%s failed: %s; stopping the worker (exit %d) without acknowledging its records, which Kafka will "
-            "deliver again after the restart; if it fails again, fix the cause this traceback shows",
-            what,
-            exc,
-            EXIT_CODE,
-            exc_info=exc,
-        )
-        stop(EXIT_CODE)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            stop_worker(what, exc, stop)
 
     return check
 
