@@ -10,7 +10,7 @@ time and in order, while it decodes the next; the parse agent acks a batch's raw
 acknowledged, while it routes the next batches (streams.parse_flow), and in offset order: Faust's commit does
 not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
-acking). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
+acking); a batch's task that fails otherwise exits at once too (`Services.halt`). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
 batch is (streams.dead_letters).
 """
 
@@ -46,7 +46,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, report_failure, to_thread_to_the_end
+from streams.failstop import must_finish, stop_on_failure, stop_worker, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -133,10 +133,12 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         async for events in batches:
             batch = parse_flow.Batch()
             work = _parse_forward_ack(services, outputs, stream, events, flow[-1] if flow else None, batch)
-            parse_flow.start(flow, work, batch)
+            parse_flow.start(flow, work, batch, services.halt)
             flow = await parse_flow.room(flow)
+    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
+        stop_worker("the parse agent", exc, services.halt)
     finally:
-        parse_flow.stop(flow)
+        await parse_flow.stop(flow)
 
 
 async def _parse_forward_ack(
@@ -197,10 +199,14 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
                 # other, and the window agent set the 100k ingest's tail (docs/performance.md).
                 decoded = await asyncio.to_thread(_decode_all, [event.value or b"" for event in events])
             if storing is not None:
-                await storing  # its failure is raised here; one batch stored at a time, in order
+                # One batch stored at a time, in order. Its failure stopped the worker when it happened (the
+                # task's callback: a quiet stream brings no next batch); raised here too, never stored past.
+                await storing
             store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
             storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
-            storing.add_done_callback(report_failure("storing a documents batch"))
+            storing.add_done_callback(stop_on_failure("storing a documents batch", services.halt))
+    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
+        stop_worker("the window agent", exc, services.halt)
     finally:
         if storing is not None:
             await _stopped(storing)

@@ -3,7 +3,8 @@
 Faust acknowledges a record when the agent's loop moves on, even when the body raised (the stream's
 `finally`, faust-streaming #315, robinhood/faust #604), and then commits past it. A step that keeps
 failing therefore ends the process on the spot: the offset is not committed and Kafka redelivers the
-record to the restarted worker; every write downstream is idempotent, so the replay is harmless.
+record to the restarted worker; every write downstream is idempotent, so the replay is harmless. A batch's task
+that fails otherwise (a bug outside the steps must_finish runs) stops it the same way, as soon as it fails.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tenacity import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Halt = Callable[[int], NoReturn]  # how the worker stops: `halt`, or what a test records instead
 
 EXIT_CODE = 75  # EX_TEMPFAIL: the supervisor (compose `restart:`) starts the worker again
 ATTEMPTS = 5
@@ -40,13 +42,27 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
     os._exit(code)
 
 
-def report_failure(what: str) -> Callable[[asyncio.Task[Any]], None]:
-    """A done-callback for a batch's task: its failure logged when it happens. The agent raises it only when it
-    takes its next batch, so on a quiet stream the stuck lag had no word beside it."""
+def stop_worker(what: str, exc: BaseException, stop: Halt) -> NoReturn:
+    """One CRITICAL line, then the worker's end (`stop`): what `what` was doing stays unacked, and Kafka delivers
+    it again after the restart."""
+    log.critical(
+        "%s failed: %s; stopping the worker (exit %d) without acknowledging its records, which Kafka will "
+        "deliver again after the restart; if it fails again, fix the cause this traceback shows",
+        what,
+        exc,
+        EXIT_CODE,
+        exc_info=exc,
+    )
+    stop(EXIT_CODE)
+
+
+def stop_on_failure(what: str, stop: Halt) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback for a batch's task: its failure stops the worker at once, the batch unacked (a quiet stream
+    brings no next batch whose turn in the agent's loop would raise it)."""
 
     def check(task: asyncio.Task[Any]) -> None:
         if not task.cancelled() and (exc := task.exception()) is not None:
-            log.error("%s failed; the worker stops when the next batch comes: %s", what, exc, exc_info=exc)
+            stop_worker(what, exc, stop)
 
     return check
 
@@ -58,7 +74,7 @@ async def must_finish(
     attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    stop: Callable[[int], NoReturn] = halt,
+    stop: Halt = halt,
 ) -> T:
     """Run `step` until it succeeds, `attempts` times with doubling back-off; then stop the process."""
 

@@ -9,11 +9,12 @@ of the raw offsets: a batch is handled after the one before was, and forwarded a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.failstop import report_failure
+from streams.failstop import Halt, stop_on_failure
 
 ROUTING = 2  # batches routed at once: enough to keep the processes fed, and the pool's retries bounded
 IN_FLIGHT = 4  # batches taken and not yet acked: a broker that stops acknowledging holds back the stream
@@ -54,16 +55,16 @@ async def after(before: Batch | None, step: asyncio.Future[None] | None) -> None
     await asyncio.shield(task)
 
 
-def start(flow: list[Batch], work: Coroutine[Any, Any, None], batch: Batch) -> None:
-    """Run `work` for `batch`, the newest in flight."""
+def start(flow: list[Batch], work: Coroutine[Any, Any, None], batch: Batch, halt: Halt) -> None:
+    """Run `work` for `batch`, the newest in flight; its failure stops the worker at once (`halt`)."""
     batch.task = asyncio.create_task(work)
-    batch.task.add_done_callback(report_failure("a parse batch"))
+    batch.task.add_done_callback(stop_on_failure("a parse batch", halt))
     flow.append(batch)
 
 
 async def room(flow: list[Batch]) -> list[Batch]:
-    """The batches still in flight, once fewer than ROUTING are routing and IN_FLIGHT in all; a failed batch's
-    error is raised here, in the agent's loop."""
+    """The batches still in flight, once fewer than ROUTING are routing and IN_FLIGHT in all. A failed batch
+    stopped the worker (`start`); its error is raised here too, so the loop never starts a batch past it."""
     while True:
         for batch in flow:
             if batch.running().done():
@@ -76,7 +77,12 @@ async def room(flow: list[Batch]) -> list[Batch]:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
 
 
-def stop(flow: list[Batch]) -> None:
-    """Cancel every batch in flight: their records stay unacked, Kafka delivers them again (idempotent writes)."""
-    for batch in flow:
-        batch.running().cancel()
+async def stop(flow: list[Batch]) -> None:
+    """Cancel every batch in flight and wait until each has ended (its `finally` blocks run): their records stay
+    unacked, Kafka delivers them again (idempotent writes)."""
+    tasks = {batch.running() for batch in flow}
+    for task in tasks:
+        task.cancel()
+    while pending := {task for task in tasks if not task.done()}:
+        with contextlib.suppress(asyncio.CancelledError):  # the agent cancelled again: its batches end first
+            await asyncio.wait(pending)

@@ -12,6 +12,7 @@ from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
 from streams.dead_letters import DeadLetterPolicy
+from streams.failstop import Halt, halt
 from streams.heap import HeapTrim
 from streams.lag_probe import LagProbe
 from streams.outbox import BriefingOutbox
@@ -94,10 +95,12 @@ class Services:
     dead: DeadLetterPolicy
     outbox: BriefingOutbox
     heap: HeapTrim  # the window agent's trim after a batch, the timer's when the batches stop
+    halt: Halt  # how a failed batch task stops the worker (streams.failstop)
 
     @classmethod
-    def build(cls, settings: Settings, clock: Clock) -> Services:
-        """Everything a worker needs, with nothing opened or started yet (the state, the parse processes)."""
+    def build(cls, settings: Settings, clock: Clock, stop: Halt = halt) -> Services:
+        """Everything a worker needs, with nothing opened or started yet (the state, the parse processes);
+        `stop` ends the worker (tests record it instead)."""
         metrics = Metrics()
         metrics.declare_axes(a.name for a in settings.axes)
         pipeline = LazyPipeline(settings, metrics, clock)
@@ -120,6 +123,7 @@ class Services:
             dead=DeadLetterPolicy(settings, metrics, clock),
             outbox=BriefingOutbox(settings, metrics, clock, pipeline, ownership),
             heap=HeapTrim(clock),
+            halt=stop,
         )
 
     async def stop(self) -> None:

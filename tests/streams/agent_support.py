@@ -8,10 +8,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
 import faust
+import pytest
+from faust.streams import Stream
+from faust.types import EventT
 from mode.threads import ServiceThread
 
 from processors.briefing_parts import Part
@@ -66,6 +69,7 @@ class InProcessWorker:
     services: Services
     agents: Agents
     outputs: RecordedOutputs
+    exits: list[int]  # the codes a failed batch's task stopped the worker with (failstop.halt in a worker)
 
     def close(self) -> None:
         """Close the state if a test opened it, and the event loop Faust made for a consumer it never started."""
@@ -111,10 +115,16 @@ def in_process_settings(tmp_path: Path, **overrides: Any) -> Settings:
 def in_process_worker(settings: Settings, clock: ManualClock) -> InProcessWorker:
     """The app and services `create_app` builds, with recorded sends; no state is opened until used."""
     app = faust_app(settings)
-    services = Services.build(settings, clock)
+    exits: list[int] = []
+
+    def halt(code: int) -> NoReturn:
+        exits.append(code)
+        raise StepFailed(f"the worker would exit {code}")
+
+    services = Services.build(settings, clock, stop=halt)
     outputs = RecordedOutputs()
     agents = register_agents(app, Topics.declare(app, settings), services, outputs)
-    return InProcessWorker(settings, clock, app, services, agents, outputs)
+    return InProcessWorker(settings, clock, app, services, agents, outputs, exits)
 
 
 async def settled(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
@@ -124,6 +134,19 @@ async def settled(predicate: Callable[[], bool], what: str, timeout: float = 5.0
     while not predicate():
         assert loop.time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.005)
+
+
+def acks_recorded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets of every ack, whoever makes it, in the order made."""
+    acked: list[int] = []
+    real_ack = Stream.ack
+
+    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
+        acked.append(event.message.offset)
+        return await real_ack(self, event)
+
+    monkeypatch.setattr(Stream, "ack", recorded_ack)
+    return acked
 
 
 class StepFailed(Exception):

@@ -9,36 +9,23 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from faust.streams import Stream
-from faust.types import EventT
 
 from processors.parse_stage import Routed
 from processors.wire import decode_rows
+from streams.failstop import EXIT_CODE
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
     END,
     NOTE,
     InProcessWorker,
     Start,
+    acks_recorded,
     in_process_settings,
     raw_value,
     settled,
 )
 
 OTHER = "inbox/tom/2026-09-27-1100-kv.md"
-
-
-def _acks_recorded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The offsets of every ack, whoever makes it, in the order made."""
-    acked: list[int] = []
-    real_ack = Stream.ack
-
-    async def recorded_ack(self: Stream[bytes], event: EventT[bytes]) -> bool:
-        acked.append(event.message.offset)
-        return await real_ack(self, event)
-
-    monkeypatch.setattr(Stream, "ack", recorded_ack)
-    return acked
 
 
 def _routes_counted(
@@ -65,7 +52,7 @@ async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_ack
     acknowledged = asyncio.Event()
     sent: list[int] = []
     routed = _routes_counted(monkeypatch, worker)
-    acked = _acks_recorded(monkeypatch)  # raw offsets, as the parse agent acks them
+    acked = acks_recorded(monkeypatch)  # raw offsets, as the parse agent acks them
 
     async def slow_broker(records: Sequence[tuple[bytes, bytes]]) -> None:
         sent.append(len(records))
@@ -94,7 +81,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
     worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
     first_routed = asyncio.Event()
     routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
-    acked = _acks_recorded(monkeypatch)
+    acked = acks_recorded(monkeypatch)
     async with worker.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
         await settled(lambda: len(routing) == 1, "the first batch routing")
@@ -106,3 +93,54 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
         await settled(lambda: acked == [0, 1], "both batches acked, in order")
     paths = [row.header.path for _, value in worker.outputs.documents for row in decode_rows(value)]
     assert list(dict.fromkeys(paths)) == [NOTE, OTHER]  # forwarded in raw-offset order
+
+
+async def test_a_batch_routed_beside_one_that_fails_is_neither_forwarded_nor_acked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
+) -> None:
+    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
+    first_routed = asyncio.Event()
+    routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
+    acked = acks_recorded(monkeypatch)
+    handled = worker.services.pipeline().note
+
+    def first_fails(routed: Routed) -> None:  # a bug on the first batch's note, outside must_finish
+        if routed.path == NOTE:
+            raise RuntimeError("a bug")
+        handled(routed)
+
+    monkeypatch.setattr(worker.services.pipeline(), "note", first_fails)
+    async with worker.agents.parse.test_context() as agent:
+        await agent.put(raw_value(), key=b"path")
+        await settled(lambda: len(routing) == 1, "the first batch routing")
+        await agent.put(raw_value(OTHER), key=b"other")
+        await settled(lambda: len(routing) == 2, "the second batch routed beside it")
+        first_routed.set()
+        await settled(lambda: worker.exits[:1] == [EXIT_CODE], "the stop")
+        await asyncio.sleep(0.05)
+    assert worker.outputs.documents == [] and acked == []
+
+
+async def test_a_stop_returns_once_the_batches_in_flight_have_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
+) -> None:
+    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
+    routing: list[str] = []
+
+    async def ends_slowly(values: Sequence[tuple[bytes, int | None]], seen_at: datetime) -> list[Routed]:
+        routing.append("routing")
+        try:
+            await asyncio.Event().wait()  # still routing when the agent stops
+            raise AssertionError("unreachable")
+        finally:
+            await asyncio.sleep(0.05)  # a cleanup that takes a while
+            routing.append("ended")
+
+    monkeypatch.setattr(worker.services.parser, "route", ends_slowly)
+    async with worker.agents.parse.test_context() as agent:
+        await agent.put(raw_value(), key=b"path")
+        await settled(lambda: routing == ["routing"], "the first batch routing")
+        await agent.put(raw_value(OTHER), key=b"other")
+        await settled(lambda: routing == ["routing"] * 2, "the second batch routing")
+    # Both were cancelled by the stop, and the agent returned after their `finally` blocks: unacked, ended.
+    assert routing == ["routing"] * 2 + ["ended"] * 2

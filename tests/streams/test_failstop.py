@@ -1,4 +1,5 @@
-"""must_finish: retries a failing agent step, then ends the process before Faust could ack the record."""
+"""must_finish: retries a failing agent step, then ends the process before Faust could ack the record; a batch's
+task that fails otherwise ends it as soon as it fails."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import NoReturn
 
 import pytest
 
-from streams.failstop import EXIT_CODE, must_finish, report_failure
+from streams.failstop import EXIT_CODE, must_finish, stop_on_failure
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -79,8 +80,16 @@ async def test_cancellation_is_not_retried() -> None:
         await must_finish(cancelled, "x", stop=stop)
 
 
-async def test_a_batch_task_that_raises_is_reported_when_it_fails(caplog: pytest.LogCaptureFixture) -> None:
-    # Raised only when the next batch came: a quiet stream left the stuck lag without a word.
+async def test_a_batch_task_that_raises_stops_the_worker_when_it_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Not when the next batch comes: on a quiet stream none does, and the stuck lag had no word beside it.
+    codes: list[int] = []
+
+    def recorded(code: int) -> NoReturn:
+        codes.append(code)
+        raise Stopped(code)  # the worker's halt never returns; asyncio logs this one and goes on
+
     async def broken() -> None:
         raise ValueError("a record no step can read")
 
@@ -92,14 +101,17 @@ async def test_a_batch_task_that_raises_is_reported_when_it_fails(caplog: pytest
 
     tasks = [asyncio.create_task(step()) for step in (broken, fine, waits)]
     for task in tasks:
-        task.add_done_callback(report_failure("a parse batch"))
+        task.add_done_callback(stop_on_failure("a parse batch", recorded))
     tasks[2].cancel()  # a stop: nothing to report
     await asyncio.wait(tasks)
     await asyncio.sleep(0)  # the callbacks run on the loop's next turn
-    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert errors == [
-        "a parse batch failed; the worker stops when the next batch comes: a record no step can read"
-    ]
+    assert codes == [EXIT_CODE]
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
+    assert line == (
+        "a parse batch failed: a record no step can read; stopping the worker (exit 75) without acknowledging "
+        "its records, which Kafka will deliver again after the restart; if it fails again, fix the cause this "
+        "traceback shows"
+    )
     assert tasks[0].exception() is not None  # retrieved: no "never retrieved" warning at exit either
 
 
