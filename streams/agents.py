@@ -6,12 +6,13 @@ processors through the Pipeline and hand the results to the state, the metrics a
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
 unfinished message (faust-streaming #606). The window agent (`take_batches`: Faust's `take_events`, growing
 its batches while a backlog waits) acks a batch's records itself once they are stored, one batch stored at a
-time and in order, while it decodes the next; the parse agent acks a batch's raw records itself once every documents record of it is
-acknowledged, while it routes the next batches (streams.parse_flow), and in offset order: Faust's commit does
-not reliably stop at a gap of unacked offsets (`ack_all`).
+time and in order, while it decodes the next; the parse agent acks a batch's raw records itself once every
+documents record of it is acknowledged, while it routes the next batches (streams.parse_flow), and in offset
+order: Faust's commit does not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
-acking); a batch's task that fails otherwise exits at once too (`Services.halt`). A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its
-batch is (streams.dead_letters).
+acking); a batch's task or an agent's loop that fails otherwise stops the worker at once too (`Services.halt`).
+A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its batch is
+(streams.dead_letters).
 """
 
 from __future__ import annotations
