@@ -14,7 +14,7 @@ from typing import Literal
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from processors.models import RawFile
+from processors.raw_json import raw_record_json
 from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
 from streams import heap, kafka_io, root_files
@@ -109,8 +109,8 @@ def _prepare(root: Path, c: Entry, max_bytes: int, known_digest: str | None) -> 
     digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
     if digest == known_digest:
         return Prepared(c.rel, read.size, read.mtime, digest, None)
-    raw = RawFile(path=c.rel, content=data, size=read.size, mtime=read.mtime, sha256=digest)
-    return Prepared(c.rel, read.size, read.mtime, digest, raw.model_dump_json().encode())
+    value = raw_record_json(c.rel, data, read.size, read.mtime, digest)
+    return Prepared(c.rel, read.size, read.mtime, digest, value)
 
 
 def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) -> Prepared:
