@@ -48,7 +48,7 @@ pub fn raw_content<'py>(py: Python<'py>, value: &[u8]) -> Option<(Bound<'py, PyB
 }
 
 /// The bytes of `RawFile(path=…, content=…, size=…, mtime=…, sha256=…).model_dump_json().encode()`, built in one
-/// pass (pydantic's dump and the str's encoding cost the backfill ~35 µs a note; docs/performance.md); `mtime`
+/// pass (pydantic's dump and the str's encoding cost the backfill ~23 µs a note; docs/performance.md); `mtime`
 /// comes as its JSON (`pydantic_core.to_json`: serde_json's float digits, which Rust's own formatting does not
 /// always choose). None when a name is not UTF-8 (pydantic then says why).
 #[pyfunction]
