@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
+from predigest_native import TypedColumns
 
 from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
@@ -26,6 +27,8 @@ FLUSH_ROWS = 2000  # acknowledgements written in one statement
 FLUSH_SECONDS = 1.0  # and no later than this after the first of them
 
 Row = tuple[int, float, str]  # size, mtime, sha256
+_COLUMNS = ("path", "size", "mtime", "sha256")
+_TYPES = ("text", "int64", "float64", "text")  # predigest_native.TypedColumns's names of the table's types
 
 
 def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -66,8 +69,11 @@ class Ledger:
 
     def acknowledge_many(self, rows: Sequence[tuple[str, int, float, str]]) -> None:
         """Many acknowledgements, written at once (the backfill's own batches)."""
+        known, stats, unwritten = self._rows, self._stats, self._unwritten
+        self._folders.update(f for path, *_ in rows if path not in known for f in _folders(path))
         for path, size, mtime, sha256 in rows:
-            self._set(path, (size, mtime, sha256))
+            known[path] = unwritten[path] = (size, mtime, sha256)
+            stats[path] = (size, mtime)
         self.flush()
 
     def forget(self, path: str) -> None:
@@ -112,11 +118,15 @@ class Ledger:
         if gone:
             self._db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
         if kept:
-            paths, sizes, mtimes, digests = (list(col) for col in zip(*kept, strict=True))
-            self._db.execute(
-                "INSERT OR REPLACE INTO ledger SELECT unnest($1), unnest($2), unnest($3), unnest($4)",
-                [paths, sizes, mtimes, digests],
+            # As one Arrow batch: DuckDB's conversion of four list parameters cost the backfill ~3 µs a file.
+            columns = TypedColumns(
+                list(_COLUMNS), list(_TYPES), [list(col) for col in zip(*kept, strict=True)]
             )
+            self._db.register("acknowledged", columns)
+            try:
+                self._db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
+            finally:
+                self._db.unregister("acknowledged")
 
     def _set(self, path: str, row: Row) -> None:
         if path not in self._rows:

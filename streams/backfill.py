@@ -14,7 +14,7 @@ from typing import Literal
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from processors.models import RawFile
+from processors.raw_json import raw_record_json
 from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
 from streams import heap, kafka_io, root_files
@@ -96,9 +96,8 @@ def walk(root: Path) -> Iterator[Entry]:
         yield from root_files.walk(root, top)
 
 
-def _prepare(root: Path, c: Entry, max_bytes: int, known_digest: str | None) -> Prepared:
-    """Read, hash and encode one file (in a worker thread: file reads and sha256 release the GIL)."""
-    read = root_files.read_file(root, c.rel, max_bytes)
+def _prepare(c: Entry, read: root_files.FileOutcome, known_digest: str | None) -> Prepared:
+    """Hash and encode one file read (in a worker thread: file reads, sha256 and the record release the GIL)."""
     if isinstance(read, root_files.Refused):
         return _refusal(c, read, known_digest)
     if not isinstance(read, root_files.Regular):
@@ -109,8 +108,8 @@ def _prepare(root: Path, c: Entry, max_bytes: int, known_digest: str | None) -> 
     digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
     if digest == known_digest:
         return Prepared(c.rel, read.size, read.mtime, digest, None)
-    raw = RawFile(path=c.rel, content=data, size=read.size, mtime=read.mtime, sha256=digest)
-    return Prepared(c.rel, read.size, read.mtime, digest, raw.model_dump_json().encode())
+    value = raw_record_json(c.rel, data, read.size, read.mtime, digest)
+    return Prepared(c.rel, read.size, read.mtime, digest, value)
 
 
 def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) -> Prepared:
@@ -128,7 +127,11 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
 def _prepare_many(
     root: Path, chunk: list[Entry], max_bytes: int, known: dict[str, tuple[int, float, str]]
 ) -> list[Prepared]:
-    return [_prepare(root, c, max_bytes, (known.get(c.rel) or (0, 0.0, None))[2]) for c in chunk]
+    reads = root_files.read_many(root, [c.rel for c in chunk], max_bytes)
+    return [
+        _prepare(c, read, (known.get(c.rel) or (0, 0.0, None))[2])
+        for c, read in zip(chunk, reads, strict=True)
+    ]
 
 
 class _Acks:

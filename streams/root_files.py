@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,23 +137,58 @@ def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return _refused("outside")
+    folder = _open_folder(root, parts[:-1])
+    if not isinstance(folder, int):
+        return folder
+    try:
+        return _read_in(folder, parts[-1], max_bytes)
+    finally:
+        os.close(folder)
+
+
+def read_many(root: Path, rels: Sequence[str], max_bytes: int) -> Generator[FileOutcome, None, None]:
+    """`read_file` of each path in turn, a folder opened once for the paths right in it that follow one another.
+
+    The backfill reads sorted paths: opening the root and each folder on the way per file cost ~8 µs of its ~20
+    (docs/performance.md). A folder swapped meanwhile is seen by the next folder's files, as a file swapped after
+    its folder was opened always was.
+    """
+    held: tuple[list[str], int | FileOutcome] | None = None  # the folder's parts, its descriptor or outcome
+    try:
+        for rel in rels:
+            parts = rel.split("/")
+            if any(p in ("", ".", "..") for p in parts):
+                yield _refused("outside")
+                continue
+            if held is None or held[0] != parts[:-1]:
+                if held is not None and isinstance(held[1], int):
+                    os.close(held[1])
+                held = (parts[:-1], _open_folder(root, parts[:-1]))
+            folder = held[1]
+            yield _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
+    finally:
+        if held is not None and isinstance(held[1], int):
+            os.close(held[1])
+
+
+def _open_folder(root: Path, parts: list[str]) -> int | FileOutcome:
+    """A descriptor of `root/parts…`, each folder opened without following a link; else what a read answers."""
     try:
         dir_fd = os.open(
             root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
         )  # the root itself is the operator's
     except OSError as exc:
         return _refused("unreadable", exc)
-    try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-            except OSError as exc:
-                return _folder_failed(dir_fd, part, exc)
+    for part in parts:
+        try:
+            child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            failed = _folder_failed(dir_fd, part, exc)
             os.close(dir_fd)
-            dir_fd = child
-        return _read_in(dir_fd, parts[-1], max_bytes)
-    finally:
+            return failed
         os.close(dir_fd)
+        dir_fd = child
+    return dir_fd
 
 
 def _folder_failed(dir_fd: int, name: str, exc: OSError) -> FileOutcome:

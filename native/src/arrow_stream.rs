@@ -53,6 +53,7 @@ const LARGE_UTF8: &CStr = c"U"; // i64 offsets: a batch of large notes may pass 
 const INT64: &CStr = c"l";
 const INT32: &CStr = c"i";
 const UINT64: &CStr = c"L";
+const FLOAT64: &CStr = c"g";
 const BOOL: &CStr = c"b";
 const TIMESTAMP_UTC: &CStr = c"tsu:UTC"; // microseconds since the epoch: DuckDB's TIMESTAMPTZ
 const LIST: &CStr = c"+l";
@@ -74,6 +75,7 @@ pub enum Column {
     },
     Int32(Vec<i32>),
     UInt64(Vec<u64>),
+    Float64(Vec<f64>),
     /// A bit a row (`len` of them).
     Bool {
         bits: Vec<u8>,
@@ -95,6 +97,7 @@ impl Column {
             Column::Int64(_) | Column::NullableInt64 { .. } => INT64,
             Column::Int32(_) => INT32,
             Column::UInt64(_) => UINT64,
+            Column::Float64(_) => FLOAT64,
             Column::Bool { .. } => BOOL,
             Column::TimestampUtc(_) => TIMESTAMP_UTC,
             Column::List { .. } => LIST,
@@ -108,6 +111,7 @@ impl Column {
             Column::NullableInt64 { values, .. } => values.len(),
             Column::Int32(v) => v.len(),
             Column::UInt64(v) => v.len(),
+            Column::Float64(v) => v.len(),
             Column::Bool { len, .. } => *len,
             Column::List { offsets, .. } => offsets.len() - 1,
         }
@@ -132,6 +136,7 @@ impl Column {
             }
             Column::Int32(v) => vec![ptr::null(), v.as_ptr().cast()],
             Column::UInt64(v) => vec![ptr::null(), v.as_ptr().cast()],
+            Column::Float64(v) => vec![ptr::null(), v.as_ptr().cast()],
             Column::Bool { bits, .. } => vec![ptr::null(), bits.as_ptr().cast()],
             Column::List { offsets, .. } => vec![ptr::null(), offsets.as_ptr().cast()],
         }

@@ -41,7 +41,7 @@ fn push_escape(b: u8, out: &mut Vec<u8>) {
 }
 
 /// `s` quoted and escaped onto `out`.
-fn push_json_string(s: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn push_json_string(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
     let mut run = 0; // where the bytes not yet copied start
     let blocks = s.chunks_exact(32); // four words checked together: most blocks of a note have nothing to escape

@@ -476,6 +476,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_string::json_ints, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
+    m.add_function(wrap_pyfunction!(raw_record::raw_file_json, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }

@@ -32,6 +32,9 @@ fn read<'py>(
         "text" => Read::Text(cells.iter().map(raw).collect::<PyResult<_>>()?),
         "int64" => Read::Done(Column::Int64(ints()?)),
         "timestamp" => Read::Done(Column::TimestampUtc(ints()?)),
+        "float64" => Read::Done(Column::Float64(
+            cells.iter().map(|c| c.extract::<f64>()).collect::<PyResult<_>>()?,
+        )),
         "int32" => Read::Done(Column::Int32(
             cells
                 .iter()
@@ -99,7 +102,7 @@ fn built(read: Read) -> Result<Column, String> {
 }
 
 /// Columns of the types named, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): "text" (str or
-/// UTF-8 bytes), "int64", "int64?" (None: NULL), "int32", "bool", "timestamp" (µs since the epoch, UTC),
+/// UTF-8 bytes), "int64", "int64?" (None: NULL), "int32", "float64", "bool", "timestamp" (µs since the epoch, UTC),
 /// "text[]" (each cell a sequence of str).
 #[pyclass(extends = ArrowBatch, frozen, module = "predigest_native")]
 pub struct TypedColumns;

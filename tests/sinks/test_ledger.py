@@ -65,3 +65,23 @@ def test_the_ledger_knows_which_folders_hold_acknowledged_files(tmp_path: Path) 
     ledger.forget("inbox/jay/sub/a.md")
     assert not ledger.has_folder("inbox/jay")
     ledger.close()
+
+
+def test_a_backfill_s_acknowledgements_read_back_as_given_after_a_reopen(tmp_path: Path) -> None:
+    # Written as one Arrow batch: every value as it was acknowledged, a second run replacing the first's rows.
+    rows = [
+        ('inbox/jay/推理 "quoted" back\\slash.md', 2**62, 1733456789.123456789, "a" * 64),
+        ("inbox/tom/a.md", 0, -1.5, ""),
+        ("living/x.md", 7, 1e-300, "refused-symlink"),
+        ("paper_cards/1.md", 1, 1733456789.0, "size-5000000"),
+    ]
+    ledger = Ledger(tmp_path / "ledger.duckdb")
+    ledger.acknowledge_many(rows)
+    ledger.acknowledge_many([(p, s + 1, m, f"{h}!") for p, s, m, h in rows[:2]])
+    ledger.close()
+    again = Ledger(tmp_path / "ledger.duckdb")
+    assert again.entries() == {
+        **{p: (s, m, h) for p, s, m, h in rows},
+        **{p: (s + 1, m, f"{h}!") for p, s, m, h in rows[:2]},
+    }
+    assert again.has_folder("inbox/jay") and again.has_folder("living") and not again.has_folder("work-queue")

@@ -80,6 +80,36 @@ def test_a_regular_file_is_read_and_everything_else_refused_without_being_opened
     assert outcomes["inbox/jay/note.md/below"] == Missing()
 
 
+def test_the_backfill_reads_paths_in_a_row_as_each_would_be_read_alone(root: Path, tmp_path: Path) -> None:
+    # read_many opens a folder once for the paths right in it that follow one another: the same outcomes, and
+    # no descriptor left open, also when the reader stops half way.
+    jay = root / "inbox/jay"
+    for name in ("a.md", "b.md", "c.md"):
+        (jay / name).write_bytes(NOTE + name.encode())
+    (root / "top.md").write_bytes(NOTE)
+    os.symlink(tmp_path / "outside", root / "inbox/tom")
+    os.symlink(tmp_path / "outside/secret.md", jay / "leak.md")
+    rels = [
+        "inbox/jay/a.md",
+        "inbox/jay/b.md",
+        "inbox/jay/leak.md",
+        "inbox/tom/note.md",
+        "inbox/tom/secret.md",
+        "inbox/gone/x.md",
+        "inbox/gone/y.md",
+        "inbox/jay/c.md",
+        "top.md",
+        "inbox/../../outside/secret.md",
+        "inbox/jay/a.md",
+    ]
+    fds = len(os.listdir("/proc/self/fd"))
+    assert list(root_files.read_many(root, rels, 1024)) == [read_file(root, rel, 1024) for rel in rels]
+    halfway = root_files.read_many(root, rels, 1024)
+    assert next(halfway) == read_file(root, rels[0], 1024)
+    halfway.close()
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
 def test_an_oversized_file_is_not_read_and_one_at_the_limit_is(root: Path) -> None:
     (root / "inbox/jay/big.md").write_bytes(b"x" * 101)
     (root / "inbox/jay/edge.md").write_bytes(b"x" * 100)
