@@ -10,7 +10,8 @@ time and in order, while it decodes the next; the parse agent acks a batch's raw
 documents record of it is acknowledged, while it routes the next batches (streams.parse_flow), and in offset
 order: Faust's commit does not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
-acking); a batch's task or an agent's loop that fails otherwise stops the worker at once too (`Services.halt`).
+acking); a batch's task, or the parse or window agent's loop, that fails otherwise stops the worker at once too
+(`Services.halt`). The control agent's loop has no such stop: Faust acks the command and restarts the agent.
 A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its batch is
 (streams.dead_letters).
 """
