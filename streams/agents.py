@@ -115,6 +115,7 @@ async def _dead_letters(
         await must_finish(
             partial(services.dead.send, outputs, letters),
             f"sending {len(letters)} record(s) to the dead-letter topic",
+            stop=services.halt,
         )
 
 
@@ -158,7 +159,7 @@ async def _parse_forward_ack(
     batch.passed(batch.handled)
     await parse_flow.after(before, None)  # acked: a retried send never passes a later batch's
     what = f"forwarding {len(records)} record(s) of {len(events)} file(s) to the documents topic"
-    await must_finish(partial(outputs.forward, records), what)
+    await must_finish(partial(outputs.forward, records), what, stop=services.halt)
     await ack_all(stream, events)
 
 
@@ -168,7 +169,9 @@ async def route_batch(services: Services, events: Sequence[EventT[bytes]]) -> li
     values = [(event.value or b"", event.message.offset) for event in events]
     seen_at = services.clock.now()
     return await must_finish(
-        partial(services.parser.route, values, seen_at), f"parsing {len(values)} raw record(s)"
+        partial(services.parser.route, values, seen_at),
+        f"parsing {len(values)} raw record(s)",
+        stop=services.halt,
     )
 
 
@@ -272,7 +275,7 @@ async def window_batch(
             items.extend((row, at.at_row(i)) for i, row in enumerate(notes.rows))
     await _dead_letters(services, outputs, "documents", outcomes)
     what = f"storing {len(items)} row(s) of {len(events)} record(s) in {services.settings.state_file}"
-    await must_finish(partial(store_when_ready, services, items, backlog), what)
+    await must_finish(partial(store_when_ready, services, items, backlog), what, stop=services.halt)
 
 
 def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
@@ -352,7 +355,8 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         return
     what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
     async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
-        emission = await must_finish(partial(services.pipeline().brief, command), f"emitting {what}")
+        brief = partial(services.pipeline().brief, command)
+        emission = await must_finish(brief, f"emitting {what}", stop=services.halt)
         # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
         # acknowledged, and the worker goes on (streams.outbox).
         if emission is None or not await services.outbox.write(emission):
@@ -362,7 +366,9 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         emission = replace(emission, recorded_markdown=None)
         if not emission.delivered:
             await must_finish(
-                partial(deliver, services, outputs, emission), f"sending {what} to the briefings topic"
+                partial(deliver, services, outputs, emission),
+                f"sending {what} to the briefings topic",
+                stop=services.halt,
             )
 
 

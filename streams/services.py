@@ -95,7 +95,7 @@ class Services:
     dead: DeadLetterPolicy
     outbox: BriefingOutbox
     heap: HeapTrim  # the window agent's trim after a batch, the timer's when the batches stop
-    halt: Halt  # how a failed batch task stops the worker (streams.failstop)
+    halt: Halt  # how a failed step, batch task or agent loop stops the worker (streams.failstop)
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock, stop: Halt = halt) -> Services:

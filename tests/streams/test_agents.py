@@ -36,7 +36,6 @@ from tests.streams.agent_support import (
     InProcessWorker,
     Records,
     Start,
-    StepFailed,
     in_process_settings,
     owning_worker,
     parsed,
@@ -47,14 +46,11 @@ from tests.streams.agent_support import (
 OTHER = "inbox/tom/2026-09-27-1100-kv.md"
 
 
-def _fail(code: int) -> NoReturn:
-    raise StepFailed(f"an agent step kept failing (the worker would exit {code})")
-
-
 @pytest.fixture
 def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start) -> InProcessWorker:
-    # A step that keeps failing ends the worker process without acking (failstop.halt); here it fails the test.
-    monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2, stop=_fail))
+    # A step that keeps failing ends the worker process without acking (Services.halt); here the in-process
+    # worker's halt raises StepFailed, which fails the test.
+    monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2))
     return start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
 
 

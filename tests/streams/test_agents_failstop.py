@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-from streams.failstop import EXIT_CODE
+from streams.failstop import EXIT_CODE, must_finish
 from tests.clocks import ManualClock
 from tests.streams.agent_support import (
     END,
@@ -78,3 +79,26 @@ async def test_a_window_agent_that_fails_outside_a_batch_task_stops_the_worker_r
     assert acked == [] and worker.services.pipeline().state.document_count() == 0
     [line] = _stop_lines(caplog)
     assert line.startswith("the window agent failed: a bug; stopping the worker (exit 75)")
+
+
+async def test_a_step_that_keeps_failing_in_process_stops_through_the_injected_halt_not_os_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
+) -> None:
+    # must_finish's own default stop is os._exit: in process it would end pytest, not record the stop.
+    ended: list[int] = []
+
+    def process_exit(code: int) -> NoReturn:
+        ended.append(code)
+        raise RuntimeError(f"the test process would exit {code}")
+
+    monkeypatch.setattr("streams.failstop.os._exit", process_exit)
+    monkeypatch.setattr("streams.agents.must_finish", partial(must_finish, attempts=2, backoff=0))
+    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
+    [(key, value)] = await parsed(worker, raw_value())
+    monkeypatch.setattr("streams.agents.store_when_ready", _bug)  # the store step itself, under must_finish
+    async with worker.agents.window.test_context() as agent:
+        await agent.put(value, key=key, partition=0)
+        await settled(lambda: bool(ended or worker.exits), "the stop")
+    # The in-process halt raises, so the store's task fails with it and stops the worker a second time.
+    assert (worker.exits[:1], ended) == ([EXIT_CODE], [])
+
