@@ -101,4 +101,3 @@ async def test_a_step_that_keeps_failing_in_process_stops_through_the_injected_h
         await settled(lambda: bool(ended or worker.exits), "the stop")
     # The in-process halt raises, so the store's task fails with it and stops the worker a second time.
     assert (worker.exits[:1], ended) == ([EXIT_CODE], [])
-
