@@ -129,9 +129,11 @@ def test_a_folder_swapped_between_the_backfill_s_reads_of_its_files_leaks_nothin
         os.symlink(tmp_path / "outside", root / folder)
     later = list(reads)
     assert isinstance(later[0], Regular) and later[0].data == NOTE
-    assert later[1:] == [Refused("outside", REFUSAL_TEXT["outside"])] * 2 == [
-        read_file(root, rel, 1024) for rel in ("inbox/tom/note.md", "inbox/tom/z.md")
-    ]
+    assert (
+        later[1:]
+        == [Refused("outside", REFUSAL_TEXT["outside"])] * 2
+        == [read_file(root, rel, 1024) for rel in ("inbox/tom/note.md", "inbox/tom/z.md")]
+    )
 
 
 def test_a_path_that_cannot_be_opened_leaves_no_descriptor_open_and_closes_none_twice(root: Path) -> None:
