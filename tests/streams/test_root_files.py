@@ -264,6 +264,29 @@ def test_a_folder_swapped_for_a_symlinked_one_while_reading_leaks_nothing(root: 
 
 
 @pytest.mark.timeout(60)
+def test_folders_swapped_for_symlinked_ones_while_the_backfill_reads_leak_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    # read_many over a folder's files and the next folder's, while both are swapped with links to outside: a folder
+    # is read through the descriptor opened without following links, or refused, never through a link.
+    (root / "inbox/tom").mkdir()
+    for folder in ("jay", "tom"):
+        for name in ("a.md", "note.md"):
+            (root / f"inbox/{folder}/{name}").write_bytes(NOTE)
+        os.symlink(tmp_path / "outside", root / f"inbox/.{folder}")
+    rels = ["inbox/jay/a.md", "inbox/jay/note.md", "inbox/tom/a.md", "inbox/tom/note.md"] * 500
+    with (
+        Swapper(root / "inbox/jay", [root / "inbox/.jay"]) as jay,
+        Swapper(root / "inbox/tom", [root / "inbox/.tom"]) as tom,
+    ):
+        outcomes = list(root_files.read_many(root, rels, 1024))
+    assert jay.swaps > 100 and tom.swaps > 100
+    assert all(o.data == NOTE for o in outcomes if isinstance(o, Regular))
+    assert any(isinstance(o, Regular) for o in outcomes)
+    assert {o.reason for o in outcomes if isinstance(o, Refused)} <= {"outside", "symlink"}
+
+
+@pytest.mark.timeout(60)
 async def test_the_watcher_publishes_nothing_of_the_secret_while_the_note_is_swapped(
     root: Path, tmp_path: Path, swapped_note: Swapper
 ) -> None:
