@@ -70,7 +70,10 @@ class Ledger:
     def acknowledge_many(self, rows: Sequence[tuple[str, int, float, str]]) -> None:
         """Many acknowledgements, written at once (the backfill's own batches)."""
         known, stats, unwritten = self._rows, self._stats, self._unwritten
-        self._folders.update(f for path, *_ in rows if path not in known for f in _folders(path))
+        # A set: a path twice in the batch is one new path, its folders counted once (as _set counts them).
+        self._folders.update(
+            f for path in {path for path, *_ in rows if path not in known} for f in _folders(path)
+        )
         for path, size, mtime, sha256 in rows:
             known[path] = unwritten[path] = (size, mtime, sha256)
             stats[path] = (size, mtime)

@@ -161,8 +161,11 @@ def read_many(root: Path, rels: Sequence[str], max_bytes: int) -> Generator[File
                 yield _refused("outside")
                 continue
             if held is None or held[0] != parts[:-1]:
-                if held is not None and isinstance(held[1], int):
-                    os.close(held[1])
+                # Forgotten before it is closed: should the next open raise, `finally` must not close its number
+                # again (by then possibly another thread's descriptor).
+                old, held = held, None
+                if old is not None and isinstance(old[1], int):
+                    os.close(old[1])
                 held = (parts[:-1], _open_folder(root, parts[:-1]))
             folder = held[1]
             yield _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
@@ -179,16 +182,20 @@ def _open_folder(root: Path, parts: list[str]) -> int | FileOutcome:
         )  # the root itself is the operator's
     except OSError as exc:
         return _refused("unreadable", exc)
-    for part in parts:
-        try:
-            child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            failed = _folder_failed(dir_fd, part, exc)
+    opened = False
+    try:  # closed on any other exit too: os.open raises ValueError, not OSError, for a NUL in a name
+        for part in parts:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                return _folder_failed(dir_fd, part, exc)
+            dir_fd, parent = child, dir_fd
+            os.close(parent)
+        opened = True
+        return dir_fd
+    finally:
+        if not opened:
             os.close(dir_fd)
-            return failed
-        os.close(dir_fd)
-        dir_fd = child
-    return dir_fd
 
 
 def _folder_failed(dir_fd: int, name: str, exc: OSError) -> FileOutcome:

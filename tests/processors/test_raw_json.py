@@ -63,3 +63,15 @@ def test_a_name_that_is_not_utf8_fails_as_pydantic_fails() -> None:
     # A lone surrogate (an undecodable byte in a file name): pydantic's own error, as before.
     with pytest.raises(PydanticSerializationError, match="surrogates not allowed"):
         raw_record_json("inbox/jay/\udcff.md", b"abc", 3, 1.0, "x")
+
+
+@pytest.mark.parametrize(
+    ("size", "mtime"),
+    [(3, 1733456789), (3, True), (2**63, 1.0), (-(2**63) - 1, 1.0)],
+    ids=["int-mtime", "bool-mtime", "size-over-int64", "size-under-int64"],
+)
+def test_an_int_mtime_or_a_size_past_int64_is_written_as_pydantic_writes_it(size: int, mtime: float) -> None:
+    # The stat's own values are a float and an int64, but the signature lets any int through: pydantic writes an
+    # int mtime as a float (1733456789.0), and any int as a size.
+    args = ("inbox/jay/a.md", b"abc", size, mtime, "x")
+    assert raw_record_json(*args) == _pydantic(*args)

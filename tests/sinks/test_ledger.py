@@ -85,3 +85,14 @@ def test_a_backfill_s_acknowledgements_read_back_as_given_after_a_reopen(tmp_pat
         **{p: (s + 1, m, f"{h}!") for p, s, m, h in rows[:2]},
     }
     assert again.has_folder("inbox/jay") and again.has_folder("living") and not again.has_folder("work-queue")
+
+
+def test_a_path_acknowledged_twice_in_one_batch_counts_its_folders_once(tmp_path: Path) -> None:
+    # acknowledge_many counts the folders of its new paths: a path twice in the batch is still one path, so once it
+    # is forgotten its folder holds nothing (acknowledge twice, then forget, says the same).
+    ledger = Ledger(tmp_path / "ledger.duckdb")
+    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "x"), ("inbox/jay/a.md", 2, 2.0, "y")])
+    assert ledger.get("inbox/jay/a.md") == (2, 2.0, "y")
+    ledger.forget("inbox/jay/a.md")
+    assert not ledger.has_folder("inbox/jay") and not ledger.has_folder("inbox")
+    ledger.close()

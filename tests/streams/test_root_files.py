@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from processors.root_paths import REFUSAL_TEXT
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
@@ -107,6 +108,43 @@ def test_the_backfill_reads_paths_in_a_row_as_each_would_be_read_alone(root: Pat
     halfway = root_files.read_many(root, rels, 1024)
     assert next(halfway) == read_file(root, rels[0], 1024)
     halfway.close()
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_a_folder_swapped_between_the_backfill_s_reads_of_its_files_leaks_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    # read_many keeps a folder open for its next files: a folder swapped for a link to outside meanwhile is read
+    # through the folder it opened (the note as it was), never through the link; the next folder, opened anew from
+    # the root, is refused as read_file refuses it.
+    (root / "inbox/tom").mkdir()
+    for rel in ("inbox/jay/a.md", "inbox/jay/note.md", "inbox/tom/note.md", "inbox/tom/z.md"):
+        (root / rel).write_bytes(NOTE)
+    reads = root_files.read_many(
+        root, ["inbox/jay/a.md", "inbox/jay/note.md", "inbox/tom/note.md", "inbox/tom/z.md"], 1024
+    )
+    assert next(reads) == Regular(len(NOTE), (root / "inbox/jay/a.md").stat().st_mtime, NOTE)
+    for folder in ("inbox/jay", "inbox/tom"):
+        os.rename(root / folder, root / f"{folder}.old")
+        os.symlink(tmp_path / "outside", root / folder)
+    later = list(reads)
+    assert isinstance(later[0], Regular) and later[0].data == NOTE
+    assert (
+        later[1:]
+        == [Refused("outside", REFUSAL_TEXT["outside"])] * 2
+        == [read_file(root, rel, 1024) for rel in ("inbox/tom/note.md", "inbox/tom/z.md")]
+    )
+
+
+def test_a_path_that_cannot_be_opened_leaves_no_descriptor_open_and_closes_none_twice(root: Path) -> None:
+    # A NUL in a folder's name raises ValueError, not OSError, from os.open: every descriptor opened on the way is
+    # still closed once, and the folder read_many held is not closed a second time (by then another thread's).
+    (root / "inbox/jay/a.md").write_bytes(NOTE)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ValueError, match="null"):
+        read_file(root, "inbox/j\x00y/a.md", 1024)
+    with pytest.raises(ValueError, match="null"):
+        list(root_files.read_many(root, ["inbox/jay/a.md", "inbox/j\x00y/a.md"], 1024))
     assert len(os.listdir("/proc/self/fd")) == fds
 
 
@@ -220,6 +258,29 @@ def test_a_folder_swapped_for_a_symlinked_one_while_reading_leaks_nothing(root: 
     with Swapper(root / "inbox/jay", [root / "inbox/.jay"]) as swapper:
         outcomes = [read_file(root, "inbox/jay/note.md", 1024) for _ in range(3000)]
     assert swapper.swaps > 100
+    assert all(o.data == NOTE for o in outcomes if isinstance(o, Regular))
+    assert any(isinstance(o, Regular) for o in outcomes)
+    assert {o.reason for o in outcomes if isinstance(o, Refused)} <= {"outside", "symlink"}
+
+
+@pytest.mark.timeout(60)
+def test_folders_swapped_for_symlinked_ones_while_the_backfill_reads_leak_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    # read_many over a folder's files and the next folder's, while both are swapped with links to outside: a folder
+    # is read through the descriptor opened without following links, or refused, never through a link.
+    (root / "inbox/tom").mkdir()
+    for folder in ("jay", "tom"):
+        for name in ("a.md", "note.md"):
+            (root / f"inbox/{folder}/{name}").write_bytes(NOTE)
+        os.symlink(tmp_path / "outside", root / f"inbox/.{folder}")
+    rels = ["inbox/jay/a.md", "inbox/jay/note.md", "inbox/tom/a.md", "inbox/tom/note.md"] * 500
+    with (
+        Swapper(root / "inbox/jay", [root / "inbox/.jay"]) as jay,
+        Swapper(root / "inbox/tom", [root / "inbox/.tom"]) as tom,
+    ):
+        outcomes = list(root_files.read_many(root, rels, 1024))
+    assert jay.swaps > 100 and tom.swaps > 100
     assert all(o.data == NOTE for o in outcomes if isinstance(o, Regular))
     assert any(isinstance(o, Regular) for o in outcomes)
     assert {o.reason for o in outcomes if isinstance(o, Refused)} <= {"outside", "symlink"}
