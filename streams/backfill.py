@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
@@ -127,11 +128,12 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
 def _prepare_many(
     root: Path, chunk: list[Entry], max_bytes: int, known: dict[str, tuple[int, float, str]]
 ) -> list[Prepared]:
-    reads = root_files.read_many(root, [c.rel for c in chunk], max_bytes)
-    return [
-        _prepare(c, read, (known.get(c.rel) or (0, 0.0, None))[2])
-        for c, read in zip(chunk, reads, strict=True)
-    ]
+    # Closed on any exit: a failure's traceback would otherwise keep the generator, and its folder open.
+    with contextlib.closing(root_files.read_many(root, [c.rel for c in chunk], max_bytes)) as reads:
+        return [
+            _prepare(c, read, (known.get(c.rel) or (0, 0.0, None))[2])
+            for c, read in zip(chunk, reads, strict=True)
+        ]
 
 
 class _Acks:

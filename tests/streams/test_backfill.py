@@ -15,7 +15,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.archive import generate
 from processors.models import RawFile
-from streams import kafka_io
+from streams import backfill as backfill_module
+from streams import kafka_io, root_files
 from streams.backfill import backfill
 from streams.kafka_io import key_partitioner
 from streams.settings import Settings
@@ -185,3 +186,28 @@ async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(
     # The watcher finds the refusals in the shared ledger: it sends none of them again.
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
     assert (await backfill(settings)).published == 0
+
+
+def test_a_slice_that_fails_midway_leaves_no_folder_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The slice's folder is held open across its files; a traceback kept by the caller must not keep it open.
+    folder = tmp_path / "inbox" / "jay"
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"2026-09-27-100{i}-n{i}.md").write_text(f"# note {i}\n")
+    entries = list(backfill_module.walk(tmp_path))
+    real = backfill_module._prepare
+
+    def fails_second(
+        c: root_files.Entry, read: root_files.FileOutcome, known: str | None
+    ) -> backfill_module.Prepared:
+        if c.rel.endswith("n1.md"):
+            raise RuntimeError("a bug")
+        return real(c, read, known)
+
+    monkeypatch.setattr(backfill_module, "_prepare", fails_second)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(RuntimeError) as failed:
+        backfill_module._prepare_many(tmp_path, entries, 1 << 20, {})
+    assert failed.traceback and len(os.listdir("/proc/self/fd")) == before
