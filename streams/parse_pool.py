@@ -67,10 +67,11 @@ class Progress:
 _progress: tuple[Board, int] | None = None  # in a parse process: the board and its slot
 
 
-def _start_process(parent: int, progress: Progress) -> None:
-    """In each parse process: take a slot of the progress board, and exit once the worker is gone (a SIGKILLed
-    worker cannot stop its pool)."""
+def _start_process(parent: int, progress: Progress, nice: int) -> None:
+    """In each parse process: take a slot of the progress board, yield the CPU to the worker by `nice` steps, and
+    exit once the worker is gone (a SIGKILLed worker cannot stop its pool)."""
     global _progress
+    os.nice(nice)
     with progress.claimed.get_lock():
         slot = progress.claimed.value
         progress.claimed.value += 1
@@ -134,8 +135,10 @@ class ParsePool:
         note_seconds: float = NOTE_SECONDS,
         route: Route = route_values,  # the function the processes run; tests inject one that crashes
         clock: Clock = SYSTEM_CLOCK,
+        nice: int = 0,
     ) -> None:
         self._clock = clock
+        self._nice = nice
         self._params = params
         self._processes = processes
         self._note_seconds = note_seconds
@@ -152,7 +155,7 @@ class ParsePool:
 
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
         if self._pool is None or self._progress is None:
-            self._pool, self._progress = _new_pool(self._processes)
+            self._pool, self._progress = _new_pool(self._processes, self._nice)
         return self._pool, self._progress
 
     async def start(self) -> None:
@@ -216,7 +219,7 @@ class ParsePool:
 
     async def _alone(self, values: Values, index: int, seen_at: datetime) -> _Attempt:
         """One note routed in a process of its own, beside the shared pool that other batches may be using."""
-        pool, progress = _new_pool(1)
+        pool, progress = _new_pool(1, self._nice)
         try:
             return await self._attempt(values, [index], seen_at, (pool, progress))
         finally:
@@ -301,7 +304,7 @@ class ParsePool:
             _shut(pool, kill)
 
 
-def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, Progress]:
+def _new_pool(processes: int, nice: int) -> tuple[ProcessPoolExecutor, Progress]:
     context = multiprocessing.get_context("spawn")
     # A fresh board with each pool: its processes take its slots from the first.
     progress = Progress(context.RawArray("q", 2 * processes), context.Value("i", 0))
@@ -309,7 +312,7 @@ def _new_pool(processes: int) -> tuple[ProcessPoolExecutor, Progress]:
         max_workers=processes,
         mp_context=context,
         initializer=_start_process,
-        initargs=(os.getpid(), progress),
+        initargs=(os.getpid(), progress, nice),
     )
     return pool, progress
 

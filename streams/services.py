@@ -113,7 +113,9 @@ class Services:
             clock=clock,
             metrics=metrics,
             ownership=ownership,
-            parser=ParsePool(route_params(settings), settings.parse_processes, clock=clock),
+            parser=ParsePool(
+                route_params(settings), settings.parse_processes, clock=clock, nice=settings.parse_nice
+            ),
             pipeline=pipeline,
             sync=sync,
             lag=lag,

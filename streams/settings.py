@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     batch_seconds: float = Field(0.05, gt=0, le=5)
     # Processes that parse notes beside the worker's event loop (about one per core); 0 parses in the loop.
     parse_processes: int = Field(2, ge=0, le=32)
+    # How many steps nicer than the worker its parse processes run: on a busy box the worker's store, the serial
+    # stage, is served first, so it keeps pace instead of finishing long after the parsing (docs/performance.md).
+    parse_nice: int = Field(10, ge=0, le=19)
 
     app_id: str = "predigest"
     state_dir: Path = Path(".cache/state")

@@ -201,6 +201,26 @@ async def test_parse_processes_keep_their_freed_buffers_as_the_worker_does() -> 
     assert {r.path for r in routed} == {repr(heap.INGEST)}
 
 
+def _says_its_niceness(
+    values: Sequence[tuple[bytes, int | None]], params: RouteParams, at: datetime
+) -> list[Routed]:
+    """In a parse process: each note's path is how nice the process runs."""
+    return [Routed(path=str(os.nice(0))) for _ in values]
+
+
+async def test_parse_processes_yield_the_cpu_to_the_worker_by_the_configured_steps() -> None:
+    # At even priority the parsing outran the worker's store on a busy box, which then finished ~10 s after it
+    # at a 100k backfill with a core idle (docs/performance.md).
+    settings = Settings(parse_nice=7)
+    pool = ParsePool(route_params(settings), 2, route=_says_its_niceness, nice=settings.parse_nice)
+    try:
+        shared = await pool.route([(_value(i), i) for i in range(20)], NOW)
+        alone = await pool._alone([(_value(0), 0)], 0, NOW)  # a suspect note's pool of its own
+    finally:
+        pool.close()
+    assert {r.path for r in shared} | {r.path for r in alone.routed.values()} == {str(os.nice(0) + 7)}
+
+
 def _children(pid: int) -> set[int]:
     out = set()
     for entry in Path("/proc").iterdir():
