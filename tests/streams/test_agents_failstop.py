@@ -49,36 +49,35 @@ async def test_a_parse_batch_that_fails_on_a_quiet_stream_stops_the_worker_with_
     assert "without acknowledging its records, which Kafka will deliver again after the restart" in line
 
 
-async def test_a_documents_batch_that_fails_on_a_quiet_stream_stops_the_worker_with_nothing_stored_or_acked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        # In the store's task, outside must_finish: no further batch comes to raise it in the loop.
+        ("streams.agents._note_outcomes", "storing a documents batch failed"),
+        # In the agent's loop, before any task: Faust's own handling commits and restarts the agent, whose next
+        # batches are then acked past this one.
+        ("streams.agents._decode_all", "the window agent failed"),
+    ],
+)
+async def test_a_window_agent_that_fails_on_a_quiet_stream_stops_the_worker_with_nothing_stored_or_acked(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start: Start,
+    caplog: pytest.LogCaptureFixture,
+    where: str,
+    said: str,
 ) -> None:
     worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
     [(key, value)] = await parsed(worker, raw_value())
     acked = acks_recorded(monkeypatch)
-    monkeypatch.setattr("streams.agents._note_outcomes", _bug)  # in the store's task, outside must_finish
+    monkeypatch.setattr(where, _bug)
     async with worker.agents.window.test_context() as agent:
         await agent.put(value, key=key, partition=0)
         await settled(lambda: worker.exits == [EXIT_CODE], "the stop, with no further batch")
         await asyncio.sleep(0.05)  # nothing acked afterwards either
     assert acked == [] and worker.services.pipeline().state.document_count() == 0
     [line] = _stop_lines(caplog)
-    assert line.startswith("storing a documents batch failed: a bug; stopping the worker (exit 75)")
-
-
-async def test_a_window_agent_that_fails_outside_a_batch_task_stops_the_worker_rather_than_restart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Faust's own handling commits and restarts the agent, whose next batches are then acked past this one.
-    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
-    [(key, value)] = await parsed(worker, raw_value())
-    acked = acks_recorded(monkeypatch)
-    monkeypatch.setattr("streams.agents._decode_all", _bug)  # in the agent's loop, before any task
-    async with worker.agents.window.test_context() as agent:
-        await agent.put(value, key=key, partition=0)
-        await settled(lambda: worker.exits == [EXIT_CODE], "the stop")
-    assert acked == [] and worker.services.pipeline().state.document_count() == 0
-    [line] = _stop_lines(caplog)
-    assert line.startswith("the window agent failed: a bug; stopping the worker (exit 75)")
+    assert line.startswith(f"{said}: a bug; stopping the worker (exit 75)")
 
 
 async def test_a_step_that_keeps_failing_in_process_stops_through_the_injected_halt_not_os_exit(

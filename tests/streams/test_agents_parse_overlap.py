@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,14 @@ def _routes_counted(
 
     monkeypatch.setattr(worker.services.parser, "route", counted)
     return routed
+
+
+async def _second_routes_beside_the_first(agent: Any, routing: list[int]) -> None:
+    """A batch put and held routing (`_routes_counted`'s `first_waits`), then a second put, routing beside it."""
+    await agent.put(raw_value(), key=b"path")
+    await settled(lambda: len(routing) == 1, "the first batch routing")
+    await agent.put(raw_value(OTHER), key=b"other")
+    await settled(lambda: len(routing) == 2, "the second batch routed while the first still routes")
 
 
 async def test_the_next_batch_is_routed_while_the_last_is_unacknowledged_and_acked_only_after_it(
@@ -83,10 +92,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
     routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
     acked = acks_recorded(monkeypatch)
     async with worker.agents.parse.test_context() as agent:
-        await agent.put(raw_value(), key=b"path")
-        await settled(lambda: len(routing) == 1, "the first batch routing")
-        await agent.put(raw_value(OTHER), key=b"other")
-        await settled(lambda: len(routing) == 2, "the second batch routed while the first still routes")
+        await _second_routes_beside_the_first(agent, routing)
         await asyncio.sleep(0.05)
         assert worker.outputs.documents == [] and acked == []  # the second waits for the first
         first_routed.set()
@@ -111,10 +117,7 @@ async def test_a_batch_routed_beside_one_that_fails_is_neither_forwarded_nor_ack
 
     monkeypatch.setattr(worker.services.pipeline(), "note", first_fails)
     async with worker.agents.parse.test_context() as agent:
-        await agent.put(raw_value(), key=b"path")
-        await settled(lambda: len(routing) == 1, "the first batch routing")
-        await agent.put(raw_value(OTHER), key=b"other")
-        await settled(lambda: len(routing) == 2, "the second batch routed beside it")
+        await _second_routes_beside_the_first(agent, routing)
         first_routed.set()
         await settled(lambda: worker.exits[:1] == [EXIT_CODE], "the stop")
         await asyncio.sleep(0.05)
