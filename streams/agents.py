@@ -6,9 +6,9 @@ processors through the Pipeline and hand the results to the state, the metrics a
 Commit safety (docs/guarantees.md): concurrency stays 1, since with more Faust can commit past an
 unfinished message (faust-streaming #606). The window agent (`take_batches`: Faust's `take_events`, growing
 its batches while a backlog waits) acks a batch's records itself once they are stored, one batch stored at a
-time and in order, while it decodes the next; the parse agent acks a batch's raw records itself once every
-documents record of it is acknowledged, while it routes the next batches (streams.parse_flow), and in offset
-order: Faust's commit does not reliably stop at a gap of unacked offsets (`ack_all`).
+time and in order, while it decodes the next (streams.window_flow); the parse agent acks a batch's raw records
+itself once every documents record of it is acknowledged, while it routes the next batches (streams.parse_flow),
+and in offset order: Faust's commit does not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
 acking); a batch's task, or the parse or window agent's loop, that fails otherwise stops the worker at once too
 (`Services.halt`). The control agent's loop has no such stop: Faust acks the command and restarts the agent.
@@ -19,9 +19,8 @@ A record a stage cannot read or process goes to the dead-letter topic, acknowled
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import NamedTuple, TypeVar
@@ -37,7 +36,7 @@ from processors.parse_stage import Routed, documents_records
 from processors.wire import DocumentRecord, Notes, batch_weight, decode_notes
 from sinks import collector
 from sinks.state import Position
-from streams import parse_flow
+from streams import parse_flow, window_flow
 from streams.batches import (
     BACKLOG_RECORDS,
     ack_all,
@@ -48,7 +47,7 @@ from streams.batches import (
 )
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, stop_on_failure, stop_worker, to_thread_to_the_end
+from streams.failstop import must_finish, stop_worker, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -208,34 +207,12 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
                 # task's callback: a quiet stream brings no next batch); raised here too, never stored past.
                 await storing
             store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
-            storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
-            storing.add_done_callback(stop_on_failure("storing a documents batch", services.halt))
+            storing = window_flow.start(services, stream, events, store)
     except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
         stop_worker("the window agent", exc, services.halt)
     finally:
         if storing is not None:
-            await _stopped(storing)
-
-
-async def _store_then_ack(
-    services: Services,
-    stream: Stream[bytes],
-    events: Sequence[EventT[bytes]],
-    store: Callable[[], Awaitable[None]],
-) -> None:
-    with services.pipeline().activity.handling():
-        await store()
-        await ack_all(stream, events)
-    # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
-    services.heap.after_batch()
-
-
-async def _stopped(storing: asyncio.Task[None]) -> None:
-    """A stop: the batch's store cancelled, and waited for (its thread's commit ends first); it stays unacked."""
-    storing.cancel()
-    while not storing.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({storing})
+            await window_flow.stop(storing)
 
 
 def _received(services: Services, value: bytes) -> bytes:
