@@ -46,6 +46,11 @@ def for_ingest() -> None:
     gc.set_threshold(INGEST_YOUNG, *gc.get_threshold()[1:])
 
 
+def collect_all() -> int:
+    """Every cycle not frozen freed now (before a large briefing); how many objects it found."""
+    return gc.collect()
+
+
 def collect_young() -> int:
     """The cycles made since the last collection freed now (a briefing's, made under its pause), whatever the
     threshold; how many objects it found."""

@@ -222,3 +222,16 @@ def test_a_briefings_cycles_are_freed_when_it_ends() -> None:
     print(json.dumps(freed() is None))
     """
     assert _prints(code) is True
+
+
+def test_a_large_briefing_starts_with_the_ingests_cycles_freed() -> None:
+    code = """
+    import gc, json, weakref
+    from streams import heap
+    assert heap.keep_for_ingest()
+    class Node: pass
+    node = Node(); node.me = node; freed = weakref.ref(node); del node  # left young by the ingest's threshold
+    with heap.briefing_heap(heap.SMALL_AXIS + 1):
+        print(json.dumps(freed() is None))
+    """
+    assert _prints(code) is True
