@@ -46,6 +46,16 @@ def _routes_counted(
     return routed
 
 
+def _first_route_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
+) -> tuple[InProcessWorker, asyncio.Event, list[int], list[int]]:
+    """A worker whose first batch's routing waits for the event; the batches' sizes as they route, and its acks."""
+    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
+    first_routed = asyncio.Event()
+    routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
+    return worker, first_routed, routing, acks_recorded(monkeypatch)
+
+
 async def _second_routes_beside_the_first(agent: Any, routing: list[int]) -> None:
     """A batch put and held routing (`_routes_counted`'s `first_waits`), then a second put, routing beside it."""
     await agent.put(raw_value(), key=b"path")
@@ -87,10 +97,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
 ) -> None:
     # Two batches route at once (the processes stay fed): the second, done first, still waits its turn.
-    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
-    first_routed = asyncio.Event()
-    routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
-    acked = acks_recorded(monkeypatch)
+    worker, first_routed, routing, acked = _first_route_held(tmp_path, monkeypatch, start)
     async with worker.agents.parse.test_context() as agent:
         await _second_routes_beside_the_first(agent, routing)
         await asyncio.sleep(0.05)
@@ -104,10 +111,7 @@ async def test_a_batch_routed_beside_a_slower_one_is_forwarded_and_acked_only_af
 async def test_a_batch_routed_beside_one_that_fails_is_neither_forwarded_nor_acked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Start
 ) -> None:
-    worker: InProcessWorker = start(in_process_settings(tmp_path), ManualClock(END + timedelta(minutes=10)))
-    first_routed = asyncio.Event()
-    routing = _routes_counted(monkeypatch, worker, first_waits=first_routed)
-    acked = acks_recorded(monkeypatch)
+    worker, first_routed, routing, acked = _first_route_held(tmp_path, monkeypatch, start)
     handled = worker.services.pipeline().note
 
     def first_fails(routed: Routed) -> None:  # a bug on the first batch's note, outside must_finish
