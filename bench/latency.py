@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bench import procs
-from bench.archive import Generator, living_documents
+from bench.archive import WRITERS, Generator, living_documents
 
 # The worker's text log line starts with its time (streams.logs.TEXT_FORMAT; mode's bracketed one before).
 _STORED = re.compile(r"^\[?(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\]? .*?stored (\S+) for axis", re.M)
@@ -54,8 +54,13 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 def prepare_root(root: Path) -> None:
+    """A root as deployed: the top folders, each writer's inbox folder and the living documents."""
     for top in ("inbox", "paper_cards", "work-queue", "living"):
         (root / top).mkdir(parents=True, exist_ok=True)
+    # A note renamed into a folder made a moment before waits for the quiet period (its folder's inotify watch
+    # comes after the rename: docs/guarantees.md); a deployed root has its writers' folders before their notes.
+    for writer in WRITERS:
+        (root / "inbox" / writer).mkdir(exist_ok=True)
     for rel, content in living_documents().items():
         (root / rel).write_text(content, encoding="utf-8")
 

@@ -82,6 +82,14 @@ def test_worker_log_lines_give_the_stored_time(tmp_path: Path) -> None:
     assert (got["p50"], got["max"]) == (100, 2000) and 1000 <= got["p99"] < 1100
 
 
+def test_the_latency_root_has_every_folder_its_notes_go_to_before_the_first(tmp_path: Path) -> None:
+    # A note renamed into a folder made a moment before waits the quiet period: the light-load p99 was that.
+    latency.prepare_root(tmp_path)
+    gen = archive.Generator(4242)
+    folders = {(tmp_path / gen.note(i)[0]).parent for i in range(600)}
+    assert len(folders) == 6 and all(folder.is_dir() for folder in folders)
+
+
 def test_process_figures_come_from_proc() -> None:
     assert procs.peak_rss_mib(os.getpid()) > 10
     assert procs.peak_rss_mib(2**22 + 7) == 0.0  # no such process
