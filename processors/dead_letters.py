@@ -19,8 +19,9 @@ from processors.commands import COMMAND_REFUSALS, CommandRefusal
 from processors.i18n import Lang
 
 Stage = Literal["raw", "documents", "control"]
-DeadLetterReason = Literal["unreadable", "routing_failed"] | CommandRefusal
-DEAD_LETTER_REASONS: tuple[str, ...] = ("unreadable", "routing_failed", *COMMAND_REFUSALS)
+# briefing_failed: a command that passed the checks and whose answer raised at every attempt (streams.command_failures).
+DeadLetterReason = Literal["unreadable", "routing_failed", "briefing_failed"] | CommandRefusal
+DEAD_LETTER_REASONS: tuple[str, ...] = ("unreadable", "routing_failed", "briefing_failed", *COMMAND_REFUSALS)
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 PREFIX = "predigest.dead."
@@ -30,6 +31,10 @@ MAX_ERROR_CHARS = 2000  # a traceback's last lines are the useful ones; the log 
 REASON_TEXT: dict[str, dict[Lang, str]] = {
     "unreadable": {"en": "not a record this version can read", "zh": "当前版本无法读取的记录"},
     "routing_failed": {"en": "routing the note failed (a bug)", "zh": "笔记路由失败（程序缺陷）"},
+    "briefing_failed": {
+        "en": "briefing the command failed every attempt (a bug)",
+        "zh": "命令的简报每次生成都失败（程序缺陷）",
+    },
     "unknown_axis": {"en": "command for an axis not configured", "zh": "命令指向未配置的主轴"},
     "naive_end": {"en": "command end without a UTC offset", "zh": "命令的窗口结束时间缺少时区偏移"},
     "end_too_old": {"en": "command end too far back", "zh": "命令的窗口结束时间过早"},

@@ -278,6 +278,13 @@ class Metrics(_Common):
         )
         for reason in COMMAND_REFUSALS:  # at zero, so that an alert on increase() sees the first one
             self.commands_refused.labels(reason=reason)
+        self.commands_failed = Counter(
+            "predigest_commands_failed_total",
+            "Close/flush commands whose answer (the briefing) failed every attempt: dead-lettered (briefing_failed), "
+            "then skipped",
+            ["axis", "trigger"],
+            registry=r,
+        )
         self.web_requests_refused = Counter(
             "predigest_web_requests_refused_total",
             "Web requests refused: cross_site, foreign_origin, not_a_script (no X-Predigest-Request), "
@@ -317,6 +324,7 @@ class Metrics(_Common):
             for trigger in TRIGGERS:
                 self.briefings_emitted.labels(axis=axis, trigger=trigger)
                 self.briefing_duration.labels(axis=axis, trigger=trigger)
+                self.commands_failed.labels(axis=axis, trigger=trigger)
             for kind in DUPLICATE_KINDS:
                 self.duplicates.labels(axis=axis, kind=kind)
             self.window_documents.labels(axis=axis)

@@ -10,8 +10,9 @@ time and in order, while it decodes the next (streams.window_flow); the parse ag
 itself once every documents record of it is acknowledged, while it routes the next batches (streams.parse_flow),
 and in offset order: Faust's commit does not reliably stop at a gap of unacked offsets (`ack_all`).
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
-acking); a batch's task, or the parse or window agent's loop, that fails otherwise stops the worker at once too
-(`Services.halt`). The control agent's loop has no such stop: Faust acks the command and restarts the agent.
+acking); a batch's task, or an agent's loop, that fails otherwise stops the worker at once too (`Services.halt`).
+A command's answer that keeps failing is dead-lettered instead, unless nothing could be briefed
+(streams.command_failures): a restart would meet it again and stall every axis.
 A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its batch is
 (streams.dead_letters).
 """
@@ -45,6 +46,7 @@ from streams.batches import (
     take_batches,
     weighed_behind,
 )
+from streams.command_failures import answer_or_fail
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish, stop_worker, to_thread_to_the_end
@@ -310,12 +312,16 @@ async def store_when_ready(
 
 
 async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
-    async for event in stream.events():
-        await answer_command(services, outputs, event)
+    try:
+        async for event in stream.events():
+            await answer_command(services, outputs, event)
+    except Exception as exc:  # Faust would ack and commit the command, and restart the agent: never answered
+        stop_worker("the control agent", exc, services.halt)
 
 
 async def answer_command(services: Services, outputs: Outputs, event: EventT[bytes]) -> None:
-    """Emit the briefing a close or flush command asks for, if this worker owns its axis; refuse a bad one."""
+    """Emit the briefing a close or flush command asks for, if this worker owns its axis; dead-letter a command
+    that cannot be read, is refused, or whose answer failed every attempt."""
     command, failure = _decoded(services, ControlCommand.model_validate_json, event.value, "control")
     position = _position(event)
     if command is not None:
@@ -325,15 +331,25 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         if refused is not None:
             services.pipeline().refuse_command(command, refused, position)
             failure = Failure(refused.reason, refused.detail)
+    if command is not None and failure is None:
+        # Retried, then dead-lettered too (the same restart loop otherwise), unless nothing could be briefed.
+        what = f"answering the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
+        answer = partial(_answer, services, outputs, command, position)
+        error = await answer_or_fail(
+            answer, what, count=lambda: services.pipeline().state.document_count(), stop=services.halt
+        )
+        if error is not None:
+            failure = services.pipeline().command_failed(command, error, position)
     await _dead_letters(services, outputs, "control", [(_origin(event), failure)])
-    if command is None or failure is not None:
-        return
+
+
+async def _answer(services: Services, outputs: Outputs, command: ControlCommand, position: Position) -> None:
+    """Brief the command if this worker owns its axis, write its files and send it (idempotent: run again after a
+    failure, it sends what was recorded)."""
     if not await _owned_here(services, command, position.partition):
         return
-    what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
     async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
-        brief = partial(services.pipeline().brief, command)
-        emission = await must_finish(brief, f"emitting {what}", stop=services.halt)
+        emission = await services.pipeline().brief(command)
         # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
         # acknowledged, and the worker goes on (streams.outbox).
         if emission is None or not await services.outbox.write(emission):
@@ -342,6 +358,7 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         # Its files are written: what only they need (its Markdown, packed) is not kept while its JSON is sent.
         emission = replace(emission, recorded_markdown=None)
         if not emission.delivered:
+            what = f"the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
             await must_finish(
                 partial(deliver, services, outputs, emission),
                 f"sending {what} to the briefings topic",

@@ -67,16 +67,15 @@ def stop_on_failure(what: str, stop: Halt) -> Callable[[asyncio.Task[Any]], None
     return check
 
 
-async def must_finish(
+async def retried(
     step: Callable[[], Awaitable[T]],
     what: str,
     *,
     attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    stop: Halt = halt,
 ) -> T:
-    """Run `step` until it succeeds, `attempts` times with doubling back-off; then stop the process."""
+    """Run `step` until it succeeds, `attempts` times with doubling back-off; then raise its last exception."""
 
     def retrying(state: RetryCallState) -> None:
         log.warning(
@@ -88,16 +87,6 @@ async def must_finish(
             state.next_action.sleep if state.next_action else 0.0,
         )
 
-    def give_up(state: RetryCallState) -> NoReturn:
-        log.critical(
-            "%s failed %d times; stopping the worker without acknowledging the record, "
-            "which Kafka will deliver again after the restart",
-            what,
-            state.attempt_number,
-            exc_info=state.outcome.exception() if state.outcome else None,
-        )
-        stop(EXIT_CODE)
-
     # Exception only: a cancellation (the worker stopping, a revocation) is a BaseException and goes through.
     retry = AsyncRetrying(
         stop=stop_after_attempt(attempts),
@@ -105,10 +94,33 @@ async def must_finish(
         retry=retry_if_exception_type(Exception),
         sleep=sleep,
         before_sleep=retrying,
-        retry_error_callback=give_up,
+        reraise=True,
     )
     result: T = await retry(step)
     return result
+
+
+async def must_finish(
+    step: Callable[[], Awaitable[T]],
+    what: str,
+    *,
+    attempts: int = ATTEMPTS,
+    backoff: float = BACKOFF_SECONDS,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    stop: Halt = halt,
+) -> T:
+    """Run `step` until it succeeds, `attempts` times with doubling back-off; then stop the process."""
+    try:
+        return await retried(step, what, attempts=attempts, backoff=backoff, sleep=sleep)
+    except Exception as exc:
+        log.critical(
+            "%s failed %d times; stopping the worker without acknowledging the record, "
+            "which Kafka will deliver again after the restart",
+            what,
+            attempts,
+            exc_info=exc,
+        )
+        stop(EXIT_CODE)
 
 
 async def to_thread_to_the_end(step: Callable[[], T], what: str) -> T:

@@ -16,6 +16,7 @@ import httpx
 from processors.briefing_names import briefing_basename
 from processors.briefing_parts import Series
 from processors.commands import Refused
+from processors.dead_letters import Failure
 from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import load_template, markdown_pieces, render_markdown
@@ -32,6 +33,7 @@ from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly
+from streams.command_failures import summary
 from streams.emission import Emission
 from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
@@ -128,6 +130,27 @@ class Pipeline:
             extra={"axis": command.axis[:64]},
         )
         self.metrics.commands_refused.labels(reason=refused.reason).inc()
+
+    def command_failed(self, command: ControlCommand, error: Exception, position: Position) -> Failure:
+        """A command whose answer failed every attempt: logged with its traceback and counted here; the failure
+        its dead letter carries (the exception in one line)."""
+        failure = Failure("briefing_failed", summary(error))
+        log.error(
+            "the %s command %r on %s partition %d offset %d failed at every attempt (%s): %s; it goes to the "
+            "dead-letter topic and the worker answers the next command: fix the cause this traceback shows, then "
+            "`predigest dead replay` re-drives it",
+            command.trigger,
+            command.request_id[:64],
+            position.topic,
+            position.partition,
+            position.offset,
+            failure.reason,
+            failure.error,
+            exc_info=error,
+            extra={"axis": command.axis},
+        )
+        self.metrics.commands_failed.labels(axis=command.axis, trigger=command.trigger).inc()
+        return failure
 
     def note(self, routed: Routed) -> None:
         """Log and count what routing a raw record found: the parse agent's side of `route_file`."""

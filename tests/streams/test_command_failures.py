@@ -1,0 +1,120 @@
+"""A command whose answer keeps failing: retried with back-off, then dead-lettered (`briefing_failed`) with the
+exception in one line, unless the state or the process is at fault, when the worker stops (exit 75) as before."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import NoReturn
+
+import duckdb
+import pytest
+
+from sinks.errors import StateLockedError, StateUnreadableError
+from streams.command_failures import answer_or_fail, summary
+from streams.failstop import EXIT_CODE
+
+
+class Stopped(Exception):
+    pass
+
+
+def stop(code: int) -> NoReturn:
+    raise Stopped(code)
+
+
+class Sleeps(list[float]):
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+def counted() -> int:
+    return 3  # the state answers
+
+
+def failing(
+    exc: BaseException, calls: list[int] | None = None, recover_after: int = 0
+) -> Callable[[], Awaitable[None]]:
+    async def step() -> None:
+        if calls is not None:
+            calls.append(1)
+            if recover_after and len(calls) > recover_after:
+                return
+        raise exc
+
+    return step
+
+
+async def test_a_transient_failure_is_retried_with_back_off_and_the_command_answered() -> None:
+    sleeps, calls = Sleeps(), list[int]()
+    step = failing(StateLockedError("held a moment"), calls, recover_after=2)
+    got = await answer_or_fail(step, "answering x", count=counted, stop=stop, sleep=sleeps)
+    assert got is None and len(calls) == 3 and sleeps == [0.5, 1.0]
+
+
+def _bug() -> None:
+    raise ZeroDivisionError("division by zero\nand a second line")
+
+
+async def test_a_bug_that_fails_every_attempt_is_the_commands_own_failure_and_the_worker_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sleeps, calls = Sleeps(), list[int]()
+
+    async def step() -> None:
+        calls.append(1)
+        _bug()
+
+    got = await answer_or_fail(step, "answering x", count=counted, stop=stop, sleep=sleeps)
+    assert isinstance(got, ZeroDivisionError)  # to dead-letter, with its one-line summary
+    assert summary(got).startswith("ZeroDivisionError: division by zero (at test_command_failures.py:")
+    assert len(calls) == 5 and sleeps == [0.5, 1.0, 2.0, 4.0]  # the back-off a transient cause gets
+    assert not [r for r in caplog.records if r.levelname == "CRITICAL"]
+    assert "answering x failed (attempt 4 of 5): division by zero" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        StateUnreadableError("the state file is damaged"),  # the sinks' family: the state's file
+        duckdb.IOException("IO Error: No space left on device"),  # its disk
+        duckdb.FatalException("database has been invalidated"),
+        MemoryError(),  # the process
+        OSError(5, "Input/output error"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+async def test_a_failure_of_the_state_or_the_process_stops_the_worker_unacked(
+    exc: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(Stopped) as stopped:
+        await answer_or_fail(failing(exc), "answering x", count=counted, stop=stop, sleep=Sleeps())
+    assert stopped.value.args == (EXIT_CODE,)
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
+    assert line.startswith(f"answering x failed 5 times ({type(exc).__name__}")
+    assert "stopping the worker (exit 75) without acknowledging the command" in line
+
+
+async def test_a_bug_whose_state_no_longer_answers_a_count_stops_the_worker() -> None:
+    def count() -> int:
+        raise duckdb.InvalidInputException("connection closed")
+
+    with pytest.raises(Stopped):
+        await answer_or_fail(failing(ValueError("bad row")), "x", count=count, stop=stop, sleep=Sleeps())
+
+
+async def test_cancellation_is_not_retried_nor_dead_lettered() -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await answer_or_fail(failing(asyncio.CancelledError()), "x", count=counted, stop=stop)
+
+
+def test_the_summary_is_one_line_with_type_and_place() -> None:
+    assert summary(KeyError("axis")) == "KeyError: 'axis'"
+    assert summary(RuntimeError()) == "RuntimeError"
+    try:
+        _bug()
+    except ZeroDivisionError as exc:
+        assert re.fullmatch(
+            r"ZeroDivisionError: division by zero \(at test_command_failures\.py:\d+ in _bug\)", summary(exc)
+        )
