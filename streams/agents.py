@@ -46,7 +46,7 @@ from streams.batches import (
     take_batches,
     weighed_behind,
 )
-from streams.command_failures import answer_or_fail
+from streams.command_failures import PASSES_THROUGH, answer_or_fail
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish, stop_worker, to_thread_to_the_end
@@ -315,7 +315,9 @@ async def control_agent(services: Services, outputs: Outputs, stream: Stream[byt
     try:
         async for event in stream.events():
             await answer_command(services, outputs, event)
-    except Exception as exc:  # Faust would ack and commit the command, and restart the agent: never answered
+    except BaseException as exc:  # Faust would ack the command and restart the agent (a panic: crash it)
+        if isinstance(exc, PASSES_THROUGH):  # the worker stopping
+            raise
         stop_worker("the control agent", exc, services.halt)
 
 
