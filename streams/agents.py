@@ -12,7 +12,8 @@ and in offset order: Faust's commit does not reliably stop at a gap of unacked o
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
 acking); a batch's task, or an agent's loop, that fails otherwise stops the worker at once too (`Services.halt`).
 A command's answer that keeps failing is dead-lettered instead, unless nothing could be briefed
-(streams.command_failures): a restart would meet it again and stall every axis.
+(streams.command_failures): a restart would meet it again and stall every axis. Its send to the briefings topic is
+not: it runs under must_finish of its own (a broker outage never dead-letters a good command).
 A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its batch is
 (streams.dead_letters).
 """
