@@ -12,7 +12,8 @@ and in offset order: Faust's commit does not reliably stop at a gap of unacked o
 A step that raises would still be acked, so each one runs under must_finish (retry, else exit without
 acking); a batch's task, or an agent's loop, that fails otherwise stops the worker at once too (`Services.halt`).
 A command's answer that keeps failing is dead-lettered instead, unless nothing could be briefed
-(streams.command_failures): a restart would meet it again and stall every axis.
+(streams.command_failures): a restart would meet it again and stall every axis. Its send to the briefings topic is
+not: it runs under must_finish of its own (a broker outage never dead-letters a good command).
 A record a stage cannot read or process goes to the dead-letter topic, acknowledged before its batch is
 (streams.dead_letters).
 """
@@ -46,7 +47,7 @@ from streams.batches import (
     take_batches,
     weighed_behind,
 )
-from streams.command_failures import answer_or_fail
+from streams.command_failures import PASSES_THROUGH, answer_or_fail
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish, stop_worker, to_thread_to_the_end
@@ -315,7 +316,9 @@ async def control_agent(services: Services, outputs: Outputs, stream: Stream[byt
     try:
         async for event in stream.events():
             await answer_command(services, outputs, event)
-    except Exception as exc:  # Faust would ack and commit the command, and restart the agent: never answered
+    except BaseException as exc:  # Faust would ack the command and restart the agent (a panic: crash it)
+        if isinstance(exc, PASSES_THROUGH):  # the worker stopping
+            raise
         stop_worker("the control agent", exc, services.halt)
 
 

@@ -33,6 +33,16 @@ STOPS_THE_WORKER: tuple[type[BaseException], ...] = (
     OSError,
 )
 
+# Never the command's failure: the worker stopping (a cancellation: stop, revoke) or the process exiting. Any other
+# BaseException is: a Rust panic raised through PyO3 (`PanicException`: pyromark renders a briefing's values,
+# predigest_native reads its ids) derives from BaseException, and would otherwise crash the control agent.
+PASSES_THROUGH: tuple[type[BaseException], ...] = (
+    asyncio.CancelledError,
+    KeyboardInterrupt,
+    SystemExit,
+    GeneratorExit,
+)
+
 
 def summary(exc: BaseException) -> str:
     """The exception in one line: its type, its message's first line, and where it was raised."""
@@ -54,13 +64,15 @@ async def answer_or_fail(
     attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> Exception | None:
+) -> BaseException | None:
     """Run the answer `step` as `failstop.retried` does: None once it succeeds; its last exception when it failed
     every attempt on its own (to dead-letter); the worker stopped (`stop`) when nothing could be briefed (or the
     state's `count` of its documents fails too)."""
     try:
         await retried(step, what, attempts=attempts, backoff=backoff, sleep=sleep)
-    except Exception as exc:
+    except BaseException as exc:  # a panic is not retried (retried takes Exception only): it fails alike
+        if isinstance(exc, PASSES_THROUGH):
+            raise
         if isinstance(exc, STOPS_THE_WORKER) or not await _answers(count):
             log.critical(
                 "%s failed %d times (%s): the state or the process cannot brief; stopping the worker (exit %d) "

@@ -131,7 +131,7 @@ class Pipeline:
         )
         self.metrics.commands_refused.labels(reason=refused.reason).inc()
 
-    def command_failed(self, command: ControlCommand, error: Exception, position: Position) -> Failure:
+    def command_failed(self, command: ControlCommand, error: BaseException, position: Position) -> Failure:
         """A command whose answer failed every attempt: logged with its traceback and counted here; the failure
         its dead letter carries (the exception in one line)."""
         failure = Failure("briefing_failed", summary(error))

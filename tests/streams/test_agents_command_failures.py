@@ -111,3 +111,30 @@ async def test_a_state_that_cannot_be_used_stops_the_worker_and_nothing_is_dead_
     critical = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
     assert critical[0].startswith("answering the flush of risk ending ")
     assert "StateUnreadableError: the state file is damaged" in critical[0]
+
+
+class PanicException(BaseException):
+    """What a Rust panic raises through PyO3 (pyromark renders every value of a briefing, predigest_native reads
+    ids): a BaseException, so that `except Exception` lets it through."""
+
+
+def panics_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
+    if request.axis.name == "inference":
+        raise PanicException("a note makes the Markdown parser panic")
+    return briefing_of(request, reads)
+
+
+async def test_a_panic_in_native_code_is_the_commands_own_failure_not_an_end_of_the_control_agent(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the panic went through `except Exception` everywhere, Faust crashed the control agent (the worker
+    # up, no command answered any more, the command neither answered nor dead-lettered).
+    monkeypatch.setattr("streams.assembly.briefing_of", panics_for_inference)
+    async with worker.agents.control.test_context() as agent:
+        await agent.put(flush(worker, "inference"), key=b"inference", partition=0)
+        await agent.put(flush(worker, "risk"), key=b"risk", partition=0)
+        await settled(lambda: answered(worker) == ["risk"], "the next command")
+    [letter] = worker.outputs.dead_letters
+    assert (letter.reason, letter.key) == ("briefing_failed", b"inference")
+    assert letter.error.startswith("PanicException: a note makes the Markdown parser panic (at ")
+    assert worker.exits == []

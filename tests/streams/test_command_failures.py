@@ -118,3 +118,15 @@ def test_the_summary_is_one_line_with_type_and_place() -> None:
         assert re.fullmatch(
             r"ZeroDivisionError: division by zero \(at test_command_failures\.py:\d+ in _bug\)", summary(exc)
         )
+
+
+class PanicException(BaseException):
+    """A Rust panic through PyO3: a BaseException."""
+
+
+async def test_a_panic_is_the_commands_own_failure_but_a_stop_goes_through() -> None:
+    got = await answer_or_fail(failing(PanicException("boom")), "x", count=counted, stop=stop, sleep=Sleeps())
+    assert isinstance(got, PanicException)
+    for passes in (SystemExit(75), KeyboardInterrupt()):
+        with pytest.raises(type(passes)):
+            await answer_or_fail(failing(passes), "x", count=counted, stop=stop, sleep=Sleeps())
