@@ -47,10 +47,10 @@ from streams.batches import (
     take_batches,
     weighed_behind,
 )
-from streams.command_failures import PASSES_THROUGH, answer_or_fail
+from streams.command_failures import answer_or_fail
 from streams.dead_letters import Origin, headers_of, routing_failure
 from streams.emission import Emission
-from streams.failstop import must_finish, stop_worker, to_thread_to_the_end
+from streams.failstop import must_finish, stop_unless_stopping, to_thread_to_the_end
 from streams.heap import briefing_heap
 from streams.services import Services
 from streams.topics import Outputs, Topics
@@ -140,8 +140,8 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
             work = _parse_forward_ack(services, outputs, stream, events, flow[-1] if flow else None, batch)
             parse_flow.start(flow, work, batch, services.halt)
             flow = await parse_flow.room(flow)
-    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
-        stop_worker("the parse agent", exc, services.halt)
+    except BaseException as exc:  # Faust: restarted, acking past this batch; a panic: crashed
+        stop_unless_stopping("the parse agent", exc, services.halt)
     finally:
         await parse_flow.stop(flow)
 
@@ -211,8 +211,8 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
                 await storing
             store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
             storing = window_flow.start(services, stream, events, store)
-    except Exception as exc:  # Faust would commit and restart the agent, which then acks past this batch
-        stop_worker("the window agent", exc, services.halt)
+    except BaseException as exc:  # Faust: restarted, acking past this batch; a panic: crashed
+        stop_unless_stopping("the window agent", exc, services.halt)
     finally:
         if storing is not None:
             await window_flow.stop(storing)
@@ -316,10 +316,8 @@ async def control_agent(services: Services, outputs: Outputs, stream: Stream[byt
     try:
         async for event in stream.events():
             await answer_command(services, outputs, event)
-    except BaseException as exc:  # Faust would ack the command and restart the agent (a panic: crash it)
-        if isinstance(exc, PASSES_THROUGH):  # the worker stopping
-            raise
-        stop_worker("the control agent", exc, services.halt)
+    except BaseException as exc:  # Faust: the command acked, restarted; a panic: crashed
+        stop_unless_stopping("the control agent", exc, services.halt)
 
 
 async def answer_command(services: Services, outputs: Outputs, event: EventT[bytes]) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from sinks.errors import DuckFileError
-from streams.failstop import ATTEMPTS, BACKOFF_SECONDS, EXIT_CODE, Halt, retried
+from streams.failstop import ATTEMPTS, BACKOFF_SECONDS, EXIT_CODE, PASSES_THROUGH, Halt, retried
 
 log = logging.getLogger(__name__)
 
@@ -31,16 +31,6 @@ STOPS_THE_WORKER: tuple[type[BaseException], ...] = (
     duckdb.OutOfMemoryException,
     MemoryError,
     OSError,
-)
-
-# Never the command's failure: the worker stopping (a cancellation: stop, revoke) or the process exiting. Any other
-# BaseException is: a Rust panic raised through PyO3 (`PanicException`: pyromark renders a briefing's values,
-# predigest_native reads its ids) derives from BaseException, and would otherwise crash the control agent.
-PASSES_THROUGH: tuple[type[BaseException], ...] = (
-    asyncio.CancelledError,
-    KeyboardInterrupt,
-    SystemExit,
-    GeneratorExit,
 )
 
 
@@ -70,7 +60,9 @@ async def answer_or_fail(
     state's `count` of its documents fails too)."""
     try:
         await retried(step, what, attempts=attempts, backoff=backoff, sleep=sleep)
-    except BaseException as exc:  # a panic is not retried (retried takes Exception only): it fails alike
+    # A Rust panic (PyO3's PanicException, a BaseException) is not retried (retried takes Exception only): it is
+    # the command's own failure, as a bug's exception is.
+    except BaseException as exc:
         if isinstance(exc, PASSES_THROUGH):
             raise
         if isinstance(exc, STOPS_THE_WORKER) or not await _answers(count):

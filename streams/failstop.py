@@ -42,6 +42,24 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
     os._exit(code)
 
 
+# Never a failure of the work: the worker stopping (a cancellation: stop, revoke) or the process exiting. Any other
+# BaseException is: a Rust panic raised through PyO3 (`PanicException`: the compiled pass, pyromark) derives from
+# BaseException, and would otherwise crash an agent while the worker stays up.
+PASSES_THROUGH: tuple[type[BaseException], ...] = (
+    asyncio.CancelledError,
+    KeyboardInterrupt,
+    SystemExit,
+    GeneratorExit,
+)
+
+
+def stop_unless_stopping(what: str, exc: BaseException, stop: Halt) -> None:
+    """An agent loop's exception: re-raised when the worker is stopping (`PASSES_THROUGH`), else `stop_worker`."""
+    if isinstance(exc, PASSES_THROUGH):
+        raise exc
+    stop_worker(what, exc, stop)
+
+
 def stop_worker(what: str, exc: BaseException, stop: Halt) -> NoReturn:
     """One CRITICAL line, then the worker's end (`stop`): what `what` was doing stays unacked, and Kafka delivers
     it again after the restart."""

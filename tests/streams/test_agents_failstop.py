@@ -5,6 +5,7 @@ the worker's halt recorded (`InProcessWorker.exits`)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,14 @@ def _bug(*args: object, **kwargs: object) -> NoReturn:
     raise RuntimeError("a bug")
 
 
+class PanicException(BaseException):
+    """As PyO3 raises a Rust panic: not an Exception."""
+
+
+def _panic(*args: object, **kwargs: object) -> NoReturn:
+    raise PanicException("a bug")
+
+
 def _stop_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
 
@@ -50,13 +59,15 @@ async def test_a_parse_batch_that_fails_on_a_quiet_stream_stops_the_worker_with_
 
 
 @pytest.mark.parametrize(
-    ("where", "said"),
+    ("where", "said", "bug"),
     [
         # In the store's task, outside must_finish: no further batch comes to raise it in the loop.
-        ("streams.agents._note_outcomes", "storing a documents batch failed"),
+        ("streams.agents._note_outcomes", "storing a documents batch failed", _bug),
+        ("streams.agents._note_outcomes", "storing a documents batch failed", _panic),
         # In the agent's loop, before any task: Faust's own handling commits and restarts the agent, whose next
-        # batches are then acked past this one.
-        ("streams.agents._decode_all", "the window agent failed"),
+        # batches are then acked past this one; a panic (a BaseException) would crash it, the worker left up.
+        ("streams.agents._decode_all", "the window agent failed", _bug),
+        ("streams.agents._decode_all", "the window agent failed", _panic),
     ],
 )
 async def test_a_window_agent_that_fails_on_a_quiet_stream_stops_the_worker_with_nothing_stored_or_acked(
@@ -66,11 +77,12 @@ async def test_a_window_agent_that_fails_on_a_quiet_stream_stops_the_worker_with
     caplog: pytest.LogCaptureFixture,
     where: str,
     said: str,
+    bug: Callable[..., NoReturn],
 ) -> None:
     worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)))
     [(key, value)] = await parsed(worker, raw_value())
     acked = acks_recorded(monkeypatch)
-    monkeypatch.setattr(where, _bug)
+    monkeypatch.setattr(where, bug)
     async with worker.agents.window.test_context() as agent:
         await agent.put(value, key=key, partition=0)
         await settled(lambda: worker.exits == [EXIT_CODE], "the stop, with no further batch")
