@@ -65,7 +65,9 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
             seen_at=seen_at,
             raw_offset=raw_offset,
         )
-    except Exception as exc:
+    except BaseException as exc:  # a Rust panic from the compiled pass is a BaseException: the note's own fault
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise
         error = traceback.format_exc()
         refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")
         events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)

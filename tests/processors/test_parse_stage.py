@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from processors.models import RawFile
+from processors.parse_stage import RouteParams, route_file
+from tests.processors.notes import AXES, SH
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -42,3 +51,32 @@ def test_a_notes_record_has_the_same_bytes_whatever_the_hash_seed() -> None:
     assert len(first) > 10
     assert _records_in_a_process("2") == first
     assert _records_in_a_process("3") == first
+
+
+class PanicException(BaseException):
+    """As PyO3 raises a Rust panic: not an Exception."""
+
+
+def test_a_note_that_panics_the_compiled_pass_is_a_rejection_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Raised out of the parse process it would fail the batch, stop the worker and meet the note again at restart.
+    def panic(*args: object, **kwargs: object) -> NoReturn:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr("processors.parse_stage.route_raw", panic)
+    data = b"# a note\n"
+    raw = RawFile(
+        path="inbox/jay/a.md",
+        content=data,
+        size=len(data),
+        mtime=0.0,
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    params = RouteParams(axes=AXES, zone=SH, max_bytes=4 << 20, message_limit=8 << 20)
+    routed = route_file(raw, params, datetime(2026, 9, 27, tzinfo=UTC), 1)
+    assert routed.rejection is not None and "could not be routed (index out of bounds)" in routed.rejection
+    assert (
+        routed.error is not None and "PanicException" in routed.error
+    )  # its traceback, logged by the worker
+    assert routed.records  # the rejection goes on to the window: the note is never absent from a briefing
