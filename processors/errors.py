@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from processors.reasons import RejectionCode
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+# The process stopping, never an input's fault. Any other BaseException met while reading an input is the input's:
+# a Rust panic from the native extension (PyO3's `PanicException`) derives from BaseException, not Exception.
+PROCESS_EXITS: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
 class PredigestError(Exception):
@@ -19,3 +29,15 @@ class ParseError(ProcessorError):
     def __init__(self, message: str, code: RejectionCode = "parse") -> None:
         super().__init__(message)
         self.code: RejectionCode = code
+
+
+def unpanicked(read: Callable[[V], T], value: V) -> T:
+    """`read(value)`, with a Rust panic on a hostile input raised as ValueError: the input's fault, not a crash."""
+    try:
+        return read(value)
+    except Exception:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, PROCESS_EXITS):
+            raise
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc

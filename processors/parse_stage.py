@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from predigest_native import raw_content
 from pydantic import ValidationError
 
+from processors.errors import PROCESS_EXITS
 from processors.fan_out import Refusal, route_raw, to_every_axis
 from processors.models import AxisSpec, RawFile
 from processors.reasons import RejectionCode, WarningCode
@@ -65,8 +66,10 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
             seen_at=seen_at,
             raw_offset=raw_offset,
         )
-    except BaseException as exc:  # a Rust panic from the compiled pass is a BaseException: the note's own fault
-        if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+    except (
+        BaseException
+    ) as exc:  # a Rust panic from the compiled pass is a BaseException: the note's own fault
+        if isinstance(exc, PROCESS_EXITS):
             raise
         error = traceback.format_exc()
         refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")

@@ -33,6 +33,7 @@ from faust.types import AgentT, EventT
 
 from processors.commands import check_command
 from processors.dead_letters import DeadLetter, Failure, Stage
+from processors.errors import unpanicked
 from processors.models import ControlCommand
 from processors.parse_stage import Routed, documents_records
 from processors.wire import DocumentRecord, Notes, batch_weight, decode_notes
@@ -266,7 +267,7 @@ def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
     with collector.paused():
         for value in values:
             try:
-                out.append(decode_notes(value))
+                out.append(unpanicked(decode_notes, value))  # a panic on a hostile record: unreadable
             except ValueError as exc:
                 out.append(exc)
     return out

@@ -24,6 +24,8 @@ from tenacity import (
     wait_exponential,
 )
 
+from processors.errors import PROCESS_EXITS
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -43,14 +45,8 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
 
 
 # Never a failure of the work: the worker stopping (a cancellation: stop, revoke) or the process exiting. Any other
-# BaseException is: a Rust panic raised through PyO3 (`PanicException`: the compiled pass, pyromark) derives from
-# BaseException, and would otherwise crash an agent while the worker stays up.
-PASSES_THROUGH: tuple[type[BaseException], ...] = (
-    asyncio.CancelledError,
-    KeyboardInterrupt,
-    SystemExit,
-    GeneratorExit,
-)
+# BaseException is (a Rust panic, processors.errors.PROCESS_EXITS): Faust would crash the agent, the worker left up.
+PASSES_THROUGH: tuple[type[BaseException], ...] = (asyncio.CancelledError, *PROCESS_EXITS)
 
 
 def stop_unless_stopping(what: str, exc: BaseException, stop: Halt) -> None:

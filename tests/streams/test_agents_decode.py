@@ -9,6 +9,7 @@ import pytest
 
 from processors.wire import Notes
 from processors.wire_frames import pack_notes
+from streams import agents
 from streams.agents import _decode_all
 from tests.processors.test_wire_v5 import batch
 
@@ -43,3 +44,17 @@ def test_a_batch_is_decoded_without_a_collection_and_the_collector_is_on_after(
     assert len(collections) <= 1  # the one the first allocation after the pause sets off; several without it
     assert all(isinstance(d, Notes) and d.rows for d in decoded[:-1]) and isinstance(decoded[-1], ValueError)
     assert gc.isenabled()
+
+
+class PanicException(BaseException):
+    """As PyO3 raises a Rust panic: not an Exception."""
+
+
+def test_a_record_that_panics_the_decode_is_unreadable_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Raised out of the decode it would stop the worker, and the record would stop it again at every restart.
+    def panic(value: bytes) -> Notes:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(agents, "decode_notes", panic)
+    [decoded] = _decode_all([b"a hostile record"])
+    assert isinstance(decoded, ValueError) and str(decoded) == "PanicException: index out of bounds"
