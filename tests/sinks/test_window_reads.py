@@ -229,33 +229,34 @@ def test_a_pair_s_sketches_never_count_fewer_equal_slots_than_their_signatures()
     import random
 
     import duckdb
+    from predigest_native import near_candidates, near_same
 
-    from processors.near_duplicates import NUM_PERM
-    from sinks.window_reads import _SKETCH, _SKETCH_SAME
+    from processors.near_duplicates import NUM_PERM, lsh_bands
 
     rng = random.Random(7)
-    rows = []
-    for shared in (0, 20, 64, 100, 103, 110, 127, 128):
-        x = [rng.getrandbits(64) for _ in range(NUM_PERM)]
-        same = set(rng.sample(range(NUM_PERM), shared))
-        y = [v if i in same else rng.getrandbits(64) for i, v in enumerate(x)]
-        rows.append((shared, x, y))
+    bands, rows = lsh_bands(0.8)
     db = duckdb.connect()
-    slots = ", ".join(f"s[{i + 1}] AS m{i}" for i in range(NUM_PERM))
-    db.execute(
-        f"CREATE TABLE x AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
-        [[r[0] for r in rows], [r[1] for r in rows]],
-    )
-    db.execute(
-        f"CREATE TABLE y AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
-        [[r[0] for r in rows], [r[2] for r in rows]],
-    )
-    sketched = db.execute(
-        f"SELECT x.n, {_SKETCH_SAME} FROM (SELECT n, {_SKETCH} FROM x) x JOIN (SELECT n, {_SKETCH} FROM y) y "
-        "ON x.n = y.n ORDER BY x.n"
-    ).fetchall()
-    assert all(count >= shared for shared, count in sketched)
-    assert dict(sketched)[0] < 103  # 0.8 of the slots: an unrelated pair is weeded out
+    for shared in (6, 20, 64, 100, 103, 110, 127, 128):
+        x = [rng.getrandbits(64) for _ in range(NUM_PERM)]
+        # The first band shared, so that the pair is an LSH candidate; the other shared slots anywhere.
+        same = set(range(rows)) | set(rng.sample(range(rows, NUM_PERM), shared - rows))
+        y = [v if i in same else rng.getrandbits(64) for i, v in enumerate(x)]
+        pair = db.sql("SELECT unnest([0, 1])::BIGINT AS pos, unnest($1::UBIGINT[][]) AS s", params=[[x, y]])
+        assert near_candidates(pair, bands, rows, shared) == [(1, 0)]
+        assert near_same(pair, [(1, 0)]) == [(1, 0, shared)]
+        if shared < 64:
+            assert near_candidates(pair, bands, rows, 103) == []  # 0.8 of the slots: unrelated, weeded out
+
+
+def test_signature_rows_of_another_shape_are_refused() -> None:
+    import duckdb
+    from predigest_native import near_candidates
+
+    db = duckdb.connect()
+    with pytest.raises(ValueError, match="BIGINT, UBIGINT"):
+        near_candidates(db.sql("SELECT 1::BIGINT AS pos, [1.5] AS s"), 21, 6, 103)
+    with pytest.raises(ValueError, match="different or too few slots"):
+        near_candidates(db.sql("SELECT 1::BIGINT AS pos, [1::UBIGINT] AS s"), 21, 6, 103)
 
 
 def test_a_note_near_only_to_a_duplicate_is_listed_with_its_similarity_to_the_kept_one(
