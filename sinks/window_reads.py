@@ -249,10 +249,17 @@ class StoredWindow:
     def own_baselines(self) -> list[str]:
         """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers), the pinned
         `baseline` of the day before left out."""
+        # Their ids filter the scan of source_rows itself: without them, every summary was read (~15 ms at 10k).
+        vids = [
+            v for (v,) in self._db.execute(f"SELECT vid FROM {self._w} WHERE kind = 'baseline'").fetchall()
+        ]
+        if not vids:
+            return []
         rows = self._db.execute(
-            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w "
-            "JOIN source_rows r ON r.vid = w.vid WHERE r.summary_json->>'$.baseline_axis' = ? ORDER BY w.pos",
-            [self._axis],
+            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w JOIN source_rows r "
+            "ON r.vid = w.vid WHERE r.vid = ANY($2::BIGINT[]) AND r.summary_json->>'$.baseline_axis' = $1 "
+            "ORDER BY w.pos",
+            [self._axis, vids],
         ).fetchall()
         before = self._baseline[0] if self._baseline else None
         return [str(p) for (p,) in rows if p != before]

@@ -223,6 +223,15 @@ def test_the_axis_s_own_baselines_in_the_window_are_named_for_their_d_numbers(st
     assert [d.path for d in stored.load(stored.own_baselines())] == stored.own_baselines()
 
 
+def test_yesterday_s_briefing_is_read_whole_as_the_baseline_and_an_axis_without_one_has_none(
+    state: StateStore,
+) -> None:
+    baseline = _baseline(state)
+    assert baseline is not None and baseline.path == "inbox/tom/2026-09-26-inference-e1prep.md"
+    assert "| 2605.01604 | 七大失败模式 |" in baseline.text
+    assert state.latest_baseline("risk", WINDOW.start, WINDOW.start - timedelta(hours=24)) is None
+
+
 def test_a_pair_s_sketches_never_count_fewer_equal_slots_than_their_signatures() -> None:
     """The sketch weeds out LSH pairs before their slots are compared: it must never drop a pair that reaches
     the threshold, whatever slots two signatures share (and it drops unrelated ones)."""
