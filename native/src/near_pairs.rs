@@ -56,7 +56,7 @@ fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
         (*pointer.as_ptr()).release = None;
         Stream(stream, false)
     };
-    stream.1 = check_schema(&stream)?;
+    stream.1 = check_schema(&mut stream)?;
     Ok(stream)
 }
 
@@ -66,17 +66,16 @@ fn format_of(schema: &ArrowSchema) -> &CStr {
 }
 
 /// Two columns: an int64 and a list of uint64; whether the list's offsets are 64-bit.
-fn check_schema(stream: &Stream) -> PyResult<bool> {
+fn check_schema(stream: &mut Stream) -> PyResult<bool> {
     let get = stream.0.get_schema.ok_or_else(|| bad("no schema"))?;
     // SAFETY: a zeroed schema is what the interface fills in; it is released below.
     let mut schema: ArrowSchema = unsafe { std::mem::zeroed() };
-    let stream_ptr = ptr::addr_of!(stream.0).cast_mut();
-    if unsafe { get(stream_ptr, &mut schema) } != 0 {
+    if unsafe { get(&mut stream.0, &mut schema) } != 0 {
         return Err(bad("its schema could not be read"));
     }
     // SAFETY: the children of a schema the stream filled in are valid for its lifetime.
     let found = unsafe {
-        if schema.n_children != 2 {
+        if format_of(&schema) != c"+s" || schema.n_children != 2 {
             None
         } else {
             let pos = &**schema.children;
@@ -119,6 +118,9 @@ unsafe fn batch_rows(
     row: &mut impl FnMut(i64, &[u64]) -> PyResult<()>,
 ) -> PyResult<()> {
     unsafe {
+        if batch.n_children != 2 {
+            return Err(bad("a batch of another shape"));
+        }
         let pos = &**batch.children;
         let list = &**batch.children.add(1);
         let items = &**list.children;
@@ -138,11 +140,13 @@ unsafe fn batch_rows(
                 let o = offsets.cast::<i32>();
                 (i64::from(*o.add(at)), i64::from(*o.add(at + 1)))
             };
-            let first = values.add((items.offset + start) as usize);
-            row(
-                *positions.add((pos.offset + r) as usize),
-                std::slice::from_raw_parts(first, (end - start) as usize),
-            )?;
+            // An empty list's items may have no buffer at all.
+            let slots = if end > start {
+                std::slice::from_raw_parts(values.add((items.offset + start) as usize), (end - start) as usize)
+            } else {
+                &[]
+            };
+            row(*positions.add((pos.offset + r) as usize), slots)?;
         }
         Ok(())
     }
