@@ -111,3 +111,12 @@ def raw_content(value: bytes) -> tuple[bytes, bytes] | None:
 def raw_file_json(path: str, content: bytes, size: int, mtime: bytes, sha256: str) -> bytes | None:
     """`RawFile(...).model_dump_json().encode()` of a file read whole, `mtime` given as its JSON
     (`pydantic_core.to_json`); None when a name is not UTF-8."""
+
+def near_candidates(rows: object, bands: int, rows_per_band: int, needed: int) -> list[tuple[int, int]]:
+    """LSH candidates of (pos BIGINT, signature UBIGINT[]) rows (`__arrow_c_stream__`, a DuckDB relation): each
+    position with the lowest of each band bucket it shares, when lower, distinct; only pairs whose 2-bit sketches
+    can reach `needed` equal slots. ValueError for another schema, a NULL, or signatures of different lengths."""
+
+def near_same(rows: object, pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(x, y, equal slots) of each pair of positions, their signatures read from (pos, signature) rows as
+    `near_candidates` reads them; ValueError when one is missing."""

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import duckdb
+from predigest_native import near_candidates, near_same
 from pydantic_core import from_json
 
 from processors.id_titles import TITLE_FROM
@@ -30,28 +31,6 @@ from processors.wire import load_summary
 from sinks.documents import IN_WINDOW, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
-# How many slots of two signatures (rows x and y of a table of them one slot per column: `_SLOTS`) are equal:
-# of all of them, and of each half.
-_SAME = " + ".join(f"(x.m{i} = y.m{i})::INTEGER" for i in range(NUM_PERM))
-_SLOTS = ", ".join(f"s.signature[{i + 1}] AS m{i}" for i in range(NUM_PERM))
-# A signature's sketch: the low two bits of each slot, 32 slots a word. Two equal slots have equal bits, so the
-# sketches' equal 2-bit groups are at least the equal slots: a pair whose sketches fall below the slots needed
-# can never reach them, and the pairs' 128 slots are compared for the rest only (at 100k, ~11k of ~600k LSH
-# pairs), as a join of 4 narrow words instead of 64 wide slots per signature.
-_PER_WORD = 32
-_SKETCH = ", ".join(
-    " | ".join(f"((m{w * _PER_WORD + k} & 3) << {2 * k})" for k in range(_PER_WORD)) + f" AS k{w}"
-    for w in range(NUM_PERM // _PER_WORD)
-)
-_LOW_BITS = sum(1 << (2 * k) for k in range(_PER_WORD))  # the low bit of each 2-bit group
-_SKETCH_SAME = (
-    f"{NUM_PERM} - ("
-    + " + ".join(
-        f"bit_count((xor(x.k{w}, y.k{w}) | (xor(x.k{w}, y.k{w}) >> 1)) & {_LOW_BITS}::UBIGINT)::INTEGER"
-        for w in range(NUM_PERM // _PER_WORD)
-    )
-    + ")"
-)
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 # A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
 _PINNED = (
@@ -78,14 +57,6 @@ _STATED = (
     "SELECT pos, n, id, title, source, strong, rank, false FROM t WHERE bounded "
     "  QUALIFY row_number() OVER (PARTITION BY mark_id, mark_title ORDER BY pos, n) = 1"
 )
-
-
-def _band_keys(threshold: float) -> str:
-    """The LSH band keys of a signature row at `threshold`'s banding, as one SQL list: DuckDB's hash of each
-    band's slots (the same slots, the same key; `find_duplicates` buckets by Python's hash of them)."""
-    bands, rows = lsh_bands(threshold, NUM_PERM)
-    keys = (", ".join(f"m{b * rows + j}" for j in range(rows)) for b in range(bands))
-    return "[" + ", ".join(f"hash({k})" for k in keys) + "]"
 
 
 def _slots_needed(threshold: float) -> int:
@@ -140,35 +111,7 @@ class StoredWindow:
                 f"ORDER BY pos) AS kept FROM {self._w}) WHERE kept <> path"
             ).fetchall()
         )
-        reps, pairs, sketches = f"{self._w}_reps", f"{self._w}_pairs", f"{self._w}_sketches"
-        # The first version of each text, when its signature is whole, is compared with the first of each of
-        # its LSH buckets, when earlier (find_duplicates); pairs below the threshold never count. In steps, the
-        # signatures one slot per column (as one query DuckDB reads the window's slots thrice; as lists,
-        # comparing them slot by slot takes it half as long again).
-        self._db.execute(
-            f"CREATE OR REPLACE TEMP TABLE {reps} AS SELECT f.pos, f.path, {_SLOTS} FROM (SELECT pos, vid, path "
-            f"FROM {self._w} QUALIFY pos = min(pos) OVER (PARTITION BY text_hash)) f "
-            "JOIN source_signatures s ON s.vid = f.vid"
-        )
-        self._db.execute(
-            f"CREATE OR REPLACE TEMP TABLE {pairs} AS "
-            f"WITH k AS (SELECT pos, {_band_keys(threshold)} AS keys FROM {reps}), "
-            "b AS (SELECT pos, unnest(keys) AS key, generate_subscripts(keys, 1) AS band FROM k), "
-            "f AS (SELECT band, key, min(pos) AS first FROM b GROUP BY band, key) "
-            "SELECT DISTINCT b.pos, f.first FROM b JOIN f USING (band, key) WHERE f.first < b.pos"
-        )
-        # A 100k window's LSH finds ~600k candidate pairs, nearly all of them far below the threshold: their
-        # sketches (`_SKETCH`) weed them out before their slots are compared.
-        self._db.execute(f"CREATE OR REPLACE TEMP TABLE {sketches} AS SELECT pos, {_SKETCH} FROM {reps}")
-        found = self._db.execute(
-            f"SELECT * FROM (SELECT x.path, x.pos, y.path, y.pos, {_SAME} AS same FROM (SELECT c.pos, c.first "
-            f"FROM {pairs} c JOIN {sketches} x ON x.pos = c.pos JOIN {sketches} y ON y.pos = c.first "
-            f"WHERE {_SKETCH_SAME} >= ?) c JOIN {reps} x ON x.pos = c.pos JOIN {reps} y ON y.pos = c.first) "
-            f"WHERE same / {NUM_PERM}.0 >= ?",
-            [_slots_needed(threshold), threshold],
-        ).fetchall()
-        for table in (pairs, sketches, reps):
-            self._db.execute(f"DROP TABLE {table}")
+        found = self._near(threshold)
         candidates: dict[str, dict[str, float]] = {}
         at: dict[str, int] = {}
         for one, one_at, other, other_at, same in found:
@@ -177,6 +120,35 @@ class StoredWindow:
         near = group_near(sorted(at, key=at.__getitem__), candidates, threshold)
         open_pairs = [(key, n.kept) for key, n in near.items() if n.similarity is None]
         return merge_groups(exact, near, self._similarities(open_pairs, at))
+
+    def _near(self, threshold: float) -> list[tuple[str, int, str, int, int]]:
+        """(path, pos, earlier path, pos, equal slots) of each pair of near duplicates at `threshold`: the first
+        version of each text, when its signature is whole, compared with the first of each of its LSH buckets,
+        when earlier (find_duplicates). Natively, from the signatures as DuckDB hands them over (Arrow): as SQL,
+        the plans of its 128-slot expressions alone cost ~60 ms a briefing, whatever the window's size."""
+        bands, rows = lsh_bands(threshold, NUM_PERM)
+        firsts = self._db.sql(
+            f"SELECT f.pos, s.signature FROM (SELECT pos, vid FROM {self._w} "
+            "QUALIFY pos = min(pos) OVER (PARTITION BY text_hash)) f JOIN source_signatures s ON s.vid = f.vid"
+        )
+        # A 100k window's buckets pair ~600k sources, nearly all far below the threshold: their 2-bit sketches
+        # weed them out, and only the ~11k left have their signatures read again, whole.
+        pairs = near_candidates(firsts, bands, rows, _slots_needed(threshold))
+        if not pairs:
+            return []
+        signatures = self._db.sql(
+            f"SELECT w.pos, s.signature FROM {self._w} w JOIN source_signatures s ON s.vid = w.vid "
+            "WHERE w.pos = ANY($1::BIGINT[])",
+            params=[sorted({p for pair in pairs for p in pair})],
+        )
+        found = [(x, y, same) for x, y, same in near_same(signatures, pairs) if same / NUM_PERM >= threshold]
+        paths = dict(
+            self._db.execute(
+                f"SELECT pos, path FROM {self._w} WHERE pos = ANY($1::BIGINT[])",
+                [sorted({p for x, y, _ in found for p in (x, y)})],
+            ).fetchall()
+        )
+        return [(paths[x], x, paths[y], y, same) for x, y, same in found]
 
     def _similarities(
         self, pairs: Sequence[tuple[str, str]], at: Mapping[str, int]
@@ -277,10 +249,17 @@ class StoredWindow:
     def own_baselines(self) -> list[str]:
         """Paths of this axis's own baseline notes dated in the window (their texts carry D numbers), the pinned
         `baseline` of the day before left out."""
+        # Their ids filter the scan of source_rows itself: without them, every summary was read (~15 ms at 10k).
+        vids = [
+            v for (v,) in self._db.execute(f"SELECT vid FROM {self._w} WHERE kind = 'baseline'").fetchall()
+        ]
+        if not vids:
+            return []
         rows = self._db.execute(
-            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w "
-            "JOIN source_rows r ON r.vid = w.vid WHERE r.summary_json->>'$.baseline_axis' = ? ORDER BY w.pos",
-            [self._axis],
+            f"SELECT w.path FROM (SELECT * FROM {self._w} WHERE kind = 'baseline') w JOIN source_rows r "
+            "ON r.vid = w.vid WHERE r.vid = ANY($2::BIGINT[]) AND r.summary_json->>'$.baseline_axis' = $1 "
+            "ORDER BY w.pos",
+            [self._axis, vids],
         ).fetchall()
         before = self._baseline[0] if self._baseline else None
         return [str(p) for (p,) in rows if p != before]

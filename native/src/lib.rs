@@ -13,6 +13,7 @@ mod json_rows;
 mod json_string;
 mod markup;
 mod minhash;
+mod near_pairs;
 mod normal;
 mod raw_record;
 mod structure;
@@ -478,5 +479,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_file_json, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(near_pairs::near_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(near_pairs::near_same, m)?)?;
     Ok(())
 }

@@ -223,39 +223,49 @@ def test_the_axis_s_own_baselines_in_the_window_are_named_for_their_d_numbers(st
     assert [d.path for d in stored.load(stored.own_baselines())] == stored.own_baselines()
 
 
+def test_yesterday_s_briefing_is_read_whole_as_the_baseline_and_an_axis_without_one_has_none(
+    state: StateStore,
+) -> None:
+    baseline = _baseline(state)
+    assert baseline is not None and baseline.path == "inbox/tom/2026-09-26-inference-e1prep.md"
+    assert "| 2605.01604 | 七大失败模式 |" in baseline.text
+    assert state.latest_baseline("risk", WINDOW.start, WINDOW.start - timedelta(hours=24)) is None
+
+
 def test_a_pair_s_sketches_never_count_fewer_equal_slots_than_their_signatures() -> None:
     """The sketch weeds out LSH pairs before their slots are compared: it must never drop a pair that reaches
     the threshold, whatever slots two signatures share (and it drops unrelated ones)."""
     import random
 
     import duckdb
+    from predigest_native import near_candidates, near_same
 
-    from processors.near_duplicates import NUM_PERM
-    from sinks.window_reads import _SKETCH, _SKETCH_SAME
+    from processors.near_duplicates import NUM_PERM, lsh_bands
 
     rng = random.Random(7)
-    rows = []
-    for shared in (0, 20, 64, 100, 103, 110, 127, 128):
-        x = [rng.getrandbits(64) for _ in range(NUM_PERM)]
-        same = set(rng.sample(range(NUM_PERM), shared))
-        y = [v if i in same else rng.getrandbits(64) for i, v in enumerate(x)]
-        rows.append((shared, x, y))
+    bands, rows = lsh_bands(0.8)
     db = duckdb.connect()
-    slots = ", ".join(f"s[{i + 1}] AS m{i}" for i in range(NUM_PERM))
-    db.execute(
-        f"CREATE TABLE x AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
-        [[r[0] for r in rows], [r[1] for r in rows]],
-    )
-    db.execute(
-        f"CREATE TABLE y AS SELECT n, {slots} FROM (SELECT unnest($1) AS n, unnest($2::UBIGINT[][]) AS s)",
-        [[r[0] for r in rows], [r[2] for r in rows]],
-    )
-    sketched = db.execute(
-        f"SELECT x.n, {_SKETCH_SAME} FROM (SELECT n, {_SKETCH} FROM x) x JOIN (SELECT n, {_SKETCH} FROM y) y "
-        "ON x.n = y.n ORDER BY x.n"
-    ).fetchall()
-    assert all(count >= shared for shared, count in sketched)
-    assert dict(sketched)[0] < 103  # 0.8 of the slots: an unrelated pair is weeded out
+    for shared in (6, 20, 64, 100, 103, 110, 127, 128):
+        x = [rng.getrandbits(64) for _ in range(NUM_PERM)]
+        # The first band shared, so that the pair is an LSH candidate; the other shared slots anywhere.
+        same = set(range(rows)) | set(rng.sample(range(rows, NUM_PERM), shared - rows))
+        y = [v if i in same else rng.getrandbits(64) for i, v in enumerate(x)]
+        pair = db.sql("SELECT unnest([0, 1])::BIGINT AS pos, unnest($1::UBIGINT[][]) AS s", params=[[x, y]])
+        assert near_candidates(pair, bands, rows, shared) == [(1, 0)]
+        assert near_same(pair, [(1, 0)]) == [(1, 0, shared)]
+        if shared < 64:
+            assert near_candidates(pair, bands, rows, 103) == []  # 0.8 of the slots: unrelated, weeded out
+
+
+def test_signature_rows_of_another_shape_are_refused() -> None:
+    import duckdb
+    from predigest_native import near_candidates
+
+    db = duckdb.connect()
+    with pytest.raises(ValueError, match="BIGINT, UBIGINT"):
+        near_candidates(db.sql("SELECT 1::BIGINT AS pos, [1.5] AS s"), 21, 6, 103)
+    with pytest.raises(ValueError, match="different or too few slots"):
+        near_candidates(db.sql("SELECT 1::BIGINT AS pos, [1::UBIGINT] AS s"), 21, 6, 103)
 
 
 def test_a_note_near_only_to_a_duplicate_is_listed_with_its_similarity_to_the_kept_one(
