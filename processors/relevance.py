@@ -12,6 +12,7 @@ from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance, built
 from processors.reasons import RelevanceCode
+from processors.terms import read_terms, term_counts
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import (
     TermParts,
@@ -20,8 +21,6 @@ from processors.tokens import (
     normalise,
     note_index,
     note_terms,
-    term_counts,
-    term_parts,
     terms,
     token_counts,
 )
@@ -111,6 +110,8 @@ class AxisSpace:
         self._text_parts: dict[str, TermParts] = {}
         self._text_counts: dict[str, Counter[str]] = {}
         self._whole_counts: dict[str, dict[str, int]] = {}
+        # A text's normalised form, until its keywords are read whole from it (`_unit_counts`).
+        self._norms: dict[str, str] = {}
         self.keywords: dict[str, tuple[str, ...]] = {}
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
@@ -216,7 +217,10 @@ class AxisSpace:
     def _term_parts(self, text: str) -> TermParts:
         parts = self._text_parts.get(text)
         if parts is None:
-            parts = self._text_parts[text] = term_parts(text)
+            parts, norm = read_terms(text)
+            self._text_parts[text] = parts
+            if norm is not None and self._phrases:
+                self._norms[text] = norm  # `_unit_counts` reads it, not normalising the text a second time
         return parts
 
     def _term_counts(self, text: str) -> Counter[str]:
@@ -233,7 +237,8 @@ class AxisSpace:
         if whole is None:
             whole = self._whole_counts[text] = {}
             if self._phrases:
-                norm = normalise(text)
+                norm = self._norms.pop(text, None)
+                norm = normalise(text) if norm is None else norm
                 for term, patterns in self._phrases.items():
                     if term in counts:
                         whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
