@@ -239,9 +239,10 @@ class AxisSpace:
             if self._phrases:
                 norm = self._norms.pop(text, None)
                 norm = normalise(text) if norm is None else norm
+                found: dict[re.Pattern[str], int] = {}  # a keyword's pattern is shared by each of its terms
                 for term, patterns in self._phrases.items():
                     if term in counts:
-                        whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
+                        whole[term] = min(counts[term], sum(_occurrences(p, norm, found) for p in patterns))
         return counts, whole
 
     def names_axis(self, text: str, axis: str) -> bool:
@@ -275,11 +276,21 @@ class AxisSpace:
         return vec
 
 
-def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[re.Pattern[str], ...]]:
+def _occurrences(phrase: tuple[str, re.Pattern[str]], norm: str, found: dict[re.Pattern[str], int]) -> int:
+    """How often a keyword of several terms (its first word, its pattern) occurs whole in a normalised text."""
+    first, pattern = phrase
+    n = found.get(pattern)
+    if n is None:
+        # Not there without its first word: the pattern opens with a lookbehind tried at every character.
+        n = found[pattern] = len(pattern.findall(norm)) if first in norm else 0
+    return n
+
+
+def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
     """Term → the keywords of several terms that contain it, as patterns (`语言` → `视觉语言`, `language` →
     `vision-language`); a term that is a keyword of its own (`video`) is left out."""
     single = {terms(k)[0] for axis in axes for k in axis.keywords if len(terms(k)) == 1}
-    out: dict[str, list[re.Pattern[str]]] = {}
+    out: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
     for axis in axes:
         for keyword in axis.keywords:
             parts = terms(keyword)
@@ -292,7 +303,7 @@ def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[re.Pattern[str], 
             )
             for t in parts:
                 if t not in single:
-                    out.setdefault(t, []).append(pattern)
+                    out.setdefault(t, []).append((words[0], pattern))
     return {t: tuple(dict.fromkeys(p)) for t, p in out.items()}
 
 
