@@ -43,6 +43,9 @@ __all__ = [
     "version_conflicts",
 ]
 
+# What a line needs to hold a release once `clean_line` took its markup out (`_releases`: three parts or a `v`
+# number): cleaning only removes `*`, `_`, `` ` ``, bullets and pipes, so they may sit between its characters.
+_MAY_NAME_RELEASE = re.compile(r"[vV][*_`]*\d|\.[*_`]*\d[\d*_`]*\.")
 _NUMBERING = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 MAX_FUTURE_PER_NOTE = 5  # a note citing thousands of ids "from the future" is one problem, not thousands
 MAX_ITEMS = 60
@@ -70,8 +73,8 @@ def _line_mentions(text: str, limit: int = MAX_MENTIONS) -> Iterator[tuple[str, 
     their product (`vLLM 0.6.3 … upgrade to v0.7.0`) is about releases, not a claim of one."""
     count = 0
     for raw in text.splitlines():
-        if "." not in raw:
-            continue  # no release without a dot, and `clean_line` adds none: most lines are not cleaned
+        if "." not in raw or _MAY_NAME_RELEASE.search(raw) is None:
+            continue  # no release without a dot and a three-part or `v` number: most lines are not cleaned
         line = clean_line(raw)
         mentions = versions_in(line)
         if mentions and len(set(release_numbers(line))) <= len({m.version for m in mentions}):

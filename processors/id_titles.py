@@ -139,7 +139,9 @@ _DATE = re.compile(
 )
 # Fields of a metadata line: ` · `, ` | `, or the end of an author list (`… Deming Chen. Arxiv 2024.`).
 # A match starts at a run's first space and takes the run once (from every space of a long run: quadratic).
-_FIELDS = re.compile(r"(?<!\s)\s++[·|]\s+|(?<=[a-z\)])\.\s+")
+# Each branch reads its first character before it looks behind (the space before it, the letter before the
+# dot): a lookbehind first was tried at every character of a finding, ~3 times slower with the same matches.
+_FIELDS = re.compile(r"\s(?<!\s\s)\s*+[·|]\s+|\.(?<=[a-z\)]\.)\s+")
 
 
 def _metadata_field(part: str) -> bool:

@@ -183,7 +183,8 @@ _ENUMERATION = re.compile(r"[（(]\s*(?:\d{1,2}|[ivx]{1,4})\s*[)）]|^\s*\d{1,2}
 
 def _has_number(text: str) -> bool:
     """A number besides an enumeration mark: `（2）在监督微调期间…` says no number."""
-    return has_digit(_ENUMERATION.sub("", text))
+    # Taking the marks out adds no digit: a text without one (most prose) is not rewritten.
+    return has_digit(text) and has_digit(_ENUMERATION.sub("", text))
 
 
 class Said(NamedTuple):

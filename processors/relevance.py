@@ -12,6 +12,7 @@ from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
 from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance, built
 from processors.reasons import RelevanceCode
+from processors.terms import read_terms, term_counts
 from processors.tfidf import TfIdf, Vector
 from processors.tokens import (
     TermParts,
@@ -20,8 +21,6 @@ from processors.tokens import (
     normalise,
     note_index,
     note_terms,
-    term_counts,
-    term_parts,
     terms,
     token_counts,
 )
@@ -111,6 +110,8 @@ class AxisSpace:
         self._text_parts: dict[str, TermParts] = {}
         self._text_counts: dict[str, Counter[str]] = {}
         self._whole_counts: dict[str, dict[str, int]] = {}
+        # A text's normalised form, until its keywords are read whole from it (`_unit_counts`).
+        self._norms: dict[str, str] = {}
         self.keywords: dict[str, tuple[str, ...]] = {}
         self.living_terms: dict[str, dict[str, float]] = {}
         self._index: dict[str, list[tuple[str, float | None]]] | None = None
@@ -216,7 +217,10 @@ class AxisSpace:
     def _term_parts(self, text: str) -> TermParts:
         parts = self._text_parts.get(text)
         if parts is None:
-            parts = self._text_parts[text] = term_parts(text)
+            parts, norm = read_terms(text)
+            self._text_parts[text] = parts
+            if norm is not None and self._phrases:
+                self._norms[text] = norm  # `_unit_counts` reads it, not normalising the text a second time
         return parts
 
     def _term_counts(self, text: str) -> Counter[str]:
@@ -233,10 +237,12 @@ class AxisSpace:
         if whole is None:
             whole = self._whole_counts[text] = {}
             if self._phrases:
-                norm = normalise(text)
+                norm = self._norms.pop(text, None)
+                norm = normalise(text) if norm is None else norm
+                found: dict[re.Pattern[str], int] = {}  # a keyword's pattern is shared by each of its terms
                 for term, patterns in self._phrases.items():
                     if term in counts:
-                        whole[term] = min(counts[term], sum(len(p.findall(norm)) for p in patterns))
+                        whole[term] = min(counts[term], sum(_occurrences(p, norm, found) for p in patterns))
         return counts, whole
 
     def names_axis(self, text: str, axis: str) -> bool:
@@ -270,11 +276,21 @@ class AxisSpace:
         return vec
 
 
-def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[re.Pattern[str], ...]]:
+def _occurrences(phrase: tuple[str, re.Pattern[str]], norm: str, found: dict[re.Pattern[str], int]) -> int:
+    """How often a keyword of several terms (its first word, its pattern) occurs whole in a normalised text."""
+    first, pattern = phrase
+    n = found.get(pattern)
+    if n is None:
+        # Not there without its first word: the pattern opens with a lookbehind tried at every character.
+        n = found[pattern] = len(pattern.findall(norm)) if first in norm else 0
+    return n
+
+
+def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
     """Term → the keywords of several terms that contain it, as patterns (`语言` → `视觉语言`, `language` →
     `vision-language`); a term that is a keyword of its own (`video`) is left out."""
     single = {terms(k)[0] for axis in axes for k in axis.keywords if len(terms(k)) == 1}
-    out: dict[str, list[re.Pattern[str]]] = {}
+    out: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
     for axis in axes:
         for keyword in axis.keywords:
             parts = terms(keyword)
@@ -287,7 +303,7 @@ def _phrase_terms(axes: Sequence[AxisSpec]) -> dict[str, tuple[re.Pattern[str], 
             )
             for t in parts:
                 if t not in single:
-                    out.setdefault(t, []).append(pattern)
+                    out.setdefault(t, []).append((words[0], pattern))
     return {t: tuple(dict.fromkeys(p)) for t, p in out.items()}
 
 

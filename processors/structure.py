@@ -66,7 +66,7 @@ class Structure(NamedTuple):
 
 
 # The reader builds these types itself (NamedTuples: immutable, compared by value, cheap to build from Rust).
-_READER = predigest_native.Reader(
+READER = predigest_native.Reader(
     block=Block,
     section=SectionNode,
     structure=Structure,
@@ -87,11 +87,11 @@ NoteReading = predigest_native.NoteReading
 
 def parse_structure(body: str) -> Structure:
     """The sections and blocks of a Markdown body."""
-    structure: Structure = _READER.structure(body)
+    structure: Structure = READER.structure(body)
     return structure
 
 
 def read_note(body: str, utf8: bytes | None = None) -> NoteReading:
     """One pass over a body, all it yields in a NoteReading (above). `utf8`: the body's bytes as the file holds
     them, when it is UTF-8 (spares encoding it again)."""
-    return _READER.read(body, utf8)
+    return READER.read(body, utf8)

@@ -11,7 +11,6 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import chain
 from typing import NamedTuple
 
 # Kana and Hangul count as CJK too: none of them put spaces between words.
@@ -21,7 +20,7 @@ _CJK_RUN = re.compile(f"[{CJK}]+")
 URL_CHAR = rf"[^\s<>()\[\]\"'|`，。；：、（）{CJK}]"
 URL_TRAILING = ".,;:!?*_~"  # punctuation after a URL, not part of it
 _WORD = re.compile(rf"[^\W_{CJK}]+")  # letters and digits, CJK excluded
-_URL = re.compile(r"https?://\S+")
+URL = re.compile(r"https?://\S+")  # left out of a text's terms
 _TERM = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")  # a CJK run, or a word
 
 _STOPWORD_TEXT = """a an and are as at be by for from has have in into is it its of on or that the this to was were
@@ -60,7 +59,7 @@ def index_terms(counts: Mapping[str, int], top: int = INDEX_TERMS) -> dict[str, 
 
 def terms(text: str) -> list[str]:
     """Index terms of a short text (a keyword, a title), URLs left out, in order of appearance."""
-    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
+    norm = normalise(URL.sub(" ", text) if "://" in text else text)
     out: list[str] = []
     for run, word in _TERM.findall(norm):
         if run:
@@ -90,32 +89,12 @@ def note_terms(index: Mapping[str, int], keep: Iterable[str]) -> dict[str, int]:
     return index_terms(index) | {t: index[t] for t in keep if t in index}
 
 
-def term_counts(text: str) -> Counter[str]:
-    """Index-term counts of a text (URLs left out)."""
-    return merge_terms([term_parts(text)])
-
-
 class TermParts(NamedTuple):
-    """A text's index-term counts, its words and its CJK bigrams apart, each in order of first appearance."""
+    """A text's index-term counts, its words and its CJK bigrams apart, each in order of first appearance
+    (`processors.terms.read_terms` counts them)."""
 
     words: dict[str, int]
     cjk: dict[str, int]
-
-
-def term_parts(text: str) -> TermParts:
-    """Index-term counts of a text (URLs left out), words and CJK bigrams apart: see `merge_terms`."""
-    norm = normalise(_URL.sub(" ", text) if "://" in text else text)
-    words = Counter(_WORD.findall(norm))
-    runs = _CJK_RUN.findall(norm)
-    cjk = Counter(chain.from_iterable(map(operator.add, r[:-1], r[1:]) if len(r) > 1 else (r,) for r in runs))
-    # `is_index_term` inline (a briefing asks it of ~100k words); a CJK token is never a stopword, a digit or a
-    # Latin letter: only words need it.
-    kept = {
-        t: c
-        for t, c in words.items()
-        if t not in STOPWORDS and not t.isdigit() and (len(t) != 1 or not t.isascii())
-    }
-    return TermParts(kept, dict(cjk))
 
 
 def merge_terms(parts: Iterable[TermParts]) -> Counter[str]:

@@ -26,8 +26,9 @@ _FLAG = re.compile(
     ),
     re.IGNORECASE,
 )
-# `TBD` marks a figure still open; elsewhere (`Code: TBD`) it is a placeholder, not a doubt.
-_WEAK_FLAG = re.compile(r"(?<![A-Za-z])TBD(?![A-Za-z])|[(（]\s*\?\s*[)）]")
+# `TBD` marks a figure still open; elsewhere (`Code: TBD`) it is a placeholder, not a doubt. Its letter before
+# is looked at once `TBD` is read (a lookbehind first was tried at every character of a line).
+_WEAK_FLAG = re.compile(r"TBD(?<![A-Za-z]TBD)(?![A-Za-z])|[(（]\s*\?\s*[)）]")
 # A legend explaining the marks is the note's own apparatus, not a claim.
 _LEGEND_LINE = re.compile(
     r"^\s*(?:>\s*)?(?:图例|说明|标注说明|符号说明|注|legend|key|notation|범례|표기|기호)\s*[:：]", re.I

@@ -33,9 +33,9 @@ use sha2::{Digest, Sha256};
 
 use crate::structure::{BlockOut, Link, StructureOut};
 use crate::normal::normalise;
-use crate::text::{scan, token_hash, Tokens};
+use crate::text::{scan, token_hash, Token, Tokens};
 use crate::titles::SectionScan;
-use crate::unicode::is_digit;
+use crate::unicode::{is_cjk, is_digit};
 
 /// What the reader is configured with, shared by every reading.
 struct Config {
@@ -156,6 +156,34 @@ impl Reader {
             index_terms,
         };
         Ok(Reader { config: Arc::new(config), types: Arc::new(Types { block, section, structure }) })
+    }
+
+    /// `processors.terms.read_terms` of a text its URLs are taken out of: the counts of its index terms, words
+    /// and CJK bigrams apart, each in order of first appearance (as `Counter` over `findall` keeps them), and
+    /// the text normalised (None for a text holding lone surrogates: read with `?` in their place).
+    fn term_parts<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Option<String>)> {
+        let exact = text.to_str().is_ok();
+        let text = body_text(text)?;
+        let norm = normalise(&text);
+        let found = scan(&norm, false);
+        // A token's start is where it first occurs, and no two tokens start at one byte.
+        let mut tokens: Vec<&Token> = found.tokens.table.iter().collect();
+        tokens.sort_unstable_by_key(|t| t.start);
+        let (words, cjk) = (PyDict::new(py), PyDict::new(py));
+        for t in tokens {
+            let token = &norm[t.start as usize..t.end as usize];
+            // A CJK token is never a stopword, a number or a Latin letter: only words are asked.
+            if token.chars().next().is_some_and(is_cjk) {
+                cjk.set_item(token, t.count)?;
+            } else if self.config.is_index_term(token) {
+                words.set_item(token, t.count)?;
+            }
+        }
+        Ok((words, cjk, exact.then_some(norm)))
     }
 
     /// The sections and blocks of a Markdown body (`processors.structure.Structure`).

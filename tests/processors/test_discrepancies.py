@@ -244,3 +244,16 @@ def test_an_unsourced_item_names_its_figures_in_reading_order_whatever_the_hash_
     )
     (item,) = flagged_and_unsourced(_units(doc), {}, "en")
     assert "'35% / 60% / 4.2× / 18%: source to verify'" in item.suggestion
+
+
+def test_a_release_written_with_emphasis_or_code_marks_inside_is_still_read() -> None:
+    # shaped: the same claims as above, the release's parts bold or in code: the lines are cleaned before
+    # they are read, and a line is passed over only when no cleaning could make a release of it.
+    jay = note(
+        "inbox/jay/2026-09-27-1000-a.md", "# 推理\n\n## 引擎\n- **LMDeploy** v**0**.7.3 部署 Qwen 推理\n"
+    )
+    tom = note("inbox/tom/2026-09-27-1100-b.md", "# 推理\n\n## 引擎\n- `LMDeploy` 0.`2`.6 部署推理\n")
+    (item,) = version_conflicts(_units(jay, tom), parse_living_doc(living()), "en")
+    assert item.key == "version:lmdeploy:0.2.6|0.7.3"
+    plain = note("inbox/tom/2026-09-27-1200-c.md", "# 推理\n\n## 引擎\n- LMDeploy 0__.2__.6 部署推理\n")
+    assert version_conflicts(_units(jay, plain), parse_living_doc(living()), "en")[0].key == item.key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -302,6 +303,22 @@ def test_a_metadata_line_is_metadata_in_every_field_and_a_finding_in_any_is_not(
     assert is_metadata(text) is metadata
     fields = [p for p in _FIELDS.split(" ".join(text.split())) if p]
     assert all(_metadata_field(p) for p in fields) is metadata  # what reading the fields one by one stops at
+
+
+# The fields' separators as first written, each branch opening with its lookbehind.
+_PLAIN_FIELDS = re.compile(r"(?<!\s)\s++[·|]\s+|(?<=[a-z\)])\.\s+")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "Z", ")", ".", " ", "  ", "\t", "\n", "·", "|", "中", "。", "\u3000"]),
+        max_size=40,
+    )
+)
+def test_a_line_is_cut_into_the_same_fields_as_the_plain_pattern_cuts_it(chars: list[str]) -> None:
+    text = "".join(chars)
+    assert _FIELDS.split(text) == _PLAIN_FIELDS.split(text)
 
 
 def test_the_words_before_each_id_of_a_long_paragraph_name_it() -> None:

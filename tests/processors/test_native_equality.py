@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 
 from processors.id_titles import stated_pairs
 from processors.structure import parse_structure, read_note
+from processors.terms import read_terms
+from processors.tokens import normalise
 from tests.processors.reference import id_titles as reference_titles
 from tests.processors.reference import reading as reference
+from tests.processors.reference import text as reference_text
 from tests.processors.reference.structure_walk import parse_structure as reference_structure
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -83,6 +86,20 @@ def assert_equal_reading(body: str, title: str = "", keep: frozenset[str] = KEEP
         pairs = stated_pairs(path, kind, title, ids, got)
         assert pairs == reference_titles.stated_pairs(path, kind, title, ids, want.structure), "stated_pairs"
     assert got.structure == want.structure, "structure"
+    assert_equal_terms(body)
+    assert_equal_terms(title)
+
+
+def assert_equal_terms(text: str) -> None:
+    """A text's index-term counts, in the same order (a TF-IDF vector sums them in it), and its normalised form
+    when it is handed back (no URL, no lone surrogate)."""
+    (words, cjk), norm = read_terms(text)
+    want = reference_text.term_parts(text)
+    assert (list(words.items()), list(cjk.items())) == (list(want.words.items()), list(want.cjk.items()))
+    if norm is None:
+        assert "://" in text or any("\ud800" <= c <= "\udfff" for c in text), "norm left out"
+    else:
+        assert norm == normalise(text), "norm"
 
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,14 +4,13 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from processors.terms import term_counts, term_parts
 from processors.tfidf import TfIdf, cosine, heaviest
 from processors.tokens import (
     CJK,
     is_index_term,
     merge_terms,
     normalise,
-    term_counts,
-    term_parts,
     terms,
     token_counts,
 )

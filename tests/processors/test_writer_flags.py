@@ -4,7 +4,12 @@ Lines marked "real" come from the vendored corpus or the example root; "shaped" 
 reports from notes not vendored here (no Korean note is vendored).
 """
 
-from processors.writer_flags import flagged_claims, is_flag_legend, unsourced_figures
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from processors.writer_flags import _WEAK_FLAG, flagged_claims, is_flag_legend, unsourced_figures
 
 
 def test_writers_flags_are_read_in_chinese_english_and_korean_on_the_claim_they_mark() -> None:
@@ -74,3 +79,19 @@ def test_an_earlier_briefing_s_own_d_items_are_not_writer_flags() -> None:
     assert (
         flagged_claims("三、值得警惕的矛盾或待核实说法", "D193：Jarvislabs H100 实测数字来源待核实。") == []
     )
+
+
+_PLAIN_WEAK_FLAG = re.compile(r"(?<![A-Za-z])TBD(?![A-Za-z])|[(（]\s*\?\s*[)）]")  # as first written
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["TBD", "T", "BD", "x", "中", " ", "(", "（", "?", ")", "）", "3×"]), max_size=30
+    )
+)
+def test_a_weak_flag_is_found_where_the_plain_pattern_finds_it(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert [m.span() for m in _WEAK_FLAG.finditer(text)] == [
+        m.span() for m in _PLAIN_WEAK_FLAG.finditer(text)
+    ]
