@@ -81,10 +81,14 @@ fn check_schema(stream: &mut Stream) -> PyResult<bool> {
             let pos = &**schema.children;
             let list = &**schema.children.add(1);
             let large = format_of(list) == c"+L";
+            // A dictionary-encoded column's format is that of its indices: refused.
             let ok = format_of(pos) == c"l"
+                && pos.dictionary.is_null()
                 && (large || format_of(list) == c"+l")
+                && list.dictionary.is_null()
                 && list.n_children == 1
-                && format_of(&**list.children) == c"L";
+                && format_of(&**list.children) == c"L"
+                && (**list.children).dictionary.is_null();
             ok.then_some(large)
         }
     };
@@ -112,20 +116,48 @@ fn each_row(stream: &mut Stream, mut row: impl FnMut(i64, &[u64]) -> PyResult<()
     }
 }
 
+/// Whether an array may hold a NULL: a count of them, or an unknown count (-1) beside a validity bitmap.
+unsafe fn may_hold_null(array: &ArrowArray) -> bool {
+    unsafe { array.null_count > 0 || (array.null_count < 0 && array.n_buffers > 0 && !(*array.buffers).is_null()) }
+}
+
+/// Whether `array` has `children` children (none a null pointer) and `buffers` buffers.
+unsafe fn shaped(array: &ArrowArray, children: i64, buffers: i64) -> bool {
+    unsafe {
+        array.n_children == children
+            && array.n_buffers == buffers
+            && !array.buffers.is_null()
+            && (children == 0 || !array.children.is_null())
+            && (0..children as usize).all(|k| !(*array.children.add(k)).is_null())
+    }
+}
+
 unsafe fn batch_rows(
     batch: &ArrowArray,
     large: bool,
     row: &mut impl FnMut(i64, &[u64]) -> PyResult<()>,
 ) -> PyResult<()> {
     unsafe {
-        if batch.n_children != 2 {
+        if !shaped(batch, 2, 1) {
             return Err(bad("a batch of another shape"));
         }
         let pos = &**batch.children;
         let list = &**batch.children.add(1);
+        if !shaped(pos, 0, 2) || !shaped(list, 1, 2) || !shaped(&**list.children, 0, 2) {
+            return Err(bad("a batch of another shape"));
+        }
         let items = &**list.children;
-        if batch.null_count > 0 || pos.null_count > 0 || list.null_count > 0 || items.null_count > 0 {
+        if may_hold_null(batch) || may_hold_null(pos) || may_hold_null(list) || may_hold_null(items) {
             return Err(bad("a NULL"));
+        }
+        // The rows (from the struct's offset and each child's own) within the children, the items' offsets
+        // within the items: a producer's lengths and offsets are checked before a value is read.
+        let rows = batch.offset.checked_add(batch.length);
+        let within = |a: &ArrowArray| {
+            a.offset >= 0 && rows.is_some_and(|r| batch.offset >= 0 && batch.length >= 0 && r <= a.length)
+        };
+        if !within(pos) || !within(list) || items.offset < 0 || items.length < 0 {
+            return Err(bad("a batch whose rows are out of its columns"));
         }
         let positions = (*pos.buffers.add(1)).cast::<i64>();
         let offsets = *list.buffers.add(1);
@@ -140,6 +172,9 @@ unsafe fn batch_rows(
                 let o = offsets.cast::<i32>();
                 (i64::from(*o.add(at)), i64::from(*o.add(at + 1)))
             };
+            if start < 0 || end < start || end > items.length {
+                return Err(bad("a list's offsets out of its items"));
+            }
             // An empty list's items may have no buffer at all.
             let slots = if end > start {
                 std::slice::from_raw_parts(values.add((items.offset + start) as usize), (end - start) as usize)
@@ -193,11 +228,13 @@ pub fn near_candidates(
     if rows_per_band == 0 {
         return Err(bad("bands of no slots"));
     }
+    // Past usize, the product wrapped (to 0 at 2^63 x 2) and the band keys were read past their end: a panic.
+    let banded = bands.checked_mul(rows_per_band).ok_or_else(|| bad("signatures of too few slots"))?;
     let mut stream = open(rows)?;
     let (mut positions, mut keys, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
     let mut width = None;
     each_row(&mut stream, |pos, slots| {
-        if slots.len() < bands * rows_per_band
+        if slots.len() < banded
             || slots.len() % PER_WORD != 0
             || *width.get_or_insert(slots.len()) != slots.len()
         {
