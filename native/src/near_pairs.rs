@@ -20,6 +20,11 @@ const PER_WORD: usize = 32; // slots a sketch word holds, two bits each
 /// `large`: its lists have 64-bit offsets.
 struct Stream(ArrowArrayStream, bool);
 
+// SAFETY: a stream's callbacks may be called from any thread, one call at a time (the C stream interface). Its
+// batches are read without the GIL (`py.detach`), as pyarrow reads them: DuckDB's run the query as they are
+// fetched, and every Python thread (the worker's event loop) waited for all of it.
+unsafe impl Send for Stream {}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Some(release) = self.0.release {
@@ -56,6 +61,9 @@ fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
         (*pointer.as_ptr()).release = None;
         Stream(stream, false)
     };
+    if stream.0.release.is_none() {
+        return Err(bad("a stream already released")); // its callbacks may no longer be called
+    }
     stream.1 = check_schema(&mut stream)?;
     Ok(stream)
 }
@@ -233,17 +241,19 @@ pub fn near_candidates(
     let mut stream = open(rows)?;
     let (mut positions, mut keys, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
     let mut width = None;
-    each_row(&mut stream, |pos, slots| {
-        if slots.len() < banded
-            || slots.len() % PER_WORD != 0
-            || *width.get_or_insert(slots.len()) != slots.len()
-        {
-            return Err(bad("signatures of different or too few slots"));
-        }
-        positions.push(pos);
-        keys.extend(slots.chunks_exact(rows_per_band).take(bands).map(band_key));
-        sketch(slots, &mut sketches);
-        Ok(())
+    py.detach(|| {
+        each_row(&mut stream, |pos, slots| {
+            if slots.len() < banded
+                || slots.len() % PER_WORD != 0
+                || *width.get_or_insert(slots.len()) != slots.len()
+            {
+                return Err(bad("signatures of different or too few slots"));
+            }
+            positions.push(pos);
+            keys.extend(slots.chunks_exact(rows_per_band).take(bands).map(band_key));
+            sketch(slots, &mut sketches);
+            Ok(())
+        })
     })?;
     drop(stream);
     let words = width.unwrap_or(0) / PER_WORD;
@@ -294,9 +304,11 @@ fn bucket_pairs(
 pub fn near_same(py: Python<'_>, rows: &Bound<'_, PyAny>, pairs: Vec<(i64, i64)>) -> PyResult<Vec<(i64, i64, usize)>> {
     let mut stream = open(rows)?;
     let mut signatures: FxHashMap<i64, Vec<u64>> = FxHashMap::default();
-    each_row(&mut stream, |pos, slots| {
-        signatures.insert(pos, slots.to_vec());
-        Ok(())
+    py.detach(|| {
+        each_row(&mut stream, |pos, slots| {
+            signatures.insert(pos, slots.to_vec());
+            Ok(())
+        })
     })?;
     drop(stream);
     py.detach(|| {
