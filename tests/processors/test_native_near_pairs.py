@@ -54,7 +54,7 @@ class _Stream(ctypes.Structure):
 
 _GetSchema = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Stream), ctypes.POINTER(_Schema))
 _GetNext = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Stream), ctypes.POINTER(_Array))
-_LastError = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.POINTER(_Stream))
+_LastError = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(_Stream))
 _StreamRelease = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Stream))
 _Stream._fields_ = [
     ("get_schema", _GetSchema),
@@ -112,7 +112,9 @@ def _array(length: int, buffers: list[object], children: list[_Array], null_coun
 class _Rows:
     """Two rows (pos 0 and 1) of equal 128-slot signatures, as one hand-made Arrow batch."""
 
-    def __init__(self, *, validity: int | None, null_count: int, items: int) -> None:
+    def __init__(
+        self, *, validity: int | None, null_count: int, items: int, fails: bytes | None = None
+    ) -> None:
         self.values = (ctypes.c_uint64 * 256)(*([7] * 256))
         self.offsets = (ctypes.c_int32 * 3)(0, 128, 256)
         self.positions = (ctypes.c_int64 * 2)(0, 1)
@@ -128,6 +130,8 @@ class _Rows:
             return 0
 
         def get_next(_stream: Any, out: Any) -> int:
+            if fails is not None:
+                return 5  # EIO
             if self.sent:
                 out.contents.release = _ArrayRelease()
             else:
@@ -135,9 +139,17 @@ class _Rows:
                 self.sent = True
             return 0
 
-        self.callbacks = (_GetSchema(get_schema), _GetNext(get_next))
+        self.error = None if fails is None else ctypes.create_string_buffer(fails)
+
+        def last_error(_stream: Any) -> int | None:
+            return None if self.error is None else ctypes.addressof(self.error)
+
+        self.callbacks = (_GetSchema(get_schema), _GetNext(get_next), _LastError(last_error))
         self.stream = _Stream(
-            get_schema=self.callbacks[0], get_next=self.callbacks[1], release=_release_stream
+            get_schema=self.callbacks[0],
+            get_next=self.callbacks[1],
+            get_last_error=self.callbacks[2],
+            release=_release_stream,
         )
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
@@ -161,3 +173,11 @@ def test_list_offsets_past_the_items_are_refused() -> None:
     """The second list ends at item 256 of 128: its slots were read past the items' end."""
     with pytest.raises(ValueError, match="out of its items"):
         near_candidates(_Rows(validity=None, null_count=0, items=128), 21, 6, 103)
+
+
+def test_a_batch_the_producer_fails_says_why() -> None:
+    """DuckDB's reason (an interrupt at the state's close, memory, a cast) was dropped for "could not be read"."""
+    with pytest.raises(ValueError, match="could not be read: INTERRUPT Error: Interrupted!"):
+        near_candidates(
+            _Rows(validity=None, null_count=0, items=256, fails=b"INTERRUPT Error: Interrupted!"), 21, 6, 103
+        )
