@@ -50,6 +50,17 @@ fn bad(what: &str) -> PyErr {
     PyValueError::new_err(format!("signature rows: {what}"))
 }
 
+/// `what`, with the stream's own error after a call failed (DuckDB's: an interrupt, memory, a cast), when it says.
+fn failed(stream: &mut Stream, what: &str) -> PyErr {
+    let Some(last) = stream.0.get_last_error else { return bad(what) };
+    // SAFETY: a failed call's error is a C string valid until the stream's next call or release; copied here.
+    let error = unsafe { last(&mut stream.0) };
+    if error.is_null() {
+        return bad(what);
+    }
+    bad(&format!("{what}: {}", unsafe { CStr::from_ptr(error) }.to_string_lossy()))
+}
+
 fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
     let capsule = rows.call_method0("__arrow_c_stream__")?;
     let capsule = capsule.cast::<PyCapsule>()?;
@@ -79,7 +90,7 @@ fn check_schema(stream: &mut Stream) -> PyResult<bool> {
     // SAFETY: a zeroed schema is what the interface fills in; it is released below.
     let mut schema: ArrowSchema = unsafe { std::mem::zeroed() };
     if unsafe { get(&mut stream.0, &mut schema) } != 0 {
-        return Err(bad("its schema could not be read"));
+        return Err(failed(stream, "its schema could not be read"));
     }
     // SAFETY: the children of a schema the stream filled in are valid for its lifetime.
     let found = unsafe {
@@ -113,7 +124,7 @@ fn each_row(stream: &mut Stream, mut row: impl FnMut(i64, &[u64]) -> PyResult<()
         // SAFETY: a zeroed array is what the interface fills in; `Batch` releases it.
         let mut batch = Batch(unsafe { std::mem::zeroed() });
         if unsafe { next(&mut stream.0, &mut batch.0) } != 0 {
-            return Err(bad("a batch could not be read"));
+            return Err(failed(stream, "a batch could not be read"));
         }
         if batch.0.release.is_none() {
             return Ok(()); // the end of the stream
