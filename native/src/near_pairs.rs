@@ -20,6 +20,11 @@ const PER_WORD: usize = 32; // slots a sketch word holds, two bits each
 /// `large`: its lists have 64-bit offsets.
 struct Stream(ArrowArrayStream, bool);
 
+// SAFETY: a stream's callbacks may be called from any thread, one call at a time (the C stream interface). Its
+// batches are read without the GIL (`py.detach`), as pyarrow reads them: DuckDB's run the query as they are
+// fetched, and every Python thread (the worker's event loop) waited for all of it.
+unsafe impl Send for Stream {}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Some(release) = self.0.release {
@@ -45,6 +50,17 @@ fn bad(what: &str) -> PyErr {
     PyValueError::new_err(format!("signature rows: {what}"))
 }
 
+/// `what`, with the stream's own error after a call failed (DuckDB's: an interrupt, memory, a cast), when it says.
+fn failed(stream: &mut Stream, what: &str) -> PyErr {
+    let Some(last) = stream.0.get_last_error else { return bad(what) };
+    // SAFETY: a failed call's error is a C string valid until the stream's next call or release; copied here.
+    let error = unsafe { last(&mut stream.0) };
+    if error.is_null() {
+        return bad(what);
+    }
+    bad(&format!("{what}: {}", unsafe { CStr::from_ptr(error) }.to_string_lossy()))
+}
+
 fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
     let capsule = rows.call_method0("__arrow_c_stream__")?;
     let capsule = capsule.cast::<PyCapsule>()?;
@@ -56,6 +72,9 @@ fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
         (*pointer.as_ptr()).release = None;
         Stream(stream, false)
     };
+    if stream.0.release.is_none() {
+        return Err(bad("a stream already released")); // its callbacks may no longer be called
+    }
     stream.1 = check_schema(&mut stream)?;
     Ok(stream)
 }
@@ -71,7 +90,7 @@ fn check_schema(stream: &mut Stream) -> PyResult<bool> {
     // SAFETY: a zeroed schema is what the interface fills in; it is released below.
     let mut schema: ArrowSchema = unsafe { std::mem::zeroed() };
     if unsafe { get(&mut stream.0, &mut schema) } != 0 {
-        return Err(bad("its schema could not be read"));
+        return Err(failed(stream, "its schema could not be read"));
     }
     // SAFETY: the children of a schema the stream filled in are valid for its lifetime.
     let found = unsafe {
@@ -81,10 +100,14 @@ fn check_schema(stream: &mut Stream) -> PyResult<bool> {
             let pos = &**schema.children;
             let list = &**schema.children.add(1);
             let large = format_of(list) == c"+L";
+            // A dictionary-encoded column's format is that of its indices: refused.
             let ok = format_of(pos) == c"l"
+                && pos.dictionary.is_null()
                 && (large || format_of(list) == c"+l")
+                && list.dictionary.is_null()
                 && list.n_children == 1
-                && format_of(&**list.children) == c"L";
+                && format_of(&**list.children) == c"L"
+                && (**list.children).dictionary.is_null();
             ok.then_some(large)
         }
     };
@@ -101,7 +124,7 @@ fn each_row(stream: &mut Stream, mut row: impl FnMut(i64, &[u64]) -> PyResult<()
         // SAFETY: a zeroed array is what the interface fills in; `Batch` releases it.
         let mut batch = Batch(unsafe { std::mem::zeroed() });
         if unsafe { next(&mut stream.0, &mut batch.0) } != 0 {
-            return Err(bad("a batch could not be read"));
+            return Err(failed(stream, "a batch could not be read"));
         }
         if batch.0.release.is_none() {
             return Ok(()); // the end of the stream
@@ -112,20 +135,48 @@ fn each_row(stream: &mut Stream, mut row: impl FnMut(i64, &[u64]) -> PyResult<()
     }
 }
 
+/// Whether an array may hold a NULL: a count of them, or an unknown count (-1) beside a validity bitmap.
+unsafe fn may_hold_null(array: &ArrowArray) -> bool {
+    unsafe { array.null_count > 0 || (array.null_count < 0 && array.n_buffers > 0 && !(*array.buffers).is_null()) }
+}
+
+/// Whether `array` has `children` children (none a null pointer) and `buffers` buffers.
+unsafe fn shaped(array: &ArrowArray, children: i64, buffers: i64) -> bool {
+    unsafe {
+        array.n_children == children
+            && array.n_buffers == buffers
+            && !array.buffers.is_null()
+            && (children == 0 || !array.children.is_null())
+            && (0..children as usize).all(|k| !(*array.children.add(k)).is_null())
+    }
+}
+
 unsafe fn batch_rows(
     batch: &ArrowArray,
     large: bool,
     row: &mut impl FnMut(i64, &[u64]) -> PyResult<()>,
 ) -> PyResult<()> {
     unsafe {
-        if batch.n_children != 2 {
+        if !shaped(batch, 2, 1) {
             return Err(bad("a batch of another shape"));
         }
         let pos = &**batch.children;
         let list = &**batch.children.add(1);
+        if !shaped(pos, 0, 2) || !shaped(list, 1, 2) || !shaped(&**list.children, 0, 2) {
+            return Err(bad("a batch of another shape"));
+        }
         let items = &**list.children;
-        if batch.null_count > 0 || pos.null_count > 0 || list.null_count > 0 || items.null_count > 0 {
+        if may_hold_null(batch) || may_hold_null(pos) || may_hold_null(list) || may_hold_null(items) {
             return Err(bad("a NULL"));
+        }
+        // The rows (from the struct's offset and each child's own) within the children, the items' offsets
+        // within the items: a producer's lengths and offsets are checked before a value is read.
+        let rows = batch.offset.checked_add(batch.length);
+        let within = |a: &ArrowArray| {
+            a.offset >= 0 && rows.is_some_and(|r| batch.offset >= 0 && batch.length >= 0 && r <= a.length)
+        };
+        if !within(pos) || !within(list) || items.offset < 0 || items.length < 0 {
+            return Err(bad("a batch whose rows are out of its columns"));
         }
         let positions = (*pos.buffers.add(1)).cast::<i64>();
         let offsets = *list.buffers.add(1);
@@ -140,6 +191,9 @@ unsafe fn batch_rows(
                 let o = offsets.cast::<i32>();
                 (i64::from(*o.add(at)), i64::from(*o.add(at + 1)))
             };
+            if start < 0 || end < start || end > items.length {
+                return Err(bad("a list's offsets out of its items"));
+            }
             // An empty list's items may have no buffer at all.
             let slots = if end > start {
                 std::slice::from_raw_parts(values.add((items.offset + start) as usize), (end - start) as usize)
@@ -193,20 +247,24 @@ pub fn near_candidates(
     if rows_per_band == 0 {
         return Err(bad("bands of no slots"));
     }
+    // Past usize, the product wrapped (to 0 at 2^63 x 2) and the band keys were read past their end: a panic.
+    let banded = bands.checked_mul(rows_per_band).ok_or_else(|| bad("signatures of too few slots"))?;
     let mut stream = open(rows)?;
     let (mut positions, mut keys, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
     let mut width = None;
-    each_row(&mut stream, |pos, slots| {
-        if slots.len() < bands * rows_per_band
-            || slots.len() % PER_WORD != 0
-            || *width.get_or_insert(slots.len()) != slots.len()
-        {
-            return Err(bad("signatures of different or too few slots"));
-        }
-        positions.push(pos);
-        keys.extend(slots.chunks_exact(rows_per_band).take(bands).map(band_key));
-        sketch(slots, &mut sketches);
-        Ok(())
+    py.detach(|| {
+        each_row(&mut stream, |pos, slots| {
+            if slots.len() < banded
+                || slots.len() % PER_WORD != 0
+                || *width.get_or_insert(slots.len()) != slots.len()
+            {
+                return Err(bad("signatures of different or too few slots"));
+            }
+            positions.push(pos);
+            keys.extend(slots.chunks_exact(rows_per_band).take(bands).map(band_key));
+            sketch(slots, &mut sketches);
+            Ok(())
+        })
     })?;
     drop(stream);
     let words = width.unwrap_or(0) / PER_WORD;
@@ -257,9 +315,11 @@ fn bucket_pairs(
 pub fn near_same(py: Python<'_>, rows: &Bound<'_, PyAny>, pairs: Vec<(i64, i64)>) -> PyResult<Vec<(i64, i64, usize)>> {
     let mut stream = open(rows)?;
     let mut signatures: FxHashMap<i64, Vec<u64>> = FxHashMap::default();
-    each_row(&mut stream, |pos, slots| {
-        signatures.insert(pos, slots.to_vec());
-        Ok(())
+    py.detach(|| {
+        each_row(&mut stream, |pos, slots| {
+            signatures.insert(pos, slots.to_vec());
+            Ok(())
+        })
     })?;
     drop(stream);
     py.detach(|| {

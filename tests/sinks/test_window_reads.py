@@ -268,6 +268,22 @@ def test_signature_rows_of_another_shape_are_refused() -> None:
         near_candidates(db.sql("SELECT 1::BIGINT AS pos, [1::UBIGINT] AS s"), 21, 6, 103)
 
 
+def test_a_banding_past_any_signature_is_refused_not_a_panic() -> None:
+    """bands x rows_per_band overflowing usize wrapped to 0 slots a signature, and the band keys were then read
+    past their end: a PanicException (a BaseException)."""
+    import duckdb
+    from predigest_native import near_candidates
+
+    from processors.near_duplicates import NUM_PERM
+
+    db = duckdb.connect()
+    rows = db.sql(
+        "SELECT unnest([0, 1])::BIGINT AS pos, [7::UBIGINT for _ in range($1)] AS s", params=[NUM_PERM]
+    )
+    with pytest.raises(ValueError, match="too few slots"):
+        near_candidates(rows, 2**63, 2, 103)
+
+
 def test_a_note_near_only_to_a_duplicate_is_listed_with_its_similarity_to_the_kept_one(
     tmp_path: Path,
 ) -> None:
