@@ -8,7 +8,7 @@ page by page and unmapped again: ~75 page faults a note, a quarter of the worker
 ingesting, blocks up to 4 MiB come from the heap and a heap's top is given back only past 16 MiB; the trim after
 a window batch (at most once a second, and once more when the worker has gone quiet) hands back the main heap's
 free pages. A briefing runs with the small thresholds: its large blocks leave as they are freed, where its peak
-is measured.
+is measured. Python's cyclic collector is set for the ingest beside them (sinks.collector.for_ingest).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from sinks import collector
 from sinks.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -89,21 +90,35 @@ class _Heap:
 
 
 def keep_for_ingest() -> bool:
-    """The worker's thresholds while it ingests (set once at its start); False where not glibc."""
+    """The worker's thresholds while it ingests, and its cyclic collector's (set once, when started); False where
+    not glibc."""
+    collector.for_ingest()
     _Heap.thresholds = INGEST
     return set_thresholds(INGEST)
 
 
 @contextlib.contextmanager
 def briefing_heap(documents: int | None = None) -> Iterator[None]:
-    """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after.
+    """A briefing with glibc's small thresholds, the ingest's cycles and the heap's free pages handed back first;
+    the ingest's after.
     Nothing changes for an axis of at most SMALL_AXIS `documents`, or in a process that never set the ingest's
-    (glibc's own dynamic ones cannot be set back)."""
+    (glibc's own dynamic ones cannot be set back). The cycles it made are freed after it, whatever its size."""
+    try:
+        with _thresholds_for(documents):
+            yield
+    finally:
+        # Made under the collector's pause, so all young: past the ingest's threshold they could stay for long.
+        collector.collect_young()
+
+
+@contextlib.contextmanager
+def _thresholds_for(documents: int | None) -> Iterator[None]:
     if _Heap.thresholds is None or (documents is not None and documents <= SMALL_AXIS):
         yield
         return
     if _Heap.briefings == 0:
         set_thresholds(BRIEFING)
+        collector.collect_all()  # the ingest's cycles, up to INGEST_YOUNG objects uncollected, go before its peak
         release_free_heap()
     _Heap.briefings += 1
     try:
