@@ -46,17 +46,6 @@ def for_ingest() -> None:
     gc.set_threshold(INGEST_YOUNG, *gc.get_threshold()[1:])
 
 
-def collect_all() -> int:
-    """Every cycle not frozen freed now (before a large briefing); how many objects it found."""
-    return gc.collect()
-
-
-def collect_young() -> int:
-    """The cycles made since the last collection freed now (a briefing's, made under its pause), whatever the
-    threshold; how many objects it found."""
-    return gc.collect(0)
-
-
 @contextmanager
 def paused() -> Iterator[None]:
     """The collector off for the block, on again once every overlapping pause has ended (if it was), whatever
@@ -71,3 +60,17 @@ def paused() -> Iterator[None]:
         yield
     finally:
         _PAUSES.end()
+
+
+@contextmanager
+def briefing(collect_first: bool) -> Iterator[None]:
+    """A briefing under the collector's pause, its cycles (all young: made under the pause) freed as it ends;
+    with `collect_first` every cycle not frozen freed before it (a large axis's: kept out of its peak)."""
+    if collect_first:
+        gc.collect()  # the ingest's cycles, up to INGEST_YOUNG objects uncollected
+    try:
+        with paused():
+            yield
+    finally:
+        # Past the ingest's threshold they could stay for long. Only here: the files and the send are not paused.
+        gc.collect(0)

@@ -99,26 +99,14 @@ def keep_for_ingest() -> bool:
 
 @contextlib.contextmanager
 def briefing_heap(documents: int | None = None) -> Iterator[None]:
-    """A briefing with glibc's small thresholds, the ingest's cycles and the heap's free pages handed back first;
-    the ingest's after.
+    """A briefing with glibc's small thresholds, the heap's free pages handed back first; the ingest's after.
     Nothing changes for an axis of at most SMALL_AXIS `documents`, or in a process that never set the ingest's
-    (glibc's own dynamic ones cannot be set back). The cycles it made are freed after it, whatever its size."""
-    try:
-        with _thresholds_for(documents):
-            yield
-    finally:
-        # Made under the collector's pause, so all young: past the ingest's threshold they could stay for long.
-        collector.collect_young()
-
-
-@contextlib.contextmanager
-def _thresholds_for(documents: int | None) -> Iterator[None]:
+    (glibc's own dynamic ones cannot be set back)."""
     if _Heap.thresholds is None or (documents is not None and documents <= SMALL_AXIS):
         yield
         return
     if _Heap.briefings == 0:
         set_thresholds(BRIEFING)
-        collector.collect_all()  # the ingest's cycles, up to INGEST_YOUNG objects uncollected, go before its peak
         release_free_heap()
     _Heap.briefings += 1
     try:
