@@ -15,6 +15,7 @@ mod markup;
 mod minhash;
 mod normal;
 mod raw_record;
+mod record_batches;
 mod structure;
 mod text;
 mod text_columns;
@@ -477,6 +478,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_file_json, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batches::record_batches_intact, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     Ok(())
 }
