@@ -109,6 +109,9 @@ def json_counts(counts: object) -> bytes | None:
 def raw_content(value: bytes) -> tuple[bytes, bytes] | None:
     """A raw record as the watcher writes it: (the record with `"content":""`, its content decoded); else None."""
 
+def record_batches_intact(data: bytes) -> bool:
+    """Every whole Kafka record batch in `data` is v2 and its CRC-32C matches (a cut-off last one left aside)."""
+
 def raw_file_json(path: str, content: bytes, size: int, mtime: bytes, sha256: str) -> bytes | None:
     """`RawFile(...).model_dump_json().encode()` of a file read whole, `mtime` given as its JSON
     (`pydantic_core.to_json`); None when a name is not UTF-8."""

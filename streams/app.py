@@ -10,6 +10,8 @@ import faust
 
 from sinks.clock import SYSTEM_CLOCK, Clock
 from streams.agents import register_agents
+from streams.fetch_crc import check_crcs_natively
+from streams.fetch_read import read_large_responses_whole
 from streams.fetch_wait import shorten_fetch_wait
 from streams.kafka_io import MAX_MESSAGE_BYTES, faust_broker_kwargs
 from streams.producer_ebb import check_buffer_lightly
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 def faust_app(settings: Settings) -> faust.App:
     """The app object alone: its broker, producer, consumer and web settings; no agent, timer or view yet."""
     shorten_fetch_wait()
+    check_crcs_natively()
+    read_large_responses_whole()
     hand_over_inline()
     check_buffer_lightly()
     settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above

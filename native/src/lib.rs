@@ -16,6 +16,7 @@ mod minhash;
 mod near_pairs;
 mod normal;
 mod raw_record;
+mod record_batches;
 mod structure;
 mod text;
 mod text_columns;
@@ -506,6 +507,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_file_json, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batches::record_batches_intact, m)?)?;
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     m.add_function(wrap_pyfunction!(near_pairs::near_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(near_pairs::near_same, m)?)?;

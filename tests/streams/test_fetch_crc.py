@@ -1,0 +1,123 @@
+"""Fetched record batches checked natively (streams/fetch_crc.py, predigest_native.record_batches_intact): the same
+records come out, and a damaged batch still stops the consumer with aiokafka's CorruptRecordException."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aiokafka.consumer import fetcher
+from aiokafka.errors import CorruptRecordException
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
+from aiokafka.record.memory_records import MemoryRecords
+from aiokafka.structs import TopicPartition
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from predigest_native import record_batches_intact
+
+from streams.app import faust_app
+from streams.fetch_crc import CheckedPartitionRecords, FetchedRecords, check_crcs_natively
+from streams.settings import Settings
+
+TP = TopicPartition("predigest.raw", 0)
+
+
+def _batch(values: list[bytes], codec: int = 0, base: int = 0) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, codec, 0, -1, -1, -1, batch_size=1 << 30)
+    for i, value in enumerate(values):
+        builder.append(
+            base + i, timestamp=1_700_000_000_000, key=b"k%d" % i, value=value, headers=[("h", b"v")]
+        )
+    return bytes(builder.build())
+
+
+def _aiokafka_intact(data: bytes) -> bool:
+    records = MemoryRecords(data)
+    intact = True
+    while records.has_next():
+        intact &= records.next_batch().validate_crc()
+    return intact
+
+
+def _consume(data: bytes) -> list[tuple[int, bytes, bytes]]:
+    """What a consumer gets of a partition's fetched bytes, built as aiokafka's fetcher builds it."""
+    records = fetcher.PartitionRecords(TP, fetcher.MemoryRecords(data), [], 0, None, None, True, 0)
+    return [(r.offset, r.key, r.value) for r in records]
+
+
+_BATCHES = st.lists(st.lists(st.binary(max_size=300), min_size=1, max_size=6), min_size=1, max_size=4)
+
+
+def _fetched(batches: list[list[bytes]], codec: int) -> bytes:
+    out, base = b"", 0
+    for values in batches:
+        out += _batch(values, codec, base)
+        base += len(values)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_BATCHES, st.sampled_from([0, 1]), st.data())
+def test_a_damaged_byte_anywhere_a_crc_covers_is_found_as_aiokafka_finds_it(
+    batches: list[list[bytes]], codec: int, data: st.DataObject
+) -> None:
+    fetched = _fetched(batches, codec)
+    assert record_batches_intact(fetched) and _aiokafka_intact(fetched)
+    # From the stored CRC on (offset 17 of a batch) every byte is checked; a batch's length and offset are not.
+    at = data.draw(st.sampled_from([i for i in range(len(fetched)) if _within_crc(fetched, i)]))
+    damaged = bytearray(fetched)
+    damaged[at] ^= data.draw(st.integers(1, 255))
+    assert record_batches_intact(bytes(damaged)) is False is _aiokafka_intact(bytes(damaged))
+
+
+def _within_crc(fetched: bytes, at: int) -> bool:
+    start = 0
+    while start < len(fetched):
+        end = start + 12 + int.from_bytes(fetched[start + 8 : start + 12], "big")
+        if start <= at < end:
+            return at >= start + 17
+        start = end
+    return False
+
+
+def test_a_batch_cut_off_by_the_fetch_size_is_left_as_aiokafka_leaves_it() -> None:
+    fetched = _batch([b"a" * 100]) + _batch([b"b" * 100], base=1)
+    assert record_batches_intact(fetched[:-10])
+    assert record_batches_intact(b"")
+
+
+def test_an_older_message_format_is_left_to_aiokafka() -> None:
+    builder = LegacyRecordBatchBuilder(1, 0, batch_size=1 << 20)
+    builder.append(0, timestamp=1, key=b"k", value=b"v")
+    assert record_batches_intact(bytes(builder.build())) is False
+
+
+@pytest.fixture
+def native_check() -> Any:
+    before = fetcher.MemoryRecords, fetcher.PartitionRecords
+    check_crcs_natively()
+    yield
+    fetcher.MemoryRecords, fetcher.PartitionRecords = before
+
+
+@pytest.mark.usefixtures("native_check")
+def test_the_records_fetched_are_aiokafkas_and_a_damaged_batch_still_stops_the_consumer() -> None:
+    fetched = _fetched([[b"x" * 50, b"y"], [b"z" * 3000]], 0)
+    assert _consume(fetched) == [(0, b"k0", b"x" * 50), (1, b"k1", b"y"), (2, b"k0", b"z" * 3000)]
+    damaged = bytearray(fetched)
+    damaged[-1] ^= 1  # the second batch's last value
+    records = fetcher.PartitionRecords(TP, fetcher.MemoryRecords(bytes(damaged)), [], 0, None, None, True, 0)
+    assert next(records).value == b"x" * 50  # the intact first batch comes, as aiokafka alone gives it
+    with pytest.raises(CorruptRecordException):
+        list(records)
+
+
+def test_the_worker_app_checks_its_fetches_natively(make_settings: Callable[..., Settings]) -> None:
+    before = fetcher.MemoryRecords, fetcher.PartitionRecords
+    try:
+        faust_app(make_settings())
+        assert (fetcher.MemoryRecords, fetcher.PartitionRecords) == (FetchedRecords, CheckedPartitionRecords)
+    finally:
+        fetcher.MemoryRecords, fetcher.PartitionRecords = before
