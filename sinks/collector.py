@@ -46,6 +46,12 @@ def for_ingest() -> None:
     gc.set_threshold(INGEST_YOUNG, *gc.get_threshold()[1:])
 
 
+def for_exit() -> None:
+    """What `for_ingest` froze given back to the collector: the process's end then finalises it as before (the
+    state's DuckDB connection is closed and checkpointed; frozen, it was never freed and its data left in the WAL)."""
+    gc.unfreeze()
+
+
 @contextmanager
 def paused() -> Iterator[None]:
     """The collector off for the block, on again once every overlapping pause has ended (if it was), whatever

@@ -176,6 +176,8 @@ async def test_a_state_file_cut_to_half_is_set_aside_and_rebuilt(
         await send_command(s, "inference", "flush", END)
         await await_briefing(s, "inference", END, "flush", 60)
         before = _ready(s)["axes"][0]
+    # A clean stop closes the state, checkpointed: its rows are in the file, nothing left in a WAL to replay.
+    assert not s.state_file.with_name(s.state_file.name + ".wal").exists()
 
     # 1. `predigest rebuild` on it: set aside as unreadable and rebuilt, where it exited 2 before.
     _cut_to_half(s.state_file)
