@@ -8,7 +8,7 @@ page by page and unmapped again: ~75 page faults a note, a quarter of the worker
 ingesting, blocks up to 4 MiB come from the heap and a heap's top is given back only past 16 MiB; the trim after
 a window batch (at most once a second, and once more when the worker has gone quiet) hands back the main heap's
 free pages. A briefing runs with the small thresholds: its large blocks leave as they are freed, where its peak
-is measured. Python's cyclic collector is set for the ingest beside them (sinks.collector.for_ingest).
+is measured.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sinks import collector
 from sinks.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -90,9 +89,7 @@ class _Heap:
 
 
 def keep_for_ingest() -> bool:
-    """The worker's thresholds while it ingests, and its cyclic collector's (set once, when started); False where
-    not glibc."""
-    collector.for_ingest()
+    """The worker's thresholds while it ingests (set once at its start); False where not glibc."""
     _Heap.thresholds = INGEST
     return set_thresholds(INGEST)
 

@@ -79,8 +79,7 @@ def _start_process(parent: int, progress: Progress, nice: int) -> None:
     _progress = (progress.board, slot)
     # glibc's own thresholds gave a chunk's large buffers (its pickles in and out, the zstd input) back to the
     # system and faulted them in again: ~12 page faults and ~30 µs of system time a note; ~0.5 and ~10 with the
-    # worker's ingest thresholds, for the same resident set (docs/performance.md). The parse modules are imported by
-    # now: they are left out of the cyclic collections.
+    # worker's ingest thresholds, for the same resident set (docs/performance.md).
     heap.keep_for_ingest()
     # A Ctrl-C reaches the whole process group: the worker stops its pool, which must not die mid-note with
     # a KeyboardInterrupt traceback in the operator's terminal.

@@ -35,7 +35,7 @@ from sinks.state import Position, StateStore
 from streams.assembly import Assembly
 from streams.command_failures import summary
 from streams.emission import Emission
-from streams.heap import SMALL_AXIS, briefing_heap, release_free_heap
+from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
 from streams.kafka_io import BRIEFING_PART_BYTES, MAX_MESSAGE_BYTES
 from streams.logs import doc_context
@@ -210,10 +210,8 @@ class Pipeline:
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
         """
         async with self.briefing_lock:
-            documents = self.state.document_count(command.axis)
-            # glibc's small thresholds while briefing a large axis: its large blocks leave as freed (streams.heap);
-            # the ingest's cycles freed before its heap is trimmed, the briefing's own after it (sinks.collector)
-            with collector.briefing(documents > SMALL_AXIS), briefing_heap(documents):
+            # glibc's small thresholds while briefing a large axis: its large blocks leave as freed (streams.heap)
+            with collector.paused(), briefing_heap(self.state.document_count(command.axis)):
                 return await self._brief(command)
 
     async def _brief(self, command: ControlCommand) -> Emission | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sinks import collector, duck
+from sinks import duck
 from sinks.clock import Clock
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
@@ -129,11 +129,9 @@ class Services:
         )
 
     async def stop(self) -> None:
-        """At shutdown: the catch-up, the arXiv client, the parse processes, in that order; what the start froze
-        back to the collector, so that the process's end closes the state (DuckDB's checkpoint)."""
+        """At shutdown: the catch-up, the arXiv client, the parse processes, in that order."""
         await self.sync.stop()  # a catch-up replay still running ends before the state it writes to
         opened = self.pipeline.opened
         if opened is not None and opened.enricher is not None:
             await opened.enricher.aclose()
         self.parser.close()
-        collector.for_exit()

@@ -40,7 +40,7 @@ def run(settings: Settings, clock: Clock) -> None:
     """Build the app on these settings (a concrete bootstrap, checked topics) and run it until stopped."""
     from streams.app import create_app
 
+    heap.keep_for_ingest()
     app = create_app(settings, clock)
-    heap.keep_for_ingest()  # once the app is built: its objects are left out of the collections (sinks.collector)
     logging_config = logs.faust_logging_config(log_json=settings.log_json, level=settings.log_level)
     Worker(app, loglevel=settings.log_level, logging_config=logging_config).execute_from_commandline()

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -57,33 +53,3 @@ def test_a_collector_turned_off_elsewhere_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
-
-
-def _prints(code: str) -> object:
-    """What a fresh process prints (JSON) after `code`, set as the worker is while ingesting."""
-    setup = (
-        "import gc, json, weakref\nfrom sinks import collector\ncollector.for_ingest()\nclass Node: pass\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", setup + textwrap.dedent(code)], capture_output=True, text=True, check=True
-    )
-    return json.loads(run.stdout)
-
-
-def test_a_briefings_cycles_are_freed_when_it_ends() -> None:
-    code = """
-    with collector.briefing(collect_first=False):
-        node = Node(); node.me = node; freed = weakref.ref(node); del node
-        during = freed() is None
-    print(json.dumps([during, freed() is None, gc.isenabled()]))
-    """
-    assert _prints(code) == [False, True, True]
-
-
-def test_a_large_briefing_starts_with_the_ingests_cycles_freed() -> None:
-    code = """
-    node = Node(); node.me = node; freed = weakref.ref(node); del node  # left young by the ingest's threshold
-    with collector.briefing(collect_first=True):
-        print(json.dumps(freed() is None))
-    """
-    assert _prints(code) is True

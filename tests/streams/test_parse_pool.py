@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import os
 import signal
@@ -21,7 +20,6 @@ import pytest
 from processors.models import RawFile
 from processors.parse_stage import Routed, RouteParams, documents_records, route_values
 from processors.wire import decode_rows
-from sinks import collector
 from streams import heap
 from streams.parse_pool import ParsePool, Route
 from streams.pipeline import route_params
@@ -221,24 +219,6 @@ async def test_parse_processes_yield_the_cpu_to_the_worker_by_the_configured_ste
     finally:
         pool.close()
     assert {r.path for r in shared} | {r.path for r in alone.routed.values()} == {str(os.nice(0) + 7)}
-
-
-def _says_its_collector(
-    values: Sequence[tuple[bytes, int | None]], params: RouteParams, at: datetime
-) -> list[Routed]:
-    """In a parse process: each note's path is its young collections' threshold and how many objects it froze."""
-    return [Routed(path=f"{gc.get_threshold()[0]} {gc.get_freeze_count()}") for _ in values]
-
-
-async def test_parse_processes_leave_their_start_out_of_the_collections_as_the_worker_does() -> None:
-    pool = ParsePool(route_params(Settings()), 2, route=_says_its_collector)
-    try:
-        routed = await pool.route([(_value(i), i) for i in range(20)], NOW)
-    finally:
-        pool.close()
-    said = {tuple(map(int, r.path.split())) for r in routed}
-    assert {young for young, _ in said} == {collector.INGEST_YOUNG}
-    assert min(frozen for _, frozen in said) > 20_000  # the parse modules' functions, classes and constants
 
 
 def _children(pid: int) -> set[int]:
