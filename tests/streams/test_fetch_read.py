@@ -133,6 +133,7 @@ def test_frames_over_a_real_socket_are_read_whole() -> None:
         finally:
             transport.close()
             server.close()
+            await server.wait_closed()
 
     assert asyncio.run(served()) == bodies
 
