@@ -112,7 +112,8 @@ def test_whatever_the_damage_a_consumer_gets_what_aiokafka_alone_gives(
     damaged = bytearray(fetched)
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.sampled_from(_starts(fetched))) + data.draw(st.integers(0, 64))  # mostly a header
-        at = data.draw(st.integers(0, len(damaged) - 1)) if at >= len(damaged) or data.draw(st.booleans()) else at
+        if at >= len(damaged) or data.draw(st.booleans()):
+            at = data.draw(st.integers(0, len(damaged) - 1))
         damaged[at] ^= data.draw(st.integers(1, 255))
     damaged = damaged[: data.draw(st.integers(0, len(damaged)))] + data.draw(st.binary(max_size=80))
     one = bytes(damaged)  # one object for both: aiokafka's C records read a short batch's header past its end
@@ -151,7 +152,8 @@ def test_aiokafkas_fetcher_still_builds_its_records_as_the_check_expects() -> No
     """An aiokafka upgrade that changes this fails here, not quietly (the check never used, a flag misplaced)."""
     params = list(inspect.signature(CheckedPartitionRecords.__base__.__init__).parameters)
     assert len(params) == 9 and params[-2:] == ["check_crcs", "isolation_level"]
-    built = fetcher.Fetcher._proc_fetch_request.__code__.co_names  # looked up in the module when a fetch is handled
+    # Looked up in the fetcher's module when a fetch is handled.
+    built = fetcher.Fetcher._proc_fetch_request.__code__.co_names
     assert "MemoryRecords" in built and "PartitionRecords" in built
 
 

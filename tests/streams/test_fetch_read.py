@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaProducer, conn
 from aiokafka.consumer import fetcher
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from predigest_native import record_batches_intact
 
 from streams import fetch_crc, kafka_io
 from streams.app import faust_app
@@ -92,7 +93,7 @@ def test_a_large_read_cancelled_midway_leaves_the_bytes_as_asyncio_leaves_them()
         reader.feed_data(stream[:1000])
         reading = asyncio.ensure_future(reader.readexactly(2 * LARGE))
         await asyncio.sleep(0)
-        reader.feed_data(stream[1000:fed])  # part of the read's bytes, or all of them and the next read's first
+        reader.feed_data(stream[1000:fed])  # part of the read's bytes, or them and the next read's first
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading
@@ -167,7 +168,6 @@ async def test_a_consumer_of_the_worker_process_reads_large_fetches_whole_and_ch
         monkeypatch.setattr(owner, name, getattr(owner, name))  # put back after the test
     monkeypatch.setattr(fetcher, "PartitionRecords", fetcher.PartitionRecords)
     checked: list[bool] = []
-    record_batches_intact = fetch_crc.record_batches_intact
 
     def check(data: bytes) -> bool:
         checked.append(record_batches_intact(data))
