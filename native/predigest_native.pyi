@@ -110,7 +110,8 @@ def raw_content(value: bytes) -> tuple[bytes, bytes] | None:
     """A raw record as the watcher writes it: (the record with `"content":""`, its content decoded); else None."""
 
 def record_batches_intact(data: bytes) -> bool:
-    """Every whole Kafka record batch in `data` is v2 and its CRC-32C matches (a cut-off last one left aside)."""
+    """Every whole Kafka record batch in `data` is v2 and its CRC-32C matches (a cut-off last one left aside);
+    False too for a negative length (int32), which aiokafka judges itself."""
 
 def raw_file_json(path: str, content: bytes, size: int, mtime: bytes, sha256: str) -> bytes | None:
     """`RawFile(...).model_dump_json().encode()` of a file read whole, `mtime` given as its JSON

@@ -53,6 +53,9 @@ class WholeReader(asyncio.StreamReader):
                 if self._eof:  # type: ignore[attr-defined]
                     raise asyncio.IncompleteReadError(b"".join(parts), n)
                 await self._wait_for_data("readexactly")  # type: ignore[attr-defined]
+        except asyncio.CancelledError:  # as asyncio's: the bytes received stay, in order, for the next read
+            self._buffer[:0] = b"".join(parts)  # type: ignore[attr-defined]
+            raise
         finally:
             self._parts, self._left = None, 0
         return b"".join(parts)

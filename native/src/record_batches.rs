@@ -12,7 +12,8 @@ const HEADER: usize = 61; // a v2 batch's header, its records after
 
 /// True when `data` is whole v2 (magic 2) record batches back to back, each one's stored CRC-32C that of its bytes
 /// from the attributes on, a partial batch at the end left aside as aiokafka leaves it; False for anything else
-/// (a mismatch, an older message format, a malformed length), which aiokafka then checks and reports itself.
+/// (a mismatch, an older message format, a malformed or negative length), which aiokafka then checks and reports
+/// itself.
 #[pyfunction]
 pub fn record_batches_intact(py: Python<'_>, data: &[u8]) -> bool {
     py.detach(|| batches_intact(data))
@@ -21,7 +22,10 @@ pub fn record_batches_intact(py: Python<'_>, data: &[u8]) -> bool {
 fn batches_intact(data: &[u8]) -> bool {
     let mut at = 0;
     while data.len() - at >= MAGIC_AT + 1 {
-        let length = u32::from_be_bytes(data[at + LENGTH_AT..at + LENGTH_AT + 4].try_into().unwrap()) as usize;
+        let length = i32::from_be_bytes(data[at + LENGTH_AT..at + LENGTH_AT + 4].try_into().unwrap());
+        let Ok(length) = usize::try_from(length) else {
+            return false; // negative as aiokafka reads it: its pure-Python records can slice back from the end
+        };
         let end = at + 12 + length;
         if end > data.len() {
             return true; // a batch cut off by the fetch size: aiokafka never reads it
