@@ -4,6 +4,7 @@ briefing is dead-lettered too, never acked silently; a state that cannot be used
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -33,9 +34,19 @@ def flush(worker: InProcessWorker, axis: str) -> bytes:
     return command.model_dump_json().encode()
 
 
+class PanicException(BaseException):
+    """As PyO3 raises a Rust panic (pyromark, predigest_native): not an Exception."""
+
+
 def fails_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
     if request.axis.name == "inference":
         raise ZeroDivisionError("a bug this state hits")
+    return briefing_of(request, reads)
+
+
+def panics_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
+    if request.axis.name == "inference":
+        raise PanicException("a note makes the Markdown parser panic")
     return briefing_of(request, reads)
 
 
@@ -47,10 +58,23 @@ def answered(worker: InProcessWorker) -> list[str]:
     return [axis for axis, _ in worker.outputs.briefings]
 
 
+@pytest.mark.parametrize(
+    ("fails", "error"),
+    [
+        (fails_for_inference, "ZeroDivisionError: a bug this state hits"),
+        # A panic went through `except Exception` everywhere: Faust crashed the control agent (the worker up, the
+        # command neither answered nor dead-lettered, no command answered any more).
+        (panics_for_inference, "PanicException: a note makes the Markdown parser panic"),
+    ],
+)
 async def test_a_command_whose_briefing_always_raises_is_dead_lettered_and_the_next_one_answered(
-    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    worker: InProcessWorker,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    fails: Callable[[BriefingRequest, Any], Briefing],
+    error: str,
 ) -> None:
-    monkeypatch.setattr("streams.assembly.briefing_of", fails_for_inference)
+    monkeypatch.setattr("streams.assembly.briefing_of", fails)
     async with worker.agents.control.test_context() as agent:
         await agent.put(flush(worker, "inference"), key=b"inference", partition=0)
         await agent.put(flush(worker, "risk"), key=b"risk", partition=0)
@@ -62,16 +86,14 @@ async def test_a_command_whose_briefing_always_raises_is_dead_lettered_and_the_n
         b"inference",
         0,
     )
-    assert letter.error.startswith("ZeroDivisionError: a bug this state hits (at ")
+    assert letter.error.startswith(f"{error} (at ")
     assert worker.metric("predigest_commands_failed_total", axis="inference", trigger="flush") == 1
     assert worker.metric("predigest_dead_letters_total", stage="control", reason="briefing_failed") == 1
     assert worker.exits == []
     [said] = [
         r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")
     ]  # one line, with the traceback
-    assert (
-        "failed at every attempt (briefing_failed): ZeroDivisionError" in said.getMessage() and said.exc_info
-    )
+    assert f"failed at every attempt (briefing_failed): {error}" in said.getMessage() and said.exc_info
 
     # The fix is deployed; the dead letter, re-driven twice, is answered once.
     monkeypatch.setattr("streams.assembly.briefing_of", briefing_of)
@@ -111,30 +133,3 @@ async def test_a_state_that_cannot_be_used_stops_the_worker_and_nothing_is_dead_
     critical = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
     assert critical[0].startswith("answering the flush of risk ending ")
     assert "StateUnreadableError: the state file is damaged" in critical[0]
-
-
-class PanicException(BaseException):
-    """What a Rust panic raises through PyO3 (pyromark renders every value of a briefing, predigest_native reads
-    ids): a BaseException, so that `except Exception` lets it through."""
-
-
-def panics_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
-    if request.axis.name == "inference":
-        raise PanicException("a note makes the Markdown parser panic")
-    return briefing_of(request, reads)
-
-
-async def test_a_panic_in_native_code_is_the_commands_own_failure_not_an_end_of_the_control_agent(
-    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Before: the panic went through `except Exception` everywhere, Faust crashed the control agent (the worker
-    # up, no command answered any more, the command neither answered nor dead-lettered).
-    monkeypatch.setattr("streams.assembly.briefing_of", panics_for_inference)
-    async with worker.agents.control.test_context() as agent:
-        await agent.put(flush(worker, "inference"), key=b"inference", partition=0)
-        await agent.put(flush(worker, "risk"), key=b"risk", partition=0)
-        await settled(lambda: answered(worker) == ["risk"], "the next command")
-    [letter] = worker.outputs.dead_letters
-    assert (letter.reason, letter.key) == ("briefing_failed", b"inference")
-    assert letter.error.startswith("PanicException: a note makes the Markdown parser panic (at ")
-    assert worker.exits == []
