@@ -19,9 +19,16 @@ from processors.commands import COMMAND_REFUSALS, CommandRefusal
 from processors.i18n import Lang
 
 Stage = Literal["raw", "documents", "control"]
-# briefing_failed: a command that passed the checks and whose answer raised at every attempt (streams.command_failures).
-DeadLetterReason = Literal["unreadable", "routing_failed", "briefing_failed"] | CommandRefusal
-DEAD_LETTER_REASONS: tuple[str, ...] = ("unreadable", "routing_failed", "briefing_failed", *COMMAND_REFUSALS)
+# briefing_failed: a command that passed the checks and whose answer raised at every attempt; briefing_memory: ran
+# out of memory at every attempt, the state answering and the process's memory back after (streams.command_failures).
+CommandFailure = Literal["briefing_failed", "briefing_memory"]
+DeadLetterReason = Literal["unreadable", "routing_failed"] | CommandFailure | CommandRefusal
+DEAD_LETTER_REASONS: tuple[str, ...] = (
+    "unreadable",
+    "routing_failed",
+    *get_args(CommandFailure),
+    *COMMAND_REFUSALS,
+)
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 PREFIX = "predigest.dead."
@@ -34,6 +41,12 @@ REASON_TEXT: dict[str, dict[Lang, str]] = {
     "briefing_failed": {
         "en": "briefing the command failed every attempt (a bug)",
         "zh": "命令的简报每次生成都失败（程序缺陷）",
+    },
+    "briefing_memory": {
+        "en": "briefing the command ran out of memory every attempt: raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB "
+        "(or the worker's memory), then `predigest dead replay` re-runs it",
+        "zh": "命令的简报每次生成都内存不足：调高 PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB（或工作进程的内存）后，"
+        "用 `predigest dead replay` 重新运行",
     },
     "unknown_axis": {"en": "command for an axis not configured", "zh": "命令指向未配置的主轴"},
     "naive_end": {"en": "command end without a UTC offset", "zh": "命令的窗口结束时间缺少时区偏移"},

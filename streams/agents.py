@@ -48,8 +48,8 @@ from streams.batches import (
     take_batches,
     weighed_behind,
 )
-from streams.command_failures import answer_or_fail
-from streams.dead_letters import Origin, headers_of, routing_failure
+from streams.command_failures import answer_or_fail, failure_of
+from streams.dead_letters import Origin, origin_of, routing_failure
 from streams.emission import Emission
 from streams.failstop import must_finish, stop_unless_stopping, to_thread_to_the_end
 from streams.heap import briefing_heap
@@ -96,24 +96,16 @@ def _position(event: EventT[bytes]) -> Position:
     return Position(msg.topic, msg.partition, msg.offset)
 
 
-def _origin(event: EventT[bytes]) -> Origin:
-    msg = event.message
-    key, value = msg.key, msg.value
-    return Origin(
-        topic=msg.topic,
-        partition=msg.partition,
-        offset=msg.offset,
-        key=key if isinstance(key, bytes) or key is None else str(key).encode(),
-        value=value if isinstance(value, bytes) or value is None else str(value).encode(),
-        headers=headers_of(msg.headers),
-    )
-
-
 async def _dead_letters(
-    services: Services, outputs: Outputs, stage: Stage, outcomes: Sequence[tuple[Origin, Failure | None]]
+    services: Services,
+    outputs: Outputs,
+    stage: Stage,
+    outcomes: Sequence[tuple[Origin, Failure | None]],
+    cause: BaseException | None = None,
 ) -> None:
-    """Sort a batch's outcomes (the worker stops here on its dead-letter limit), then send its dead letters."""
-    letters: list[DeadLetter] = services.dead.sort(stage, outcomes)
+    """Sort a batch's outcomes (the worker stops here on its dead-letter limit, logging `cause`'s traceback), then
+    send its dead letters."""
+    letters: list[DeadLetter] = services.dead.sort(stage, outcomes, cause)
     if letters:
         await must_finish(
             partial(services.dead.send, outputs, letters),
@@ -185,7 +177,7 @@ async def handle_routed(
     pipeline = services.pipeline()
     for r in routed:
         pipeline.note(r)
-    outcomes = [(_origin(e), routing_failure(r)) for e, r in zip(events, routed, strict=True)]
+    outcomes = [(origin_of(e), routing_failure(r)) for e, r in zip(events, routed, strict=True)]
     await _dead_letters(services, outputs, "raw", outcomes)
     # The batch's notes of one partition travel in one record: Kafka and Faust cost per record, not per byte.
     return documents_records(routed, services.parser.params)
@@ -246,7 +238,7 @@ async def window_batch(
     items: list[tuple[DocumentRecord, Position]] = []
     outcomes: list[tuple[Origin, Failure | None]] = []
     for event, notes in zip(events, decoded, strict=True):
-        origin = _origin(event)
+        origin = origin_of(event)
         if isinstance(notes, ValueError):
             services.pipeline().unreadable("documents", str(notes))
             outcomes.append((origin, Failure("unreadable", str(notes))))
@@ -333,6 +325,7 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         if refused is not None:
             services.pipeline().refuse_command(command, refused, position)
             failure = Failure(refused.reason, refused.detail)
+    error = None
     if command is not None and failure is None:
         # Retried, then dead-lettered too (the same restart loop otherwise), unless nothing could be briefed.
         what = f"answering the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
@@ -340,9 +333,10 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         error = await answer_or_fail(
             answer, what, count=lambda: services.pipeline().state.document_count(), stop=services.halt
         )
-        if error is not None:
-            failure = services.pipeline().command_failed(command, error, position)
-    await _dead_letters(services, outputs, "control", [(_origin(event), failure)])
+        failure = None if error is None else failure_of(error)
+    await _dead_letters(services, outputs, "control", [(origin_of(event), failure)], error)
+    if command is not None and failure is not None and error is not None:  # sent, not stopped by the limit
+        services.pipeline().command_failed(command, failure, error, position)
 
 
 async def _answer(services: Services, outputs: Outputs, command: ControlCommand, position: Position) -> None:

@@ -2,15 +2,18 @@
 dead-lettered as `briefing_failed` so that the worker goes on with the next command, its offset committed.
 
 Unless nothing could be briefed: a failure of the state's file (the sinks' `DuckFileError` family: locked, its
-folder, damaged, another schema, out of memory), of DuckDB's database or disk, of the process (memory, the OS), or
-a state that no longer answers a count after the retries. Then the worker stops (exit 75) without acknowledging the
-command, and Kafka delivers it again after the restart, as before. Anything else (a bug hit by some state, a
-processor's exception) is the command's own: a restart would fail it again and stall every axis with it.
+folder, damaged, another schema), of DuckDB's database or disk, of the OS, or a state that no longer answers a
+count after the retries. Then the worker stops (exit 75) without acknowledging the command, and Kafka delivers it
+again after the restart, as before. Anything else (a bug hit by some state, a processor's exception) is the
+command's own: a restart would fail it again and stall every axis with it. So is running out of memory (an axis's
+window too large for the limits) once the heap is collected and trimmed, the process can allocate again and the
+state answers a count: dead-lettered as `briefing_memory`; else the worker stops as for the state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
@@ -18,20 +21,26 @@ from pathlib import Path
 
 import duckdb
 
-from sinks.errors import DuckFileError
+from processors.dead_letters import Failure
+from sinks.errors import DuckFileError, StateMemoryError
 from streams.failstop import ATTEMPTS, BACKOFF_SECONDS, EXIT_CODE, PASSES_THROUGH, Halt, retried
+from streams.heap import release_free_heap, resident_mib
 
 log = logging.getLogger(__name__)
 
-# The state, the database, its disk or the process: a briefing of any command would fail alike.
+# The command's own window too large for DuckDB's limit or the process's memory: dead-lettered once the memory is
+# back (`memory_back`), or the worker stops as for the state's failures below.
+OUT_OF_MEMORY: tuple[type[BaseException], ...] = (MemoryError, duckdb.OutOfMemoryException, StateMemoryError)
+# The state, the database, its disk or the OS: a briefing of any command would fail alike.
 STOPS_THE_WORKER: tuple[type[BaseException], ...] = (
     DuckFileError,
     duckdb.IOException,
     duckdb.FatalException,
-    duckdb.OutOfMemoryException,
-    MemoryError,
     OSError,
 )
+# What the process must be able to allocate again after a command ran out of memory: a batch of notes, the next
+# command's briefing of a small axis (a mapping not touched: its pages cost nothing).
+HEADROOM_BYTES = 64 << 20
 
 
 def summary(exc: BaseException) -> str:
@@ -65,7 +74,11 @@ async def answer_or_fail(
     except BaseException as exc:
         if isinstance(exc, PASSES_THROUGH):
             raise
-        if isinstance(exc, STOPS_THE_WORKER) or not await _answers(count):
+        if isinstance(exc, OUT_OF_MEMORY):
+            usable = await memory_back(exc, count)
+        else:
+            usable = not isinstance(exc, STOPS_THE_WORKER) and await _answers(count)
+        if not usable:
             log.critical(
                 "%s failed %d times (%s): the state or the process cannot brief; stopping the worker (exit %d) "
                 "without acknowledging the command, which Kafka will deliver again after the restart",
@@ -78,6 +91,35 @@ async def answer_or_fail(
             stop(EXIT_CODE)
         return exc
     return None
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """What a command's dead letter carries when its answer failed every attempt: the reason and the one line."""
+    return Failure("briefing_memory" if isinstance(exc, OUT_OF_MEMORY) else "briefing_failed", summary(exc))
+
+
+async def memory_back(exc: BaseException, count: Callable[[], object]) -> bool:
+    """After `exc` ran out of memory: whether the process can allocate again once what the failed answer held is
+    collected and the heap trimmed, and the state still answers `count`."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while (
+        cause is not None and id(cause) not in seen
+    ):  # their frames hold the window (their lines stay known)
+        seen.add(id(cause))
+        traceback.clear_frames(cause.__traceback__)
+        cause = cause.__cause__ or cause.__context__
+    gc.collect()
+    release_free_heap()
+    try:
+        bytes(HEADROOM_BYTES)  # calloc: mapped, not touched
+    except MemoryError:
+        log.error("the worker cannot allocate %d MiB after the heap was trimmed", HEADROOM_BYTES >> 20)
+        return False
+    if not await _answers(count):
+        return False
+    log.info("memory back after a command ran out of it: the worker's resident set is %s MiB", resident_mib())
+    return True
 
 
 async def _answers(count: Callable[[], object]) -> bool:

@@ -32,6 +32,8 @@ from streams.failstop import halt
 from streams.settings import Settings
 
 if TYPE_CHECKING:  # only for annotations: importing the topics (Faust, aiohttp) cost every command ~0.25 s
+    from faust.types import EventT
+
     from streams.topics import Outputs
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,20 @@ def headers_of(raw: Any) -> tuple[tuple[str, bytes], ...]:
         return ()
     items = raw.items() if isinstance(raw, Mapping) else raw
     return tuple((str(k), bytes(v or b"")) for k, v in items)
+
+
+def origin_of(event: EventT[bytes]) -> Origin:
+    """Where an agent's event was read, its key and value as bytes."""
+    msg = event.message
+    key, value = msg.key, msg.value
+    return Origin(
+        topic=msg.topic,
+        partition=msg.partition,
+        offset=msg.offset,
+        key=key if isinstance(key, bytes) or key is None else str(key).encode(),
+        value=value if isinstance(value, bytes) or value is None else str(value).encode(),
+        headers=headers_of(msg.headers),
+    )
 
 
 def routing_failure(routed: Routed) -> Failure | None:
@@ -114,8 +130,14 @@ class DeadLetterPolicy:
         self._stopped = read_stop_file(settings)
         self._trackers = {s: FailureTracker(limits, latched=s in self._stopped) for s in STAGES}
 
-    def sort(self, stage: Stage, outcomes: Sequence[tuple[Origin, Failure | None]]) -> list[DeadLetter]:
-        """Record each outcome in order and return the dead letters of the failures; stop on the limit."""
+    def sort(
+        self,
+        stage: Stage,
+        outcomes: Sequence[tuple[Origin, Failure | None]],
+        cause: BaseException | None = None,
+    ) -> list[DeadLetter]:
+        """Record each outcome in order and return the dead letters of the failures; stop on the limit (with the
+        traceback of `cause`, the exception behind them, if one is known)."""
         tracker = self._trackers[stage]
         letters: list[DeadLetter] = []
         for origin, failure in outcomes:
@@ -125,7 +147,7 @@ class DeadLetterPolicy:
                 continue
             trip = tracker.failure()
             if trip is not None:
-                self._halt(stage, origin, failure, trip)
+                self._halt(stage, origin, failure, trip, cause)
             letters.append(
                 DeadLetter(
                     topic=origin.topic,
@@ -161,7 +183,9 @@ class DeadLetterPolicy:
         _write_stop_file(self._settings, self._stopped)
         log.info("stage %s processes records again: its dead-letter stop is cleared", stage)
 
-    def _halt(self, stage: Stage, origin: Origin, failure: Failure, trip: Trip) -> NoReturn:
+    def _halt(
+        self, stage: Stage, origin: Origin, failure: Failure, trip: Trip, cause: BaseException | None
+    ) -> NoReturn:
         self._stopped[stage] = {
             "topic": origin.topic,
             "partition": origin.partition,
@@ -186,5 +210,6 @@ class DeadLetterPolicy:
             origin.offset,
             failure.reason,
             error,
+            exc_info=cause,
         )
         self._stop(LIMIT_EXIT_CODE)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -154,3 +155,13 @@ def release_free_heap() -> bool:
         return False
     libc.malloc_trim(0)
     return True
+
+
+def resident_mib() -> int | None:
+    """The process's resident set in MiB (Linux's /proc), None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") >> 20

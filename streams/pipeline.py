@@ -33,7 +33,6 @@ from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly
-from streams.command_failures import summary
 from streams.emission import Emission
 from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
@@ -46,6 +45,11 @@ from streams.store_report import StoredBatch, report
 log = logging.getLogger(__name__)
 
 USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
+# What the operator does before replaying a command that failed every attempt, by its dead letter's reason.
+_FIX = {
+    "briefing_failed": "fix the cause this traceback shows",
+    "briefing_memory": "raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB (or the worker's memory, for a MemoryError)",
+}
 
 
 def make_enricher(settings: Settings, metrics: Metrics, clock: Clock) -> Enricher:
@@ -131,26 +135,28 @@ class Pipeline:
         )
         self.metrics.commands_refused.labels(reason=refused.reason).inc()
 
-    def command_failed(self, command: ControlCommand, error: BaseException, position: Position) -> Failure:
-        """A command whose answer failed every attempt: logged with its traceback and counted here; the failure
-        its dead letter carries (the exception in one line)."""
-        failure = Failure("briefing_failed", summary(error))
+    def command_failed(
+        self, command: ControlCommand, failure: Failure, error: BaseException, position: Position
+    ) -> None:
+        """A command whose answer failed every attempt, now on the dead-letter topic: logged with its traceback and
+        counted here (after the dead-letter limit sorted it: one that stopped the worker is not)."""
         log.error(
-            "the %s command %r on %s partition %d offset %d failed at every attempt (%s): %s; it goes to the "
-            "dead-letter topic and the worker answers the next command: fix the cause this traceback shows, then "
-            "`predigest dead replay` re-drives it",
+            "the %s command %r on %s partition %d offset %d %s at every attempt (%s): %s; it went to the "
+            "dead-letter topic and the worker answers the next command: %s, then `predigest dead replay` "
+            "re-drives it",
             command.trigger,
             command.request_id[:64],
             position.topic,
             position.partition,
             position.offset,
+            "ran out of memory" if failure.reason == "briefing_memory" else "failed",
             failure.reason,
             failure.error,
+            _FIX[failure.reason],
             exc_info=error,
             extra={"axis": command.axis},
         )
         self.metrics.commands_failed.labels(axis=command.axis, trigger=command.trigger).inc()
-        return failure
 
     def note(self, routed: Routed) -> None:
         """Log and count what routing a raw record found: the parse agent's side of `route_file`."""

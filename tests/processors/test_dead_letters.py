@@ -8,12 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from processors.dead_letters import (
+    DEAD_LETTER_REASONS,
     PREFIX,
     DeadLetter,
     FailureLimits,
     FailureTracker,
     dead_headers,
     read_dead_letter,
+    reason_text,
     replay_headers,
     replays_of,
 )
@@ -98,3 +100,12 @@ def test_a_latched_stage_stops_at_its_first_failure_and_a_success_clears_it() ->
     fixed = FailureTracker(limits, latched=True)
     assert fixed.success() is True and fixed.success() is False
     assert fixed.failure() is None
+
+
+def test_every_reason_says_what_it_means_in_each_language() -> None:
+    for reason in DEAD_LETTER_REASONS:
+        assert reason_text(reason, "en") != reason and reason_text(reason, "zh") != reason, reason
+    # What the operator does about a command out of memory, before a replay.
+    for lang in ("en", "zh"):
+        said = reason_text("briefing_memory", lang)
+        assert "PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB" in said and "predigest dead replay" in said

@@ -1,6 +1,8 @@
 """In process: a command whose briefing raises at every attempt is dead-lettered (`briefing_failed`), counted and
 acknowledged, and the next command answered; re-driven after the fix it is answered once. A failure outside the
-briefing is dead-lettered too, never acked silently; a state that cannot be used stops the worker instead."""
+briefing is dead-lettered too, never acked silently; a state that cannot be used stops the worker instead. One out
+of memory is dead-lettered as `briefing_memory`; one the dead-letter limit stops is neither logged nor counted as
+dead-lettered."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from sinks.errors import StateUnreadableError
 from streams.command_failures import answer_or_fail
 from streams.control import new_command
 from streams.failstop import EXIT_CODE
+from streams.kafka_settings import DeadLetterSettings
 from tests.clocks import ManualClock
 from tests.streams.agent_support import END, InProcessWorker, Start, owning_worker, settled
 
@@ -47,6 +50,12 @@ def fails_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
 def panics_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
     if request.axis.name == "inference":
         raise PanicException("a note makes the Markdown parser panic")
+    return briefing_of(request, reads)
+
+
+def runs_out_for_inference(request: BriefingRequest, reads: Any) -> Briefing:
+    if request.axis.name == "inference":
+        raise MemoryError  # its window too large for the worker's memory
     return briefing_of(request, reads)
 
 
@@ -133,3 +142,47 @@ async def test_a_state_that_cannot_be_used_stops_the_worker_and_nothing_is_dead_
     critical = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
     assert critical[0].startswith("answering the flush of risk ending ")
     assert "StateUnreadableError: the state file is damaged" in critical[0]
+
+
+async def test_a_command_out_of_memory_is_dead_lettered_as_such_and_the_next_one_answered(
+    worker: InProcessWorker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("streams.assembly.briefing_of", runs_out_for_inference)
+    async with worker.agents.control.test_context() as agent:
+        await agent.put(flush(worker, "inference"), key=b"inference", partition=0)
+        await agent.put(flush(worker, "risk"), key=b"risk", partition=0)
+        await settled(lambda: answered(worker) == ["risk"], "the next command")
+    [letter] = worker.outputs.dead_letters
+    assert (letter.reason, letter.key) == ("briefing_memory", b"inference")  # stopped the worker on main
+    assert letter.error.startswith("MemoryError (at test_agents_command_failures.py:")
+    assert worker.metric("predigest_commands_failed_total", axis="inference", trigger="flush") == 1
+    assert worker.metric("predigest_dead_letters_total", stage="control", reason="briefing_memory") == 1
+    assert worker.exits == []
+    [said] = [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert "ran out of memory at every attempt (briefing_memory)" in said
+    assert "raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB" in said and "`predigest dead replay`" in said
+
+
+async def test_a_failed_command_that_trips_the_dead_letter_limit_is_not_logged_nor_counted_as_dead_lettered(
+    tmp_path: Path,
+    start: Start,
+    stops: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr("streams.agents.answer_or_fail", partial(answer_or_fail, backoff=0))
+    limits = DeadLetterSettings(max_consecutive=1)
+    worker = owning_worker(tmp_path, start, ManualClock(END + timedelta(minutes=10)), dead_letters=limits)
+    monkeypatch.setattr("streams.assembly.briefing_of", fails_for_inference)
+    async with worker.agents.control.test_context() as agent:
+        for _ in range(2):  # the second in a row is past the limit: the worker stops (exit 78) on it
+            await agent.put(flush(worker, "inference"), key=b"inference", partition=0)
+        await settled(lambda: stops == [78], "the dead-letter limit's stop")
+    assert [letter.offset for letter in worker.outputs.dead_letters] == [0]
+    # On main the second was logged as gone to the dead-letter topic and counted (2) though it was not sent.
+    assert worker.metric("predigest_commands_failed_total", axis="inference", trigger="flush") == 1
+    said = [r for r in caplog.records if "failed at every attempt" in r.getMessage()]
+    assert len(said) == 1 and "offset 0" in said[0].getMessage()
+    [stop] = [r for r in caplog.records if r.levelname == "CRITICAL" and r.name == "streams.dead_letters"]
+    assert "2 consecutive records failed" in stop.getMessage() and "offset 1" in stop.getMessage()
+    assert stop.exc_info and "a bug this state hits" in str(stop.exc_info[1])  # the traceback, with the stop

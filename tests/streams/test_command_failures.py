@@ -1,18 +1,22 @@
 """A command whose answer keeps failing: retried with back-off, then dead-lettered (`briefing_failed`) with the
-exception in one line, unless the state or the process is at fault, when the worker stops (exit 75) as before."""
+exception in one line, unless the state or the process is at fault, when the worker stops (exit 75) as before;
+one that ran out of memory is dead-lettered (`briefing_memory`) once the memory is back and the state answers."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
 import duckdb
 import pytest
 
-from sinks.errors import StateLockedError, StateUnreadableError
-from streams.command_failures import answer_or_fail, summary
+from sinks.errors import StateLockedError, StateMemoryError, StateUnreadableError
+from streams import command_failures
+from streams.command_failures import answer_or_fail, failure_of, summary
 from streams.failstop import EXIT_CODE
 
 
@@ -80,8 +84,7 @@ async def test_a_bug_that_fails_every_attempt_is_the_commands_own_failure_and_th
         StateUnreadableError("the state file is damaged"),  # the sinks' family: the state's file
         duckdb.IOException("IO Error: No space left on device"),  # its disk
         duckdb.FatalException("database has been invalidated"),
-        MemoryError(),  # the process
-        OSError(5, "Input/output error"),
+        OSError(5, "Input/output error"),  # the OS
     ],
     ids=lambda e: type(e).__name__,
 )
@@ -94,6 +97,66 @@ async def test_a_failure_of_the_state_or_the_process_stops_the_worker_unacked(
     [line] = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
     assert line.startswith(f"answering x failed 5 times ({type(exc).__name__}")
     assert "stopping the worker (exit 75) without acknowledging the command" in line
+
+
+OUT_OF_MEMORY = [
+    MemoryError(),  # the process (a window too large for its memory)
+    duckdb.OutOfMemoryException(
+        "Out of Memory Error: failed to pin block of size 256.0 KiB"
+    ),  # DuckDB's limit
+    StateMemoryError("the state cannot write within 512 MiB; raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"),
+]
+
+
+@pytest.mark.parametrize("exc", OUT_OF_MEMORY, ids=lambda e: type(e).__name__)
+async def test_a_command_out_of_memory_with_the_memory_back_and_the_state_answering_is_dead_lettered(
+    exc: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Stopping the worker met the same command at every restart, and every axis stalled behind it.
+    with caplog.at_level(logging.INFO):
+        got = await answer_or_fail(failing(exc), "answering x", count=counted, stop=stop, sleep=Sleeps())
+    assert got is exc and failure_of(exc).reason == "briefing_memory"
+    assert not [r for r in caplog.records if r.levelname == "CRITICAL"]
+    assert "memory back after a command ran out of it" in caplog.text
+
+
+@pytest.mark.parametrize("exc", OUT_OF_MEMORY, ids=lambda e: type(e).__name__)
+async def test_a_command_out_of_memory_whose_state_no_longer_answers_stops_the_worker(exc: Exception) -> None:
+    def count() -> int:
+        raise duckdb.ConnectionException("Connection already closed!")
+
+    with pytest.raises(Stopped) as stopped:
+        await answer_or_fail(failing(exc), "answering x", count=count, stop=stop, sleep=Sleeps())
+    assert stopped.value.args == (EXIT_CODE,)
+
+
+async def test_a_command_out_of_memory_stops_the_worker_when_the_process_cannot_allocate_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(command_failures, "HEADROOM_BYTES", 1 << 62)  # no machine maps 4 EiB
+    with pytest.raises(Stopped):
+        await answer_or_fail(failing(MemoryError()), "answering x", count=counted, stop=stop, sleep=Sleeps())
+    assert "cannot allocate" in caplog.text
+
+
+async def test_what_a_failed_answer_held_is_collected_before_the_memory_is_judged() -> None:
+    class Window:
+        pass
+
+    held: list[weakref.ref[Window]] = []
+
+    async def step() -> None:
+        window = Window()  # what a briefing's frames hold when it runs out
+        held.append(weakref.ref(window))
+        raise MemoryError
+
+    got = await answer_or_fail(step, "answering x", count=counted, stop=stop, sleep=Sleeps())
+    # The last attempt's (the earlier ones' exceptions are in the log records pytest keeps).
+    assert (
+        got is not None
+        and held[-1]() is None
+        and summary(got).startswith("MemoryError (at test_command_failures.py:")
+    )
 
 
 async def test_a_bug_whose_state_no_longer_answers_a_count_stops_the_worker() -> None:

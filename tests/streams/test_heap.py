@@ -178,3 +178,8 @@ async def test_a_worker_gone_quiet_gets_the_trim_its_last_batch_skipped() -> Non
     assert await trim.when_quiet()
     clock.advance(5)
     assert not await trim.when_quiet()  # paid
+
+
+def test_the_resident_set_is_read_in_mib() -> None:
+    mib = heap.resident_mib()  # what the log says after a command ran out of memory
+    assert mib is not None and 10 < mib < 64 * 1024

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -279,8 +278,18 @@ async def test_a_real_prometheus_scrapes_the_worker_and_reports_its_briefings(
                 return len(rules) == len(alert_rules()) and all(r["health"] == "ok" for r in rules)
 
             await eventually(rules_evaluated, 30, "every alert rule to evaluate cleanly")
-            firing = (await query(base, 'ALERTS{alertstate="firing"}'))["data"]["result"]
-            assert firing == [], json.dumps(firing)
+
+            async def only_the_dead_letters_alert() -> bool:
+                firing = (await query(base, 'ALERTS{alertstate="firing"}'))["data"]["result"]
+                alerts = {
+                    (r["metric"]["alertname"], r["metric"].get("stage"), r["metric"].get("reason"))
+                    for r in firing
+                }
+                return alerts == {("PredigestDeadLetters", "documents", "unreadable")}
+
+            # The two unreadable records were dead-lettered before Prometheus's first scrape: increase() alone saw the
+            # series start at 2 and never fired; the worker started within the window, so its count is its increase.
+            await eventually(only_the_dead_letters_alert, 30, "the dead letters' alert, and no other")
 
             for promql in dashboard_queries():  # every dashboard query parses and runs on the real server
                 answer = await query(base, promql)
