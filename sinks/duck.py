@@ -181,6 +181,19 @@ def checkpoint_error(exc: duckdb.Error, path: Path, file: DuckFile) -> StateLoca
     )
 
 
+def checkpoint(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
+    """Write the WAL into the file now (a clean stop), or raise the DuckFileError that says why not: a close alone
+    checkpoints too, but keeps its failure to itself (the WAL stays, replayed at the next open)."""
+    try:
+        db.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        if (reason := out_of_memory(exc)) is not None:
+            raise StateMemoryError(
+                f"cannot checkpoint the {file.what} {path} within its memory ({reason}); {file.if_out_of_memory}"
+            ) from exc
+        raise checkpoint_error(exc, path, file) from exc
+
+
 def check_integrity(db: duckdb.DuckDBPyConnection, path: Path, file: DuckFile) -> None:
     """Raise StateUnreadableError unless every block of the file is there and reads back (cheap enough to run
     at open, and callable while running: a readiness check)."""

@@ -8,7 +8,6 @@ file and runs the writes that span two of them (a record and its offset) in one 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 import time
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Concatenate, NoReturn, ParamSpec, TypeVar
+from typing import NoReturn
 
 import duckdb
 
@@ -29,20 +28,19 @@ from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
-from sinks.errors import DuckFileError, SinkError, StateBusyError, StateMemoryError
+from sinks.errors import DuckFileError, StateBusyError, StateMemoryError
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
 from sinks.state_reader import StateReader
 from sinks.state_reads import StateReads, serialised
+from sinks.state_retry import CheckpointLost, retried
 from sinks.vacuum import Vacuumed
 from sinks.window_reads import StoredWindow
 
 __all__ = ["STATE", "EmissionRecord", "Position", "StateStore", "Vacuumed"]
 
 log = logging.getLogger(__name__)
-P = ParamSpec("P")
-T = TypeVar("T")
 
 # 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
 # not is left to the write's retry (StateBusyError), a moment later, rather than blocking the loop.
@@ -66,25 +64,6 @@ STATE = duck.DuckFile(
 )
 
 
-class _CheckpointLost(SinkError):
-    """The write was lost (with its checkpoint, or rolled back out of memory); with more memory it runs again."""
-
-
-def _retried(write: Callable[Concatenate[StateStore, P], T]) -> Callable[Concatenate[StateStore, P], T]:
-    """Run a write again after _CheckpointLost (writes are idempotent: offsets claimed, emissions keyed), locked."""
-
-    @functools.wraps(write)
-    def run(self: StateStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self._lock:
-            while True:
-                try:
-                    return write(self, *args, **kwargs)
-                except _CheckpointLost:
-                    continue  # bounded: each loss doubled the memory, up to StateMemoryError
-
-    return run
-
-
 class StateStore(StateReads):
     """Idempotent writes: a record at or below the last applied offset of its partition changes nothing."""
 
@@ -100,6 +79,7 @@ class StateStore(StateReads):
         self._refusal: DuckFileError | None = None
         # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
         self._reopening: tuple[str, duckdb.Error] | None = None
+        self._closed = False  # by `close`, for good
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         self._lock = threading.RLock()  # one user of the connection at a time (sinks.state_reads.Serialised)
         try:
@@ -146,11 +126,27 @@ class StateStore(StateReads):
         return StateReader(self._cursor(), self._path, STATE, self._track)
 
     @serialised
-    def close(self) -> None:
-        """Close the state; reads still running (a briefing, /status at shutdown) are interrupted, as their callers
-        stop too. One that holds on past CLOSE_ATTEMPTS is left to the process's exit (logged)."""
-        if not self._close_interrupting():
-            log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
+    def close(self, checkpoint: bool = False) -> None:
+        """Close the state (closed already: nothing); with `checkpoint` (a clean stop) its WAL goes into the file
+        first, or the DuckFileError that says why not is raised once it is closed (the WAL stays, replayed at the
+        next open). Reads still running (a briefing, /status at shutdown) are interrupted, as their callers stop
+        too; one that holds on past CLOSE_ATTEMPTS is left to the process's exit (logged)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if checkpoint:
+                self._checkpoint()
+        finally:
+            if not self._close_interrupting():
+                log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
+
+    def _checkpoint(self) -> None:
+        if self._refusal is not None:  # closed already when it refused: its WAL keeps what it held
+            raise type(self._refusal)(str(self._refusal))
+        if self._reopening is not None:  # invalidated: reopened with more memory, and checkpointed there
+            self._checkpoint_with_more_memory(*self._reopening)
+        duck.checkpoint(self._db, self._path, STATE)
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         # Opened under the lock, never on a connection a write is reopening nor under a lowered limit it would meet.
@@ -196,7 +192,7 @@ class StateStore(StateReads):
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """A write whose commit may checkpoint: past the memory limit, the state reopens with more memory; a
-        durable commit is then done, a lost one raises _CheckpointLost so the write runs again."""
+        durable commit is then done, a lost one raises CheckpointLost so the write runs again."""
         if self._refusal is not None:
             # The invalidated state was closed: every later write says why (the worker's retries and its last
             # line), not that a connection is closed.
@@ -212,12 +208,12 @@ class StateStore(StateReads):
                 # reader holding the memory at the commit) rolled back and left the database usable: more
                 # memory, and the write runs again. A commit that could not flush invalidates it: reopened.
                 self._more_memory(reason, exc)
-                raise _CheckpointLost from exc
+                raise CheckpointLost from exc
             if reason is None:
                 raise
             self._checkpoint_with_more_memory(reason, exc)
             if not duck.commit_was_durable(exc):
-                raise _CheckpointLost from exc
+                raise CheckpointLost from exc
         self._lower_limit()
 
     def _checkpoint_with_more_memory(self, reason: str, exc: duckdb.Error) -> None:
@@ -348,7 +344,7 @@ class StateStore(StateReads):
         self.offsets.settle(committed=True)
         self.docs.settle(committed=True)
 
-    @_retried
+    @retried
     def apply_batch(self, items: Sequence[tuple[DocumentRecord, Position | None]]) -> list[bool]:
         """Apply documents records in one transaction, as if one by one; per record, whether a briefing sees it."""
         with collector.paused(), self._claiming():
@@ -359,7 +355,7 @@ class StateStore(StateReads):
             outcomes = iter(written.outcomes)
             return [next(outcomes) if new else False for new in fresh]
 
-    @_retried
+    @retried
     def mark_applied(self, position: Position) -> None:
         """Remember a record that writes nothing (an unreadable one), so a replay starts after it."""
         with self._claiming():
@@ -370,17 +366,17 @@ class StateStore(StateReads):
         """One checkpoint with DuckDB's vacuum on (sinks.vacuum), on the writes' path: a memory pinch reopens the
         state with more memory and runs it again while below the ceiling; None at it (not run: nothing to retry)."""
         while self._raised() is not None:
-            with contextlib.suppress(_CheckpointLost), self._writing():
+            with contextlib.suppress(CheckpointLost), self._writing():
                 return vacuum.run(self._db)
         return None
 
-    @_retried
+    @retried
     def restore_emission(self, briefing: Briefing, basename: str, position: Position | None = None) -> bool:
         """Record an emission read back from `predigest.briefings`; True if this state did not hold it."""
         with self._claiming():
             return self.offsets.claim([position])[0] and self.emissions.restore(briefing, basename)
 
-    @_retried
+    @retried
     def record_emission(
         self,
         briefing: Briefing,
@@ -394,7 +390,7 @@ class StateStore(StateReads):
         # Its commit is durable, its answer lost: True (send it) rather than a briefing never sent.
         return True
 
-    @_retried
+    @retried
     def mark_delivered(self, axis: str, window_end: datetime, trigger: str, when: datetime) -> None:
         with self._writing():
             self.emissions.mark_delivered(axis, window_end, trigger, when)

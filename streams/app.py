@@ -4,6 +4,7 @@ wired to the services built once at the worker's start (`faust -A streams.app wo
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
@@ -26,7 +27,24 @@ from streams.web_guard import exposure_warning
 log = logging.getLogger(__name__)
 
 
-def faust_app(settings: Settings) -> faust.App:
+class WorkerApp(faust.App):
+    """Faust's app with a last step to its stop, `closing`: awaited once its agents, timers and web server have
+    stopped (Faust's own `on_before_shutdown` comes before its agents are cancelled, a batch maybe still running)."""
+
+    closing: Callable[[], Awaitable[None]] | None = None
+
+    async def on_shutdown(self) -> None:
+        await super().on_shutdown()
+        if self.closing is not None:
+            await self.closing()
+
+
+# Faust's own lines (`Wait for streams...`) stay under its logger, which streams.logs quiets below -v; set after the
+# class, as mode gives each subclass a logger named after its module.
+WorkerApp.logger = faust.App.logger
+
+
+def faust_app(settings: Settings) -> WorkerApp:
     """The app object alone: its broker, producer, consumer and web settings; no agent, timer or view yet."""
     shorten_fetch_wait()
     check_crcs_natively()
@@ -34,7 +52,7 @@ def faust_app(settings: Settings) -> faust.App:
     hand_over_inline()
     check_buffer_lightly()
     settings.state_dir.mkdir(parents=True, exist_ok=True)  # Faust makes its datadir, not the folders above
-    return faust.App(
+    return WorkerApp(
         settings.app_id,
         **faust_broker_kwargs(settings),  # every bootstrap server, SASL and TLS as for the other clients
         store="memory://",
@@ -78,7 +96,7 @@ def faust_app(settings: Settings) -> faust.App:
 
 
 class PartitionSignals:
-    """The app's signal handlers: assignments move the state's ownership; shutdown stops the services."""
+    """The app's signal handlers: assignments move the state's ownership."""
 
     def __init__(self, services: Services, topics: Topics) -> None:
         self._services = services
@@ -89,7 +107,6 @@ class PartitionSignals:
         # mode's SignalHandlerT makes mypy reject even a handler of exactly its own signature.
         app.on_partitions_assigned.connect(self.assigned)  # type: ignore[arg-type]
         app.on_partitions_revoked.connect(self.revoked)  # type: ignore[arg-type]
-        app.on_before_shutdown.connect(self.before_shutdown)  # type: ignore[arg-type]
 
     async def assigned(self, sender: Any, assigned: set[Any], *args: Any, **kwargs: Any) -> None:
         self._services.sync.on_assigned(
@@ -100,11 +117,8 @@ class PartitionSignals:
     async def revoked(self, sender: Any, revoked: set[Any], *args: Any, **kwargs: Any) -> None:
         self._services.sync.on_revoked({tp.partition for tp in revoked if tp.topic == self._documents})
 
-    async def before_shutdown(self, sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
-        await self._services.stop()
 
-
-def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> faust.App:
+def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> WorkerApp:
     """A worker app; settings must carry a concrete Kafka bootstrap. Nothing is opened or started here."""
     warning = exposure_warning(settings)  # ConfigError for a web port others reach with no token
     if warning is not None:
@@ -114,6 +128,7 @@ def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> faust.App:
     topics = Topics.declare(app, settings)
     outputs = TopicOutputs(app, topics)
     PartitionSignals(services, topics).connect(app)
+    app.closing = services.stop  # after the agents, timers and views stopped: nothing uses what it closes
     register_agents(app, topics, services, outputs)
     register_timers(app, services, outputs)
     register_views(app, services, outputs.command)

@@ -4,15 +4,17 @@ first use)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
 from sinks import duck
 from sinks.clock import Clock
+from sinks.errors import DuckFileError
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
 from streams.dead_letters import DeadLetterPolicy
-from streams.failstop import Halt, halt
+from streams.failstop import EXIT_CODE, Halt, halt
 from streams.heap import HeapTrim
 from streams.lag_probe import LagProbe
 from streams.outbox import BriefingOutbox
@@ -49,6 +51,7 @@ class LazyPipeline:
         self._metrics = metrics
         self._clock = clock
         self._pipeline: Pipeline | None = None
+        self._closed = False  # by `close`, at the worker's stop
 
     @property
     def opened(self) -> Pipeline | None:
@@ -63,6 +66,33 @@ class LazyPipeline:
                 metrics.state_set_aside.labels(reason="unreadable").inc()
             self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
         return self._pipeline
+
+    async def close(self) -> bool:
+        """Checkpoint and close the state if it was opened, once (again: True, nothing done); False when its
+        checkpoint failed, said in one line: its rows stay in the WAL, which the next start replays."""
+        if self._pipeline is None or self._closed:
+            return True
+        self._closed = True
+        state, started = self._pipeline.state, self._clock.monotonic()
+        try:
+            # In a thread: it waits for the state's lock, which a briefing's reads may hold for seconds.
+            await asyncio.to_thread(state.close, checkpoint=True)
+        except DuckFileError as exc:
+            wal = self._settings.state_file.with_name(self._settings.state_file.name + ".wal")
+            log.critical(
+                "the state was not checkpointed at the stop (exit %d): %s; its rows are kept in %s, which "
+                "the next start replays",
+                EXIT_CODE,
+                exc,
+                wal,
+            )
+            return False
+        log.info(
+            "the state %s is checkpointed and closed (%.1fs)",
+            self._settings.state_file,
+            self._clock.monotonic() - started,
+        )
+        return True
 
     def replace_damaged(self) -> None:
         """Set the open state's file aside as unreadable and go on with a fresh one (streams.state_guard)."""
@@ -129,9 +159,16 @@ class Services:
         )
 
     async def stop(self) -> None:
-        """At shutdown: the catch-up, the arXiv client, the parse processes, in that order."""
+        """Once the agents, timers and web server have stopped (streams.app.WorkerApp), so that nothing uses what
+        closes: the catch-up, the parse processes, the state (checkpointed), the arXiv client, in that order. A
+        state that could not checkpoint stops the worker with EXIT_CODE once the rest is closed."""
         await self.sync.stop()  # a catch-up replay still running ends before the state it writes to
+        # No batch awaits the processes any more (the agents cancelled theirs, unacked): a note still parsing is
+        # parsed again after the restart.
+        self.parser.close(kill=True)
+        checkpointed = await self.pipeline.close()
         opened = self.pipeline.opened
         if opened is not None and opened.enricher is not None:
             await opened.enricher.aclose()
-        self.parser.close()
+        if not checkpointed:
+            self.halt(EXIT_CODE)

@@ -20,6 +20,7 @@ from sinks.state_reader import StateReader
 from streams.browser import HEADERS, Browser, Page
 from streams.control import checked_command
 from streams.errors import CommandRefusedError
+from streams.failstop import PASSES_THROUGH
 from streams.services import Services
 from streams.settings import Settings
 from streams.topics import SendCommand
@@ -94,7 +95,13 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
             if (refused := guard.read(self, request, "GET /status")) is not None:
                 return refused
             # A snapshot at most status_refresh_seconds old, read off the event loop: pollers cannot slow ingest.
-            body = await services.status.get()
+            try:
+                body = await services.status.get()
+            # A Rust panic in a read (PyO3's PanicException) is a BaseException, which aiohttp would not answer.
+            except BaseException as exc:
+                if isinstance(exc, PASSES_THROUGH):
+                    raise
+                return _failed(self, "GET /status", exc)
             body["briefing_failures"] = services.outbox.report()  # axes whose briefings cannot be written
             return self.json(body)
 
@@ -110,6 +117,14 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
             if body is None:
                 return self.json({"error": f"no briefing for axis {axis!r} yet"}, status=404)
             return self.json(body)
+
+
+def _failed(view: View, route: str, exc: BaseException) -> Response:
+    """A read that failed (a bug, a panic): one log line, a 500 that says it in one line; the next request reads
+    again."""
+    what = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    log.error("%s failed: %s; answered 500, the next request reads again", route, what, exc_info=exc)
+    return view.json({"error": f"the state could not be read: {what}"}, status=500)
 
 
 def _latest_body(reader: StateReader, axis: str) -> dict[str, Any] | None:

@@ -1,0 +1,80 @@
+"""The last step of a worker's stop (`Services.stop`, once its agents, timers and views stopped): the state
+checkpointed and closed with one log line, a second stop harmless, a checkpoint the disk refuses one CRITICAL line
+and exit 75, its rows kept in the WAL for the next start."""
+
+from __future__ import annotations
+
+import logging
+import resource
+import signal
+from pathlib import Path
+
+import pytest
+
+from sinks.state import StateStore
+from tests.clocks import ManualClock
+from tests.state_support import parsed, put_document
+from tests.streams.agent_support import InProcessWorker, Start, StepFailed, in_process_settings
+
+TEXT = "# KV cache\n\nvLLM serving: arXiv:2609.23130 cache hit 92.2% on a long context benchmark.\n"
+
+
+def _stored(tmp_path: Path, start: Start, notes: int) -> InProcessWorker:
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    state = worker.services.pipeline().state
+    for i in range(notes):
+        put_document(
+            state, "inference", parsed(f"inbox/jay/2026-09-27-0900-{i}.md", TEXT + str(i)), raw_offset=i
+        )
+    return worker
+
+
+def _wal(worker: InProcessWorker) -> Path:
+    path = worker.settings.state_file
+    return path.with_name(path.name + ".wal")
+
+
+def _documents(worker: InProcessWorker) -> int:
+    state = StateStore(worker.settings.state_file)
+    try:
+        return int(state.axis_summary("inference")["documents"])
+    finally:
+        state.close()
+
+
+async def test_a_stop_checkpoints_and_closes_the_state_once(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = _stored(tmp_path, start, 20)
+    assert _wal(worker).exists()
+    with caplog.at_level(logging.INFO, logger="streams.services"):
+        await worker.services.stop()
+        await worker.services.stop()  # a second stop: nothing more, nothing raised
+    closed = [r.getMessage() for r in caplog.records if "checkpointed and closed" in r.getMessage()]
+    assert len(closed) == 1 and str(worker.settings.state_file) in closed[0]
+    assert not _wal(worker).exists() and worker.exits == []
+    assert _documents(worker) == 20
+
+
+async def test_a_checkpoint_the_disk_refuses_stops_the_worker_with_75_and_the_wal_keeps_the_rows(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = _stored(tmp_path, start, 20)
+    path = worker.settings.state_file
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
+    # The files can grow no more: a full disk for DuckDB (EFBIG rather than ENOSPC).
+    resource.setrlimit(
+        resource.RLIMIT_FSIZE, (min(path.stat().st_size, _wal(worker).stat().st_size), limit[1])
+    )
+    try:
+        with caplog.at_level(logging.INFO, logger="streams.services"), pytest.raises(StepFailed):
+            await worker.services.stop()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, previous)
+    assert worker.exits == [75]
+    lines = [r for r in caplog.records if r.name == "streams.services"]
+    assert len(lines) == 1 and lines[0].levelno == logging.CRITICAL
+    assert "not checkpointed" in lines[0].getMessage() and f"{path}.wal" in lines[0].getMessage()
+    assert _documents(worker) == 20  # replayed from the WAL at the next open

@@ -1,0 +1,144 @@
+"""A worker's clean stop on the real broker (SIGTERM): its agents stop taking work, the batches in flight end or stay
+unacked, then the parse processes and the state close, checkpointed; a restart stores every note once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from aiokafka.errors import KafkaError
+
+from streams import kafka_io
+from streams.backfill import backfill
+from streams.oneshot import wait_ingested
+from streams.settings import Settings
+from streams.worker_process import spawn_worker, stop_process
+from tests.streams.fault_support import (
+    WRITERS,
+    assert_each_path_stored_once,
+    committed,
+    note_path,
+    note_text,
+    printed_logs_on_failure,
+    state_rows,
+)
+from tests.support import running_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+CLOSED = "is checkpointed and closed"
+
+
+def _write(root: Path, notes: dict[str, str]) -> set[str]:
+    for rel, text in notes.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return set(notes)
+
+
+def _wal(s: Settings) -> Path:
+    return s.state_file.with_name(s.state_file.name + ".wal")
+
+
+def _clean(log: Path) -> str:
+    """The log of a worker that stopped cleanly: the state closed, no traceback, no hard exit."""
+    text = log.read_text(errors="replace")
+    assert CLOSED in text, text[-3000:]
+    assert "Traceback" not in text and "exiting now" not in text, text[-3000:]
+    return text
+
+
+async def _committed_so_far(s: Settings) -> int:
+    try:
+        return await committed(s, "documents")
+    except KafkaError:  # the group has no coordinator yet
+        return 0
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 90) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def test_sigterm_during_a_backfills_ingest_closes_the_state_and_a_restart_stores_every_note_once(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings(batch_records=10)  # many small batches: work left when the signal comes
+    await kafka_io.ensure_topics(s)
+    paths = _write(s.root, {note_path(w, i): note_text(w, i) for w in WRITERS for i in range(200)})
+    assert (await backfill(s)).published == len(paths)
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        try:
+            await _until(lambda: _many_committed(s), "three documents records committed")
+        finally:
+            code = stop_process(worker)  # SIGTERM
+        assert code == 0
+        text = _clean(log)
+    assert text.index("Stopping") < text.index(CLOSED)
+    assert not _wal(s).exists(), "a clean stop leaves its rows checkpointed in the file"
+    assert len({r.path for r in state_rows(s)}) < len(paths), "the ingest had ended; the stop tested nothing"
+    with running_worker(s, tmp_path, "worker-2"):
+        await wait_ingested(s, 120)
+    assert_each_path_stored_once(state_rows(s), paths)
+    _clean(tmp_path / "worker-2.log")
+    assert not _wal(s).exists()
+
+
+async def _many_committed(s: Settings) -> bool:
+    return await _committed_so_far(s) >= 3
+
+
+def _large_note(seed: int) -> str:
+    """~3.4 MiB of sections, each with an id and figures: ~1.6 s of a parse process's CPU on an idle machine."""
+    rng = random.Random(seed)
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+        for _ in range(5000)
+    ]
+    parts = [
+        f"## section {i}\n\n{' '.join(rng.choice(words) for _ in range(12))} arXiv:26{i % 12 + 1:02d}.{i:05d} "
+        f"{i}% 3.{i}x\n\n"
+        for i in range(25000)
+    ]
+    return ("# large note\n\n" + "".join(parts))[:3_900_000]
+
+
+async def test_a_stop_while_a_parse_batch_is_in_flight_loses_nothing_and_logs_no_traceback(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings(batch_records=4, parse_processes=1)
+    await kafka_io.ensure_topics(s)
+    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(4)}
+    notes |= {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(3)}
+    notes |= {f"inbox/jay/2026-09-27-1100-after-{i}.md": note_text("jay", 100 + i) for i in range(8)}
+    paths = _write(s.root, notes)
+    assert (await backfill(s)).published == len(paths)
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        try:
+            # The first batch (the four small notes) acked: the large ones, a batch of their own, route meanwhile.
+            await _until(lambda: _raw_committed(s, 4), "the first batch's raw records committed")
+        finally:
+            code = stop_process(worker)  # SIGTERM
+        assert code == 0
+        _clean(log)
+    with running_worker(s, tmp_path, "worker-2"):
+        await wait_ingested(s, 120)
+    assert_each_path_stored_once(state_rows(s), paths)
+    _clean(tmp_path / "worker-2.log")
+
+
+async def _raw_committed(s: Settings, wanted: int) -> bool:
+    try:
+        return await committed(s, "raw") >= wanted
+    except KafkaError:  # the group has no coordinator yet
+        return False
