@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from sinks.files import BriefingFiles
+from streams import worker_main
 from streams.duckdb_settings import DuckDBSettings
 from streams.settings import load_settings
 from tests.deploy.tools import DEPLOY, PROJECT, ensure_compose_check
@@ -261,6 +262,14 @@ def test_the_predigest_limits_leave_headroom_over_the_benchmarks_peaks(project: 
     assert _limit_mib(services["watcher"]) >= 1.5 * watcher_peak, watcher_peak
     heap = re.search(r"-Xmx(\d+)m", services["kafka"]["environment"]["KAFKA_HEAP_OPTS"])
     assert heap and _limit_mib(services["kafka"]) >= 1.5 * int(heap.group(1))
+
+
+def test_docker_waits_for_a_workers_own_stop_before_killing_it(project: dict[str, Any]) -> None:
+    for name in WORKERS:
+        given = re.fullmatch(r"(\d+)s", project["services"][name]["stop_grace_period"])
+        assert given, name
+        grace = int(given.group(1))
+        assert grace > worker_main.STOP_GRACE_SECONDS, (name, grace)
 
 
 def test_the_workers_duckdb_memory_raise_stays_within_their_container(project: dict[str, Any]) -> None:
