@@ -44,9 +44,10 @@ REASON_TEXT: dict[str, dict[Lang, str]] = {
     },
     "briefing_memory": {
         "en": "briefing the command ran out of memory every attempt: raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB "
-        "(or the worker's memory), then `predigest dead replay` re-runs it",
-        "zh": "命令的简报每次生成都内存不足：调高 PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB（或工作进程的内存）后，"
-        "用 `predigest dead replay` 重新运行",
+        "(PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB too for a StateMemoryError; or the worker's memory), then "
+        "`predigest dead replay` re-runs it",
+        "zh": "命令的简报每次生成都内存不足：调高 PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB（StateMemoryError 时也调高 "
+        "PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB；或工作进程的内存）后，用 `predigest dead replay` 重新运行",
     },
     "unknown_axis": {"en": "command for an axis not configured", "zh": "命令指向未配置的主轴"},
     "naive_end": {"en": "command end without a UTC offset", "zh": "命令的窗口结束时间缺少时区偏移"},

@@ -78,10 +78,11 @@ class ArxivCache:
         rows = [[r.id, r.model_dump_json(), now] for r in {r.id: r for r in records}.values()]
         if not rows:
             return
-        self._db.execute("BEGIN")
-        self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", rows)
-        self._db.execute(f"DELETE FROM missing WHERE {_IN_IDS}", [[r[0] for r in rows]])
-        self._db.execute("COMMIT")
+        # Rolled back when it raises: the enricher logs the error and goes on, and an open transaction would fail
+        # every later batch (BEGIN within it) until a restart.
+        with duck.transaction(self._db):
+            self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", rows)
+            self._db.execute(f"DELETE FROM missing WHERE {_IN_IDS}", [[r[0] for r in rows]])
 
     def put_missing(self, ids: Iterable[str]) -> None:
         """Remember that arXiv has no paper under these ids (until `negative_ttl` passes)."""

@@ -101,6 +101,13 @@ class StateStore(StateReads):
         self.counts = Counts(self._db)
 
     @serialised
+    def answers(self) -> int:
+        """The count of current documents, in a transaction of its own: raises too when a write could not begin (a
+        transaction left open or aborted by a failed answer: the count alone answers in it), closed or invalidated."""
+        with duck.transaction(self._db):
+            return self.counts.document_count()
+
+    @serialised
     def vacuum_fits(self) -> bool:
         """Whether the notes, merged by a vacuum, would still read within the configured memory (sinks.vacuum)."""
         return vacuum.merged_reads_fit(self._db, self._configured.memory_mib)

@@ -8,6 +8,7 @@ read goes through one cursor of its own, from the briefing's thread; `close()` d
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
@@ -82,15 +83,22 @@ class StoredWindow:
         self._w = f"brief_window_{uuid.uuid4().hex}"
         self._s = f"brief_superseded_{uuid.uuid4().hex}"
         path, sha = baseline or ("", "")
-        self._db.execute(
-            f"CREATE TEMP TABLE {self._w} AS SELECT {_PINNED} "
-            f"WHERE ({IN_WINDOW}) OR (d.axis = ? AND d.path = ? AND d.sha256 = ? AND d.kind = 'baseline')",
-            [axis, window.start, window.end, axis, path, sha],
-        )
-        self._db.execute(
-            f"CREATE TEMP TABLE {self._s} AS SELECT {_PINNED} WHERE {_SUPERSEDED}",
-            [axis, window.start, window.end],
-        )
+        try:
+            self._db.execute(
+                f"CREATE TEMP TABLE {self._w} AS SELECT {_PINNED} "
+                f"WHERE ({IN_WINDOW}) OR (d.axis = ? AND d.path = ? AND d.sha256 = ? AND d.kind = 'baseline')",
+                [axis, window.start, window.end, axis, path, sha],
+            )
+            self._db.execute(
+                f"CREATE TEMP TABLE {self._s} AS SELECT {_PINNED} WHERE {_SUPERSEDED}",
+                [axis, window.start, window.end],
+            )
+        except BaseException:
+            # Its temporary tables live as long as the cursor: not until the failure is collected (a command out of
+            # memory is retried, then dead-lettered, the worker up).
+            with contextlib.suppress(duckdb.Error):  # closed with the state meanwhile
+                cursor.close()
+            raise
 
     def close(self) -> None:
         self._db.close()

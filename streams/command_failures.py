@@ -38,8 +38,9 @@ STOPS_THE_WORKER: tuple[type[BaseException], ...] = (
     duckdb.FatalException,
     OSError,
 )
-# What the process must be able to allocate again after a command ran out of memory: a batch of notes, the next
-# command's briefing of a small axis (a mapping not touched: its pages cost nothing).
+# What the process must be able to map again after a command ran out of memory: a batch of notes, the next
+# command's briefing of a small axis (a mapping not touched: its pages cost nothing, so it fails only under an
+# address-space limit or strict overcommit, where a MemoryError comes from; never under a container's limit).
 HEADROOM_BYTES = 64 << 20
 
 

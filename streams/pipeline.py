@@ -48,7 +48,9 @@ USER_AGENT = "predigest/0.1 (E1 pre-digest briefings; arXiv id metadata)"
 # What the operator does before replaying a command that failed every attempt, by its dead letter's reason.
 _FIX = {
     "briefing_failed": "fix the cause this traceback shows",
-    "briefing_memory": "raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB (or the worker's memory, for a MemoryError)",
+    # A StateMemoryError is a state write refused at the ceiling, which the memory limit (below it) cannot lift.
+    "briefing_memory": "raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB (PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB too, for a "
+    "StateMemoryError; the worker's memory, for a MemoryError)",
 }
 
 

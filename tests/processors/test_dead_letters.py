@@ -109,3 +109,6 @@ def test_every_reason_says_what_it_means_in_each_language() -> None:
     for lang in ("en", "zh"):
         said = reason_text("briefing_memory", lang)
         assert "PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB" in said and "predigest dead replay" in said
+        # A state write refused at its ceiling (StateMemoryError) ran at max_memory_limit_mib already: raising the
+        # memory limit alone (it must stay below the ceiling) doubles it back to the same ceiling.
+        assert "PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB" in said

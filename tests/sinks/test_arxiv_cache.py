@@ -97,3 +97,35 @@ def test_a_cache_out_of_memory_names_its_own_setting(tmp_path: Path) -> None:
     )
     assert isinstance(exc, StateMemoryError)
     assert "raise arxiv.cache_memory_limit_mib" in str(exc) and "duckdb.memory_limit_mib" not in str(exc)
+
+
+class _InsertRunsOut:
+    """The cache's connection, its next `executemany` running out of memory (a batch past the cache's limit)."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+        self._db = db
+        self.failed = False
+
+    def executemany(self, query: str, parameters: object) -> object:
+        if not self.failed:
+            self.failed = True
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 16.0 MiB")
+        return self._db.executemany(query, parameters)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def test_a_batch_that_fails_leaves_no_transaction_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The enricher logs a put_many's duckdb.Error and the briefing goes on (a command out of memory now keeps the
+    # worker up too): a BEGIN left open made every later batch fail ("cannot start a transaction within a
+    # transaction") and its rows never commit, the cache written no more until a restart.
+    cache = ArxivCache(tmp_path / "c.duckdb")
+    monkeypatch.setattr(cache, "_db", _InsertRunsOut(cache._db))
+    with pytest.raises(duckdb.OutOfMemoryException):
+        cache.put_many([rec("2609.23130", "lost")])
+    cache.put_many([rec("2609.23131", "kept")])
+    cache.close()
+    assert set(ArxivCache(tmp_path / "c.duckdb").get_many(["2609.23130", "2609.23131"])) == {"2609.23131"}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import duckdb
 import pytest
 
 from processors.documents import parse_document
@@ -88,3 +89,21 @@ def _open_in_child(path: str) -> str:
     except StateLockedError as exc:
         return str(exc)
     return "opened"
+
+
+def test_a_state_left_in_a_transaction_does_not_answer(tmp_path: Path) -> None:
+    # What a command that failed every attempt is judged by (streams.command_failures): a count alone answers inside
+    # a transaction a failed answer left open, and every later write's BEGIN then fails; one left aborted too.
+    state = StateStore(tmp_path / "state.duckdb")
+    assert state.answers() == 0
+    state._db.begin()
+    assert state.document_count() == 0  # the count alone
+    with pytest.raises(duckdb.TransactionException):
+        state.answers()
+    with pytest.raises(duckdb.Error):
+        state._db.execute("SELECT CAST('x' AS INTEGER)")  # the transaction aborted
+    with pytest.raises(duckdb.TransactionException):
+        state.answers()
+    state._db.rollback()
+    assert state.answers() == 0
+    state.close()

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from bench.archive import END, Generator, living_documents
@@ -332,3 +333,28 @@ def test_each_axis_s_living_document_is_its_latest_undeleted_version(tmp_path: P
     }
     assert state.living_document("inference") == found["inference"]
     state.close()
+
+
+class _SecondTableRunsOut:
+    """A reader's cursor whose second statement runs out of memory: the window's superseded rows past the limit."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.closed = False
+
+    def execute(self, query: str, parameters: object = None) -> None:
+        self.statements += 1
+        if self.statements == 2:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 16.0 MiB")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_window_that_cannot_be_pinned_closes_its_cursor() -> None:
+    # Its first temporary table (the whole window's rows) lives as long as the cursor: a command out of memory is
+    # retried and then dead-lettered with the worker up, and each attempt's cursor held it until collected.
+    cursor = _SecondTableRunsOut()
+    with pytest.raises(duckdb.OutOfMemoryException):
+        StoredWindow(cursor, AXIS.name, WINDOW)  # type: ignore[arg-type]
+    assert cursor.closed

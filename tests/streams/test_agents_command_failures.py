@@ -161,6 +161,7 @@ async def test_a_command_out_of_memory_is_dead_lettered_as_such_and_the_next_one
     [said] = [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
     assert "ran out of memory at every attempt (briefing_memory)" in said
     assert "raise PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB" in said and "`predigest dead replay`" in said
+    assert "PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB" in said  # a state write refused at its ceiling
 
 
 async def test_a_failed_command_that_trips_the_dead_letter_limit_is_not_logged_nor_counted_as_dead_lettered(
