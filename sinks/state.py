@@ -134,10 +134,8 @@ class StateStore(StateReads):
 
     @serialised
     def close(self, checkpoint: bool = False) -> None:
-        """Close the state (closed already: nothing); with `checkpoint` (a clean stop) its WAL goes into the file
-        first, or the DuckFileError that says why not is raised once it is closed (the WAL stays, replayed at the
-        next open). Reads still running (a briefing, /status at shutdown) are interrupted, as their callers stop
-        too; one that holds on past CLOSE_ATTEMPTS is left to the process's exit (logged)."""
+        """Close the state once, interrupting reads still running; with `checkpoint` (a clean stop) its WAL goes into
+        the file first, or the DuckFileError saying why not is raised once closed (the WAL is replayed at the next open)."""
         if self._closed:
             return
         self._closed = True
@@ -281,9 +279,8 @@ class StateStore(StateReads):
 
     @contextmanager
     def lowered_limit(self, mib: int, idle: StoredWindow | None = None) -> Iterator[bool]:
-        """DuckDB's memory limit at `mib` (its cached blocks evicted down to it) inside the block, as it was after;
-        False when DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open. Under the state's
-        lock (a write or a new reader would meet the lowered limit), `idle` reading only inside the block."""
+        """DuckDB's memory limit at `mib` inside the block (cached blocks evicted), under the state's lock; False when
+        DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open."""
         with self._lock:
             with self._cursors_lock:  # a read in another thread must never meet the lowered limit
                 reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
