@@ -329,10 +329,12 @@ def relevance_code(
         scores.keys()
     )  # an axis that is not configured claims nothing: the note is weighed on its text
     here = axis in declared or axis in anchored
-    elsewhere = bool(declared) and not here
-    best_other = max((v for k, v in scores.items() if k != axis), default=0.0)
-    if elsewhere or (not here and best_other >= rules.high and best_other > own * rules.adjacent_ratio):
+    if declared and not here:  # it claims other axes only
         return "adjacent"
+    if not here:  # it claims none: another axis's profile may still claim it (the best other's score)
+        best_other = max([v for k, v in scores.items() if k != axis], default=0.0)
+        if best_other >= rules.high and best_other > own * rules.adjacent_ratio:
+            return "adjacent"
     if own >= rules.very_high:
         return "very_high"
     if own >= rules.high or axis in anchored:  # a card anchored into a section of this axis is never marginal
