@@ -10,6 +10,12 @@ use rustc_hash::FxHashMap;
 /// One occurrence of a term in a profile: its axis, and the living document's weight (None: a keyword).
 type Entry = (usize, Option<f64>);
 
+/// A profile term: the profile's own string (what the evidence names, shared by every source), its occurrences.
+struct Term {
+    string: Py<PyString>,
+    entries: Vec<Entry>,
+}
+
 /// `round(x, 4)`: Rust's formatting rounds the exact binary value to the nearest, ties to even, as dtoa does for
 /// Python, and reading it back is correctly rounded, as Python's is.
 fn round4(x: f64) -> f64 {
@@ -33,7 +39,7 @@ fn as_dict<'py>(counts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
 #[pyclass(frozen)]
 pub struct ProfileScores {
     names: Vec<Py<PyString>>, // the axes, in the order of their numbers
-    index: FxHashMap<String, Vec<Entry>>,
+    index: FxHashMap<String, Term>,
     shares: Vec<f64>, // per axis: the living document's share of its score (0.0 without living terms)
     average_length: f64,
     k1: f64,
@@ -46,7 +52,7 @@ impl ProfileScores {
     #[new]
     fn new(
         names: Vec<Py<PyString>>,
-        index: Vec<(String, Vec<Entry>)>,
+        index: Vec<(Bound<'_, PyString>, Vec<Entry>)>,
         shares: Vec<f64>,
         average_length: f64,
         constants: (f64, f64, f64),
@@ -56,7 +62,11 @@ impl ProfileScores {
         if shares.len() != axes || index.iter().any(|(_, e)| e.iter().any(|&(a, _)| a >= axes)) {
             return Err(PyValueError::new_err("profile scores: an axis number out of range"));
         }
-        Ok(Self { names, index: index.into_iter().collect(), shares, average_length, k1, b, softness })
+        let mut terms = FxHashMap::default();
+        for (string, entries) in index {
+            terms.insert(string.to_str()?.to_owned(), Term { string: string.unbind(), entries });
+        }
+        Ok(Self { names, index: terms, shares, average_length, k1, b, softness })
     }
 
     /// Axis name → its score rounded to 4 decimals as Python's `round` rounds (the nearest, ties to even: Rust's
@@ -80,7 +90,7 @@ impl ProfileScores {
         for (key, value) in counts.iter() {
             // A key with a lone surrogate is no term of any profile (terms are tokens of decoded text).
             let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
-            let Some(entries) = self.index.get(term) else { continue };
+            let Some(Term { entries, .. }) = self.index.get(term) else { continue };
             let c: i64 = value.extract()?;
             let sat = if c != 0 { c as f64 / (c as f64 + norm) } else { 0.0 };
             let k: i64 = match &keyword_counts {
@@ -108,7 +118,8 @@ impl ProfileScores {
     }
 
     /// The terms of `counts` in axis `axis`'s profile, most frequent first, ties by the term (as Python orders
-    /// str: by code point, UTF-8's byte order), at most `limit`: the keys themselves.
+    /// str: by code point, UTF-8's byte order), at most `limit`: the profile's own strings, which a window's
+    /// relevances share instead of holding a copy a source.
     fn evidence<'py>(
         &self,
         py: Python<'py>,
@@ -116,16 +127,15 @@ impl ProfileScores {
         axis: usize,
         limit: usize,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let mut found: Vec<(i64, &str, Bound<'py, PyAny>)> = Vec::new();
-        let keys: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = as_dict(counts)?.iter().collect();
-        for (key, value) in &keys {
+        let mut found: Vec<(i64, &str, &Py<PyString>)> = Vec::new();
+        for (key, value) in as_dict(counts)?.iter() {
             let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
-            let Some(entries) = self.index.get(term) else { continue };
+            let Some((own, Term { string, entries })) = self.index.get_key_value(term) else { continue };
             if entries.iter().any(|&(a, _)| a == axis) {
-                found.push((value.extract()?, term, key.clone()));
+                found.push((value.extract()?, own.as_str(), string));
             }
         }
         found.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(y.1)));
-        PyTuple::new(py, found.into_iter().take(limit).map(|(_, _, key)| key))
+        PyTuple::new(py, found.into_iter().take(limit).map(|(_, _, string)| string.bind(py)))
     }
 }
