@@ -1,6 +1,6 @@
 """predigest's compiled pass over a note (issue 14): structure, arXiv ids, hash, terms and MinHash in one call."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 class NoteReading:
@@ -79,6 +79,23 @@ class TypedColumns(ArrowBatch):
     "timestamp" (microseconds since the epoch, UTC), "text[]" (each cell a sequence of str)."""
 
     def __init__(self, names: list[str], types: list[str], columns: Sequence[Sequence[object]]) -> None: ...
+
+class ProfileScores:
+    """The axes' names, their profiles (`AxisSpace._profile_index`: term → (axis number, living weight or None for
+    a keyword)), each axis's living share, the window's mean length and (K1, B, keyword softness)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        index: Sequence[tuple[str, Sequence[tuple[int, float | None]]]],
+        shares: Sequence[float],
+        average_length: float,
+        constants: tuple[float, float, float],
+    ) -> None: ...
+    def scores(
+        self, counts: Mapping[str, int], length: int, keyword_counts: Mapping[str, int] | None = None
+    ) -> dict[str, float]: ...
+    def evidence(self, counts: Mapping[str, int], axis: int, limit: int) -> tuple[str, ...]: ...
 
 class FactRows(ArrowBatch):
     """Stored versions' term counts or signatures (JSON of their own) read into rows without the GIL, as one Arrow

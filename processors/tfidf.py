@@ -62,7 +62,9 @@ class TfIdf:
 
     def vector(self, counts: Mapping[str, int]) -> Vector:
         """The L2-normalised vector of `counts` (empty counts give an empty vector)."""
-        self.learn(counts.keys())
+        # Known already, most often (a briefing asks its texts' terms first): a subset test in C, not a pass.
+        if not counts.keys() <= self._idf.keys():
+            self.learn(counts.keys())
         idf, unseen = self._idf, self._unseen
         values = counts.values()
         if values and (min(values) <= 0 or max(values) >= len(_TF)):

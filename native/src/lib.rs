@@ -15,6 +15,7 @@ mod markup;
 mod minhash;
 mod near_pairs;
 mod normal;
+mod profile_scores;
 mod raw_record;
 mod record_batches;
 mod structure;
@@ -500,6 +501,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text_columns::TextColumns>()?;
     m.add_class::<json_rows::FactRows>()?;
     m.add_class::<typed_columns::TypedColumns>()?;
+    m.add_class::<profile_scores::ProfileScores>()?;
     m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;

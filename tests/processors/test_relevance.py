@@ -1,6 +1,8 @@
 """Relevance in 一: a code (roles first, then the band of the score against the axis), shown per language."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from processors.documents import parse_document
 from processors.fan_out import keyword_terms
@@ -9,6 +11,7 @@ from processors.models import AxisSpec, RawFile, Relevance
 from processors.reasons import RELEVANCE_CODES
 from processors.relevance import AxisSpace, doc_counts, relevance
 from tests.processors.notes import AXES, SH, note
+from tests.processors.reference import profile_scores as reference
 
 ON_AXIS = note(
     "inbox/jay/2026-09-27-1000-kv.md",
@@ -136,3 +139,27 @@ def test_one_mention_is_the_passing_level_and_two_are_more() -> None:
     once, n = space.unit_score("我们提出一个视频基准，用于评估语言模型的规划能力。", "multimodal")
     twice, _ = space.unit_score("我们提出一个视频基准，用于评估视频语言模型的规划能力。", "multimodal")
     assert once == space.mention_level(n, "multimodal") < twice
+
+
+LIVING = note(
+    "living/inference.md",
+    "# 推理\n\n## §3.3 KV cache 压缩\n\nvLLM、SGLang 的 KV cache 量化与 prefix caching；speculative decoding。\n",
+)
+_SPACE = AxisSpace([ON_AXIS, OFF_AXIS, CARD, LOW], AXES, {"inference": LIVING})
+_TERMS = [*sorted(_SPACE.profile_terms), "天气", "小说", "x"]  # profile terms and a few of no profile
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(_TERMS), st.integers(0, 40), max_size=25),
+    st.integers(0, 5000),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(_TERMS), st.integers(0, 5), max_size=6)),
+)
+def test_the_compiled_scores_and_evidence_are_python_s(counts, length, whole) -> None:
+    # Same rounding, same order of the evidence (count, then term); the sums' order may differ in the last bit.
+    assert _SPACE.living_terms["inference"]
+    assert _SPACE._profile_scores(counts, length, whole) == reference.profile_scores(
+        _SPACE, counts, length, whole
+    )
+    for axis in [*_SPACE.keywords, "unknown"]:
+        assert _SPACE.evidence_of(counts, axis, 5) == reference.evidence(_SPACE, counts, axis, 5)
