@@ -10,6 +10,7 @@ import resource
 import signal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from sinks.errors import StateMemoryError
@@ -101,3 +102,13 @@ async def test_a_catch_up_that_failed_before_the_stop_does_not_keep_the_state_fr
     assert any("checkpointed and closed" in r.getMessage() for r in caplog.records)
     assert any("64 MiB" in r.getMessage() for r in caplog.records)  # the catch-up's failure is said, once
     assert _documents(worker) == 20
+
+
+async def test_a_state_never_opened_before_the_stop_is_not_opened_after_it(tmp_path: Path, start: Start) -> None:
+    # A /status snapshot is a task of its own, shielded from its request: the web server's stop does not end it,
+    # and its read comes after the close.
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    await worker.services.stop()
+    with pytest.raises(duckdb.ConnectionException):
+        worker.services.pipeline()
+    assert worker.services.pipeline.opened is None and not worker.settings.state_file.exists()
