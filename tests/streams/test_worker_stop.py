@@ -104,7 +104,9 @@ async def test_a_catch_up_that_failed_before_the_stop_does_not_keep_the_state_fr
     assert _documents(worker) == 20
 
 
-async def test_a_state_never_opened_before_the_stop_is_not_opened_after_it(tmp_path: Path, start: Start) -> None:
+async def test_a_state_never_opened_before_the_stop_is_not_opened_after_it(
+    tmp_path: Path, start: Start
+) -> None:
     # A /status snapshot is a task of its own, shielded from its request: the web server's stop does not end it,
     # and its read comes after the close.
     worker = start(in_process_settings(tmp_path), ManualClock())
