@@ -8,6 +8,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+import duckdb
+
 from sinks import duck
 from sinks.clock import Clock
 from sinks.errors import DuckFileError
@@ -60,6 +62,9 @@ class LazyPipeline:
 
     def __call__(self) -> Pipeline:
         if self._pipeline is None:
+            # A task that outlived the stop (a /status snapshot) gets what a closed state would answer it.
+            if self._closed:
+                raise duckdb.ConnectionException("the state was closed at the worker's stop")
             s, metrics, clock = self._settings, self._metrics, self._clock
             state, aside = open_state(s.state_file, clock.now(), state_limits(s), metrics)
             if aside is not None:
@@ -68,11 +73,13 @@ class LazyPipeline:
         return self._pipeline
 
     async def close(self) -> bool:
-        """Checkpoint and close the state if it was opened, once (again: True, nothing done); False when its
-        checkpoint failed, said in one line: its rows stay in the WAL, which the next start replays."""
-        if self._pipeline is None or self._closed:
+        """Checkpoint and close the state if it was opened, once (again: True, nothing done), and open it no more;
+        False when its checkpoint failed, said in one line: its rows stay in the WAL, which the next start replays."""
+        if self._closed:
             return True
         self._closed = True
+        if self._pipeline is None:
+            return True
         state, started = self._pipeline.state, self._clock.monotonic()
         try:
             # In a thread: it waits for the state's lock, which a briefing's reads may hold for seconds.

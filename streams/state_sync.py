@@ -9,7 +9,6 @@ wait for it (`Ownership.wait_ready`), so no command is answered from half a stat
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -93,11 +92,17 @@ class StateSync:
             await self._ownership.wait_caught_up()
 
     async def stop(self) -> None:
+        """Cancel the catch-up and wait for it; one that had failed already is logged, not raised: the worker's
+        stop goes on to close the state (streams.services.Services.stop)."""
         task = self._task
         self._cancel()
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # nothing retried it: said here, where the stop met it
+                log.error("the state's catch-up had failed: %s; the stop goes on", exc, exc_info=exc)
 
     def _cancel(self) -> None:
         if self._task is not None and not self._task.done():

@@ -4,14 +4,18 @@ and exit 75, its rows kept in the WAL for the next start."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import resource
 import signal
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from sinks.errors import StateMemoryError
 from sinks.state import StateStore
+from streams import state_sync
 from tests.clocks import ManualClock
 from tests.state_support import parsed, put_document
 from tests.streams.agent_support import InProcessWorker, Start, StepFailed, in_process_settings
@@ -78,3 +82,35 @@ async def test_a_checkpoint_the_disk_refuses_stops_the_worker_with_75_and_the_wa
     assert len(lines) == 1 and lines[0].levelno == logging.CRITICAL
     assert "not checkpointed" in lines[0].getMessage() and f"{path}.wal" in lines[0].getMessage()
     assert _documents(worker) == 20  # replayed from the WAL at the next open
+
+
+async def test_a_catch_up_that_failed_before_the_stop_does_not_keep_the_state_from_its_checkpoint(
+    tmp_path: Path, start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = _stored(tmp_path, start, 20)
+
+    async def refused(*args: object, **kwargs: object) -> int:
+        raise StateMemoryError("the state cannot write within 64 MiB")
+
+    # Not a broker error: the catch-up task ends with it (nothing retries it), and the stop awaits that task first.
+    monkeypatch.setattr(state_sync, "replay_briefings", refused)
+    worker.services.sync.on_assigned({0}, {0})
+    await asyncio.sleep(0.05)
+    with caplog.at_level(logging.INFO):
+        await worker.services.stop()
+    assert not _wal(worker).exists() and worker.exits == []
+    assert any("checkpointed and closed" in r.getMessage() for r in caplog.records)
+    assert any("64 MiB" in r.getMessage() for r in caplog.records)  # the catch-up's failure is said, once
+    assert _documents(worker) == 20
+
+
+async def test_a_state_never_opened_before_the_stop_is_not_opened_after_it(
+    tmp_path: Path, start: Start
+) -> None:
+    # A /status snapshot is a task of its own, shielded from its request: the web server's stop does not end it,
+    # and its read comes after the close.
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    await worker.services.stop()
+    with pytest.raises(duckdb.ConnectionException):
+        worker.services.pipeline()
+    assert worker.services.pipeline.opened is None and not worker.settings.state_file.exists()
