@@ -142,7 +142,7 @@ class Services:
         metrics.declare_axes(a.name for a in settings.axes)
         pipeline = LazyPipeline(settings, metrics, clock)
         ownership = Ownership([a.name for a in settings.axes], settings.kafka.partitions)
-        sync = StateSync(settings, pipeline, ownership, metrics, clock)
+        sync = StateSync(settings, pipeline, ownership, metrics, clock, stop)
         lag = LagProbe(settings, metrics, clock)
         guard = StateGuard(settings, pipeline, sync, metrics, clock)
         return cls(

@@ -18,6 +18,7 @@ from sinks.clock import Clock
 from sinks.metrics import Metrics
 from streams import kafka_io
 from streams.errors import BrokerUnavailableError
+from streams.failstop import Halt, halt, stop_on_failure
 from streams.ownership import Ownership
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents
@@ -39,8 +40,10 @@ class StateSync:
         ownership: Ownership,
         metrics: Metrics,
         clock: Clock,
+        stop: Halt = halt,
     ) -> None:
         self._settings = settings
+        self._halt = stop
         self._clock = clock
         self._pipeline = pipeline
         self._ownership = ownership
@@ -69,7 +72,7 @@ class StateSync:
             sorted(partitions),
             self._ownership.owned_axes() or "none",
         )
-        self._task = asyncio.create_task(self._catch_up(sorted(partitions)))
+        self._task = self._started(sorted(partitions))
 
     def on_revoked(self, partitions: set[int]) -> None:
         self._cancel()
@@ -88,7 +91,7 @@ class StateSync:
             self._ownership.assign(owned)
             reopen()
             log.info("rebuilding the state of documents partitions %s from Kafka", owned)
-            self._task = asyncio.create_task(self._catch_up(owned))
+            self._task = self._started(owned)
             await self._ownership.wait_caught_up()
 
     async def stop(self) -> None:
@@ -103,6 +106,13 @@ class StateSync:
                 pass
             except Exception as exc:  # nothing retried it: said here, where the stop met it
                 log.error("the state's catch-up had failed: %s; the stop goes on", exc, exc_info=exc)
+
+    def _started(self, partitions: list[int]) -> asyncio.Task[None]:
+        # A failure the catch-up does not retry (a state write, a bug) would leave its partitions never ready and
+        # every agent waiting on them: the worker stops instead (exit 75), and its restart catches up again.
+        task = asyncio.create_task(self._catch_up(partitions))
+        task.add_done_callback(stop_on_failure("the state's catch-up", self._halt))
+        return task
 
     def _cancel(self) -> None:
         if self._task is not None and not self._task.done():
