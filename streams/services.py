@@ -175,7 +175,9 @@ class Services:
         self.parser.close(kill=True)
         checkpointed = await self.pipeline.close()
         opened = self.pipeline.opened
-        if opened is not None and opened.enricher is not None:
-            await opened.enricher.aclose()
-        if not checkpointed:
-            self.halt(EXIT_CODE)
+        try:
+            if opened is not None and opened.enricher is not None:
+                await opened.enricher.aclose()
+        finally:  # a client that fails to close must not turn a stop that lost its checkpoint into exit 0
+            if not checkpointed:
+                self.halt(EXIT_CODE)
