@@ -10,10 +10,12 @@ use rustc_hash::FxHashMap;
 /// One occurrence of a term in a profile: its axis, and the living document's weight (None: a keyword).
 type Entry = (usize, Option<f64>);
 
-/// A profile term: the profile's own string (what the evidence names, shared by every source), its occurrences.
+/// A profile term: the profile's own string (what the evidence names, shared by every source), its occurrences,
+/// its place in the profile (the order a score's sums run in, whatever the counts' order).
 struct Term {
     string: Py<PyString>,
     entries: Vec<Entry>,
+    place: usize,
 }
 
 /// `round(x, 4)`: Rust's formatting rounds the exact binary value to the nearest, ties to even, as dtoa does for
@@ -63,8 +65,8 @@ impl ProfileScores {
             return Err(PyValueError::new_err("profile scores: an axis number out of range"));
         }
         let mut terms = FxHashMap::default();
-        for (string, entries) in index {
-            terms.insert(string.to_str()?.to_owned(), Term { string: string.unbind(), entries });
+        for (place, (string, entries)) in index.into_iter().enumerate() {
+            terms.insert(string.to_str()?.to_owned(), Term { string: string.unbind(), entries, place });
         }
         Ok(Self { names, index: terms, shares, average_length, k1, b, softness })
     }
@@ -85,12 +87,14 @@ impl ProfileScores {
         let keyword_counts = keyword_counts.map(as_dict).transpose()?;
         let ratio = if length != 0 { length as f64 / self.average_length } else { 1.0 };
         let norm = self.k1 * (1.0 - self.b + self.b * ratio);
-        let mut missing = vec![1.0f64; self.shares.len()];
-        let mut coverage = vec![0.0f64; self.shares.len()];
+        // The terms used, each with its saturations, summed below in the profile's order: a stored source's
+        // counts come in DuckDB's order (json_group_object, unordered), and float sums of three terms or more
+        // depend on their order (Python's ran in its set's, the hash seed's).
+        let mut used: Vec<(usize, &[Entry], f64, f64)> = Vec::new();
         for (key, value) in counts.iter() {
             // A key with a lone surrogate is no term of any profile (terms are tokens of decoded text).
             let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
-            let Some(Term { entries, .. }) = self.index.get(term) else { continue };
+            let Some(Term { entries, place, .. }) = self.index.get(term) else { continue };
             let c: i64 = value.extract()?;
             let sat = if c != 0 { c as f64 / (c as f64 + norm) } else { 0.0 };
             let k: i64 = match &keyword_counts {
@@ -101,6 +105,12 @@ impl ProfileScores {
                 None => c,
             };
             let keyword_sat = if k != 0 { k as f64 / (k as f64 + norm) } else { 0.0 };
+            used.push((*place, entries.as_slice(), sat, keyword_sat));
+        }
+        used.sort_unstable_by_key(|u| u.0);
+        let mut missing = vec![1.0f64; self.shares.len()];
+        let mut coverage = vec![0.0f64; self.shares.len()];
+        for (_, entries, sat, keyword_sat) in used {
             for &(axis, weight) in entries {
                 match weight {
                     // C's pow, as Python's float power calls it (1.0 - keyword_sat is in (0, 1]).
@@ -130,7 +140,7 @@ impl ProfileScores {
         let mut found: Vec<(i64, &str, &Py<PyString>)> = Vec::new();
         for (key, value) in as_dict(counts)?.iter() {
             let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
-            let Some((own, Term { string, entries })) = self.index.get_key_value(term) else { continue };
+            let Some((own, Term { string, entries, .. })) = self.index.get_key_value(term) else { continue };
             if entries.iter().any(|&(a, _)| a == axis) {
                 found.push((value.extract()?, own.as_str(), string));
             }

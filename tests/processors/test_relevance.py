@@ -1,8 +1,11 @@
 """Relevance in 一: a code (roles first, then the band of the score against the axis), shown per language."""
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from predigest_native import ProfileScores
 
 from processors.documents import parse_document
 from processors.fan_out import keyword_terms
@@ -163,3 +166,53 @@ def test_the_compiled_scores_and_evidence_are_python_s(counts, length, whole) ->
     )
     for axis in [*_SPACE.keywords, "unknown"]:
         assert _SPACE.evidence_of(counts, axis, 5) == reference.evidence(_SPACE, counts, axis, 5)
+
+
+def _one_term(weight: float, share: float = 1.0, terms: int = 1) -> tuple[ProfileScores, dict[str, int]]:
+    """A profile of living terms of `weight` each, K1 = 0 (a used term saturates to exactly 1.0): the score is
+    `share` × the sum of the weights, a value the test picks."""
+    index = [(f"t{i}", [(0, weight)]) for i in range(terms)]
+    return ProfileScores(["a"], index, [share], 1.0, (0.0, 0.75, 0.5)), {f"t{i}": 1 for i in range(terms)}
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        st.floats(allow_nan=False),
+        st.floats(0.0, 1.0),
+        st.integers(0, 63).map(lambda j: j / 32),  # the only exact ties at 4 places: 1/32, 3/32, …
+        st.integers(0, 10_000).map(lambda k: (k + 0.5) / 10_000),  # near them: 0.00005, 0.00015, …
+        st.sampled_from([0.00005, 2.675, 1.0005, -0.00001, -0.0, math.inf, -math.inf, 5e-324, 1e308]),
+    )
+)
+def test_the_compiled_rounding_is_python_s_round(x: float) -> None:
+    scores, counts = _one_term(x)
+    got, want = scores.scores(counts, 1)["a"], round(0.0 + x, 4)
+    assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want), (x, got, want)
+    scores, counts = _one_term(math.nan)
+    assert math.isnan(scores.scores(counts, 1)["a"])
+
+
+def test_the_compiled_scores_do_not_follow_the_counts_order() -> None:
+    # A stored source's counts come in json_group_object's order (no ORDER BY: DuckDB's threads may change it), a
+    # parsed one's in its text's: the sums run in one order of their own, the profile's. Here (0.1 + 0.2) + 0.3
+    # is 0.6000000000000001 and (0.3 + 0.2) + 0.1 is 0.6, on either side of 0.00015 once scaled.
+    index = [("x", [(0, 0.1)]), ("y", [(0, 0.2)]), ("z", [(0, 0.3)])]
+    share = 0.00015 / 0.6
+    while round(share * 0.6000000000000001, 4) == round(share * 0.6, 4):
+        share = math.nextafter(share, 1.0)
+    assert share < 0.00015 / 0.6 * (1 + 1e-12)
+    scores = ProfileScores(["a"], index, [share], 1.0, (0.0, 0.75, 0.5))
+    assert scores.scores({"x": 1, "y": 1, "z": 1}, 1) == scores.scores({"z": 1, "y": 1, "x": 1}, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(_TERMS), st.integers(0, 40), max_size=25),
+    st.integers(0, 5000),
+    st.randoms(),
+)
+def test_the_compiled_scores_are_those_of_the_counts_in_any_order(counts, length, rnd) -> None:
+    items = list(counts.items())
+    rnd.shuffle(items)
+    assert _SPACE._profile_scores(dict(items), length) == _SPACE._profile_scores(counts, length)
