@@ -158,6 +158,22 @@ def test_long_ascii_words_read_the_same(body: str, title: str) -> None:
     assert_equal_reading(body, title)
 
 
+# Lower case is ASCII's alone unless the NFKC pass meets another character with a case: cased letters of other
+# scripts alone, next to ideographs, full-width forms and combining marks, or only after NFKC (`ǅ`, `™`, `Ⅻ`).
+_CASED = "Ä Жж Ωω Σ ǅ ẞ İ Ⅻ ™ ﬁ Ａ ａ Å"
+cased_text = st.lists(
+    st.sampled_from(_CASED.split())
+    | st.sampled_from(["中文", "缓存", "，", "（", "KV", " ", "\u0301", "가", "é"]),
+    max_size=30,
+).map("".join)
+
+
+@SETTINGS
+@given(cased_text, cased_text)
+def test_text_with_cased_letters_of_other_scripts_reads_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
 def _fields(reading: object) -> tuple[object, ...]:
     names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
     return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]
