@@ -153,7 +153,7 @@ fn old_style_at(text: &str, p: usize) -> Option<(usize, String)> {
 }
 
 fn has_old_hint(text: &str) -> bool {
-    text.match_indices('/').any(|(i, _)| digits(text, i + 1).1 >= 7)
+    memchr::memchr_iter(b'/', text.as_bytes()).any(|i| digits(text, i + 1).1 >= 7)
 }
 
 /// `extract_arxiv_ids`: every valid id, without version, unique, in order of first appearance.

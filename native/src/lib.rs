@@ -125,10 +125,12 @@ fn body_text(body: &Bound<'_, PyString>) -> PyResult<String> {
 }
 
 fn sha256_hex(text: &str) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(text.as_bytes());
     let mut hex = String::with_capacity(64);
     for b in digest.iter() {
-        hex.push_str(&format!("{b:02x}"));
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     hex
 }

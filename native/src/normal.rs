@@ -15,8 +15,8 @@ pub fn normalise(text: &str) -> String {
         return text.to_ascii_lowercase();
     }
     // Most notes: every code point assigned, found out on the way through the NFKC pass.
-    if let Some(nfkc) = nfkc_stretches(text, true) {
-        return lowercase(&nfkc);
+    if let Some((nfkc, cased)) = nfkc_stretches(text, true) {
+        return lower(nfkc, cased);
     }
     // A code point the reference's Unicode does not assign is, to Python, a starter that neither composes
     // nor changes case: the text is normalised in the stretches between such code points.
@@ -35,7 +35,7 @@ pub fn normalise(text: &str) -> String {
 
 fn normalise_assigned(text: &str) -> String {
     match nfkc_stretches(text, false) {
-        Some(nfkc) => lowercase(&nfkc),
+        Some((nfkc, cased)) => lower(nfkc, cased),
         None => lowercase(&text.nfkc().collect::<String>()), // never: unassigned code points are not checked
     }
 }
@@ -50,18 +50,43 @@ fn inert(c: char) -> bool {
         || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
 }
 
+/// Lower case of NFKC'd text: ASCII lowered in place when the NFKC pass met no other character with a case.
+fn lower(nfkc: Cow<'_, str>, cased: bool) -> String {
+    match nfkc {
+        _ if cased => lowercase(&nfkc),
+        Cow::Borrowed(text) => text.to_ascii_lowercase(),
+        Cow::Owned(mut text) => {
+            text.make_ascii_lowercase();
+            text
+        }
+    }
+}
+
+/// Whether lower case changes a character that is not ASCII (`Σ` among them, the one lowered by context).
+#[inline]
+fn lowers(c: char) -> bool {
+    if c.is_ascii() || caseless(c) {
+        return false;
+    }
+    let mut lower = c.to_lowercase();
+    lower.len() != 1 || lower.next() != Some(c)
+}
+
 /// NFKC of `text`, run only over the stretches that need it: a stretch is a run of characters that are not
 /// inert, with the character before it (which may compose with the first: `e` + U+0301 is `é`). Chinese text
 /// always has some full-width punctuation to fold, and NFKC of the whole note cost more than the rest of
 /// the pass. Borrowed when nothing needs it. None, when `assigned` asks so, at a code point the reference's
-/// Unicode does not assign (the text is then normalised between such code points).
-fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
+/// Unicode does not assign (the text is then normalised between such code points). With it, whether the result
+/// may hold a character other than ASCII that lower case changes: every character read on the way is asked,
+/// and a stretch NFKC'd in general says yes (most notes: no, and lower case is ASCII's alone).
+fn nfkc_stretches(text: &str, assigned: bool) -> Option<(Cow<'_, str>, bool)> {
     let bytes = text.as_bytes();
     let n = bytes.len();
     let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out`
     let mut stretch: Option<usize> = None; // start of the stretch being read
     let mut prev = 0; // start of the previous character
+    let mut cased = false;
     let mut i = 0;
     while i < n {
         if stretch.is_none() && (bytes[i] < 0x80 || is_unified_ideograph(bytes, i)) {
@@ -85,9 +110,10 @@ fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
         if assigned && !is_assigned(c) {
             return None;
         }
+        cased = cased || lowers(c);
         if inert(c) {
             if let Some(start) = stretch.take() {
-                push_nfkc(&mut out, &text[start..i]);
+                cased |= push_nfkc(&mut out, &text[start..i]);
                 copied = i;
             }
         } else if stretch.is_none() {
@@ -102,17 +128,18 @@ fn nfkc_stretches(text: &str, assigned: bool) -> Option<Cow<'_, str>> {
         i += c.len_utf8();
     }
     match stretch {
-        Some(start) => push_nfkc(&mut out, &text[start..]),
-        None if copied == 0 => return Some(Cow::Borrowed(text)),
+        Some(start) => cased |= push_nfkc(&mut out, &text[start..]),
+        None if copied == 0 => return Some((Cow::Borrowed(text), cased)),
         None => out.push_str(&text[copied..]),
     }
-    Some(Cow::Owned(out))
+    Some((Cow::Owned(out), cased))
 }
 
 /// NFKC of one stretch. The common one — full-width ASCII (`，`, `（`, `：`), maybe after an inert character —
 /// maps character by character: U+FF01…U+FF5E are `<wide>` forms of U+0021…U+007E, and an ASCII character
-/// composes with nothing before it.
-fn push_nfkc(out: &mut String, stretch: &str) {
+/// composes with nothing before it. True when the stretch took the general NFKC, whose characters are not
+/// known to be without case.
+fn push_nfkc(out: &mut String, stretch: &str) -> bool {
     let wide = |c: char| ('\u{ff01}'..='\u{ff5e}').contains(&c);
     let mut chars = stretch.chars();
     let first = chars.next();
@@ -120,9 +147,10 @@ fn push_nfkc(out: &mut String, stretch: &str) {
         for c in first.into_iter().chain(chars) {
             out.push(if wide(c) { char::from_u32(c as u32 - 0xfee0).unwrap_or(c) } else { c });
         }
-        return;
+        return false;
     }
     out.extend(stretch.nfkc());
+    true
 }
 
 /// Characters without case that a note is full of: CJK punctuation, kana, the unified ideographs, Hangul.

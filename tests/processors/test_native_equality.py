@@ -143,6 +143,37 @@ def test_a_double_space_at_the_word_boundary_reads_the_same(body: str) -> None:
     assert_equal_reading(body, "")
 
 
+# ASCII words read sixteen bytes at a time: words of every length to past 32 bytes, against each byte that
+# borders the letters and digits in ASCII (`/`, `:`, `@`, `[`, `` ` ``, `{`) and against characters past ASCII.
+_ASCII_WORD = st.text(alphabet="azAZ09bqY5", min_size=1, max_size=40)
+_WORD_STOPS = st.sampled_from(
+    ["/", ":", "@", "[", "`", "{", " ", "\n", "_", "-", "é", "中", "Ｋ", "\u00a0", "ǅ"]
+)
+ascii_words = st.lists(_ASCII_WORD | _WORD_STOPS, max_size=30).map("".join)
+
+
+@SETTINGS
+@given(ascii_words, ascii_words)
+def test_long_ascii_words_read_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
+# Lower case is ASCII's alone unless the NFKC pass meets another character with a case: cased letters of other
+# scripts alone, next to ideographs, full-width forms and combining marks, or only after NFKC (`ǅ`, `™`, `Ⅻ`).
+_CASED = "Ä Жж Ωω Σ ǅ ẞ İ Ⅻ ™ ﬁ Ａ ａ Å"
+cased_text = st.lists(
+    st.sampled_from(_CASED.split())
+    | st.sampled_from(["中文", "缓存", "，", "（", "KV", " ", "\u0301", "가", "é"]),
+    max_size=30,
+).map("".join)
+
+
+@SETTINGS
+@given(cased_text, cased_text)
+def test_text_with_cased_letters_of_other_scripts_reads_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
 def _fields(reading: object) -> tuple[object, ...]:
     names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
     return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]
