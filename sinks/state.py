@@ -112,11 +112,6 @@ class StateStore(StateReads):
         """Whether the notes, merged by a vacuum, would still read within the configured memory (sinks.vacuum)."""
         return vacuum.merged_reads_fit(self._db, self._configured.memory_mib)
 
-    @serialised
-    def excess_row_groups(self) -> int:
-        """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
-        return vacuum.excess_row_groups(self._db)
-
     def check(self, between: Callable[[], object] = lambda: None) -> None:
         """Raise StateUnreadableError unless every block of the file reads back, a few thousand rows a step, each
         under the state's lock (a write waits a step at most); `between` runs after each (the cache shed)."""
@@ -151,7 +146,12 @@ class StateStore(StateReads):
             raise type(self._refusal)(str(self._refusal))
         if self._reopening is not None:  # invalidated: reopened with more memory, and checkpointed there
             self._checkpoint_with_more_memory(*self._reopening)
-        duck.checkpoint(self._db, self._path, STATE)
+        try:
+            duck.checkpoint(self._db, self._path, STATE)
+        except StateMemoryError as failed:  # as a write's checkpoint: more memory, up to the ceiling
+            if not isinstance(failed.__cause__, duckdb.Error):
+                raise
+            self._checkpoint_with_more_memory(str(failed.__cause__), failed.__cause__)
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         # Opened under the lock, never on a connection a write is reopening nor under a lowered limit it would meet.

@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Concatenate, ParamSpec, TypeVar
 
+import duckdb
+
 from processors.models import Briefing, Document, Rejection, Trigger, WindowBounds
+from sinks import vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
@@ -51,10 +54,16 @@ def serialised(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S
 class StateReads(Serialised):
     """Reads of the state's sinks, which StateStore opens (and opens again after a reopen); one at a time."""
 
+    _db: duckdb.DuckDBPyConnection
     offsets: AppliedOffsets
     docs: Documents
     emissions: Emissions
     counts: Counts
+
+    @serialised
+    def excess_row_groups(self) -> int:
+        """The most row groups a table holds beyond what its rows need (what a vacuum would merge)."""
+        return vacuum.excess_row_groups(self._db)
 
     @serialised
     def applied_offset(self, topic: str, partition: int) -> int | None:

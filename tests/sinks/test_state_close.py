@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from sinks.duck import Limits
 from sinks.errors import StateLocationError
+from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
-from tests.state_support import document_record, parsed
+from tests.state_support import document_record, parsed, store_large_notes
 
 
 def _store(state: StateStore, count: int) -> None:
@@ -72,5 +74,25 @@ def test_a_checkpoint_the_disk_refuses_raises_after_the_close_and_the_wal_keeps_
     again = StateStore(path)
     try:
         assert again.axis_summary("inference")["documents"] == 200  # replayed from the WAL
+    finally:
+        again.close()
+
+
+def test_a_checkpoint_at_the_stop_past_the_memory_limit_gets_more_memory_as_a_writes_does(
+    tmp_path: Path,
+) -> None:
+    # Notes written while the limit was raised, the limit back at 64 MiB for the stop (a raise is halved back after
+    # 100 writes): the stop's checkpoint pins more than that and is reopened with more, up to the ceiling.
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
+    state._db.execute("SET checkpoint_threshold = '1GB'")  # every note stays in the WAL until the stop
+    state._db.execute("SET memory_limit = '1GB'")
+    stored = store_large_notes(state)
+    state._db.execute("SET memory_limit = '64MiB'")
+    state.close(checkpoint=True)
+    assert not _wal(path).exists()
+    again = StateStore(path, Limits(memory_mib=1024, threads=1))
+    try:
+        assert again.document_count() == stored
     finally:
         again.close()
