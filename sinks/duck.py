@@ -58,6 +58,12 @@ class Limits:
         out = [] if self.memory_mib is None else [f"SET memory_limit = '{int(self.memory_mib)}MiB'"]
         return out + ([] if self.threads is None else [f"SET threads = {int(self.threads)}"])
 
+    def raised(self) -> int | None:
+        """Twice the memory limit, at most the ceiling (docker: below the container's memory); None at it."""
+        if self.memory_mib is None or self.ceiling_mib is None or self.memory_mib >= self.ceiling_mib:
+            return None
+        return min(self.memory_mib * 2, self.ceiling_mib)
+
 
 NO_LIMITS = Limits()
 

@@ -202,6 +202,8 @@ class StateStore(StateReads):
             # The invalidated state was closed: every later write says why (the worker's retries and its last
             # line), not that a connection is closed.
             raise type(self._refusal)(str(self._refusal))
+        if self._closed:  # for good, by a stop: never reopened by the checkpoint pending below
+            raise duckdb.ConnectionException(f"the {STATE.what} {self._path} is closed")
         if self._reopening is not None:
             self._checkpoint_with_more_memory(*self._reopening)
         try:
@@ -225,7 +227,7 @@ class StateStore(StateReads):
         """Reopen the invalidated state with twice the memory and checkpoint, up to the limits' ceiling."""
         memory = self._limits.memory_mib
         self._close_invalidated(reason, exc)
-        while (raised := self._raised()) is not None:
+        while (raised := self._limits.raised()) is not None:
             memory = raised
             self._raise_limit(memory, f"the state's checkpoint ran out of memory ({reason}); reopened")
             try:
@@ -261,7 +263,7 @@ class StateStore(StateReads):
 
     def _more_memory(self, reason: str, exc: duckdb.Error) -> None:
         """Double the memory limit of the open state for a write that ran out, up to the limits' ceiling."""
-        raised = self._raised()
+        raised = self._limits.raised()
         if raised is None:
             self._refused("write")
             raise StateMemoryError(
@@ -304,13 +306,6 @@ class StateStore(StateReads):
         self._limits = replace(self._limits, memory_mib=lower)
         self._writes_raised = 0
         log.info("the state's memory limit is back to %d MiB after %d writes", lower, RAISED_WRITES)
-
-    def _raised(self) -> int | None:
-        """Twice the current memory limit, at most the ceiling (docker: below the container's memory); None at it."""
-        memory, ceiling = self._limits.memory_mib, self._limits.ceiling_mib
-        if memory is None or ceiling is None or memory >= ceiling:
-            return None
-        return min(memory * 2, ceiling)
 
     def _raise_limit(self, memory: int, what: str) -> None:
         """Take `memory` MiB from now on, counted and logged with the setting an operator should raise."""
@@ -369,7 +364,7 @@ class StateStore(StateReads):
     def vacuum(self) -> Vacuumed | None:
         """One checkpoint with DuckDB's vacuum on (sinks.vacuum), on the writes' path: a memory pinch reopens the
         state with more memory and runs it again while below the ceiling; None at it (not run: nothing to retry)."""
-        while self._raised() is not None:
+        while self._limits.raised() is not None:
             with contextlib.suppress(CheckpointLost), self._writing():
                 return vacuum.run(self._db)
         return None

@@ -21,7 +21,7 @@ from streams.services import Services
 from streams.settings import Settings, load_settings
 from streams.timers import register_timers
 from streams.topics import TopicOutputs, Topics
-from streams.web import register_views
+from streams.web import answer_failures, register_views
 from streams.web_guard import exposure_warning
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ def faust_app(settings: Settings) -> WorkerApp:
         web_port=settings.web_port,
         web_router_enabled=False,  # Faust's own table/router views: unauthenticated, and nothing we use
         web_tables_enabled=False,
+        web_application_options={"middlewares": [answer_failures]},  # a view's panic is a 500, not a drop
         topic_partitions=settings.kafka.partitions,
         topic_replication_factor=settings.kafka.replication_factor,
         producer_acks=-1,

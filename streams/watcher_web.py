@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from socketserver import ThreadingMixIn
@@ -16,7 +17,9 @@ from prometheus_client import make_wsgi_app
 
 from sinks.metrics import WatcherMetrics
 from streams.errors import ConfigError
+from streams.failstop import PASSES_THROUGH
 from streams.preflight import port_message
+from streams.web_failures import failed_body
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ def health_app(
     """Each path of `checks` (200 or 503, JSON); every other path is the Prometheus exposition."""
     exposition = make_wsgi_app(metrics.registry)
 
-    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def answer(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         check = checks.get(environ.get("PATH_INFO", ""))
         if check is None:
             return exposition(environ, start_response)  # type: ignore[no-any-return]
@@ -47,6 +50,22 @@ def health_app(
         status = "200 OK" if ok else "503 Service Unavailable"
         start_response(status, [("Content-Type", "application/json")])
         return [json.dumps(body).encode()]
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            return answer(environ, start_response)
+        # A panic too (a BaseException), answered as the worker's views answer it (streams.web_failures).
+        except BaseException as exc:
+            if isinstance(exc, PASSES_THROUGH):
+                raise
+            path = environ.get("PATH_INFO", "")
+            route = path if path in checks else "/metrics"  # the route, not what the client sent
+            method = str(environ.get("REQUEST_METHOD", ""))[:10]
+            body = failed_body(method if method.isalpha() else "?", route, exc)
+            start_response(
+                "500 Internal Server Error", [("Content-Type", "application/json")], sys.exc_info()
+            )
+            return [json.dumps(body).encode()]
 
     return app
 

@@ -1,5 +1,5 @@
 """Web views on the worker's Faust server: metrics, health, readiness, status, flush, latest briefing, and the
-briefing browser (streams.browser)."""
+briefing browser (streams.browser); `answer_failures`, the middleware that answers any of them failing."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any
 
 import faust
+from aiohttp import web
+from aiohttp.typedefs import Handler
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -24,6 +26,7 @@ from streams.failstop import PASSES_THROUGH
 from streams.services import Services
 from streams.settings import Settings
 from streams.topics import SendCommand
+from streams.web_failures import failed_body
 from streams.web_guard import Refusal, post_refusal, read_refusal
 
 log = logging.getLogger(__name__)
@@ -95,13 +98,7 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
             if (refused := guard.read(self, request, "GET /status")) is not None:
                 return refused
             # A snapshot at most status_refresh_seconds old, read off the event loop: pollers cannot slow ingest.
-            try:
-                body = await services.status.get()
-            # A Rust panic in a read (PyO3's PanicException) is a BaseException, which aiohttp would not answer.
-            except BaseException as exc:
-                if isinstance(exc, PASSES_THROUGH):
-                    raise
-                return _failed(self, "GET /status", exc)
+            body = await services.status.get()
             body["briefing_failures"] = services.outbox.report()  # axes whose briefings cannot be written
             return self.json(body)
 
@@ -119,12 +116,20 @@ def _register_reads(app: faust.App, services: Services, guard: _Guard) -> None:
             return self.json(body)
 
 
-def _failed(view: View, route: str, exc: BaseException) -> Response:
-    """A read that failed (a bug, a panic): one log line, a 500 that says it in one line; the next request reads
-    again."""
-    what = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-    log.error("%s failed: %s; answered 500, the next request reads again", route, what, exc_info=exc)
-    return view.json({"error": f"the state could not be read: {what}"}, status=500)
+@web.middleware
+async def answer_failures(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every route's failure, a Rust panic too, answered 500 (streams.web_failures); an HTTP error a view raises on
+    purpose, a cancellation and the process's exit pass unchanged."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, PASSES_THROUGH):
+            raise
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else "?"  # the pattern: no client input in the log
+        return web.json_response(failed_body(request.method, route, exc), status=500)
 
 
 def _latest_body(reader: StateReader, axis: str) -> dict[str, Any] | None:

@@ -37,6 +37,12 @@ fn as_dict<'py>(counts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// A key of the counts as a term; None, skipped as Python's lookup of it in the profile missed, for a key that is
+/// not a str or holds a lone surrogate (no term of any profile: terms are tokens of decoded text).
+fn term_of<'a>(key: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    key.cast::<PyString>().ok()?.to_str().ok()
+}
+
 /// The profiles as `AxisSpace._profile_index` holds them, with BM25's and the score's constants.
 #[pyclass(frozen)]
 pub struct ProfileScores {
@@ -92,8 +98,7 @@ impl ProfileScores {
         // depend on their order (Python's ran in its set's, the hash seed's).
         let mut used: Vec<(usize, &[Entry], f64, f64)> = Vec::new();
         for (key, value) in counts.iter() {
-            // A key with a lone surrogate is no term of any profile (terms are tokens of decoded text).
-            let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
+            let Some(term) = term_of(&key) else { continue };
             let Some(Term { entries, place, .. }) = self.index.get(term) else { continue };
             let c: i64 = value.extract()?;
             let sat = if c != 0 { c as f64 / (c as f64 + norm) } else { 0.0 };
@@ -139,7 +144,7 @@ impl ProfileScores {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let mut found: Vec<(i64, &str, &Py<PyString>)> = Vec::new();
         for (key, value) in as_dict(counts)?.iter() {
-            let Ok(term) = key.cast::<PyString>()?.to_str() else { continue };
+            let Some(term) = term_of(&key) else { continue };
             let Some((own, Term { string, entries, .. })) = self.index.get_key_value(term) else { continue };
             if entries.iter().any(|&(a, _)| a == axis) {
                 found.push((value.extract()?, own.as_str(), string));

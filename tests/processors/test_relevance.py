@@ -1,6 +1,7 @@
 """Relevance in 一: a code (roles first, then the band of the score against the axis), shown per language."""
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -166,6 +167,21 @@ def test_the_compiled_scores_and_evidence_are_python_s(counts, length, whole) ->
     )
     for axis in [*_SPACE.keywords, "unknown"]:
         assert _SPACE.evidence_of(counts, axis, 5) == reference.evidence(_SPACE, counts, axis, 5)
+
+
+def test_keys_of_the_counts_that_are_no_str_are_skipped_as_python_skipped_them() -> None:
+    # Python's lookup of the profile missed such a key, its value never read: no TypeError, the same scores.
+    counts = dict.fromkeys(sorted(_SPACE.profile_terms)[:6], 2)
+    mixed: dict[Any, Any] = {5: 1, **counts, None: "x", ("a",): 2, b"vllm": 1, 2.5: None}
+    whole: dict[Any, Any] = {7: 3, **dict.fromkeys(counts, 1)}
+    scores = _SPACE._profile_scores(mixed, 100)
+    assert scores == _SPACE._profile_scores(counts, 100) == reference.profile_scores(_SPACE, mixed, 100)
+    assert any(scores.values())
+    only_str = dict.fromkeys(counts, 1)
+    assert _SPACE._profile_scores(mixed, 100, whole) == _SPACE._profile_scores(counts, 100, only_str)
+    for axis in _SPACE.keywords:
+        assert _SPACE.evidence_of(mixed, axis, 5) == _SPACE.evidence_of(counts, axis, 5)
+        assert _SPACE.evidence_of(mixed, axis, 5) == reference.evidence(_SPACE, mixed, axis, 5)
 
 
 def _one_term(weight: float, share: float = 1.0, terms: int = 1) -> tuple[ProfileScores, dict[str, int]]:

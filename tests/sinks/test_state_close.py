@@ -9,6 +9,7 @@ import resource
 import signal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from sinks.duck import Limits
@@ -94,5 +95,24 @@ def test_a_checkpoint_at_the_stop_past_the_memory_limit_gets_more_memory_as_a_wr
     again = StateStore(path, Limits(memory_mib=1024, threads=1))
     try:
         assert again.document_count() == stored
+    finally:
+        again.close()
+
+
+def test_a_write_after_the_close_raises_at_once_and_never_reopens_the_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Closed with a reopen pending (a checkpoint out of memory a read held up): the write must not reopen it.
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
+    _store(state, 1)
+    state.close()
+    state._reopening = ("could not allocate", duckdb.OutOfMemoryException("could not allocate"))
+    with pytest.raises(duckdb.ConnectionException, match=r"the state file .*worker\.duckdb is closed"):
+        _store(state, 2)
+    assert "reopened" not in caplog.text
+    again = StateStore(path)  # the file is free: nothing holds it open again
+    try:
+        assert again.axis_summary("inference")["documents"] == 1
     finally:
         again.close()

@@ -40,7 +40,7 @@ async def test_a_panicking_status_read_is_a_500_and_the_next_request_is_answered
     async with TestClient(TestServer(app.web.web_app)) as http:  # type: ignore[attr-defined]  # aiohttp driver
         with monkeypatch.context() as patch:
             patch.setattr("streams.status._read_axes", _panic)
-            with caplog.at_level(logging.ERROR, logger="streams.web"):
+            with caplog.at_level(logging.ERROR, logger="streams.web_failures"):
                 failed = await http.get("/status")
             assert failed.status == 500
             body = await failed.json()
@@ -48,7 +48,7 @@ async def test_a_panicking_status_read_is_a_500_and_the_next_request_is_answered
                 "error": "the state could not be read: PanicException: index out of bounds: the len is 3 "
                 "but the index is 7"
             }
-            lines = [r for r in caplog.records if r.name == "streams.web"]
+            lines = [r for r in caplog.records if r.name == "streams.web_failures"]
             assert len(lines) == 1 and lines[0].getMessage().startswith("GET /status failed: PanicException")
         answered = await http.get("/status")
         assert answered.status == 200, await answered.text()
