@@ -64,12 +64,17 @@ def with_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, close: bool)
     monkeypatch.setenv("PYTHONPATH", f"{double}:{PROJECT}")
 
 
+async def topics_and_window_end(make_settings: Callable[..., Settings]) -> tuple[Settings, datetime]:
+    """Fresh topics, and the end of a window an hour ago for the commands."""
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    return s, datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+
+
 async def test_a_command_out_of_memory_is_dead_lettered_and_the_worker_answers_and_ingests_on(
     make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s = make_settings()
-    await kafka_io.ensure_topics(s)
-    end = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    s, end = await topics_and_window_end(make_settings)
     with monkeypatch.context() as env:
         with_double(tmp_path, env, close=False)
         with running_worker(s, tmp_path, name="short") as worker:
@@ -98,9 +103,7 @@ async def test_a_command_out_of_memory_is_dead_lettered_and_the_worker_answers_a
 async def test_a_command_out_of_memory_whose_state_no_longer_answers_stops_the_worker_unacked(
     make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s = make_settings()
-    await kafka_io.ensure_topics(s)
-    end = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    s, end = await topics_and_window_end(make_settings)
     with monkeypatch.context() as env:
         with_double(tmp_path, env, close=True)
         with running_worker(s, tmp_path, name="lost") as worker:
