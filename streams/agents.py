@@ -331,7 +331,11 @@ async def answer_command(services: Services, outputs: Outputs, event: EventT[byt
         what = f"answering the {command.trigger} of {command.axis} ending {command.end.isoformat()}"
         answer = partial(_answer, services, outputs, command, position)
         error = await answer_or_fail(
-            answer, what, count=lambda: services.pipeline().state.answers(), stop=services.halt
+            answer,
+            what,
+            count=lambda: services.pipeline().state.answers(),
+            shed=lambda: services.pipeline().state.shed_cache(),
+            stop=services.halt,
         )
         failure = None if error is None else failure_of(error)
     await _dead_letters(services, outputs, "control", [(origin_of(event), failure)], error)

@@ -6,8 +6,9 @@ folder, damaged, another schema), of DuckDB's database or disk, of the OS, or a 
 count after the retries. Then the worker stops (exit 75) without acknowledging the command, and Kafka delivers it
 again after the restart, as before. Anything else (a bug hit by some state, a processor's exception) is the
 command's own: a restart would fail it again and stall every axis with it. So is running out of memory (an axis's
-window too large for the limits) once the heap is collected and trimmed, the process can allocate again and the
-state answers a count: dead-lettered as `briefing_memory`; else the worker stops as for the state.
+window too large for the limits) once the heap is collected and trimmed and the state's cache shed, the process can
+allocate again (within its cgroup's limit too) and the state answers a count: dead-lettered as `briefing_memory`;
+else the worker stops as for the state.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import duckdb
 
 from processors.dead_letters import Failure
 from sinks.errors import DuckFileError, StateMemoryError
+from streams.cgroup_memory import CgroupMemory, Cgroups
 from streams.failstop import ATTEMPTS, BACKOFF_SECONDS, EXIT_CODE, PASSES_THROUGH, Halt, retried
 from streams.heap import release_free_heap, resident_mib
 
@@ -40,8 +42,10 @@ STOPS_THE_WORKER: tuple[type[BaseException], ...] = (
 )
 # What the process must be able to map again after a command ran out of memory: a batch of notes, the next
 # command's briefing of a small axis (a mapping not touched: its pages cost nothing, so it fails only under an
-# address-space limit or strict overcommit, where a MemoryError comes from; never under a container's limit).
+# address-space limit or strict overcommit, where a MemoryError comes from; never under a container's limit, which
+# is why the headroom under the cgroup's memory.max is read too).
 HEADROOM_BYTES = 64 << 20
+CGROUPS = Cgroups()
 
 
 def summary(exc: BaseException) -> str:
@@ -60,23 +64,25 @@ async def answer_or_fail(
     what: str,
     *,
     count: Callable[[], object],
+    shed: Callable[[], object],
     stop: Halt,
-    attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    cgroups: Cgroups = CGROUPS,
 ) -> BaseException | None:
     """Run the answer `step` as `failstop.retried` does: None once it succeeds; its last exception when it failed
     every attempt on its own (to dead-letter); the worker stopped (`stop`) when nothing could be briefed (or the
-    state's `count` of its documents fails too)."""
+    state's `count` of its documents fails too). Out of memory, the state's cache is `shed` before memory is judged
+    (within the tightest of `cgroups`' limits)."""
     try:
-        await retried(step, what, attempts=attempts, backoff=backoff, sleep=sleep)
+        await retried(step, what, attempts=ATTEMPTS, backoff=backoff, sleep=sleep)
     # A Rust panic (PyO3's PanicException, a BaseException) is not retried (retried takes Exception only): it is
     # the command's own failure, as a bug's exception is.
     except BaseException as exc:
         if isinstance(exc, PASSES_THROUGH):
             raise
         if isinstance(exc, OUT_OF_MEMORY):
-            usable = await memory_back(exc, count)
+            usable = await memory_back(exc, count, shed, cgroups)
         else:
             usable = not isinstance(exc, STOPS_THE_WORKER) and await _answers(count)
         if not usable:
@@ -84,7 +90,7 @@ async def answer_or_fail(
                 "%s failed %d times (%s): the state or the process cannot brief; stopping the worker (exit %d) "
                 "without acknowledging the command, which Kafka will deliver again after the restart",
                 what,
-                attempts,
+                ATTEMPTS,
                 summary(exc),
                 EXIT_CODE,
                 exc_info=exc,
@@ -99,28 +105,62 @@ def failure_of(exc: BaseException) -> Failure:
     return Failure("briefing_memory" if isinstance(exc, OUT_OF_MEMORY) else "briefing_failed", summary(exc))
 
 
-async def memory_back(exc: BaseException, count: Callable[[], object]) -> bool:
+async def memory_back(
+    exc: BaseException, count: Callable[[], object], shed: Callable[[], object], cgroups: Cgroups
+) -> bool:
     """After `exc` ran out of memory: whether the process can allocate again once what the failed answer held is
-    collected and the heap trimmed, and the state still answers `count`."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while (
-        cause is not None and id(cause) not in seen
-    ):  # their frames hold the window (their lines stay known)
-        seen.add(id(cause))
-        traceback.clear_frames(cause.__traceback__)
-        cause = cause.__cause__ or cause.__context__
+    collected, the state's cache `shed` and the heap trimmed, and the state still answers `count`."""
+    _clear_frames(exc)
     gc.collect()
+    await _shed(shed)
     release_free_heap()
     try:
         bytes(HEADROOM_BYTES)  # calloc: mapped, not touched
     except MemoryError:
         log.error("the worker cannot allocate %d MiB after the heap was trimmed", HEADROOM_BYTES >> 20)
         return False
+    limit = cgroups.tightest()
+    if limit is not None and limit.headroom < HEADROOM_BYTES:
+        log.error(
+            "the worker's cgroup has %s: under %d MiB left after the state's cache was shed and the heap trimmed",
+            _figures(limit),
+            HEADROOM_BYTES >> 20,
+        )
+        return False
     if not await _answers(count):
         return False
-    log.info("memory back after a command ran out of it: the worker's resident set is %s MiB", resident_mib())
+    log.info(
+        "memory back after a command ran out of it: the worker's resident set is %s MiB%s",
+        resident_mib(),
+        "" if limit is None else f"; its cgroup has {_figures(limit)}",
+    )
     return True
+
+
+def _clear_frames(exc: BaseException) -> None:
+    """Clear the frames of `exc` and of its causes: they hold the window (their lines stay known)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        traceback.clear_frames(cause.__traceback__)
+        cause = cause.__cause__ or cause.__context__
+
+
+async def _shed(shed: Callable[[], object]) -> None:
+    """Ask the state to evict its cached blocks (in a thread: it waits for a store's transaction)."""
+    try:
+        await asyncio.to_thread(shed)
+    except Exception:  # the count that follows judges the state
+        log.warning("the state could not shed its cache after a command ran out of memory", exc_info=True)
+
+
+def _figures(limit: CgroupMemory) -> str:
+    """The cgroup's two figures (and the cache the kernel reclaims first) in MiB, for a log line."""
+    return (
+        f"memory.current {limit.current >> 20} MiB ({limit.reclaimable >> 20} MiB of it inactive file cache) "
+        f"of memory.max {limit.limit >> 20} MiB ({limit.path})"
+    )
 
 
 async def _answers(count: Callable[[], object]) -> bool:

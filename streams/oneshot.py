@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from processors.models import Trigger
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.settings import Settings
-from streams.stopping import install_stop, until_stopped
+from streams.stopping import STOP_GRACE_SECONDS, Stopping, install_stop, until_stopped
 from streams.watcher import publish_root
 from streams.worker_process import STOP_CHILD_SECONDS, spawn_worker, stop_process
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INGEST_STAGES = ("raw", "documents")
+# `once` and `run` exit hard this long after a signal: past their worker's stop, with time for their own.
+ONESHOT_GRACE_SECONDS = STOP_CHILD_SECONDS + STOP_GRACE_SECONDS
 
 
 def briefing_path(settings: Settings, axis: str, end: datetime, trigger: Trigger) -> Path:
@@ -39,29 +42,46 @@ async def wait_ingested(settings: Settings, timeout: float) -> None:
 async def once(settings: Settings, axis: str, end: datetime, trigger: Trigger, timeout: float) -> Path:
     """Scan the root into the topics, let a worker ingest it, close the window, wait for the briefing.
 
-    SIGINT/SIGTERM stop it within seconds, its worker with it (StoppedBySignalError): the worker gets SIGTERM,
-    then SIGKILL if it is still busy a few seconds later, and it dies with this process in any case.
+    SIGINT/SIGTERM stop it (StoppedBySignalError), its worker with it (`stop_worker`), and a second signal at
+    once; the worker dies with this process in any case.
     """
     stop = asyncio.Event()
-    stopping = install_stop(stop)
-    return await until_stopped(_once(settings, axis, end, trigger, timeout, stop), stop, stopping)
+    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, again_exits=True)
+    return await until_stopped(_once(settings, axis, end, trigger, timeout, stop, stopping), stop, stopping)
 
 
 async def _once(
-    settings: Settings, axis: str, end: datetime, trigger: Trigger, timeout: float, stop: asyncio.Event
+    settings: Settings,
+    axis: str,
+    end: datetime,
+    trigger: Trigger,
+    timeout: float,
+    stop: asyncio.Event,
+    stopping: Stopping,
 ) -> Path:
     await kafka_io.ensure_topics(settings)
     count = await publish_root(settings, follow=False, stop=stop)
     log.info("published %d file(s) from %s", count, settings.root)
     worker = spawn_worker(settings, settings.state_dir, with_parent=True)
+    stopping.before_exit = worker.kill
     try:
         await wait_ingested(settings, timeout)
         await send_command(settings, axis, trigger, end)
         await await_briefing(settings, axis, end, trigger, timeout)
     finally:
-        stop_process(worker, timeout=STOP_CHILD_SECONDS if stop.is_set() else 30.0)
+        stop_worker(worker, stopping)
         await drop_run_topics(settings)
     return briefing_path(settings, axis, end, trigger)
+
+
+def stop_worker(worker: subprocess.Popen[bytes], stopping: Stopping) -> int:
+    """SIGTERM to the worker, SIGKILL if it still runs past its own clean stop (after a signal; 30 s else); says so
+    after a signal, where an operator waits at a terminal."""
+    if stopping.signum is None:
+        return stop_process(worker, timeout=30.0)
+    if worker.poll() is None:
+        log.info("stopping the worker (up to %.0f s; Ctrl-C again to kill it now)", STOP_CHILD_SECONDS)
+    return stop_process(worker, timeout=STOP_CHILD_SECONDS)
 
 
 async def drop_run_topics(settings: Settings) -> None:
@@ -110,7 +130,7 @@ async def run(settings: Settings, request: RunRequest) -> None:
     # Its log in this terminal; it dies with this process, whatever happens to it.
     worker = spawn_worker(settings, settings.state_dir, terminal=True, with_parent=True)
     stop = asyncio.Event()
-    stopping = install_stop(stop, before_exit=worker.kill)
+    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, worker.kill, again_exits=True)
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     end, timeout = request.end, request.timeout
     try:
@@ -126,7 +146,7 @@ async def run(settings: Settings, request: RunRequest) -> None:
     finally:
         stop.set()
         await watcher
-        stop_process(worker, timeout=STOP_CHILD_SECONDS if stopping.signum else 30.0)
+        stop_worker(worker, stopping)
 
 
 async def _first_briefings(settings: Settings, end: datetime, timeout: float) -> None:

@@ -1,6 +1,6 @@
 """SIGINT/SIGTERM stop a command within seconds, and what it started with it: the signal sets the stop event, a
-process still alive `grace` seconds later exits hard, and a child started with `--parent-pid` dies with its
-parent even when that parent is SIGKILLed."""
+process still alive `grace` seconds later (or, where asked, at a second signal) exits hard, and a child started
+with `--parent-pid` dies with its parent even when that parent is SIGKILLed."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ from streams.errors import StoppedBySignalError
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0
+# A worker's own clean stop after SIGTERM (batches taken handled, the state checkpointed, its WAL gone) before it
+# exits hard: what whoever stops a worker must wait (`predigest once`/`run`, compose's stop_grace_period).
+WORKER_STOP_SECONDS = 15.0
 PARENT_CHECK_SECONDS = 1.0
 _PR_SET_PDEATHSIG = 1
 T = TypeVar("T")
@@ -30,27 +33,34 @@ T = TypeVar("T")
 
 @dataclass
 class Stopping:
-    """The signal that asked the command to stop; None while none did."""
+    """The signal that asked the command to stop (None while none did), and what a hard exit does first (kill a
+    child it started: set once the child runs)."""
 
     signum: int | None = None
+    before_exit: Callable[[], None] | None = None
 
 
 def install_stop(
     stop: asyncio.Event,
     grace: float = STOP_GRACE_SECONDS,
     before_exit: Callable[[], None] | None = None,
+    *,
+    again_exits: bool = False,
 ) -> Stopping:
-    """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later.
+    """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later,
+    or with `again_exits` at a second signal (an operator's second Ctrl-C: no more waiting).
 
     A Python-level handler, not the loop's: it runs in the main thread even while the loop is blocked in a
     system call (which the signal interrupts), where a loop callback would never run. Everything the watcher
     has not acknowledged is published again at the next start, so the hard exit loses nothing.
     """
     loop = asyncio.get_running_loop()
-    state = Stopping()
-    arm = _hard_exit_timer(grace, before_exit)
+    state = Stopping(before_exit=before_exit)
+    arm = _hard_exit_timer(grace, state)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if again_exits and state.signum is not None:
+            _exit_hard(state, signum, f"{signal.Signals(signum).name} again: exiting now")
         state.signum = state.signum or signum
         with contextlib.suppress(RuntimeError):  # the loop is closed already: nothing left to stop
             loop.call_soon_threadsafe(stop.set)
@@ -84,7 +94,7 @@ def hard_exit_after_signal(grace: float) -> None:
 
     The loop is told through the wakeup fd, which the C-level handler writes whatever the Python-level one is.
     """
-    arm = _hard_exit_timer(grace, None)
+    arm = _hard_exit_timer(grace, Stopping())
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous = signal.getsignal(sig)
 
@@ -96,18 +106,13 @@ def hard_exit_after_signal(grace: float) -> None:
         signal.signal(sig, on_signal)
 
 
-def _hard_exit_timer(grace: float, before_exit: Callable[[], None] | None) -> Callable[[int], None]:
+def _hard_exit_timer(grace: float, state: Stopping) -> Callable[[int], None]:
     armed = threading.Event()
 
     def give_up(signum: int) -> None:
-        log.error(
-            "still running %.0fs after %s: exiting now (unacknowledged files are sent again at the next start)",
-            grace,
-            signal.Signals(signum).name,
+        _exit_hard(
+            state, signum, f"still running {grace:.0f}s after {signal.Signals(signum).name}: exiting now"
         )
-        if before_exit is not None:
-            before_exit()
-        os._exit(128 + signum)
 
     def arm(signum: int) -> None:
         if not armed.is_set():
@@ -117,6 +122,14 @@ def _hard_exit_timer(grace: float, before_exit: Callable[[], None] | None) -> Ca
             timer.start()
 
     return arm
+
+
+def _exit_hard(state: Stopping, signum: int, why: str) -> None:
+    """Exit with 128 + `signum` now, after `state.before_exit` (a child killed), saying `why` in one line."""
+    log.error("%s (unacknowledged files are sent again at the next start)", why)
+    if state.before_exit is not None:
+        state.before_exit()
+    os._exit(128 + signum)
 
 
 def exit_with_parent(parent: int) -> None:

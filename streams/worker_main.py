@@ -12,7 +12,6 @@ from streams import heap, logs, stopping
 from streams.settings import Settings
 
 log = logging.getLogger("faust.worker")
-STOP_GRACE_SECONDS = 15.0
 
 
 class Worker(worker.Worker):
@@ -30,7 +29,7 @@ class Worker(worker.Worker):
     def install_signal_handlers(self) -> None:
         super().install_signal_handlers()
         # Faust stops on SIGTERM from its loop, which a long computation keeps busy: exit anyway, later.
-        stopping.hard_exit_after_signal(STOP_GRACE_SECONDS)
+        stopping.hard_exit_after_signal(stopping.WORKER_STOP_SECONDS)
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         self.spinner = None  # its handler writes spinner frames between the log lines

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from streams.settings import Settings
+from streams.stopping import WORKER_STOP_SECONDS
 
 PROJECT = Path(__file__).resolve().parents[1]
-STOP_CHILD_SECONDS = 5.0  # after SIGINT/SIGTERM: a child still running this long after SIGTERM is killed
+# After SIGINT/SIGTERM: a worker still running this long after its SIGTERM is killed; its own clean stop, and a
+# margin for its exit (its parse processes' end, the interpreter's).
+STOP_CHILD_SECONDS = WORKER_STOP_SECONDS + 5.0
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from sinks.files import BriefingFiles
-from streams import worker_main
+from streams import stopping
 from streams.duckdb_settings import DuckDBSettings
 from streams.settings import load_settings
 from tests.deploy.tools import DEPLOY, PROJECT, ensure_compose_check
@@ -269,7 +269,7 @@ def test_docker_waits_for_a_workers_own_stop_before_killing_it(project: dict[str
         given = re.fullmatch(r"(\d+)s", project["services"][name]["stop_grace_period"])
         assert given, name
         grace = int(given.group(1))
-        assert grace > worker_main.STOP_GRACE_SECONDS, (name, grace)
+        assert grace > stopping.WORKER_STOP_SECONDS, (name, grace)
 
 
 def test_the_workers_duckdb_memory_raise_stays_within_their_container(project: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ interrupted briefing write left."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,6 +138,44 @@ def test_once_stopped_by_sigterm_kills_a_worker_that_does_not_answer(
         _none_left(started, 10)
     assert code == 128 + signal.SIGTERM
     assert took < STOP_CHILD_SECONDS + 5
+
+
+def test_once_gives_its_worker_the_time_of_its_own_clean_stop(kafka_bootstrap: str, tmp_path: Path) -> None:
+    # A worker whose stop takes 8 s (batches in hand, a checkpoint), longer than the 5 s it once had: frozen that long.
+    with _once(kafka_bootstrap, tmp_path / "out") as (proc, started):
+        worker = next(p for p, cmd in started.items() if " worker" in cmd)
+        os.kill(worker, signal.SIGSTOP)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(8)
+        assert _alive(worker), "the worker was killed before its own stop could run"
+        os.kill(worker, signal.SIGCONT)  # its SIGTERM waited meanwhile
+        code = proc.wait(timeout=60)
+        output = proc.stdout.read() if proc.stdout else ""
+        _none_left(started, 10)
+    assert code == 128 + signal.SIGTERM, output[-3000:]
+    assert f"stopping the worker (up to {STOP_CHILD_SECONDS:.0f} s; Ctrl-C again to kill it now)" in output
+    kept = re.search(r"the worker's log and state are kept in (\S+)", output)
+    assert kept, output[-3000:]
+    worker_log = (Path(kept[1]) / "worker.log").read_text(errors="replace")
+    # Its stop ran to its end (its state, if opened by then, checkpointed: no WAL left), not cut by a SIGKILL.
+    assert "Signal received: 15" in worker_log and "Closing event loop" in worker_log, worker_log[-3000:]
+    assert not list(Path(kept[1]).glob("*.wal"))
+
+
+def test_a_second_signal_kills_onces_worker_at_once(kafka_bootstrap: str, tmp_path: Path) -> None:
+    with _once(kafka_bootstrap, tmp_path / "out") as (proc, started):
+        worker = next(p for p, cmd in started.items() if " worker" in cmd)
+        os.kill(worker, signal.SIGSTOP)  # it would take the whole wait
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(3)
+        again_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)  # the operator's second Ctrl-C
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - again_at
+        output = proc.stdout.read() if proc.stdout else ""
+        _none_left(started, 5)
+    assert code == 128 + signal.SIGINT and took < 3, (took, output[-3000:])
+    assert "Ctrl-C again to kill it now" in output and "SIGINT again: exiting now" in output
 
 
 def test_once_killed_outright_takes_its_worker_with_it(kafka_bootstrap: str, tmp_path: Path) -> None:
