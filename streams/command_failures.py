@@ -112,7 +112,7 @@ async def memory_back(
     collected, the state's cache `shed` and the heap trimmed, and the state still answers `count`."""
     _clear_frames(exc)
     gc.collect()
-    await _shed(shed)
+    shed_done = await _shed(shed)
     release_free_heap()
     try:
         bytes(HEADROOM_BYTES)  # calloc: mapped, not touched
@@ -122,9 +122,10 @@ async def memory_back(
     limit = cgroups.tightest()
     if limit is not None and limit.headroom < HEADROOM_BYTES:
         log.error(
-            "the worker's cgroup has %s: under %d MiB left after the state's cache was shed and the heap trimmed",
+            "the worker's cgroup has %s: under %d MiB left after the %s and the heap trimmed",
             _figures(limit),
             HEADROOM_BYTES >> 20,
+            "state's cache was shed" if shed_done else "state's cache could not be shed",
         )
         return False
     if not await _answers(count):
@@ -147,12 +148,21 @@ def _clear_frames(exc: BaseException) -> None:
         cause = cause.__cause__ or cause.__context__
 
 
-async def _shed(shed: Callable[[], object]) -> None:
-    """Ask the state to evict its cached blocks (in a thread: it waits for a store's transaction)."""
+async def _shed(shed: Callable[[], object]) -> bool:
+    """Ask the state to evict its cached blocks (in a thread: it waits for a store's transaction); whether it did
+    (`StateStore.shed_cache` answers False while a read's cursor is open or DuckDB refuses)."""
     try:
-        await asyncio.to_thread(shed)
+        done = await asyncio.to_thread(shed)
     except Exception:  # the count that follows judges the state
         log.warning("the state could not shed its cache after a command ran out of memory", exc_info=True)
+        return False
+    if done is False:
+        log.warning(
+            "the state could not shed its cache after a command ran out of memory (a read's cursor was open, or "
+            "DuckDB refused): the memory is judged with DuckDB's cache in it"
+        )
+        return False
+    return True
 
 
 def _figures(limit: CgroupMemory) -> str:

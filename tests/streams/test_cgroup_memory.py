@@ -45,3 +45,19 @@ def test_no_limit_no_figures_or_a_cgroup_outside_the_namespace_is_none(tmp_path:
     assert _cgroups(tmp_path, "/a").tightest() is None
     assert _cgroups(tmp_path, "/b").tightest() is None
     assert _cgroups(tmp_path, "/../../elsewhere").tightest() is None
+
+
+def test_a_docker_scope_seen_from_the_hosts_namespace_is_found_in_the_whole_hierarchy(tmp_path: Path) -> None:
+    # `--cgroupns=host`: the path names the scope from the host's root, and the mount shows the whole hierarchy.
+    _write(tmp_path / "fs" / "system.slice", memory_max="max\n", memory_current=f"{9000 * MIB}")
+    scope = tmp_path / "fs" / "system.slice" / "docker-abc.scope"
+    _write(scope, memory_max=f"{1024 * MIB}", memory_current=f"{1000 * MIB}")
+    limit = _cgroups(tmp_path, "/system.slice/docker-abc.scope").tightest()
+    assert limit is not None and limit.path == scope and limit.headroom == 24 * MIB
+
+
+def test_a_mount_of_the_containers_own_cgroup_alone_is_judged_under_a_hosts_path(tmp_path: Path) -> None:
+    # The host's path in /proc/self/cgroup, but the mount shows only the container's cgroup: its root is that one.
+    _write(tmp_path / "fs", memory_max=f"{1024 * MIB}", memory_current=f"{1000 * MIB}")
+    limit = _cgroups(tmp_path, "/system.slice/docker-abc.scope").tightest()
+    assert limit is not None and limit.path == tmp_path / "fs" and limit.headroom == 24 * MIB

@@ -282,3 +282,22 @@ async def test_out_of_memory_without_a_cgroup_v2_limit_is_judged_by_the_allocati
         failing(MemoryError()), "x", count=counted, shed=shed, stop=stop, sleep=Sleeps(), cgroups=cgroups
     )
     assert isinstance(got, MemoryError)
+
+
+async def test_a_cache_that_could_not_be_shed_is_said_before_the_memory_is_judged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # shed_cache answers False when a read's cursor is open: the figures judged still hold DuckDB's cache.
+    cgroups = _cgroup(tmp_path, limit=str(1024 * MIB), current=1000 * MIB)
+    with pytest.raises(Stopped):
+        await answer_or_fail(
+            failing(MemoryError()),
+            "x",
+            count=counted,
+            shed=lambda: False,
+            stop=stop,
+            sleep=Sleeps(),
+            cgroups=cgroups,
+        )
+    assert "could not shed its cache" in caplog.text
+    assert "after the state's cache was shed" not in caplog.text
