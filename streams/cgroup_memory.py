@@ -12,8 +12,8 @@ SELF_CGROUP = Path("/proc/self/cgroup")
 
 @dataclass(frozen=True)
 class CgroupMemory:
-    """One cgroup's `memory.max` and `memory.current` in bytes, and the part of the latter that is inactive file
-    cache (`memory.stat`), which the kernel reclaims before it kills (the working set, as the kubelet counts it)."""
+    """One cgroup's `memory.max` and `memory.current` in bytes, and the part of the latter that is clean file cache
+    (`memory.stat`), which the kernel reclaims, active or not, before it kills."""
 
     path: Path
     limit: int
@@ -65,17 +65,20 @@ def _memory_of(folder: Path) -> CgroupMemory | None:
         return None
     if not limit.isdigit():  # "max"
         return None
-    return CgroupMemory(folder, int(limit), current, _inactive_file(folder))
+    return CgroupMemory(folder, int(limit), current, _clean_file_cache(folder))
 
 
-def _inactive_file(folder: Path) -> int:
-    """`memory.stat`'s inactive_file, 0 where it cannot be read."""
+def _clean_file_cache(folder: Path) -> int:
+    """`memory.stat`'s file cache less shared memory (tmpfs: not reclaimable without swap) and pages still to be
+    written; 0 where it cannot be read. Not inactive_file alone: a failed briefing's reads of the state file mark its
+    pages active just before the check, and counting them as used stopped a worker that had room."""
     try:
         lines = (folder / "memory.stat").read_text(encoding="ascii").splitlines()
     except OSError:
         return 0
-    for line in lines:
-        key, _, value = line.partition(" ")
-        if key == "inactive_file" and value.strip().isdigit():
-            return int(value)
-    return 0
+    stat = dict(line.partition(" ")[::2] for line in lines)
+    figures = [stat.get(key, "0").strip() for key in ("file", "shmem", "file_dirty", "file_writeback")]
+    if not all(f.isdigit() for f in figures):
+        return 0
+    file, shmem, dirty, writeback = map(int, figures)
+    return max(0, file - shmem - dirty - writeback)

@@ -168,7 +168,7 @@ async def _shed(shed: Callable[[], object]) -> bool:
 def _figures(limit: CgroupMemory) -> str:
     """The cgroup's two figures (and the cache the kernel reclaims first) in MiB, for a log line."""
     return (
-        f"memory.current {limit.current >> 20} MiB ({limit.reclaimable >> 20} MiB of it inactive file cache) "
+        f"memory.current {limit.current >> 20} MiB ({limit.reclaimable >> 20} MiB of it clean file cache) "
         f"of memory.max {limit.limit >> 20} MiB ({limit.path})"
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -130,7 +131,8 @@ async def run(settings: Settings, request: RunRequest) -> None:
     # Its log in this terminal; it dies with this process, whatever happens to it.
     worker = spawn_worker(settings, settings.state_dir, terminal=True, with_parent=True)
     stop = asyncio.Event()
-    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, worker.kill, again_exits=True)
+    kill = _kill_and_name_broker(worker) if request.broker_started else worker.kill
+    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, kill, again_exits=True)
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     end, timeout = request.end, request.timeout
     try:
@@ -147,6 +149,16 @@ async def run(settings: Settings, request: RunRequest) -> None:
         stop.set()
         await watcher
         stop_worker(worker, stopping)
+
+
+def _kill_and_name_broker(worker: subprocess.Popen[bytes]) -> Callable[[], None]:
+    """The worker killed at a second Ctrl-C; the broker this run started is left (its stop waits up to 30 s), named."""
+
+    def kill() -> None:
+        worker.kill()
+        log.warning("the local Kafka broker this run started keeps running: `predigest kafka stop` stops it")
+
+    return kill
 
 
 async def _first_briefings(settings: Settings, end: datetime, timeout: float) -> None:

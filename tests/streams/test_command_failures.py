@@ -233,7 +233,7 @@ async def test_out_of_memory_with_no_headroom_under_the_containers_limit_stops_t
             failing(MemoryError()), "x", count=counted, shed=shed, stop=stop, sleep=Sleeps(), cgroups=cgroups
         )
     assert stopped.value.args == (EXIT_CODE,)
-    assert "memory.current 1000 MiB (0 MiB of it inactive file cache) of memory.max 1024 MiB" in caplog.text
+    assert "memory.current 1000 MiB (0 MiB of it clean file cache) of memory.max 1024 MiB" in caplog.text
 
 
 async def test_out_of_memory_with_headroom_once_the_states_cache_is_shed_is_dead_lettered(
