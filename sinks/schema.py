@@ -15,11 +15,10 @@ from sinks.errors import RebuildRequiredError
 # 5: the titles each version states for its ids, as rows (source_titles), no longer in its slim summary.
 # 6: a briefing's texts as zstd frames (sinks.emission_bodies); its emissions row holds its JSON without the
 #    per-source lists (what SQL reads of it) and no Markdown.
-VERSION = 6
-# The one upgrade made in place: a version-5 file gains emission_bodies (its emissions keep their texts in their
-# own columns, read as before). Its new number makes an older predigest refuse it, since that one would read the
-# slim rows as whole briefings and send them.
-UPGRADED_IN_PLACE = 5
+# 7: a note's body as the zstd frame the parse processes made (contents.body_zst), stored as it is. A version-6
+#    file is rebuilt (`predigest rebuild`): the retained v6 records have their bodies compressed by the worker.
+#    (6 was the one version reached in place, from 5, by adding a table; 7 would rewrite every body.)
+VERSION = 7
 
 _BODIES = """
 CREATE TABLE IF NOT EXISTS emission_bodies (
@@ -48,14 +47,15 @@ CREATE TABLE documents (
     kind VARCHAR NOT NULL,
     current BOOLEAN NOT NULL
 );
--- Each version's summary and body once, whatever the number of its axes (processors.wire). Their JSON is stored
--- as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it (a
--- quarter of the window agent's commit) to keep zstd for the bodies and FSST for the summaries, which zstd
--- packs tighter (a 10k state 68 -> 50 MB). A file made before keeps DuckDB's choice, read the same way.
+-- Each version's summary and body once, whatever the number of its axes (processors.wire). The summary's JSON is
+-- stored as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it
+-- (a quarter of the window agent's commit), and zstd packs it tighter than FSST. The body is its JSON's zstd frame
+-- as a v7 record carries it (processors.wire_frames), stored uncompressed: DuckDB's zstd of the bodies at each
+-- checkpoint cost the window agent ~65 µs a note, and a read unpacked vectors of 2 048 of them.
 CREATE TABLE contents (
     path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
     summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
-    body_json VARCHAR USING COMPRESSION zstd NOT NULL
+    body_zst BLOB USING COMPRESSION uncompressed NOT NULL
 );
 CREATE TABLE deletions (
     axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
@@ -115,11 +115,6 @@ CREATE TABLE applied (
 def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Create the tables in an empty file; raise RebuildRequiredError for a file of another schema version."""
     if check(db, path):
-        if _version(db) == UPGRADED_IN_PLACE:
-            with transaction(db):
-                db.execute(_BODIES)
-                db.execute("UPDATE schema_version SET version = ?", [VERSION])
-            db.execute("CHECKPOINT")
         return
     with transaction(db):
         db.execute(_TABLES)
@@ -134,8 +129,7 @@ def _version(db: duckdb.DuckDBPyConnection) -> int:
 
 
 def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """True for a file of this schema version (or the one upgraded in place), False for an empty one; else
-    RebuildRequiredError."""
+    """True for a file of this schema version, False for an empty one; else RebuildRequiredError."""
     tables = {
         str(row[0])
         for row in db.execute(
@@ -145,7 +139,7 @@ def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
     if not tables:
         return False
     found = _version(db) if "schema_version" in tables else 1
-    if found not in (VERSION, UPGRADED_IN_PLACE):
+    if found != VERSION:
         written_by = "an older" if found < VERSION else "a newer"
         raise RebuildRequiredError(
             f"the state file {path} has schema version {found}, written by {written_by} predigest; this one "
