@@ -80,15 +80,15 @@ def test_the_worker_checks_the_version_before_it_starts(tmp_path: Path) -> None:
     check_version(path)  # damaged: left to open_state, which sets it aside and counts it
 
 
-def test_a_file_of_schema_6_is_rebuilt_not_migrated(tmp_path: Path) -> None:
-    """Schema 7 stores each body as its zstd frame: a version-6 file (bodies as JSON) is refused with the
-    rebuild's instructions, never read half old, half new."""
+def test_a_file_of_schema_4_is_rebuilt_not_migrated(tmp_path: Path) -> None:
+    """Only versions 5 and 6 are migrated in place (tests/sinks/test_schema_migration.py): an older one is refused
+    with the rebuild's instructions, never read half old, half new."""
     path = tmp_path / "worker.duckdb"
     state = StateStore(path)
-    state._db.execute("UPDATE schema_version SET version = 6")
+    state._db.execute("UPDATE schema_version SET version = 4")
     state.close()
     with pytest.raises(
-        RebuildRequiredError, match=r"version 6, written by an older predigest.*predigest rebuild"
+        RebuildRequiredError, match=r"version 4, written by an older predigest.*predigest rebuild"
     ):
         StateStore(path)
     with pytest.raises(RebuildRequiredError):
