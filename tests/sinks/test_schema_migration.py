@@ -17,7 +17,7 @@ import pytest
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
 from sinks.state import StateStore
-from sinks.state_files import check_version
+from sinks.state_files import check_version, reason_to_replace
 from tests.state_support import parsed, put_document
 
 _TABLES = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
@@ -158,3 +158,13 @@ def test_a_migration_killed_half_way_leaves_schema_6_whole_and_is_redone(tmp_pat
     assert _dump(path) == old
     StateStore(path).close()
     assert _dump(path) == fresh
+
+
+def test_a_rebuild_sets_a_schema_6_file_aside_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+    assert reason_to_replace(path) == "rebuild"
+    assert _version(path)[0] == 6
+    assert _dump(path) == old
