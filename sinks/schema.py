@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from sinks.duck import transaction
-from sinks.errors import RebuildRequiredError
+from sinks.duck import out_of_memory, transaction
+from sinks.errors import RebuildRequiredError, StateMigrationError
 from sinks.schema_migration import copy_contents
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
@@ -140,14 +140,23 @@ def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
     """A file of version `found` (in MIGRATED) brought to VERSION in one transaction, then checkpointed."""
-    with transaction(db):
-        if found == 5:
-            db.execute(_BODIES)
-        db.execute(CONTENTS.format(table=_NEW_CONTENTS))
-        copy_contents(db, path, _NEW_CONTENTS)
-        db.execute("DROP TABLE contents")
-        db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
-        db.execute("UPDATE schema_version SET version = ?", [VERSION])
+    try:
+        with transaction(db):
+            if found == 5:
+                db.execute(_BODIES)
+            db.execute(CONTENTS.format(table=_NEW_CONTENTS))
+            copy_contents(db, path, _NEW_CONTENTS)
+            db.execute("DROP TABLE contents")
+            db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
+            db.execute("UPDATE schema_version SET version = ?", [VERSION])
+    except duckdb.Error as exc:
+        if out_of_memory(exc) or "No space left" in str(exc):
+            raise  # what duck.error says of any open: the memory limit, the disk
+        # The file passed its integrity check: a failure here is not its damage, and it must not be set aside.
+        raise StateMigrationError(
+            f"the state file {path} of schema version {found} could not be migrated to {VERSION} ({exc}); it is "
+            "kept as it was, and the next start migrates it again"
+        ) from exc
     db.execute("CHECKPOINT")
 
 

@@ -16,8 +16,9 @@ import pytest
 
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
+from sinks.errors import StateMigrationError
 from sinks.state import StateStore
-from sinks.state_files import check_version, reason_to_replace
+from sinks.state_files import check_version, open_state, reason_to_replace
 from tests.state_support import parsed, put_document
 
 _TABLES = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
@@ -167,4 +168,22 @@ def test_a_rebuild_sets_a_schema_6_file_aside_as_it_is(tmp_path: Path) -> None:
     old = _dump(path)
     assert reason_to_replace(path) == "rebuild"
     assert _version(path)[0] == 6
+    assert _dump(path) == old
+
+
+def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+
+    def fails(body: bytes) -> bytes:
+        raise duckdb.IOException("injected: a write of the copy failed")
+
+    monkeypatch.setattr(schema_migration, "pack_body", fails)
+    with pytest.raises(StateMigrationError, match=r"schema version 6 could not be migrated.*kept as it was"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
     assert _dump(path) == old
