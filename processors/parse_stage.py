@@ -30,7 +30,7 @@ class RouteParams:
     # The documents partition of each axis (its key's, by Kafka's default partitioner): a note's axes on one
     # partition share a record. Empty: one partition, so one record per note.
     partitions: Mapping[str, int] = field(default_factory=dict)
-    # A batch's notes of one documents partition share a v6 record up to this many bytes (a larger note alone).
+    # A batch's notes of one documents partition share a v7 record up to this many bytes (a larger note alone).
     record_bytes: int = 384 * 1024
 
 
@@ -169,7 +169,7 @@ def _unloaded(r: Routed) -> Routed:
 
 def documents_records(routed: Sequence[Routed], params: RouteParams) -> list[tuple[bytes, bytes]]:
     """The documents records of a batch's routed files: their notes' frames joined per partition, in order
-    (v6); the records of notes routed here (inline, or refused) are packed here."""
+    (v7); the records of notes routed here (inline, or refused) are packed here."""
     frames: list[Frame] = []
     loose: list[tuple[bytes, bytes]] = []
     for r in routed:

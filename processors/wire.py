@@ -1,14 +1,16 @@
-"""Records of `predigest.documents`, v6: the v4 records of the notes of one parse batch that share a documents
+"""Records of `predigest.documents`, v7: the v4 records of the notes of one parse batch that share a documents
 partition, packed into one record under a byte budget (the per-record cost of Kafka and Faust is paid once), and
-compressed by the parse processes (processors.wire_frames).
+compressed by the parse processes, each body a zstd frame of its own that the state stores as it is
+(processors.wire_frames).
 
 A v4 record is one note on one partition: a small JSON header naming its axes, then the document once, as the
 state stores it (text once, sections as offsets into it), so it is stored without decoding, with its source
 facts (processors.source_facts) worked out by the parse processes: the window stage, the worker's busiest loop,
-only appends them. A v6 (or v5) record's notes are read one by one, so one that does not read is set apart alone.
+only appends them. A packed record's notes are read one by one, so one that does not read is set apart alone.
 Older records stay readable, since a rebuild replays whatever the retained topic holds: v5 (the notes
 uncompressed), v4 (one note), v3 (no facts: worked out where decoded), v2 (one axis per record) and v1 (a whole
-DocumentEvent as JSON). Only v6 is written (docs/architecture.md).
+DocumentEvent as JSON); v6 (the bodies inside the shared frames: the worker compresses each as it stores it). Only
+v7 is written (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ from processors.source_facts import (
     load_facts,
     source_facts,
 )
-from processors.wire_frames import MAGIC_V6, unpacked
+from processors.wire_frames import one_note, pack_body, unpack_body
+from processors.wire_packed import MAGIC_V5 as MAGIC_V5
+from processors.wire_packed import WEIGHT_BYTES as WEIGHT_BYTES
+from processors.wire_packed import batch_weight as batch_weight
+from processors.wire_packed import is_packed, read_packed
+from processors.wire_packed import notes_in as notes_in
 
-MAGIC_V5 = b"predigest.documents/v5"  # read only: v6 with its notes uncompressed
-MAGIC = b"predigest.documents/v4"  # a note's part of a v6 record; read alone too (a replayed dead letter)
+MAGIC = b"predigest.documents/v4"  # a note's part of a v7 record; read alone too (a replayed dead letter)
 MAGIC_V3 = b"predigest.documents/v3"  # read only: no source facts
 MAGIC_V2 = b"predigest.documents/v2"  # read only: one axis per record
 _NL = b"\n"
@@ -61,7 +67,13 @@ class StoredDocument:
     # A decoded v4 record's summary and body stay the UTF-8 they came as (checked): the state stores them as they
     # are, where a `str` cost a decode and an encode back (~30 µs a note); every reader of them reads either.
     summary_json: str | bytes
-    body_json: str | bytes
+    body_json: str | bytes  # its zstd frame when `packed` (a v7 record's, or the state's `body_zst`)
+    packed: bool = False
+
+    def body_frame(self) -> bytes:
+        """The body as the state stores it: its zstd frame (made here for a record older than v7)."""
+        body = self.body_json.encode() if isinstance(self.body_json, str) else self.body_json
+        return body if self.packed else pack_body(body)
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,7 @@ def load_summary(summary_json: str | bytes) -> DocumentSummary:
 
 def load_document(stored: StoredDocument) -> Document:
     """The whole document back, equal to the one that was stored."""
-    body = json.loads(stored.body_json)
+    body = json.loads(unpack_body(stored.body_frame()) if stored.packed else stored.body_json)
     text: str = body["text"]
     sections = [
         {"number": s[0], "heading": s[1], "level": s[2], "text": s[3] if len(s) == 4 else text[s[3] : s[4]]}
@@ -196,7 +208,8 @@ def encode_events(
 
 @dataclass(frozen=True)
 class FailedNote:
-    """A note of a v6 (or v5) record that cannot be read: its v4 record, to dead-letter on its own, and why."""
+    """A note of a packed record that cannot be read: its v4 record (a v7 record of it if its body frame does
+    not unpack), to dead-letter on its own, and why."""
 
     index: int  # its place among the record's notes
     value: bytes
@@ -205,7 +218,7 @@ class FailedNote:
 
 @dataclass(frozen=True)
 class Notes:
-    """A record's rows (of every note that reads, in order), the notes that do not read (v6 and v5), and how many
+    """A record's rows (of every note that reads, in order), the notes that do not read (packed records), and how many
     notes it holds (what the dead-letter limits count)."""
 
     rows: list[DocumentRecord]
@@ -214,88 +227,49 @@ class Notes:
 
 
 def decode_notes(value: bytes) -> Notes:
-    """The rows of any record, a v6 or v5 record's unreadable notes set apart; raises ValueError when the record
+    """The rows of any record, a packed record's unreadable notes set apart; raises ValueError when the record
     cannot be read at all."""
-    if not _packed(value):
+    if not is_packed(value):
         return Notes(decode_rows(value))
     rows: list[DocumentRecord] = []
     failed = []
-    notes, spans = _notes(value)
-    view = memoryview(notes)
-    for i, (start, end) in enumerate(spans):
+    packed = read_packed(value)
+    view = memoryview(packed.notes)
+    for i, (start, end) in enumerate(packed.spans):
         try:
-            rows.extend(_note_rows(notes, view, start, end))
+            rows.extend(_note_rows(packed.notes, view, start, end, packed.bodies[i]))
         except ValueError as exc:
-            failed.append(FailedNote(i, bytes(view[start:end]), str(exc)))
-    return Notes(rows, tuple(failed), len(spans))
+            failed.append(FailedNote(i, _set_apart(view[start:end], packed.bodies[i]), str(exc)))
+    return Notes(rows, tuple(failed), len(packed.spans))
 
 
-def notes_in(value: bytes) -> int:
-    """How many notes a record holds, read from a v6 or v5 record's lengths line without decoding it; 1 for
-    another."""
-    if not _packed(value):
-        return 1
-    start = len(MAGIC_V5) + 1
-    end = value.find(_NL, start)
-    return value.count(b",", start, end) + 1 if end > 0 else 1
-
-
-# A window batch weighs a record by its notes, or by the bytes its notes come to in steps of this when more: a
-# batch's notes are held until its dead letters are sent, and a few hundred bytes of hand-made v6 frames can
-# declare NOTE_RECORD_LIMIT, so a batch of them held ~24 MiB a record (12 GiB at batch_records = 500). Notes of
-# the usual sizes (~6 KiB of v4 record) weigh their count as before.
-WEIGHT_BYTES = 64 * 1024
-
-
-def batch_weight(value: bytes) -> int:
-    """A record's weight in a window batch: its notes, or the bytes they declare in WEIGHT_BYTES steps if more."""
-    if not _packed(value):
-        return max(1, len(value) // WEIGHT_BYTES)
-    start = len(MAGIC_V5) + 1
-    end = value.find(_NL, start)
+def _set_apart(note: memoryview, body: memoryview | None) -> bytes:
+    """A note that does not read, to dead-letter alone: its v4 record, or a v7 record of it when its body frame
+    does not unpack."""
+    if body is None:
+        return bytes(note)
     try:
-        declared = sum(map(int, value[start + 1 : end - 1].split(b","))) if end > 0 else 0
-    except ValueError:  # a lengths line that does not read: refused whole, unexpanded, by decode_notes
-        declared = 0
-    return max(notes_in(value), declared // WEIGHT_BYTES)
-
-
-def _packed(value: bytes) -> bool:
-    return value.startswith(MAGIC_V6 + _NL) or value.startswith(MAGIC_V5 + _NL)
+        return bytes(note) + unpack_body(body)
+    except ValueError:
+        return one_note(note, body)
 
 
 def note_records(value: bytes) -> list[bytes]:
-    """A v6 or v5 record's notes, each a v4 record, as the lengths line lists them."""
-    notes, spans = _notes(value)
-    view = memoryview(notes)
-    return [bytes(view[start:end]) for start, end in spans]
+    """A packed record's notes, each a v4 record, as the lengths line lists them."""
+    packed = read_packed(value)
+    view = memoryview(packed.notes)
+    return [
+        _set_apart(view[start:end], body)
+        for (start, end), body in zip(packed.spans, packed.bodies, strict=True)
+    ]
 
 
-def _notes(value: bytes) -> tuple[bytes | bytearray, list[tuple[int, int]]]:
-    """A v6 or v5 record's notes back to back, and where each starts and ends in them."""
-    start = len(MAGIC_V5) + 1  # v6's magic is as long
-    end = value.find(_NL, start)
-    sizes = json.loads(value[start:end]) if end > 0 else None
-    if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
-        raise ValueError(f"documents record whose note lengths do not read ({value[start : start + 40]!r})")
-    notes: bytes | bytearray = value
-    at = end + 1
-    if value.startswith(MAGIC_V6):
-        notes, at = unpacked(memoryview(value)[at:], sum(sizes)), 0
-    elif sum(sizes) != len(value) - at:
-        raise ValueError(
-            f"v5 documents record whose note lengths do not match it ({value[start : start + 40]!r})"
-        )
-    spans = []
-    for n in sizes:
-        spans.append((at, at + n))
-        at += n
-    return notes, spans
-
-
-def _note_rows(notes: bytes | bytearray, view: memoryview, start: int, end: int) -> list[DocumentRecord]:
-    """The rows of the note at [start, end) of a record's notes: its parts copied out of them once each (a
-    note's ~18 KB were copied three times: out of zstd's buffer, into the note, into its parts)."""
+def _note_rows(
+    notes: bytes | bytearray, view: memoryview, start: int, end: int, body: memoryview | None = None
+) -> list[DocumentRecord]:
+    """The rows of the note at [start, end) of a record's notes (a v7 note's body its own frame): its parts
+    copied out of them once each (a note's ~18 KB were copied three times: out of zstd's buffer, into the note,
+    into its parts)."""
     if not notes.startswith(MAGIC + _NL, start, end):
         head = bytes(view[start : min(end, start + 24)])
         raise ValueError(f"a note of a documents record is not a v4 record (starts with {head!r})")
@@ -307,7 +281,14 @@ def _note_rows(notes: bytes | bytearray, view: memoryview, start: int, end: int)
         parts.append(bytes(view[start:nl]))
         start = nl + 1
     parts.append(bytes(view[start:end]))
-    return _rows(parts)
+    if body is None:
+        return _rows(parts)
+    if len(parts) != 5 or parts[4]:
+        raise ValueError(
+            f"a note of a v7 documents record with a body frame is not a document's ({parts[0]!r})"
+        )
+    parts[4] = bytes(body)
+    return _rows(parts, packed=True)
 
 
 def to_record(ev: DocumentEvent) -> DocumentRecord:
@@ -316,12 +297,15 @@ def to_record(ev: DocumentEvent) -> DocumentRecord:
 
 
 def decode_rows(value: bytes) -> list[DocumentRecord]:
-    """The rows of a v6, v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
+    """The rows of a v7, v6, v5, v4, v3, v2 or v1 record, one per axis (and note); raises ValueError (pydantic's
     ValidationError is one) when it is none of them, or a note of it does not read (see decode_notes)."""
-    if _packed(value):
-        notes, spans = _notes(value)
-        view = memoryview(notes)
-        return [row for start, end in spans for row in _note_rows(notes, view, start, end)]
+    if is_packed(value):
+        packed = read_packed(value)
+        view = memoryview(packed.notes)
+        spans = zip(packed.spans, packed.bodies, strict=True)
+        return [
+            row for (start, end), body in spans for row in _note_rows(packed.notes, view, start, end, body)
+        ]
     if value.startswith(b"{"):  # v1: the whole DocumentEvent
         return [to_record(DocumentEvent.model_validate_json(value))]
     parts = value.split(_NL, 4 if value.startswith(MAGIC + _NL) else 3)
@@ -330,24 +314,27 @@ def decode_rows(value: bytes) -> list[DocumentRecord]:
     return _rows(parts)
 
 
-def _rows(parts: list[bytes]) -> list[DocumentRecord]:
-    """The rows of a v4, v3 or v2 record split at its first newlines."""
+def _rows(parts: list[bytes], packed: bool = False) -> list[DocumentRecord]:
+    """The rows of a v4, v3 or v2 record split at its first newlines (`packed`: its body a zstd frame)."""
     if parts[0] == MAGIC_V2:
         header = EventHeader.model_validate_json(parts[1])
         return [DocumentRecord(header, *_stored(header, parts))]
     group = GroupHeader.model_validate_json(parts[1])
     if not group.axes:
         raise ValueError(f"documents record of {group.path} names no axis")
-    stored, facts = _carried(group, parts) if parts[0] == MAGIC else _stored(group, parts)
+    stored, facts = _carried(group, parts, packed) if parts[0] == MAGIC else _stored(group, parts)
     # The group's fields, every one of them validated: `built` makes each axis's header from them in a fifth of
     # the time of a copy of a constructed one, the window stage's busiest loop.
     shared = {name: getattr(group, name) for name in EventHeader.model_fields}
     return [DocumentRecord(built(EventHeader, shared | {"axis": a}), stored, facts) for a in group.axes]
 
 
-def _carried(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | None, SourceFacts | None]:
+def _carried(
+    header: EventHeader, parts: list[bytes], packed: bool
+) -> tuple[StoredDocument | None, SourceFacts | None]:
     """A v4 record's document and its facts, as the parse stage wrote them (its stated titles always there:
-    store_document); of its summary, the slim part every briefing of the axis reads is checked readable."""
+    store_document); of its summary, the slim part every briefing of the axis reads is checked readable, and its
+    body (unpacked from its frame, bounded, when `packed`) UTF-8."""
     if header.type != "document":
         return None, None
     if len(parts) != 5 or header.kind is None or header.event_time is None:
@@ -356,9 +343,11 @@ def _carried(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | 
     # One no version can read (a newer writer's field, a damaged record) is refused here, dead-lettered, not
     # at each briefing: 9 µs, where the whole summary would cost the window stage five times as much.
     load_summary(facts.summary_json)
-    if not (is_utf8(parts[2]) and is_utf8(parts[4])):
+    # A damaged body is refused here, dead-lettered, never stored for a briefing to leave out (~15 µs a note).
+    body = bytes(unpack_body(parts[4])) if packed else parts[4]
+    if not (is_utf8(parts[2]) and is_utf8(body)):
         raise ValueError(f"document record of {header.path} whose summary or body is not UTF-8")
-    return StoredDocument(parts[2], parts[4]), facts
+    return StoredDocument(parts[2], parts[4], packed), facts
 
 
 def _stored(header: EventHeader, parts: list[bytes]) -> tuple[StoredDocument | None, SourceFacts | None]:

@@ -1,10 +1,12 @@
-"""Records of `predigest.documents`, v6: a v5 record whose notes are compressed by the parse processes.
+"""Records of `predigest.documents`, v7: the notes compressed by the parse processes, each body a frame of its own.
 
-The worker's producer compressed every documents batch (zstd, ~65 µs a note on its event loop) and its consumer
-decompressed it again. A parse process now packs the v4 records of its chunk's notes that share a partition into
-zstd frames, under the byte budget (`pack_frames`); the worker joins the frames of a batch into records
-(`join_frames`) without reading them: the line `predigest.documents/v6`, the notes' lengths (as in v5), then the
-frames back to back, which decompress as the notes' v4 records back to back (docs/architecture.md).
+A parse process packs the v4 records of its chunk's notes that share a partition (`pack_frames`): each
+document's body (the part after its fourth newline) as a zstd frame of its own, which the state stores as it is
+(`contents.body_zst`), and the rest of the records together as frames. The worker joins the frames of a batch into
+records (`join_frames`) without reading them: the line `predigest.documents/v7`, the lengths of the notes without
+their bodies, the lengths of the body frames (0: none), then the frames of the rests back to back (they decompress
+as the notes' v4 records without their bodies), then the body frames. v6 (read only) was v7 with each body inside
+its note's v4 record in the shared frames (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 import cramjam
 import pydantic_core
 
-MAGIC_V6 = b"predigest.documents/v6"
+MAGIC_V7 = b"predigest.documents/v7"
+MAGIC_V6 = b"predigest.documents/v6"  # read only: the bodies inside the shared frames
 # Level 1, not the producer's 3: a parse process spends ~0.7x the CPU on a note's frames (the box is CPU-bound)
 # for ~1.2x the bytes (0.33 of the v4 bytes against 0.27; docs/performance.md "The parse processes' CPU").
 LEVEL = 1
@@ -30,6 +33,7 @@ MAX_RECORD_BYTES = 24 * 1024 * 1024
 # letter the producer refused, and the worker stopped on it at every start.
 NOTE_RECORD_LIMIT = MAX_RECORD_BYTES - 64 * 1024
 _NL = b"\n"
+_ZSTD = b"\x28\xb5\x2f\xfd"  # a zstd frame's magic number
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,10 @@ class Frame:
 
     key: bytes  # the first note's key: the producer's partitioner puts it on that partition
     partition: int
-    sizes: tuple[int, ...]  # each note's v4 record's length
+    sizes: tuple[int, ...]  # each note's v4 record's length without its body
     data: bytes
+    bodies: tuple[bytes, ...] = ()  # each note's body as a zstd frame of its own (b"": none)
+    notes: int = 0  # its notes' v4 bytes, what a record's budget counts
 
 
 def _groups(items: Sequence[tuple[int, int]], budget: int) -> list[list[int]]:
@@ -65,41 +71,73 @@ def _groups(items: Sequence[tuple[int, int]], budget: int) -> list[list[int]]:
 def pack_frames(
     records: Sequence[tuple[bytes, bytes]], partitions: Mapping[str, int], budget: int
 ) -> list[Frame]:
-    """Frames of v4 records (key, value): in order, the ones of one partition together up to `budget` bytes."""
+    """Frames of v4 records (key, value): in order, the ones of one partition together up to `budget` bytes, each
+    body a frame of its own."""
     placed = [(partitions.get(key.decode(), 0), len(value)) for key, value in records]
     out = []
     for indices in _groups(placed, budget):
-        values = [records[i][1] for i in indices]
-        data = bytes(cramjam.zstd.compress(b"".join(values), level=LEVEL))
+        split = [_split(records[i][1]) for i in indices]
+        data = bytes(cramjam.zstd.compress(b"".join(rest for rest, _ in split), level=LEVEL))
         first = indices[0]
-        out.append(Frame(records[first][0], placed[first][0], tuple(len(v) for v in values), data))
+        sizes = tuple(len(rest) for rest, _ in split)
+        bodies = tuple(body for _, body in split)
+        out.append(
+            Frame(
+                records[first][0], placed[first][0], sizes, data, bodies, sum(placed[i][1] for i in indices)
+            )
+        )
     return out
+
+
+def _split(value: bytes) -> tuple[bytes | memoryview, bytes]:
+    """A v4 record up to its body, and its body as a zstd frame (b"" for a record without one)."""
+    at = -1
+    for _ in range(4):  # a document's record: magic, header, summary, facts, then its body
+        at = value.find(_NL, at + 1)
+        if at < 0:
+            return value, b""
+    view = memoryview(value)
+    return view[: at + 1], pack_body(view[at + 1 :])
+
+
+def pack_body(body: bytes | memoryview) -> bytes:
+    """A note's body as the state stores it: one zstd frame, its size declared in its header."""
+    return bytes(cramjam.zstd.compress(body, level=LEVEL))
 
 
 def join_frames(frames: Sequence[Frame], budget: int) -> list[tuple[bytes, bytes]]:
-    """v6 records of frames: in order, the frames of one partition together while their notes stay under
+    """v7 records of frames: in order, the frames of one partition together while their notes stay under
     `budget` bytes (a larger frame alone), keyed by the first frame's key."""
     out = []
-    for indices in _groups([(f.partition, sum(f.sizes)) for f in frames], budget):
+    for indices in _groups([(f.partition, f.notes) for f in frames], budget):
         group = [frames[i] for i in indices]
         sizes = pydantic_core.to_json([n for f in group for n in f.sizes])
-        out.append((group[0].key, b"".join([MAGIC_V6, _NL, sizes, _NL, *(f.data for f in group)])))
+        bodies = [b for f in group for b in f.bodies]
+        lengths = pydantic_core.to_json([len(b) for b in bodies])
+        parts = [MAGIC_V7, _NL, sizes, _NL, lengths, _NL, *(f.data for f in group), *bodies]
+        out.append((group[0].key, b"".join(parts)))
     return out
+
+
+def one_note(rest: bytes | memoryview, body: bytes | memoryview) -> bytes:
+    """A v7 record of one note, from its v4 record without its body and its body frame (a note set apart)."""
+    lengths = b"[%d]\n[%d]" % (len(rest), len(body))
+    return b"".join([MAGIC_V7, _NL, lengths, _NL, bytes(cramjam.zstd.compress(rest, level=LEVEL)), body])
 
 
 def pack_notes(
     records: Sequence[tuple[bytes, bytes]], partitions: Mapping[str, int], budget: int
 ) -> list[tuple[bytes, bytes]]:
-    """v6 records of v4 records, in one step (notes routed in the worker itself)."""
+    """v7 records of v4 records, in one step (notes routed in the worker itself)."""
     return join_frames(pack_frames(records, partitions, budget), budget)
 
 
 def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
-    """A v6 record's notes back to back, from its frames; ValueError unless they come to `total` bytes, at most
+    """A v6 or v7 record's notes back to back, from its frames; ValueError unless they come to `total` bytes, at most
     NOTE_RECORD_LIMIT, found without unpacking more than that."""
     if total > NOTE_RECORD_LIMIT:
         raise ValueError(
-            f"v6 documents record whose lengths declare {total} bytes of notes, over the {NOTE_RECORD_LIMIT} "
+            f"documents record whose lengths declare {total} bytes of notes, over the {NOTE_RECORD_LIMIT} "
             "a record holds"
         )
     # zstd unpacks into this buffer and fails once it is full: a frame's own content size is not trusted (a
@@ -109,8 +147,40 @@ def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
         size = cramjam.zstd.decompress_into(frames, notes)
     except cramjam.DecompressionError as exc:
         raise ValueError(
-            f"v6 documents record whose notes do not decompress to the {total} bytes its lengths declare ({exc})"
+            f"documents record whose notes do not decompress to the {total} bytes its lengths declare ({exc})"
         ) from None
     if size != total:
-        raise ValueError(f"v6 documents record whose notes come to {size} bytes, not {total}")
+        raise ValueError(f"documents record whose notes come to {size} bytes, not {total}")
     return notes  # not copied into `bytes`: each note's parts are sliced out of it once (processors.wire)
+
+
+def unpack_body(frame: bytes | memoryview) -> bytearray:
+    """A note's body from its zstd frame; ValueError unless the frame declares its size, at most
+    NOTE_RECORD_LIMIT, and unpacks to exactly that (found without unpacking more)."""
+    size = declared_size(frame)
+    if size is None or size > NOTE_RECORD_LIMIT:
+        raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
+    body = bytearray(size)
+    try:
+        n = cramjam.zstd.decompress_into(frame, body)
+    except cramjam.DecompressionError as exc:
+        raise ValueError(
+            f"a note's body frame that does not decompress to the {size} bytes it declares ({exc})"
+        ) from None
+    if n != size:
+        raise ValueError(f"a note's body frame that comes to {n} bytes, not the {size} it declares")
+    return body
+
+
+def declared_size(frame: bytes | memoryview) -> int | None:
+    """The content size a zstd frame's header declares (RFC 8878, 3.1.1.1), None when it declares none."""
+    if len(frame) < 6 or frame[:4] != _ZSTD:
+        return None
+    descriptor = frame[4]
+    single = descriptor >> 5 & 1
+    at = 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3]  # the window descriptor, the dictionary id
+    n = (single, 2, 4, 8)[descriptor >> 6]
+    if n == 0 or len(frame) < at + n:
+        return None
+    size = int.from_bytes(frame[at : at + n], "little")
+    return size + 256 if n == 2 else size

@@ -30,7 +30,7 @@ NewContents = dict[tuple[str, str], DocumentRecord]  # (path, sha256) → its fi
 # The documents table's columns, in order, and their types as TypedColumns reads them.
 DOCUMENT_COLUMNS = ("axis", "path", "sha256", "seq", "raw_offset", "event_time", "kind", "current")
 DOCUMENT_TYPES = ("text", "text", "text", "int64", "int64?", "timestamp", "text", "bool")
-CONTENT_COLUMNS = ("path", "sha256", "summary_json", "body_json")  # the contents table's, in order
+CONTENT_COLUMNS = ("path", "sha256", "summary_json", "body_zst")  # the contents table's, in order
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ class Documents:
         if not paths:
             return []
         rows = self._db.execute(
-            f"SELECT c.summary_json, c.body_json FROM documents d {_CONTENT} WHERE {where} "
+            f"SELECT c.summary_json, c.body_zst FROM documents d {_CONTENT} WHERE {where} "
             "AND c.path = ANY(?::VARCHAR[]) ORDER BY d.event_time, d.path",
             [*params, paths],
         ).fetchall()
@@ -218,13 +218,13 @@ class Documents:
         ).fetchall()
         # Their paths filter the scan of `contents` itself (DuckDB cannot push a join's keys into it).
         rows = self._db.execute(
-            f"SELECT d.axis, c.summary_json, c.body_json FROM documents d {_CONTENT} "
+            f"SELECT d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} "
             f"WHERE {living} AND c.path = ANY($2::VARCHAR[]) ORDER BY d.event_time, d.path",
             [list(axes), [p for (p,) in found]],
         ).fetchall()
-        of_axis: dict[str, list[tuple[str, str]]] = {a: [] for a in axes}
-        for axis, summary_json, body_json in rows:
-            of_axis[axis].append((summary_json, body_json))
+        of_axis: dict[str, list[tuple[str, bytes]]] = {a: [] for a in axes}
+        for axis, summary_json, body_zst in rows:
+            of_axis[axis].append((summary_json, body_zst))
         # The latest that can be read, as for any other read of a document.
         return {a: next(reversed(whole_documents(r)), None) for a, r in of_axis.items()}
 
@@ -238,12 +238,12 @@ class Documents:
         return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
 
 
-def whole_documents(rows: Sequence[tuple[str, str]]) -> list[Document]:
-    """Documents from their stored (summary, body) rows; a damaged one is left out, loudly."""
+def whole_documents(rows: Sequence[tuple[str, bytes]]) -> list[Document]:
+    """Documents from their stored (summary, body frame) rows; a damaged one is left out, loudly."""
     out = []
-    for summary_json, body_json in rows:
+    for summary_json, body_zst in rows:
         try:
-            out.append(load_document(StoredDocument(summary_json, body_json)))
+            out.append(load_document(StoredDocument(summary_json, body_zst, packed=True)))
         except ValueError as exc:
             # A damaged row must not stop every briefing of its axis: leave it out, loudly.
             log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
@@ -321,17 +321,18 @@ def _write_versions(
 
 
 def _insert_contents(db: duckdb.DuckDBPyConnection, contents: NewContents) -> None:
-    """The contents rows as one Arrow batch: their ~18 KB of text a note is encoded to UTF-8 without the GIL
+    """The contents rows as one Arrow batch: their summaries encoded to UTF-8 without the GIL
     (predigest_native.TextColumns) and read by DuckDB in C++, where the appender converted each string holding
-    the GIL (the event loop waited ~29 µs a note, docs/performance.md)."""
+    the GIL (the event loop waited ~29 µs a note, docs/performance.md); their bodies as v7 records carry them."""
     stored = [_stored(r) for r in contents.values()]
     columns = TextColumns(
-        list(CONTENT_COLUMNS),
+        # The body a BLOB: its frame as it is.
+        [*CONTENT_COLUMNS[:-1], f"blob:{CONTENT_COLUMNS[-1]}"],
         [
             [p for p, _ in contents],
             [s for _, s in contents],
             [d.summary_json for d in stored],
-            [d.body_json for d in stored],
+            [d.body_frame() for d in stored],
         ],
     )
     db.from_arrow(columns).insert_into("contents")

@@ -105,7 +105,7 @@ def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.Du
 def open_checked(
     path: Path,
     file: DuckFile,
-    setup: Callable[[duckdb.DuckDBPyConnection, Path], None],
+    setup: Callable[[duckdb.DuckDBPyConnection, Path], object],
     limits: Limits = NO_LIMITS,
 ) -> duckdb.DuckDBPyConnection:
     """`connect`, `check_integrity` (before anything is written to a damaged file), then `setup` (its schema)."""

@@ -28,6 +28,10 @@ class RebuildRequiredError(DuckFileError):
     """The state file was written by another schema version; `predigest rebuild` replaces it from Kafka."""
 
 
+class StateMigrationError(DuckFileError):
+    """A state of an older schema failed to migrate (sinks.schema): it is kept as it was, not taken for damaged."""
+
+
 class StateMemoryError(DuckFileError):
     """DuckDB could not read or checkpoint the file within its memory limit: its notes are too large for it."""
 

@@ -1,4 +1,5 @@
-"""The state file's tables and schema version: a file of another version is rebuilt from Kafka, never migrated."""
+"""The state file's tables and schema version: a file of versions 5 and 6 is migrated in place on open, one of
+another version rebuilt from Kafka."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from pathlib import Path
 
 import duckdb
 
-from sinks.duck import transaction
-from sinks.errors import RebuildRequiredError
+from sinks.duck import out_of_memory, transaction
+from sinks.errors import RebuildRequiredError, StateMigrationError
+from sinks.schema_migration import copy_contents
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
 # 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
@@ -15,17 +17,28 @@ from sinks.errors import RebuildRequiredError
 # 5: the titles each version states for its ids, as rows (source_titles), no longer in its slim summary.
 # 6: a briefing's texts as zstd frames (sinks.emission_bodies); its emissions row holds its JSON without the
 #    per-source lists (what SQL reads of it) and no Markdown.
-VERSION = 6
-# The one upgrade made in place: a version-5 file gains emission_bodies (its emissions keep their texts in their
-# own columns, read as before). Its new number makes an older predigest refuse it, since that one would read the
-# slim rows as whole briefings and send them.
-UPGRADED_IN_PLACE = 5
+# 7: a note's body as the zstd frame the parse processes made (contents.body_zst), stored as it is.
+VERSION = 7
+# Reached in place on open, in one transaction (a process killed half-way leaves the file as it was, and the next
+# open starts again): 5 gains emission_bodies (its emissions keep their texts in their own columns, read as
+# before); 6's contents are copied into a table of 7's with every body compressed (sinks.schema_migration), the
+# old one dropped. Any other version is rebuilt (`predigest rebuild`).
+MIGRATED = (5, 6)
+_NEW_CONTENTS = "contents_v7"
 
 _BODIES = """
 CREATE TABLE IF NOT EXISTS emission_bodies (
     axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
     sources INTEGER NOT NULL, briefing_zst BLOB NOT NULL, markdown_zst BLOB,
     PRIMARY KEY (axis, window_end, trigger)
+);
+"""
+
+# The contents table of this version; sinks.schema_migration makes one beside a version-6 file's.
+CONTENTS = """CREATE TABLE {table} (
+    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
+    summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
+    body_zst BLOB USING COMPRESSION uncompressed NOT NULL
 );
 """
 
@@ -48,16 +61,14 @@ CREATE TABLE documents (
     kind VARCHAR NOT NULL,
     current BOOLEAN NOT NULL
 );
--- Each version's summary and body once, whatever the number of its axes (processors.wire). Their JSON is stored
--- as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it (a
--- quarter of the window agent's commit) to keep zstd for the bodies and FSST for the summaries, which zstd
--- packs tighter (a 10k state 68 -> 50 MB). A file made before keeps DuckDB's choice, read the same way.
-CREATE TABLE contents (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
-    summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
-    body_json VARCHAR USING COMPRESSION zstd NOT NULL
-);
-CREATE TABLE deletions (
+-- Each version's summary and body once, whatever the number of its axes (processors.wire). The summary's JSON is
+-- stored as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it
+-- (a quarter of the window agent's commit), and zstd packs it tighter than FSST. The body is its JSON's zstd frame
+-- as a v7 record carries it (processors.wire_frames), stored uncompressed: DuckDB's zstd of the bodies at each
+-- checkpoint cost the window agent ~65 µs a note, and a read unpacked vectors of 2 048 of them.
+"""
+    + CONTENTS.format(table="contents")
+    + """CREATE TABLE deletions (
     axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
     PRIMARY KEY (axis, path)
 );
@@ -113,18 +124,39 @@ CREATE TABLE applied (
 
 
 def ensure(db: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Create the tables in an empty file; raise RebuildRequiredError for a file of another schema version."""
+    """Create the tables in an empty file, migrate one of MIGRATED; raise RebuildRequiredError for a file of
+    another schema version."""
     if check(db, path):
-        if _version(db) == UPGRADED_IN_PLACE:
-            with transaction(db):
-                db.execute(_BODIES)
-                db.execute("UPDATE schema_version SET version = ?", [VERSION])
-            db.execute("CHECKPOINT")
+        found = _version(db)
+        if found in MIGRATED:
+            _migrate(db, path, found)
         return
     with transaction(db):
         db.execute(_TABLES)
         db.execute("INSERT INTO schema_version VALUES (?)", [VERSION])
     # DDL left in the WAL is what DuckDB has failed to replay after a crash (duckdb#19712, #22044).
+    db.execute("CHECKPOINT")
+
+
+def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
+    """A file of version `found` (in MIGRATED) brought to VERSION in one transaction, then checkpointed."""
+    try:
+        with transaction(db):
+            if found == 5:
+                db.execute(_BODIES)
+            db.execute(CONTENTS.format(table=_NEW_CONTENTS))
+            copy_contents(db, path, _NEW_CONTENTS)
+            db.execute("DROP TABLE contents")
+            db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
+            db.execute("UPDATE schema_version SET version = ?", [VERSION])
+    except duckdb.Error as exc:
+        if out_of_memory(exc) or "No space left" in str(exc):
+            raise  # what duck.error says of any open: the memory limit, the disk
+        # The file passed its integrity check: a failure here is not its damage, and it must not be set aside.
+        raise StateMigrationError(
+            f"the state file {path} of schema version {found} could not be migrated to {VERSION} ({exc}); it is "
+            "kept as it was, and the next start migrates it again"
+        ) from exc
     db.execute("CHECKPOINT")
 
 
@@ -134,7 +166,7 @@ def _version(db: duckdb.DuckDBPyConnection) -> int:
 
 
 def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """True for a file of this schema version (or the one upgraded in place), False for an empty one; else
+    """True for a file of this schema version (or one migrated on open), False for an empty one; else
     RebuildRequiredError."""
     tables = {
         str(row[0])
@@ -145,7 +177,7 @@ def check(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
     if not tables:
         return False
     found = _version(db) if "schema_version" in tables else 1
-    if found not in (VERSION, UPGRADED_IN_PLACE):
+    if found != VERSION and found not in MIGRATED:
         written_by = "an older" if found < VERSION else "a newer"
         raise RebuildRequiredError(
             f"the state file {path} has schema version {found}, written by {written_by} predigest; this one "

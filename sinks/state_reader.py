@@ -89,13 +89,13 @@ class StateReader:
         if chosen is None:
             return None
         row = self._db.execute(
-            "SELECT summary_json, body_json FROM contents WHERE path=? AND sha256=?", [path, chosen.sha256]
+            "SELECT summary_json, body_zst FROM contents WHERE path=? AND sha256=?", [path, chosen.sha256]
         ).fetchone()
         if row is None:
             return None
         axes = {a for v in versions for a in v.axes}
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
-        document = load_document(StoredDocument(row[0], row[1]))
+        document = load_document(StoredDocument(row[0], row[1], packed=True))
         return StoredNote(document, chosen.sha256, versions, bool(gone and gone[0] >= len(axes) > 0))
 
     def close(self) -> None:

@@ -48,7 +48,7 @@ def merged_reads_fit(db: duckdb.DuckDBPyConnection, memory_mib: int | None) -> b
     mean = None
     for sample in ("USING SAMPLE 10 PERCENT (system)", ""):  # a small table's system sample holds no rows
         row = db.execute(
-            f"SELECT avg(strlen(summary_json) + strlen(body_json)) FROM contents {sample}"
+            f"SELECT avg(strlen(summary_json) + octet_length(body_zst)) FROM contents {sample}"
         ).fetchone()
         mean = row[0] if row else None
         if mean is not None:

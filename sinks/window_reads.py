@@ -230,7 +230,7 @@ class StoredWindow:
         # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
         # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            "SELECT c.summary_json, c.body_json FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
+            "SELECT c.summary_json, c.body_zst FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
             f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
             "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
             [list(paths)],

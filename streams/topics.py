@@ -157,7 +157,7 @@ async def send_uncompressed(
 ) -> list[Awaitable[object]]:
     """Records (key, value) in batches of their own that the producer does not compress, each partition's in
     order and where its partitioner puts them; the sends to await."""
-    # For documents records, whose notes the parse processes compressed (v6): the producer's zstd of them saved no
+    # For documents records, whose notes the parse processes compressed (v6, v7): the producer's zstd of them saved no
     # byte for ~5 µs a note of its event loop (docs/performance.md); the briefings' JSON stays compressed.
     client = producer._ensure_producer()  # type: ignore[attr-defined]  # Faust's aiokafka producer
     await client.partitions_for(topic)  # the topic's metadata, for key_partition

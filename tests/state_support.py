@@ -17,7 +17,6 @@ from processors.fan_out import DocumentEvent
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, StoredDocument, load_document, store_document
-from sinks import schema
 from sinks.state import Position, StateStore
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -96,13 +95,13 @@ def _stored(state: StateStore, where: str, axis: str, window: WindowBounds) -> l
     cursor = state._db.cursor()
     try:
         rows = cursor.execute(
-            "SELECT c.summary_json, c.body_json FROM documents d JOIN contents c ON c.path = d.path AND "
+            "SELECT c.summary_json, c.body_zst FROM documents d JOIN contents c ON c.path = d.path AND "
             f"c.sha256 = d.sha256 WHERE {where} ORDER BY d.event_time, d.path",
             [axis, window.start, window.end],
         ).fetchall()
     finally:
         cursor.close()
-    return [load_document(StoredDocument(summary, body)) for summary, body in rows]
+    return [load_document(StoredDocument(summary, body, packed=True)) for summary, body in rows]
 
 
 def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list[Document]:
@@ -141,7 +140,7 @@ def empty_briefing(end: datetime, generated_at: datetime | None = None) -> Brief
 
 def as_previous_version(state: StateStore) -> None:
     """Rewrite the state's emissions as the version before packed bodies stored them (whole JSON and Markdown in
-    the emissions row, no emission_bodies table): the file a worker upgraded in place restarts on."""
+    the emissions row, none in emission_bodies), as a file upgraded in place from schema 5 held them."""
     db = state._db
     rows = db.execute("SELECT axis, window_end, trigger FROM emissions").fetchall()
     for axis, end, trigger in rows:
@@ -157,8 +156,7 @@ def as_previous_version(state: StateStore) -> None:
                 trigger,
             ],
         )
-    db.execute("DROP TABLE emission_bodies")
-    db.execute("UPDATE schema_version SET version = ?", [schema.UPGRADED_IN_PLACE])
+    db.execute("DELETE FROM emission_bodies")
     db.execute("CHECKPOINT")
 
 
@@ -175,7 +173,9 @@ def with_keys(state: StateStore) -> StateStore:
 
 
 def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
-    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many.
+    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many. The text
+    is in the summary's front matter too: DuckDB compresses the summaries at a checkpoint (the bodies it stores as
+    their frames, which need no memory of it).
 
     `every_seen`: check each batch's outcomes (a commit DuckDB reports failed under a concurrent read may have
     been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice)."""
@@ -186,7 +186,13 @@ def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
         batch = []
         for _ in range(200):
             text = base64.b64encode(rng.randbytes(60_000)).decode()
-            doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
+            update = {
+                "path": f"inbox/jay/n{offset}.md",
+                "text": text,
+                "sections": (),
+                "front_matter": {"x": text},
+            }
+            doc = note.model_copy(update=update)
             batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
             offset += 1
         seen = state.apply_batch(batch)

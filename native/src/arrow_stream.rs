@@ -49,6 +49,7 @@ pub(crate) struct ArrowArrayStream {
 }
 
 const STRUCT: &CStr = c"+s";
+const LARGE_BINARY: &CStr = c"Z"; // i64 offsets, as LARGE_UTF8
 const LARGE_UTF8: &CStr = c"U"; // i64 offsets: a batch of large notes may pass 2 GiB
 const INT64: &CStr = c"l";
 const INT32: &CStr = c"i";
@@ -63,6 +64,11 @@ const STREAM: &CStr = c"arrow_array_stream";
 pub enum Column {
     /// Strings' UTF-8 back to back, and where each starts (one more offset than strings).
     Utf8 {
+        offsets: Vec<i64>,
+        data: Vec<u8>,
+    },
+    /// Bytes as they came (a BLOB), laid out as Utf8.
+    Binary {
         offsets: Vec<i64>,
         data: Vec<u8>,
     },
@@ -94,6 +100,7 @@ impl Column {
     fn format(&self) -> &'static CStr {
         match self {
             Column::Utf8 { .. } => LARGE_UTF8,
+            Column::Binary { .. } => LARGE_BINARY,
             Column::Int64(_) | Column::NullableInt64 { .. } => INT64,
             Column::Int32(_) => INT32,
             Column::UInt64(_) => UINT64,
@@ -106,7 +113,7 @@ impl Column {
 
     fn len(&self) -> usize {
         match self {
-            Column::Utf8 { offsets, .. } => offsets.len() - 1,
+            Column::Utf8 { offsets, .. } | Column::Binary { offsets, .. } => offsets.len() - 1,
             Column::Int64(v) | Column::TimestampUtc(v) => v.len(),
             Column::NullableInt64 { values, .. } => values.len(),
             Column::Int32(v) => v.len(),
@@ -127,7 +134,7 @@ impl Column {
     /// The array's buffers: its validity bitmap (null when every row holds a value), then its own.
     fn buffers(&self) -> Vec<*const c_void> {
         match self {
-            Column::Utf8 { offsets, data } => {
+            Column::Utf8 { offsets, data } | Column::Binary { offsets, data } => {
                 vec![ptr::null(), offsets.as_ptr().cast(), data.as_ptr().cast()]
             }
             Column::Int64(v) | Column::TimestampUtc(v) => vec![ptr::null(), v.as_ptr().cast()],

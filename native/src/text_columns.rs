@@ -66,6 +66,7 @@ pub(crate) fn raw(cell: &Bound<'_, PyAny>) -> PyResult<Raw> {
 
 const SURROGATE: &str = "a string holds a lone surrogate";
 const NOT_UTF8: &str = "a bytes value is not UTF-8";
+const NOT_BYTES: &str = "a cell of a blob column is not bytes";
 
 /// Whether `data` is UTF-8: simdutf8 checks a note's body (~14 KB, mostly 2-byte characters) in a quarter of
 /// the time of `std::str::from_utf8`.
@@ -171,8 +172,25 @@ pub(crate) fn column(raws: &[Raw]) -> Result<Column, String> {
     Ok(Column::Utf8 { offsets, data })
 }
 
+/// A column of `bytes` cells copied as they are (a note's body as its zstd frame, stored as a BLOB).
+fn blob(raws: &[Raw]) -> Result<Column, String> {
+    let mut offsets = Vec::with_capacity(raws.len() + 1);
+    let mut data = Vec::with_capacity(raws.iter().map(|r| r.len).sum());
+    offsets.push(0);
+    for &r in raws {
+        if r.kind != 0 {
+            return Err(NOT_BYTES.to_string());
+        }
+        // SAFETY: as `encode`: a live bytes' buffer.
+        data.extend_from_slice(unsafe { std::slice::from_raw_parts(r.ptr as *const u8, r.len) });
+        offsets.push(data.len() as i64);
+    }
+    Ok(Column::Binary { offsets, data })
+}
+
 /// Columns of strings, one Arrow batch for DuckDB (`connection.from_arrow(columns)`): each stream (DuckDB opens
-/// one for the schema, another to scan) shares the encoded buffers.
+/// one for the schema, another to scan) shares the encoded buffers. A column named `blob:NAME` is bytes kept as
+/// they are (a BLOB).
 #[pyclass(extends = ArrowBatch, frozen, module = "predigest_native")]
 pub struct TextColumns;
 
@@ -184,6 +202,9 @@ impl TextColumns {
         names: Vec<String>,
         columns: Vec<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<PyClassInitializer<Self>> {
+        // A column named "blob:NAME" holds `bytes` as they are (Arrow large binary), not text.
+        let blobs: Vec<bool> = names.iter().map(|n| n.starts_with("blob:")).collect();
+        let names: Vec<String> = names.into_iter().map(|n| n.trim_start_matches("blob:").to_string()).collect();
         let (names, length) = arrow_stream::shape(names, &columns)?;
         let raws = columns
             .iter()
@@ -192,7 +213,8 @@ impl TextColumns {
         // `columns` (and so every string) outlives the detached encoding.
         let built = py.detach(|| {
             raws.iter()
-                .map(|r| column(r))
+                .zip(&blobs)
+                .map(|(r, &b)| if b { blob(r) } else { column(r) })
                 .collect::<Result<Vec<_>, _>>()
         });
         let built = built.map_err(PyValueError::new_err)?;

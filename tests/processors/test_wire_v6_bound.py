@@ -10,9 +10,10 @@ import cramjam
 import pytest
 
 from processors.wire import WEIGHT_BYTES, batch_weight, decode_notes, notes_in
-from processors.wire_frames import MAGIC_V6, MAX_RECORD_BYTES, NOTE_RECORD_LIMIT, pack_notes
+from processors.wire_frames import MAGIC_V6, MAX_RECORD_BYTES, NOTE_RECORD_LIMIT
 from streams.worker_process import PROJECT
 from tests.processors.test_wire_v5 import batch, events
+from tests.processors.wire_v6 import pack_v6
 
 _BLOCK = 128 * 1024  # a zstd block's largest content (RFC 8878 3.1.1.2.4)
 
@@ -50,9 +51,7 @@ def test_a_record_that_would_expand_to_a_gib_is_refused_without_expanding_it() -
     child = [sys.executable, "-c", _UNDER_A_SMALL_RLIMIT]
     done = subprocess.run(child, cwd=PROJECT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith(
-        "refused: v6 documents record whose notes do not decompress to the 1000 bytes"
-    )
+    assert done.stdout.startswith("refused: documents record whose notes do not decompress to the 1000 bytes")
     assert len(bomb()) < 40_000
 
 
@@ -86,7 +85,7 @@ def test_a_frame_cut_short_is_refused_though_what_it_holds_fits() -> None:
 
 def test_a_frame_without_a_content_size_reads_as_one_with_it() -> None:
     v4 = batch({})[:3]
-    [(key, value)] = pack_notes(v4, {}, 1 << 20)
+    [(key, value)] = pack_v6(v4, {}, 1 << 20)
     head, _ = value.split(b"]\n", 1)  # the lengths line ends at the first (a frame may hold these bytes too)
     streamed = cramjam.zstd.Compressor(level=3)  # writes no content size in the frame's header
     streamed.compress(b"".join(v for _, v in v4))
@@ -99,7 +98,7 @@ def test_a_window_batch_weighs_a_record_by_the_bytes_it_declares_when_more_than_
     # The window agent holds a batch's notes until their dead letters are sent, and a batch stops at 500 of
     # weight: records of a few hundred bytes declaring the largest note each fill it after two, not 500 (12 GiB).
     assert batch_weight(bomb(NOTE_RECORD_LIMIT, 1)) == NOTE_RECORD_LIMIT // WEIGHT_BYTES >= 250
-    v6 = pack_notes(batch({}), {}, 1 << 20)
+    v6 = pack_v6(batch({}), {}, 1 << 20)
     assert [batch_weight(value) for _, value in v6] == [notes_in(value) for _, value in v6]  # as before
     assert batch_weight(b"predigest.documents/v6\n[1,x]\n") == 2  # refused whole, unexpanded, by the decode
     assert batch_weight(b"predigest.documents/v4\n" + b"x" * 3 * WEIGHT_BYTES) == 3

@@ -17,7 +17,7 @@ from sinks.errors import RebuildRequiredError
 from sinks.source_rows import SOURCE_ROW_COLUMNS
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state
-from tests.state_support import as_previous_version, parsed, put_document
+from tests.state_support import parsed, put_document
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
 
@@ -80,23 +80,19 @@ def test_the_worker_checks_the_version_before_it_starts(tmp_path: Path) -> None:
     check_version(path)  # damaged: left to open_state, which sets it aside and counts it
 
 
-def test_a_file_of_the_version_before_packed_briefings_is_upgraded_so_an_older_predigest_refuses_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An older predigest would read the new slim emission rows as whole briefings and send them: after the
-    in-place upgrade the file says it was written by a newer one."""
+def test_a_file_of_schema_4_is_rebuilt_not_migrated(tmp_path: Path) -> None:
+    """Only versions 5 and 6 are migrated in place (tests/sinks/test_schema_migration.py): an older one is refused
+    with the rebuild's instructions, never read half old, half new."""
     path = tmp_path / "worker.duckdb"
     state = StateStore(path)
-    as_previous_version(state)
+    state._db.execute("UPDATE schema_version SET version = 4")
     state.close()
-    StateStore(path).close()
-    db = duckdb.connect(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(schema.VERSION,)]
-    db.close()
-    monkeypatch.setattr(schema, "VERSION", schema.UPGRADED_IN_PLACE)
-    monkeypatch.setattr(schema, "UPGRADED_IN_PLACE", schema.UPGRADED_IN_PLACE - 1)
-    with pytest.raises(RebuildRequiredError, match="written by a newer predigest"):
+    with pytest.raises(
+        RebuildRequiredError, match=r"version 4, written by an older predigest.*predigest rebuild"
+    ):
         StateStore(path)
+    with pytest.raises(RebuildRequiredError):
+        check_version(path)
 
 
 def test_the_batches_a_store_inserts_name_the_tables_columns_in_their_order(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def _text_blocks(state: StateStore) -> set[tuple[int, int]]:
     """Where the stored texts are: (block, offset) of each segment of their column."""
     rows = state._db.execute(
         "SELECT block_id, block_offset FROM pragma_storage_info('contents') "
-        "WHERE column_name = 'body_json' AND segment_type = 'VARCHAR' AND persistent"
+        "WHERE column_name = 'body_zst' AND segment_type = 'BLOB' AND persistent"
     ).fetchall()
     return {(int(r[0]), int(r[1])) for r in rows}
 

@@ -13,6 +13,7 @@ from predigest_native import TextColumns, is_utf8
 
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, StoredDocument
+from processors.wire_frames import unpack_body
 from sinks.state import Position, StateStore
 from tests.state_support import SH, document_record, parsed, window_documents
 
@@ -37,7 +38,9 @@ def test_every_kind_of_text_is_stored_and_read_back_as_it_came(tmp_path: Path) -
     assert state.apply_batch(items) == [True] * len(records)
     state.close()
     with duckdb.connect(str(tmp_path / "state.duckdb"), read_only=True) as db:
-        rows = db.execute("SELECT path, sha256, summary_json, body_json FROM contents").fetchall()
+        stored = db.execute("SELECT path, sha256, summary_json, body_zst FROM contents").fetchall()
+    # Each body its zstd frame, which unpacks to its JSON as the record carried it.
+    rows = [(path, sha, summary, bytes(unpack_body(body)).decode()) for path, sha, summary, body in stored]
     expected = []
     for record in records:
         assert record.stored is not None
@@ -111,3 +114,17 @@ def test_bytes_cells_are_read_as_their_text_and_refused_unless_utf8() -> None:
         with pytest.raises(ValueError, match="not UTF-8"):
             TextColumns(["b"], [[b"ok", damaged]])
     assert all(is_utf8(t.encode()) for t in texts)
+
+
+def test_a_blob_column_holds_its_bytes_as_they_are_and_refuses_text() -> None:
+    # A note's body is stored as the zstd frame its record carried (contents.body_zst): any bytes, not UTF-8.
+    frames = [b"\x28\xb5\x2f\xfd\xff\x00", b"", b"\n\x00\xff" * 1000]
+    con = duckdb.connect()
+    try:
+        columns = TextColumns(["path", "blob:body"], [["a", "b", "c"], frames])
+        assert con.from_arrow(columns).fetchall() == list(zip(["a", "b", "c"], frames, strict=True))
+        assert con.from_arrow(columns).types[1] == "BLOB"
+    finally:
+        con.close()
+    with pytest.raises(ValueError, match="not bytes"):
+        TextColumns(["blob:body"], [["text"]])

@@ -63,7 +63,7 @@ def test_emissions_recorded_by_the_previous_version_read_as_they_were_recorded(t
     as_previous_version(state)
     state.close()
 
-    state = StateStore(tmp_path / "worker.duckdb")  # creates the bodies table; the old row stays as it was
+    state = StateStore(tmp_path / "worker.duckdb")  # the old row stays as it was
     later = END + timedelta(days=1)
     state.record_emission(briefing_at(later), "new", "# new\n", emitted_at=later)
     record = state.emission_record("inference", END, "close")

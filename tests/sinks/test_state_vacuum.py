@@ -23,14 +23,18 @@ from tests.state_support import document_record, parsed
 ROOMY = Limits(memory_mib=256, threads=1, ceiling_mib=512)
 
 
-def _batch(first: int, notes: int = 5, size: int = 3_000) -> list[tuple[DocumentRecord, Position]]:
-    """`notes` new notes of `size` random bytes (nothing compresses them), one batch."""
+def _batch(
+    first: int, notes: int = 5, size: int = 3_000, in_summary: bool = False
+) -> list[tuple[DocumentRecord, Position]]:
+    """`notes` new notes of `size` random bytes (nothing compresses them), one batch; `in_summary`: in the
+    summary's front matter too (DuckDB unpacks the summaries a vector at a time, the bodies are frames)."""
     note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache serving.")
     rng = random.Random(first)
     batch = []
     for offset in range(first, first + notes):
         text = base64.b64encode(rng.randbytes(size)).decode()
-        doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()})
+        update = {"path": f"inbox/jay/n{offset}.md", "text": text, "sections": ()}
+        doc = note.model_copy(update=update | ({"front_matter": {"x": text}} if in_summary else {}))
         batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
     return batch
 
@@ -59,7 +63,7 @@ def _used_blocks(state: StateStore) -> int:
 
 def _rows(state: StateStore) -> list[tuple[object, ...]]:
     return state._db.execute(
-        "SELECT d.path, d.sha256, md5(c.body_json) FROM documents d JOIN contents c USING (path, sha256) ORDER BY 1"
+        "SELECT d.path, d.sha256, md5(c.body_zst) FROM documents d JOIN contents c USING (path, sha256) ORDER BY 1"
     ).fetchall()
 
 
@@ -142,7 +146,7 @@ def _fill(path: Path, limits: Limits, notes: int, size: int) -> None:
     """`notes` notes of `size` random bytes (base64: 4/3 of it) stored 100 a checkpoint, as behind a backfill."""
     state = StateStore(path, limits)
     for first in range(0, notes, 100):
-        assert all(state.apply_batch(_batch(first, min(100, notes - first), size)))
+        assert all(state.apply_batch(_batch(first, min(100, notes - first), size, in_summary=True)))
         state._db.execute("CHECKPOINT")
     state.close()
 

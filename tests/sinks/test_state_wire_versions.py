@@ -1,4 +1,4 @@
-"""A rebuild replays whatever the documents topic retained: v5 records (a batch's notes of one partition in one),
+"""A rebuild replays whatever the documents topic retained: v7 and v6 records, v5 records (a batch's notes of one partition in one),
 v4 records (facts carried) and v3 records (facts worked out by the window stage) of the same notes leave the
 same state, row for row."""
 
@@ -14,6 +14,7 @@ from streams.ownership import key_partition
 from streams.settings import DEFAULT_AXES
 from tests.processors.wire_v3 import encode_v3
 from tests.processors.wire_v5 import pack_records
+from tests.processors.wire_v6 import pack_v6
 from tests.state_support import EXAMPLES, NOW, SH, raw_file
 
 TABLES = {
@@ -80,8 +81,22 @@ def test_v5_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tm
 
 def test_v6_records_of_a_batch_across_partitions_store_what_its_v4_records_do(tmp_path: Path) -> None:
     v4 = [record for records, _ in _values(PARTITIONS) for record in records]
-    v6 = pack_notes(v4, PARTITIONS, 384 * 1024)
+    v6 = pack_v6(v4, PARTITIONS, 384 * 1024)
     assert len(v6) == len(set(PARTITIONS.values())) < len(v4) // 10
     assert all(v.startswith(b"predigest.documents/v6\n") for _, v in v6)
     assert sum(len(v) for _, v in v6) < sum(len(v) for _, v in v4) / 3  # compressed
     assert _stored(tmp_path / "v6.duckdb", v6, PARTITIONS) == _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)
+
+
+def test_v7_records_store_each_body_as_the_frame_the_parse_processes_made_as_v6_records_do(
+    tmp_path: Path,
+) -> None:
+    """The worker compresses an older record's bodies itself, as a parse process does: a v6 backlog replayed
+    into this version leaves the state a v7 one does, byte for byte (contents.body_zst included)."""
+    v4 = [record for records, _ in _values(PARTITIONS) for record in records]
+    v7 = pack_notes(v4, PARTITIONS, 384 * 1024)
+    assert len(v7) == len(set(PARTITIONS.values())) < len(v4) // 10
+    assert all(v.startswith(b"predigest.documents/v7\n") for _, v in v7)
+    from_v7 = _stored(tmp_path / "v7.duckdb", v7, PARTITIONS)
+    assert from_v7 == _stored(tmp_path / "v6.duckdb", pack_v6(v4, PARTITIONS, 384 * 1024), PARTITIONS)
+    assert from_v7 == _stored(tmp_path / "v4.duckdb", v4, PARTITIONS)

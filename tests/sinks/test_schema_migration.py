@@ -1,0 +1,189 @@
+"""A schema-6 (or 5) state is migrated in place on open: its rows as a fresh schema-7 state holds them, and a
+migration stopped half-way leaves the old file whole, migrated again at the next open."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from processors.wire_frames import pack_body, unpack_body
+from sinks import schema, schema_migration
+from sinks.errors import StateMigrationError
+from sinks.state import StateStore
+from sinks.state_files import check_version, open_state, reason_to_replace
+from tests.state_support import parsed, put_document
+
+_TABLES = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
+# Schema 6's contents table, as main wrote it: each body its JSON, compressed by DuckDB.
+_CONTENTS_6 = (
+    "CREATE TABLE contents (path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR USING "
+    "COMPRESSION zstd NOT NULL, body_json VARCHAR USING COMPRESSION zstd NOT NULL)"
+)
+
+
+def _fresh(path: Path, notes: int = 7) -> None:
+    """A schema-7 state of `notes` notes (one of them not ASCII) stored through the window agent's path."""
+    state = StateStore(path)
+    t0 = datetime(2026, 9, 27, 10, 0, tzinfo=UTC)
+    for i in range(notes):
+        text = f"---\ntitle: KV {i}\n---\n# KV cache {i}\n\n缓存 eviction {i} " + "word " * (i * 50) + "\n"
+        doc = parsed(f"inbox/jay/2026-09-27-{1000 + i}-kv.md", text)
+        doc = doc.model_copy(update={"event_time": t0 + timedelta(minutes=i)})
+        assert put_document(state, "inference", doc, raw_offset=i)
+    state.close()
+
+
+def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows but schema_version's, in their stored order (contents by rowid)."""
+    db = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = [t for (t,) in db.execute(_TABLES).fetchall() if t != "schema_version"]
+        return {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables}
+    finally:
+        db.close()
+
+
+def _as_version(path: Path, version: int) -> None:
+    """The file rewritten as schema `version` (5 or 6) held it: bodies as JSON (5: no emission_bodies)."""
+    db = duckdb.connect(str(path))
+    rows = db.execute("SELECT path, sha256, summary_json, body_zst FROM contents ORDER BY rowid").fetchall()
+    db.execute("DROP TABLE contents")
+    db.execute(_CONTENTS_6)
+    old = [(p, s, j, unpack_body(b).decode()) for p, s, j, b in rows]
+    db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", old)
+    if version == 5:
+        db.execute("DROP TABLE emission_bodies")
+    db.execute("UPDATE schema_version SET version = ?", [version])
+    db.execute("CHECKPOINT")
+    db.close()
+
+
+def _version(path: Path) -> tuple[int, list[str]]:
+    db = duckdb.connect(str(path), read_only=True)
+    try:
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        columns = db.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'contents' ORDER BY column_index"
+        ).fetchall()
+        return (row[0] if row else 0), [c for (c,) in columns]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
+    tmp_path: Path, version: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    fresh = _dump(path)
+    _as_version(path, version)
+    check_version(path)  # the worker starts on it
+    monkeypatch.setattr(schema_migration, "BATCH_ROWS", 3)  # several batches of the 7 notes
+    with caplog.at_level(logging.INFO, logger="sinks.schema_migration"):
+        StateStore(path).close()
+    assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
+    # Byte for byte: every body the frame the parse processes would have made, in the rows' order.
+    assert _dump(path) == fresh
+    assert "7 / 7 bodies compressed" in caplog.text
+    StateStore(path).close()  # and opens again as it is
+    assert _dump(path) == fresh
+
+
+def _failing_pack(after: int) -> object:
+    calls = iter(range(after + 1))
+    real = pack_body
+
+    def pack(body: bytes) -> bytes:
+        if next(calls, None) is None:
+            raise RuntimeError("injected: the compress step fails half-way")
+        return real(body)
+
+    return pack
+
+
+def test_a_migration_that_fails_half_way_leaves_schema_6_whole_and_is_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    old = _dump(path)
+    monkeypatch.setattr(schema_migration, "BATCH_ROWS", 2)
+    monkeypatch.setattr(schema_migration, "pack_body", _failing_pack(after=4))  # in the third batch
+    with pytest.raises(RuntimeError, match="injected"):
+        StateStore(path)
+    assert _version(path) == (6, ["path", "sha256", "summary_json", "body_json"])
+    assert _dump(path) == old  # no half-copied table left beside it
+    monkeypatch.undo()
+    StateStore(path).close()
+    assert _dump(path) == fresh
+
+
+_KILLED = """
+import os, signal, sys
+from pathlib import Path
+from sinks import schema_migration
+from sinks.state import StateStore
+real, calls = schema_migration.pack_body, [0]
+def pack(body):
+    calls[0] += 1
+    if calls[0] == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(body)
+schema_migration.BATCH_ROWS = 2
+schema_migration.pack_body = pack
+StateStore(Path(sys.argv[1]))
+"""
+
+
+def test_a_migration_killed_half_way_leaves_schema_6_whole_and_is_redone(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    old = _dump(path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", _KILLED, str(path)], env=env, check=False, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    assert _version(path) == (6, ["path", "sha256", "summary_json", "body_json"])
+    assert _dump(path) == old
+    StateStore(path).close()
+    assert _dump(path) == fresh
+
+
+def test_a_rebuild_sets_a_schema_6_file_aside_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+    assert reason_to_replace(path) == "rebuild"
+    assert _version(path)[0] == 6
+    assert _dump(path) == old
+
+
+def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+
+    def fails(body: bytes) -> bytes:
+        raise duckdb.IOException("injected: a write of the copy failed")
+
+    monkeypatch.setattr(schema_migration, "pack_body", fails)
+    with pytest.raises(StateMigrationError, match=r"schema version 6 could not be migrated.*kept as it was"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
+    assert _dump(path) == old
