@@ -211,6 +211,23 @@ def test_punctuation_answered_without_tables_reads_the_same(body: str, title: st
     assert_equal_reading(body, title)
 
 
+# Invalid mentions are looked for from each `x` or `X`, two bytes back: `arxiv` in any case (`İ` and `ı` match
+# its `i`), next to other `a`, `r` and `x`, at the text's start, overlapping, announcing ids valid or not.
+_ARXIV = st.sampled_from(
+    ["arxiv", "arXiv", "ARXIV", "ArXiv", "arxİv", "arxıv", "aarxiv", "xarxiv", "arxarxiv"]
+)
+_ANNOUNCE = st.sampled_from([":", " ", ": ", "\u3000", "", ".org/abs/", ".org/pdf/", ".ORG/html/", ".org/"])
+_GROUP = st.sampled_from(["2401.12345", "2413.1", "9912.1", "123.45678v2", "2401.1234v", "12.3", "2401"])
+_NOISE = st.sampled_from(["a", "r", "x", "X", "ax", "Rx", " ", ".", "中", "2401.12345", "v2"])
+mentions = st.lists(st.tuples(_ARXIV, _ANNOUNCE, _GROUP).map("".join) | _NOISE, max_size=20).map("".join)
+
+
+@SETTINGS
+@given(mentions)
+def test_arxiv_mentions_found_from_each_x_read_the_same(body: str) -> None:
+    assert_equal_reading(body, "")
+
+
 # Block texts are given up whole to their block (moved, and kept as they are when already collapsed): each kind
 # of block, in each script, with and without white space to collapse.
 MARKDOWN_EDGES = {
