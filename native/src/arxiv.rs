@@ -307,20 +307,20 @@ pub fn invalid_mentions(text: &str) -> Vec<String> {
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut i = 0;
     let bytes = text.as_bytes();
-    // A mention starts at `a` or `A` (`arXiv:`, `arxiv.org/`): jump from one to the next. An ASCII byte is
-    // never inside a multi-byte character, so each is a character boundary.
-    while let Some(at) = memchr::memchr2(b'a', b'A', &bytes[i..]) {
-        i += at;
-        // `arxiv` goes on with `r` (no other letter matches it under `re.IGNORECASE`): most `a`s end here.
-        let found = if matches!(bytes.get(i + 1), Some(b'r' | b'R')) { mention_at(text, i) } else { None };
-        if let Some((g, end)) = found {
+    // A mention starts with `arx` in either case (`arXiv:`, `arxiv.org/`; no other letter matches a, r or x
+    // under `re.IGNORECASE`): jump from one `x` or `X` to the next, rarer in prose than `a`, and look two bytes
+    // back. An ASCII byte is never inside a multi-byte character, so each is a character boundary.
+    for x in memchr::memchr2_iter(b'x', b'X', bytes) {
+        let Some(p) = x.checked_sub(2).filter(|&p| p >= i) else { continue };
+        if !matches!(bytes[p], b'a' | b'A') || !matches!(bytes[p + 1], b'r' | b'R') {
+            continue;
+        }
+        if let Some((g, end)) = mention_at(text, p) {
             let group = &text[g..end];
             if !valid_mention(group) && seen.insert(group) {
                 out.push(group.to_string());
             }
             i = end;
-        } else {
-            i += 1;
         }
     }
     out

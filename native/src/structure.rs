@@ -6,7 +6,7 @@
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::markup::{clean_heading, html_sources, html_text, is_back_text, section_number};
-use crate::unicode::{collapse, is_space};
+use crate::unicode::{collapse, collapse_owned, is_space};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -175,6 +175,11 @@ impl Builder {
 
     fn plain(&self) -> String {
         collapse(&self.parts)
+    }
+
+    /// `plain`, the parts given up: a block's builder is read once, at the end.
+    fn take_plain(&mut self) -> String {
+        collapse_owned(std::mem::take(&mut self.parts))
     }
 
     /// The heading without its back-links (unless nothing else is left), cleaned.
@@ -484,43 +489,51 @@ pub fn parse(body: &str) -> StructureOut {
     finish(body, walk)
 }
 
-fn block_out(arena: &[Builder], b: &Builder) -> BlockOut {
+/// The block of builder `b`, its parts and lists moved out: each builder is one block's (or one cell's).
+fn block_out(arena: &mut [Builder], b: usize) -> BlockOut {
+    let kind = arena[b].kind;
     let mut out = BlockOut {
-        kind: b.kind,
+        kind,
         text: String::new(),
-        line: b.line,
+        line: arena[b].line,
         links: Vec::new(),
         images: Vec::new(),
         lead: String::new(),
         depth: 0,
         checked: None,
-        quoted: b.quoted,
+        quoted: arena[b].quoted,
         cells: Vec::new(),
         cell_links: Vec::new(),
         header: None,
     };
-    match b.kind {
+    match kind {
         Kind::TableRow => {
-            let row: Vec<&Builder> = b.cells.iter().map(|&c| &arena[c]).collect();
-            out.cells = row.iter().map(|c| c.plain()).collect();
+            let cells = std::mem::take(&mut arena[b].cells);
+            out.cells = cells.iter().map(|&c| arena[c].take_plain()).collect();
             out.text = out.cells.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>().join(" · ");
-            out.links = row.iter().flat_map(|c| c.links.iter().cloned()).collect();
-            out.images = row.iter().flat_map(|c| c.images.iter().cloned()).collect();
-            out.lead = row.iter().zip(&out.cells).find(|(_, t)| !t.is_empty()).map(|(c, _)| c.lead.clone()).unwrap_or_default();
-            out.cell_links = row.iter().map(|c| c.links.clone()).collect();
-            out.header = b.header;
+            out.images = cells.iter().flat_map(|&c| std::mem::take(&mut arena[c].images)).collect();
+            out.lead = cells
+                .iter()
+                .zip(&out.cells)
+                .find(|(_, t)| !t.is_empty())
+                .map(|(&c, _)| std::mem::take(&mut arena[c].lead))
+                .unwrap_or_default();
+            out.cell_links = cells.iter().map(|&c| std::mem::take(&mut arena[c].links)).collect();
+            out.links = out.cell_links.iter().flatten().cloned().collect();
+            out.header = arena[b].header;
         }
         Kind::Html => {
-            out.text = html_text(&b.parts);
-            out.images = html_sources(&b.parts).into_iter().map(|u| (String::new(), u)).collect();
+            out.text = html_text(&arena[b].parts);
+            out.images = html_sources(&arena[b].parts).into_iter().map(|u| (String::new(), u)).collect();
         }
         _ => {
-            out.text = if b.kind == Kind::Code { String::new() } else { b.plain() };
-            out.links = b.links.clone();
-            out.images = b.images.clone();
-            out.lead = b.lead.clone();
-            out.depth = b.depth;
-            out.checked = b.checked;
+            let builder = &mut arena[b];
+            out.text = if kind == Kind::Code { String::new() } else { builder.take_plain() };
+            out.links = std::mem::take(&mut builder.links);
+            out.images = std::mem::take(&mut builder.images);
+            out.lead = std::mem::take(&mut builder.lead);
+            out.depth = builder.depth;
+            out.checked = builder.checked;
         }
     }
     out
@@ -545,17 +558,16 @@ fn finish(body: &str, mut walk: Walk) -> StructureOut {
         let lead_chars = lead_bytes; // the trimmed characters are one byte each
         let _ = start;
         let text_chars = text.chars().count();
-        let head_builder = s.head.map(|h| &walk.arena[h]);
-        let heading = head_builder.map(Builder::heading_text).unwrap_or_default();
+        let heading = s.head.map(|h| walk.arena[h].heading_text()).unwrap_or_default();
         out.push(SectionOut {
             level: s.level,
-            number: head_builder.and_then(|_| section_number(&heading)),
+            number: s.head.and_then(|_| section_number(&heading)),
             heading,
-            head: head_builder.map(|h| block_out(&walk.arena, h)),
+            head: s.head.map(|h| block_out(&mut walk.arena, h)),
             start: start + lead_chars,
             end: start + lead_chars + text_chars,
             bytes: (start_byte + lead_bytes, start_byte + lead_bytes + text.len()),
-            blocks: s.blocks.iter().map(|&b| block_out(&walk.arena, &walk.arena[b])).collect(),
+            blocks: s.blocks.iter().map(|&b| block_out(&mut walk.arena, b)).collect(),
         });
         let _ = end;
     }

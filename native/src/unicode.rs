@@ -223,8 +223,7 @@ fn space_at(text: &str, i: usize) -> usize {
 /// do, so the scan needs no character boundaries). Words apart by one ASCII space are already as the
 /// result has them, and are copied as one stretch, not word by word.
 pub fn collapse(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let n = bytes.len();
+    let n = text.len();
     let mut out = String::with_capacity(n);
     let mut i = 0;
     loop {
@@ -242,28 +241,80 @@ pub fn collapse(text: &str) -> String {
             out.push(' ');
         }
         let start = i;
-        // Up to white space that is not one ASCII space before a word, or the end.
-        while i < n {
-            // Continuation bytes never start white space: a word may be skipped from inside a character.
-            while i + 8 <= n {
-                match word_run(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]))) {
-                    0 => break,
-                    skip => i += skip,
-                }
-            }
-            if i == n {
-                break;
-            }
-            if SPACE_START[bytes[i] as usize] == 0 {
-                i += 1;
-            } else if space_at(text, i) == 0 {
-                i += text[i..].chars().next().map_or(1, char::len_utf8);
-            } else if bytes[i] == b' ' && i + 1 < n && space_at(text, i + 1) == 0 {
-                i += 1;
-            } else {
-                break;
-            }
-        }
+        i = run_end(text, i);
         out.push_str(&text[start..i]);
     }
+}
+
+/// `collapse` of a text given whole: returned as it is, not copied, when it is already collapsed (most
+/// block texts: words apart by single spaces).
+pub fn collapse_owned(text: String) -> String {
+    if text.is_empty() || (space_at(&text, 0) == 0 && run_end(&text, 0) == text.len()) {
+        return text;
+    }
+    collapse(&text)
+}
+
+/// From a word's start: up to white space that is not one ASCII space before a word, or the end.
+#[inline]
+fn run_end(text: &str, mut i: usize) -> usize {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    while i < n {
+        i = run_skip(bytes, i);
+        if i == n {
+            break;
+        }
+        if SPACE_START[bytes[i] as usize] == 0 {
+            i += 1;
+        } else if space_at(text, i) == 0 {
+            i += text[i..].chars().next().map_or(1, char::len_utf8);
+        } else if bytes[i] == b' ' && i + 1 < n && space_at(text, i + 1) == 0 {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// From `i`, past the bytes that cannot stop a run: sixteen at a time where the CPU's baseline vectors allow
+/// (SSE2 on every x86-64), to the first byte that may; then eight at a time (`word_run`). Continuation bytes
+/// never start white space: a run may be skipped from inside a character.
+#[inline]
+fn run_skip(bytes: &[u8], mut i: usize) -> usize {
+    let n = bytes.len();
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= n {
+        // SAFETY: 16 bytes from `i` are within `bytes` (checked above); SSE2 is part of x86-64's baseline.
+        let stops = unsafe { run_stops16(bytes.as_ptr().add(i)) };
+        if stops != 0 {
+            return i + stops.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    while i + 8 <= n {
+        match word_run(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]))) {
+            0 => break,
+            skip => i += skip,
+        }
+    }
+    i
+}
+
+/// A bit for each of the 16 bytes at `p` that may stop a run (`word_run`'s bytes: below 0x21, 0xc2,
+/// 0xe0…0xe3), but a space before a byte that cannot (the last byte's space is a stop: its next is unseen).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn run_stops16(p: *const u8) -> u32 {
+    use std::arch::x86_64::*;
+    let x = _mm_loadu_si128(p.cast());
+    let low = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x20)), x);
+    let lead = _mm_or_si128(
+        _mm_cmpeq_epi8(x, _mm_set1_epi8(0xc2_u8 as i8)),
+        _mm_cmpeq_epi8(_mm_and_si128(x, _mm_set1_epi8(0xfc_u8 as i8)), _mm_set1_epi8(0xe0_u8 as i8)),
+    );
+    let may = _mm_movemask_epi8(_mm_or_si128(low, lead)) as u32;
+    let spaces = _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(0x20))) as u32;
+    (may & !spaces) | (spaces & ((may >> 1) | 0x8000))
 }

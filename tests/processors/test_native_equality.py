@@ -174,6 +174,83 @@ def test_text_with_cased_letters_of_other_scripts_reads_the_same(body: str, titl
     assert_equal_reading(body, title)
 
 
+# Mixed text read sixteen bytes at a time (NFKC passes ASCII and U+4000…U+9FFF as one run; block text is
+# skipped to the first byte that may start white space): runs of every length against each kind of stop — the
+# lead bytes bordering the passed ones (0xe4…0xe9: `䷀` U+4DC0, U+4E00, U+9FFF; 0xe3: `㐀`, `、`, U+3000;
+# 0xea: `가`; 0xc2: `©`, U+00A0), white space of each kind, single and double spaces — in blocks of Markdown.
+_RUN = st.text(alphabet="azAZ09 ", min_size=1, max_size=40)
+_RUN_STOPS = st.sampled_from(
+    [
+        "中文", "\u4e00", "\u9fff", "\u4dff", "\u4dc0", "\u3400", "、", "。", "，", "Ｋ", "é", "©", "가", "캐시",
+        " ", "  ", "\n", "\t", "\u00a0", "\u3000", "\u2028", "\u2003", "\u1680", "\u2060", "\u0301", "e\u0301",
+        "\n\n", "\n- ", "\n# ", "**", "[a](b)", "😀",
+    ]
+)  # fmt: skip
+mixed_runs = st.lists(_RUN | _RUN_STOPS | st.text(alphabet="中文缓存压缩推理", max_size=20), max_size=40).map(
+    "".join
+)
+
+
+@SETTINGS
+@given(mixed_runs, st.text(alphabet="中a ，", max_size=12))
+def test_mixed_runs_read_sixteen_bytes_at_a_time_read_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
+# Characters NFKC and lower case answer without their tables: `×` `÷` `–` `—` curly quotes `、` `。` (their own
+# NFKC, caseless), general punctuation and the full-width forms up to `＠` (caseless, not their own NFKC), beside
+# those that still ask: `Ａ` (U+FF21, the first full-width capital), `［`, `ａ`, combining marks, a capital sigma.
+_PUNCTUATION = (
+    "×÷–—‘’“”、。！＂＠［｀｛～ＡＺａｚ\u2010\u2011\u2024\u2026\u2030\u205f\u2060\u0301\u0338ΣAz 中"
+)
+
+
+@SETTINGS
+@given(st.text(alphabet=_PUNCTUATION, max_size=60), st.text(alphabet=_PUNCTUATION, max_size=10))
+def test_punctuation_answered_without_tables_reads_the_same(body: str, title: str) -> None:
+    assert_equal_reading(body, title)
+
+
+# Invalid mentions are looked for from each `x` or `X`, two bytes back: `arxiv` in any case (`İ` and `ı` match
+# its `i`), next to other `a`, `r` and `x`, at the text's start, overlapping, announcing ids valid or not.
+_ARXIV = st.sampled_from(
+    ["arxiv", "arXiv", "ARXIV", "ArXiv", "arxİv", "arxıv", "aarxiv", "xarxiv", "arxarxiv"]
+)
+_ANNOUNCE = st.sampled_from([":", " ", ": ", "\u3000", "", ".org/abs/", ".org/pdf/", ".ORG/html/", ".org/"])
+_GROUP = st.sampled_from(["2401.12345", "2413.1", "9912.1", "123.45678v2", "2401.1234v", "12.3", "2401"])
+_NOISE = st.sampled_from(["a", "r", "x", "X", "ax", "Rx", " ", ".", "中", "2401.12345", "v2"])
+mentions = st.lists(st.tuples(_ARXIV, _ANNOUNCE, _GROUP).map("".join) | _NOISE, max_size=20).map("".join)
+
+
+@SETTINGS
+@given(mentions)
+def test_arxiv_mentions_found_from_each_x_read_the_same(body: str) -> None:
+    assert_equal_reading(body, "")
+
+
+# Block texts are given up whole to their block (moved, and kept as they are when already collapsed): each kind
+# of block, in each script, with and without white space to collapse.
+MARKDOWN_EDGES = {
+    "nested lists": "- 缓存 KV\n  - 压缩  two  spaces\n    - 캐시 deep [link](https://arxiv.org/abs/2509.08315)\n- last\n",
+    "setext headings": "标题 Title\n=====\n\n正文 text\n\nSub 副标题\n-----\n\n- item\n",
+    "code fences": "# 代码\n\n```python\nx  =  1\n```\n\n~~~\n中文\n~~~\n\n    indented  code\n\nafter 之后\n",
+    "html blocks": '<details>\n<summary>摘要  KV</summary>\n<img src="a.png">\n</details>\n\n<p>段落 &amp; text</p>\n',
+    "tables": (
+        "| Title | arXiv |\n|---|---|\n| **SnapKV**  压缩 | [2404.14469](https://arxiv.org/abs/2404.14469) |\n"
+        "|  | 2509.08315 |\n| 캐시\u3000cache | x |\n"
+    ),
+    "front matter": "---\ntitle: 标题\ntags: [kv]\n---\n\n# 正文\n\n**Lead:** text  here\n",
+    "task lists": "- [x] 完成 done\n- [ ] 未完成  todo\n\n> 引用 quote\n> - in quote\n",
+    "heading back links": "## 2.1 标题 [返回](#top)\n\n段落。\n\n### [Back](#toc)\n\ntext\n",
+    "white space kinds": "a\u00a0b\u3000c\u2028d  e\t\tf\n\n\u3000lead and trail\u3000\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MARKDOWN_EDGES))
+def test_markdown_edge_cases_read_the_same(name: str) -> None:
+    assert_equal_reading(MARKDOWN_EDGES[name], "标题")
+
+
 def _fields(reading: object) -> tuple[object, ...]:
     names = ("text_hash", "signature", "arxiv_ids", "invalid_ids", "sections", "title_scan", "structure")
     return (*(getattr(reading, name) for name in names), reading.terms("标题 vLLM", KEEP))  # type: ignore[attr-defined]
