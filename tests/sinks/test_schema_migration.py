@@ -16,7 +16,7 @@ import pytest
 
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
-from sinks.errors import StateMigrationError
+from sinks.errors import StateMemoryError, StateMigrationError
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state, reason_to_replace
 from tests.state_support import parsed, put_document
@@ -187,3 +187,72 @@ def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_asi
         open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
     assert _dump(path) == old
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # What DuckDB 2.0 raises when a commit runs out of memory (tests/sinks/test_duck.py): the migration's
+        # commit appends every copied row at once.
+        duckdb.TransactionException(
+            "TransactionContext Error: Failed to commit: failed to pin block of size 256.0 KiB (63.9 MiB/64.0 MiB used)"
+        ),
+        duckdb.FatalException(
+            "FATAL Error: Failed to rollback transaction. Cannot continue operation.\nOriginal Error: Out of "
+            "Memory Error: failed to pin block of size 256.0 KiB (63.8 MiB/64.0 MiB used)"
+        ),
+    ],
+    ids=["commit", "rollback"],
+)
+def test_a_migration_out_of_memory_names_the_limit_and_does_not_set_the_file_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: duckdb.Error
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+
+    def fails(body: bytes) -> bytes:
+        raise error
+
+    monkeypatch.setattr(schema_migration, "pack_body", fails)
+    with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
+    assert _dump(path) == old
+
+
+_COMMITTED = """
+import os, sys
+from pathlib import Path
+import duckdb
+from sinks import schema
+from sinks.state import StateStore
+real = duckdb.DuckDBPyConnection.execute
+def execute(self, query, *args):
+    if query == "CHECKPOINT" and getattr(schema, "_migrating", False):
+        os._exit(9)  # killed after the migration's commit, before its checkpoint
+    return real(self, query, *args)
+migrate = schema._migrate
+def _migrate(db, path, found):
+    db.execute("SET wal_autocheckpoint = '1TB'")
+    schema._migrating = True
+    migrate(db, path, found)
+schema._migrate = _migrate
+duckdb.DuckDBPyConnection.execute = execute
+StateStore(Path(sys.argv[1]))
+"""
+
+
+def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes=40)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", _COMMITTED, str(path)], env=env, check=False, timeout=120)
+    assert done.returncode == 9
+    assert path.with_name(path.name + ".wal").exists()
+    StateStore(path).close()  # the WAL replayed: schema 7, not set aside, not migrated twice
+    assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
+    assert _dump(path) == fresh
