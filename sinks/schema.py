@@ -8,7 +8,12 @@ from pathlib import Path
 import duckdb
 
 from sinks.duck import out_of_memory, transaction
-from sinks.errors import RebuildRequiredError, StateMigrationError
+from sinks.errors import (
+    RebuildRequiredError,
+    StateLocationError,
+    StateMemoryError,
+    StateMigrationError,
+)
 from sinks.schema_migration import copy_contents
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
@@ -150,9 +155,21 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
             db.execute("UPDATE schema_version SET version = ?", [VERSION])
     except duckdb.Error as exc:
-        if out_of_memory(exc) or "No space left" in str(exc):
-            raise  # what duck.error says of any open: the memory limit, the disk
         # The file passed its integrity check: a failure here is not its damage, and it must not be set aside.
+        # DuckDB 2.0 words a commit out of memory as a TransactionException (a failed rollback a FatalException),
+        # which duck.error would take for damage: named here by what ran out.
+        if (reason := out_of_memory(exc)) is not None:
+            raise StateMemoryError(
+                f"the state file {path} of schema version {found} could not be migrated to {VERSION} within "
+                f"its memory ({reason}); raise duckdb.memory_limit_mib (PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and "
+                "restart the worker; the file is kept as it was, and the next start migrates it again"
+            ) from exc
+        if "No space left" in str(exc):
+            raise StateLocationError(
+                f"the state file {path} of schema version {found} could not be migrated to {VERSION}: its disk "
+                f"is full ({str(exc).splitlines()[0]}); free space (the migration needs about twice the file) and "
+                "restart the worker; the file is kept as it was"
+            ) from exc
         raise StateMigrationError(
             f"the state file {path} of schema version {found} could not be migrated to {VERSION} ({exc}); it is "
             "kept as it was, and the next start migrates it again"
