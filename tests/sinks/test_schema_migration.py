@@ -256,3 +256,37 @@ def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: 
     StateStore(path).close()  # the WAL replayed: schema 7, not set aside, not migrated twice
     assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
     assert _dump(path) == fresh
+
+
+def test_a_migration_whose_checkpoint_runs_out_of_memory_keeps_the_file_and_its_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    real = duckdb.DuckDBPyConnection.execute
+
+    def execute(self: duckdb.DuckDBPyConnection, query: str, *args: object) -> duckdb.DuckDBPyConnection:
+        if query == "CHECKPOINT":
+            raise duckdb.FatalException(
+                "FATAL Error: Failed to create checkpoint because of error: failed to pin block of size 256.0 KiB"
+            )
+        return real(self, query, *args)
+
+    def migrate(db: duckdb.DuckDBPyConnection, at: Path, found: int) -> None:
+        db.execute("SET wal_autocheckpoint = '1TB'")
+        monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", execute)
+        try:
+            migrating(db, at, found)
+        finally:
+            monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", real)
+
+    migrating = schema._migrate
+    monkeypatch.setattr(schema, "_migrate", migrate)
+    with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb", "worker.duckdb.wal"]
+    monkeypatch.undo()
+    StateStore(path).close()  # the committed migration replayed from the WAL
+    assert _dump(path) == fresh
