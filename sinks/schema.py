@@ -9,6 +9,7 @@ import duckdb
 
 from sinks.duck import out_of_memory, transaction
 from sinks.errors import (
+    DuckFileError,
     RebuildRequiredError,
     StateLocationError,
     StateMemoryError,
@@ -155,26 +156,29 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
             db.execute("UPDATE schema_version SET version = ?", [VERSION])
     except duckdb.Error as exc:
-        # The file passed its integrity check: a failure here is not its damage, and it must not be set aside.
-        # DuckDB 2.0 words a commit out of memory as a TransactionException (a failed rollback a FatalException),
-        # which duck.error would take for damage: named here by what ran out.
-        if (reason := out_of_memory(exc)) is not None:
-            raise StateMemoryError(
-                f"the state file {path} of schema version {found} could not be migrated to {VERSION} within "
-                f"its memory ({reason}); raise duckdb.memory_limit_mib (PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and "
-                "restart the worker; the file is kept as it was, and the next start migrates it again"
-            ) from exc
-        if "No space left" in str(exc):
-            raise StateLocationError(
-                f"the state file {path} of schema version {found} could not be migrated to {VERSION}: its disk "
-                f"is full ({str(exc).splitlines()[0]}); free space (the migration needs about twice the file) and "
-                "restart the worker; the file is kept as it was"
-            ) from exc
-        raise StateMigrationError(
-            f"the state file {path} of schema version {found} could not be migrated to {VERSION} ({exc}); it is "
-            "kept as it was, and the next start migrates it again"
-        ) from exc
-    db.execute("CHECKPOINT")
+        raise _failed(exc, path, found, "it is kept as it was, and the next start migrates it again") from exc
+    try:
+        db.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        raise _failed(exc, path, found, "it is migrated in its WAL, which the next start replays") from exc
+
+
+def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileError:
+    """What a migration's failure means. The file passed its integrity check: a failure here is not its damage, and
+    it must not be set aside; DuckDB 2.0 words a commit out of memory as a TransactionException (a failed rollback
+    or checkpoint a FatalException), which duck.error would take for damage: named here by what ran out."""
+    what = f"the state file {path} of schema version {found} could not be migrated to {VERSION}"
+    if (reason := out_of_memory(exc)) is not None:
+        return StateMemoryError(
+            f"{what} within its memory ({reason}); raise duckdb.memory_limit_mib "
+            f"(PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and restart the worker; {kept}"
+        )
+    if "No space left" in str(exc):
+        return StateLocationError(
+            f"{what}: its disk is full ({str(exc).splitlines()[0]}); free space (the migration needs about twice "
+            f"the file) and restart the worker; {kept}"
+        )
+    return StateMigrationError(f"{what} ({exc}); {kept}")
 
 
 def _version(db: duckdb.DuckDBPyConnection) -> int:
