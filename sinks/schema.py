@@ -175,8 +175,8 @@ def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileErr
         )
     if "No space left" in str(exc):
         return StateLocationError(
-            f"{what}: its disk is full ({str(exc).splitlines()[0]}); free space (the migration needs about twice "
-            f"the file) and restart the worker; {kept}"
+            f"{what}: its disk is full ({str(exc).splitlines()[0]}); free space (the file grows ~2.8x as it is "
+            f"migrated, docs/operations.md) and restart the worker; {kept}"
         )
     return StateMigrationError(f"{what} ({exc}); {kept}")
 
