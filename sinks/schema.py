@@ -3,6 +3,7 @@ another version rebuilt from Kafka."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import duckdb
@@ -31,6 +32,8 @@ VERSION = 7
 # old one dropped. Any other version is rebuilt (`predigest rebuild`).
 MIGRATED = (5, 6)
 _NEW_CONTENTS = "contents_v7"
+
+log = logging.getLogger(__name__)
 
 _BODIES = """
 CREATE TABLE IF NOT EXISTS emission_bodies (
@@ -161,6 +164,7 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
         db.execute("CHECKPOINT")
     except duckdb.Error as exc:
         raise _failed(exc, path, found, "it is migrated in its WAL, which the next start replays") from exc
+    log.info("state %s: migrated from schema version %d to %d", path, found, VERSION)
 
 
 def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileError:

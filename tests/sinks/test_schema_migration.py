@@ -88,12 +88,16 @@ def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     _as_version(path, version)
     check_version(path)  # the worker starts on it
     monkeypatch.setattr(schema_migration, "BATCH_ROWS", 3)  # several batches of the 7 notes
-    with caplog.at_level(logging.INFO, logger="sinks.schema_migration"):
+    with (
+        caplog.at_level(logging.INFO, logger="sinks.schema_migration"),
+        caplog.at_level(logging.INFO, logger="sinks.schema"),
+    ):
         StateStore(path).close()
     assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
     # Byte for byte: every body the frame the parse processes would have made, in the rows' order.
     assert _dump(path) == fresh
     assert "7 / 7 bodies compressed" in caplog.text
+    assert f"migrated from schema version {version} to 7" in caplog.text  # what docs/operations.md says to wait for
     StateStore(path).close()  # and opens again as it is
     assert _dump(path) == fresh
 
