@@ -97,7 +97,9 @@ def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     # Byte for byte: every body the frame the parse processes would have made, in the rows' order.
     assert _dump(path) == fresh
     assert "7 / 7 bodies compressed" in caplog.text
-    assert f"migrated from schema version {version} to 7" in caplog.text  # what docs/operations.md says to wait for
+    assert (
+        f"migrated from schema version {version} to 7" in caplog.text
+    )  # what docs/operations.md says to wait for
     StateStore(path).close()  # and opens again as it is
     assert _dump(path) == fresh
 
