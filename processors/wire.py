@@ -34,7 +34,7 @@ from processors.source_facts import (
     load_facts,
     source_facts,
 )
-from processors.wire_frames import one_note, pack_body, unpack_body
+from processors.wire_frames import NOTE_RECORD_LIMIT, declared_size, one_note, pack_body, unpack_body
 from processors.wire_packed import MAGIC_V5 as MAGIC_V5
 from processors.wire_packed import WEIGHT_BYTES as WEIGHT_BYTES
 from processors.wire_packed import batch_weight as batch_weight
@@ -243,23 +243,29 @@ def decode_notes(value: bytes) -> Notes:
     return Notes(rows, tuple(failed), len(packed.spans))
 
 
-def _set_apart(note: memoryview, body: memoryview | None) -> bytes:
+def _set_apart(note: memoryview, body: memoryview | None, most: int = WEIGHT_BYTES) -> bytes:
     """A note that does not read, to dead-letter alone: its v4 record, or a v7 record of it when its body frame
-    does not unpack."""
+    does not unpack or would unpack past `most` bytes with the rest of the note: a few hundred bytes of frame can
+    declare ~24 MiB, so a hand-made record's failed notes held that much each until sent (a window batch weighs a
+    v7 record by its notes), each a dead letter over the producer's limit."""
     if body is None:
         return bytes(note)
-    try:
-        return bytes(note) + unpack_body(body)
-    except ValueError:
-        return one_note(note, body)
+    size = declared_size(body)
+    if size is not None and len(note) + size <= most:
+        try:
+            return bytes(note) + unpack_body(body)
+        except ValueError:
+            pass
+    return one_note(note, body)
 
 
 def note_records(value: bytes) -> list[bytes]:
-    """A packed record's notes, each a v4 record, as the lengths line lists them."""
+    """A packed record's notes, each a v4 record (a v7 one if its body frame does not unpack), as the lengths line
+    lists them."""
     packed = read_packed(value)
     view = memoryview(packed.notes)
     return [
-        _set_apart(view[start:end], body)
+        _set_apart(view[start:end], body, NOTE_RECORD_LIMIT)
         for (start, end), body in zip(packed.spans, packed.bodies, strict=True)
     ]
 

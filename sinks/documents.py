@@ -13,7 +13,7 @@ from predigest_native import TextColumns, TypedColumns
 from processors.models import Document, Rejection, WindowBounds
 from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
-from processors.wire import DocumentRecord, StoredDocument, load_document
+from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
 from sinks.duck import micros
 
 log = logging.getLogger(__name__)
@@ -245,9 +245,21 @@ def whole_documents(rows: Sequence[tuple[str, bytes]]) -> list[Document]:
         try:
             out.append(load_document(StoredDocument(summary_json, body_zst, packed=True)))
         except ValueError as exc:
-            # A damaged row must not stop every briefing of its axis: leave it out, loudly.
-            log.error("a stored document cannot be read and is left out of the briefing: %s", exc)
+            # A damaged row must not stop every briefing of its axis: leave it out, loudly, naming it.
+            log.error(
+                "the stored document %s cannot be read and is left out of the briefing: %s",
+                _named(summary_json),
+                exc,
+            )
     return out
+
+
+def _named(summary_json: str | bytes) -> str:
+    """A stored document's path, read from its summary, for a line about it (its body may be what is damaged)."""
+    try:
+        return load_summary(summary_json).path
+    except ValueError:
+        return "(its summary unreadable too)"
 
 
 def _code(value: str | None) -> RejectionCode | None:

@@ -3,12 +3,19 @@ another version rebuilt from Kafka."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import duckdb
 
 from sinks.duck import out_of_memory, transaction
-from sinks.errors import RebuildRequiredError, StateMigrationError
+from sinks.errors import (
+    DuckFileError,
+    RebuildRequiredError,
+    StateLocationError,
+    StateMemoryError,
+    StateMigrationError,
+)
 from sinks.schema_migration import copy_contents
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
@@ -25,6 +32,8 @@ VERSION = 7
 # old one dropped. Any other version is rebuilt (`predigest rebuild`).
 MIGRATED = (5, 6)
 _NEW_CONTENTS = "contents_v7"
+
+log = logging.getLogger(__name__)
 
 _BODIES = """
 CREATE TABLE IF NOT EXISTS emission_bodies (
@@ -150,14 +159,30 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
             db.execute("UPDATE schema_version SET version = ?", [VERSION])
     except duckdb.Error as exc:
-        if out_of_memory(exc) or "No space left" in str(exc):
-            raise  # what duck.error says of any open: the memory limit, the disk
-        # The file passed its integrity check: a failure here is not its damage, and it must not be set aside.
-        raise StateMigrationError(
-            f"the state file {path} of schema version {found} could not be migrated to {VERSION} ({exc}); it is "
-            "kept as it was, and the next start migrates it again"
-        ) from exc
-    db.execute("CHECKPOINT")
+        raise _failed(exc, path, found, "it is kept as it was, and the next start migrates it again") from exc
+    try:
+        db.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        raise _failed(exc, path, found, "it is migrated in its WAL, which the next start replays") from exc
+    log.info("state %s: migrated from schema version %d to %d", path, found, VERSION)
+
+
+def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileError:
+    """What a migration's failure means. The file passed its integrity check: a failure here is not its damage, and
+    it must not be set aside; DuckDB 2.0 words a commit out of memory as a TransactionException (a failed rollback
+    or checkpoint a FatalException), which duck.error would take for damage: named here by what ran out."""
+    what = f"the state file {path} of schema version {found} could not be migrated to {VERSION}"
+    if (reason := out_of_memory(exc)) is not None:
+        return StateMemoryError(
+            f"{what} within its memory ({reason}); raise duckdb.memory_limit_mib "
+            f"(PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and restart the worker; {kept}"
+        )
+    if "No space left" in str(exc):
+        return StateLocationError(
+            f"{what}: its disk is full ({str(exc).splitlines()[0]}); free space (the file grows ~2.8x as it is "
+            f"migrated, docs/operations.md) and restart the worker; {kept}"
+        )
+    return StateMigrationError(f"{what} ({exc}); {kept}")
 
 
 def _version(db: duckdb.DuckDBPyConnection) -> int:

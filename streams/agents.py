@@ -268,7 +268,7 @@ def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
 def _note_outcomes(services: Services, origin: Origin, notes: Notes) -> list[tuple[Origin, Failure | None]]:
     """One outcome per note of the record, in order: the dead-letter limits count notes, not records (a record
     of failed notes is no success that resets them). A note that does not read is a dead letter of its own (its
-    v4 record: replayable alone)."""
+    v4 record, or a one-note v7 record: replayable alone)."""
     failed = {note.index: note for note in notes.failed}
     out: list[tuple[Origin, Failure | None]] = []
     for i in range(notes.count):

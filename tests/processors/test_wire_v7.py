@@ -189,3 +189,30 @@ def test_a_body_frame_s_declared_size_is_read_from_its_header() -> None:
     for size in (0, 100, 300, 70_000, 5_000_000):
         assert declared_size(pack_body(b"a" * size)) == size
     assert declared_size(b"\x28\xb5\x2f\xfd") is None
+
+
+def test_a_failed_note_s_dead_letter_is_never_much_larger_than_the_record_it_came_in() -> None:
+    # A hand-made record of a few hundred bytes a note: rests that do not read, each with a valid body frame that
+    # declares (and unpacks to) nearly NOTE_RECORD_LIMIT. Unpacked into v4 dead letters, each was over the
+    # producer's limit (refused at every start) and the record's notes held ~24 MiB each until sent.
+    body = pack_body(b" " * (NOTE_RECORD_LIMIT - 10))
+    rest = b"predigest.documents/v4\n" + b"x" * 1000 + b"\n"
+    n = 3
+    value = b"".join(
+        [
+            MAGIC_V7,
+            b"\n",
+            json.dumps([len(rest)] * n).encode(),
+            b"\n",
+            json.dumps([len(body)] * n).encode(),
+            b"\n",
+            bytes(cramjam.zstd.compress(rest * n, level=1)),
+            body * n,
+        ]
+    )
+    notes = decode_notes(value)
+    assert len(notes.failed) == n
+    assert all(len(f.value) <= len(value) for f in notes.failed)
+    for failed in notes.failed:  # each a record of its own, which fails alone the same way
+        again = decode_notes(failed.value)
+        assert again.count == 1 and [f.error for f in again.failed] == [failed.error]

@@ -16,7 +16,7 @@ import pytest
 
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
-from sinks.errors import StateMigrationError
+from sinks.errors import StateMemoryError, StateMigrationError
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state, reason_to_replace
 from tests.state_support import parsed, put_document
@@ -88,12 +88,18 @@ def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     _as_version(path, version)
     check_version(path)  # the worker starts on it
     monkeypatch.setattr(schema_migration, "BATCH_ROWS", 3)  # several batches of the 7 notes
-    with caplog.at_level(logging.INFO, logger="sinks.schema_migration"):
+    with (
+        caplog.at_level(logging.INFO, logger="sinks.schema_migration"),
+        caplog.at_level(logging.INFO, logger="sinks.schema"),
+    ):
         StateStore(path).close()
     assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
     # Byte for byte: every body the frame the parse processes would have made, in the rows' order.
     assert _dump(path) == fresh
     assert "7 / 7 bodies compressed" in caplog.text
+    assert (
+        f"migrated from schema version {version} to 7" in caplog.text
+    )  # what docs/operations.md says to wait for
     StateStore(path).close()  # and opens again as it is
     assert _dump(path) == fresh
 
@@ -187,3 +193,108 @@ def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_asi
         open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
     assert _dump(path) == old
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # What DuckDB 2.0 raises when a commit runs out of memory (tests/sinks/test_duck.py): the migration's
+        # commit appends every copied row at once.
+        duckdb.TransactionException(
+            "TransactionContext Error: Failed to commit: failed to pin block of size 256.0 KiB (63.9 MiB/64.0 MiB used)"
+        ),
+        duckdb.FatalException(
+            "FATAL Error: Failed to rollback transaction. Cannot continue operation.\nOriginal Error: Out of "
+            "Memory Error: failed to pin block of size 256.0 KiB (63.8 MiB/64.0 MiB used)"
+        ),
+    ],
+    ids=["commit", "rollback"],
+)
+def test_a_migration_out_of_memory_names_the_limit_and_does_not_set_the_file_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: duckdb.Error
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    _as_version(path, 6)
+    old = _dump(path)
+
+    def fails(body: bytes) -> bytes:
+        raise error
+
+    monkeypatch.setattr(schema_migration, "pack_body", fails)
+    with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
+    assert _dump(path) == old
+
+
+_COMMITTED = """
+import os, sys
+from pathlib import Path
+import duckdb
+from sinks import schema
+from sinks.state import StateStore
+real = duckdb.DuckDBPyConnection.execute
+def execute(self, query, *args):
+    if query == "CHECKPOINT" and getattr(schema, "_migrating", False):
+        os._exit(9)  # killed after the migration's commit, before its checkpoint
+    return real(self, query, *args)
+migrate = schema._migrate
+def _migrate(db, path, found):
+    db.execute("SET wal_autocheckpoint = '1TB'")
+    schema._migrating = True
+    migrate(db, path, found)
+schema._migrate = _migrate
+duckdb.DuckDBPyConnection.execute = execute
+StateStore(Path(sys.argv[1]))
+"""
+
+
+def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes=40)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", _COMMITTED, str(path)], env=env, check=False, timeout=120)
+    assert done.returncode == 9
+    assert path.with_name(path.name + ".wal").exists()
+    StateStore(path).close()  # the WAL replayed: schema 7, not set aside, not migrated twice
+    assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
+    assert _dump(path) == fresh
+
+
+def test_a_migration_whose_checkpoint_runs_out_of_memory_keeps_the_file_and_its_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "worker.duckdb"
+    _fresh(path)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    real = duckdb.DuckDBPyConnection.execute
+
+    def execute(self: duckdb.DuckDBPyConnection, query: str, *args: object) -> duckdb.DuckDBPyConnection:
+        if query == "CHECKPOINT":
+            raise duckdb.FatalException(
+                "FATAL Error: Failed to create checkpoint because of error: failed to pin block of size 256.0 KiB"
+            )
+        return real(self, query, *args)
+
+    def migrate(db: duckdb.DuckDBPyConnection, at: Path, found: int) -> None:
+        db.execute("SET wal_autocheckpoint = '1TB'")
+        monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", execute)
+        try:
+            migrating(db, at, found)
+        finally:
+            monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", real)
+
+    migrating = schema._migrate
+    monkeypatch.setattr(schema, "_migrate", migrate)
+    with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
+        open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
+    # Nothing set aside (the close after the failure may have checkpointed the WAL already).
+    assert {p.name for p in tmp_path.iterdir()} <= {"worker.duckdb", "worker.duckdb.wal"}
+    monkeypatch.undo()
+    StateStore(path).close()  # the committed migration kept
+    assert _version(path)[0] == schema.VERSION
+    assert _dump(path) == fresh

@@ -128,3 +128,33 @@ def test_a_blob_column_holds_its_bytes_as_they_are_and_refuses_text() -> None:
         con.close()
     with pytest.raises(ValueError, match="not bytes"):
         TextColumns(["blob:body"], [["text"]])
+
+
+def test_a_stored_body_frame_that_does_not_unpack_leaves_its_note_out_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    docs = [
+        parsed(f"inbox/jay/2026-09-27-10{i:02d}-kv.md", f"# KV {i}\n\nKV cache paging {i}.\n")
+        for i in range(3)
+    ]
+    path = tmp_path / "state.duckdb"
+    state = StateStore(path)
+    items = [
+        (document_record("inference", d, raw_offset=i), Position("predigest.documents", 0, i))
+        for i, d in enumerate(docs)
+    ]
+    assert state.apply_batch(items) == [True] * 3
+    state.close()
+    with duckdb.connect(str(path)) as db:  # a damaged frame in the state: a header that declares no size
+        db.execute(
+            "UPDATE contents SET body_zst = '\\x28\\xb5\\x2f\\xfd\\x00'::BLOB WHERE path = ?", [docs[1].path]
+        )
+    state = StateStore(path)
+    window = state.window("inference", WINDOW)  # as a briefing reads its sources (StoredWindow.load)
+    try:
+        kept = window.load([d.path for d in docs])
+    finally:
+        window.close()
+        state.close()
+    assert [d.path for d in kept] == [docs[0].path, docs[2].path]
+    assert docs[1].path in caplog.text and "body frame" in caplog.text
