@@ -185,6 +185,11 @@ def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileErr
     return StateMigrationError(f"{what} ({exc}); {kept}")
 
 
+def migrates(db: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """True for a file of a schema version `ensure` migrates (RebuildRequiredError as `check`)."""
+    return check(db, path) and _version(db) in MIGRATED
+
+
 def _version(db: duckdb.DuckDBPyConnection) -> int:
     row = db.execute("SELECT max(version) FROM schema_version").fetchone()
     return int(row[0]) if row and row[0] is not None else 1

@@ -55,8 +55,10 @@ def archive_settings(
 def run_worker(settings: Settings, clock: Clock) -> int:
     from sinks import state_files
     from streams import kafka_io, worker_main
+    from streams.services import state_limits
 
-    state_files.check_version(settings.state_file)  # an older schema: one line and exit 2, not restarts
+    # Another schema: one line and exit 2, not restarts; an older one migrated before the worker joins its group.
+    state_files.check_version(settings.state_file, state_limits(settings))
     asyncio.run(kafka_io.ensure_topics(settings))
     # The topics decide which axis lives on which partition, whatever kafka.partitions says now.
     partitions = asyncio.run(kafka_io.check_topics(settings))
