@@ -34,7 +34,7 @@ from processors.source_facts import (
     load_facts,
     source_facts,
 )
-from processors.wire_frames import one_note, pack_body, unpack_body
+from processors.wire_frames import body_size, one_note, pack_body, unpack_body
 from processors.wire_packed import MAGIC_V5 as MAGIC_V5
 from processors.wire_packed import WEIGHT_BYTES as WEIGHT_BYTES
 from processors.wire_packed import batch_weight as batch_weight
@@ -144,13 +144,23 @@ def load_summary(summary_json: str | bytes) -> DocumentSummary:
 
 def load_document(stored: StoredDocument) -> Document:
     """The whole document back, equal to the one that was stored."""
-    body = json.loads(unpack_body(stored.body_frame()) if stored.packed else stored.body_json)
+    body = json.loads(_body_utf8(stored))
     text: str = body["text"]
     sections = [
         {"number": s[0], "heading": s[1], "level": s[2], "text": s[3] if len(s) == 4 else text[s[3] : s[4]]}
         for s in body["sections"]
     ]
     return Document.model_validate({**json.loads(stored.summary_json), "sections": sections, "text": text})
+
+
+def _body_utf8(stored: StoredDocument) -> bytes | bytearray | str:
+    """A stored body's JSON; ValueError unless its frame unpacks to its declared size as UTF-8 (surrogates too)."""
+    if not stored.packed:
+        return stored.body_json
+    body = bytes(unpack_body(stored.body_frame()))
+    if not is_utf8(body):
+        raise ValueError("a note's stored body that is not UTF-8")
+    return body
 
 
 def _header(ev: DocumentEvent) -> EventHeader:
@@ -334,7 +344,7 @@ def _carried(
 ) -> tuple[StoredDocument | None, SourceFacts | None]:
     """A v4 record's document and its facts, as the parse stage wrote them (its stated titles always there:
     store_document); of its summary, the slim part every briefing of the axis reads is checked readable, and its
-    body (unpacked from its frame, bounded, when `packed`) UTF-8."""
+    body UTF-8 (when `packed`, its frame's header only: a zstd frame declaring a size within the limit)."""
     if header.type != "document":
         return None, None
     if len(parts) != 5 or header.kind is None or header.event_time is None:
@@ -343,9 +353,11 @@ def _carried(
     # One no version can read (a newer writer's field, a damaged record) is refused here, dead-lettered, not
     # at each briefing: 9 µs, where the whole summary would cost the window stage five times as much.
     load_summary(facts.summary_json)
-    # A damaged body is refused here, dead-lettered, never stored for a briefing to leave out (~15 µs a note).
-    body = bytes(unpack_body(parts[4])) if packed else parts[4]
-    if not (is_utf8(parts[2]) and is_utf8(body)):
+    # A body frame is checked by its header only (~39 µs a note less than unpacking it): the readers that unpack it
+    # report one that does not unpack to its size or is not UTF-8 (sinks.unreadable).
+    if packed:
+        body_size(parts[4])
+    if not is_utf8(parts[2]) or not (packed or is_utf8(parts[4])):
         raise ValueError(f"document record of {header.path} whose summary or body is not UTF-8")
     return StoredDocument(parts[2], parts[4], packed), facts
 

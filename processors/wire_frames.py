@@ -157,9 +157,7 @@ def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
 def unpack_body(frame: bytes | memoryview) -> bytearray:
     """A note's body from its zstd frame; ValueError unless the frame declares its size, at most
     NOTE_RECORD_LIMIT, and unpacks to exactly that (found without unpacking more)."""
-    size = declared_size(frame)
-    if size is None or size > NOTE_RECORD_LIMIT:
-        raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
+    size = body_size(frame)
     body = bytearray(size)
     try:
         n = cramjam.zstd.decompress_into(frame, body)
@@ -170,6 +168,15 @@ def unpack_body(frame: bytes | memoryview) -> bytearray:
     if n != size:
         raise ValueError(f"a note's body frame that comes to {n} bytes, not the {size} it declares")
     return body
+
+
+def body_size(frame: bytes | memoryview) -> int:
+    """The size a body frame's header declares (not unpacked); ValueError unless it is a zstd frame's declaring
+    one up to NOTE_RECORD_LIMIT."""
+    size = declared_size(frame)
+    if size is None or size > NOTE_RECORD_LIMIT:
+        raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
+    return size
 
 
 def declared_size(frame: bytes | memoryview) -> int | None:
