@@ -60,6 +60,7 @@ LABELS: dict[Lang, dict[str, str]] = {
         "versions": "versions",
         "current": "current",
         "deleted": "deleted on every axis",
+        "damaged": "its stored text is damaged and cannot be read; briefings list it among the rejected",
         "nothing": "nothing",
     },
     "zh": {
@@ -95,6 +96,7 @@ LABELS: dict[Lang, dict[str, str]] = {
         "versions": "版本",
         "current": "当前",
         "deleted": "已在所有主轴删除",
+        "damaged": "存储的正文已损坏、无法读取；简报将其列入拒收",
         "nothing": "无",
     },
 }
@@ -251,14 +253,25 @@ def _claims(d: Discrepancy) -> list[tuple[str, str]]:
 
 
 def note_page(
-    document: Document,
+    path: str,
+    document: Document | None,
     versions: Sequence[tuple[str, datetime, bool]],
     deleted: bool,
     zone: ZoneInfo,
     lang: Lang,
+    unreadable: str = "",
 ) -> str:
-    """A note whole, each section with its anchor (`section_anchor` of its number, else its heading)."""
-    sections = [(section_anchor(s.number or s.heading), s) for s in document.sections]
+    """A note whole, each section with its anchor (`section_anchor` of its number, else its heading); or, when its
+    stored text cannot be read back (`document` None), its path, versions and why."""
+    sections = [(section_anchor(s.number or s.heading), s) for s in document.sections] if document else []
     return _render(
-        "note.html.j2", lang, zone, d=document, sections=sections, versions=versions, deleted=deleted
+        "note.html.j2",
+        lang,
+        zone,
+        d=document,
+        path=path,
+        sections=sections,
+        versions=versions,
+        deleted=deleted,
+        unreadable=unreadable,
     )

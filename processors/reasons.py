@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # Files refused at the door (`predigest_documents_rejected_total{reason}`, `rejected[].reason_code`): by the
-# parse stage (binary … parse) or by the watcher before reading (outside … vanished).
+# parse stage (binary … parse) or by the watcher before reading (outside … vanished); and a stored note a briefing
+# could not read back (damaged: `rejected[]` only, counted by `predigest_stored_notes_unreadable_total`).
 RejectionCode = Literal[
     "binary",  # NUL bytes
     "limit",  # over the size limit, or its parse over the message limit
@@ -21,6 +22,7 @@ RejectionCode = Literal[
     "unreadable",  # the OS refused to read it
     "vanished",  # gone before it could be read
     "parse",  # anything else the parser could not turn into a document
+    "damaged",  # stored, but its text does not read back (a body frame not unpacking to its size, or not UTF-8)
 ]
 REJECTION_CODES: tuple[RejectionCode, ...] = get_args(RejectionCode)
 

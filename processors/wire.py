@@ -34,7 +34,7 @@ from processors.source_facts import (
     load_facts,
     source_facts,
 )
-from processors.wire_frames import NOTE_RECORD_LIMIT, declared_size, one_note, pack_body, unpack_body
+from processors.wire_frames import NOTE_RECORD_LIMIT, body_size, pack_body, set_apart, unpack_body
 from processors.wire_packed import MAGIC_V5 as MAGIC_V5
 from processors.wire_packed import WEIGHT_BYTES as WEIGHT_BYTES
 from processors.wire_packed import batch_weight as batch_weight
@@ -144,13 +144,23 @@ def load_summary(summary_json: str | bytes) -> DocumentSummary:
 
 def load_document(stored: StoredDocument) -> Document:
     """The whole document back, equal to the one that was stored."""
-    body = json.loads(unpack_body(stored.body_frame()) if stored.packed else stored.body_json)
+    body = json.loads(_body_utf8(stored))
     text: str = body["text"]
     sections = [
         {"number": s[0], "heading": s[1], "level": s[2], "text": s[3] if len(s) == 4 else text[s[3] : s[4]]}
         for s in body["sections"]
     ]
     return Document.model_validate({**json.loads(stored.summary_json), "sections": sections, "text": text})
+
+
+def _body_utf8(stored: StoredDocument) -> bytes | bytearray | str:
+    """A stored body's JSON; ValueError unless its frame unpacks to its declared size as UTF-8 (surrogates too)."""
+    if not stored.packed:
+        return stored.body_json
+    body = bytes(unpack_body(stored.body_frame()))
+    if not is_utf8(body):
+        raise ValueError("a note's stored body that is not UTF-8")
+    return body
 
 
 def _header(ev: DocumentEvent) -> EventHeader:
@@ -239,24 +249,8 @@ def decode_notes(value: bytes) -> Notes:
         try:
             rows.extend(_note_rows(packed.notes, view, start, end, packed.bodies[i]))
         except ValueError as exc:
-            failed.append(FailedNote(i, _set_apart(view[start:end], packed.bodies[i]), str(exc)))
+            failed.append(FailedNote(i, set_apart(view[start:end], packed.bodies[i], WEIGHT_BYTES), str(exc)))
     return Notes(rows, tuple(failed), len(packed.spans))
-
-
-def _set_apart(note: memoryview, body: memoryview | None, most: int = WEIGHT_BYTES) -> bytes:
-    """A note that does not read, to dead-letter alone: its v4 record, or a v7 record of it when its body frame
-    does not unpack or would unpack past `most` bytes with the rest of the note: a few hundred bytes of frame can
-    declare ~24 MiB, so a hand-made record's failed notes held that much each until sent (a window batch weighs a
-    v7 record by its notes), each a dead letter over the producer's limit."""
-    if body is None:
-        return bytes(note)
-    size = declared_size(body)
-    if size is not None and len(note) + size <= most:
-        try:
-            return bytes(note) + unpack_body(body)
-        except ValueError:
-            pass
-    return one_note(note, body)
 
 
 def note_records(value: bytes) -> list[bytes]:
@@ -265,7 +259,7 @@ def note_records(value: bytes) -> list[bytes]:
     packed = read_packed(value)
     view = memoryview(packed.notes)
     return [
-        _set_apart(view[start:end], body, NOTE_RECORD_LIMIT)
+        set_apart(view[start:end], body, NOTE_RECORD_LIMIT)
         for (start, end), body in zip(packed.spans, packed.bodies, strict=True)
     ]
 
@@ -340,7 +334,7 @@ def _carried(
 ) -> tuple[StoredDocument | None, SourceFacts | None]:
     """A v4 record's document and its facts, as the parse stage wrote them (its stated titles always there:
     store_document); of its summary, the slim part every briefing of the axis reads is checked readable, and its
-    body (unpacked from its frame, bounded, when `packed`) UTF-8."""
+    body UTF-8 (when `packed`, its frame's header only: a zstd frame declaring a size within the limit)."""
     if header.type != "document":
         return None, None
     if len(parts) != 5 or header.kind is None or header.event_time is None:
@@ -349,9 +343,11 @@ def _carried(
     # One no version can read (a newer writer's field, a damaged record) is refused here, dead-lettered, not
     # at each briefing: 9 µs, where the whole summary would cost the window stage five times as much.
     load_summary(facts.summary_json)
-    # A damaged body is refused here, dead-lettered, never stored for a briefing to leave out (~15 µs a note).
-    body = bytes(unpack_body(parts[4])) if packed else parts[4]
-    if not (is_utf8(parts[2]) and is_utf8(body)):
+    # A body frame is checked by its header only (~39 µs a note less than unpacking it): the readers that unpack it
+    # report one that does not unpack to its size or is not UTF-8 (sinks.unreadable).
+    if packed:
+        body_size(parts[4])
+    if not is_utf8(parts[2]) or not (packed or is_utf8(parts[4])):
         raise ValueError(f"document record of {header.path} whose summary or body is not UTF-8")
     return StoredDocument(parts[2], parts[4], packed), facts
 

@@ -157,9 +157,7 @@ def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
 def unpack_body(frame: bytes | memoryview) -> bytearray:
     """A note's body from its zstd frame; ValueError unless the frame declares its size, at most
     NOTE_RECORD_LIMIT, and unpacks to exactly that (found without unpacking more)."""
-    size = declared_size(frame)
-    if size is None or size > NOTE_RECORD_LIMIT:
-        raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
+    size = body_size(frame)
     body = bytearray(size)
     try:
         n = cramjam.zstd.decompress_into(frame, body)
@@ -170,6 +168,15 @@ def unpack_body(frame: bytes | memoryview) -> bytearray:
     if n != size:
         raise ValueError(f"a note's body frame that comes to {n} bytes, not the {size} it declares")
     return body
+
+
+def body_size(frame: bytes | memoryview) -> int:
+    """The size a body frame's header declares (not unpacked); ValueError unless it is a zstd frame's declaring
+    one up to NOTE_RECORD_LIMIT."""
+    size = declared_size(frame)
+    if size is None or size > NOTE_RECORD_LIMIT:
+        raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
+    return size
 
 
 def declared_size(frame: bytes | memoryview) -> int | None:
@@ -184,3 +191,19 @@ def declared_size(frame: bytes | memoryview) -> int | None:
         return None
     size = int.from_bytes(frame[at : at + n], "little")
     return size + 256 if n == 2 else size
+
+
+def set_apart(note: memoryview, body: memoryview | None, most: int) -> bytes:
+    """A note that does not read, to dead-letter alone: its v4 record, or a v7 record of it when its body frame
+    does not unpack or would unpack past `most` bytes with the rest of the note: a few hundred bytes of frame can
+    declare ~24 MiB, so a hand-made record's failed notes held that much each until sent (a window batch weighs a
+    v7 record by its notes), each a dead letter over the producer's limit."""
+    if body is None:
+        return bytes(note)
+    size = declared_size(body)
+    if size is not None and len(note) + size <= most:
+        try:
+            return bytes(note) + unpack_body(body)
+        except ValueError:
+            pass
+    return one_note(note, body)

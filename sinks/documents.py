@@ -13,8 +13,9 @@ from predigest_native import TextColumns, TypedColumns
 from processors.models import Document, Rejection, WindowBounds
 from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
-from processors.wire import DocumentRecord, StoredDocument, load_document, load_summary
+from processors.wire import DocumentRecord, StoredDocument
 from sinks.duck import micros
+from sinks.unreadable import Unreadable, whole_documents
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,9 @@ class Documents:
         rows = self._db.execute("SELECT nextval('doc_seq') FROM range(?)", [n]).fetchall()
         return sorted(int(r[0]) for r in rows)
 
-    def _docs(self, where: str, params: Sequence[object]) -> list[Document]:
+    def _docs(
+        self, where: str, params: Sequence[object], unreadable: Unreadable | None = None
+    ) -> list[Document]:
         # Their paths filter the scan of `contents` itself (DuckDB cannot push a join's keys into it); none found,
         # it is not scanned at all (a briefing's search for yesterday's baseline: ~25 ms at 10k finding none).
         found = self._db.execute(f"SELECT DISTINCT path FROM documents d WHERE {where}", list(params))
@@ -191,17 +194,20 @@ class Documents:
         if not paths:
             return []
         rows = self._db.execute(
-            f"SELECT c.summary_json, c.body_zst FROM documents d {_CONTENT} WHERE {where} "
+            f"SELECT c.path, d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} WHERE {where} "
             "AND c.path = ANY(?::VARCHAR[]) ORDER BY d.event_time, d.path",
             [*params, paths],
         ).fetchall()
-        return whole_documents(rows)
+        return whole_documents(rows, unreadable)
 
-    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
+    def latest_baseline(
+        self, axis: str, before: datetime, since: datetime, unreadable: Unreadable | None = None
+    ) -> Document | None:
         """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""
         docs = self._docs(
             f"axis=? AND current AND kind='baseline' AND event_time >= ? AND event_time < ? AND {NOT_DELETED}",
             [axis, since, before],
+            unreadable,
         )
         own = [d for d in docs if d.baseline_axis == axis]
         return own[-1] if own else None
@@ -209,7 +215,9 @@ class Documents:
     def living_document(self, axis: str) -> Document | None:
         return self.living_documents([axis])[axis]
 
-    def living_documents(self, axes: Sequence[str]) -> dict[str, Document | None]:
+    def living_documents(
+        self, axes: Sequence[str], unreadable: Unreadable | None = None
+    ) -> dict[str, Document | None]:
         """Each axis's living document (None when it has none), in one scan of `contents`: a briefing reads every
         axis's, and a scan costs ~10 ms at 10k however few it finds (docs/performance.md)."""
         living = f"d.axis = ANY($1::VARCHAR[]) AND current AND kind='living' AND {NOT_DELETED}"
@@ -218,15 +226,15 @@ class Documents:
         ).fetchall()
         # Their paths filter the scan of `contents` itself (DuckDB cannot push a join's keys into it).
         rows = self._db.execute(
-            f"SELECT d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} "
+            f"SELECT c.path, d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} "
             f"WHERE {living} AND c.path = ANY($2::VARCHAR[]) ORDER BY d.event_time, d.path",
             [list(axes), [p for (p,) in found]],
         ).fetchall()
-        of_axis: dict[str, list[tuple[str, bytes]]] = {a: [] for a in axes}
-        for axis, summary_json, body_zst in rows:
-            of_axis[axis].append((summary_json, body_zst))
+        of_axis: dict[str, list[tuple[str, str, str, bytes]]] = {a: [] for a in axes}
+        for path, axis, summary_json, body_zst in rows:
+            of_axis[axis].append((path, axis, summary_json, body_zst))
         # The latest that can be read, as for any other read of a document.
-        return {a: next(reversed(whole_documents(r)), None) for a, r in of_axis.items()}
+        return {a: next(reversed(whole_documents(r, unreadable)), None) for a, r in of_axis.items()}
 
     def rejections(self, window: WindowBounds) -> list[Rejection]:
         """The files refused whose own time (else the time the worker saw them) falls in the window."""
@@ -236,30 +244,6 @@ class Documents:
             [window.start, window.end],
         ).fetchall()
         return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
-
-
-def whole_documents(rows: Sequence[tuple[str, bytes]]) -> list[Document]:
-    """Documents from their stored (summary, body frame) rows; a damaged one is left out, loudly."""
-    out = []
-    for summary_json, body_zst in rows:
-        try:
-            out.append(load_document(StoredDocument(summary_json, body_zst, packed=True)))
-        except ValueError as exc:
-            # A damaged row must not stop every briefing of its axis: leave it out, loudly, naming it.
-            log.error(
-                "the stored document %s cannot be read and is left out of the briefing: %s",
-                _named(summary_json),
-                exc,
-            )
-    return out
-
-
-def _named(summary_json: str | bytes) -> str:
-    """A stored document's path, read from its summary, for a line about it (its body may be what is damaged)."""
-    try:
-        return load_summary(summary_json).path
-    except ValueError:
-        return "(its summary unreadable too)"
 
 
 def _code(value: str | None) -> RejectionCode | None:

@@ -263,6 +263,15 @@ class Metrics(_Common):
             ["stage"],
             registry=r,
         )
+        self.stored_unreadable = Counter(
+            "predigest_stored_notes_unreadable_total",
+            "Reads of a stored note whose text does not read back (damaged): left out of the briefing (or page), "
+            "listed in its rejected with code damaged",
+            ["reader"],
+            registry=r,
+        )
+        for reader in ("briefing", "browse"):  # at zero: an alert on increase() sees the first one
+            self.stored_unreadable.labels(reader=reader)
         self.commands_ignored = Counter(
             "predigest_commands_ignored_total",
             "Close/flush commands not answered here: not_owned (partition moved) or misrouted (wrong partition)",

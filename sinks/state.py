@@ -121,11 +121,11 @@ class StateStore(StateReads):
     def window(self, axis: str, window: WindowBounds, baseline: Document | None = None) -> StoredWindow:
         """The axis window's sources as a briefing reads them, pinned now, on a cursor of their own (close it)."""
         pinned = (baseline.path, baseline.sha256) if baseline is not None else None
-        return StoredWindow(self._cursor(), axis, window, pinned)
+        return StoredWindow(self._cursor(), axis, window, pinned, self.unreadable())
 
     def reader(self) -> StateReader:
         """Reads on a cursor of their own, for a thread beside the event loop (closed with this state too)."""
-        return StateReader(self._cursor(), self._path, STATE, self._track)
+        return StateReader(self._cursor(), self._path, STATE, self._track, self.unreadable("browse"))
 
     @serialised
     def close(self, checkpoint: bool = False) -> None:

@@ -21,6 +21,7 @@ from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
+from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
 
 
@@ -38,10 +39,11 @@ class NoteVersion:
 class StoredNote:
     """A note as the state holds it: one version whole, every version listed, newest first."""
 
-    document: Document
+    document: Document | None  # None when its stored text cannot be read back (`unreadable` says why)
     sha256: str
     versions: list[NoteVersion]
     deleted: bool  # every axis that held it saw it deleted
+    unreadable: str = ""
 
 
 class StateReader:
@@ -53,7 +55,9 @@ class StateReader:
         path: Path,
         file: duck.DuckFile,
         track: Callable[[duckdb.DuckDBPyConnection], duckdb.DuckDBPyConnection] = lambda cursor: cursor,
+        unreadable: Unreadable | None = None,  # where `note` reports a stored note it cannot read
     ) -> None:
+        self._unreadable = unreadable or Unreadable(reader="browse")
         self._db = cursor
         self._track = track  # the state's, so that it can stop the reads of a window's cursor too
         self._path = path
@@ -95,8 +99,13 @@ class StateReader:
             return None
         axes = {a for v in versions for a in v.axes}
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
-        document = load_document(StoredDocument(row[0], row[1], packed=True))
-        return StoredNote(document, chosen.sha256, versions, bool(gone and gone[0] >= len(axes) > 0))
+        deleted = bool(gone and gone[0] >= len(axes) > 0)
+        try:
+            document = load_document(StoredDocument(row[0], row[1], packed=True))
+        except ValueError as exc:
+            listed = self._unreadable.report(path, ",".join(sorted(axes)), exc)
+            return StoredNote(None, chosen.sha256, versions, deleted, listed.reason)
+        return StoredNote(document, chosen.sha256, versions, deleted)
 
     def close(self) -> None:
         self._db.close()

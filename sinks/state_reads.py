@@ -16,7 +16,9 @@ from sinks import vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import EmissionRecord, Emissions
+from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets
+from sinks.unreadable import Unreadable
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -59,6 +61,11 @@ class StateReads(Serialised):
     docs: Documents
     emissions: Emissions
     counts: Counts
+    _metrics: Metrics | None
+
+    def unreadable(self, reader: str = "briefing") -> Unreadable:
+        """Where one briefing's (or page's) reads report the stored notes they cannot read (counted)."""
+        return Unreadable(self._metrics, reader)
 
     @serialised
     def excess_row_groups(self) -> int:
@@ -70,16 +77,20 @@ class StateReads(Serialised):
         return self.offsets.get(topic, partition)
 
     @serialised
-    def latest_baseline(self, axis: str, before: datetime, since: datetime) -> Document | None:
-        return self.docs.latest_baseline(axis, before, since)
+    def latest_baseline(
+        self, axis: str, before: datetime, since: datetime, unreadable: Unreadable | None = None
+    ) -> Document | None:
+        return self.docs.latest_baseline(axis, before, since, unreadable)
 
     @serialised
     def living_document(self, axis: str) -> Document | None:
         return self.docs.living_document(axis)
 
     @serialised
-    def living_documents(self, axes: Sequence[str]) -> dict[str, Document | None]:
-        return self.docs.living_documents(axes)
+    def living_documents(
+        self, axes: Sequence[str], unreadable: Unreadable | None = None
+    ) -> dict[str, Document | None]:
+        return self.docs.living_documents(axes, unreadable)
 
     @serialised
     def rejections(self, window: WindowBounds) -> list[Rejection]:

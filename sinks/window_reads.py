@@ -29,7 +29,8 @@ from processors.near_duplicates import (
 )
 from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
-from sinks.documents import IN_WINDOW, whole_documents
+from sinks.documents import IN_WINDOW
+from sinks.unreadable import Unreadable, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
@@ -75,9 +76,11 @@ class StoredWindow:
         axis: str,
         window: WindowBounds,
         baseline: tuple[str, str] | None = None,  # (path, sha256) of yesterday's briefing, dated before it
+        unreadable: Unreadable | None = None,  # where the notes `load` cannot read are reported
     ) -> None:
         self._db = cursor
         self._axis = axis
+        self.unreadable = unreadable or Unreadable()
         self._window = window
         self._baseline = baseline
         self._w = f"brief_window_{uuid.uuid4().hex}"
@@ -230,12 +233,12 @@ class StoredWindow:
         # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
         # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            "SELECT c.summary_json, c.body_zst FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
+            "SELECT c.path, $2, c.summary_json, c.body_zst FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
             f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
             "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
-            [list(paths)],
+            [list(paths), self._axis],
         ).fetchall()
-        return whole_documents(rows)
+        return whole_documents(rows, self.unreadable)
 
     def arxiv_ids(self) -> list[str]:
         # In DuckDB, one row per id (ordered by its first source, then its place there): handing every source's

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import duckdb
@@ -50,16 +50,18 @@ class Assembly:
         window = window_bounds(command.end, self.settings.window_length)
         # Every read of the state at one moment, the window pinned, before the awaits below: the window agent
         # commits in a thread of its own, and a note stored between two reads would show as both a source and
-        # superseded, or as a source and rejected.
+        # superseded, or as a source and rejected. The stored notes they cannot load whole are listed among the
+        # briefing's rejected (code damaged).
+        unreadable = self.state.unreadable()
         with self.state.unchanged():
             # Yesterday's briefing is usually stamped with its date only (00:00), before the window opens.
             baseline = self.state.latest_baseline(
-                axis.name, window.start, window.start - self.settings.window_length
+                axis.name, window.start, window.start - self.settings.window_length, unreadable
             )
             source = self.state.window(axis.name, window, baseline)
             try:
                 sheds = source.size() >= SHED_FROM
-                living = self.state.living_documents([a.name for a in self.settings.axes])
+                living = self.state.living_documents([a.name for a in self.settings.axes], unreadable)
                 rejected = self.state.rejections(window)
                 history = self._history(axis, command, source, baseline)
             except BaseException:
@@ -88,6 +90,9 @@ class Assembly:
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
             # cursor of its own while the window agent goes on writing.
             reads = await asyncio.to_thread(read_window, request)
+            # Listed once every note is read whole (the briefing's own reads are all in read_window), once each.
+            if listed := {r.path: r for r in [*unreadable.notes, *source.unreadable.notes]}:
+                request = replace(request, rejected=[*rejected, *listed.values()])
             # The window's reads are over but for a few term counts: what DuckDB cached for them (~160 MiB at
             # 100k) makes room for the model built next. Under the state's lock, never beside a write, the
             # window's cursor idle.

@@ -66,7 +66,7 @@ def _note(reader: StateReader, s: Settings, path: str) -> Page:
     if note is None:
         return Page(404, "")
     versions = [(v.sha256, v.event_time, v.current) for v in note.versions]
-    return Page(200, note_page(note.document, versions, note.deleted, s.tz, s.lang))
+    return Page(200, note_page(path, note.document, versions, note.deleted, s.tz, s.lang, note.unreadable))
 
 
 class Browser:

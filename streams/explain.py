@@ -86,6 +86,9 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
     for none in briefing.no_increment_sources:
         if none.path == source.path:
             said["no_increment"] = {"code": none.code, "reason": none.reason}
+    for rejected in briefing.rejected:
+        if rejected.path == source.path and rejected.reason_code == "damaged":
+            said["unreadable"] = rejected.reason  # its stored text did not read back: left out
     return said
 
 
@@ -136,5 +139,7 @@ def render(rel: str, answers: list[Explanation], settings: Settings) -> str:
         if "no_increment" in said:
             n = said["no_increment"]
             lines.append(f"    no increment  {n['reason']} ({n['code']})")
+        if "unreadable" in said:
+            lines.append(f"    unreadable {said['unreadable']} (damaged: left out of the briefing)")
         lines.extend(f"    warning    {w}" for w in said["warnings"])
     return "\n".join(lines)

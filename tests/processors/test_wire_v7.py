@@ -11,7 +11,7 @@ import cramjam
 import pytest
 
 from processors.parse_stage import Routed, RouteParams, documents_records, packed
-from processors.wire import decode_notes, decode_rows, note_records, notes_in
+from processors.wire import decode_notes, decode_rows, load_document, note_records, notes_in
 from processors.wire_frames import (
     MAGIC_V7,
     NOTE_RECORD_LIMIT,
@@ -112,16 +112,22 @@ def test_a_packed_note_keeps_all_it_says_of_itself_but_its_records() -> None:
     assert [replace(r, frames=()) for r in out] == [replace(r, records=(), packed=1) for r in routed]
 
 
-def test_a_note_whose_body_is_not_utf8_is_set_apart_and_the_others_keep_their_text_as_it_came() -> None:
-    # The summaries and bodies are kept as their UTF-8 bytes, not decoded: the check that decoding made must still refuse a
-    # damaged one here, not fail the whole batch in the store.
+def test_a_note_whose_body_is_not_utf8_is_stored_unread_and_the_others_keep_their_text_as_it_came() -> None:
+    # The summaries and bodies are kept as their UTF-8 bytes, not decoded; a body frame is not unpacked at ingest:
+    # one that is not UTF-8 is stored as it came, and refused by whoever reads it whole (sinks.unreadable).
     v4 = batch({})[:3]
     broken = v4[1][1] + b"\xff"
     [(_, value)] = pack_notes([v4[0], (v4[1][0], broken), v4[2]], {}, 1 << 20)
     notes = decode_notes(value)
-    assert [to_event(row) for row in notes.rows] == events([v4[0], v4[2]])
-    [failed] = notes.failed
-    assert (failed.index, failed.value) == (1, broken) and "UTF-8" in failed.error
+    assert not notes.failed and [r.header.path for r in notes.rows] == [
+        r.header.path for r in decode_notes(pack_notes(v4, {}, 1 << 20)[0][1]).rows
+    ]
+    broken_path = json.loads(v4[1][1].split(b"\n", 2)[1])["path"]
+    for row in notes.rows:
+        assert row.stored is not None
+        if row.header.path == broken_path:
+            with pytest.raises(ValueError, match="not UTF-8"):
+                load_document(row.stored)
     for _, v in (v4[0], v4[2]):  # the others': the bytes their records carry, stored as they are
         [row, *_] = decode_notes(v).rows
         _, _, summary, _, body = v.split(b"\n", 4)
@@ -163,26 +169,47 @@ def test_a_v7_note_is_stored_as_its_body_frame_and_reads_back_whole() -> None:
     "frame",
     [
         b"not zstd at all",
-        pack_body(b'{"text":"x"}')[:-3],  # cut short
-        pack_body(b'{"text":"\xff"}'),  # not UTF-8
         _streamed(b'{"text":"x"}'),  # no content size in its header: not bounded, refused
         b"\x28\xb5\x2f\xfd\xa0"
         + (NOTE_RECORD_LIMIT + 1).to_bytes(4, "little")
         + b"\x01\x00\x00",  # past the limit
     ],
-    ids=["garbage", "cut", "not-utf8", "no-size", "too-large"],
+    ids=["garbage", "no-size", "too-large"],
 )
-def test_a_note_whose_body_frame_is_damaged_is_set_apart_and_the_others_are_kept(frame: bytes) -> None:
+def test_a_note_whose_body_frame_header_is_damaged_is_set_apart_and_the_others_are_kept(frame: bytes) -> None:
     v4 = batch({})[:3]
     [(_, value)] = pack_notes(v4, {}, 1 << 20)
     damaged = _with_body_frame(value, 1, bytes(frame))
     notes = decode_notes(damaged)
     assert [to_event(row) for row in notes.rows] == events([v4[0], v4[2]])
     [failed] = notes.failed
-    assert failed.index == 1 and ("body frame" in failed.error or "UTF-8" in failed.error)
+    assert failed.index == 1 and "body frame" in failed.error
     # Its dead letter, re-driven alone, fails the same way (its v4 record, or a v7 record of it).
     with pytest.raises(ValueError, match=re.escape(failed.error)):
         decode_rows(failed.value)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pack_body(b'{"text":"x"}')[:-3],  # cut short
+        pack_body(b'{"text":"\xff"}'),  # not UTF-8
+        pack_body(b'{"text":"\xed\xa0\x80"}'),  # an encoded surrogate: json.loads alone would take it
+    ],
+    ids=["cut", "not-utf8", "surrogate"],
+)
+def test_a_well_headed_body_frame_is_stored_unread_and_refused_by_its_reader(frame: bytes) -> None:
+    # The worker checks a body frame's header only (not unpacked at ingest): the readers report the rest.
+    v4 = batch({})[:3]
+    [(_, value)] = pack_notes(v4, {}, 1 << 20)
+    notes = decode_notes(_with_body_frame(value, 1, frame))
+    assert not notes.failed and len(notes.rows) == len(decode_notes(value).rows)
+    damaged = [row for row in notes.rows if row.stored is not None and row.stored.body_frame() == frame]
+    assert damaged
+    for row in damaged:
+        assert row.stored is not None
+        with pytest.raises(ValueError, match=r"body frame|not UTF-8"):
+            load_document(row.stored)
 
 
 def test_a_body_frame_s_declared_size_is_read_from_its_header() -> None:

@@ -91,11 +91,12 @@ def test_a_stored_note_comes_back_whole_with_its_versions(tmp_path: Path) -> Non
     put_document(state, "inference", edited, raw_offset=2)
     with state.reader() as reader:
         note = reader.note(path)
-        assert note is not None and note.sha256 == edited.sha256 and note.document.text == edited.text
+        assert note is not None and note.document is not None and not note.unreadable
+        assert note.sha256 == edited.sha256 and note.document.text == edited.text
         assert [v.current for v in note.versions] == [True, True]  # the old one is still current on risk
         assert [s.heading for s in note.document.sections][-1] == "§2 More"
         older = reader.note(path, next(v.sha256 for v in note.versions if v.sha256 != edited.sha256))
-        assert older is not None and "edited" not in older.document.text
+        assert older is not None and older.document is not None and "edited" not in older.document.text
         assert reader.note("inbox/jay/never.md") is None
         assert not note.deleted
     delete_path(state, "inference", path, END, raw_offset=3)

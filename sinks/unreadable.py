@@ -1,0 +1,49 @@
+"""Stored notes a read could not load whole: never silently absent (a warning, a metric, the briefing's list)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from processors.models import Document, Rejection
+from processors.wire import StoredDocument, load_document
+from sinks.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Unreadable:
+    """The notes one briefing's (or page's) reads could not load: a body frame that does not unpack to its
+    declared size or is not UTF-8 (the worker checks only the frame's header), or a damaged summary."""
+
+    metrics: Metrics | None = None
+    reader: str = "briefing"
+    notes: list[Rejection] = field(default_factory=list)
+
+    def report(self, path: str, axis: str, error: ValueError) -> Rejection:
+        """Log, count and list the note at `path` (read for `axis`); its rejection as the briefing lists it."""
+        log.warning("stored note %s (axis %s) cannot be read and is left out: %s", path, axis, error)
+        if self.metrics is not None:
+            self.metrics.stored_unreadable.labels(reader=self.reader).inc()
+        listed = Rejection(
+            path=path, reason=f"its stored text cannot be read ({error})", reason_code="damaged"
+        )
+        if all(r.path != path for r in self.notes):
+            self.notes.append(listed)
+        return listed
+
+
+def whole_documents(
+    rows: Sequence[tuple[str, str, str, bytes]], unreadable: Unreadable | None = None
+) -> list[Document]:
+    """Documents from their stored (path, axis, summary, body frame) rows; one that cannot be read is reported
+    (`unreadable`, else a warning alone) and left out: it must not stop every briefing of its axis."""
+    out = []
+    for path, axis, summary_json, body_zst in rows:
+        try:
+            out.append(load_document(StoredDocument(summary_json, body_zst, packed=True)))
+        except ValueError as exc:
+            (unreadable or Unreadable()).report(path, axis, exc)
+    return out
