@@ -143,7 +143,16 @@ def load_summary(summary_json: str | bytes) -> DocumentSummary:
 
 
 def load_document(stored: StoredDocument) -> Document:
-    """The whole document back, equal to the one that was stored."""
+    """The whole document back, equal to the one that was stored; ValueError for a body that does not read back
+    (its readers report it, sinks.unreadable): a frame has no checksum, so a damaged one may unpack to its size as
+    UTF-8 JSON of another shape, whose KeyError or TypeError would fail the whole briefing."""
+    try:
+        return _loaded(stored)
+    except (KeyError, TypeError, IndexError, RecursionError) as exc:
+        raise ValueError(f"a note's stored body that does not read back as one: {exc!r}"[:300]) from exc
+
+
+def _loaded(stored: StoredDocument) -> Document:
     body = json.loads(_body_utf8(stored))
     text: str = body["text"]
     sections = [

@@ -11,7 +11,7 @@ import cramjam
 import pytest
 
 from processors.parse_stage import Routed, RouteParams, documents_records, packed
-from processors.wire import decode_notes, decode_rows, load_document, note_records, notes_in
+from processors.wire import StoredDocument, decode_notes, decode_rows, load_document, note_records, notes_in
 from processors.wire_frames import (
     MAGIC_V7,
     NOTE_RECORD_LIMIT,
@@ -210,6 +210,23 @@ def test_a_well_headed_body_frame_is_stored_unread_and_refused_by_its_reader(fra
         assert row.stored is not None
         with pytest.raises(ValueError, match=r"body frame|not UTF-8"):
             load_document(row.stored)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"txt":"x","sections":[]}',  # a byte flipped in a frame with no checksum: UTF-8 JSON, not a body
+        b"[1,2]",
+        b'{"text":"x","sections":[[1]]}',
+        b'{"text":"x","sections":[["1","h",1,"a","b"]]}',
+        b"[" * 100_000 + b"]" * 100_000,  # nested past the parser's recursion
+    ],
+    ids=["no-text", "a-list", "short-section", "bad-span", "nested"],
+)
+def test_a_body_that_is_utf8_json_but_not_a_body_is_refused_as_a_value_error(body: bytes) -> None:
+    # Its readers catch ValueError (sinks.unreadable): a KeyError or TypeError would fail the whole briefing.
+    with pytest.raises(ValueError, match="does not read back"):
+        load_document(StoredDocument('{"path":"a.md"}', pack_body(body), packed=True))
 
 
 def test_a_body_frame_s_declared_size_is_read_from_its_header() -> None:

@@ -1,0 +1,49 @@
+"""A stored note whose body does not read back: reported like any damaged one, and what mends it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from processors.wire import StoredDocument, store_document
+from processors.wire_frames import pack_body
+from sinks.state import StateStore
+from sinks.unreadable import Unreadable, whole_documents
+from tests.state_support import document_record, parsed
+
+
+def test_a_body_of_the_wrong_shape_is_reported_and_the_others_read() -> None:
+    good = store_document(parsed("inbox/jay/a.md", "# KV cache\nvLLM paged attention\n"))
+    summary, frame = good.summary_json, good.body_frame()
+    assert isinstance(summary, str)
+    unreadable = Unreadable()
+    rows = [
+        ("inbox/jay/a.md", "inference", summary, frame),
+        ("inbox/jay/b.md", "inference", summary, pack_body(b'{"txt":"x","sections":[]}')),
+    ]
+    [doc] = whole_documents(rows, unreadable)
+    assert doc.path == "inbox/jay/a.md"
+    [listed] = unreadable.notes
+    assert (listed.path, listed.reason_code) == ("inbox/jay/b.md", "damaged")
+
+
+def test_the_same_content_ingested_again_keeps_the_damaged_copy(tmp_path: Path) -> None:
+    # What the alert and docs/guarantees.md tell the operator: a stored (path, sha256) is never written again, so
+    # neither the same file again nor a rebuild (which replays the same record) mends it; a new version does.
+    state = StateStore(tmp_path / "worker.duckdb")
+    doc = parsed("inbox/jay/2026-09-27-1000-kv.md", "# KV\nvLLM paged attention KV cache\n")
+    good = document_record("inference", doc, 1)
+    assert good.stored is not None
+    frame = pack_body(b'{"text":"\xff","sections":[]}')
+    damaged = replace(good, stored=StoredDocument(good.stored.summary_json, frame, packed=True))
+    state.apply_batch([(damaged, None)])
+    state.apply_batch([(document_record("inference", doc, 2), None)])
+    with state.reader() as reader:
+        note = reader.note(doc.path)
+        assert note is not None and note.document is None and "not UTF-8" in note.unreadable
+    edited = parsed(doc.path, "# KV\nvLLM paged attention KV cache, edited\n")
+    state.apply_batch([(document_record("inference", edited, 3), None)])
+    with state.reader() as reader:
+        note = reader.note(doc.path)
+        assert note is not None and note.document is not None and note.document.text == edited.text
+    state.close()
