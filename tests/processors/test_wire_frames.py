@@ -1,5 +1,5 @@
 """A zstd frame of `processors.wire_frames`: cramjam's bytes whichever way it is made (a state migrated by
-`pack_body` equals one the parse processes filled, byte for byte), its content size declared."""
+`pack_body` equals one the parse processes filled, byte for byte), its content size declared; unpacked bounded."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import cramjam
 import pytest
 
-from processors.wire_frames import KEPT_CONTEXT_BYTES, LEVEL, compressed, declared_size, unpack_body
+from processors.wire_frames import KEPT_CONTEXT_BYTES, LEVEL, compressed, declared_size, unpack_body, unpacked
 
 
 def _text(size: int, seed: int) -> bytes:
@@ -41,3 +41,16 @@ def test_frames_made_one_after_another_do_not_depend_on_the_ones_before() -> Non
     frames = [compressed(data) for data in inputs]
     assert frames[1] == frames[3] and frames[0] == frames[4]
     assert frames == [bytes(cramjam.zstd.compress(data, level=LEVEL)) for data in inputs]
+
+
+def test_frames_back_to_back_unpack_whole_and_never_past_what_they_declare() -> None:
+    inputs = [_text(size, 3) for size in (5_000, 0, 150_000, 300_000)]
+    frames = b"".join(compressed(data) for data in inputs)
+    assert unpacked(frames, sum(map(len, inputs))) == b"".join(inputs)
+    with pytest.raises(ValueError, match="do not decompress to the 454999 bytes"):
+        unpacked(frames, 454_999)  # one byte short: refused, nothing written past it
+    with pytest.raises(ValueError, match="do not decompress"):
+        unpacked(frames[:-1], 455_000)
+    body = compressed(inputs[0])
+    with pytest.raises(ValueError, match="does not decompress"):
+        unpack_body(body[:-2] + bytes([body[-2] ^ 0xFF, body[-1]]))
