@@ -142,3 +142,10 @@ def near_candidates(rows: object, bands: int, rows_per_band: int, needed: int) -
 def near_same(rows: object, pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
     """(x, y, equal slots) of each pair of positions, their signatures read from (pos, signature) rows as
     `near_candidates` reads them; ValueError when one is missing."""
+
+def zstd_frame(data: bytes | memoryview, level: int) -> bytes:
+    """`data` as one zstd frame at `level`, its content size declared, made with a context the thread keeps."""
+
+def zstd_unpack_into(frames: bytes | memoryview, out: bytearray) -> int:
+    """`frames` (zstd frames back to back) unpacked into `out` with a context the thread keeps: how many bytes;
+    ValueError when they do not unpack or come to more than `out` holds."""

@@ -25,6 +25,7 @@ mod titles;
 mod typed_columns;
 mod unicode;
 mod unicode_tables;
+mod zstd_frame;
 
 use std::sync::{Arc, OnceLock};
 
@@ -515,5 +516,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(extract_arxiv_ids, m)?)?;
     m.add_function(wrap_pyfunction!(near_pairs::near_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(near_pairs::near_same, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd_frame::zstd_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd_frame::zstd_unpack_into, m)?)?;
     Ok(())
 }
