@@ -41,8 +41,10 @@ pub(crate) struct ArrowArray {
 
 #[repr(C)]
 pub(crate) struct ArrowArrayStream {
-    pub(crate) get_schema: Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int>,
-    pub(crate) get_next: Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> c_int>,
+    pub(crate) get_schema:
+        Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int>,
+    pub(crate) get_next:
+        Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> c_int>,
     pub(crate) get_last_error: Option<unsafe extern "C" fn(*mut ArrowArrayStream) -> *const c_char>,
     pub(crate) release: Option<unsafe extern "C" fn(*mut ArrowArrayStream)>,
     pub(crate) private_data: *mut c_void,
@@ -204,7 +206,9 @@ impl ArrowBatch {
 /// per column, at least one column, and every column is as long as the first.
 pub fn shape<T>(names: Vec<String>, columns: &[Vec<T>]) -> PyResult<(Vec<CString>, usize)> {
     if names.len() != columns.len() || names.is_empty() {
-        return Err(PyValueError::new_err("one name per column, at least one column"));
+        return Err(PyValueError::new_err(
+            "one name per column, at least one column",
+        ));
     }
     let length = columns[0].len();
     if columns.iter().any(|c| c.len() != length) {

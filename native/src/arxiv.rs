@@ -12,10 +12,10 @@ use crate::unicode::{
 
 /// Old-style archives, longest (as escaped in the Python pattern) first.
 const ARCHIVES: &[&str] = &[
-    "chao-dyn", "solv-int", "patt-sol", "adap-org", "comp-gas", "alg-geom", "funct-an", "bayes-an", "acc-phys",
-    "plasm-ph", "cond-mat", "astro-ph", "quant-ph", "supr-con", "hep-lat", "nucl-th", "nucl-ex", "math-ph",
-    "chem-ph", "atom-ph", "mtrl-th", "hep-th", "hep-ph", "hep-ex", "physics", "q-bio", "q-fin", "gr-qc", "dg-ga",
-    "q-alg", "ao-sci", "cmp-lg", "math", "nlin", "stat", "cs",
+    "chao-dyn", "solv-int", "patt-sol", "adap-org", "comp-gas", "alg-geom", "funct-an", "bayes-an",
+    "acc-phys", "plasm-ph", "cond-mat", "astro-ph", "quant-ph", "supr-con", "hep-lat", "nucl-th",
+    "nucl-ex", "math-ph", "chem-ph", "atom-ph", "mtrl-th", "hep-th", "hep-ph", "hep-ex", "physics",
+    "q-bio", "q-fin", "gr-qc", "dg-ga", "q-alg", "ao-sci", "cmp-lg", "math", "nlin", "stat", "cs",
 ];
 
 #[inline]
@@ -48,12 +48,17 @@ fn advance(text: &str, i: usize, n: usize) -> usize {
 }
 
 fn value(digits: &str) -> u32 {
-    digits.chars().fold(0u32, |acc, c| acc.saturating_mul(10).saturating_add(decimal_value(c)))
+    digits.chars().fold(0u32, |acc, c| {
+        acc.saturating_mul(10).saturating_add(decimal_value(c))
+    })
 }
 
 /// `_new_style_ok`: a real month, a non-zero number, 4 digits until 1412 and 5 from 1501.
 fn new_style_ok(yymm: &str, number: &str) -> bool {
-    let (yy, mm) = (value(&yymm[..yymm.char_indices().nth(2).map_or(yymm.len(), |(i, _)| i)]), value(yymm) % 100);
+    let (yy, mm) = (
+        value(&yymm[..yymm.char_indices().nth(2).map_or(yymm.len(), |(i, _)| i)]),
+        value(yymm) % 100,
+    );
     if !(1..=12).contains(&mm) || value(number) == 0 {
         return false;
     }
@@ -66,8 +71,17 @@ fn new_style_ok(yymm: &str, number: &str) -> bool {
 
 /// `_old_style_ok`: YYMMNNN from 9107 to 0703, a real month, a non-zero number.
 fn old_style_ok(digits: &str) -> bool {
-    let cut = |n: usize| digits.char_indices().nth(n).map_or(digits.len(), |(i, _)| i);
-    let (yy, mm, num) = (value(&digits[..cut(2)]), value(&digits[cut(2)..cut(4)]), value(&digits[cut(4)..]));
+    let cut = |n: usize| {
+        digits
+            .char_indices()
+            .nth(n)
+            .map_or(digits.len(), |(i, _)| i)
+    };
+    let (yy, mm, num) = (
+        value(&digits[..cut(2)]),
+        value(&digits[cut(2)..cut(4)]),
+        value(&digits[cut(4)..]),
+    );
     if !(1..=12).contains(&mm) || num == 0 {
         return false;
     }
@@ -125,7 +139,10 @@ fn old_style_at(text: &str, p: usize) -> Option<(usize, String)> {
         let class = b.get(after) == Some(&b'.')
             && b.get(after + 1).is_some_and(u8::is_ascii_uppercase)
             && b.get(after + 2).is_some_and(u8::is_ascii_uppercase);
-        for slash in [after + 3, after].into_iter().filter(|&s| class || s == after) {
+        for slash in [after + 3, after]
+            .into_iter()
+            .filter(|&s| class || s == after)
+        {
             if b.get(slash) != Some(&b'/') {
                 continue;
             }
@@ -227,7 +244,8 @@ fn mention_group(text: &str, g: usize) -> Option<usize> {
     }
     let tail = head_end + 1;
     let (_, run) = digits(text, tail);
-    let ends = |i: usize| !matches!(text.as_bytes().get(i), Some(c) if c.is_ascii_digit() || *c == b'.');
+    let ends =
+        |i: usize| !matches!(text.as_bytes().get(i), Some(c) if c.is_ascii_digit() || *c == b'.');
     for len in (1..=run.min(7)).rev() {
         let num_end = advance(text, tail, len);
         if matches!(text.as_bytes().get(num_end), Some(b'v' | b'V')) {
@@ -259,7 +277,11 @@ fn after_prefix(text: &str, q: usize) -> Option<usize> {
     }
     if text.as_bytes().get(w_end) == Some(&b':') {
         let rest = &text[w_end + 1..];
-        let ws: usize = rest.chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum();
+        let ws: usize = rest
+            .chars()
+            .take_while(|&c| is_space(c))
+            .map(char::len_utf8)
+            .sum();
         return Some(w_end + 1 + ws);
     }
     has_space.then_some(w_end)
@@ -291,14 +313,19 @@ fn mention_at(text: &str, p: usize) -> Option<(usize, usize)> {
 
 /// `is_valid_arxiv_id` of a mention's group (digits, a dot, digits, maybe a version).
 fn valid_mention(group: &str) -> bool {
-    let Some(dot) = group.find('.') else { return false };
+    let Some(dot) = group.find('.') else {
+        return false;
+    };
     let (yymm, rest) = (&group[..dot], &group[dot + 1..]);
     let (num_end, n) = digits(rest, 0);
     let version_ok = match &rest[num_end..] {
         "" => true,
         v => v.starts_with('v') && digits(v, 1).1 == v[1..].chars().count() && v.len() > 1,
     };
-    yymm.chars().count() == 4 && (n == 4 || n == 5) && version_ok && new_style_ok(yymm, &rest[..num_end])
+    yymm.chars().count() == 4
+        && (n == 4 || n == 5)
+        && version_ok
+        && new_style_ok(yymm, &rest[..num_end])
 }
 
 /// `invalid_arxiv_mentions`: strings announced as ids that are no valid id, unique, in order.
@@ -311,7 +338,9 @@ pub fn invalid_mentions(text: &str) -> Vec<String> {
     // under `re.IGNORECASE`): jump from one `x` or `X` to the next, rarer in prose than `a`, and look two bytes
     // back. An ASCII byte is never inside a multi-byte character, so each is a character boundary.
     for x in memchr::memchr2_iter(b'x', b'X', bytes) {
-        let Some(p) = x.checked_sub(2).filter(|&p| p >= i) else { continue };
+        let Some(p) = x.checked_sub(2).filter(|&p| p >= i) else {
+            continue;
+        };
         if !matches!(bytes[p], b'a' | b'A') || !matches!(bytes[p + 1], b'r' | b'R') {
             continue;
         }

@@ -11,11 +11,11 @@ use pyo3::types::{PyDict, PyList, PyString};
 
 /// A value of one line, as the reference's `_LINE` regex reads it.
 enum Value<'a> {
-    Null,                                // `key:` with nothing after it
-    Quoted(&'a str),                     // `"…"` without escapes, `'…'` without quotes
-    Plain(&'a str),                      // a plain scalar, resolved by PyYAML's rules
-    Seq(Vec<&'a str>),                   // `[a, b]`: plain items
-    Map(Vec<(&'a str, Entry<'a>)>),      // `{k: v}`: plain keys
+    Null,                           // `key:` with nothing after it
+    Quoted(&'a str),                // `"…"` without escapes, `'…'` without quotes
+    Plain(&'a str),                 // a plain scalar, resolved by PyYAML's rules
+    Seq(Vec<&'a str>),              // `[a, b]`: plain items
+    Map(Vec<(&'a str, Entry<'a>)>), // `{k: v}`: plain keys
 }
 
 enum Entry<'a> {
@@ -33,10 +33,16 @@ fn printable(c: char) -> bool {
 /// `[A-Za-z_][A-Za-z0-9_-]{0,127}` at the start of `s`, then `:`: the key and what follows the colon.
 fn key(s: &str) -> Option<(&str, &str)> {
     let b = s.as_bytes();
-    if !b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_') {
+    if !b
+        .first()
+        .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
+    {
         return None;
     }
-    let n = 1 + b[1..].iter().take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-').count();
+    let n = 1 + b[1..]
+        .iter()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        .count();
     (n <= 128 && b.get(n) == Some(&b':')).then(|| (&s[..n], &s[n + 1..]))
 }
 
@@ -76,7 +82,10 @@ fn seq(inner: &str) -> Option<Vec<&str>> {
     if items.len() == 1 && items[0].is_empty() {
         return Some(Vec::new());
     }
-    items.iter().all(|i| !i.is_empty() && !i.starts_with(['-', '?'])).then_some(items)
+    items
+        .iter()
+        .all(|i| !i.is_empty() && !i.starts_with(['-', '?']))
+        .then_some(items)
 }
 
 /// The entries of a one-line mapping: a key, then a double-quoted string without quotes in it or a plain
@@ -128,7 +137,10 @@ impl PlainFrontMatter {
             Value::Quoted(s) => PyString::new(py, s).into_any(),
             Value::Plain(s) => self.scalar(py, s)?,
             Value::Seq(items) => {
-                let items = items.iter().map(|i| self.scalar(py, i)).collect::<PyResult<Vec<_>>>()?;
+                let items = items
+                    .iter()
+                    .map(|i| self.scalar(py, i))
+                    .collect::<PyResult<Vec<_>>>()?;
                 PyList::new(py, items)?.into_any()
             }
             Value::Map(entries) => {
@@ -153,14 +165,24 @@ impl PlainFrontMatter {
     #[new]
     #[pyo3(signature = (*, resolve, starts, every))]
     fn new(resolve: Py<PyAny>, starts: &str, every: bool) -> Self {
-        PlainFrontMatter { resolve, starts: starts.chars().collect(), every }
+        PlainFrontMatter {
+            resolve,
+            starts: starts.chars().collect(),
+            every,
+        }
     }
 
     /// The mapping PyYAML would load from `block`, when it is one `key: value` per line; None otherwise
     /// (an empty block too: PyYAML's own path says what that is).
-    fn read<'py>(&self, py: Python<'py>, block: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        block: &Bound<'py, PyString>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         // A lone surrogate is no printable character: such a block is PyYAML's.
-        let Ok(block) = block.to_str() else { return Ok(None) };
+        let Ok(block) = block.to_str() else {
+            return Ok(None);
+        };
         if !block.chars().all(printable) {
             return Ok(None);
         }

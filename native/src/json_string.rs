@@ -33,7 +33,14 @@ fn push_escape(b: u8, out: &mut Vec<u8>) {
         0x08 => b'b',
         0x0c => b'f',
         _ => {
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]);
             return;
         }
     };
@@ -79,7 +86,10 @@ pub(crate) fn push_json_string(s: &[u8], out: &mut Vec<u8>) {
 /// A `str` as JSON: the bytes of `pydantic_core.to_json(text)`; UnicodeEncodeError for a lone surrogate. Its UTF-8
 /// is made here from CPython's own buffer, not asked of the `str` (which encoded it and kept a copy: ~8 µs a note).
 #[pyfunction]
-pub fn json_string<'py>(py: Python<'py>, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn json_string<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let r = text_columns::raw(text.as_any())?;
     let mut utf8 = Vec::new();
     let s: &[u8] = match r.ascii() {
@@ -155,7 +165,12 @@ pub fn json_ints<'py>(py: Python<'py>, values: &Bound<'py, PyAny>) -> Option<Bou
     let all = if let Ok(t) = values.cast_exact::<PyTuple>() {
         t.iter().enumerate().all(|(i, v)| each(i, v))
     } else {
-        values.cast_exact::<PyList>().ok()?.iter().enumerate().all(|(i, v)| each(i, v))
+        values
+            .cast_exact::<PyList>()
+            .ok()?
+            .iter()
+            .enumerate()
+            .all(|(i, v)| each(i, v))
     };
     if !all {
         return None;
@@ -167,7 +182,10 @@ pub fn json_ints<'py>(py: Python<'py>, values: &Bound<'py, PyAny>) -> Option<Bou
 /// A dict of str to int as JSON, the bytes of `pydantic_core.to_json(counts)` (a note's term counts, ~4 µs
 /// there); None for anything else (a key not a str, a lone surrogate, a count not an int), left to pydantic.
 #[pyfunction]
-pub fn json_counts<'py>(py: Python<'py>, counts: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
+pub fn json_counts<'py>(
+    py: Python<'py>,
+    counts: &Bound<'py, PyAny>,
+) -> Option<Bound<'py, PyBytes>> {
     let counts = counts.cast_exact::<PyDict>().ok()?;
     let mut out = Vec::with_capacity(counts.len() * 16 + 2);
     out.push(b'{');

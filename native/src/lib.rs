@@ -35,8 +35,8 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use rustc_hash::FxHashSet;
 use sha2::{Digest, Sha256};
 
-use crate::structure::{BlockOut, Link, StructureOut};
 use crate::normal::normalise;
+use crate::structure::{BlockOut, Link, StructureOut};
 use crate::text::{scan, token_hash, Token, Tokens};
 use crate::titles::SectionScan;
 use crate::unicode::{is_cjk, is_digit};
@@ -153,7 +153,9 @@ impl Reader {
         index_terms: usize,
     ) -> PyResult<Self> {
         if num_perm == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err("num_perm must be at least 1"));
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "num_perm must be at least 1",
+            ));
         }
         let config = Config {
             stopwords,
@@ -161,7 +163,14 @@ impl Reader {
             min_shingles,
             index_terms,
         };
-        Ok(Reader { config: Arc::new(config), types: Arc::new(Types { block, section, structure }) })
+        Ok(Reader {
+            config: Arc::new(config),
+            types: Arc::new(Types {
+                block,
+                section,
+                structure,
+            }),
+        })
     }
 
     /// `processors.terms.read_terms` of a text its URLs are taken out of: the counts of its index terms, words
@@ -193,7 +202,11 @@ impl Reader {
     }
 
     /// The sections and blocks of a Markdown body (`processors.structure.Structure`).
-    fn structure<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+    fn structure<'py>(
+        &self,
+        py: Python<'py>,
+        body: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let text = body_text(body)?;
         let out = py.detach(|| structure::parse(&text));
         py_structure(py, &self.types, &text, &out)
@@ -203,7 +216,12 @@ impl Reader {
     /// body's UTF-8 as the file holds it: the body is then not encoded again (a tenth of the pass). Bytes
     /// that are not UTF-8 or not as many characters as the body are ignored.
     #[pyo3(signature = (body, utf8=None))]
-    fn read<'py>(&self, py: Python<'py>, body: &Bound<'py, PyString>, utf8: Option<&[u8]>) -> PyResult<NoteReading> {
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        body: &Bound<'py, PyString>,
+        utf8: Option<&[u8]>,
+    ) -> PyResult<NoteReading> {
         let given = utf8.and_then(|b| simdutf8::basic::from_utf8(b).ok());
         let (text, exact) = match given {
             Some(t) if t.chars().count() == body.len()? => (t.to_owned(), true),
@@ -228,7 +246,15 @@ impl Reader {
                 config.permutations.digest(&hashes)
             };
             let levels = count_levels(&read.tokens);
-            (out, scanned, ids, invalid, (norm, read.tokens, levels), hash, signature)
+            (
+                out,
+                scanned,
+                ids,
+                invalid,
+                (norm, read.tokens, levels),
+                hash,
+                signature,
+            )
         });
         let (norm, tokens, (levels, body_length)) = norm;
         Ok(NoteReading {
@@ -268,13 +294,25 @@ fn py_sections<'py>(
         } else {
             PyString::new(py, &text[s.bytes.0..s.bytes.1])
         };
-        items.push((s.number.as_deref(), s.heading.as_str(), s.level, section_text).into_pyobject(py)?);
+        items.push(
+            (
+                s.number.as_deref(),
+                s.heading.as_str(),
+                s.level,
+                section_text,
+            )
+                .into_pyobject(py)?,
+        );
     }
     PyList::new(py, items)
 }
 
 /// `text[start:end]` of a Python str, by character offsets.
-fn substring<'py>(text: &Bound<'py, PyString>, start: usize, end: usize) -> PyResult<Bound<'py, PyString>> {
+fn substring<'py>(
+    text: &Bound<'py, PyString>,
+    start: usize,
+    end: usize,
+) -> PyResult<Bound<'py, PyString>> {
     let (start, end) = (start as pyo3::ffi::Py_ssize_t, end as pyo3::ffi::Py_ssize_t);
     // SAFETY: a valid str and offsets within it; PyUnicode_Substring returns a new reference or NULL with an
     // exception set, which from_owned_ptr_or_err turns into an error.
@@ -286,27 +324,46 @@ fn substring<'py>(text: &Bound<'py, PyString>, start: usize, end: usize) -> PyRe
 
 /// `(index, level, number, heading, [(id, text, kind)], (id, text, heading_may_title) | None)` of every
 /// section that offers a title (`titles::scan`).
-fn py_title_scan<'py>(py: Python<'py>, out: &StructureOut, scanned: &[SectionScan]) -> PyResult<Bound<'py, PyList>> {
+fn py_title_scan<'py>(
+    py: Python<'py>,
+    out: &StructureOut,
+    scanned: &[SectionScan],
+) -> PyResult<Bound<'py, PyList>> {
     let mut items = Vec::with_capacity(scanned.len());
     for s in scanned {
         let section = &out.sections[s.index];
         let raws = s
             .raws
             .iter()
-            .map(|r| (r.id.as_str(), r.text.as_str(), PyString::intern(py, r.kind)).into_pyobject(py))
+            .map(|r| {
+                (r.id.as_str(), r.text.as_str(), PyString::intern(py, r.kind)).into_pyobject(py)
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let named = match &s.named {
-            Some(n) => (n.id.as_str(), n.text.as_str(), n.heading_may_title).into_pyobject(py)?.into_any(),
+            Some(n) => (n.id.as_str(), n.text.as_str(), n.heading_may_title)
+                .into_pyobject(py)?
+                .into_any(),
             None => py.None().into_bound(py),
         };
-        let values =
-            (s.index, section.level, section.number.as_deref(), section.heading.as_str(), PyList::new(py, raws)?, named);
+        let values = (
+            s.index,
+            section.level,
+            section.number.as_deref(),
+            section.heading.as_str(),
+            PyList::new(py, raws)?,
+            named,
+        );
         items.push(values.into_pyobject(py)?);
     }
     PyList::new(py, items)
 }
 
-fn py_structure<'py>(py: Python<'py>, types: &Types, body: &str, out: &StructureOut) -> PyResult<Bound<'py, PyAny>> {
+fn py_structure<'py>(
+    py: Python<'py>,
+    types: &Types,
+    body: &str,
+    out: &StructureOut,
+) -> PyResult<Bound<'py, PyAny>> {
     let headers = out
         .headers
         .iter()
@@ -318,7 +375,11 @@ fn py_structure<'py>(py: Python<'py>, types: &Types, body: &str, out: &Structure
             Some(h) => py_block(py, types, h, &headers)?,
             None => py.None().into_bound(py),
         };
-        let blocks = s.blocks.iter().map(|b| py_block(py, types, b, &headers)).collect::<PyResult<Vec<_>>>()?;
+        let blocks = s
+            .blocks
+            .iter()
+            .map(|b| py_block(py, types, b, &headers))
+            .collect::<PyResult<Vec<_>>>()?;
         let values = (
             s.level,
             s.number.as_deref(),
@@ -331,7 +392,11 @@ fn py_structure<'py>(py: Python<'py>, types: &Types, body: &str, out: &Structure
         );
         sections.push(make(py, &types.section, values.into_pyobject(py)?)?);
     }
-    make(py, &types.structure, (PyTuple::new(py, sections)?,).into_pyobject(py)?)
+    make(
+        py,
+        &types.structure,
+        (PyTuple::new(py, sections)?,).into_pyobject(py)?,
+    )
 }
 
 fn py_block<'py>(
@@ -344,7 +409,11 @@ fn py_block<'py>(
         Some(i) => headers[i].clone(),
         None => PyTuple::empty(py),
     };
-    let cell_links = b.cell_links.iter().map(|l| links(py, l)).collect::<PyResult<Vec<_>>>()?;
+    let cell_links = b
+        .cell_links
+        .iter()
+        .map(|l| links(py, l))
+        .collect::<PyResult<Vec<_>>>()?;
     let values: [Bound<'py, PyAny>; 12] = [
         PyString::intern(py, b.kind.name()).into_any(),
         PyString::new(py, &b.text).into_any(),
@@ -370,8 +439,14 @@ fn links<'py>(py: Python<'py>, links: &[Link]) -> PyResult<Bound<'py, PyTuple>> 
 }
 
 /// An instance of a NamedTuple class from its values.
-fn make<'py>(py: Python<'py>, cls: &Py<PyType>, values: Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-    let tuple_new = py.get_type::<PyTuple>().getattr(pyo3::intern!(py, "__new__"))?;
+fn make<'py>(
+    py: Python<'py>,
+    cls: &Py<PyType>,
+    values: Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let tuple_new = py
+        .get_type::<PyTuple>()
+        .getattr(pyo3::intern!(py, "__new__"))?;
     tuple_new.call1((cls.bind(py), values))
 }
 
@@ -407,7 +482,9 @@ impl NoteReading {
         for k in keep.try_iter()? {
             let k = k?;
             // A term with a lone surrogate is no token of any text: never found.
-            let Ok(term) = k.cast::<PyString>()?.to_str() else { continue };
+            let Ok(term) = k.cast::<PyString>()?.to_str() else {
+                continue;
+            };
             let hash = token_hash(term);
             let body = self.tokens.get(&self.norm, term, hash).unwrap_or(0);
             let title = title_tokens.get(&title_norm, term, hash).unwrap_or(0);
@@ -426,7 +503,11 @@ impl NoteReading {
     /// Only the most frequent tokens can be among them: the tokens are counted by frequency first, and
     /// only those at or above the lowest frequency that leaves twice as many as are kept are tested for
     /// stopwords and sorted (all of them, when that leaves too few terms).
-    fn top_terms<'a>(&'a self, title_norm: &'a str, title_tokens: &Tokens) -> (Vec<(&'a str, u32)>, u64) {
+    fn top_terms<'a>(
+        &'a self,
+        title_norm: &'a str,
+        title_tokens: &Tokens,
+    ) -> (Vec<(&'a str, u32)>, u64) {
         let level = |count: u32| (count as usize).min(LEVELS);
         let (mut levels, mut length) = (self.levels, self.body_length);
         // Title tokens count twice: added to the body's count of the same token, or standing alone.

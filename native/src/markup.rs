@@ -51,9 +51,29 @@ pub fn strip_pictographs(chars: &[char]) -> String {
 }
 
 /// The words a back-link or its residue may say, in the patterns' order.
-const BACK_WORDS: &[&str] = &["back to top", "back", "top", "toc", "返回顶部", "返回目录", "返回", "回到顶部", "맨 위로"];
-const RESIDUE_WORDS: &[&str] =
-    &["back to top", "back", "top", "toc", "up", "返回顶部", "返回目录", "返回", "回到顶部", "맨 위로"];
+const BACK_WORDS: &[&str] = &[
+    "back to top",
+    "back",
+    "top",
+    "toc",
+    "返回顶部",
+    "返回目录",
+    "返回",
+    "回到顶部",
+    "맨 위로",
+];
+const RESIDUE_WORDS: &[&str] = &[
+    "back to top",
+    "back",
+    "top",
+    "toc",
+    "up",
+    "返回顶部",
+    "返回目录",
+    "返回",
+    "回到顶部",
+    "맨 위로",
+];
 
 /// `BACK_TEXT`: `^\W*(?:back(?: to top)?|top|toc|返回(?:顶部|目录)?|回到顶部|맨 위로)?\W*$`, case-insensitive.
 pub fn is_back_text(text: &str) -> bool {
@@ -77,9 +97,17 @@ const CLOSERS: &[char] = &[')', ']', '）', '】'];
 fn residue_at(text: &str, i: usize) -> Option<usize> {
     let open = text[i..].chars().next()?;
     let mut j = i + open.len_utf8();
-    j += text[j..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum::<usize>();
+    j += text[j..]
+        .chars()
+        .take_while(|&c| is_space(c))
+        .map(char::len_utf8)
+        .sum::<usize>();
     let close_at = |k: usize| -> Option<usize> {
-        let k = k + text[k..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum::<usize>();
+        let k = k + text[k..]
+            .chars()
+            .take_while(|&c| is_space(c))
+            .map(char::len_utf8)
+            .sum::<usize>();
         let c = text[k..].chars().next()?;
         CLOSERS.contains(&c).then(|| k + c.len_utf8())
     };
@@ -99,7 +127,8 @@ pub fn clean_heading(text: &str) -> String {
     let collapsed = collapse(text);
     // Most headings: no emoji to strip (a keycap needs U+20E3, © and ® go only before U+FE0F) and no
     // bracket a residue could open with, so nothing to remove and nothing to collapse again.
-    let plain = |c: char| !(c == '\u{20e3}' || c == '\u{fe0f}' || is_pictograph(c) || OPENERS.contains(&c));
+    let plain =
+        |c: char| !(c == '\u{20e3}' || c == '\u{fe0f}' || is_pictograph(c) || OPENERS.contains(&c));
     if collapsed.chars().all(plain) {
         return collapsed;
     }
@@ -122,7 +151,12 @@ pub fn clean_heading(text: &str) -> String {
 }
 
 fn decimal_run(text: &str, i: usize, max: usize) -> usize {
-    text[i..].chars().take(max).take_while(|&c| is_decimal(c)).map(char::len_utf8).sum()
+    text[i..]
+        .chars()
+        .take(max)
+        .take_while(|&c| is_decimal(c))
+        .map(char::len_utf8)
+        .sum()
 }
 
 /// `_PLAIN_NO`'s repetitions `(?:\.\d{1,3})*` from `i`, then `\.?(?=\s|$)`: the end of the number.
@@ -133,7 +167,10 @@ fn plain_tail(text: &str, i: usize) -> Option<usize> {
         let mut w = full;
         while w > 0 {
             widths.push(w);
-            let last = text[i + 1..i + 1 + w].chars().next_back().map_or(1, char::len_utf8);
+            let last = text[i + 1..i + 1 + w]
+                .chars()
+                .next_back()
+                .map_or(1, char::len_utf8);
             w -= last;
         }
         for w in widths {
@@ -156,7 +193,11 @@ fn plain_tail(text: &str, i: usize) -> Option<usize> {
 pub fn section_number(heading: &str) -> Option<String> {
     for (i, _) in heading.match_indices('§') {
         let j = i + '§'.len_utf8();
-        let j = j + heading[j..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum::<usize>();
+        let j = j + heading[j..]
+            .chars()
+            .take_while(|&c| is_space(c))
+            .map(char::len_utf8)
+            .sum::<usize>();
         let first = decimal_run(heading, j, usize::MAX);
         if first == 0 {
             continue;
@@ -230,7 +271,13 @@ pub fn html_sources(raw: &str) -> Vec<String> {
 }
 
 fn src_value(raw: &str, mut j: usize) -> Option<(usize, usize)> {
-    let spaces = |k: usize| raw[k..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum::<usize>();
+    let spaces = |k: usize| {
+        raw[k..]
+            .chars()
+            .take_while(|&c| is_space(c))
+            .map(char::len_utf8)
+            .sum::<usize>()
+    };
     j += spaces(j);
     if !raw[j..].starts_with('=') {
         return None;
@@ -240,7 +287,10 @@ fn src_value(raw: &str, mut j: usize) -> Option<(usize, usize)> {
     if raw[j..].starts_with(['"', '\'']) {
         j += 1;
     }
-    let len: usize =
-        raw[j..].chars().take_while(|&c| !matches!(c, '"' | '\'' | '<' | '>') && !is_space(c)).map(char::len_utf8).sum();
+    let len: usize = raw[j..]
+        .chars()
+        .take_while(|&c| !matches!(c, '"' | '\'' | '<' | '>') && !is_space(c))
+        .map(char::len_utf8)
+        .sum();
     (len > 0).then_some((j, j + len))
 }

@@ -52,19 +52,26 @@ fn bad(what: &str) -> PyErr {
 
 /// `what`, with the stream's own error after a call failed (DuckDB's: an interrupt, memory, a cast), when it says.
 fn failed(stream: &mut Stream, what: &str) -> PyErr {
-    let Some(last) = stream.0.get_last_error else { return bad(what) };
+    let Some(last) = stream.0.get_last_error else {
+        return bad(what);
+    };
     // SAFETY: a failed call's error is a C string valid until the stream's next call or release; copied here.
     let error = unsafe { last(&mut stream.0) };
     if error.is_null() {
         return bad(what);
     }
-    bad(&format!("{what}: {}", unsafe { CStr::from_ptr(error) }.to_string_lossy()))
+    bad(&format!(
+        "{what}: {}",
+        unsafe { CStr::from_ptr(error) }.to_string_lossy()
+    ))
 }
 
 fn open(rows: &Bound<'_, PyAny>) -> PyResult<Stream> {
     let capsule = rows.call_method0("__arrow_c_stream__")?;
     let capsule = capsule.cast::<PyCapsule>()?;
-    let pointer = capsule.pointer_checked(Some(STREAM))?.cast::<ArrowArrayStream>();
+    let pointer = capsule
+        .pointer_checked(Some(STREAM))?
+        .cast::<ArrowArrayStream>();
     // SAFETY: a capsule of that name holds a valid stream; it is moved out and its release cleared in the
     // capsule, so that the capsule's destructor leaves it to us.
     let mut stream = unsafe {
@@ -137,7 +144,10 @@ fn each_row(stream: &mut Stream, mut row: impl FnMut(i64, &[u64]) -> PyResult<()
 
 /// Whether an array may hold a NULL: a count of them, or an unknown count (-1) beside a validity bitmap.
 unsafe fn may_hold_null(array: &ArrowArray) -> bool {
-    unsafe { array.null_count > 0 || (array.null_count < 0 && array.n_buffers > 0 && !(*array.buffers).is_null()) }
+    unsafe {
+        array.null_count > 0
+            || (array.null_count < 0 && array.n_buffers > 0 && !(*array.buffers).is_null())
+    }
 }
 
 /// Whether `array` has `children` children (none a null pointer) and `buffers` buffers.
@@ -166,14 +176,16 @@ unsafe fn batch_rows(
             return Err(bad("a batch of another shape"));
         }
         let items = &**list.children;
-        if may_hold_null(batch) || may_hold_null(pos) || may_hold_null(list) || may_hold_null(items) {
+        if may_hold_null(batch) || may_hold_null(pos) || may_hold_null(list) || may_hold_null(items)
+        {
             return Err(bad("a NULL"));
         }
         // The rows (from the struct's offset and each child's own) within the children, the items' offsets
         // within the items: a producer's lengths and offsets are checked before a value is read.
         let rows = batch.offset.checked_add(batch.length);
         let within = |a: &ArrowArray| {
-            a.offset >= 0 && rows.is_some_and(|r| batch.offset >= 0 && batch.length >= 0 && r <= a.length)
+            a.offset >= 0
+                && rows.is_some_and(|r| batch.offset >= 0 && batch.length >= 0 && r <= a.length)
         };
         if !within(pos) || !within(list) || items.offset < 0 || items.length < 0 {
             return Err(bad("a batch whose rows are out of its columns"));
@@ -196,7 +208,10 @@ unsafe fn batch_rows(
             }
             // An empty list's items may have no buffer at all.
             let slots = if end > start {
-                std::slice::from_raw_parts(values.add((items.offset + start) as usize), (end - start) as usize)
+                std::slice::from_raw_parts(
+                    values.add((items.offset + start) as usize),
+                    (end - start) as usize,
+                )
             } else {
                 &[]
             };
@@ -218,7 +233,11 @@ fn band_key(slots: &[u64]) -> u64 {
 /// A signature's sketch: the low two bits of each slot, `PER_WORD` slots a word.
 fn sketch(slots: &[u64], out: &mut Vec<u64>) {
     for word in slots.chunks(PER_WORD) {
-        out.push(word.iter().enumerate().fold(0, |w, (k, v)| w | ((v & 3) << (2 * k))));
+        out.push(
+            word.iter()
+                .enumerate()
+                .fold(0, |w, (k, v)| w | ((v & 3) << (2 * k))),
+        );
     }
 }
 
@@ -248,7 +267,9 @@ pub fn near_candidates(
         return Err(bad("bands of no slots"));
     }
     // Past usize, the product wrapped (to 0 at 2^63 x 2) and the band keys were read past their end: a panic.
-    let banded = bands.checked_mul(rows_per_band).ok_or_else(|| bad("signatures of too few slots"))?;
+    let banded = bands
+        .checked_mul(rows_per_band)
+        .ok_or_else(|| bad("signatures of too few slots"))?;
     let mut stream = open(rows)?;
     let (mut positions, mut keys, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
     let mut width = None;
@@ -276,7 +297,10 @@ pub fn near_candidates(
             ) >= needed
         })
     });
-    Ok(pairs.into_iter().map(|(i, f)| (positions[i], positions[f])).collect())
+    Ok(pairs
+        .into_iter()
+        .map(|(i, f)| (positions[i], positions[f]))
+        .collect())
 }
 
 /// (row, the first row of a bucket it shares) for each row of `positions` and each of its `bands` keys, when
@@ -312,7 +336,11 @@ fn bucket_pairs(
 /// How many slots of each pair's signatures are equal (`rows`: (pos, signature) of every position the pairs
 /// name, at least).
 #[pyfunction]
-pub fn near_same(py: Python<'_>, rows: &Bound<'_, PyAny>, pairs: Vec<(i64, i64)>) -> PyResult<Vec<(i64, i64, usize)>> {
+pub fn near_same(
+    py: Python<'_>,
+    rows: &Bound<'_, PyAny>,
+    pairs: Vec<(i64, i64)>,
+) -> PyResult<Vec<(i64, i64, usize)>> {
     let mut stream = open(rows)?;
     let mut signatures: FxHashMap<i64, Vec<u64>> = FxHashMap::default();
     py.detach(|| {
@@ -326,7 +354,9 @@ pub fn near_same(py: Python<'_>, rows: &Bound<'_, PyAny>, pairs: Vec<(i64, i64)>
         pairs
             .into_iter()
             .map(|(x, y)| match (signatures.get(&x), signatures.get(&y)) {
-                (Some(a), Some(b)) if a.len() == b.len() => Ok((x, y, a.iter().zip(b).filter(|(p, q)| p == q).count())),
+                (Some(a), Some(b)) if a.len() == b.len() => {
+                    Ok((x, y, a.iter().zip(b).filter(|(p, q)| p == q).count()))
+                }
                 _ => Err(bad("a pair's signature is missing or of another length")),
             })
             .collect()

@@ -51,7 +51,10 @@ fn inert(c: char) -> bool {
         // and the curly quotes are their own NFKC (no decomposition, ccc=0); the full-width forms are not.
         0x3001 | 0x3002 | 0xd7 | 0xf7 | 0x2013 | 0x2014 | 0x2018..=0x201d => true,
         0xff01..=0xff5e => false,
-        _ => canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes,
+        _ => {
+            canonical_combining_class(c) == 0
+                && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+        }
     }
 }
 
@@ -140,7 +143,11 @@ fn push_nfkc(out: &mut String, stretch: &str) -> bool {
     let first = chars.next();
     if first.is_some_and(|c| wide(c) || inert(c)) && chars.clone().all(wide) {
         for c in first.into_iter().chain(chars) {
-            out.push(if wide(c) { char::from_u32(c as u32 - 0xfee0).unwrap_or(c) } else { c });
+            out.push(if wide(c) {
+                char::from_u32(c as u32 - 0xfee0).unwrap_or(c)
+            } else {
+                c
+            });
         }
         return false;
     }

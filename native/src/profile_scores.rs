@@ -68,13 +68,30 @@ impl ProfileScores {
         let (k1, b, softness) = constants;
         let axes = names.len();
         if shares.len() != axes || index.iter().any(|(_, e)| e.iter().any(|&(a, _)| a >= axes)) {
-            return Err(PyValueError::new_err("profile scores: an axis number out of range"));
+            return Err(PyValueError::new_err(
+                "profile scores: an axis number out of range",
+            ));
         }
         let mut terms = FxHashMap::default();
         for (place, (string, entries)) in index.into_iter().enumerate() {
-            terms.insert(string.to_str()?.to_owned(), Term { string: string.unbind(), entries, place });
+            terms.insert(
+                string.to_str()?.to_owned(),
+                Term {
+                    string: string.unbind(),
+                    entries,
+                    place,
+                },
+            );
         }
-        Ok(Self { names, index: terms, shares, average_length, k1, b, softness })
+        Ok(Self {
+            names,
+            index: terms,
+            shares,
+            average_length,
+            k1,
+            b,
+            softness,
+        })
     }
 
     /// Axis name → its score rounded to 4 decimals as Python's `round` rounds (the nearest, ties to even: Rust's
@@ -91,7 +108,11 @@ impl ProfileScores {
     ) -> PyResult<Bound<'py, PyDict>> {
         let counts = as_dict(counts)?;
         let keyword_counts = keyword_counts.map(as_dict).transpose()?;
-        let ratio = if length != 0 { length as f64 / self.average_length } else { 1.0 };
+        let ratio = if length != 0 {
+            length as f64 / self.average_length
+        } else {
+            1.0
+        };
         let norm = self.k1 * (1.0 - self.b + self.b * ratio);
         // The terms used, each with its saturations, summed below in the profile's order: a stored source's
         // counts come in DuckDB's order (json_group_object, unordered), and float sums of three terms or more
@@ -99,9 +120,15 @@ impl ProfileScores {
         let mut used: Vec<(usize, &[Entry], f64, f64)> = Vec::new();
         for (key, value) in counts.iter() {
             let Some(term) = term_of(&key) else { continue };
-            let Some(Term { entries, place, .. }) = self.index.get(term) else { continue };
+            let Some(Term { entries, place, .. }) = self.index.get(term) else {
+                continue;
+            };
             let c: i64 = value.extract()?;
-            let sat = if c != 0 { c as f64 / (c as f64 + norm) } else { 0.0 };
+            let sat = if c != 0 {
+                c as f64 / (c as f64 + norm)
+            } else {
+                0.0
+            };
             let k: i64 = match &keyword_counts {
                 Some(whole) => match whole.get_item(&key)? {
                     Some(v) => v.extract()?,
@@ -109,7 +136,11 @@ impl ProfileScores {
                 },
                 None => c,
             };
-            let keyword_sat = if k != 0 { k as f64 / (k as f64 + norm) } else { 0.0 };
+            let keyword_sat = if k != 0 {
+                k as f64 / (k as f64 + norm)
+            } else {
+                0.0
+            };
             used.push((*place, entries.as_slice(), sat, keyword_sat));
         }
         used.sort_unstable_by_key(|u| u.0);
@@ -127,7 +158,10 @@ impl ProfileScores {
         let out = PyDict::new(py);
         for (axis, name) in self.names.iter().enumerate() {
             let share = self.shares[axis];
-            out.set_item(name, round4((1.0 - share) * (1.0 - missing[axis]) + share * coverage[axis]))?;
+            out.set_item(
+                name,
+                round4((1.0 - share) * (1.0 - missing[axis]) + share * coverage[axis]),
+            )?;
         }
         Ok(out)
     }
@@ -145,12 +179,26 @@ impl ProfileScores {
         let mut found: Vec<(i64, &str, &Py<PyString>)> = Vec::new();
         for (key, value) in as_dict(counts)?.iter() {
             let Some(term) = term_of(&key) else { continue };
-            let Some((own, Term { string, entries, .. })) = self.index.get_key_value(term) else { continue };
+            let Some((
+                own,
+                Term {
+                    string, entries, ..
+                },
+            )) = self.index.get_key_value(term)
+            else {
+                continue;
+            };
             if entries.iter().any(|&(a, _)| a == axis) {
                 found.push((value.extract()?, own.as_str(), string));
             }
         }
         found.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(y.1)));
-        PyTuple::new(py, found.into_iter().take(limit).map(|(_, _, string)| string.bind(py)))
+        PyTuple::new(
+            py,
+            found
+                .into_iter()
+                .take(limit)
+                .map(|(_, _, string)| string.bind(py)),
+        )
     }
 }

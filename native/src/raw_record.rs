@@ -15,7 +15,10 @@ const KEY: &[u8] = b"\"content\":\"";
 /// unless the record holds no backslash (no escape anywhere, so every key is written as it reads), names
 /// `"content"` once, followed at once by its string, and that string is padded canonical URL-safe base64.
 #[pyfunction]
-pub fn raw_content<'py>(py: Python<'py>, value: &[u8]) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+pub fn raw_content<'py>(
+    py: Python<'py>,
+    value: &[u8],
+) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     if memchr::memchr(b'\\', value).is_some() {
         return None;
     }

@@ -22,7 +22,8 @@ pub fn record_batches_intact(py: Python<'_>, data: &[u8]) -> bool {
 fn batches_intact(data: &[u8]) -> bool {
     let mut at = 0;
     while data.len() - at >= MAGIC_AT + 1 {
-        let length = i32::from_be_bytes(data[at + LENGTH_AT..at + LENGTH_AT + 4].try_into().unwrap());
+        let length =
+            i32::from_be_bytes(data[at + LENGTH_AT..at + LENGTH_AT + 4].try_into().unwrap());
         let Ok(length) = usize::try_from(length) else {
             return false; // negative as aiokafka reads it: its pure-Python records can slice back from the end
         };

@@ -143,12 +143,23 @@ impl Builder {
         if self.lead_open && self.lead_at.is_none() && leads {
             self.lead_at = Some(self.inline.len());
         }
-        let outer_alt = if tag == Inline::Image { self.alt.replace(String::new()) } else { None };
-        self.inline.push(Open { tag, start: self.parts.len(), url, outer_alt });
+        let outer_alt = if tag == Inline::Image {
+            self.alt.replace(String::new())
+        } else {
+            None
+        };
+        self.inline.push(Open {
+            tag,
+            start: self.parts.len(),
+            url,
+            outer_alt,
+        });
     }
 
     fn close(&mut self) {
-        let Some(open) = self.inline.pop() else { return };
+        let Some(open) = self.inline.pop() else {
+            return;
+        };
         match open.tag {
             Inline::Image => {
                 let alt = self.alt.take().unwrap_or_default();
@@ -158,7 +169,8 @@ impl Builder {
             Inline::Link => {
                 let text = collapse(&self.parts[open.start..]);
                 let nav = self.kind == Kind::Heading
-                    && (open.url.starts_with('#') || (text.chars().count() <= 40 && is_back_text(&text)));
+                    && (open.url.starts_with('#')
+                        || (text.chars().count() <= 40 && is_back_text(&text)));
                 if nav {
                     self.nav.push((open.start, self.parts.len()));
                 }
@@ -299,7 +311,11 @@ impl Walk<'_> {
                     }
                     self.push(Container::Paragraph, Some(t));
                 } else {
-                    let kind = if self.quotes > 0 { Kind::Quote } else { Kind::Paragraph };
+                    let kind = if self.quotes > 0 {
+                        Kind::Quote
+                    } else {
+                        Kind::Paragraph
+                    };
                     let b = self.block(kind, at, 0);
                     self.push(Container::Paragraph, Some(b));
                 }
@@ -337,7 +353,14 @@ impl Walk<'_> {
                 if !head {
                     self.sections.last_mut().expect("a section").blocks.push(b);
                 }
-                self.push(if head { Container::TableHead } else { Container::TableRow }, Some(b));
+                self.push(
+                    if head {
+                        Container::TableHead
+                    } else {
+                        Container::TableRow
+                    },
+                    Some(b),
+                );
             }
             Tag::TableCell => {
                 let cell = self.add(Builder::new(Kind::Paragraph, 0, 0, false));
@@ -374,7 +397,9 @@ impl Walk<'_> {
     }
 
     fn end(&mut self, at: usize) {
-        let Some((tag, builder)) = self.stack.pop() else { return };
+        let Some((tag, builder)) = self.stack.pop() else {
+            return;
+        };
         self.target = self.stack.last().and_then(|(_, b)| *b);
         match tag {
             Container::List => self.lists -= 1,
@@ -384,7 +409,11 @@ impl Walk<'_> {
             }
             Container::TableHead => {
                 if let (Some(b), false) = (builder, self.header.is_empty()) {
-                    let cells = self.arena[b].cells.iter().map(|&c| self.arena[c].plain()).collect();
+                    let cells = self.arena[b]
+                        .cells
+                        .iter()
+                        .map(|&c| self.arena[c].plain())
+                        .collect();
                     self.headers.push(cells);
                     *self.header.last_mut().expect("an open table") = Some(self.headers.len() - 1);
                 }
@@ -427,13 +456,23 @@ fn is_inline_end(tag: &TagEnd) -> bool {
 
 /// The options the reference passes pyromark: tables, strikethrough, task lists, footnotes.
 fn options() -> Options {
-    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_FOOTNOTES
+    Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES
 }
 
 /// The sections and blocks of a Markdown body.
 pub fn parse(body: &str) -> StructureOut {
     let mut walk = Walk {
-        offsets: Offsets { text: body, byte: 0, char: 0, line_byte: 0, line: 1, ascii: body.is_ascii() },
+        offsets: Offsets {
+            text: body,
+            byte: 0,
+            char: 0,
+            line_byte: 0,
+            line: 1,
+            ascii: body.is_ascii(),
+        },
         arena: Vec::new(),
         sections: vec![Section::default()],
         stack: Vec::new(),
@@ -510,25 +549,44 @@ fn block_out(arena: &mut [Builder], b: usize) -> BlockOut {
         Kind::TableRow => {
             let cells = std::mem::take(&mut arena[b].cells);
             out.cells = cells.iter().map(|&c| arena[c].take_plain()).collect();
-            out.text = out.cells.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>().join(" · ");
-            out.images = cells.iter().flat_map(|&c| std::mem::take(&mut arena[c].images)).collect();
+            out.text = out
+                .cells
+                .iter()
+                .filter(|c| !c.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" · ");
+            out.images = cells
+                .iter()
+                .flat_map(|&c| std::mem::take(&mut arena[c].images))
+                .collect();
             out.lead = cells
                 .iter()
                 .zip(&out.cells)
                 .find(|(_, t)| !t.is_empty())
                 .map(|(&c, _)| std::mem::take(&mut arena[c].lead))
                 .unwrap_or_default();
-            out.cell_links = cells.iter().map(|&c| std::mem::take(&mut arena[c].links)).collect();
+            out.cell_links = cells
+                .iter()
+                .map(|&c| std::mem::take(&mut arena[c].links))
+                .collect();
             out.links = out.cell_links.iter().flatten().cloned().collect();
             out.header = arena[b].header;
         }
         Kind::Html => {
             out.text = html_text(&arena[b].parts);
-            out.images = html_sources(&arena[b].parts).into_iter().map(|u| (String::new(), u)).collect();
+            out.images = html_sources(&arena[b].parts)
+                .into_iter()
+                .map(|u| (String::new(), u))
+                .collect();
         }
         _ => {
             let builder = &mut arena[b];
-            out.text = if kind == Kind::Code { String::new() } else { builder.take_plain() };
+            out.text = if kind == Kind::Code {
+                String::new()
+            } else {
+                builder.take_plain()
+            };
             out.links = std::mem::take(&mut builder.links);
             out.images = std::mem::take(&mut builder.images);
             out.lead = std::mem::take(&mut builder.lead);
@@ -558,7 +616,10 @@ fn finish(body: &str, mut walk: Walk) -> StructureOut {
         let lead_chars = lead_bytes; // the trimmed characters are one byte each
         let _ = start;
         let text_chars = text.chars().count();
-        let heading = s.head.map(|h| walk.arena[h].heading_text()).unwrap_or_default();
+        let heading = s
+            .head
+            .map(|h| walk.arena[h].heading_text())
+            .unwrap_or_default();
         out.push(SectionOut {
             level: s.level,
             number: s.head.and_then(|_| section_number(&heading)),
@@ -566,10 +627,20 @@ fn finish(body: &str, mut walk: Walk) -> StructureOut {
             head: s.head.map(|h| block_out(&mut walk.arena, h)),
             start: start + lead_chars,
             end: start + lead_chars + text_chars,
-            bytes: (start_byte + lead_bytes, start_byte + lead_bytes + text.len()),
-            blocks: s.blocks.iter().map(|&b| block_out(&mut walk.arena, b)).collect(),
+            bytes: (
+                start_byte + lead_bytes,
+                start_byte + lead_bytes + text.len(),
+            ),
+            blocks: s
+                .blocks
+                .iter()
+                .map(|&b| block_out(&mut walk.arena, b))
+                .collect(),
         });
         let _ = end;
     }
-    StructureOut { sections: out, headers: std::mem::take(&mut walk.headers) }
+    StructureOut {
+        sections: out,
+        headers: std::mem::take(&mut walk.headers),
+    }
 }

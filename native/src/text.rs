@@ -36,7 +36,9 @@ impl Tokens {
     /// A table sized for a text of `bytes` (a distinct token every few bytes): a note's table is not grown
     /// and rehashed on the way.
     fn for_text(bytes: usize) -> Self {
-        Tokens { table: HashTable::with_capacity(bytes / 8 + 16) }
+        Tokens {
+            table: HashTable::with_capacity(bytes / 8 + 16),
+        }
     }
 
     fn add(&mut self, text: &str, start: usize, end: usize, times: u32) {
@@ -46,11 +48,17 @@ impl Tokens {
         let mut h = FxHasher::default();
         h.write(token);
         let hash = h.finish();
-        let eq = |t: &Token| t.hash == hash && same(&bytes[t.start as usize..t.end as usize], token);
+        let eq =
+            |t: &Token| t.hash == hash && same(&bytes[t.start as usize..t.end as usize], token);
         match self.table.find_mut(hash, eq) {
             Some(t) => t.count += times,
             None => {
-                let t = Token { start: start as u32, end: end as u32, hash, count: times };
+                let t = Token {
+                    start: start as u32,
+                    end: end as u32,
+                    hash,
+                    count: times,
+                };
                 self.table.insert_unique(hash, t, |t| t.hash);
             }
         }
@@ -64,7 +72,9 @@ impl Tokens {
     /// The entry of `token` (a string of `other`, looked up in this table over `text`).
     pub fn find(&self, text: &str, token: &str, hash: u64) -> Option<&Token> {
         let (bytes, token) = (text.as_bytes(), token.as_bytes());
-        self.table.find(hash, |t| t.hash == hash && &bytes[t.start as usize..t.end as usize] == token)
+        self.table.find(hash, |t| {
+            t.hash == hash && &bytes[t.start as usize..t.end as usize] == token
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -123,7 +133,10 @@ fn noise_at(text: &str, i: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let b = bytes[i];
     if NOISE[b as usize] {
-        let run = bytes[i..].iter().take_while(|&&c| NOISE[c as usize]).count();
+        let run = bytes[i..]
+            .iter()
+            .take_while(|&&c| NOISE[c as usize])
+            .count();
         return Some(i + run);
     }
     if b == b'-' || b == b'=' {
@@ -136,12 +149,20 @@ fn noise_at(text: &str, i: usize) -> Option<usize> {
         return None;
     }
     let rest = &text[i..];
-    let indent: usize = rest.chars().take_while(|&c| c != '\n' && is_space(c)).map(char::len_utf8).sum();
+    let indent: usize = rest
+        .chars()
+        .take_while(|&c| c != '\n' && is_space(c))
+        .map(char::len_utf8)
+        .sum();
     let after = &rest[indent..];
     if !after.starts_with(['-', '+']) {
         return None;
     }
-    let space: usize = after[1..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum();
+    let space: usize = after[1..]
+        .chars()
+        .take_while(|&c| is_space(c))
+        .map(char::len_utf8)
+        .sum();
     (space > 0).then_some(i + indent + 1 + space)
 }
 
@@ -154,7 +175,10 @@ fn noise_at(text: &str, i: usize) -> Option<usize> {
 pub fn scan(norm: &str, strip: bool) -> Scan {
     let bytes = norm.as_bytes();
     let mut tokens = Tokens::for_text(norm.len());
-    let mut out = Stripped { text: String::with_capacity(if strip { norm.len() } else { 0 }), ..Stripped::new(strip) };
+    let mut out = Stripped {
+        text: String::with_capacity(if strip { norm.len() } else { 0 }),
+        ..Stripped::new(strip)
+    };
     let mut word: Option<usize> = None; // start of the word being read
     let mut cjk: Option<(usize, usize, usize)> = None; // (run start, previous character's start, characters)
     let mut i = 0;
@@ -183,7 +207,11 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
                 continue;
             }
         }
-        let c = if b < 0x80 { b as char } else { norm[i..].chars().next().unwrap_or('\0') };
+        let c = if b < 0x80 {
+            b as char
+        } else {
+            norm[i..].chars().next().unwrap_or('\0')
+        };
         if is_space(c) {
             out.brk(i);
             end_word(&mut tokens, norm, &mut word, i);
@@ -209,7 +237,10 @@ pub fn scan(norm: &str, strip: bool) -> Scan {
     out.finish(norm);
     end_word(&mut tokens, norm, &mut word, norm.len());
     end_cjk(&mut tokens, norm, &mut cjk, norm.len());
-    Scan { tokens, stripped: out.text }
+    Scan {
+        tokens,
+        stripped: out.text,
+    }
 }
 
 /// The end of the run of ASCII letters and digits from `i`: sixteen bytes at a time where the CPU's baseline
@@ -226,7 +257,10 @@ fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
         }
         i += 16;
     }
-    i + bytes[i..].iter().take_while(|c| c.is_ascii_alphanumeric()).count()
+    i + bytes[i..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .count()
 }
 
 /// A bit for each of the 16 bytes at `p` that is not an ASCII letter or digit. Signed compares: a byte of
@@ -236,16 +270,27 @@ fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
 unsafe fn not_alnum16(p: *const u8) -> u32 {
     use std::arch::x86_64::*;
     let x = _mm_loadu_si128(p.cast());
-    let digit = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(0x2f)), _mm_cmplt_epi8(x, _mm_set1_epi8(0x3a)));
+    let digit = _mm_and_si128(
+        _mm_cmpgt_epi8(x, _mm_set1_epi8(0x2f)),
+        _mm_cmplt_epi8(x, _mm_set1_epi8(0x3a)),
+    );
     let folded = _mm_or_si128(x, _mm_set1_epi8(0x20)); // a capital to its small letter
-    let letter =
-        _mm_and_si128(_mm_cmpgt_epi8(folded, _mm_set1_epi8(0x60)), _mm_cmplt_epi8(folded, _mm_set1_epi8(0x7b)));
+    let letter = _mm_and_si128(
+        _mm_cmpgt_epi8(folded, _mm_set1_epi8(0x60)),
+        _mm_cmplt_epi8(folded, _mm_set1_epi8(0x7b)),
+    );
     !(_mm_movemask_epi8(_mm_or_si128(digit, letter)) as u32) & 0xffff
 }
 
 /// The CJK characters from `i` (the first, `len` bytes long, already read): each makes a bigram with the one
 /// before it. Returns where the run ends.
-fn cjk_run(tokens: &mut Tokens, norm: &str, run: &mut Option<(usize, usize, usize)>, i: usize, len: usize) -> usize {
+fn cjk_run(
+    tokens: &mut Tokens,
+    norm: &str,
+    run: &mut Option<(usize, usize, usize)>,
+    i: usize,
+    len: usize,
+) -> usize {
     let (mut at, mut len) = (i, len);
     loop {
         let after = at + len;
@@ -273,7 +318,11 @@ fn cjk_len(norm: &str, at: usize) -> usize {
     match bytes.get(at) {
         Some(&b) if b < 0x80 => 0,
         Some(_) if is_unified_ideograph(bytes, at) => 3,
-        Some(_) => norm[at..].chars().next().filter(|&c| is_cjk(c)).map_or(0, char::len_utf8),
+        Some(_) => norm[at..]
+            .chars()
+            .next()
+            .filter(|&c| is_cjk(c))
+            .map_or(0, char::len_utf8),
         None => 0,
     }
 }
@@ -290,7 +339,12 @@ struct Stripped {
 
 impl Stripped {
     fn new(on: bool) -> Self {
-        Stripped { text: String::new(), on, visible: None, gap: None }
+        Stripped {
+            text: String::new(),
+            on,
+            visible: None,
+            gap: None,
+        }
     }
 
     /// A visible character at `i`.
@@ -327,7 +381,8 @@ impl Stripped {
     /// The end of the text: the last run copied.
     fn finish(&mut self, norm: &str) {
         if let Some(start) = self.visible.take() {
-            self.text.push_str(&norm[start..self.gap.take().unwrap_or(norm.len())]);
+            self.text
+                .push_str(&norm[start..self.gap.take().unwrap_or(norm.len())]);
         }
     }
 }

@@ -204,7 +204,10 @@ impl TextColumns {
     ) -> PyResult<PyClassInitializer<Self>> {
         // A column named "blob:NAME" holds `bytes` as they are (Arrow large binary), not text.
         let blobs: Vec<bool> = names.iter().map(|n| n.starts_with("blob:")).collect();
-        let names: Vec<String> = names.into_iter().map(|n| n.trim_start_matches("blob:").to_string()).collect();
+        let names: Vec<String> = names
+            .into_iter()
+            .map(|n| n.trim_start_matches("blob:").to_string())
+            .collect();
         let (names, length) = arrow_stream::shape(names, &columns)?;
         let raws = columns
             .iter()

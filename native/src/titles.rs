@@ -54,12 +54,24 @@ fn block_ids(block: &BlockOut) -> Vec<String> {
 
 /// Whether `text` is one of `words`, ASCII letters compared as `re.IGNORECASE` compares them.
 fn is_one_of(text: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| starts_with_ignorecase(text, w) == Some(text.len()))
+    words
+        .iter()
+        .any(|w| starts_with_ignorecase(text, w) == Some(text.len()))
 }
 
 /// `_TITLE_COLUMNS`, most telling first: a title, a paper, a name.
 const TITLE_COLUMNS: [&[&str]; 3] = [
-    &["paper title", "paper titles", "title", "titles", "标题", "论文标题", "题目", "제목", "논문 제목"],
+    &[
+        "paper title",
+        "paper titles",
+        "title",
+        "titles",
+        "标题",
+        "论文标题",
+        "题目",
+        "제목",
+        "논문 제목",
+    ],
     &["paper", "papers", "论文", "논문", "publication"],
     &["name", "method", "model", "名称", "方法", "模型", "이름"],
 ];
@@ -70,10 +82,14 @@ fn title_column(header: &[String]) -> Option<usize> {
         .iter()
         .map(|c| {
             let chars: Vec<char> = c.chars().collect();
-            collapse(&strip_pictographs(&chars)).trim_matches([' ', '*', ':', '：']).to_string()
+            collapse(&strip_pictographs(&chars))
+                .trim_matches([' ', '*', ':', '：'])
+                .to_string()
         })
         .collect();
-    TITLE_COLUMNS.iter().find_map(|words| cells.iter().position(|c| is_one_of(c, words)))
+    TITLE_COLUMNS
+        .iter()
+        .find_map(|words| cells.iter().position(|c| is_one_of(c, words)))
 }
 
 /// `processors.id_titles.title_cell`: the cell under a table row's title column, "" without one (`columns`:
@@ -87,14 +103,35 @@ fn title_cell<'a>(block: &'a BlockOut, columns: &[Option<usize>]) -> &'a str {
 
 /// `_LABEL`'s words: a lead that is only a title label (`**原文标题：**`).
 const LABELS: &[&str] = &[
-    "原文标题", "原标题", "英文标题", "论文标题", "标题", "original title", "paper title", "title", "제목",
-    "논문 제목", "원제",
+    "原文标题",
+    "原标题",
+    "英文标题",
+    "论文标题",
+    "标题",
+    "original title",
+    "paper title",
+    "title",
+    "제목",
+    "논문 제목",
+    "원제",
 ];
 /// The words a `Title:` line may open with, in the pattern's order.
-const LINE_LABELS: &[&str] = &["原文标题", "原标题", "英文标题", "论文标题", "original title", "paper title", "title"];
+const LINE_LABELS: &[&str] = &[
+    "原文标题",
+    "原标题",
+    "英文标题",
+    "论文标题",
+    "original title",
+    "paper title",
+    "title",
+];
 
 fn skip_space(text: &str, i: usize) -> usize {
-    i + text[i..].chars().take_while(|&c| is_space(c)).map(char::len_utf8).sum::<usize>()
+    i + text[i..]
+        .chars()
+        .take_while(|&c| is_space(c))
+        .map(char::len_utf8)
+        .sum::<usize>()
 }
 
 /// After a label word: `\s*(?:[:：]\s*)?$`.
@@ -109,7 +146,10 @@ fn label_end(text: &str, i: usize) -> bool {
 /// After a line's label word: `\s*[:：]\s*`, the end of the match.
 fn line_label_end(text: &str, i: usize) -> Option<usize> {
     let j = skip_space(text, i);
-    let c = text[j..].chars().next().filter(|&c| c == ':' || c == '：')?;
+    let c = text[j..]
+        .chars()
+        .next()
+        .filter(|&c| c == ':' || c == '：')?;
     Some(skip_space(text, j + c.len_utf8()))
 }
 
@@ -117,13 +157,20 @@ fn line_label_end(text: &str, i: usize) -> Option<usize> {
 /// no other letter matches them under `re.IGNORECASE` — or the first character of a CJK or Korean label).
 /// Most blocks are ruled out here, before any word is compared.
 fn may_open_label(text: &str) -> bool {
-    matches!(text.chars().next(), Some('o' | 'O' | 'p' | 'P' | 't' | 'T' | '原' | '英' | '论' | '标' | '제' | '논' | '원'))
+    matches!(
+        text.chars().next(),
+        Some('o' | 'O' | 'p' | 'P' | 't' | 'T' | '原' | '英' | '论' | '标' | '제' | '논' | '원')
+    )
 }
 
 /// `processors.id_titles.title_line`: the title a `Title: …` block states, "" if it is no title line.
 fn title_line(block: &BlockOut) -> &str {
     let lead = block.lead.as_str();
-    if may_open_label(lead) && LABELS.iter().any(|w| starts_with_ignorecase(lead, w).is_some_and(|n| label_end(lead, n))) {
+    if may_open_label(lead)
+        && LABELS
+            .iter()
+            .any(|w| starts_with_ignorecase(lead, w).is_some_and(|n| label_end(lead, n)))
+    {
         return block.text.strip_prefix(lead).unwrap_or("");
     }
     let text = block.text.as_str();
@@ -155,7 +202,12 @@ fn scan_section(index: usize, section: &SectionOut, columns: &[Option<usize>]) -
     let mut section_ids: Vec<String> = Vec::new();
     let mut seen: FxHashSet<String> = FxHashSet::default(); // a hostile section cites 10 000 ids
     let mut head_ids = 0;
-    for (is_head, block) in section.head.iter().map(|h| (true, h)).chain(section.blocks.iter().map(|b| (false, b))) {
+    for (is_head, block) in section
+        .head
+        .iter()
+        .map(|h| (true, h))
+        .chain(section.blocks.iter().map(|b| (false, b)))
+    {
         let ids = block_ids(block);
         if is_head {
             head_ids = ids.len();
@@ -168,25 +220,53 @@ fn scan_section(index: usize, section: &SectionOut, columns: &[Option<usize>]) -
         for (text, url) in &block.links {
             let link_ids = extract_ids(url);
             if link_ids.len() == 1 && !text.is_empty() {
-                raws.push(Raw { id: link_ids[0].clone(), text: text.clone(), kind: "link" });
+                raws.push(Raw {
+                    id: link_ids[0].clone(),
+                    text: text.clone(),
+                    kind: "link",
+                });
             }
         }
         let [id] = &ids[..] else { continue };
         let offer = match block.kind {
-            Kind::TableRow => Some((title_cell(block, columns), "table")).filter(|(cell, _)| !cell.is_empty()),
-            Kind::Heading => Some((if is_head { section.heading.as_str() } else { block.text.as_str() }, "heading")),
-            _ if !block.lead.is_empty() && !block.links.iter().any(|(text, _)| *text == block.lead) => {
+            Kind::TableRow => {
+                Some((title_cell(block, columns), "table")).filter(|(cell, _)| !cell.is_empty())
+            }
+            Kind::Heading => Some((
+                if is_head {
+                    section.heading.as_str()
+                } else {
+                    block.text.as_str()
+                },
+                "heading",
+            )),
+            _ if !block.lead.is_empty()
+                && !block.links.iter().any(|(text, _)| *text == block.lead) =>
+            {
                 Some((block.lead.as_str(), "lead"))
             }
             _ => None,
         };
         if let Some((text, kind)) = offer {
-            raws.push(Raw { id: id.clone(), text: text.to_string(), kind });
+            raws.push(Raw {
+                id: id.clone(),
+                text: text.to_string(),
+                kind,
+            });
         }
     }
     if let [id] = &section_ids[..] {
-        if let Some(line) = section.blocks.iter().map(title_line).find(|t| !t.is_empty()) {
-            raws.push(Raw { id: id.clone(), text: line.to_string(), kind: "title_line" });
+        if let Some(line) = section
+            .blocks
+            .iter()
+            .map(title_line)
+            .find(|t| !t.is_empty())
+        {
+            raws.push(Raw {
+                id: id.clone(),
+                text: line.to_string(),
+                kind: "title_line",
+            });
         }
     }
     let named = named_paper(section, head_ids, &section_ids);
@@ -203,5 +283,9 @@ fn named_paper(section: &SectionOut, head_ids: usize, section_ids: &[String]) ->
     let ids = block_ids(first);
     let [id] = &ids[..] else { return None };
     let heading_may_title = first.kind == Kind::Paragraph && section_ids == &ids[..];
-    Some(Named { id: id.clone(), text: first.text.clone(), heading_may_title })
+    Some(Named {
+        id: id.clone(),
+        text: first.text.clone(),
+        heading_may_title,
+    })
 }

@@ -33,7 +33,10 @@ fn read<'py>(
         "int64" => Read::Done(Column::Int64(ints()?)),
         "timestamp" => Read::Done(Column::TimestampUtc(ints()?)),
         "float64" => Read::Done(Column::Float64(
-            cells.iter().map(|c| c.extract::<f64>()).collect::<PyResult<_>>()?,
+            cells
+                .iter()
+                .map(|c| c.extract::<f64>())
+                .collect::<PyResult<_>>()?,
         )),
         "int32" => Read::Done(Column::Int32(
             cells

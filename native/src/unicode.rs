@@ -59,8 +59,8 @@ pub fn is_space(c: char) -> bool {
         _ if c.is_ascii() => false,
         _ => matches!(
             c,
-            '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}'
-                | '\u{205f}' | '\u{3000}'
+            '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
         ),
     }
 }
@@ -150,7 +150,11 @@ pub fn starts_with_ignorecase(text: &str, word: &str) -> Option<usize> {
     let mut chars = text.char_indices();
     for w in word.chars() {
         let (_, c) = chars.next()?;
-        let ok = if w.is_ascii_alphabetic() { ignorecase_eq(c, w.to_ascii_lowercase()) } else { c == w };
+        let ok = if w.is_ascii_alphabetic() {
+            ignorecase_eq(c, w.to_ascii_lowercase())
+        } else {
+            c == w
+        };
         if !ok {
             return None;
         }
@@ -197,7 +201,9 @@ fn below(word: u64, n: u8) -> u64 {
 #[inline]
 fn word_run(word: u64) -> usize {
     let spaces = below(word ^ (ONES * 0x20), 1);
-    let others = (below(word, 0x21) ^ spaces) | below(word ^ (ONES * 0xe0), 4) | below(word ^ (ONES * 0xc2), 1);
+    let others = (below(word, 0x21) ^ spaces)
+        | below(word ^ (ONES * 0xe0), 4)
+        | below(word ^ (ONES * 0xc2), 1);
     if others != 0 || spaces & (spaces << 8) != 0 {
         return 0;
     }
@@ -214,7 +220,11 @@ fn space_at(text: &str, i: usize) -> usize {
     match SPACE_START[text.as_bytes()[i] as usize] {
         0 => 0,
         1 => 1,
-        _ => text[i..].chars().next().filter(|&c| is_space(c)).map_or(0, char::len_utf8),
+        _ => text[i..]
+            .chars()
+            .next()
+            .filter(|&c| is_space(c))
+            .map_or(0, char::len_utf8),
     }
 }
 
@@ -294,7 +304,9 @@ fn run_skip(bytes: &[u8], mut i: usize) -> usize {
         i += 16;
     }
     while i + 8 <= n {
-        match word_run(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]))) {
+        match word_run(u64::from_le_bytes(
+            bytes[i..i + 8].try_into().unwrap_or([0; 8]),
+        )) {
             0 => break,
             skip => i += skip,
         }
@@ -312,7 +324,10 @@ unsafe fn run_stops16(p: *const u8) -> u32 {
     let low = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x20)), x);
     let lead = _mm_or_si128(
         _mm_cmpeq_epi8(x, _mm_set1_epi8(0xc2_u8 as i8)),
-        _mm_cmpeq_epi8(_mm_and_si128(x, _mm_set1_epi8(0xfc_u8 as i8)), _mm_set1_epi8(0xe0_u8 as i8)),
+        _mm_cmpeq_epi8(
+            _mm_and_si128(x, _mm_set1_epi8(0xfc_u8 as i8)),
+            _mm_set1_epi8(0xe0_u8 as i8),
+        ),
     );
     let may = _mm_movemask_epi8(_mm_or_si128(low, lead)) as u32;
     let spaces = _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(0x20))) as u32;

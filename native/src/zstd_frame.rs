@@ -18,7 +18,11 @@ thread_local! {
 
 /// `data` as one zstd frame at `level`, its content size declared in its header (as `cramjam.zstd.compress`).
 #[pyfunction]
-pub fn zstd_frame<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, level: i32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn zstd_frame<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    level: i32,
+) -> PyResult<Bound<'py, PyBytes>> {
     let buffer = PyBuffer::<u8>::get(data)?;
     let view = contiguous(&buffer)?;
     // SAFETY: the buffer is held (`buffer`) for the call, and nothing here runs Python code that could change it.
@@ -27,8 +31,9 @@ pub fn zstd_frame<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, level: i32) ->
         let (cctx, out) = &mut *kept.borrow_mut();
         out.clear();
         out.reserve(zstd_safe::compress_bound(src.len()));
-        cctx.compress(out, src, level)
-            .map_err(|code| PyValueError::new_err(format!("zstd: {}", zstd_safe::get_error_name(code))))?;
+        cctx.compress(out, src, level).map_err(|code| {
+            PyValueError::new_err(format!("zstd: {}", zstd_safe::get_error_name(code)))
+        })?;
         Ok(PyBytes::new(py, out))
     })
 }
@@ -43,9 +48,14 @@ pub fn zstd_unpack_into(frames: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> Py
         return Err(PyBufferError::new_err("a writable buffer to unpack into"));
     }
     let (src, mut dst) = (contiguous(&source)?, contiguous(&target)?);
-    let (s, d) = (src.as_ptr() as *const u8 as usize, dst.as_ptr() as *const u8 as usize);
+    let (s, d) = (
+        src.as_ptr() as *const u8 as usize,
+        dst.as_ptr() as *const u8 as usize,
+    );
     if s < d + dst.len() && d < s + src.len() {
-        return Err(PyBufferError::new_err("frames unpacked into their own bytes"));
+        return Err(PyBufferError::new_err(
+            "frames unpacked into their own bytes",
+        ));
     }
     // SAFETY: both buffers are held for the call, apart, and nothing here runs Python code that could change them.
     let (src, dst): (&[u8], &mut [u8]) = unsafe { (src.as_ref(), dst.as_mut()) };
@@ -58,5 +68,7 @@ pub fn zstd_unpack_into(frames: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> Py
 
 /// A buffer's bytes, if C-contiguous.
 fn contiguous(buffer: &PyBuffer<u8>) -> PyResult<std::ptr::NonNull<[u8]>> {
-    buffer.as_slice_ptr().ok_or_else(|| PyBufferError::new_err("a contiguous buffer"))
+    buffer
+        .as_slice_ptr()
+        .ok_or_else(|| PyBufferError::new_err("a contiguous buffer"))
 }
