@@ -37,12 +37,14 @@ tools:  ## promtool, Prometheus, chromium and the compose validator the deploy t
 run: venv kafka-fetch  ## the whole pipeline on examples/root, a local broker started for you
 	$(BIN)/predigest run --root examples/root --end 2026-09-27T22:20:00+08:00
 
-lint: venv  ## ruff, mypy (product, tests, bench), import-linter
+lint: venv  ## ruff, mypy (product, tests, bench), import-linter, rustfmt (native/)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mypy tests bench
 	$(BIN)/lint-imports
+	bash deploy/ensure-rustfmt.sh
+	cargo fmt --manifest-path native/Cargo.toml --check
 
 test: lint kafka-fetch tools  ## lint and the whole suite, the real broker included (what CI runs)
 	$(BIN)/pytest -q
