@@ -71,7 +71,8 @@ async def test_sigterm_during_a_backfills_ingest_closes_the_state_and_a_restart_
 ) -> None:
     s = make_settings(batch_records=10)  # many small batches: work left when the signal comes
     await kafka_io.ensure_topics(s)
-    paths = _write(s.root, {note_path(w, i): note_text(w, i) for w in WRITERS for i in range(200)})
+    # 3 000 notes: a worker stores ~1 500 a second now, and 600 were all stored before the signal came.
+    paths = _write(s.root, {note_path(w, i): note_text(w, i) for w in WRITERS for i in range(1000)})
     assert (await backfill(s)).published == len(paths)
     log = tmp_path / "worker-1.log"
     with printed_logs_on_failure(log):
