@@ -20,7 +20,7 @@ class Unreadable:
 
     metrics: Metrics | None = None
     reader: str = "briefing"
-    notes: list[Rejection] = field(default_factory=list)
+    by_axis: dict[str, list[Rejection]] = field(default_factory=dict)
 
     def report(self, path: str, axis: str, error: ValueError) -> Rejection:
         """Log, count and list the note at `path` (read for `axis`); its rejection as the briefing lists it."""
@@ -30,9 +30,14 @@ class Unreadable:
         listed = Rejection(
             path=path, reason=f"its stored text cannot be read ({error})", reason_code="damaged"
         )
-        if all(r.path != path for r in self.notes):
-            self.notes.append(listed)
+        listed_here = self.by_axis.setdefault(axis, [])
+        if all(r.path != path for r in listed_here):
+            listed_here.append(listed)
         return listed
+
+    def of(self, axis: str) -> list[Rejection]:
+        """The notes of `axis` reported: a briefing reads every axis's living document, and lists only its own."""
+        return self.by_axis.get(axis, [])
 
 
 def whole_documents(

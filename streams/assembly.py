@@ -91,7 +91,7 @@ class Assembly:
             # cursor of its own while the window agent goes on writing.
             reads = await asyncio.to_thread(read_window, request)
             # Listed once every note is read whole (the briefing's own reads are all in read_window), once each.
-            if listed := {r.path: r for r in [*unreadable.notes, *source.unreadable.notes]}:
+            if listed := {r.path: r for r in [*unreadable.of(axis.name), *source.unreadable.of(axis.name)]}:
                 request = replace(request, rejected=[*rejected, *listed.values()])
             # The window's reads are over but for a few term counts: what DuckDB cached for them (~160 MiB at
             # 100k) makes room for the model built next. Under the state's lock, never beside a write, the

@@ -23,8 +23,17 @@ def test_a_body_of_the_wrong_shape_is_reported_and_the_others_read() -> None:
     ]
     [doc] = whole_documents(rows, unreadable)
     assert doc.path == "inbox/jay/a.md"
-    [listed] = unreadable.notes
+    [listed] = unreadable.of("inference")
     assert (listed.path, listed.reason_code) == ("inbox/jay/b.md", "damaged")
+
+
+def test_a_briefing_lists_only_its_own_axiss_damaged_notes() -> None:
+    # A briefing reads every axis's living document: another axis's damaged one is that axis's briefing's to list.
+    unreadable = Unreadable()
+    unreadable.report("living/serving.md", "serving", ValueError("not UTF-8"))
+    unreadable.report("inbox/jay/a.md", "inference", ValueError("not UTF-8"))
+    assert [r.path for r in unreadable.of("inference")] == ["inbox/jay/a.md"]
+    assert [r.path for r in unreadable.of("serving")] == ["living/serving.md"]
 
 
 def test_the_same_content_ingested_again_keeps_the_damaged_copy(tmp_path: Path) -> None:
