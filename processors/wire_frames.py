@@ -152,34 +152,29 @@ def unpacked(frames: bytes | memoryview, total: int) -> bytearray:
             f"documents record whose lengths declare {total} bytes of notes, over the {NOTE_RECORD_LIMIT} "
             "a record holds"
         )
-    # zstd unpacks into this buffer and fails once it is full: a frame's own content size is not trusted (a
-    # hand-made record of a few KB can expand to GiB, a poison record), and a frame without one is bounded alike.
-    notes = bytearray(total)
-    try:
-        size = zstd_unpack_into(frames, notes)
-    except ValueError as exc:
-        raise ValueError(
-            f"documents record whose notes do not decompress to the {total} bytes its lengths declare ({exc})"
-        ) from None
-    if size != total:
-        raise ValueError(f"documents record whose notes come to {size} bytes, not {total}")
-    return notes  # not copied into `bytes`: each note's parts are sliced out of it once (processors.wire)
+    # Not copied into `bytes`: each note's parts are sliced out of it once (processors.wire).
+    return _exactly(frames, total, "documents record whose notes", "its lengths declare")
 
 
 def unpack_body(frame: bytes | memoryview) -> bytearray:
     """A note's body from its zstd frame; ValueError unless the frame declares its size, at most
     NOTE_RECORD_LIMIT, and unpacks to exactly that (found without unpacking more)."""
-    size = body_size(frame)
-    body = bytearray(size)
+    return _exactly(frame, body_size(frame), "a note's body frame whose bytes", "it declares")
+
+
+def _exactly(frames: bytes | memoryview, size: int, what: str, declared: str) -> bytearray:
+    """`frames` unpacked into a buffer of `size` bytes (a context the thread keeps: ~8 µs a body less than
+    cramjam's); ValueError, `what` they are, unless they fill it exactly."""
+    # zstd fails once the buffer is full: a frame's own content size is not trusted (a hand-made record of a few KB
+    # can expand to GiB, a poison record), and a frame without one is bounded alike.
+    out = bytearray(size)
     try:
-        n = zstd_unpack_into(frame, body)  # a context the thread keeps: ~8 µs a body less than cramjam's
+        n = zstd_unpack_into(frames, out)
     except ValueError as exc:
-        raise ValueError(
-            f"a note's body frame that does not decompress to the {size} bytes it declares ({exc})"
-        ) from None
+        raise ValueError(f"{what} do not decompress to the {size} bytes {declared} ({exc})") from None
     if n != size:
-        raise ValueError(f"a note's body frame that comes to {n} bytes, not the {size} it declares")
-    return body
+        raise ValueError(f"{what} come to {n} bytes, not the {size} {declared}")
+    return out
 
 
 def body_size(frame: bytes | memoryview) -> int:

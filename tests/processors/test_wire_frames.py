@@ -52,5 +52,5 @@ def test_frames_back_to_back_unpack_whole_and_never_past_what_they_declare() -> 
     with pytest.raises(ValueError, match="do not decompress"):
         unpacked(frames[:-1], 455_000)
     body = compressed(inputs[0])
-    with pytest.raises(ValueError, match="does not decompress"):
+    with pytest.raises(ValueError, match="do not decompress"):
         unpack_body(body[:-2] + bytes([body[-2] ^ 0xFF, body[-1]]))

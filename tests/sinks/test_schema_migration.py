@@ -66,6 +66,15 @@ def _as_version(path: Path, version: int) -> None:
     db.close()
 
 
+def _schema_6(tmp_path: Path, notes: int = 7) -> tuple[Path, dict[str, list[tuple[object, ...]]]]:
+    """A schema-6 state of `notes` notes, and the rows a fresh schema-7 one of them holds."""
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes)
+    fresh = _dump(path)
+    _as_version(path, 6)
+    return path, fresh
+
+
 def _version(path: Path) -> tuple[int, list[str]]:
     db = duckdb.connect(str(path), read_only=True)
     try:
@@ -108,10 +117,7 @@ def test_the_worker_migrates_before_it_joins_its_group(
 ) -> None:
     # `predigest worker` checks the file before it starts Faust: the migration runs there, not on the event loop,
     # where ~40 s at 100k notes held Kafka's heartbeats, /healthz and a stop.
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    fresh = _dump(path)
-    _as_version(path, 6)
+    path, fresh = _schema_6(tmp_path)
     with caplog.at_level(logging.INFO, logger="sinks.schema"):
         check_version(path)
     assert _version(path)[0] == schema.VERSION and _dump(path) == fresh
@@ -137,10 +143,7 @@ def _failing_pack(after: int) -> object:
 def test_a_migration_that_fails_half_way_leaves_schema_6_whole_and_is_redone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    fresh = _dump(path)
-    _as_version(path, 6)
+    path, fresh = _schema_6(tmp_path)
     old = _dump(path)
     monkeypatch.setattr(schema_migration, "BATCH_ROWS", 2)
     monkeypatch.setattr(schema_migration, "pack_body", _failing_pack(after=4))  # in the third batch
@@ -171,10 +174,7 @@ StateStore(Path(sys.argv[1]))
 
 
 def test_a_migration_killed_half_way_leaves_schema_6_whole_and_is_redone(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    fresh = _dump(path)
-    _as_version(path, 6)
+    path, fresh = _schema_6(tmp_path)
     old = _dump(path)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     done = subprocess.run([sys.executable, "-c", _KILLED, str(path)], env=env, check=False, timeout=120)
@@ -186,9 +186,7 @@ def test_a_migration_killed_half_way_leaves_schema_6_whole_and_is_redone(tmp_pat
 
 
 def test_a_rebuild_sets_a_schema_6_file_aside_as_it_is(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    _as_version(path, 6)
+    path, _ = _schema_6(tmp_path)
     old = _dump(path)
     assert reason_to_replace(path) == "rebuild"
     assert _version(path)[0] == 6
@@ -198,9 +196,7 @@ def test_a_rebuild_sets_a_schema_6_file_aside_as_it_is(tmp_path: Path) -> None:
 def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_aside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    _as_version(path, 6)
+    path, _ = _schema_6(tmp_path)
     old = _dump(path)
 
     def fails(body: bytes) -> bytes:
@@ -231,9 +227,7 @@ def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_asi
 def test_a_migration_out_of_memory_names_the_limit_and_does_not_set_the_file_aside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: duckdb.Error
 ) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    _as_version(path, 6)
+    path, _ = _schema_6(tmp_path)
     old = _dump(path)
 
     def fails(body: bytes) -> bytes:
@@ -269,10 +263,7 @@ StateStore(Path(sys.argv[1]))
 
 
 def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: Path) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path, notes=40)
-    fresh = _dump(path)
-    _as_version(path, 6)
+    path, fresh = _schema_6(tmp_path, notes=40)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     done = subprocess.run([sys.executable, "-c", _COMMITTED, str(path)], env=env, check=False, timeout=120)
     assert done.returncode == 9
@@ -285,10 +276,7 @@ def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: 
 def test_a_migration_whose_checkpoint_runs_out_of_memory_keeps_the_file_and_its_wal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "worker.duckdb"
-    _fresh(path)
-    fresh = _dump(path)
-    _as_version(path, 6)
+    path, fresh = _schema_6(tmp_path)
     real = duckdb.DuckDBPyConnection.execute
 
     def execute(self: duckdb.DuckDBPyConnection, query: str, *args: object) -> duckdb.DuckDBPyConnection:
