@@ -28,7 +28,7 @@ def copy_contents(db: duckdb.DuckDBPyConnection, path: Path, table: str, clock: 
     total, low, high = (int(row[0]), row[1], row[2]) if row else (0, None, None)
     if not total or low is None or high is None:
         return 0
-    log.info("state %s: schema 6 -> 7, compressing the bodies of %d notes in place", path, total)
+    log.info("state %s: migrating to schema 7, compressing the bodies of %d notes in place", path, total)
     done, started, said = 0, clock.monotonic(), clock.monotonic()
     # Ranges of rowids, not one streamed result: a query run on the connection would end the one read from.
     for start in range(int(low), int(high) + 1, BATCH_ROWS):
@@ -42,9 +42,9 @@ def copy_contents(db: duckdb.DuckDBPyConnection, path: Path, table: str, clock: 
         done += len(rows)
         if clock.monotonic() - said >= PROGRESS_SECONDS:
             said = clock.monotonic()
-            log.info("state %s: schema 6 -> 7, %d / %d bodies compressed", path, done, total)
+            log.info("state %s: migrating to schema 7, %d / %d bodies compressed", path, done, total)
     log.info(
-        "state %s: schema 6 -> 7, %d / %d bodies compressed in %.1f s",
+        "state %s: migrating to schema 7, %d / %d bodies compressed in %.1f s",
         path,
         done,
         total,
