@@ -264,12 +264,16 @@ def test_the_predigest_limits_leave_headroom_over_the_benchmarks_peaks(project: 
     assert heap and _limit_mib(services["kafka"]) >= 1.5 * int(heap.group(1))
 
 
-def test_docker_waits_for_a_workers_own_stop_before_killing_it(project: dict[str, Any]) -> None:
+def test_docker_waits_for_a_workers_and_the_watchers_own_stop_before_killing_them(
+    project: dict[str, Any],
+) -> None:
     for name in WORKERS:
         given = re.fullmatch(r"(\d+)s", project["services"][name]["stop_grace_period"])
         assert given, name
         grace = int(given.group(1))
         assert grace > stopping.WORKER_STOP_SECONDS, (name, grace)
+    watcher = re.fullmatch(r"(\d+)s", project["services"]["watcher"]["stop_grace_period"])
+    assert watcher and int(watcher.group(1)) > stopping.STOP_GRACE_SECONDS
 
 
 def test_the_workers_duckdb_memory_raise_stays_within_their_container(project: dict[str, Any]) -> None:
