@@ -94,16 +94,35 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
 
 def explain_axis(settings: Settings, axis: AxisSpec, rel: str) -> Explanation:
     """The latest briefing of the axis (by window end, then generation) that lists the note."""
+    briefings = _briefings(settings.out_dir / axis.name, rel)
     listing = [
         (b.window.end, b.generated_at, file, b, s)
-        for file, b in _briefings(settings.out_dir / axis.name, rel)
+        for file, b in briefings
         for s in b.sources
         if s.path == rel and s.status != "superseded"
     ]
     if not listing:
-        return Explanation(axis.name, None, {})
+        return _rejected(axis.name, briefings, rel)
     *_, file, briefing, source = max(listing, key=lambda row: (row[0], row[1]))
     return Explanation(axis.name, file, _said(briefing, source))
+
+
+def _rejected(axis: str, briefings: list[tuple[Path, Briefing]], rel: str) -> Explanation:
+    """The latest briefing that lists the note among what it rejected (at the door, or damaged in the state) and
+    why; None when none does."""
+    found = [
+        (b.window.end, b.generated_at, file, b, r)
+        for file, b in briefings
+        for r in b.rejected
+        if r.path == rel
+    ]
+    if not found:
+        return Explanation(axis, None, {})
+    *_, file, briefing, rejection = max(found, key=lambda row: (row[0], row[1]))
+    said = {"trigger": briefing.trigger, "window_end": briefing.window.end.isoformat()}
+    return Explanation(
+        axis, file, {**said, "rejected": {"code": rejection.reason_code, "reason": rejection.reason}}
+    )
 
 
 def explain(settings: Settings, given: str, axis: str | None) -> tuple[str, list[Explanation]]:
@@ -124,6 +143,9 @@ def render(rel: str, answers: list[Explanation], settings: Settings) -> str:
         lines.append(
             f"  {answer.axis}: {answer.briefing.name} ({said['trigger']}, window ending {said['window_end']})"
         )
+        if "rejected" in said:
+            lines.append(f"    rejected   {said['rejected']['reason']} ({said['rejected']['code']})")
+            continue
         r = said["relevance"]
         terms = ", ".join(said["terms"]) or "(not recorded in this briefing)"
         lines.append(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from processors.briefing_names import briefing_basename
-from processors.models import Briefing
+from processors.models import Briefing, Rejection
 from sinks.files import BriefingFiles
 from tests.processors.notes import END, SH, brief, example_documents
 from tests.streams.cli_support import predigest
@@ -77,3 +77,21 @@ def test_the_text_answer_is_in_the_briefings_words(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert f"no increment  {reason} (duplicate)" in done.stdout
     assert f"duplicate  of {ORIGINAL} (near, similarity" in done.stdout
+
+
+def test_a_rejected_or_damaged_note_is_explained_by_its_rejection(tmp_path: Path) -> None:
+    # Not "no briefing lists it": a note turned away at the door, or whose stored text did not read back, is listed
+    # among the briefing's rejected, and that is what explain says.
+    out = tmp_path / "out"
+    bad = "inbox/jay/2026-09-27-0900-binary.md"
+    reason = "contains NUL bytes: not a text note"
+    briefing = brief(example_documents())
+    written(
+        out,
+        briefing.model_copy(update={"rejected": [Rejection(path=bad, reason=reason, reason_code="binary")]}),
+    )
+    code, said = explain(out, bad, "--axis", "inference")
+    (axis,) = said["axes"]
+    assert code == 0 and axis["rejected"] == {"code": "binary", "reason": reason}
+    done = predigest("explain", bad, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
+    assert done.returncode == 0 and f"rejected   {reason} (binary)" in done.stdout
