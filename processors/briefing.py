@@ -129,7 +129,10 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
-    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang))
+    # A note whose stored text did not read back is listed among the rejected (damaged), not as a source too.
+    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang)).without(
+        req.damaged
+    )
     replaced = superseded_entries(read.superseded, scan.current, req.window, read.scorer)
 
     items = [

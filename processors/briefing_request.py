@@ -143,6 +143,11 @@ class BriefingRequest:
         return axes if self.axis.name in {a.name for a in axes} else [*axes, self.axis]
 
     @property
+    def damaged(self) -> frozenset[str]:
+        """The notes whose stored text did not read back: the rejected list them (code damaged), nothing else."""
+        return frozenset(r.path for r in self.rejected if r.reason_code == "damaged")
+
+    @property
     def living_map(self) -> Mapping[str, Document | None]:
         """Every axis's living document, this one's included."""
         return MappingProxyType({**self.other_living, self.axis.name: self.living})

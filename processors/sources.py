@@ -182,6 +182,15 @@ class Accounts:
     sources: list[SourceEntry]
     no_increment: list[NoIncrementSource]
 
+    def without(self, paths: Collection[str]) -> Accounts:
+        """These accounts but for `paths` (notes whose stored text did not read back: listed as rejected, once)."""
+        if not paths:
+            return self
+        return Accounts(
+            [s for s in self.sources if s.path not in paths],
+            [n for n in self.no_increment if n.path not in paths],
+        )
+
 
 def _other_axis(doc: DocumentSummary, axis: str, scores: Mapping[str, float]) -> str | None:
     declared, _ = declared_axes(doc)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from processors.models import AxisSpec, Briefing, SourceEntry
+from processors.models import AxisSpec, Briefing, Rejection, SourceEntry
 from streams.errors import ConfigError
 from streams.settings import Settings
 
@@ -93,7 +94,8 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
 
 
 def explain_axis(settings: Settings, axis: AxisSpec, rel: str) -> Explanation:
-    """The latest briefing of the axis (by window end, then generation) that lists the note."""
+    """The latest briefing of the axis (by window end, then generation) that lists the note: as a source, or
+    among what it rejected (a note listed yesterday may be damaged today: today's briefing answers)."""
     briefings = _briefings(settings.out_dir / axis.name, rel)
     listing = [
         (b.window.end, b.generated_at, file, b, s)
@@ -101,24 +103,26 @@ def explain_axis(settings: Settings, axis: AxisSpec, rel: str) -> Explanation:
         for s in b.sources
         if s.path == rel and s.status != "superseded"
     ]
-    if not listing:
-        return _rejected(axis.name, briefings, rel)
-    *_, file, briefing, source = max(listing, key=lambda row: (row[0], row[1]))
-    return Explanation(axis.name, file, _said(briefing, source))
-
-
-def _rejected(axis: str, briefings: list[tuple[Path, Briefing]], rel: str) -> Explanation:
-    """The latest briefing that lists the note among what it rejected (at the door, or damaged in the state) and
-    why; None when none does."""
-    found = [
+    rejected = [
         (b.window.end, b.generated_at, file, b, r)
         for file, b in briefings
         for r in b.rejected
         if r.path == rel
     ]
-    if not found:
+    latest = max(listing, key=lambda row: (row[0], row[1]), default=None)
+    turned = max(rejected, key=lambda row: (row[0], row[1]), default=None)
+    if latest is None or (turned is not None and turned[:2] > latest[:2]):
+        return _rejected(axis.name, turned)
+    *_, file, briefing, source = latest
+    return Explanation(axis.name, file, _said(briefing, source))
+
+
+def _rejected(axis: str, found: tuple[datetime, datetime, Path, Briefing, Rejection] | None) -> Explanation:
+    """What the briefing that lists the note among what it rejected (at the door, or damaged in the state) says
+    of it; None when none does."""
+    if found is None:
         return Explanation(axis, None, {})
-    *_, file, briefing, rejection = max(found, key=lambda row: (row[0], row[1]))
+    *_, file, briefing, rejection = found
     said = {"trigger": briefing.trigger, "window_end": briefing.window.end.isoformat()}
     return Explanation(
         axis, file, {**said, "rejected": {"code": rejection.reason_code, "reason": rejection.reason}}

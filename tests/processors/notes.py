@@ -13,7 +13,7 @@ from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingHistory, BriefingRequest, BriefingRules, max_d_number
 from processors.documents import parse_document
 from processors.i18n import Lang
-from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Trigger
+from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Rejection, Trigger
 from processors.window import window_bounds
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -89,6 +89,7 @@ def brief(
     end: datetime = END,
     trigger: Trigger = "close",
     between_reads: Callable[[], None] = lambda: None,
+    rejected: Sequence[Rejection] = (),
 ) -> Briefing:
     baseline_d = max_d_number(d.text for d in docs if d.kind == "baseline" and isinstance(d, Document))
     given = next((d for d in docs if d.path == axis.living_doc and isinstance(d, Document)), None)
@@ -113,6 +114,7 @@ def brief(
             superseded=superseded,
             load=load,
             between_reads=between_reads,
+            rejected=rejected,
         )
     )
 

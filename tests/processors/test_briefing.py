@@ -130,6 +130,37 @@ def test_the_notes_quoted_are_read_whole_in_one_read() -> None:
     assert len(reads) == 1
 
 
+def test_a_note_whose_stored_text_does_not_read_back_is_listed_once_as_damaged() -> None:
+    # A stored window's loader leaves out a note whose text does not read back, and the request's rejected list it
+    # (code damaged): it is not a source too, nor given a no-increment reason it never had.
+    from collections.abc import Sequence
+
+    from processors.models import Document, Rejection
+
+    docs = example_documents()
+    whole = {d.path: d for d in docs}
+    summaries = [d.summary() if d.kind != "living" else d for d in docs]
+    [used, *_] = [
+        s.path for s in brief(summaries, load=lambda ps: [whole[p] for p in ps]).sources if s.status == "used"
+    ]
+    queue = next(d.path for d in docs if d.kind == "work_queue")
+
+    def load(paths: Sequence[str]) -> list[Document]:
+        return [whole[p] for p in paths if p not in (used, queue)]
+
+    damaged = [
+        Rejection(path=p, reason="its stored text cannot be read", reason_code="damaged")
+        for p in (used, queue)
+    ]
+    b = brief(summaries, load=load, rejected=damaged)
+    assert b.rejected == damaged
+    assert not {used, queue} & ({s.path for s in b.sources} | {n.path for n in b.no_increment_sources})
+    assert len(b.sources) == len(brief(docs).sources) - 2
+    markdown = render_markdown(b, lang="en", zone=SH)
+    five = _sections(markdown)["5. Audit list of sources"]
+    assert five.count(used) == five.count(queue) == 1 and f"sources {len(b.sources)} (" in markdown
+
+
 def _sections(markdown: str) -> dict[str, str]:
     """Heading → text of each `## ` section of a rendered briefing."""
     parts = markdown.split("\n## ")[1:]

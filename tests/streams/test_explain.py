@@ -95,3 +95,25 @@ def test_a_rejected_or_damaged_note_is_explained_by_its_rejection(tmp_path: Path
     assert code == 0 and axis["rejected"] == {"code": "binary", "reason": reason}
     done = predigest("explain", bad, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
     assert done.returncode == 0 and f"rejected   {reason} (binary)" in done.stdout
+
+
+def test_a_note_listed_by_a_flush_and_damaged_by_the_close_is_explained_by_the_close_s_rejection(
+    tmp_path: Path,
+) -> None:
+    # The close lists the note among its rejected only (its stored text does not read back since the flush): that
+    # is the answer, not the flush's listing of it as a source; a note the flush rejected and the close lists is a
+    # source.
+    out = tmp_path / "out"
+    docs = example_documents()
+    reason = "its stored text cannot be read (a note's stored body that is not UTF-8)"
+    damaged = Rejection(path=ORIGINAL, reason=reason, reason_code="damaged")
+    flush = [d for d in docs if d.path != REPOST]
+    written(out, brief(flush, trigger="flush", rejected=[damaged.model_copy(update={"path": REPOST})]))
+    close = brief([d for d in docs if d.path != ORIGINAL], rejected=[damaged])
+    written(out, close.model_copy(update={"generated_at": END + timedelta(hours=1)}))
+    code, said = explain(out, ORIGINAL, "--axis", "inference")
+    (axis,) = said["axes"]
+    assert code == 0 and axis["rejected"] == {"code": "damaged", "reason": reason}
+    assert axis["trigger"] == "close"
+    code, said = explain(out, REPOST, "--axis", "inference")
+    assert code == 0 and said["axes"][0]["status"] == "used" and "rejected" not in said["axes"][0]

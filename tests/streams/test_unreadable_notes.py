@@ -10,17 +10,47 @@ from pathlib import Path
 
 import pytest
 
+from processors.briefing_names import briefing_basename
+from processors.i18n import Lang
+from processors.models import Briefing
+from processors.render_markdown import render_markdown
 from processors.wire_frames import pack_body
+from sinks.files import BriefingFiles
 from streams.assembly import Assembly
 from streams.browser import Browser
 from streams.control import new_command
-from streams.explain import _said
+from streams.explain import explain_axis
 from tests.clocks import ManualClock
-from tests.streams.agent_support import END, TEXT, Start, owning_worker, parsed, raw_value, settled
+from tests.streams.agent_support import (
+    END,
+    SH,
+    TEXT,
+    InProcessWorker,
+    Start,
+    owning_worker,
+    parsed,
+    raw_value,
+    settled,
+)
 
 GOOD = "inbox/jay/2026-09-27-1000-kv.md"
 DAMAGED = "inbox/jay/2026-09-27-1100-kv.md"
 OTHER = "# 推理 speculative decoding\nvLLM inference TTFT -30% with a draft model, arXiv:2609.23131\n"
+QUEUE = "work-queue/2026-09-27-1200.md"
+# Per language: the damaged note's line in 五, the summary line's and the footer's counts (each note once).
+LISTED: dict[Lang, tuple[str, str, str]] = {
+    "en": (
+        "stored, but its text is damaged and cannot be read",
+        "Sources: 1 (1 used, 0 duplicate, 0 superseded, 2 rejected)",
+        "sources 1 (0 duplicate, 2 rejected)",
+    ),
+    "zh": (
+        "已存储，但正文已损坏、无法读取",
+        "来源：1 个（已用 1，重复 0，已取代 0，拒收 2）",
+        "来源 1 个（重复 0，拒收 2）",
+    ),
+}
+QUEUE_TEXT = "1. inference: try the draft model of arXiv:2609.23131 on vLLM\n"
 # Declares its size and unpacks to it, but holds an encoded surrogate: json.loads alone would let it through.
 NOT_UTF8 = pack_body(b'{"text":"vLLM \xed\xa0\x80","sections":[]}')
 
@@ -54,12 +84,17 @@ async def test_a_damaged_body_is_stored_then_named_counted_and_listed_by_its_rea
         )
     [listed] = briefing.rejected
     assert (listed.path, listed.reason_code) == (DAMAGED, "damaged") and "not UTF-8" in listed.reason
-    assert {s.path for s in briefing.sources} == {GOOD, DAMAGED}  # the rest of the briefing goes on
+    assert [s.path for s in briefing.sources] == [GOOD]  # the rest of the briefing goes on
     [line] = [r.getMessage() for r in caplog.records if r.name == "sinks.unreadable"]
     assert DAMAGED in line and f"axis {axis.name}" in line
     assert worker.metric("predigest_stored_notes_unreadable_total", reader="briefing") == 1
-    source = next(s for s in briefing.sources if s.path == DAMAGED)
-    assert "not UTF-8" in _said(briefing, source)["unreadable"]  # what `predigest explain` prints
+    assert DAMAGED not in {n.path for n in briefing.no_increment_sources}
+    name = briefing_basename(axis.name, END, "flush", SH)
+    BriefingFiles(worker.settings.out_dir).ensure(
+        axis.name, name, briefing.model_dump_json(by_alias=True), "#\n"
+    )
+    said = explain_axis(worker.settings, axis, DAMAGED).said  # what `predigest explain` prints
+    assert said["rejected"]["code"] == "damaged" and "not UTF-8" in said["rejected"]["reason"]
 
     browser = Browser(worker.settings, worker.services.pipeline, clock)
     page = await browser.note(DAMAGED)
@@ -67,3 +102,58 @@ async def test_a_damaged_body_is_stored_then_named_counted_and_listed_by_its_rea
     assert "not UTF-8" in page.html
     assert worker.metric("predigest_stored_notes_unreadable_total", reader="browse") == 1
     assert "cannot be read" not in (await browser.note(GOOD)).html
+
+
+async def _stored(worker: InProcessWorker, notes: list[tuple[str, str, bool]]) -> None:
+    """Store the notes (path, text, damaged) through the window agent, a damaged one's body frame not UTF-8."""
+    records = [r for path, text, _ in notes for r in await parsed(worker, raw_value(path, text))]
+    state = worker.services.pipeline().state
+    async with worker.agents.window.test_context() as agent:
+        for (key, value), (_, _, damaged) in zip(records, notes, strict=True):
+            await agent.put(_with_body(value, NOT_UTF8) if damaged else value, key=key, partition=0)
+        await settled(lambda: state.document_count("inference") == len(notes), "the notes stored")
+
+
+async def _briefing(worker: InProcessWorker, clock: ManualClock) -> Briefing:
+    axis = worker.settings.axes[0]
+    state = worker.services.pipeline().state
+    briefing, _ = await Assembly(worker.settings, state, clock).briefing(
+        axis, new_command(axis.name, "flush", END, clock.now())
+    )
+    return briefing
+
+
+async def test_a_damaged_contributor_and_source_are_listed_once_as_damaged(
+    tmp_path: Path, start: Start
+) -> None:
+    # A contributor whose text does not read back, and a work queue (read whole for its counts): each is listed
+    # among the rejected, as damaged, and nowhere else; not a source, not a no-increment reason; counted once.
+    clock = ManualClock(END + timedelta(minutes=10))
+    notes = [(GOOD, TEXT), (DAMAGED, OTHER), (QUEUE, QUEUE_TEXT)]
+    damaged = await _briefing_of(tmp_path / "damaged", start, clock, [(p, t, p != GOOD) for p, t in notes])
+    readable = await _briefing_of(tmp_path / "readable", start, clock, [(p, t, False) for p, t in notes])
+    assert [(r.path, r.reason_code) for r in damaged.rejected] == [(DAMAGED, "damaged"), (QUEUE, "damaged")]
+    assert [s.path for s in damaged.sources] == [GOOD]
+    assert not {DAMAGED, QUEUE} & {n.path for n in damaged.no_increment_sources}
+    # The good note's entries are those it has beside the same notes readable.
+    assert damaged.sources == [s for s in readable.sources if s.path == GOOD]
+    assert damaged.no_increment_sources == [n for n in readable.no_increment_sources if n.path == GOOD]
+
+    said = json.loads(damaged.model_dump_json(by_alias=True))
+    listed = [s["path"] for s in said["sources"]] + [r["path"] for r in said["rejected"]]
+    assert sorted(listed) == sorted([GOOD, DAMAGED, QUEUE])  # each note once
+    for lang in LISTED:
+        markdown = render_markdown(damaged, lang=lang, zone=SH)
+        text, *counts = LISTED[lang]
+        for path in (DAMAGED, QUEUE):
+            [line] = [x for x in markdown.splitlines() if path in x]  # 五's rejected, and nowhere else
+            assert text in line, line
+        assert all(c in markdown for c in counts), markdown  # the summary line and the footer
+
+
+async def _briefing_of(
+    folder: Path, start: Start, clock: ManualClock, notes: list[tuple[str, str, bool]]
+) -> Briefing:
+    worker = owning_worker(folder, start, clock)
+    await _stored(worker, notes)
+    return await _briefing(worker, clock)
