@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from predigest_native import raw_content
 from pydantic import ValidationError
 
 from processors.errors import PROCESS_EXITS
 from processors.fan_out import Refusal, route_raw, to_every_axis
 from processors.models import AxisSpec, RawFile
+from processors.raw_record import RawRecordError, read_raw
 from processors.reasons import RejectionCode, WarningCode
 from processors.wire import encode_events
 from processors.wire_frames import Frame, join_frames, pack_frames
@@ -40,7 +40,7 @@ class Routed:
 
     path: str
     records: tuple[tuple[bytes, bytes], ...] = ()
-    unreadable: str | None = None  # the raw record is not a RawFile: skipped
+    unreadable: str | None = None  # the raw record is not a RawFile (or a damaged v2 record): skipped
     error: str | None = None  # routing raised (a bug): the file became a rejection; the traceback
     rejection: str | None = None  # the reason the file was rejected
     rejection_code: RejectionCode | None = None  # and its code (the metric label)
@@ -98,27 +98,11 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
     )
 
 
-def read_raw(value: bytes) -> RawFile:
-    """`RawFile.model_validate_json(value)`: a record as the watcher writes it has its content decoded natively, the
-    rest validated by pydantic (its read whole ~11 µs a note, ~6 this way)."""
-    split = raw_content(value)
-    if split is not None:
-        rest, content = split
-        try:
-            raw = RawFile.model_validate_json(rest)
-        except ValidationError:  # raised again, as pydantic words it, by the record whole
-            raw = None
-        if raw is not None and raw.content == b"":  # the emptied string was the content's
-            vars(raw)["content"] = content  # a model of its own, not yet seen: as if validated with it
-            return raw
-    return RawFile.model_validate_json(value)
-
-
 def route_value(value: bytes, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
     """`route_file` of a `predigest.raw` record's bytes."""
     try:
         raw = read_raw(value)
-    except ValidationError as exc:  # never readable, however often it is delivered
+    except (ValidationError, RawRecordError) as exc:  # never readable, however often it is delivered
         return Routed(path="", unreadable=str(exc).splitlines()[0])
     return route_file(raw, params, seen_at, raw_offset)
 
@@ -129,7 +113,7 @@ def refuse_value(
     """A raw record the parser could not finish (its process died or hung on it), as a rejection."""
     try:
         raw = read_raw(value)
-    except ValidationError as exc:
+    except (ValidationError, RawRecordError) as exc:
         return Routed(path="", unreadable=str(exc).splitlines()[0])
     refusal = Refusal(f"{raw.path}: could not be routed ({why})", "parse")
     events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)

@@ -15,7 +15,7 @@ from typing import Literal
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from processors.raw_json import raw_record_json
+from processors.raw_record import raw_record, raw_record_of
 from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
 from streams import heap, kafka_io, root_files
@@ -109,7 +109,7 @@ def _prepare(c: Entry, read: root_files.FileOutcome, known_digest: str | None) -
     digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
     if digest == known_digest:
         return Prepared(c.rel, read.size, read.mtime, digest, None)
-    value = raw_record_json(c.rel, data, read.size, read.mtime, digest)
+    value = raw_record_of(c.rel, data, read.size, read.mtime, digest)
     return Prepared(c.rel, read.size, read.mtime, digest, value)
 
 
@@ -122,7 +122,7 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
         return Prepared(c.rel, size, mtime, digest, None)
     log.warning("refusing %s: it %s", c.rel, refused.detail)
     raw = root_files.refusal_record(c.rel, size, mtime, refused)
-    return Prepared(c.rel, size, mtime, digest, raw.model_dump_json().encode(), refused=True)
+    return Prepared(c.rel, size, mtime, digest, raw_record(raw), refused=True)
 
 
 def _prepare_many(

@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from processors.models import RawFile
+from processors.raw_record import raw_record
 from sinks.clock import epoch_seconds
 from sinks.metrics import WatcherMetrics
 
@@ -48,7 +49,7 @@ class RawProducer:
             if self._stale:
                 await self._renew_producer()
             fut: asyncio.Future[Any] = await self.producer.send(
-                self._topic, key=raw.path.encode(), value=raw.model_dump_json().encode()
+                self._topic, key=raw.path.encode(), value=raw_record(raw)
             )
         except KafkaError:
             self.failed()

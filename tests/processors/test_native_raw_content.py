@@ -1,4 +1,4 @@
-"""A parse process reads a raw record's content natively (processors.parse_stage.read_raw,
+"""A parse process reads a raw record's content natively (processors.raw_record.read_raw,
 predigest_native.raw_content): every record reads as pydantic reads it whole, the same file or the same error."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from predigest_native import raw_content
 from pydantic import ValidationError
 
 from processors.models import RawFile
-from processors.parse_stage import read_raw
+from processors.raw_record import read_raw
 
 
 def _read(read: object, value: bytes) -> tuple[object, ...]:

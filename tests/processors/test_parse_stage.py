@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import subprocess
@@ -12,9 +13,11 @@ from typing import NoReturn
 
 import pytest
 
+from bench.archive import Generator
 from processors.models import RawFile
-from processors.parse_stage import RouteParams, route_file
-from tests.processors.notes import AXES, SH
+from processors.parse_stage import RouteParams, documents_records, route_file, route_value
+from processors.raw_record import raw_record
+from tests.processors.notes import AXES, EXAMPLE_ROOT, SH
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -80,3 +83,44 @@ def test_a_note_that_panics_the_compiled_pass_is_a_rejection_not_a_crash(
         routed.error is not None and "PanicException" in routed.error
     )  # its traceback, logged by the worker
     assert routed.records  # the rejection goes on to the window: the note is never absent from a briefing
+
+
+def _notes() -> list[tuple[str, bytes]]:
+    """The example root's notes and 300 of the bench archive's."""
+    notes = [
+        (p.relative_to(EXAMPLE_ROOT).as_posix(), p.read_bytes()) for p in sorted(EXAMPLE_ROOT.rglob("*.md"))
+    ]
+    archive = Generator()
+    for i in range(300):
+        rel, text, _ = archive.note(i)
+        notes.append((rel, text.encode()))
+    return notes
+
+
+def test_a_v2_raw_record_routes_to_the_documents_records_of_its_v1_twin() -> None:
+    # A rolling upgrade: a topic holds both, a replay reads both; the documents records are the same bytes.
+    params = RouteParams(axes=AXES, zone=SH, max_bytes=4 << 20, message_limit=8 << 20)
+    seen = datetime(2026, 9, 27, tzinfo=UTC)
+    for rel, data in _notes():
+        raw = RawFile(
+            path=rel, content=data, size=len(data), mtime=1.5e9, sha256=hashlib.sha256(data).hexdigest()
+        )
+        v1, v2 = raw.model_dump_json().encode(), raw_record(raw)
+        assert len(v1) - len(v2) == len(base64.urlsafe_b64encode(data)) - len(data) - 12  # 12: magic, lengths
+        one, two = route_value(v1, params, seen, 7), route_value(v2, params, seen, 7)
+        assert documents_records([two], params) == documents_records([one], params), rel
+        assert two == one
+
+
+def test_a_damaged_v2_raw_record_is_unreadable_as_a_damaged_json_one_is() -> None:
+    params = RouteParams(axes=AXES, zone=SH, max_bytes=4 << 20, message_limit=8 << 20)
+    value = raw_record(RawFile(path="inbox/jay/a.md", content=b"# a\n", size=4, mtime=0.0, sha256="x"))
+    routed = route_value(value[:-1], params, datetime(2026, 9, 27, tzinfo=UTC), 3)
+    assert (
+        routed.unreadable is not None
+        and routed.unreadable.startswith("raw record v2:")
+        and not routed.records
+    )
+    assert "cut or padded" in routed.unreadable
+    json_cut = route_value(b'{"path":"inbox/jay/a.md"', params, datetime(2026, 9, 27, tzinfo=UTC), 3)
+    assert json_cut.unreadable is not None and not json_cut.records

@@ -20,6 +20,7 @@ from mode.threads import ServiceThread
 from processors.briefing_parts import Part
 from processors.dead_letters import DeadLetter
 from processors.models import ControlCommand
+from processors.raw_record import raw_record
 from streams.agents import Agents, register_agents
 from streams.app import faust_app
 from streams.services import Services
@@ -167,6 +168,12 @@ def owning_worker(tmp_path: Path, start: Start, clock: ManualClock, **overrides:
 
 
 def raw_value(path: str = NOTE, text: str = TEXT) -> bytes:
+    """The raw record the watcher writes (v2)."""
+    return raw_record(raw_file(path, text))
+
+
+def raw_value_v1(path: str = NOTE, text: str = TEXT) -> bytes:
+    """The raw record an older watcher wrote (v1, JSON): still in a topic during an upgrade, or replayed."""
     return raw_file(path, text).model_dump_json().encode()
 
 

@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.archive import generate
 from processors.models import RawFile
+from processors.raw_record import MAGIC, read_raw
 from streams import backfill as backfill_module
 from streams import kafka_io, root_files
 from streams.backfill import backfill
@@ -50,7 +51,9 @@ async def _keys_by_partition(settings: Settings) -> dict[int, list[bytes]]:
 
 
 async def _raw(settings: Settings) -> list[RawFile]:
-    return [RawFile.model_validate_json(v) for _, v in await read_topic(settings, "raw")]
+    values = [v for _, v in await read_topic(settings, "raw")]
+    assert all(v.startswith(MAGIC) for v in values)  # v2: the files' bytes as they are
+    return [read_raw(v) for v in values]
 
 
 async def test_every_file_arrives_once_and_a_rerun_publishes_nothing(

@@ -19,6 +19,7 @@ import pytest
 
 from processors.fan_out import DocumentEvent
 from processors.models import Briefing, RawFile
+from processors.raw_record import read_raw
 from processors.wire import decode_rows
 from streams import kafka_io
 from streams.control import await_briefing, send_command
@@ -186,7 +187,7 @@ async def _run(s: Settings, workdir: Path) -> Outcome:
             async def published() -> dict[str, list[RawFile]]:
                 found: dict[str, list[RawFile]] = {}
                 for _, v in await read_topic(s, "raw"):
-                    raw = RawFile.model_validate_json(v)
+                    raw = read_raw(v)
                     found.setdefault(raw.path, []).append(raw)
                 return found
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aiokafka.errors import KafkaError
 
-from processors.models import RawFile
+from processors.raw_record import read_raw
 from processors.wire import decode_rows
 from streams import kafka_io
 from streams.oneshot import wait_ingested
@@ -84,7 +84,7 @@ async def test_a_worker_killed_while_consuming_commits_only_what_it_stored(
     raw_done = await committed(s, "raw")
     assert raw_done > 0
     for _, value in (await read_topic(s, "raw"))[:raw_done]:
-        raw = RawFile.model_validate_json(value)
+        raw = read_raw(value)
         assert (raw.path, raw.sha256) in forwarded, f"{raw.path} committed on raw but never forwarded"
 
     with running_worker(s, tmp_path, name="worker-2"):

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from processors.models import RawFile
+from processors.raw_record import MAGIC, read_raw
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
@@ -33,7 +34,8 @@ CHUNKS = [f"## part {i}\nvLLM 推理 serving, chunk {i}: KV cache hit {90 + i}%.
 async def raw_versions(s: Settings) -> dict[str, list[RawFile]]:
     found: dict[str, list[RawFile]] = {}
     for _, value in await read_topic(s, "raw"):
-        raw = RawFile.model_validate_json(value)
+        assert value.startswith(MAGIC)  # the watcher writes v2
+        raw = read_raw(value)
         found.setdefault(raw.path, []).append(raw)
     return found
 

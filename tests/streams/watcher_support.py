@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from processors.models import RawFile
+from processors.raw_record import MAGIC, read_raw
 
 
 class FakeProducer:
@@ -17,7 +18,8 @@ class FakeProducer:
         self.sent: list[RawFile] = []
 
     async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[None]:
-        self.sent.append(RawFile.model_validate_json(value))
+        assert value.startswith(MAGIC)  # the watcher writes v2
+        self.sent.append(read_raw(value))
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
         return fut
