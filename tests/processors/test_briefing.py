@@ -7,7 +7,7 @@ import pytest
 
 from processors.briefing_request import cited_ids_of, max_d_number
 from processors.fan_out import route_raw
-from processors.models import AxisSpec, Briefing, RawFile
+from processors.models import AxisSpec, Briefing, RawFile, Rejection
 from processors.render_markdown import render_markdown
 from tests.processors.notes import AXES, END, SH, WINDOW, brief, example_documents, note
 
@@ -159,6 +159,51 @@ def test_a_note_whose_stored_text_does_not_read_back_is_listed_once_as_damaged()
     markdown = render_markdown(b, lang="en", zone=SH)
     five = _sections(markdown)["5. Audit list of sources"]
     assert five.count(used) == five.count(queue) == 1 and f"sources {len(b.sources)} (" in markdown
+
+
+def _damaged(*paths: str) -> list[Rejection]:
+    return [
+        Rejection(path=p, reason="its stored text cannot be read (x)", reason_code="damaged") for p in paths
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="review36a: a damaged original's duplicate stays its duplicate (not fixed)"
+)
+def test_the_readable_copy_of_a_damaged_original_is_not_listed_as_its_duplicate() -> None:
+    # The original of an exact duplicate does not read back: its readable copy is listed as a duplicate of a note
+    # the briefing lists only among its rejected, and what both say yields no increment.
+    first = note("inbox/jay/2026-09-27-1000-a.md", KV)
+    again = note("inbox/tom/2026-09-27-1100-b.md", KV)
+    whole = {d.path: d for d in (first, again)}
+    summaries = [d.summary() for d in (first, again)]
+    readable = brief(summaries, load=lambda ps: [whole[p] for p in ps])
+    b = brief(
+        summaries, load=lambda ps: [whole[p] for p in ps if p != first.path], rejected=_damaged(first.path)
+    )
+    assert first.path not in {s.duplicate_of for s in b.sources}
+    assert len(b.increments) == len(readable.increments) == 1
+
+
+@pytest.mark.xfail(
+    strict=True, reason="review36a: D-items still quote a damaged note (a decision, not fixed)"
+)
+def test_no_d_item_quotes_a_note_listed_only_as_damaged() -> None:
+    # A note dated before an id it cites does not read back: its D-item quotes it (the id alone, its line
+    # unread), and 七 ranks that D-item, though 五 lists the note only as damaged.
+    later = note(
+        "inbox/jay/2026-09-27-1200-f.md",
+        "# vLLM 推理 KV cache\n\n## 论文\narXiv:2612.00001 vLLM TTFT -30%。\n",
+    )
+    docs = [later, note("inbox/tom/2026-09-27-1300-g.md", KV)]
+    whole = {d.path: d for d in docs}
+    b = brief(
+        [d.summary() for d in docs],
+        load=lambda ps: [whole[p] for p in ps if p != later.path],
+        rejected=_damaged(later.path),
+    )
+    assert [r.path for r in b.rejected] == [later.path] and later.path not in {s.path for s in b.sources}
+    assert not [c.source for d in b.discrepancies for c in d.claims if c.source.split("#")[0] == later.path]
 
 
 def _sections(markdown: str) -> dict[str, str]:

@@ -117,3 +117,20 @@ def test_a_note_listed_by_a_flush_and_damaged_by_the_close_is_explained_by_the_c
     assert axis["trigger"] == "close"
     code, said = explain(out, REPOST, "--axis", "inference")
     assert code == 0 and said["axes"][0]["status"] == "used" and "rejected" not in said["axes"][0]
+
+
+def test_a_briefing_of_an_earlier_release_listing_a_damaged_note_as_a_source_too_answers_by_its_source(
+    tmp_path: Path,
+) -> None:
+    # Before a damaged note was listed among the rejected only, a briefing listed it as a source as well: the tie
+    # (one briefing) goes to its source entry, which says its text did not read back.
+    out = tmp_path / "out"
+    reason = "its stored text cannot be read (a note's stored body that is not UTF-8)"
+    older = brief(example_documents())
+    damaged = Rejection(path=ORIGINAL, reason=reason, reason_code="damaged")
+    written(out, older.model_copy(update={"rejected": [damaged]}))
+    code, said = explain(out, ORIGINAL, "--axis", "inference")
+    (axis,) = said["axes"]
+    assert code == 0 and axis["unreadable"] == reason and "rejected" not in axis and "status" in axis
+    done = predigest("explain", ORIGINAL, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
+    assert f"unreadable {reason} (damaged: left out of the briefing)" in done.stdout
