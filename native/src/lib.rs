@@ -39,7 +39,7 @@ use crate::normal::normalise;
 use crate::structure::{BlockOut, Link, StructureOut};
 use crate::text::{scan, token_hash, Token, Tokens};
 use crate::titles::SectionScan;
-use crate::unicode::{is_cjk, is_digit};
+use crate::unicode::{char_count, is_cjk, is_digit};
 
 /// What the reader is configured with, shared by every reading.
 struct Config {
@@ -62,15 +62,20 @@ impl Config {
 const LEVELS: usize = 64;
 
 /// The tokens of each count (the last for `LEVELS` and over) and the sum of the counts, taken while the
-/// pass has the table in cache.
-fn count_levels(tokens: &Tokens) -> ([usize; LEVELS + 1], u64) {
+/// pass has the table in cache; with the tokens' hashes, the signature's input, when `hashes` is set: one
+/// walk over the table's buckets, not two.
+fn count_levels(tokens: &Tokens, hashes: bool) -> ([usize; LEVELS + 1], u64, Vec<u64>) {
     let mut levels = [0usize; LEVELS + 1];
     let mut length: u64 = 0;
+    let mut out = Vec::with_capacity(if hashes { tokens.len() } else { 0 });
     for t in tokens.table.iter() {
         length += u64::from(t.count);
         levels[(t.count as usize).min(LEVELS)] += 1;
+        if hashes {
+            out.push(t.hash);
+        }
     }
-    (levels, length)
+    (levels, length, out)
 }
 
 /// The Python types the reader builds (NamedTuples of processors.structure).
@@ -224,7 +229,7 @@ impl Reader {
     ) -> PyResult<NoteReading> {
         let given = utf8.and_then(|b| simdutf8::basic::from_utf8(b).ok());
         let (text, exact) = match given {
-            Some(t) if t.chars().count() == body.len()? => (t.to_owned(), true),
+            Some(t) if char_count(t) == body.len()? => (t.to_owned(), true),
             _ => match body.to_str() {
                 Ok(t) => (t.to_owned(), true),
                 Err(_) => (body_text(body)?, false),
@@ -239,19 +244,19 @@ impl Reader {
             let norm = normalise(&text);
             let read = scan(&norm, true);
             let hash = sha256_hex(&read.stripped);
-            let signature = if read.tokens.len() < config.min_shingles {
-                Vec::new()
-            } else {
-                let hashes: Vec<u64> = read.tokens.table.iter().map(|t| t.hash).collect();
+            let shingled = read.tokens.len() >= config.min_shingles;
+            let (levels, length, hashes) = count_levels(&read.tokens, shingled);
+            let signature = if shingled {
                 config.permutations.digest(&hashes)
+            } else {
+                Vec::new()
             };
-            let levels = count_levels(&read.tokens);
             (
                 out,
                 scanned,
                 ids,
                 invalid,
-                (norm, read.tokens, levels),
+                (norm, read.tokens, (levels, length)),
                 hash,
                 signature,
             )

@@ -6,7 +6,7 @@
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::markup::{clean_heading, html_sources, html_text, is_back_text, section_number};
-use crate::unicode::{collapse, collapse_owned, is_space};
+use crate::unicode::{char_count, collapse, collapse_owned, is_space, newline_count};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -229,9 +229,9 @@ impl Offsets<'_> {
             return b;
         }
         if b >= self.byte {
-            self.char += self.text[self.byte..b].chars().count();
+            self.char += char_count(&self.text[self.byte..b]);
         } else {
-            self.char -= self.text[b..self.byte].chars().count();
+            self.char -= char_count(&self.text[b..self.byte]);
         }
         self.byte = b;
         self.char
@@ -240,9 +240,9 @@ impl Offsets<'_> {
     fn line_of(&mut self, b: usize) -> usize {
         let bytes = self.text.as_bytes();
         if b >= self.line_byte {
-            self.line += memchr::memchr_iter(b'\n', &bytes[self.line_byte..b]).count();
+            self.line += newline_count(&bytes[self.line_byte..b]);
         } else {
-            self.line -= memchr::memchr_iter(b'\n', &bytes[b..self.line_byte]).count();
+            self.line -= newline_count(&bytes[b..self.line_byte]);
         }
         self.line_byte = b;
         self.line
@@ -615,7 +615,7 @@ fn finish(body: &str, mut walk: Walk) -> StructureOut {
         }
         let lead_chars = lead_bytes; // the trimmed characters are one byte each
         let _ = start;
-        let text_chars = text.chars().count();
+        let text_chars = char_count(text);
         let heading = s
             .head
             .map(|h| walk.arena[h].heading_text())

@@ -276,6 +276,30 @@ def test_random_markdown_has_the_same_structure(body: str) -> None:
     assert parse_structure(body) == reference_structure(body)
 
 
+# Characters and line feeds are counted sixteen bytes at a time, in byte lanes summed every 255 blocks: sections
+# and blocks far into long notes (past 4 080 bytes, where a lane would wrap) of every width of character.
+_WIDE = st.sampled_from(
+    ["a", "é", "中", "😀", " ", "\n", "\r\n", "\n\n## 节 ", "\n- ", "\n\n| a |\n|---|\n| 中 |\n"]
+)
+long_bodies = st.lists(
+    st.tuples(_WIDE, st.integers(1, 400)).map(lambda t: t[0] * t[1]), min_size=20, max_size=60
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(long_bodies.map("".join))
+def test_long_notes_of_every_width_have_the_same_offsets_and_lines(body: str) -> None:
+    assert parse_structure(body) == reference_structure(body)
+    assert_equal_reading(body)
+    assert _fields(read_note(body, body.encode())) == _fields(read_note(body))
+
+
+def test_bytes_as_long_as_the_body_has_characters_are_not_taken_for_it() -> None:
+    # Given bytes are the body's only when they hold as many characters as it, not as many bytes.
+    body = "x" * 6000
+    assert _fields(read_note(body, ("中" * 2000).encode())) == _fields(read_note(body))
+
+
 @cache
 def _real(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
