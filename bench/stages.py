@@ -15,6 +15,7 @@ from processors.axes import assign_axes
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent, route_raw
 from processors.models import RawFile
+from processors.raw_record import raw_record, read_raw
 from processors.wire import decode_rows, encode_events
 from sinks.state import Position, StateStore
 from streams.settings import DEFAULT_AXES
@@ -57,10 +58,12 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     v1 = [e.model_dump_json().encode() for e in events]
     # One partition, as the worker's default: one record per note.
     v3 = [value for note in per_note for _, value in encode_events(note, {})]
-    raw_json = [r.model_dump_json().encode() for r in raws]
+    raw_json = [r.model_dump_json().encode() for r in raws]  # v1, as the watcher wrote until raw records v2
+    raw_v2 = [raw_record(r) for r in raws]
     out = {
         "read_hash": _us_per(read_hash, n),
         "raw_json_decode": _us_per(lambda: [RawFile.model_validate_json(v) for v in raw_json], n),
+        "raw_v2_decode": _us_per(lambda: [read_raw(v) for v in raw_v2], n),
         # parse_document with the compiled pass and with the Python pass of before (issue 14), and the pass
         # alone: "parse", "parse_python", "read_note", "read_note_python" (bench/parse_speed.py).
         **parse_speed.measure(raws, repeats=2),
@@ -97,6 +100,7 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     out["event_json_bytes"] = round(sum(map(len, v1)) / len(v1))
     out["event_v3_bytes"] = round(sum(map(len, v3)) / n)
     out["raw_json_bytes"] = round(sum(map(len, raw_json)) / n)
+    out["raw_v2_bytes"] = round(sum(map(len, raw_v2)) / n)
     out["file_bytes"] = round(sum(r.size for r in raws) / n)
     return out
 
