@@ -132,3 +132,25 @@ def test_a_record_cut_anywhere_is_refused(cut: int) -> None:
 def test_a_damaged_record_is_refused(value: bytes, error: type[Exception]) -> None:
     with pytest.raises(error):
         read_raw(value)
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [(2**32 - 1, 2**32 - 1), (2**32 - 1, len(_BODY)), (len(_HEADER), 2**32 - 1), (0, len(_HEADER + _BODY))],
+    ids=["both-past-the-end", "header-past-the-end", "content-past-the-end", "no-header"],
+)
+def test_lengths_that_do_not_fit_the_value_are_refused_before_anything_is_read(
+    lengths: tuple[int, int],
+) -> None:
+    # Checked against the value's own length first: a u32 of 4 GiB allocates nothing.
+    value = MAGIC + struct.pack(">II", *lengths) + _HEADER + _BODY
+    with pytest.raises((RawRecordError, ValidationError)):
+        read_raw(value)
+
+
+def test_empty_contents_read_alike_in_v1_and_v2() -> None:
+    empty = _model("inbox/jay/e.md", b"", 0, 5.0, "size-0")
+    v2 = raw_record(empty)
+    assert v2.endswith(b'"refused_code":null}') and struct.unpack_from(">I", v2, 8) == (0,)
+    assert read_raw(v2) == read_raw(_v1(empty)) == empty
+    assert read_raw(_v1(empty)).content == b"" and read_raw(v2).content == b""

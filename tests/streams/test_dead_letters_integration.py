@@ -5,6 +5,7 @@ and it is answered once; a run of garbage stops the worker with one line (exit 7
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -16,9 +17,11 @@ from uuid import uuid4
 
 import pytest
 
+from processors.dead_letters import DeadLetter, dead_headers
 from processors.fan_out import route_raw
 from processors.models import AxisSpec
-from processors.wire import encode_events
+from processors.raw_record import raw_record
+from processors.wire import decode_rows, encode_events
 from processors.wire_frames import MAX_RECORD_BYTES, pack_notes
 from streams import control, kafka_io
 from streams.control import await_briefing, new_command
@@ -236,3 +239,64 @@ async def test_a_run_of_garbage_stops_the_worker_with_one_line_and_it_stays_stop
         await async_wait_for(lambda: len(dead_list(roomier, tmp_path)) >= 6, 60, "the garbage dead-lettered")
         assert resumed.poll() is None
     assert {x["offset"] for x in dead_list(roomier, tmp_path)} == set(range(6))
+
+
+async def test_raw_records_an_older_worker_dead_lettered_are_read_once_replayed_byte_for_byte(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    # The upgrade in the wrong order (docs/operations.md): a watcher of this release wrote v2 records, a worker of
+    # an earlier release could not read them and dead-lettered them `unreadable` (its letters made here as it
+    # made them). After the upgrade, `dead replay` re-drives them as they are and this worker reads them; a v1
+    # letter of before reads as well.
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    v2 = raw_record(raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n"))
+    v1 = raw_file("inbox/tom/2026-09-27-1100-kv.md", b"# KV cache eviction\n").model_dump_json().encode()
+    producer = kafka_io.make_producer(s)
+    await producer.start()
+    try:
+        for offset, (key, value) in enumerate(
+            ((b"inbox/jay/2026-09-27-1000-kv.md", v2), (b"inbox/tom/x.md", v1))
+        ):
+            letter = DeadLetter(
+                topic=s.kafka.topic("raw"),
+                partition=0,
+                offset=offset,
+                stage="raw",
+                reason="unreadable",
+                error="1 validation error for RawFile",
+                failed_at=datetime.now(UTC),
+                key=key,
+                value=value,
+            )
+            await (await producer.send(s.kafka.topic("dead"), value, key=key, headers=dead_headers(letter)))
+    finally:
+        await producer.stop()
+    letters = dead_list(s, tmp_path)
+    assert [(x["stage"], x["reason"], x["bytes"]) for x in letters] == [
+        ("raw", "unreadable", len(v2)),
+        ("raw", "unreadable", len(v1)),
+    ]
+    with running_worker(s, tmp_path) as worker:
+        done = cli(s, tmp_path, "dead", "replay", "--ids", *(x["id"] for x in letters))
+        assert done.returncode == 0 and done.stderr.count("replayed 0:") == 2, done.stderr
+
+        async def paths() -> set[str]:
+            return {
+                row.header.path for _, value in await read_topic(s, "documents") for row in decode_rows(value)
+            }
+
+        deadline = datetime.now(UTC) + timedelta(seconds=60)
+        while (got := await paths()) != {
+            "inbox/jay/2026-09-27-1000-kv.md",
+            "inbox/tom/2026-09-27-1100-kv.md",
+        }:
+            assert datetime.now(UTC) < deadline, got
+            await asyncio.sleep(0.5)
+        assert worker.poll() is None
+        assert metric(
+            worker_metrics(s), "predigest_dead_letters_total", stage="raw", reason="unreadable"
+        ) in (None, 0)
+    replayed = [value for key, value in await read_topic(s, "raw")]
+    assert replayed == [v2, v1]  # byte for byte
+    assert len(dead_list(s, tmp_path)) == 2  # nothing failed again
