@@ -52,6 +52,11 @@ def _joined(header: bytes, content: bytes) -> bytes:
     return b"".join((MAGIC, _LENGTHS.pack(len(header), len(content)), header, content))
 
 
+def readable(value: bytes) -> bytes:
+    """A record as a person reads it: a v2 record's header and content without its magic and lengths."""
+    return value[_START:] if value[: len(MAGIC)] == MAGIC else value
+
+
 def read_raw(value: bytes) -> RawFile:
     """The `RawFile` of a v2 or a v1 record; ValidationError for a header or a v1 record that is not one,
     RawRecordError for a damaged v2 record."""

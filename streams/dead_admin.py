@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from processors.dead_letters import DeadLetter, read_dead_letter, reason_text, replay_headers
+from processors.raw_record import readable
 from streams import kafka_io
 from streams.dead_letters import read_stop_file
 from streams.errors import StreamsError
@@ -45,10 +46,10 @@ class Found:
 
 
 def preview(value: bytes | None) -> str:
-    """The start of a value as one line of text: control characters shown as `·`."""
+    """The start of a value as one line of text (a v2 raw record from its header on): control characters as `·`."""
     if value is None:
         return "(no value)"
-    text = value[: PREVIEW_CHARS * 4].decode("utf-8", "replace")
+    text = readable(value)[: PREVIEW_CHARS * 4].decode("utf-8", "replace")
     return "".join(ch if ch.isprintable() else "·" for ch in text)[:PREVIEW_CHARS]
 
 
