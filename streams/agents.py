@@ -194,16 +194,18 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     try:
         async for events in batches:
             backlog = weighed_behind(records_behind(stream, events), events, _weight) >= BACKLOG_RECORDS
-            with services.pipeline().activity.handling():  # the state's vacuum does not start meanwhile
+            with services.pipeline().activity.handling():  # until its store takes it; no vacuum meanwhile
                 # Beside the batch before's store (mostly DuckDB, without the GIL): the two ran one after the
                 # other, and the window agent set the 100k ingest's tail (docs/performance.md).
                 decoded = await asyncio.to_thread(_decode_all, [event.value or b"" for event in events])
-            if storing is not None:
-                # One batch stored at a time, in order. Its failure stopped the worker when it happened (the
-                # task's callback: a quiet stream brings no next batch); raised here too, never stored past.
-                await storing
-            store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
-            storing = window_flow.start(services, stream, events, store)
+                if storing is not None:
+                    # One batch stored at a time, in order. Its failure stopped the worker when it happened (the
+                    # task's callback: a quiet stream brings no next batch); raised here too, never stored past.
+                    await storing
+                store = partial(window_batch, services, outputs, events, decoded, backlog=backlog)
+                storing = window_flow.start(services, stream, events, store)
+                # The task holds the batch alone: freed as it ends, not traversed by the idle young collection.
+                del decoded, store
     except BaseException as exc:  # Faust: restarted, acking past this batch; a panic: crashed
         stop_unless_stopping("the window agent", exc, services.halt)
     finally:

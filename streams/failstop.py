@@ -140,7 +140,7 @@ async def must_finish(
 async def to_thread_to_the_end(step: Callable[[], T], what: str) -> T:
     """`step` in a thread; a cancellation (the worker stopping) waits for it to end first, so nothing acks or
     closes what it writes (a batch's records, the state) before it is done, and nothing runs beside it."""
-    task = asyncio.ensure_future(asyncio.to_thread(step))
+    task = asyncio.ensure_future(asyncio.to_thread(_let_go(step)))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -151,3 +151,14 @@ async def to_thread_to_the_end(step: Callable[[], T], what: str) -> T:
             # Not retried now: the next start's catch-up applies what the state lacks, or vacuums it.
             log.error("%s, which the worker's stop waited for, failed", what, exc_info=exc)
         raise
+
+
+def _let_go(step: Callable[[], T]) -> Callable[[], T]:
+    """`step`, dropped by its thread as it returns: the executor's thread holds what it ran (a batch's rows) until it
+    takes its next job, after the task awaiting it may have ended, and a young collection then traversed them."""
+    held = [step]
+
+    def run() -> T:
+        return held.pop()()
+
+    return run

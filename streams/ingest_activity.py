@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from sinks import collector
 from sinks.clock import Clock
 
 
@@ -28,13 +29,23 @@ class IngestActivity:
     def handling(self) -> Iterator[None]:
         """A batch taken from the topic, until it is stored: a burst's first batch lingers, decodes and waits for
         its partitions' catch-up before its store ends, all of which the vacuum must not start beside."""
-        self._handling += 1
-        self.stirred()
+        self.taken()
         try:
             yield
         finally:
-            self._handling -= 1
-            self.stirred()
+            self.done()
+
+    def taken(self) -> None:
+        """A batch in hand until `done`; Python's collector runs young collections rarer meanwhile
+        (sinks.collector)."""
+        self._handling += 1
+        self.stirred()
+        collector.flow_began()
+
+    def done(self) -> None:
+        self._handling -= 1
+        self.stirred()
+        collector.flow_ended()
 
     def quiet_for(self, seconds: float) -> bool:
         """No batch being handled, and none received or stored for `seconds`."""

@@ -24,8 +24,12 @@ def start(
     events: Sequence[EventT[bytes]],
     store: Callable[[], Awaitable[None]],
 ) -> asyncio.Task[None]:
-    """The batch stored (`store`), then acked, in a task; its failure stops the worker (`Services.halt`)."""
+    """The batch stored (`store`), then acked, in a task; its failure stops the worker (`Services.halt`). In hand
+    from now to the task's end, cancelled before it ran or not: the decode's hold passes on without a gap."""
+    activity = services.pipeline().activity
+    activity.taken()
     storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
+    storing.add_done_callback(lambda _: activity.done())
     storing.add_done_callback(stop_on_failure("storing a documents batch", services.halt))
     return storing
 
@@ -36,9 +40,8 @@ async def _store_then_ack(
     events: Sequence[EventT[bytes]],
     store: Callable[[], Awaitable[None]],
 ) -> None:
-    with services.pipeline().activity.handling():
-        await store()
-        await ack_all(stream, events)
+    await store()
+    await ack_all(stream, events)
     # The batch's records, rows and pickles are freed by now: their pages go back (streams.heap).
     services.heap.after_batch()
 

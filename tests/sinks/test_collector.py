@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,40 @@ def test_a_collector_turned_off_elsewhere_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_while_a_batch_is_in_hand_young_collections_are_rarer_and_after_the_last_its_cycles_are_freed() -> (
+    None
+):
+    before = gc.get_threshold()
+    collector.flow_began()  # the decode takes a batch
+    collector.flow_began()  # the store task of the one before is still running
+    try:
+        assert gc.get_threshold()[0] == collector.FLOWING_YOUNG
+        alive = weakref.ref(_Cycle())
+        collector.flow_ended()  # the store before ends: the decoded batch is still in hand
+        assert gc.get_threshold()[0] == collector.FLOWING_YOUNG
+        assert alive() is not None  # not a collection per batch end
+    finally:
+        collector.flow_ended()
+    assert gc.get_threshold() == before  # what a briefing and an idle worker run with
+    assert alive() is None, "a cycle made while batches flowed outlived the flow"
+
+
+def test_a_flow_that_ends_inside_a_pause_leaves_its_collection_to_the_pause_s_end() -> None:
+    before = gc.get_threshold()
+    with collector.paused():  # a briefing, on the event loop, while the last batch is stored
+        collector.flow_began()
+        alive = weakref.ref(_Cycle())
+        collector.flow_ended()
+        assert gc.get_threshold() == before
+        assert alive() is not None, "the briefing's young objects were traversed in its middle"
+    gc.collect(0)  # what the first allocation past the restored threshold sets off
+    assert alive() is None
