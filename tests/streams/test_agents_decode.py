@@ -73,3 +73,21 @@ def test_an_unreadable_record_s_reason_holds_no_cycle_with_the_batch() -> None:
         assert gc.collect() == 0, "the decoded batch was in a reference cycle"
     finally:
         gc.enable()
+
+
+def test_a_panic_s_reason_holds_no_cycle_with_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its cause's traceback held `unpanicked`'s frame, whose caller is the decode's frame (f_back), whose `out`
+    # held the reason: the same cycle one frame further.
+    def panic(value: bytes) -> Notes:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(agents, "decode_notes", panic)
+    gc.collect()
+    gc.disable()
+    try:
+        decoded = _decode_all([b"a hostile record", b"another"])
+        assert [str(d) for d in decoded] == ["PanicException: index out of bounds"] * 2
+        del decoded
+        assert gc.collect() == 0, "the decoded batch was in a reference cycle"
+    finally:
+        gc.enable()
