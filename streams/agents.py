@@ -263,7 +263,10 @@ def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
             try:
                 out.append(unpanicked(decode_notes, value))  # a panic on a hostile record: unreadable
             except ValueError as exc:
-                out.append(exc)
+                # Its message alone: its traceback (or its cause's, through f_back) held this frame, whose `out`
+                # holds it, a cycle that kept the whole batch until a collection, rare while batches flow
+                # (sinks.collector.FLOWING_YOUNG).
+                out.append(ValueError(str(exc)))
     return out
 
 

@@ -58,3 +58,36 @@ def test_a_record_that_panics_the_decode_is_unreadable_not_a_crash(monkeypatch: 
     monkeypatch.setattr(agents, "decode_notes", panic)
     [decoded] = _decode_all([b"a hostile record"])
     assert isinstance(decoded, ValueError) and str(decoded) == "PanicException: index out of bounds"
+
+
+def test_an_unreadable_record_s_reason_holds_no_cycle_with_the_batch() -> None:
+    # Its traceback held the decode's frame, whose `out` held it: the whole batch (raw values, every row) was
+    # freed only by a collection, rare while batches flow (sinks.collector.FLOWING_YOUNG), not as its store ended.
+    values = [v for _, v in pack_notes(batch({}), {}, 16 * 1024)] + [b"not a documents record"]
+    gc.collect()
+    gc.disable()
+    try:
+        decoded = _decode_all(values)
+        assert isinstance(decoded[-1], ValueError) and str(decoded[-1])
+        del decoded
+        assert gc.collect() == 0, "the decoded batch was in a reference cycle"
+    finally:
+        gc.enable()
+
+
+def test_a_panic_s_reason_holds_no_cycle_with_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its cause's traceback held `unpanicked`'s frame, whose caller is the decode's frame (f_back), whose `out`
+    # held the reason: the same cycle one frame further.
+    def panic(value: bytes) -> Notes:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(agents, "decode_notes", panic)
+    gc.collect()
+    gc.disable()
+    try:
+        decoded = _decode_all([b"a hostile record", b"another"])
+        assert [str(d) for d in decoded] == ["PanicException: index out of bounds"] * 2
+        del decoded
+        assert gc.collect() == 0, "the decoded batch was in a reference cycle"
+    finally:
+        gc.enable()

@@ -92,7 +92,8 @@ class Rows:
 
 
 class LingeringThreads(ThreadPoolExecutor):
-    """Each job in a thread that keeps it until `release`, as the pool's thread does until it takes the next."""
+    """Each job in a thread that keeps it until `release`: the pool's thread keeps it until its `del work_item`, which
+    the event loop it wakes often outruns."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,7 +119,7 @@ async def test_a_step_run_in_a_thread_is_let_go_of_as_it_returns() -> None:
     try:
         assert await to_thread_to_the_end(partial(isinstance, rows, Rows), "storing") is True
         del rows
-        # Freed as the awaiting task goes on, not when the thread takes its next job (a young collection
+        # Freed as the awaiting task goes on, not when the thread gets to drop its job (a young collection
         # then traversed every row of the batch, docs/performance.md).
         assert held() is None
     finally:
