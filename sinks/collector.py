@@ -59,7 +59,8 @@ class _Flow:
         with self._lock:
             self._open -= 1
             if self._open == 0:
-                gc.set_threshold(*self._thresholds)
+                if gc.get_threshold()[0] == FLOWING_YOUNG:  # else set by someone else meanwhile: theirs stays
+                    gc.set_threshold(*self._thresholds)
                 # The flow's cycles freed now; not inside a pause (a briefing's): its end collects them.
                 if gc.isenabled():
                     gc.collect(0)

@@ -27,8 +27,8 @@ def start(
     """The batch stored (`store`), then acked, in a task; its failure stops the worker (`Services.halt`). In hand
     from now to the task's end, cancelled before it ran or not: the decode's hold passes on without a gap."""
     activity = services.pipeline().activity
-    activity.taken()
     storing = asyncio.create_task(_store_then_ack(services, stream, events, store))
+    activity.taken()  # after the task exists (nothing runs between): its end is then sure to count it done
     storing.add_done_callback(lambda _: activity.done())
     storing.add_done_callback(stop_on_failure("storing a documents batch", services.halt))
     return storing

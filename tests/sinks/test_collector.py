@@ -91,3 +91,16 @@ def test_a_flow_that_ends_inside_a_pause_leaves_its_collection_to_the_pause_s_en
         assert alive() is not None, "the briefing's young objects were traversed in its middle"
     gc.collect(0)  # what the first allocation past the restored threshold sets off
     assert alive() is None
+
+
+def test_thresholds_set_by_someone_else_while_batches_flow_are_theirs_after_the_flow() -> None:
+    before = gc.get_threshold()
+    collector.flow_began()
+    try:
+        gc.set_threshold(0)  # collection turned off meanwhile (an operator's hook, a profiler)
+    finally:
+        collector.flow_ended()
+    try:
+        assert gc.get_threshold()[0] == 0, "the flow switched collection back on"
+    finally:
+        gc.set_threshold(*before)
