@@ -185,8 +185,7 @@ async def handle_routed(
 
 async def window_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
     s = services.settings
-    # Up to batch_records notes a batch, as when a record was a note: a v5 record holds a parse batch's notes.
-    # Acked by the batch's store task once stored: the loop decodes the next batch meanwhile.
+    # Up to batch_records notes a batch (a record holds a parse batch's), acked by its store task once stored.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
     # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
     stream.add_processor(partial(_received, services))
@@ -256,16 +255,14 @@ async def window_batch(
 def _decode_all(values: list[bytes]) -> list[Notes | ValueError]:
     """Each documents record decoded, or why it cannot be (pydantic's ValidationError is a ValueError)."""
     out: list[Notes | ValueError] = []
-    # A batch's rows (headers, facts, tuples) all live until the store: the collections they set off found
-    # nothing to free and traversed the heap, ~15 % of the decode (docs/performance.md).
+    # A batch's rows all live until the store: collections here freed nothing, ~15 % of the decode (performance.md).
     with collector.paused():
         for value in values:
             try:
                 out.append(unpanicked(decode_notes, value))  # a panic on a hostile record: unreadable
             except ValueError as exc:
-                # Its message alone: its traceback (or its cause's, through f_back) held this frame, whose `out`
-                # holds it, a cycle that kept the whole batch until a collection, rare while batches flow
-                # (sinks.collector.FLOWING_YOUNG).
+                # Its message alone: its traceback held this frame and `out`, a cycle keeping the batch till a
+                # collection, rare while batches flow (sinks.collector.FLOWING_YOUNG).
                 out.append(ValueError(str(exc)))
     return out
 
