@@ -97,10 +97,11 @@ async def drop_run_topics(settings: Settings) -> None:
 
 
 async def watch(settings: Settings) -> None:
-    """`predigest watch`: publish the root continuously until SIGINT/SIGTERM."""
+    """`predigest watch`: publish the root continuously until SIGINT/SIGTERM (a second one exits at once, as
+    `once` and `run` do)."""
     await kafka_io.ensure_topics(settings)
     stop = asyncio.Event()
-    install_stop(stop)
+    install_stop(stop, again_exits=True)
     await publish_root(settings, follow=True, stop=stop)
 
 
