@@ -22,6 +22,7 @@ from sinks.clock import Clock
 from streams import control, kafka_local
 from streams.errors import StreamsError
 from streams.settings import Settings
+from streams.stopping import Stopping
 from streams.worker_process import free_port
 
 log = logging.getLogger("predigest")
@@ -179,12 +180,17 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
     local = not settings.kafka.bootstrap
     started = local and not kafka_local.local_broker_running(settings)
     settings = kafka_local.resolve_bootstrap(settings)
+    stopping = Stopping()
     try:
-        asyncio.run(oneshot.run(settings, dataclasses.replace(request, broker_started=started)))
+        asyncio.run(oneshot.run(settings, dataclasses.replace(request, broker_started=started), stopping))
     finally:
+        # The hard exit bounded the watcher's and the worker's stop; the broker's stop has its own bound.
+        stopping.disarm()
         if started:
+            stopping.before_exit = _broker_left_stopping
             log.info(
-                "stopping the local Kafka broker this run started (its data stays in %s)",
+                "stopping the local Kafka broker this run started (up to %.0f s; its data stays in %s)",
+                kafka_local.BROKER_STOP_SECONDS,
                 settings.kafka_cache,
             )
             kafka_local.stop_local_broker(settings)
@@ -194,6 +200,12 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
                 settings.kafka.bootstrap,
             )
     return 0
+
+
+def _broker_left_stopping() -> None:
+    log.warning(
+        "the local Kafka broker this run started may still be stopping: `predigest kafka stop` ends its stop"
+    )
 
 
 def watch(settings: Settings) -> int:

@@ -12,12 +12,21 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 
 SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "kafka" / "kafka.sh"
+# The broker's stop: SIGTERM, then SIGKILL this long after it (kafka.sh stop; its data stays either way).
+BROKER_STOP_SECONDS = 30
 
 
-def _run(args: list[str], cache: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: list[str], cache: Path, timeout: float, stop_seconds: int = BROKER_STOP_SECONDS
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PREDIGEST_KAFKA_CACHE": str(cache.resolve()),
+        "PREDIGEST_KAFKA_STOP_SECONDS": str(stop_seconds),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
     return subprocess.run(
         ["bash", str(SCRIPT), *args],
-        env={"PREDIGEST_KAFKA_CACHE": str(cache.resolve()), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -37,9 +46,28 @@ def start_broker(cache: Path, data_dir: Path) -> str:
     return bootstrap
 
 
-def stop_broker(cache: Path, data_dir: Path) -> None:
-    """Stop the local broker of `data_dir` (SIGTERM, then SIGKILL after 30 s); its data stays."""
-    _run(["stop", str(data_dir.resolve())], cache, 60)
+def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SECONDS) -> None:
+    """Stop the local broker of `data_dir` (SIGTERM, then SIGKILL after `stop_seconds`, said in a WARNING); its
+    data stays."""
+    try:
+        result = _run(["stop", str(data_dir.resolve())], cache, stop_seconds + 30, stop_seconds)
+    except subprocess.TimeoutExpired:
+        log.error(
+            "the local Kafka broker of %s did not stop within %d s: `predigest kafka stop` tries again",
+            data_dir,
+            stop_seconds + 30,
+        )
+        return
+    for line in result.stderr.strip().splitlines():
+        log.warning("%s", line)
+    if (
+        result.returncode != 0
+    ):  # interrupted (a Ctrl-C reaches the script too): the broker may still be stopping
+        log.warning(
+            "the local Kafka broker's stop ended early (%s stop exited %d): `predigest kafka stop` ends it",
+            SCRIPT,
+            result.returncode,
+        )
 
 
 def ensure_local_broker(settings: Settings) -> str:

@@ -97,10 +97,11 @@ async def drop_run_topics(settings: Settings) -> None:
 
 
 async def watch(settings: Settings) -> None:
-    """`predigest watch`: publish the root continuously until SIGINT/SIGTERM."""
+    """`predigest watch`: publish the root continuously until SIGINT/SIGTERM (a second one exits at once, as
+    `once` and `run` do)."""
     await kafka_io.ensure_topics(settings)
     stop = asyncio.Event()
-    install_stop(stop)
+    install_stop(stop, again_exits=True)
     await publish_root(settings, follow=True, stop=stop)
 
 
@@ -125,14 +126,17 @@ def flush_hint(settings: Settings, request: RunRequest) -> str:
     )
 
 
-async def run(settings: Settings, request: RunRequest) -> None:
-    """The whole pipeline on one root: worker + watcher, a flush of every axis, then keep running."""
+async def run(settings: Settings, request: RunRequest, stopping: Stopping | None = None) -> None:
+    """The whole pipeline on one root: worker + watcher, a flush of every axis, then keep running.
+
+    The hard exit a signal arms bounds the watcher's and the worker's stop; `stopping` (filled in here) lets the
+    caller disarm it once this returns, before the local broker's stop, which has a bound of its own."""
     await kafka_io.ensure_topics(settings)
     # Its log in this terminal; it dies with this process, whatever happens to it.
     worker = spawn_worker(settings, settings.state_dir, terminal=True, with_parent=True)
     stop = asyncio.Event()
     kill = _kill_and_name_broker(worker) if request.broker_started else worker.kill
-    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, kill, again_exits=True)
+    stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, kill, again_exits=True, state=stopping)
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     end, timeout = request.end, request.timeout
     try:

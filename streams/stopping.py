@@ -33,11 +33,21 @@ T = TypeVar("T")
 
 @dataclass
 class Stopping:
-    """The signal that asked the command to stop (None while none did), and what a hard exit does first (kill a
-    child it started: set once the child runs)."""
+    """The signal that asked the command to stop (None while none did), what a hard exit does first (kill a
+    child it started: set once the child runs), and the hard exit's timer once a signal armed it."""
 
     signum: int | None = None
     before_exit: Callable[[], None] | None = None
+    timer: threading.Timer | None = None
+    disarmed: bool = False
+
+    def disarm(self) -> None:
+        """The stop the timer bounds is over (`predigest run`'s worker stopped): no hard exit at its end, nor at a
+        later first signal; what the command does next has its own bound (the local broker's stop). A second
+        signal still exits at once."""
+        self.disarmed = True
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 def install_stop(
@@ -46,16 +56,21 @@ def install_stop(
     before_exit: Callable[[], None] | None = None,
     *,
     again_exits: bool = False,
+    state: Stopping | None = None,
 ) -> Stopping:
     """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later,
-    or with `again_exits` at a second signal (an operator's second Ctrl-C: no more waiting).
+    or with `again_exits` at a second signal (an operator's second Ctrl-C: no more waiting). `state`, when given,
+    is the one filled in (a caller that disarms the timer after the command's own stop).
 
     A Python-level handler, not the loop's: it runs in the main thread even while the loop is blocked in a
     system call (which the signal interrupts), where a loop callback would never run. Everything the watcher
     has not acknowledged is published again at the next start, so the hard exit loses nothing.
     """
     loop = asyncio.get_running_loop()
-    state = Stopping(before_exit=before_exit)
+    if state is None:
+        state = Stopping()
+    if before_exit is not None:
+        state.before_exit = before_exit
     arm = _hard_exit_timer(grace, state)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -115,10 +130,11 @@ def _hard_exit_timer(grace: float, state: Stopping) -> Callable[[int], None]:
         )
 
     def arm(signum: int) -> None:
-        if not armed.is_set():
+        if not armed.is_set() and not state.disarmed:
             armed.set()
             timer = threading.Timer(grace, give_up, args=(signum,))
             timer.daemon = True  # a process that stopped in time exits without waiting for it
+            state.timer = timer
             timer.start()
 
     return arm

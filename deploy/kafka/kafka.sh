@@ -129,9 +129,12 @@ stop() {
   local data="${1:-$CACHE/run}"
   [ -f "$data/kafka.pid" ] || return 0
   local pid; pid="$(cat "$data/kafka.pid")"
+  local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}"
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 1 $((seconds * 2))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  if kill -KILL "$pid" 2>/dev/null; then
+    say "the broker (pid $pid) was still running ${seconds} s after SIGTERM: killed (its data stays in $data)"
+  fi
   rm -f "$data/kafka.pid"
 }
 

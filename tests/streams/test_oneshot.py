@@ -1,15 +1,26 @@
-"""`predigest run`'s second Ctrl-C: the worker is killed at once and the broker the run started, left running
-(its stop waits up to 30 s), is named with the command that stops it."""
+"""`predigest run`'s stop: a second Ctrl-C kills the worker at once and names the broker the run started, left
+running; the hard exit a first signal arms bounds the watcher's and the worker's stop, not the broker's, whose
+stop has its own bound (SIGKILL after `BROKER_STOP_SECONDS`, said in one line)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from streams.kafka_local import stop_broker
 from streams.oneshot import _kill_and_name_broker
+from streams.settings import KafkaSettings, Settings
+from streams.worker_process import dump_settings
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def test_a_second_ctrl_c_kills_the_worker_and_names_the_broker_left_running(
@@ -20,3 +31,115 @@ def test_a_second_ctrl_c_kills_the_worker_and_names_the_broker_left_running(
         _kill_and_name_broker(worker)()
     assert worker.wait(timeout=5) != 0
     assert "`predigest kafka stop` stops it" in caplog.text
+
+
+# `predigest run` on a root whose local broker it started: its watcher and worker (stood in for) stop at once,
+# with a hard exit of 1 s; the broker's stop then takes 3 s.
+SLOW_BROKER_STOP = """
+import asyncio, sys, time
+from pathlib import Path
+from datetime import datetime
+from zoneinfo import ZoneInfo
+from sinks.clock import SYSTEM_CLOCK
+from streams import commands, kafka_local, logs, oneshot
+from streams.stopping import install_stop
+from streams.worker_process import load_dumped_settings
+
+async def run(settings, request, stopping):
+    stop = asyncio.Event()
+    install_stop(stop, 1.0, again_exits=True, state=stopping)
+    print("running", flush=True)
+    await stop.wait()
+
+def stop_broker(settings):
+    print("broker stopping", flush=True)
+    time.sleep(3)
+    print("broker stopped", flush=True)
+
+logs.configure(log_json=False, level="INFO")
+oneshot.run = run
+kafka_local.local_broker_running = lambda settings: False
+kafka_local.resolve_bootstrap = lambda settings: settings
+kafka_local.stop_local_broker = stop_broker
+end = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
+request = commands.RunRequest(end, archive=True, exit_after=False)
+sys.exit(commands.run(load_dumped_settings(Path(sys.argv[1])), request, SYSTEM_CLOCK))
+"""
+
+
+def _run_with_a_slow_broker_stop(settings: Settings, tmp_path: Path) -> subprocess.Popen[str]:
+    local = settings.model_copy(update={"kafka": KafkaSettings(bootstrap=None)})
+    cfg = dump_settings(local, tmp_path / "run-settings.json")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_BROKER_STOP, str(cfg)],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    while line and "running" not in line:
+        line = proc.stdout.readline()
+    return proc
+
+
+def test_runs_hard_exit_does_not_cut_the_broker_stop_it_started(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    with _run_with_a_slow_broker_stop(make_settings(), tmp_path) as proc:
+        try:
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=20)
+        finally:
+            proc.kill()
+        output = proc.stdout.read() if proc.stdout else ""
+    assert code == 0, output[-3000:]
+    assert "broker stopped" in output and "exiting now" not in output, output[-3000:]
+    assert "stopping the local Kafka broker this run started (up to 30 s;" in output
+
+
+def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    with _run_with_a_slow_broker_stop(make_settings(), tmp_path) as proc:
+        try:
+            proc.send_signal(signal.SIGINT)
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            while line and "broker stopping" not in line:
+                line = proc.stdout.readline()
+            again_at = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=20)
+            took = time.monotonic() - again_at
+        finally:
+            proc.kill()
+        output = proc.stdout.read() if proc.stdout else ""
+    assert code == 128 + signal.SIGINT and took < 2, (took, output)
+    assert "SIGINT again: exiting now" in output and "broker stopped" not in output
+    assert "may still be stopping: `predigest kafka stop` ends its stop" in output
+
+
+def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that_is_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    deaf = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+    broker = subprocess.Popen([sys.executable, "-c", deaf], stdout=subprocess.PIPE, text=True)
+    try:
+        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
+        data = tmp_path / "run"
+        data.mkdir()
+        (data / "kafka.pid").write_text(f"{broker.pid}\n")
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING):
+            stop_broker(tmp_path, data, stop_seconds=1)
+        took = time.monotonic() - started
+        assert broker.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        broker.kill()
+        broker.communicate()
+    assert 1 <= took < 5
+    assert not (data / "kafka.pid").exists()
+    assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
+    assert os.path.basename(str(data)) in caplog.text

@@ -22,7 +22,7 @@ from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
-from streams.worker_process import free_port, spawn_cli
+from streams.worker_process import dump_settings, free_port, spawn_cli
 from tests.streams.fault_support import metric
 from tests.streams.watcher_support import FakeProducer
 from tests.support import wait_for
@@ -177,3 +177,53 @@ def _answers(port: int) -> bool:
         return health(port)[0] == 200
     except httpx.HTTPError:
         return False
+
+
+# `predigest watch` itself, its stop held up where it closes its ledger (a disk that hangs a write), as an
+# operator pressing Ctrl-C meets it: the loop stopped, the process not yet gone.
+STUCK_IN_ITS_STOP = """
+import sys, time
+from sinks.ledger import Ledger
+from streams import cli
+
+def stuck_close(self):
+    print("closing the ledger", flush=True)
+    time.sleep(60)
+
+Ledger.close = stuck_close
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_second_ctrl_c_exits_a_watcher_still_stopping_at_once(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings()
+    cfg = dump_settings(s, tmp_path / "watcher-settings.json")
+    argv = [sys.executable, "-c", STUCK_IN_ITS_STOP, "--settings-json", str(cfg), "watch"]
+    with subprocess.Popen(
+        argv, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        try:
+            wait_for(lambda: _answers(s.watcher_metrics_port), 60, "the watcher's /healthz")
+            proc.send_signal(signal.SIGINT)  # the first Ctrl-C: the watcher stops as always …
+            assert proc.stdout is not None
+            lines = [proc.stdout.readline()]
+            while lines[-1] and "closing the ledger" not in lines[-1]:  # … up to its ledger's close
+                lines.append(proc.stdout.readline())
+            assert lines[-1], "".join(lines)[-3000:]
+            again_at = time.monotonic()
+            proc.send_signal(signal.SIGINT)  # the second: no more waiting
+            code = proc.wait(timeout=15)
+            took = time.monotonic() - again_at
+        finally:
+            proc.kill()
+        output = "".join(lines) + proc.stdout.read()
+    assert code == 128 + signal.SIGINT and took < 3, (took, output[-3000:])
+    # The line `once` and `run` print at a second signal, and no other error.
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(
+        "SIGINT again: exiting now (unacknowledged files are sent again at the next start)"
+    ), output[-3000:]
