@@ -60,9 +60,8 @@ def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SEC
         return
     for line in result.stderr.strip().splitlines():
         log.warning("%s", line)
-    if (
-        result.returncode != 0
-    ):  # interrupted (a Ctrl-C reaches the script too): the broker may still be stopping
+    # Interrupted (a Ctrl-C reaches the script too): the broker may still be stopping.
+    if result.returncode != 0:
         log.warning(
             "the local Kafka broker's stop ended early (%s stop exited %d): `predigest kafka stop` ends it",
             SCRIPT,
