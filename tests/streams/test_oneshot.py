@@ -143,3 +143,19 @@ def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that
     assert not (data / "kafka.pid").exists()
     assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
     assert os.path.basename(str(data)) in caplog.text
+
+
+def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The timer thread past its cancel check when `run`'s finally disarms it: the broker's stop has begun, with
+    # `before_exit` changed under it; the hard exit it bounded is over and must not cut that stop.
+    from streams import stopping as stopping_module
+
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    state = stopping_module.Stopping(before_exit=lambda: exits.append(-1))
+    stopping_module._hard_exit_timer(60, state)(signal.SIGINT)
+    timer = state.timer
+    assert timer is not None
+    state.disarm()
+    timer.function(*timer.args)
+    assert exits == []
