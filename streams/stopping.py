@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -40,12 +40,15 @@ class Stopping:
     before_exit: Callable[[], None] | None = None
     timer: threading.Timer | None = None
     disarmed: bool = False
+    # Held by a firing timer from its check of `disarmed` to its exit: one already past `cancel` exits nothing.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def disarm(self) -> None:
         """The stop the timer bounds is over (`predigest run`'s worker stopped): no hard exit at its end, nor at a
         later first signal; what the command does next has its own bound (the local broker's stop). A second
         signal still exits at once."""
-        self.disarmed = True
+        with self.lock:
+            self.disarmed = True
         if self.timer is not None:
             self.timer.cancel()
 
@@ -125,9 +128,10 @@ def _hard_exit_timer(grace: float, state: Stopping) -> Callable[[int], None]:
     armed = threading.Event()
 
     def give_up(signum: int) -> None:
-        _exit_hard(
-            state, signum, f"still running {grace:.0f}s after {signal.Signals(signum).name}: exiting now"
-        )
+        why = f"still running {grace:.0f}s after {signal.Signals(signum).name}: exiting now"
+        with state.lock:
+            if not state.disarmed:
+                _exit_hard(state, signum, why)
 
     def arm(signum: int) -> None:
         if not armed.is_set() and not state.disarmed:

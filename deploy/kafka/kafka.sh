@@ -130,6 +130,9 @@ stop() {
   [ -f "$data/kafka.pid" ] || return 0
   local pid; pid="$(cat "$data/kafka.pid")"
   local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}"
+  case "$seconds" in
+    '' | *[!0-9]*) say "PREDIGEST_KAFKA_STOP_SECONDS=$seconds is not whole seconds: 30 s used"; seconds=30 ;;
+  esac
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 $((seconds * 2))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
   if kill -KILL "$pid" 2>/dev/null; then

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -143,3 +144,51 @@ def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that
     assert not (data / "kafka.pid").exists()
     assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
     assert os.path.basename(str(data)) in caplog.text
+
+
+def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The timer thread past its cancel check when `run`'s finally disarms it: the broker's stop has begun, with
+    # `before_exit` changed under it; the hard exit it bounded is over and must not cut that stop.
+    from streams import stopping as stopping_module
+
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    state = stopping_module.Stopping(before_exit=lambda: exits.append(-1))
+    stopping_module._hard_exit_timer(60, state)(signal.SIGINT)
+    timer = state.timer
+    assert timer is not None
+    state.disarm()
+    timer.function(*timer.args)
+    assert exits == []
+
+
+def test_a_stop_bound_that_is_not_whole_seconds_is_said_and_30_s_used(tmp_path: Path) -> None:
+    # Under `set -u`, `$((seconds * 2))` took `abc` for an unset variable (the script died after SIGTERM, its pid
+    # file left) and `1.5` for a syntax error (no wait at all: SIGKILL at once).
+    slow = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1), sys.exit(0))); print('up', flush=True); time.sleep(60)"
+    for bound in ("1.5", "abc"):
+        broker = subprocess.Popen([sys.executable, "-c", slow], stdout=subprocess.PIPE, text=True)
+        try:
+            assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
+            # Reaped as it exits, as init reaps the real broker: kafka.sh's `kill -0` would see a zombie alive.
+            threading.Thread(target=broker.wait, daemon=True).start()
+            data = tmp_path / bound
+            data.mkdir()
+            (data / "kafka.pid").write_text(f"{broker.pid}\n")
+            env = {
+                **os.environ,
+                "PREDIGEST_KAFKA_CACHE": str(tmp_path),
+                "PREDIGEST_KAFKA_STOP_SECONDS": bound,
+            }
+            script = PROJECT / "deploy" / "kafka" / "kafka.sh"
+            done = subprocess.run(
+                ["bash", str(script), "stop", str(data)], env=env, capture_output=True, text=True
+            )
+            assert broker.wait(timeout=5) == 0, (bound, done.stderr)
+        finally:
+            broker.kill()
+            broker.communicate()
+        assert done.returncode == 0 and not (data / "kafka.pid").exists(), (bound, done.stderr)
+        assert (
+            done.stderr == f"kafka.sh: PREDIGEST_KAFKA_STOP_SECONDS={bound} is not whole seconds: 30 s used\n"
+        )
