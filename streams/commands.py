@@ -255,6 +255,6 @@ def explain(settings: Settings, path: str, axis: str | None, as_json: bool) -> i
 def kafka(settings: Settings, action: str) -> int:
     if action == "start":
         log.info("bootstrap %s", kafka_local.ensure_local_broker(settings))
-    else:
-        kafka_local.stop_local_broker(settings)
+    elif not kafka_local.stop_local_broker(settings):
+        return 1  # its line said why; the broker may still be stopping
     return 0

@@ -46,9 +46,9 @@ def start_broker(cache: Path, data_dir: Path) -> str:
     return bootstrap
 
 
-def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SECONDS) -> None:
+def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SECONDS) -> bool:
     """Stop the local broker of `data_dir` (SIGTERM, then SIGKILL after `stop_seconds`, said in a WARNING); its
-    data stays."""
+    data stays. False when the stop did not finish (said in a line): it may still be stopping."""
     try:
         result = _run(["stop", str(data_dir.resolve())], cache, stop_seconds + 30, stop_seconds)
     except subprocess.TimeoutExpired:
@@ -57,7 +57,7 @@ def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SEC
             data_dir,
             stop_seconds + 30,
         )
-        return
+        return False
     for line in result.stderr.strip().splitlines():
         log.warning("%s", line)
     # Interrupted (a Ctrl-C reaches the script too): the broker may still be stopping.
@@ -67,6 +67,7 @@ def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SEC
             SCRIPT,
             result.returncode,
         )
+    return result.returncode == 0
 
 
 def ensure_local_broker(settings: Settings) -> str:
@@ -87,8 +88,8 @@ def local_broker_running(settings: Settings) -> bool:
     return _run(["status", str(settings.kafka_cache / "run")], settings.kafka_cache, 30).returncode == 0
 
 
-def stop_local_broker(settings: Settings) -> None:
-    stop_broker(settings.kafka_cache, settings.kafka_cache / "run")
+def stop_local_broker(settings: Settings) -> bool:
+    return stop_broker(settings.kafka_cache, settings.kafka_cache / "run")
 
 
 def resolve_bootstrap(settings: Settings) -> Settings:

@@ -134,7 +134,7 @@ def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that
         (data / "kafka.pid").write_text(f"{broker.pid}\n")
         started = time.monotonic()
         with caplog.at_level(logging.WARNING):
-            stop_broker(tmp_path, data, stop_seconds=1)
+            assert stop_broker(tmp_path, data, stop_seconds=1)  # killed: stopped
         took = time.monotonic() - started
         assert broker.wait(timeout=5) == -signal.SIGKILL
     finally:
@@ -192,3 +192,17 @@ def test_a_stop_bound_that_is_not_whole_seconds_is_said_and_30_s_used(tmp_path: 
         assert (
             done.stderr == f"kafka.sh: PREDIGEST_KAFKA_STOP_SECONDS={bound} is not whole seconds: 30 s used\n"
         )
+
+
+def test_kafka_stop_exits_1_when_the_broker_s_stop_did_not_finish(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from streams import commands, kafka_local
+
+    def hung(args: list[str], cache: Path, timeout: float, stop_seconds: int = 30) -> None:
+        raise subprocess.TimeoutExpired(args, timeout)
+
+    monkeypatch.setattr(kafka_local, "_run", hung)
+    # A script or a shell then knows the broker may still be stopping (it exited 0 with an ERROR line).
+    assert commands.kafka(make_settings(), "stop") == 1
+    assert "did not stop within" in caplog.text
