@@ -134,11 +134,24 @@ stop() {
     '' | *[!0-9]*) say "PREDIGEST_KAFKA_STOP_SECONDS=$seconds is not whole seconds: 30 s used"; seconds=30 ;;
   esac
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 $((seconds * 2))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  if kill -KILL "$pid" 2>/dev/null; then
+  for _ in $(seq 1 $((seconds * 2))); do running "$pid" || break; sleep 0.5; done
+  if running "$pid" && kill -KILL "$pid" 2>/dev/null; then
     say "the broker (pid $pid) was still running ${seconds} s after SIGTERM: killed (its data stays in $data)"
   fi
   rm -f "$data/kafka.pid"
+}
+
+# A process that has exited but nobody reaped (a zombie: in a container whose PID 1 does not reap, the broker's)
+# is not running: `kill -0` alone would wait the whole bound for it, then say it was killed.
+running() {
+  local stat
+  if [ -r "/proc/$1/stat" ]; then
+    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+    stat="${stat##*) }"
+    [ "${stat%% *}" != "Z" ]
+  else
+    kill -0 "$1" 2>/dev/null
+  fi
 }
 
 case "${1:-}" in

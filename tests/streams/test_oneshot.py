@@ -146,6 +146,35 @@ def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that
     assert os.path.basename(str(data)) in caplog.text
 
 
+def test_a_broker_that_exited_but_was_never_reaped_is_stopped_at_once_not_killed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # In a container whose PID 1 does not reap, the broker stays a zombie: `kill -0` took it for running, the stop
+    # waited its whole bound and then said it had killed it.
+    broker = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
+        data = tmp_path / "run"
+        data.mkdir()
+        (data / "kafka.pid").write_text(f"{broker.pid}\n")
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING):
+            assert stop_broker(
+                tmp_path, data, stop_seconds=10
+            )  # not reaped meanwhile: a zombie after SIGTERM
+        took = time.monotonic() - started
+    finally:
+        broker.kill()
+        broker.communicate()
+    assert took < 5
+    assert "still running" not in caplog.text
+    assert not (data / "kafka.pid").exists()
+
+
 def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     # The timer thread past its cancel check when `run`'s finally disarms it: the broker's stop has begun, with
     # `before_exit` changed under it; the hard exit it bounded is over and must not cut that stop.
