@@ -11,7 +11,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -122,24 +123,33 @@ def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
     assert "may still be stopping: `predigest kafka stop` ends its stop" in output
 
 
-def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that_is_said(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    deaf = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
-    broker = subprocess.Popen([sys.executable, "-c", deaf], stdout=subprocess.PIPE, text=True)
+@contextmanager
+def stand_in_broker(tmp_path: Path, code: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A process running `code` (it prints `up`) written as the local broker of `tmp_path / "run"`; killed after."""
+    broker = subprocess.Popen(
+        [sys.executable, "-c", f"{code}; print('up', flush=True)"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
         data = tmp_path / "run"
         data.mkdir()
         (data / "kafka.pid").write_text(f"{broker.pid}\n")
+        yield broker, data
+    finally:
+        broker.kill()
+        broker.communicate()
+
+
+def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that_is_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    deaf = "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); threading.Timer(60, print).start()"
+    with stand_in_broker(tmp_path, deaf) as (broker, data):
         started = time.monotonic()
         with caplog.at_level(logging.WARNING):
             assert stop_broker(tmp_path, data, stop_seconds=1)  # killed: stopped
         took = time.monotonic() - started
         assert broker.wait(timeout=5) == -signal.SIGKILL
-    finally:
-        broker.kill()
-        broker.communicate()
     assert 1 <= took < 5
     assert not (data / "kafka.pid").exists()
     assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
@@ -151,25 +161,12 @@ def test_a_broker_that_exited_but_was_never_reaped_is_stopped_at_once_not_killed
 ) -> None:
     # In a container whose PID 1 does not reap, the broker stays a zombie: `kill -0` took it for running, the stop
     # waited its whole bound and then said it had killed it.
-    broker = subprocess.Popen(
-        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
-        data = tmp_path / "run"
-        data.mkdir()
-        (data / "kafka.pid").write_text(f"{broker.pid}\n")
+    with stand_in_broker(tmp_path, "import threading; threading.Timer(60, print).start()") as (_, data):
         started = time.monotonic()
         with caplog.at_level(logging.WARNING):
-            assert stop_broker(
-                tmp_path, data, stop_seconds=10
-            )  # not reaped meanwhile: a zombie after SIGTERM
+            # Not reaped meanwhile (nobody waits for it): a zombie once SIGTERM ends it.
+            assert stop_broker(tmp_path, data, stop_seconds=10)
         took = time.monotonic() - started
-    finally:
-        broker.kill()
-        broker.communicate()
     assert took < 5
     assert "still running" not in caplog.text
     assert not (data / "kafka.pid").exists()
