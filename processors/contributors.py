@@ -59,6 +59,6 @@ class Contributors:
         elif key < self._heap[0][0].key:
             heapq.heapreplace(self._heap, (_Worst(key), position, doc, rel))
 
-    def ranked(self) -> list[tuple[DocumentSummary, Relevance]]:
-        """The chosen sources in window order."""
-        return [(d, r) for _, _, d, r in sorted(self._heap, key=lambda e: e[1])]
+    def ranked(self) -> list[tuple[int, DocumentSummary, Relevance]]:
+        """The chosen sources in window order, each with its place."""
+        return [(p, d, r) for _, p, d, r in sorted(self._heap, key=lambda e: e[1])]
