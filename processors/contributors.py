@@ -13,7 +13,8 @@ from processors.units import card_anchors
 
 
 def read_whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str, Document]:
-    """path → the whole document, loading those given only as summaries (a vanished one is left out)."""
+    """path → the whole document, loading those given only as summaries (one that does not read back is left
+    out: `processors.damaged_notes` takes it for damaged)."""
     docs = list(docs)
     out = {d.path: d for d in docs if isinstance(d, Document)}
     missing = list(dict.fromkeys(d.path for d in docs if not isinstance(d, Document) and d.path not in out))
