@@ -66,6 +66,17 @@ class IdOrder:
         if baseline:
             self._baselines.append(entry)
 
+    def drop(self, positions: Collection[int]) -> None:
+        """Forget the ids of the sources at `positions` (notes that did not read back: listed as rejected only)."""
+        if positions:
+            for group in (self._eligible, self._baselines, self._all):
+                group[:] = [e for e in group if e[0] not in positions]
+
+    def promote(self, position: int) -> None:
+        """List the ids of the source at `position` among the contributors' (a duplicate that took the place of
+        its group's damaged original)."""
+        self._eligible.extend(e for e in self._all if e[0] == position)
+
     def split(self, anchored: Collection[str]) -> IdSplit:
         """The ids, new unless anchored."""
         groups = (self._eligible, self._baselines, self._all)

@@ -10,6 +10,7 @@ from processors.anchoring import Anchors, IdSplit, anchor_ids
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
 from processors.contributors import read_whole
+from processors.damaged_notes import read_past_damage
 from processors.id_conflicts import conflicts_among
 from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
@@ -98,7 +99,11 @@ def read_window(req: BriefingRequest) -> WindowReads:
     whole = read_whole(
         [*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues, *future], req.load
     )
-    stated = source.titles(duplicates.keys())
+    # A note that did not read back (the request lists it damaged) is left out of everything the briefing quotes
+    # or counts; a duplicate of it takes its place (`processors.damaged_notes`).
+    lost = read_past_damage(scan, listed, whole, (req.load, req.zone))
+    left_out = listed.duplicates.keys()
+    stated = source.titles(left_out | lost if lost else left_out)
     return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())
 
 

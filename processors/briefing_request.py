@@ -35,6 +35,7 @@ _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
 
 MAX_HISTORY_TITLES = 5000  # the most recent (id, title) pairs of earlier briefings compared for id conflicts
 
+# Leaves out only a note whose stored text does not read back (the request lists it damaged).
 Loader = Callable[[Sequence[str]], Sequence[Document]]
 
 

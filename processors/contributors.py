@@ -13,7 +13,8 @@ from processors.units import card_anchors
 
 
 def read_whole(docs: Iterable[DocumentSummary], load: Loader | None) -> dict[str, Document]:
-    """path → the whole document, loading those given only as summaries (a vanished one is left out)."""
+    """path → the whole document, loading those given only as summaries (one that does not read back is left
+    out: `processors.damaged_notes` takes it for damaged)."""
     docs = list(docs)
     out = {d.path: d for d in docs if isinstance(d, Document)}
     missing = list(dict.fromkeys(d.path for d in docs if not isinstance(d, Document) and d.path not in out))
@@ -59,6 +60,6 @@ class Contributors:
         elif key < self._heap[0][0].key:
             heapq.heapreplace(self._heap, (_Worst(key), position, doc, rel))
 
-    def ranked(self) -> list[tuple[DocumentSummary, Relevance]]:
-        """The chosen sources in window order."""
-        return [(d, r) for _, _, d, r in sorted(self._heap, key=lambda e: e[1])]
+    def ranked(self) -> list[tuple[int, DocumentSummary, Relevance]]:
+        """The chosen sources in window order, each with its place."""
+        return [(p, d, r) for _, p, d, r in sorted(self._heap, key=lambda e: e[1])]

@@ -224,6 +224,12 @@ class SourceListing:
         self._positions.append(row.position)
         self._columns.add(d, rel, (topic, other, d.arxiv_ids if plain else ()))
 
+    def standing(self, paths: Collection[str]) -> dict[str, tuple[int, Relevance]]:
+        """The place in the window and the relevance of each source at `paths`, as listed (a pass over the
+        listing: for the few duplicates of a note that did not read back)."""
+        found = self._columns.find(paths)
+        return {p: (self._positions[i], rel) for p, (i, rel) in found.items()}
+
     def accounts(self, found: Found, ctx: AccountContext) -> Accounts:
         """Every source listed in window order: used, or why not (duplicate, role, low, covered …); once (the
         listing is emptied)."""

@@ -41,6 +41,7 @@ class Scan:
     ids: IdOrder = field(default_factory=IdOrder)
     future: list[tuple[DocumentSummary, str]] = field(default_factory=list)  # (note, an id dated after it)
     current: dict[str, SourceRow] = field(default_factory=dict)  # kept sources at the `watched` paths
+    at: dict[str, int] = field(default_factory=dict)  # the place of each note kept above
 
 
 def scan_window(
@@ -75,16 +76,19 @@ def scan_window(
             baselines.append((position, doc))
         if doc.kind == "work_queue":
             queues.append((position, doc))
-        if doc.kind in ("inbox", "paper_card") and _cites_later(doc, limits.zone):
+        if doc.kind in ("inbox", "paper_card") and cites_later(doc, limits.zone):
             future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
-    scan.contributors = ranking.ranked()
+    ranked = ranking.ranked()
+    scan.contributors = [(d, r) for _, d, r in ranked]
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
     scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]
+    held = [*((p, d) for p, d, _ in ranked), *baselines, *queues, *((p, d) for p, d, _ in future)]
+    scan.at = {d.path: p for p, d in held}
     return scan
 
 
-def _cites_later(doc: DocumentSummary, zone: ZoneInfo) -> bool:
+def cites_later(doc: DocumentSummary, zone: ZoneInfo) -> bool:
     """Whether the note cites an id of a month after its own: the few `future_id_hits` looks at closely."""
     latest = max(filter(None, map(yymm, doc.arxiv_ids)), default=None)
     if latest is None:

@@ -167,9 +167,6 @@ def _damaged(*paths: str) -> list[Rejection]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review36a: a damaged original's duplicate stays its duplicate (not fixed)"
-)
 def test_the_readable_copy_of_a_damaged_original_is_not_listed_as_its_duplicate() -> None:
     # The original of an exact duplicate does not read back: its readable copy is listed as a duplicate of a note
     # the briefing lists only among its rejected, and what both say yields no increment.
@@ -185,9 +182,6 @@ def test_the_readable_copy_of_a_damaged_original_is_not_listed_as_its_duplicate(
     assert len(b.increments) == len(readable.increments) == 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review36a: D-items still quote a damaged note (a decision, not fixed)"
-)
 def test_no_d_item_quotes_a_note_listed_only_as_damaged() -> None:
     # A note dated before an id it cites does not read back: its D-item quotes it (the id alone, its line
     # unread), and 七 ranks that D-item, though 五 lists the note only as damaged.

@@ -192,6 +192,7 @@ def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
         living=state.living_document(AXIS.name),
         history=BriefingHistory.of([], [baseline.text] if baseline else []),
     )
+    readable = {**whole, **({baseline.path: baseline} if baseline else {})}
     from_rows = assemble_briefing(
         BriefingRequest(
             **{
@@ -199,7 +200,8 @@ def test_a_briefing_of_the_stored_window_is_the_briefing_of_its_documents(
                 "documents": (),
                 "superseded": (),
                 "source": stored,
-                "load": lambda paths: [whole[p] for p in paths if p in whole],
+                # As the stored window loads them: its baseline too (a note left out did not read back).
+                "load": lambda paths: [readable[p] for p in paths if p in readable],
             }
         )
     )

@@ -12,7 +12,7 @@ import pytest
 
 from processors.briefing_names import briefing_basename
 from processors.i18n import Lang
-from processors.models import Briefing
+from processors.models import Briefing, Trigger
 from processors.render_markdown import render_markdown
 from processors.wire_frames import pack_body
 from sinks.files import BriefingFiles
@@ -35,6 +35,8 @@ from tests.streams.agent_support import (
 
 GOOD = "inbox/jay/2026-09-27-1000-kv.md"
 DAMAGED = "inbox/jay/2026-09-27-1100-kv.md"
+COPY = "inbox/tom/2026-09-27-1100-kv.md"  # GOOD's text again, later
+LATER = "inbox/spark/2026-09-27-1200-kv.md"
 OTHER = "# 推理 speculative decoding\nvLLM inference TTFT -30% with a draft model, arXiv:2609.23131\n"
 QUEUE = "work-queue/2026-09-27-1200.md"
 # Per language: the damaged note's line in 五, the summary line's and the footer's counts (each note once).
@@ -114,11 +116,11 @@ async def _stored(worker: InProcessWorker, notes: list[tuple[str, str, bool]]) -
         await settled(lambda: state.document_count("inference") == len(notes), "the notes stored")
 
 
-async def _briefing(worker: InProcessWorker, clock: ManualClock) -> Briefing:
+async def _briefing(worker: InProcessWorker, clock: ManualClock, trigger: Trigger = "flush") -> Briefing:
     axis = worker.settings.axes[0]
     state = worker.services.pipeline().state
     briefing, _ = await Assembly(worker.settings, state, clock).briefing(
-        axis, new_command(axis.name, "flush", END, clock.now())
+        axis, new_command(axis.name, trigger, END, clock.now())
     )
     return briefing
 
@@ -135,6 +137,8 @@ async def test_a_damaged_contributor_and_source_are_listed_once_as_damaged(
     assert [(r.path, r.reason_code) for r in damaged.rejected] == [(DAMAGED, "damaged"), (QUEUE, "damaged")]
     assert [s.path for s in damaged.sources] == [GOOD]
     assert not {DAMAGED, QUEUE} & {n.path for n in damaged.no_increment_sources}
+    # The id only they cite is not listed in 四: no listed source would say where it came from.
+    assert "2609.23131" in {e.id for e in readable.arxiv} - {e.id for e in damaged.arxiv}
     # The good note's entries are those it has beside the same notes readable.
     assert damaged.sources == [s for s in readable.sources if s.path == GOOD]
     assert damaged.no_increment_sources == [n for n in readable.no_increment_sources if n.path == GOOD]
@@ -152,8 +156,36 @@ async def test_a_damaged_contributor_and_source_are_listed_once_as_damaged(
 
 
 async def _briefing_of(
-    folder: Path, start: Start, clock: ManualClock, notes: list[tuple[str, str, bool]]
+    folder: Path,
+    start: Start,
+    clock: ManualClock,
+    notes: list[tuple[str, str, bool]],
+    trigger: Trigger = "flush",
 ) -> Briefing:
     worker = owning_worker(folder, start, clock)
     await _stored(worker, notes)
-    return await _briefing(worker, clock)
+    return await _briefing(worker, clock, trigger)
+
+
+@pytest.mark.parametrize("trigger", ["flush", "close"])
+async def test_the_readable_copy_of_a_damaged_original_takes_its_place(
+    tmp_path: Path, start: Start, trigger: Trigger
+) -> None:
+    # The damage shows only when the original is read whole, its duplicate group settled: its copy is briefed as
+    # it would be alone (used, its increment), the original listed once, among the rejected.
+    clock = ManualClock(END + timedelta(minutes=10))
+    notes = [(GOOD, TEXT, True), (COPY, TEXT, False), (LATER, TEXT, False)]
+    damaged = await _briefing_of(tmp_path / "damaged", start, clock, notes, trigger)
+    alone = await _briefing_of(
+        tmp_path / "alone", start, clock, [(COPY, TEXT, False), (LATER, TEXT, False)], trigger
+    )
+    assert [(r.path, r.reason_code) for r in damaged.rejected] == [(GOOD, "damaged")]
+    listed = [(s.path, s.status, s.duplicate_of) for s in damaged.sources]
+    assert listed == [(COPY, "used", None), (LATER, "duplicate", COPY)]
+    assert (damaged.sources, damaged.increments, damaged.arxiv) == (
+        alone.sources,
+        alone.increments,
+        alone.arxiv,
+    )
+    assert len(damaged.increments) == 1
+    assert "sources 2 (1 duplicate, 1 rejected)" in render_markdown(damaged, lang="en", zone=SH)

@@ -1,0 +1,105 @@
+"""The notes a briefing reads whole that do not read back (damaged): listed among its rejected only, so nothing
+else of the briefing quotes or counts them, and a duplicate of one takes its place.
+
+The damage shows only at the whole read, once the window's duplicate groups are settled: a group whose kept note
+does not read back is kept by its earliest member that does, read whole in turn (rare: one more read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from zoneinfo import ZoneInfo
+
+from processors.briefing_request import Loader
+from processors.contributors import can_contribute
+from processors.discrepancies import future_id_hits
+from processors.models import Document, Relevance
+from processors.near_duplicates import DuplicateOf
+from processors.sources import SourceListing
+from processors.window_scan import Scan, cites_later
+
+
+def regroup(
+    duplicates: Mapping[str, DuplicateOf], lost: Collection[str], at: Mapping[str, int]
+) -> tuple[dict[str, DuplicateOf], dict[str, str]]:
+    """The duplicates with each group whose kept note is `lost` kept by its earliest member not lost (places
+    `at`), the rest its duplicates, the lost members no one's; and each such lost note → the member kept."""
+    groups: dict[str, list[str]] = {}
+    for path, dup in duplicates.items():
+        if dup.kept in lost:
+            groups.setdefault(dup.kept, []).append(path)
+    if not groups:
+        return dict(duplicates), {}
+    out = {p: d for p, d in duplicates.items() if d.kept not in groups}
+    heirs: dict[str, str] = {}
+    for kept, members in groups.items():
+        readable = sorted((m for m in members if m not in lost), key=at.__getitem__)
+        if readable:
+            heir, *rest = readable
+            heirs[kept] = heir
+            out.update((m, _repointed(duplicates[m], (heir, duplicates[heir]), lost)) for m in rest)
+    return out, heirs
+
+
+def _repointed(dup: DuplicateOf, heir: tuple[str, DuplicateOf], lost: Collection[str]) -> DuplicateOf:
+    """`dup` as a duplicate of `heir`, which duplicated their lost kept note: two exact copies of that note are
+    exact copies of each other; a near one keeps the similarity measured against the lost note (the pair's own
+    was never measured), an exact one of a near heir takes the heir's."""
+    path, of_lost = heir
+    matched = path if dup.matched in lost else dup.matched
+    if of_lost.kind == "exact" or dup.kind == "near":
+        return DuplicateOf(kept=path, kind=dup.kind, similarity=dup.similarity, matched=matched)
+    return DuplicateOf(kept=path, kind="near", similarity=of_lost.similarity, matched=matched)
+
+
+def read_past_damage(
+    scan: Scan, listed: SourceListing, whole: dict[str, Document], read: tuple[Loader | None, ZoneInfo]
+) -> frozenset[str]:
+    """The notes the scan kept that did not read back into `whole`, with any duplicate that took the place of
+    one and did not read back either; the listing's duplicates regrouped past them, `whole` gaining the ones
+    that took their place, the scan having those in it (`take_places`). `read`: the loader, the zone."""
+    load, zone = read
+    lost = {p for p in scan.at if p not in whole}
+    if not lost or load is None:
+        return frozenset()
+    duplicates = listed.duplicates
+    standing = listed.standing({p for p, d in duplicates.items() if d.kept in lost})
+    while True:
+        kept, heirs = regroup(duplicates, lost, {p: at for p, (at, _) in standing.items()})
+        wanted = [h for h in heirs.values() if h not in whole]
+        if not wanted:
+            break
+        whole.update((d.path, d) for d in load(wanted))
+        lost.update(h for h in wanted if h not in whole)
+    listed.duplicates = kept
+    scan.at.update((p, at) for p, (at, _) in standing.items() if p in lost)  # its ids dropped too
+    take_places(scan, {was: (whole[h], *standing[h]) for was, h in heirs.items()}, lost, zone)
+    return frozenset(lost)
+
+
+def take_places(
+    scan: Scan, heirs: Mapping[str, tuple[Document, int, Relevance]], lost: Collection[str], zone: ZoneInfo
+) -> None:
+    """The scan with each lost note's readable duplicate (`heirs`: lost note → it, its place, its relevance) in
+    its place, as the scan would have kept it, and the lost notes gone from it: their ids in 四 and their dates
+    of ids in D-items."""
+    contributors = {d.path for d, _ in scan.contributors}
+    queues = {d.path for d in scan.queues}
+    for was, (doc, position, rel) in heirs.items():
+        scan.at[doc.path] = position
+        eligible = can_contribute(doc, rel)
+        if eligible:
+            scan.ids.promote(position)
+        if eligible and was in contributors:
+            scan.contributors.append((doc, rel))
+        if doc.kind == "work_queue" and was in queues:
+            scan.queues.append(doc)
+        if doc.kind in ("inbox", "paper_card") and cites_later(doc, zone):
+            scan.future.extend(future_id_hits([doc], zone))
+    scan.ids.drop({scan.at[p] for p in lost})
+    at = scan.at
+    scan.contributors = sorted(
+        (e for e in scan.contributors if e[0].path not in lost), key=lambda e: at[e[0].path]
+    )
+    scan.queues = sorted((d for d in scan.queues if d.path not in lost), key=lambda d: at[d.path])
+    scan.future = sorted((e for e in scan.future if e[0].path not in lost), key=lambda e: at[e[0].path])

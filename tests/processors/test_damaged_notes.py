@@ -1,0 +1,120 @@
+"""A note whose stored text does not read back (damaged) is listed once, among the rejected: a duplicate of it
+takes its place, and nothing else of the briefing quotes it or counts what only it says."""
+
+from collections.abc import Sequence
+
+import pytest
+
+from processors.damaged_notes import regroup
+from processors.models import Briefing, Document, Rejection, Trigger
+from processors.near_duplicates import DuplicateOf
+from processors.render_markdown import render_markdown
+from tests.processors.notes import SH, brief, note
+from tests.processors.test_discrepancies import BASELINE, TYPO
+
+KV = "# vLLM 推理\n\n## KV cache\narXiv:2609.23130 vLLM KV cache 推理：吞吐量提升 3.8×，Cache hit 92.2%。\n"
+FIRST = note("inbox/jay/2026-09-27-1000-a.md", KV)
+SECOND = note("inbox/tom/2026-09-27-1100-b.md", KV)
+THIRD = note("inbox/spark/2026-09-27-1200-c.md", KV)
+# Nearly the same text as KV (one more clause): a near duplicate of it.
+NEAR = note(
+    "inbox/flyp/2026-09-27-1300-d.md",
+    KV.replace("92.2%。", "92.2%，延迟下降。"),
+)
+OTHER = note(
+    "inbox/stephen/2026-09-27-1400-e.md",
+    "# 推理 speculative decoding\n\n## 投机解码\narXiv:2609.23131 vLLM 投机解码推理 TTFT 降低 30%。\n",
+)
+
+
+def _brief(docs: Sequence[Document], damaged: Sequence[str] = (), trigger: Trigger = "close") -> Briefing:
+    """The briefing of `docs` stored as summaries, the `damaged` ones not reading back (the request lists them)."""
+    whole = {d.path: d for d in docs}
+    rejected = [
+        Rejection(path=p, reason="its stored text cannot be read (x)", reason_code="damaged") for p in damaged
+    ]
+    return brief(
+        [d.summary() for d in docs],
+        load=lambda ps: [whole[p] for p in ps if p not in damaged],
+        rejected=rejected,
+        trigger=trigger,
+    )
+
+
+def _said_the_same(b: Briefing, alone: Briefing) -> None:
+    """`b` says what `alone` says of its sources, increments, ids and D-items."""
+    assert b.sources == alone.sources and b.no_increment_sources == alone.no_increment_sources
+    assert (b.increments, b.arxiv, b.summary) == (alone.increments, alone.arxiv, alone.summary)
+    assert b.discrepancies == alone.discrepancies
+
+
+@pytest.mark.parametrize("trigger", ["close", "flush"])
+def test_a_damaged_original_s_readable_copy_is_briefed_as_if_it_were_alone(trigger: Trigger) -> None:
+    b = _brief([FIRST, SECOND], damaged=[FIRST.path], trigger=trigger)
+    _said_the_same(b, _brief([SECOND], trigger=trigger))
+    assert [(s.path, s.status) for s in b.sources] == [(SECOND.path, "used")] and len(b.increments) == 1
+    assert [r.path for r in b.rejected] == [FIRST.path]
+    markdown = render_markdown(b, lang="en", zone=SH)
+    assert "sources 1 (0 duplicate, 1 rejected)" in markdown and markdown.count(FIRST.path) == 1
+
+
+def test_in_a_group_of_three_the_earliest_readable_is_kept_and_the_rest_are_its_duplicates() -> None:
+    b = _brief([FIRST, SECOND, THIRD], damaged=[FIRST.path])
+    listed = {s.path: (s.status, s.duplicate_of) for s in b.sources}
+    assert listed == {SECOND.path: ("used", None), THIRD.path: ("duplicate", SECOND.path)}
+    _said_the_same(b, _brief([SECOND, THIRD]))
+
+
+def test_a_copy_that_does_not_read_back_either_gives_the_place_to_the_next() -> None:
+    b = _brief([FIRST, SECOND, THIRD], damaged=[FIRST.path, SECOND.path])
+    assert [r.path for r in b.rejected] == [FIRST.path, SECOND.path]
+    _said_the_same(b, _brief([THIRD]))
+
+
+def test_a_near_duplicate_of_a_damaged_original_points_at_the_copy_kept() -> None:
+    readable = _brief([FIRST, SECOND, NEAR])
+    b = _brief([FIRST, SECOND, NEAR], damaged=[FIRST.path])
+    [was] = [s for s in readable.sources if s.path == NEAR.path]
+    [now] = [s for s in b.sources if s.path == NEAR.path]
+    assert (was.duplicate_of, was.duplicate_kind) == (FIRST.path, "near")
+    # The copy kept has the damaged original's text: the similarity measured against it is the copy's.
+    assert (now.status, now.duplicate_of, now.similarity) == ("duplicate", SECOND.path, was.similarity)
+
+
+def test_a_near_copy_takes_the_place_and_an_exact_copy_of_the_original_becomes_its_near_duplicate() -> None:
+    out, heirs = regroup(
+        {
+            NEAR.path: DuplicateOf(FIRST.path, "near", 0.9, FIRST.path),
+            THIRD.path: DuplicateOf(FIRST.path, "exact", 1.0, FIRST.path),
+        },
+        {FIRST.path},
+        {NEAR.path: 2, THIRD.path: 3},
+    )
+    assert heirs == {FIRST.path: NEAR.path}
+    assert out == {THIRD.path: DuplicateOf(NEAR.path, "near", 0.9, NEAR.path)}
+
+
+def test_an_id_only_a_damaged_note_cites_is_not_listed_and_one_another_cites_stays() -> None:
+    b = _brief([FIRST, OTHER], damaged=[OTHER.path])
+    assert [e.id for e in b.arxiv] == ["2609.23130"] and b.summary.new_arxiv == ["2609.23130"]
+    shared = _brief([FIRST, note(OTHER.path, OTHER.text + "\narXiv:2609.23130\n")], damaged=[OTHER.path])
+    assert [e.id for e in shared.arxiv] == ["2609.23130"]
+
+
+@pytest.mark.parametrize("trigger", ["close", "flush"])
+def test_a_damaged_note_dating_an_id_after_itself_makes_no_d_item(trigger: Trigger) -> None:
+    later = note(
+        "inbox/jay/2026-09-27-1200-f.md",
+        "# vLLM 推理 KV cache\n\n## 论文\narXiv:2612.00001 vLLM TTFT -30%。\n",
+    )
+    assert [d.kind for d in _brief([later, FIRST], trigger=trigger).discrepancies] == ["future_arxiv_id"]
+    b = _brief([later, FIRST], damaged=[later.path], trigger=trigger)
+    assert b.discrepancies == [] and [e.id for e in b.arxiv] == ["2609.23130"]
+    assert "2612.00001" not in b.summary.new_arxiv and len(b.increments) == 1
+
+
+def test_a_damaged_note_stating_an_anchored_title_under_another_id_makes_no_title_conflict() -> None:
+    assert any(d.kind == "arxiv_id_conflict" for d in _brief([BASELINE, TYPO, FIRST]).discrepancies)
+    b = _brief([BASELINE, TYPO, FIRST], damaged=[TYPO.path])
+    assert not [c for d in b.discrepancies for c in d.claims if c.source.split("#")[0] == TYPO.path]
+    assert b.discrepancies == [] and "2504.11302" not in {e.id for e in b.arxiv}
