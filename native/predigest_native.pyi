@@ -103,13 +103,18 @@ class FactRows(ArrowBatch):
 
     @staticmethod
     def terms(vids: Sequence[int], counts: Sequence[str | bytes]) -> FactRows:
-        """(vid, term, n) rows of `{"term": n, ...}` or `null` each; ValueError for JSON of another shape."""
+        """(vid, term, n, k) rows of `{"term": n, ...}` or `null` each, k the term's place among the version's;
+        ValueError for JSON of another shape."""
     @staticmethod
     def signatures(vids: Sequence[int], signatures: Sequence[str | bytes], length: int) -> FactRows:
         """(vid, signature) of each list of `length` u64; the others (`null`, another length) left out."""
 
 def fact_json_reads(terms_json: str | bytes, signature_json: str | bytes) -> bool:
     """Whether `FactRows` reads them: `{"term": n, ...}` (n an INTEGER) or `null`; a list of u64 or `null`."""
+
+def summary_rest(summary: str | bytes, whole: int) -> bytes | None:
+    """A summary's headings, front matter and (unless a list of `whole` ints) signature, as a JSON object of their
+    bytes; None for a summary that is not a compact JSON object."""
 
 def is_utf8(data: bytes) -> bool:
     """Whether `data` is UTF-8, as `bytes.decode` would accept it (checked without the GIL)."""

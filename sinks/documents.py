@@ -12,9 +12,11 @@ from predigest_native import TextColumns, TypedColumns
 
 from processors.models import Document, Rejection, WindowBounds
 from processors.reasons import REJECTION_CODES, RejectionCode
+from processors.summary_parts import rest_of
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import DocumentRecord, StoredDocument
 from sinks.duck import micros
+from sinks.summary_rows import SOURCE_JOIN, SUMMARY_COLUMNS, WholeRow, with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
 log = logging.getLogger(__name__)
@@ -194,11 +196,11 @@ class Documents:
         if not paths:
             return []
         rows = self._db.execute(
-            f"SELECT c.path, d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} WHERE {where} "
-            "AND c.path = ANY(?::VARCHAR[]) ORDER BY d.event_time, d.path",
-            [*params, paths],
+            f"SELECT c.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {_CONTENT} {SOURCE_JOIN} WHERE {where} "
+            "AND c.path = ANY(?::VARCHAR[]) AND r.path = ANY(?::VARCHAR[]) ORDER BY d.event_time, d.path",
+            [*params, paths, paths],
         ).fetchall()
-        return whole_documents(rows, unreadable)
+        return whole_documents(with_rows(self._db, rows), unreadable)
 
     def latest_baseline(
         self, axis: str, before: datetime, since: datetime, unreadable: Unreadable | None = None
@@ -226,13 +228,14 @@ class Documents:
         ).fetchall()
         # Their paths filter the scan of `contents` itself (DuckDB cannot push a join's keys into it).
         rows = self._db.execute(
-            f"SELECT c.path, d.axis, c.summary_json, c.body_zst FROM documents d {_CONTENT} "
-            f"WHERE {living} AND c.path = ANY($2::VARCHAR[]) ORDER BY d.event_time, d.path",
+            f"SELECT c.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {_CONTENT} {SOURCE_JOIN} "
+            f"WHERE {living} AND c.path = ANY($2::VARCHAR[]) AND r.path = ANY($2::VARCHAR[]) "
+            "ORDER BY d.event_time, d.path",
             [list(axes), [p for (p,) in found]],
         ).fetchall()
-        of_axis: dict[str, list[tuple[str, str, str, bytes]]] = {a: [] for a in axes}
-        for path, axis, summary_json, body_zst in rows:
-            of_axis[axis].append((path, axis, summary_json, body_zst))
+        of_axis: dict[str, list[WholeRow]] = {a: [] for a in axes}
+        for row in with_rows(self._db, rows):
+            of_axis[row[1]].append(row)
         # The latest that can be read, as for any other read of a document.
         return {a: next(reversed(whole_documents(r, unreadable)), None) for a, r in of_axis.items()}
 
@@ -317,9 +320,9 @@ def _write_versions(
 
 
 def _insert_contents(db: duckdb.DuckDBPyConnection, contents: NewContents) -> None:
-    """The contents rows as one Arrow batch: their summaries encoded to UTF-8 without the GIL
-    (predigest_native.TextColumns) and read by DuckDB in C++, where the appender converted each string holding
-    the GIL (the event loop waited ~29 µs a note, docs/performance.md); their bodies as v7 records carry them."""
+    """The contents rows as one Arrow batch (predigest_native.TextColumns, read by DuckDB in C++: the appender
+    converted each string holding the GIL, docs/performance.md): of each summary only what its source rows do not
+    hold (processors.summary_parts); their bodies as v7 records carry them."""
     stored = [_stored(r) for r in contents.values()]
     columns = TextColumns(
         # The body a BLOB: its frame as it is.
@@ -327,7 +330,7 @@ def _insert_contents(db: duckdb.DuckDBPyConnection, contents: NewContents) -> No
         [
             [p for p, _ in contents],
             [s for _, s in contents],
-            [d.summary_json for d in stored],
+            [rest_of(d.summary_json) for d in stored],
             [d.body_frame() for d in stored],
         ],
     )

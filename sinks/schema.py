@@ -1,4 +1,4 @@
-"""The state file's tables and schema version: a file of versions 5 and 6 is migrated in place on open, one of
+"""The state file's tables and schema version: a file of versions 5, 6 and 7 is migrated in place on open, one of
 another version rebuilt from Kafka."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sinks.errors import (
     StateMemoryError,
     StateMigrationError,
 )
-from sinks.schema_migration import copy_contents
+from sinks.schema_migration import Target, copy_contents
 
 # 1: every file written before the version was recorded (its columns added in place as the code grew).
 # 3: rejections keep their code and their file's time (a past window re-emitted lists its own).
@@ -25,13 +25,17 @@ from sinks.schema_migration import copy_contents
 # 6: a briefing's texts as zstd frames (sinks.emission_bodies); its emissions row holds its JSON without the
 #    per-source lists (what SQL reads of it) and no Markdown.
 # 7: a note's body as the zstd frame the parse processes made (contents.body_zst), stored as it is.
-VERSION = 7
+# 8: of a note's summary `contents` keeps only what its source rows do not hold (headings, front matter: processors.
+#    summary_parts); a term row its place among its version's counts (source_terms.k), which a summary is rebuilt in.
+VERSION = 8
 # Reached in place on open, in one transaction (a process killed half-way leaves the file as it was, and the next
 # open starts again): 5 gains emission_bodies (its emissions keep their texts in their own columns, read as
-# before); 6's contents are copied into a table of 7's with every body compressed (sinks.schema_migration), the
-# old one dropped. Any other version is rebuilt (`predigest rebuild`).
-MIGRATED = (5, 6)
-_NEW_CONTENTS = "contents_v7"
+# before); the contents of 5, 6 and 7 are copied into a table of 8's, each summary slimmed and (5, 6) each body
+# compressed, and their term rows into one with their places (sinks.schema_migration), the old tables dropped.
+# Any other version is rebuilt (`predigest rebuild`).
+MIGRATED = (5, 6, 7)
+_NEW_CONTENTS = "contents_v8"
+_NEW_TERMS = "source_terms_v8"
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +47,14 @@ CREATE TABLE IF NOT EXISTS emission_bodies (
 );
 """
 
-# The contents table of this version; sinks.schema_migration makes one beside a version-6 file's.
+# The contents and source_terms tables of this version; sinks.schema_migration makes them beside an older file's.
 CONTENTS = """CREATE TABLE {table} (
     path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
     summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
     body_zst BLOB USING COMPRESSION uncompressed NOT NULL
 );
 """
+TERMS = "CREATE TABLE {table} (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL);\n"
 
 _TABLES = (
     """
@@ -70,7 +75,8 @@ CREATE TABLE documents (
     kind VARCHAR NOT NULL,
     current BOOLEAN NOT NULL
 );
--- Each version's summary and body once, whatever the number of its axes (processors.wire). The summary's JSON is
+-- Each version's summary and body once, whatever the number of its axes (processors.wire). Of the summary, only
+-- what its source rows below do not hold (processors.summary_parts: its headings and front matter), as JSON
 -- stored as zstd, chosen here: left to DuckDB, each checkpoint also tried dictionary and FSST on every byte of it
 -- (a quarter of the window agent's commit), and zstd packs it tighter than FSST. The body is its JSON's zstd frame
 -- as a v7 record carries it (processors.wire_frames), stored uncompressed: DuckDB's zstd of the bodies at each
@@ -114,8 +120,10 @@ CREATE TABLE source_rows (
     -- without signature, term counts and headings; zstd as in contents
     summary_json VARCHAR USING COMPRESSION zstd NOT NULL
 );
-CREATE TABLE source_terms (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL);
-CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only
+-- k: the term's place among its version's counts, the order its whole summary lists them in.
+"""
+    + TERMS.format(table="source_terms")
+    + """CREATE TABLE source_signatures (vid BIGINT NOT NULL, signature UBIGINT[] NOT NULL);  -- whole ones only
 -- The (id, title) pairs each version states (processors.id_titles), the nth of its own, with what the window's
 -- best title of each id and its id conflicts are ranked by (processors.source_facts.StatedTitle).
 CREATE TABLE source_titles (
@@ -154,9 +162,11 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             if found == 5:
                 db.execute(_BODIES)
             db.execute(CONTENTS.format(table=_NEW_CONTENTS))
-            copy_contents(db, path, _NEW_CONTENTS)
-            db.execute("DROP TABLE contents")
-            db.execute(f"ALTER TABLE {_NEW_CONTENTS} RENAME TO contents")
+            db.execute(TERMS.format(table=_NEW_TERMS))
+            copy_contents(db, path, Target(_NEW_CONTENTS, _NEW_TERMS, packed=found == 7))
+            for old, new in (("contents", _NEW_CONTENTS), ("source_terms", _NEW_TERMS)):
+                db.execute(f"DROP TABLE {old}")
+                db.execute(f"ALTER TABLE {new} RENAME TO {old}")
             db.execute("UPDATE schema_version SET version = ?", [VERSION])
     except duckdb.Error as exc:
         raise _failed(exc, path, found, "it is kept as it was, and the next start migrates it again") from exc

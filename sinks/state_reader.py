@@ -16,11 +16,13 @@ from types import TracebackType
 import duckdb
 
 from processors.models import Document, WindowBounds
+from processors.summary_parts import whole_summary
 from processors.wire import StoredDocument, load_document
 from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
+from sinks.summary_rows import SOURCE_JOIN, SUMMARY_COLUMNS, with_rows
 from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
 
@@ -93,15 +95,18 @@ class StateReader:
         if chosen is None:
             return None
         row = self._db.execute(
-            "SELECT summary_json, body_zst FROM contents WHERE path=? AND sha256=?", [path, chosen.sha256]
+            f"SELECT c.path, '', {SUMMARY_COLUMNS} FROM contents c {SOURCE_JOIN} "
+            "WHERE c.path=$1 AND c.sha256=$2 AND r.path=$1 AND r.sha256=$2",
+            [path, chosen.sha256],
         ).fetchone()
         if row is None:
             return None
+        summary = with_rows(self._db, [row])[0][2]
         axes = {a for v in versions for a in v.axes}
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
         deleted = bool(gone and gone[0] >= len(axes) > 0)
         try:
-            document = load_document(StoredDocument(row[0], row[1], packed=True))
+            document = load_document(StoredDocument(whole_summary(summary), row[3], packed=True))
         except ValueError as exc:
             listed = self._unreadable.report(path, ",".join(sorted(axes)), exc)
             return StoredNote(None, chosen.sha256, versions, deleted, listed.reason)

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from processors.models import Document, Rejection
+from processors.summary_parts import whole_summary
 from processors.wire import StoredDocument, load_document
 from sinks.metrics import Metrics
+from sinks.summary_rows import WholeRow
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +42,13 @@ class Unreadable:
         return self.by_axis.get(axis, [])
 
 
-def whole_documents(
-    rows: Sequence[tuple[str, str, str, bytes]], unreadable: Unreadable | None = None
-) -> list[Document]:
-    """Documents from their stored (path, axis, summary, body frame) rows; one that cannot be read is reported
-    (`unreadable`, else a warning alone) and left out: it must not stop every briefing of its axis."""
+def whole_documents(rows: Sequence[WholeRow], unreadable: Unreadable | None = None) -> list[Document]:
+    """Documents from their stored (path, axis, summary rows, body frame) rows; one that cannot be read is
+    reported (`unreadable`, else a warning alone) and left out: it must not stop every briefing of its axis."""
     out = []
-    for path, axis, summary_json, body_zst in rows:
+    for path, axis, summary, body_zst in rows:
         try:
-            out.append(load_document(StoredDocument(summary_json, body_zst, packed=True)))
+            out.append(load_document(StoredDocument(whole_summary(summary), body_zst, packed=True)))
         except ValueError as exc:
             (unreadable or Unreadable()).report(path, axis, exc)
     return out

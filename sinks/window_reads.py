@@ -30,6 +30,7 @@ from processors.near_duplicates import (
 from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
 from sinks.documents import IN_WINDOW
+from sinks.summary_rows import with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
@@ -233,12 +234,13 @@ class StoredWindow:
         # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
         # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            "SELECT c.path, $2, c.summary_json, c.body_zst FROM contents c JOIN (SELECT w.pos, r.path, r.sha256 "
+            "SELECT c.path, $2, c.summary_json, c.body_zst, k.vid, k.summary_json FROM contents c JOIN "
+            "(SELECT w.pos, r.vid, r.path, r.sha256, r.summary_json "
             f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
             "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
             [list(paths), self._axis],
         ).fetchall()
-        return whole_documents(rows, self.unreadable)
+        return whole_documents(with_rows(self._db, rows), self.unreadable)
 
     def arxiv_ids(self) -> list[str]:
         # In DuckDB, one row per id (ordered by its first source, then its place there): handing every source's

@@ -15,9 +15,11 @@ from processors.briefing_request import BriefingRequest
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
+from processors.summary_parts import whole_summary
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader, StoredDocument, load_document, store_document
 from sinks.state import Position, StateStore
+from sinks.summary_rows import with_rows
 
 SH = ZoneInfo("Asia/Shanghai")
 # The record tests' parse time, and the example root they encode notes of.
@@ -95,13 +97,16 @@ def _stored(state: StateStore, where: str, axis: str, window: WindowBounds) -> l
     cursor = state._db.cursor()
     try:
         rows = cursor.execute(
-            "SELECT c.summary_json, c.body_zst FROM documents d JOIN contents c ON c.path = d.path AND "
-            f"c.sha256 = d.sha256 WHERE {where} ORDER BY d.event_time, d.path",
+            "SELECT c.path, d.axis, c.summary_json, c.body_zst, r.vid, r.summary_json FROM documents d JOIN "
+            "contents c ON c.path = d.path AND c.sha256 = d.sha256 JOIN source_rows r ON r.path = c.path AND "
+            f"r.sha256 = c.sha256 WHERE {where} ORDER BY d.event_time, d.path",
             [axis, window.start, window.end],
         ).fetchall()
+        # Each summary rebuilt from its rows and `contents`' rest, as every whole-document read does (schema 8).
+        whole = with_rows(cursor, rows)
     finally:
         cursor.close()
-    return [load_document(StoredDocument(summary, body, packed=True)) for summary, body in rows]
+    return [load_document(StoredDocument(whole_summary(s), body, packed=True)) for _, _, s, body in whole]
 
 
 def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list[Document]:

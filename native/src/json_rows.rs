@@ -153,6 +153,7 @@ fn terms(json: &[u8], vid: i64, rows: &mut TermColumns) -> Option<()> {
             let (negative, value) = j.integer()?;
             let magnitude = i64::try_from(value).ok()?;
             let n = i32::try_from(if negative { -magnitude } else { magnitude }).ok()?;
+            rows.places.push((rows.counts.len() - first) as i32);
             rows.vids.push(vid);
             rows.offsets.push(rows.data.len() as i64);
             rows.counts.push(n);
@@ -172,6 +173,7 @@ struct TermColumns {
     offsets: Vec<i64>,
     data: Vec<u8>,
     counts: Vec<i32>,
+    places: Vec<i32>, // each term's place among its version's counts: how a whole summary is rebuilt in order
     seen: HashTable<(usize, usize)>, // the terms of one version, as spans of `data` (`repeated`)
 }
 
@@ -182,6 +184,7 @@ impl TermColumns {
             offsets: vec![0],
             data: Vec::new(),
             counts: Vec::new(),
+            places: Vec::new(),
             seen: HashTable::new(),
         }
     }
@@ -194,6 +197,7 @@ impl TermColumns {
         self.offsets.reserve(rows);
         self.data.reserve(json_bytes);
         self.counts.reserve(rows);
+        self.places.reserve(rows);
     }
 
     /// Whether two of the terms of the rows from `first` on are one (the same UTF-8, their escapes read).
@@ -306,7 +310,7 @@ fn names(names: &[&str]) -> Vec<CString> {
 
 #[pymethods]
 impl FactRows {
-    /// (vid, term, n) of each version's term counts, `{"term": n, …}` or `null` (none); ValueError for JSON of
+    /// (vid, term, n, k) of each version's term counts, k the term's place among them, `{"term": n, …}` or `null` (none); ValueError for JSON of
     /// another shape, a count beyond INTEGER or a term named twice.
     #[staticmethod]
     fn terms(py: Python<'_>, vids: Vec<i64>, counts: Vec<Bound<'_, PyAny>>) -> PyResult<Py<Self>> {
@@ -336,10 +340,11 @@ impl FactRows {
                 data: rows.data,
             },
             Column::Int32(rows.counts),
+            Column::Int32(rows.places),
         ];
         FactRows::batch(
             py,
-            ArrowBatch::new(names(&["vid", "term", "n"]), length, columns),
+            ArrowBatch::new(names(&["vid", "term", "n", "k"]), length, columns),
         )
     }
 

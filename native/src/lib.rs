@@ -19,6 +19,7 @@ mod profile_scores;
 mod raw_record;
 mod record_batches;
 mod structure;
+mod summary_rest;
 mod text;
 mod text_columns;
 mod titles;
@@ -593,6 +594,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<typed_columns::TypedColumns>()?;
     m.add_class::<profile_scores::ProfileScores>()?;
     m.add_function(wrap_pyfunction!(json_rows::fact_json_reads, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_rest::summary_rest, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_ints, m)?)?;

@@ -55,7 +55,7 @@ def assert_read_as_before(terms: str, signature: str = "null") -> None:
     assert reads == read_before(terms, signature)
     if reads and signature == "null":  # the store takes what the decode let through, and only that
         counts = {} if terms == "null" else _TERMS.validate_json(terms)
-        assert _stored_terms(terms) == [(1, k, n) for k, n in counts.items()]
+        assert _stored_terms(terms) == [(1, k, n, place) for place, (k, n) in enumerate(counts.items())]
     elif signature == "null":
         assert _stored_terms(terms) is None
 

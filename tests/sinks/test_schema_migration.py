@@ -1,8 +1,9 @@
-"""A schema-6 (or 5) state is migrated in place on open: its rows as a fresh schema-7 state holds them, and a
+"""A schema-7 (or 6, 5) state is migrated in place on open: its rows as a fresh schema-8 state holds them, and a
 migration stopped half-way leaves the old file whole, migrated again at the next open."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -14,11 +15,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from processors.summary_parts import whole_summary
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
 from sinks.errors import StateMemoryError, StateMigrationError
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state, reason_to_replace
+from sinks.summary_rows import with_rows
 from tests.state_support import parsed, put_document
 
 _TABLES = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
@@ -52,13 +55,25 @@ def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 def _as_version(path: Path, version: int) -> None:
-    """The file rewritten as schema `version` (5 or 6) held it: bodies as JSON (5: no emission_bodies)."""
+    """The file rewritten as schema `version` (5, 6 or 7) held it: each summary whole, term rows without their
+    places; bodies as frames (7) or JSON (5, 6: no emission_bodies in 5)."""
     db = duckdb.connect(str(path))
-    rows = db.execute("SELECT path, sha256, summary_json, body_zst FROM contents ORDER BY rowid").fetchall()
+    rows = db.execute(
+        "SELECT c.path, c.sha256, c.summary_json, c.body_zst, r.vid, r.summary_json FROM contents c "
+        "JOIN source_rows r ON r.path = c.path AND r.sha256 = c.sha256 ORDER BY c.rowid"
+    ).fetchall()
+    old = [(p, sha, whole_summary(summary).decode(), body) for p, sha, summary, body in with_rows(db, rows)]
     db.execute("DROP TABLE contents")
-    db.execute(_CONTENTS_6)
-    old = [(p, s, j, unpack_body(b).decode()) for p, s, j, b in rows]
-    db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", old)
+    if version == 7:
+        db.execute(schema.CONTENTS.format(table="contents"))
+        db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", old)
+    else:
+        db.execute(_CONTENTS_6)
+        json_bodies = [(*r[:3], unpack_body(r[3]).decode()) for r in old]
+        db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", json_bodies)
+    db.execute("CREATE TABLE terms_7 AS SELECT vid, term, n FROM source_terms ORDER BY rowid")
+    db.execute("DROP TABLE source_terms")
+    db.execute("ALTER TABLE terms_7 RENAME TO source_terms")
     if version == 5:
         db.execute("DROP TABLE emission_bodies")
     db.execute("UPDATE schema_version SET version = ?", [version])
@@ -87,7 +102,7 @@ def _version(path: Path) -> tuple[int, list[str]]:
         db.close()
 
 
-@pytest.mark.parametrize("version", [5, 6])
+@pytest.mark.parametrize("version", [5, 6, 7])
 def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     tmp_path: Path, version: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -102,11 +117,12 @@ def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     ):
         StateStore(path).close()
     assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
-    # Byte for byte: every body the frame the parse processes would have made, in the rows' order.
+    # Byte for byte: every summary slimmed and body the frame the parse processes would have made, every term row
+    # with its place, in the rows' order.
     assert _dump(path) == fresh
-    assert "migrating to schema 7, 7 / 7 bodies compressed" in caplog.text  # a schema-5 file too
+    assert "migrating to schema 8, 7 / 7 notes copied" in caplog.text
     assert (
-        f"migrated from schema version {version} to 7" in caplog.text
+        f"migrated from schema version {version} to 8" in caplog.text
     )  # what docs/operations.md says to wait for
     StateStore(path).close()  # and opens again as it is
     assert _dump(path) == fresh
@@ -121,7 +137,7 @@ def test_the_worker_migrates_before_it_joins_its_group(
     with caplog.at_level(logging.INFO, logger="sinks.schema"):
         check_version(path)
     assert _version(path)[0] == schema.VERSION and _dump(path) == fresh
-    assert "migrated from schema version 6 to 7" in caplog.text
+    assert "migrated from schema version 6 to 8" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="sinks.schema"):
         check_version(path)  # a current file is only read
@@ -268,7 +284,7 @@ def test_a_migration_killed_after_its_commit_is_replayed_from_the_wal(tmp_path: 
     done = subprocess.run([sys.executable, "-c", _COMMITTED, str(path)], env=env, check=False, timeout=120)
     assert done.returncode == 9
     assert path.with_name(path.name + ".wal").exists()
-    StateStore(path).close()  # the WAL replayed: schema 7, not set aside, not migrated twice
+    StateStore(path).close()  # the WAL replayed: schema 8, not set aside, not migrated twice
     assert _version(path) == (schema.VERSION, ["path", "sha256", "summary_json", "body_zst"])
     assert _dump(path) == fresh
 
@@ -304,3 +320,28 @@ def test_a_migration_whose_checkpoint_runs_out_of_memory_keeps_the_file_and_its_
     StateStore(path).close()  # the committed migration kept
     assert _version(path)[0] == schema.VERSION
     assert _dump(path) == fresh
+
+
+def test_a_schema_7_summary_its_rows_do_not_rebuild_is_kept_whole_and_reads_back(tmp_path: Path) -> None:
+    # A summary an older writer wrote otherwise (here: indented) is not slimmed: every reader gets it back as it was.
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes=3)
+    state = StateStore(path)
+    with state.reader() as reader:
+        before = [reader.note(f"inbox/jay/2026-09-27-{1000 + i}-kv.md") for i in range(3)]
+    state.close()
+    _as_version(path, 7)
+    db = duckdb.connect(str(path))
+    odd = "inbox/jay/2026-09-27-1001-kv.md"
+    [(summary,)] = db.execute("SELECT summary_json FROM contents WHERE path = ?", [odd]).fetchall()
+    indented = json.dumps(json.loads(summary), indent=1, ensure_ascii=False)
+    db.execute("UPDATE contents SET summary_json = ? WHERE path = ?", [indented, odd])
+    db.close()
+    state = StateStore(path)
+    kept = dict(state._db.execute("SELECT path, summary_json FROM contents").fetchall())
+    assert kept[odd] == indented
+    assert all(list(json.loads(kept[p])) == ["headings", "front_matter"] for p in kept if p != odd)
+    with state.reader() as reader:
+        after = [reader.note(f"inbox/jay/2026-09-27-{1000 + i}-kv.md") for i in range(3)]
+    state.close()
+    assert after == before and all(n is not None and n.document is not None for n in after)

@@ -11,10 +11,12 @@ import duckdb
 import pytest
 from predigest_native import TextColumns, is_utf8
 
+from processors.summary_parts import whole_summary
 from processors.window import window_bounds
 from processors.wire import DocumentRecord, StoredDocument
 from processors.wire_frames import unpack_body
 from sinks.state import Position, StateStore
+from sinks.summary_rows import with_rows
 from tests.state_support import SH, document_record, parsed, window_documents
 
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -38,9 +40,17 @@ def test_every_kind_of_text_is_stored_and_read_back_as_it_came(tmp_path: Path) -
     assert state.apply_batch(items) == [True] * len(records)
     state.close()
     with duckdb.connect(str(tmp_path / "state.duckdb"), read_only=True) as db:
-        stored = db.execute("SELECT path, sha256, summary_json, body_zst FROM contents").fetchall()
-    # Each body its zstd frame, which unpacks to its JSON as the record carried it.
-    rows = [(path, sha, summary, bytes(unpack_body(body)).decode()) for path, sha, summary, body in stored]
+        stored = db.execute(
+            "SELECT c.path, c.sha256, c.summary_json, c.body_zst, r.vid, r.summary_json FROM contents c "
+            "JOIN source_rows r ON r.path = c.path AND r.sha256 = c.sha256"
+        ).fetchall()
+        whole = with_rows(db, stored)  # (path, sha256 in the axis's place, its summary rows, body)
+    # Each summary rebuilt from its rows as it came; each body its zstd frame, which unpacks to its JSON as the
+    # record carried it.
+    rows = [
+        (path, sha, whole_summary(summary).decode(), bytes(unpack_body(body)).decode())
+        for path, sha, summary, body in whole
+    ]
     expected = []
     for record in records:
         assert record.stored is not None

@@ -31,7 +31,11 @@ def db() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def stored_terms(db: duckdb.DuckDBPyConnection, counts: list[str | bytes]) -> list[tuple[object, ...]]:
-    return db.from_arrow(FactRows.terms(list(range(len(counts))), counts)).fetchall()
+    """(vid, term, n) of each row; each row's k checked to be its term's place among its version's (schema 8)."""
+    rows = db.from_arrow(FactRows.terms(list(range(len(counts))), counts)).fetchall()
+    places = [sum(1 for r in rows[:i] if r[0] == row[0]) for i, row in enumerate(rows)]
+    assert [r[3] for r in rows] == places
+    return [r[:3] for r in rows]
 
 
 def cast_terms(db: duckdb.DuckDBPyConnection, counts: list[str | bytes]) -> list[tuple[object, ...]]:

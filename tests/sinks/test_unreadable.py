@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from processors.summary_parts import SummaryRows
 from processors.wire import StoredDocument, store_document
 from processors.wire_frames import pack_body
 from sinks.state import StateStore
@@ -17,14 +18,19 @@ def test_a_body_of_the_wrong_shape_is_reported_and_the_others_read() -> None:
     summary, frame = good.summary_json, good.body_frame()
     assert isinstance(summary, str)
     unreadable = Unreadable()
+    whole = SummaryRows(summary, summary)  # every field kept in `contents`' part of it
     rows = [
-        ("inbox/jay/a.md", "inference", summary, frame),
-        ("inbox/jay/b.md", "inference", summary, pack_body(b'{"txt":"x","sections":[]}')),
+        ("inbox/jay/a.md", "inference", whole, frame),
+        ("inbox/jay/b.md", "inference", whole, pack_body(b'{"txt":"x","sections":[]}')),
+        ("inbox/jay/c.md", "inference", SummaryRows(summary, '{"headings":['), frame),  # its rest damaged
     ]
     [doc] = whole_documents(rows, unreadable)
     assert doc.path == "inbox/jay/a.md"
-    [listed] = unreadable.of("inference")
-    assert (listed.path, listed.reason_code) == ("inbox/jay/b.md", "damaged")
+    listed = unreadable.of("inference")
+    assert [(r.path, r.reason_code) for r in listed] == [
+        ("inbox/jay/b.md", "damaged"),
+        ("inbox/jay/c.md", "damaged"),
+    ]
 
 
 def test_a_briefing_lists_only_its_own_axiss_damaged_notes() -> None:
