@@ -207,3 +207,30 @@ async def test_records_buffered_before_a_rebalance_are_dropped_unread() -> None:
     finally:
         app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
     assert batches == [[0, 1, 2], [3, 4, 5], [9, 10, 11]]
+
+
+async def test_records_read_after_the_batches_end_are_not_acknowledged() -> None:
+    # An agent's loop that ended (a failure stopping the worker) left the stream read in the background with
+    # Faust's acks back on: records that came meanwhile were acknowledged, so committed, never handled.
+    app = faust.App("test-batches-end", broker="kafka://127.0.0.1:9", store="memory://")  # never dialled
+    ended = asyncio.Event()
+
+    async def take(stream: StreamT[Any]) -> None:
+        batches = take_batches(cast(Stream[Any], stream), 2, WITHIN, SYSTEM_CLOCK, lambda s, e: 0)
+        async for _ in batches:
+            break
+        await batches.aclose()  # type: ignore[attr-defined]
+        ended.set()
+        await asyncio.sleep(5)  # the worker stopping
+
+    agent = app.agent(app.channel(), name="test-batches-end.take")(take)
+    try:
+        async with agent.test_context() as context:
+            for i in range(2):
+                await context.put(i, wait=False)
+            await asyncio.wait_for(ended.wait(), 5)
+            later = [await context.put(i, wait=False) for i in range(2, 5)]
+            await asyncio.sleep(0.3)
+            assert [event.message.acked for event in later] == [False] * 3
+    finally:
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
