@@ -111,7 +111,9 @@ class _Drain:
 
     async def run(self) -> None:
         stream, queue = self._stream, self._queue
-        started_here = await stream.maybe_start()
+        # Started as Faust's iteration starts it; stopped by its agent, not here: a drain ends as its batches end,
+        # inside one of the stream's own futures, which its stop cancels and then waits for.
+        await stream.maybe_start()
         stream._finalized = True  # as Faust's iteration marks it: nothing chained after it started
         try:
             while not stream.should_stop:
@@ -120,14 +122,11 @@ class _Drain:
                 while not queue.empty() and not stream.should_stop:
                     await self._take(queue.get_nowait())
                 await asyncio.sleep(0)  # the fetcher's turn, once a drain
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except StopAsyncIteration:  # the agent's actor stopping throws it into the channel: the read ends
+            return
+        except Exception as exc:  # a cancellation (its batches ended, or the stream stopped) passes
             log.exception("adding to the batch buffer failed")
             await stream.crash(exc)
-        finally:
-            if started_here:
-                await stream.stop()
 
     async def _take(self, event: Any) -> None:
         stream, app = self._stream, self._app
