@@ -7,24 +7,24 @@ partitions hold records beyond it (Kafka's high water) weighing at least `BACKLO
 notes: `weighed_behind`), up to `LINGER_SECONDS`:
 a backlog is stored in full batches, a trickle as soon as before.
 
-The buffering is Faust's own (faust-streaming 0.15, `Stream.take_events`): a processor adds each event to the
-buffer while the stream is drained in the background; unlike `take_events`, the caller acks a batch once its work
-is done (`ack_all`, in offset order), and the next batch fills while one is handled
-(up to its own `max_records`): a stage that waited for its batch to arrive after each one idled meanwhile
-(docs/performance.md).
+The stream's buffer is drained in the background, as by `Stream.take_events` (faust-streaming 0.15), but all the
+events waiting at a time, with the bookkeeping of Faust's iteration (`_Drain`: one event-loop turn a drain, not
+a record); unlike `take_events`, the caller acks a batch once its work is done (`ack_all`, in offset order), and
+the next batch fills while one is handled (up to its own `max_records`): a stage that waited for its batch to
+arrive after each one idled meanwhile (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 from faust.streams import Stream
 from faust.types import TP, ChannelT, EventT
 from faust.types.tuples import ConsumerMessage
-from mode.utils.aiter import aiter
 
 from sinks.clock import Clock
 
@@ -88,6 +88,73 @@ def weighed_behind(records: int, events: Sequence[EventT[Any]], weight: Weight) 
     return records * sum(map(weight, events)) / max(len(events), 1)
 
 
+# Takes an event into the batch; what it returns, if anything, is awaited before the next (a full batch).
+Add = Callable[[EventT[Any]], Awaitable[object] | None]
+
+
+class _Drain:
+    """An agent stream's buffered events handed to `add`, all that wait at a time, as Faust's stream reads them.
+
+    Faust's stream iteration gives the event loop a turn before each event (its compiled `next`): a whole loop
+    pass, with its poll, a record (docs/performance.md). Here the loop turns once for all the events waiting.
+    Each is checked, tracked and sensed as Faust's iteration does (`_prepare_event`, then `after` without an
+    ack): one of an earlier generation, or read while the flow is suspended (a rebalance), is dropped unread."""
+
+    def __init__(self, stream: Stream[Any], add: Add) -> None:
+        channel = stream.channel
+        if not isinstance(channel, ChannelT):
+            raise TypeError("the batch buffer reads an agent's channel")
+        self._stream, self._add, self._queue = stream, add, channel.queue
+        self._app = stream.app
+        self._acking = stream.app.topics._acking_topics  # type: ignore[attr-defined]
+        self._unacked = stream.app.consumer._unacked_messages  # type: ignore[attr-defined]
+
+    async def run(self) -> None:
+        stream, queue = self._stream, self._queue
+        # Started as Faust's iteration starts it; stopped by its agent, not here: a drain ends as its batches end,
+        # inside one of the stream's own futures, which its stop cancels and then waits for.
+        await stream.maybe_start()
+        stream._finalized = True  # as Faust's iteration marks it: nothing chained after it started
+        try:
+            while not stream.should_stop:
+                if queue.empty():  # nothing buffered: wait for the next event (an error thrown in is raised)
+                    await self._take(await queue.get())
+                while not queue.empty() and not stream.should_stop:
+                    await self._take(queue.get_nowait())
+                await asyncio.sleep(0)  # the fetcher's turn, once a drain
+        except StopAsyncIteration:  # the agent's actor stopping throws it into the channel: the read ends
+            return
+        except Exception as exc:  # a cancellation (its batches ended, or the stream stopped) passes
+            log.exception("adding to the batch buffer failed")
+            await stream.crash(exc)
+
+    async def _take(self, event: Any) -> None:
+        stream, app = self._stream, self._app
+        if not isinstance(event, EventT):
+            raise TypeError("the batch buffer found no event")
+        message = event.message
+        if not app.flow_control.is_active() or message.generation_id != app.consumer_generation_id:
+            return  # Faust's iteration skips it too: its partition was revoked (or is paused) since it was read
+        tp, offset = message.tp, message.offset
+        if message.topic in self._acking and not message.tracked:
+            message.tracked = True
+            self._unacked.add(message)
+            stream._on_message_in(tp, offset, message)
+        state = stream._on_stream_event_in(tp, offset, stream, event)
+        stream.current_event = event
+        value = event.value
+        for processor in stream._processors:  # the agent's own (the window agent's count of records read)
+            value = processor(value)
+            if inspect.isawaitable(value):
+                value = await value
+        stream.events_total += 1
+        wait = self._add(event)
+        if wait is not None:
+            await wait
+        stream.current_event = None
+        stream._on_stream_event_out(tp, offset, stream, event, state)
+
+
 async def take_batches(
     stream: Stream[Any],
     max_records: int,
@@ -106,26 +173,17 @@ async def take_batches(
     full, consumed = asyncio.Event(), asyncio.Event()
     started = 0.0  # when the batch's first event came (monotonic)
 
-    async def add(value: Any) -> Any:
+    def add(event: EventT[Any]) -> Awaitable[object] | None:
         nonlocal started, weighed
-        try:
-            event = stream.current_event
-            if event is None:
-                raise RuntimeError("the batch buffer found no current event")
-            if not events:
-                started = clock.monotonic()
-            events.append(event)
-            weighed += weight(event)
-            if weighed >= max_records:
-                full.set()
-                consumed.clear()  # not one event more than max_records: wait until this batch is taken
-                await stream.wait(consumed)  # type: ignore[arg-type]  # mode types it as its own Event
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.exception("adding to the batch buffer failed")
-            await stream.crash(exc)
-        return value
+        if not events:
+            started = clock.monotonic()
+        events.append(event)
+        weighed += weight(event)
+        if weighed < max_records:
+            return None
+        full.set()
+        consumed.clear()  # not one event more than max_records: wait until this batch is taken
+        return stream.wait(consumed)  # type: ignore[arg-type]  # mode types it as its own Event
 
     def grows() -> bool:
         """Whether the batch should wait for more: not full, young enough, and a backlog behind it."""
@@ -139,8 +197,7 @@ async def take_batches(
     # after its store; Faust's own ack as a batch is yielded would commit past unfinished work.
     enabled = stream.enable_acks
     stream.enable_acks = False
-    stream.add_processor(add)
-    stream._enable_passive(cast(ChannelT[Any], aiter(stream.channel)))
+    drainer = stream.add_future(_Drain(stream, add).run())
     try:
         while not stream.should_stop:
             await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
@@ -154,4 +211,4 @@ async def take_batches(
             yield batch
     finally:
         stream.enable_acks = enabled
-        stream._processors.remove(add)
+        drainer.cancel()

@@ -175,3 +175,62 @@ async def test_a_batch_acked_at_once_leaves_what_faust_s_own_acks_leave(tmp_path
     finally:
         for a in (app, faust_app_):
             a.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
+
+
+async def test_records_buffered_before_a_rebalance_are_dropped_unread() -> None:
+    # A rebalance (a new consumer generation) leaves records of the old one in the buffer: Faust's iteration drops
+    # them, and the batch buffer, reading the buffer itself, does too; the new generation's are batched.
+    app = faust.App(
+        "test-batches-generation", broker="kafka://127.0.0.1:9", store="memory://"
+    )  # never dialled
+    batches: list[list[Any]] = []
+    done = asyncio.Event()
+
+    async def take(stream: StreamT[Any]) -> None:
+        async for events in take_batches(cast(Stream[Any], stream), 3, WITHIN, SYSTEM_CLOCK, lambda s, e: 0):
+            batches.append([e.value for e in events])
+            if len(batches) == 1:
+                await asyncio.sleep(0.3)  # the next batch fills, then three more records wait behind it
+                app.consumer_generation_id += 1
+            if len(batches) == 3:
+                done.set()
+
+    agent = app.agent(app.channel(), name="test-batches-generation.take")(take)
+    try:
+        async with agent.test_context() as context:
+            for i in range(9):
+                await context.put(i, wait=False)  # a dropped record is never processed
+            await asyncio.sleep(0.5)
+            for i in range(9, 12):
+                await context.put(i, wait=False)
+            await asyncio.wait_for(done.wait(), 5)
+    finally:
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
+    assert batches == [[0, 1, 2], [3, 4, 5], [9, 10, 11]]
+
+
+async def test_records_read_after_the_batches_end_are_not_acknowledged() -> None:
+    # An agent's loop that ended (a failure stopping the worker) left the stream read in the background with
+    # Faust's acks back on: records that came meanwhile were acknowledged, so committed, never handled.
+    app = faust.App("test-batches-end", broker="kafka://127.0.0.1:9", store="memory://")  # never dialled
+    ended = asyncio.Event()
+
+    async def take(stream: StreamT[Any]) -> None:
+        batches = take_batches(cast(Stream[Any], stream), 2, WITHIN, SYSTEM_CLOCK, lambda s, e: 0)
+        async for _ in batches:
+            break
+        await batches.aclose()  # type: ignore[attr-defined]
+        ended.set()
+        await asyncio.sleep(5)  # the worker stopping
+
+    agent = app.agent(app.channel(), name="test-batches-end.take")(take)
+    try:
+        async with agent.test_context() as context:
+            for i in range(2):
+                await context.put(i, wait=False)
+            await asyncio.wait_for(ended.wait(), 5)
+            later = [await context.put(i, wait=False) for i in range(2, 5)]
+            await asyncio.sleep(0.3)
+            assert [event.message.acked for event in later] == [False] * 3
+    finally:
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
