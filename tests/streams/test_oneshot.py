@@ -1,6 +1,6 @@
 """`predigest run`'s stop: a second Ctrl-C kills the worker at once and names the broker the run started, left
 running; the hard exit a first signal arms bounds the watcher's and the worker's stop, not the broker's, whose
-stop has its own bound (SIGKILL after `BROKER_STOP_SECONDS`, said in one line)."""
+stop has its own bound (`test_kafka_local.py`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from streams.kafka_local import stop_broker
 from streams.oneshot import _kill_and_name_broker
 from streams.settings import KafkaSettings, Settings
 from streams.worker_process import dump_settings
@@ -123,55 +120,6 @@ def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
     assert "may still be stopping: `predigest kafka stop` ends its stop" in output
 
 
-@contextmanager
-def stand_in_broker(tmp_path: Path, code: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """A process running `code` (it prints `up`) written as the local broker of `tmp_path / "run"`; killed after."""
-    broker = subprocess.Popen(
-        [sys.executable, "-c", f"{code}; print('up', flush=True)"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
-        data = tmp_path / "run"
-        data.mkdir()
-        (data / "kafka.pid").write_text(f"{broker.pid}\n")
-        yield broker, data
-    finally:
-        broker.kill()
-        broker.communicate()
-
-
-def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that_is_said(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    deaf = "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); threading.Timer(60, print).start()"
-    with stand_in_broker(tmp_path, deaf) as (broker, data):
-        started = time.monotonic()
-        with caplog.at_level(logging.WARNING):
-            assert stop_broker(tmp_path, data, stop_seconds=1)  # killed: stopped
-        took = time.monotonic() - started
-        assert broker.wait(timeout=5) == -signal.SIGKILL
-    assert 1 <= took < 5
-    assert not (data / "kafka.pid").exists()
-    assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
-    assert os.path.basename(str(data)) in caplog.text
-
-
-def test_a_broker_that_exited_but_was_never_reaped_is_stopped_at_once_not_killed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # In a container whose PID 1 does not reap, the broker stays a zombie: `kill -0` took it for running, the stop
-    # waited its whole bound and then said it had killed it.
-    with stand_in_broker(tmp_path, "import threading; threading.Timer(60, print).start()") as (_, data):
-        started = time.monotonic()
-        with caplog.at_level(logging.WARNING):
-            # Not reaped meanwhile (nobody waits for it): a zombie once SIGTERM ends it.
-            assert stop_broker(tmp_path, data, stop_seconds=10)
-        took = time.monotonic() - started
-    assert took < 5
-    assert "still running" not in caplog.text
-    assert not (data / "kafka.pid").exists()
-
-
 def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     # The timer thread past its cancel check when `run`'s finally disarms it: the broker's stop has begun, with
     # `before_exit` changed under it; the hard exit it bounded is over and must not cut that stop.
@@ -186,38 +134,6 @@ def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.Monk
     state.disarm()
     timer.function(*timer.args)
     assert exits == []
-
-
-def test_a_stop_bound_that_is_not_whole_seconds_is_said_and_30_s_used(tmp_path: Path) -> None:
-    # Under `set -u`, `$((seconds * 2))` took `abc` for an unset variable (the script died after SIGTERM, its pid
-    # file left) and `1.5` for a syntax error (no wait at all: SIGKILL at once).
-    slow = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1), sys.exit(0))); print('up', flush=True); time.sleep(60)"
-    for bound in ("1.5", "abc"):
-        broker = subprocess.Popen([sys.executable, "-c", slow], stdout=subprocess.PIPE, text=True)
-        try:
-            assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
-            # Reaped as it exits, as init reaps the real broker: kafka.sh's `kill -0` would see a zombie alive.
-            threading.Thread(target=broker.wait, daemon=True).start()
-            data = tmp_path / bound
-            data.mkdir()
-            (data / "kafka.pid").write_text(f"{broker.pid}\n")
-            env = {
-                **os.environ,
-                "PREDIGEST_KAFKA_CACHE": str(tmp_path),
-                "PREDIGEST_KAFKA_STOP_SECONDS": bound,
-            }
-            script = PROJECT / "deploy" / "kafka" / "kafka.sh"
-            done = subprocess.run(
-                ["bash", str(script), "stop", str(data)], env=env, capture_output=True, text=True
-            )
-            assert broker.wait(timeout=5) == 0, (bound, done.stderr)
-        finally:
-            broker.kill()
-            broker.communicate()
-        assert done.returncode == 0 and not (data / "kafka.pid").exists(), (bound, done.stderr)
-        assert (
-            done.stderr == f"kafka.sh: PREDIGEST_KAFKA_STOP_SECONDS={bound} is not whole seconds: 30 s used\n"
-        )
 
 
 def test_kafka_stop_exits_1_when_the_broker_s_stop_did_not_finish(
