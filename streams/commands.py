@@ -186,20 +186,28 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
     finally:
         # The hard exit bounded the watcher's and the worker's stop; the broker's stop has its own bound.
         stopping.disarm()
-        if started:
-            stopping.before_exit = _broker_left_stopping
-            log.info(
-                "stopping the local Kafka broker this run started (up to %.0f s; its data stays in %s)",
-                kafka_local.BROKER_STOP_SECONDS,
-                settings.kafka_cache,
-            )
-            kafka_local.stop_local_broker(settings)
-        elif local:
+        code = _stop_run_broker(settings, stopping) if started else 0
+        if local and not started:
             log.info(
                 "the local Kafka broker at %s keeps running (it ran before this run): `predigest kafka stop` stops it",
                 settings.kafka.bootstrap,
             )
-    return 0
+    return code
+
+
+def _stop_run_broker(settings: Settings, stopping: Stopping) -> int:
+    """Stop the local broker a run started; the run's exit code: 0, 128 + a first signal that cut this stop
+    short (a second one exits at once), or 1 when the stop did not finish by itself (as `predigest kafka stop`)."""
+    stopping.before_exit = _broker_left_stopping
+    log.info(
+        "stopping the local Kafka broker this run started (up to %.0f s; its data stays in %s)",
+        kafka_local.BROKER_STOP_SECONDS,
+        settings.kafka_cache,
+    )
+    signum = stopping.signum
+    if kafka_local.stop_local_broker(settings):
+        return 0
+    return 128 + stopping.signum if stopping.signum is not None and signum is None else 1
 
 
 def _broker_left_stopping() -> None:

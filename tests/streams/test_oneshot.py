@@ -1,6 +1,6 @@
 """`predigest run`'s stop: a second Ctrl-C kills the worker at once and names the broker the run started, left
 running; the hard exit a first signal arms bounds the watcher's and the worker's stop, not the broker's, whose
-stop has its own bound (`test_kafka_local.py`)."""
+stop has its own bound (`test_kafka_local.py`); a Ctrl-C that cuts that stop short exits 128 + it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 from streams.oneshot import _kill_and_name_broker
 from streams.settings import KafkaSettings, Settings
 from streams.worker_process import dump_settings
+from tests.streams.broker_support import stand_in_broker
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -54,6 +55,7 @@ def stop_broker(settings):
     print("broker stopping", flush=True)
     time.sleep(3)
     print("broker stopped", flush=True)
+    return True
 
 logs.configure(log_json=False, level="INFO")
 oneshot.run = run
@@ -118,6 +120,64 @@ def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
     assert code == 128 + signal.SIGINT and took < 2, (took, output)
     assert "SIGINT again: exiting now" in output and "broker stopped" not in output
     assert "may still be stopping: `predigest kafka stop` ends its stop" in output
+
+
+# `predigest run --exit` (or a run whose end no signal asked for): its briefings written, it stops the local broker
+# it started with the real script, and a first Ctrl-C reaches both while that broker is still stopping.
+RUN_ENDED_BY_ITSELF = """
+import asyncio, sys
+from pathlib import Path
+from datetime import datetime
+from zoneinfo import ZoneInfo
+from sinks.clock import SYSTEM_CLOCK
+from streams import commands, kafka_local, logs, oneshot
+from streams.stopping import install_stop
+from streams.worker_process import load_dumped_settings
+
+async def run(settings, request, stopping):
+    install_stop(asyncio.Event(), 1.0, again_exits=True, state=stopping)
+
+logs.configure(log_json=False, level="INFO")
+oneshot.run = run
+kafka_local.local_broker_running = lambda settings: False
+kafka_local.resolve_bootstrap = lambda settings: settings
+end = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
+request = commands.RunRequest(end, archive=True, exit_after=True)
+sys.exit(commands.run(load_dumped_settings(Path(sys.argv[1])), request, SYSTEM_CLOCK))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_that_cuts_the_broker_stop_of_run_short_exits_128_plus_it(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    stopping = "signal.signal(signal.SIGTERM, lambda *a: print('term', flush=True))"  # and goes on running
+    with stand_in_broker(cache / "run", stopping) as broker:
+        local = make_settings().model_copy(
+            update={"kafka": KafkaSettings(bootstrap=None), "kafka_cache": cache}
+        )
+        cfg = dump_settings(local, tmp_path / "run-settings.json")
+        # Its own process group, as a terminal's foreground job: the Ctrl-C reaches `run` and kafka.sh alike.
+        with subprocess.Popen(
+            [sys.executable, "-c", RUN_ENDED_BY_ITSELF, str(cfg)],
+            cwd=PROJECT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            try:
+                assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
+                os.killpg(proc.pid, signal.SIGINT)
+                code = proc.wait(timeout=20)
+            finally:
+                proc.kill()
+            output = proc.stdout.read() if proc.stdout else ""
+        assert broker.poll() is None  # still stopping, as the real one would be
+    assert code == 128 + signal.SIGINT, output[-3000:]
+    assert "stop ended early" in output and "`predigest kafka stop` ends it" in output, output[-3000:]
+    assert (cache / "run" / "kafka.pid").exists()  # what `predigest kafka stop` needs to end that stop
 
 
 def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
