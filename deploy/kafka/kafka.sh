@@ -47,7 +47,7 @@ serving() {  # $1 = data dir; true when its broker runs and answers
 # cut short (a second Ctrl-C reaches this script too), the pid may be free or another program's, never to be
 # signalled. A zombie (exited, not reaped: in a container whose PID 1 does not reap) has an empty command line,
 # so it is not running either: `kill -0` alone waited the whole stop bound for one, then said it was killed.
-ours() {  # $1 = pid, $2 = data dir (as `start` resolved it)
+ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker was started with)
   local args
   if [ -r "/proc/$1/cmdline" ]; then
     args="$(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null)" || return 1
@@ -85,7 +85,7 @@ launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answer
 start() {
   local data="${1:-$CACHE/run}"
   mkdir -p "$data"
-  data="$(cd "$data" && pwd)"
+  data="$(cd "$data" && pwd -P)"
   if serving "$data"; then cat "$data/bootstrap"; return 0; fi
   if [ -f "$data/kafka.pid" ]; then
     local pid; pid="$(cat "$data/kafka.pid")"
@@ -156,7 +156,7 @@ print(i)'
 stop() {
   local data="${1:-$CACHE/run}"
   [ -f "$data/kafka.pid" ] || return 0
-  data="$(cd "$data" && pwd)"
+  data="$(cd "$data" && pwd -P)"
   local pid; pid="$(cat "$data/kafka.pid")"
   local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}"
   case "$seconds" in
@@ -173,7 +173,7 @@ stop() {
 
 status() {  # exits 1 unless the broker runs and answers
   local data="${1:-$CACHE/run}"
-  [ -d "$data" ] && data="$(cd "$data" && pwd)" && serving "$data" && cat "$data/bootstrap"
+  [ -d "$data" ] && data="$(cd "$data" && pwd -P)" && serving "$data" && cat "$data/bootstrap"
 }
 
 case "${1:-}" in
