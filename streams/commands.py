@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -263,6 +264,12 @@ def explain(settings: Settings, path: str, axis: str | None, as_json: bool) -> i
 def kafka(settings: Settings, action: str) -> int:
     if action == "start":
         log.info("bootstrap %s", kafka_local.ensure_local_broker(settings))
-    elif not kafka_local.stop_local_broker(settings):
-        return 1  # its line said why; the broker may still be stopping
-    return 0
+        return 0
+    try:
+        stopped = kafka_local.stop_local_broker(settings)
+    except KeyboardInterrupt:  # the Ctrl-C reached kafka.sh too: the broker goes on stopping by itself
+        log.error(
+            "interrupted by SIGINT: the local Kafka broker may still be stopping; `predigest kafka stop` ends it"
+        )
+        return 128 + signal.SIGINT
+    return 0 if stopped else 1  # its line said why; the broker may still be stopping

@@ -1,6 +1,6 @@
 """The local broker's script (`deploy/kafka/kafka.sh`) through `streams.kafka_local`: a stop bounded and said, a
 pid file trusted only while it names this broker (never a pid reused by another program), a start or status that
-finds the running broker and starts nothing."""
+finds the running broker and starts nothing, a Ctrl-C during `predigest kafka stop` said in one line."""
 
 from __future__ import annotations
 
@@ -129,3 +129,33 @@ def test_status_and_start_find_the_running_broker_and_start_nothing(
     assert (status.returncode, status.stdout.strip()) == (0, kafka_bootstrap)
     assert start_broker(KAFKA_CACHE, kafka_data_dir) == kafka_bootstrap
     assert (kafka_data_dir / "kafka.pid").read_text() == pid
+
+
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_during_kafka_stop_says_the_broker_may_still_be_stopping(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    stays = "signal.signal(signal.SIGTERM, lambda *a: print('term', flush=True))"  # and goes on stopping
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PREDIGEST_KAFKA_CACHE": str(cache)}
+    with stand_in_broker(cache / "run", stays) as broker:
+        # Its own process group, as a terminal's foreground job: the Ctrl-C reaches the command and kafka.sh alike.
+        with subprocess.Popen(
+            [sys.executable, "-m", "streams.cli", "kafka", "stop"],
+            cwd=SCRIPT.parents[2],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            try:
+                assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
+                os.killpg(proc.pid, signal.SIGINT)
+                code = proc.wait(timeout=20)
+            finally:
+                proc.kill()
+            said = proc.stderr.read() if proc.stderr else ""
+        assert broker.poll() is None
+    assert code == 128 + signal.SIGINT and "Traceback" not in said, said
+    assert said.strip().endswith(
+        "interrupted by SIGINT: the local Kafka broker may still be stopping; `predigest kafka stop` ends it"
+    ), said
+    assert (cache / "run" / "kafka.pid").exists()  # what the next `predigest kafka stop` stops
