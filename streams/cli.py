@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     except StoppedBySignalError as exc:
         log.error("%s", exc)
         return 128 + exc.signum
+    except KeyboardInterrupt:  # a Ctrl-C before the command's own handler (a broker, topics still starting)
+        log.error("%s", StoppedBySignalError(signal.SIGINT))
+        return 128 + signal.SIGINT
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2

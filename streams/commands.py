@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -186,20 +187,28 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
     finally:
         # The hard exit bounded the watcher's and the worker's stop; the broker's stop has its own bound.
         stopping.disarm()
-        if started:
-            stopping.before_exit = _broker_left_stopping
-            log.info(
-                "stopping the local Kafka broker this run started (up to %.0f s; its data stays in %s)",
-                kafka_local.BROKER_STOP_SECONDS,
-                settings.kafka_cache,
-            )
-            kafka_local.stop_local_broker(settings)
-        elif local:
+        code = _stop_run_broker(settings, stopping) if started else 0
+        if local and not started:
             log.info(
                 "the local Kafka broker at %s keeps running (it ran before this run): `predigest kafka stop` stops it",
                 settings.kafka.bootstrap,
             )
-    return 0
+    return code
+
+
+def _stop_run_broker(settings: Settings, stopping: Stopping) -> int:
+    """Stop the local broker a run started; the run's exit code: 0, 128 + a first signal that cut this stop
+    short (a second one exits at once), or 1 when the stop did not finish by itself (as `predigest kafka stop`)."""
+    stopping.before_exit = _broker_left_stopping
+    log.info(
+        "stopping the local Kafka broker this run started (up to %.0f s; its data stays in %s)",
+        kafka_local.BROKER_STOP_SECONDS,
+        settings.kafka_cache,
+    )
+    signum = stopping.signum
+    if kafka_local.stop_local_broker(settings):
+        return 0
+    return 128 + stopping.signum if stopping.signum is not None and signum is None else 1
 
 
 def _broker_left_stopping() -> None:
@@ -255,6 +264,12 @@ def explain(settings: Settings, path: str, axis: str | None, as_json: bool) -> i
 def kafka(settings: Settings, action: str) -> int:
     if action == "start":
         log.info("bootstrap %s", kafka_local.ensure_local_broker(settings))
-    elif not kafka_local.stop_local_broker(settings):
-        return 1  # its line said why; the broker may still be stopping
-    return 0
+        return 0
+    try:
+        stopped = kafka_local.stop_local_broker(settings)
+    except KeyboardInterrupt:  # the Ctrl-C reached kafka.sh too: the broker goes on stopping by itself
+        log.error(
+            "interrupted by SIGINT: the local Kafka broker may still be stopping; `predigest kafka stop` ends it"
+        )
+        return 128 + signal.SIGINT
+    return 0 if stopped else 1  # its line said why; the broker may still be stopping

@@ -12,6 +12,12 @@ JAVA="${JAVA:-java}"
 
 say() { echo "kafka.sh: $*" >&2; }
 
+# A Ctrl-C reaches this script with the command that runs it (one process group) and ends it. Untrapped, bash takes
+# a SIGINT that comes as a command it waits for exits 0 for one that command handled, and goes on; the stop's wait
+# also forks no command substitution (`ours`, its loop), in which a Ctrl-C that came right after SIGTERM was lost
+# (4 stops in 80; 0 in 230 since): the stop then ran to its bound and killed the broker.
+trap 'exit 130' INT
+
 fetch() {
   if [ -f "$LIBS/.complete" ]; then return 0; fi
   say "fetching Apache Kafka $VERSION from Maven Central into $LIBS"
@@ -39,8 +45,29 @@ except Exception:
 PY
 }
 
-running() {  # $1 = data dir
-  [ -f "$1/kafka.pid" ] && kill -0 "$(cat "$1/kafka.pid")" 2>/dev/null && [ -f "$1/bootstrap" ] && answers "$(cat "$1/bootstrap")"
+serving() {  # $1 = data dir; true when its broker runs and answers
+  [ -f "$1/kafka.pid" ] && ours "$(cat "$1/kafka.pid")" "$1" && [ -f "$1/bootstrap" ] && answers "$(cat "$1/bootstrap")"
+}
+
+# kafka.pid names the broker only while that process runs the broker of this data dir: after a crash, or a stop
+# cut short (a second Ctrl-C reaches this script too), the pid may be free or another program's, never to be
+# signalled. A zombie (exited, not reaped: in a container whose PID 1 does not reap) has an empty command line,
+# so it is not running either: `kill -0` alone waited the whole stop bound for one, then said it was killed.
+ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker was started with)
+  local args parts
+  if [ -r "/proc/$1/cmdline" ]; then
+    # Read in this shell, not in a command substitution (see the trap above).
+    mapfile -d '' parts < "/proc/$1/cmdline" 2>/dev/null || return 1
+    args="${parts[*]}"
+  else
+    args="$(ps -p "$1" -o args= 2>/dev/null)" || return 1
+  fi
+  [[ "$args " == *" kafka.Kafka $2/server.properties "* ]]
+}
+
+stale() {  # $1 = data dir, $2 = the pid its kafka.pid names, which is not its broker
+  say "kafka.pid named pid $2, which is not the broker of $1 (that broker exited): the stale file is removed"
+  rm -f "$1/kafka.pid"
 }
 
 # With SO_REUSEADDR, as Kafka binds: the TIME_WAIT connections a stopped broker leaves on its port do not count
@@ -66,8 +93,17 @@ launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answer
 start() {
   local data="${1:-$CACHE/run}"
   mkdir -p "$data"
-  data="$(cd "$data" && pwd)"
-  if running "$data"; then cat "$data/bootstrap"; return 0; fi
+  data="$(cd "$data" && pwd -P)"
+  if serving "$data"; then cat "$data/bootstrap"; return 0; fi
+  if [ -f "$data/kafka.pid" ]; then
+    local pid; pid="$(cat "$data/kafka.pid")"
+    # Still stopping (or starting): a second broker would find its ports taken and format the storage under it.
+    if ours "$pid" "$data"; then
+      say "the broker of $data (pid $pid) runs but does not answer (still starting or stopping): start it again once it has stopped"
+      return 1
+    fi
+    stale "$data" "$pid"
+  fi
   fetch
   # A small broker on a shared 2-core host (docs/performance.md, "The local broker's JVM"): the serial collector
   # (no concurrent G1 threads; the producers' 4 MiB batches are ordinary young objects, not humongous ones) and
@@ -128,36 +164,30 @@ print(i)'
 stop() {
   local data="${1:-$CACHE/run}"
   [ -f "$data/kafka.pid" ] || return 0
+  data="$(cd "$data" && pwd -P)"
   local pid; pid="$(cat "$data/kafka.pid")"
-  local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}"
+  local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}" i
   case "$seconds" in
     '' | *[!0-9]*) say "PREDIGEST_KAFKA_STOP_SECONDS=$seconds is not whole seconds: 30 s used"; seconds=30 ;;
   esac
+  if ! ours "$pid" "$data"; then stale "$data" "$pid"; return 0; fi
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 $((seconds * 2))); do running "$pid" || break; sleep 0.5; done
-  if running "$pid" && kill -KILL "$pid" 2>/dev/null; then
+  for ((i = 0; i < seconds * 2; i++)); do ours "$pid" "$data" || break; sleep 0.5; done
+  if ours "$pid" "$data" && kill -KILL "$pid" 2>/dev/null; then
     say "the broker (pid $pid) was still running ${seconds} s after SIGTERM: killed (its data stays in $data)"
   fi
   rm -f "$data/kafka.pid"
 }
 
-# A process that has exited but nobody reaped (a zombie: in a container whose PID 1 does not reap, the broker's)
-# is not running: `kill -0` alone would wait the whole bound for it, then say it was killed.
-running() {
-  local stat
-  if [ -r "/proc/$1/stat" ]; then
-    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-    stat="${stat##*) }"
-    [ "${stat%% *}" != "Z" ]
-  else
-    kill -0 "$1" 2>/dev/null
-  fi
+status() {  # exits 1 unless the broker runs and answers
+  local data="${1:-$CACHE/run}"
+  [ -d "$data" ] && data="$(cd "$data" && pwd -P)" && serving "$data" && cat "$data/bootstrap"
 }
 
 case "${1:-}" in
   fetch) fetch ;;
   start) start "${2:-}" ;;
   stop) stop "${2:-}" ;;
-  status) data="${2:-$CACHE/run}"; if running "$data"; then cat "$data/bootstrap"; else exit 1; fi ;;
+  status) status "${2:-}" ;;
   *) echo "usage: $0 fetch | start [DATA_DIR] | stop [DATA_DIR] | status [DATA_DIR]" >&2; exit 2 ;;
 esac

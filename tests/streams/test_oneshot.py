@@ -1,6 +1,6 @@
 """`predigest run`'s stop: a second Ctrl-C kills the worker at once and names the broker the run started, left
 running; the hard exit a first signal arms bounds the watcher's and the worker's stop, not the broker's, whose
-stop has its own bound (SIGKILL after `BROKER_STOP_SECONDS`, said in one line)."""
+stop has its own bound (`test_kafka_local.py`); a Ctrl-C that cuts that stop short exits 128 + it."""
 
 from __future__ import annotations
 
@@ -9,18 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from streams.kafka_local import stop_broker
 from streams.oneshot import _kill_and_name_broker
 from streams.settings import KafkaSettings, Settings
 from streams.worker_process import dump_settings
+from tests.streams.broker_support import stand_in_broker
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +55,7 @@ def stop_broker(settings):
     print("broker stopping", flush=True)
     time.sleep(3)
     print("broker stopped", flush=True)
+    return True
 
 logs.configure(log_json=False, level="INFO")
 oneshot.run = run
@@ -123,53 +122,62 @@ def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
     assert "may still be stopping: `predigest kafka stop` ends its stop" in output
 
 
-@contextmanager
-def stand_in_broker(tmp_path: Path, code: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """A process running `code` (it prints `up`) written as the local broker of `tmp_path / "run"`; killed after."""
-    broker = subprocess.Popen(
-        [sys.executable, "-c", f"{code}; print('up', flush=True)"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
-        data = tmp_path / "run"
-        data.mkdir()
-        (data / "kafka.pid").write_text(f"{broker.pid}\n")
-        yield broker, data
-    finally:
-        broker.kill()
-        broker.communicate()
+# `predigest run --exit` (or a run whose end no signal asked for): its briefings written, it stops the local broker
+# it started with the real script, and a first Ctrl-C reaches both while that broker is still stopping.
+RUN_ENDED_BY_ITSELF = """
+import asyncio, sys
+from pathlib import Path
+from datetime import datetime
+from zoneinfo import ZoneInfo
+from sinks.clock import SYSTEM_CLOCK
+from streams import commands, kafka_local, logs, oneshot
+from streams.stopping import install_stop
+from streams.worker_process import load_dumped_settings
+
+async def run(settings, request, stopping):
+    install_stop(asyncio.Event(), 1.0, again_exits=True, state=stopping)
+
+logs.configure(log_json=False, level="INFO")
+oneshot.run = run
+kafka_local.local_broker_running = lambda settings: False
+kafka_local.resolve_bootstrap = lambda settings: settings
+end = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
+request = commands.RunRequest(end, archive=True, exit_after=True)
+sys.exit(commands.run(load_dumped_settings(Path(sys.argv[1])), request, SYSTEM_CLOCK))
+"""
 
 
-def test_a_broker_that_ignores_sigterm_is_killed_at_the_end_of_its_stop_and_that_is_said(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_that_cuts_the_broker_stop_of_run_short_exits_128_plus_it(
+    make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    deaf = "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); threading.Timer(60, print).start()"
-    with stand_in_broker(tmp_path, deaf) as (broker, data):
-        started = time.monotonic()
-        with caplog.at_level(logging.WARNING):
-            assert stop_broker(tmp_path, data, stop_seconds=1)  # killed: stopped
-        took = time.monotonic() - started
-        assert broker.wait(timeout=5) == -signal.SIGKILL
-    assert 1 <= took < 5
-    assert not (data / "kafka.pid").exists()
-    assert f"the broker (pid {broker.pid}) was still running 1 s after SIGTERM: killed" in caplog.text
-    assert os.path.basename(str(data)) in caplog.text
-
-
-def test_a_broker_that_exited_but_was_never_reaped_is_stopped_at_once_not_killed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # In a container whose PID 1 does not reap, the broker stays a zombie: `kill -0` took it for running, the stop
-    # waited its whole bound and then said it had killed it.
-    with stand_in_broker(tmp_path, "import threading; threading.Timer(60, print).start()") as (_, data):
-        started = time.monotonic()
-        with caplog.at_level(logging.WARNING):
-            # Not reaped meanwhile (nobody waits for it): a zombie once SIGTERM ends it.
-            assert stop_broker(tmp_path, data, stop_seconds=10)
-        took = time.monotonic() - started
-    assert took < 5
-    assert "still running" not in caplog.text
-    assert not (data / "kafka.pid").exists()
+    cache = tmp_path / "cache"
+    stopping = "signal.signal(signal.SIGTERM, lambda *a: print('term', flush=True))"  # and goes on running
+    with stand_in_broker(cache / "run", stopping) as broker:
+        local = make_settings().model_copy(
+            update={"kafka": KafkaSettings(bootstrap=None), "kafka_cache": cache}
+        )
+        cfg = dump_settings(local, tmp_path / "run-settings.json")
+        # Its own process group, as a terminal's foreground job: the Ctrl-C reaches `run` and kafka.sh alike.
+        with subprocess.Popen(
+            [sys.executable, "-c", RUN_ENDED_BY_ITSELF, str(cfg)],
+            cwd=PROJECT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            try:
+                assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
+                os.killpg(proc.pid, signal.SIGINT)
+                code = proc.wait(timeout=20)
+            finally:
+                proc.kill()
+            output = proc.stdout.read() if proc.stdout else ""
+        assert broker.poll() is None  # still stopping, as the real one would be
+    assert code == 128 + signal.SIGINT, output[-3000:]
+    assert "stop ended early" in output and "`predigest kafka stop` ends it" in output, output[-3000:]
+    assert (cache / "run" / "kafka.pid").exists()  # what `predigest kafka stop` needs to end that stop
 
 
 def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,38 +194,6 @@ def test_a_timer_firing_as_it_is_disarmed_exits_nothing(monkeypatch: pytest.Monk
     state.disarm()
     timer.function(*timer.args)
     assert exits == []
-
-
-def test_a_stop_bound_that_is_not_whole_seconds_is_said_and_30_s_used(tmp_path: Path) -> None:
-    # Under `set -u`, `$((seconds * 2))` took `abc` for an unset variable (the script died after SIGTERM, its pid
-    # file left) and `1.5` for a syntax error (no wait at all: SIGKILL at once).
-    slow = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1), sys.exit(0))); print('up', flush=True); time.sleep(60)"
-    for bound in ("1.5", "abc"):
-        broker = subprocess.Popen([sys.executable, "-c", slow], stdout=subprocess.PIPE, text=True)
-        try:
-            assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
-            # Reaped as it exits, as init reaps the real broker: kafka.sh's `kill -0` would see a zombie alive.
-            threading.Thread(target=broker.wait, daemon=True).start()
-            data = tmp_path / bound
-            data.mkdir()
-            (data / "kafka.pid").write_text(f"{broker.pid}\n")
-            env = {
-                **os.environ,
-                "PREDIGEST_KAFKA_CACHE": str(tmp_path),
-                "PREDIGEST_KAFKA_STOP_SECONDS": bound,
-            }
-            script = PROJECT / "deploy" / "kafka" / "kafka.sh"
-            done = subprocess.run(
-                ["bash", str(script), "stop", str(data)], env=env, capture_output=True, text=True
-            )
-            assert broker.wait(timeout=5) == 0, (bound, done.stderr)
-        finally:
-            broker.kill()
-            broker.communicate()
-        assert done.returncode == 0 and not (data / "kafka.pid").exists(), (bound, done.stderr)
-        assert (
-            done.stderr == f"kafka.sh: PREDIGEST_KAFKA_STOP_SECONDS={bound} is not whole seconds: 30 s used\n"
-        )
 
 
 def test_kafka_stop_exits_1_when_the_broker_s_stop_did_not_finish(

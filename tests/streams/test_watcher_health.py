@@ -1,5 +1,5 @@
 """The watcher cannot hang silently: a stalled loop fails /healthz and freezes its heartbeat gauge, and SIGTERM
-stops it within seconds, even while it is stuck in a system call."""
+stops it within seconds, even while it is stuck in a system call; a Ctrl-C during its start ends it in one line."""
 
 from __future__ import annotations
 
@@ -227,3 +227,49 @@ def test_a_second_ctrl_c_exits_a_watcher_still_stopping_at_once(
     assert len(errors) == 1 and errors[0].endswith(
         "SIGINT again: exiting now (unacknowledged files are sent again at the next start)"
     ), output[-3000:]
+
+
+# `predigest watch` held where it ensures its topics, before it sets its own handler: a Ctrl-C there met Python's
+# default (a KeyboardInterrupt traceback).
+HELD_IN_ITS_START = """
+import asyncio, sys
+from streams import cli, kafka_io
+
+ensure_topics = kafka_io.ensure_topics
+
+async def held(settings):
+    print("ensuring the topics", flush=True)
+    await asyncio.sleep(60)
+    await ensure_topics(settings)
+
+kafka_io.ensure_topics = held
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_ctrl_c_during_the_watchers_start_exits_with_one_line(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    cfg = dump_settings(make_settings(), tmp_path / "watcher-settings.json")
+    argv = [sys.executable, "-c", HELD_IN_ITS_START, "--settings-json", str(cfg), "watch"]
+    with subprocess.Popen(
+        argv, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            lines = [proc.stdout.readline()]
+            while lines[-1] and "ensuring the topics" not in lines[-1]:
+                lines.append(proc.stdout.readline())
+            assert lines[-1], "".join(lines)[-3000:]
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=15)
+        finally:
+            proc.kill()
+        output = "".join(lines) + proc.stdout.read()
+    assert code == 128 + signal.SIGINT and "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith("interrupted by SIGINT; what it started is stopped"), (
+        output
+    )
