@@ -25,7 +25,13 @@ def anchor_ids(
     baselines: Sequence[DocumentSummary], living: Document | None, earlier_cited: Collection[str]
 ) -> Anchors:
     """Ids the living document, earlier briefings or this axis's own baseline notes (kept, in the window) cite."""
-    living_doc = parse_living_doc(living) if living is not None else None
+    return anchored_by(baselines, parse_living_doc(living) if living is not None else None, earlier_cited)
+
+
+def anchored_by(
+    baselines: Sequence[DocumentSummary], living_doc: LivingDoc | None, earlier_cited: Collection[str]
+) -> Anchors:
+    """`anchor_ids` of a living document parsed already (again, once a baseline did not read back)."""
     anchored = set(earlier_cited) | (set(living_doc.cited_ids) if living_doc else set())
     for d in baselines:
         anchored.update(d.arxiv_ids)
@@ -72,10 +78,14 @@ class IdOrder:
             for group in (self._eligible, self._baselines, self._all):
                 group[:] = [e for e in group if e[0] not in positions]
 
-    def promote(self, position: int) -> None:
-        """List the ids of the source at `position` among the contributors' (a duplicate that took the place of
-        its group's damaged original)."""
-        self._eligible.extend(e for e in self._all if e[0] == position)
+    def promote(self, position: int, *, eligible: bool, baseline: bool) -> None:
+        """List the ids of the source at `position` as `add` would have (a duplicate that took the place of its
+        group's damaged original)."""
+        entries = [e for e in self._all if e[0] == position]
+        if eligible:
+            self._eligible.extend(entries)
+        if baseline:
+            self._baselines.extend(entries)
 
     def split(self, anchored: Collection[str]) -> IdSplit:
         """The ids, new unless anchored."""

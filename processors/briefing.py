@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from processors import discrepancies as dx
-from processors.anchoring import Anchors, IdSplit, anchor_ids
+from processors.anchoring import Anchors, IdSplit, anchor_ids, anchored_by
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
 from processors.contributors import read_whole
@@ -102,6 +102,8 @@ def read_window(req: BriefingRequest) -> WindowReads:
     # A note that did not read back (the request lists it damaged) is left out of everything the briefing quotes
     # or counts; a duplicate of it takes its place (`processors.damaged_notes`).
     lost = read_past_damage(scan, listed, whole, (req.load, req.zone))
+    if lost:  # a damaged baseline anchors nothing; its readable copy, as it would alone
+        anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
     left_out = listed.duplicates.keys()
     stated = source.titles(left_out | lost if lost else left_out)
     return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())

@@ -72,6 +72,8 @@ def read_past_damage(
         whole.update((d.path, d) for d in load(wanted))
         lost.update(h for h in wanted if h not in whole)
     listed.duplicates = kept
+    for h in heirs.values():
+        listed.keep(whole[h], standing[h][1])
     scan.at.update((p, at) for p, (at, _) in standing.items() if p in lost)  # its ids dropped too
     take_places(scan, {was: (whole[h], *standing[h]) for was, h in heirs.items()}, lost, zone)
     return frozenset(lost)
@@ -81,17 +83,18 @@ def take_places(
     scan: Scan, heirs: Mapping[str, tuple[Document, int, Relevance]], lost: Collection[str], zone: ZoneInfo
 ) -> None:
     """The scan with each lost note's readable duplicate (`heirs`: lost note → it, its place, its relevance) in
-    its place, as the scan would have kept it, and the lost notes gone from it: their ids in 四 and their dates
-    of ids in D-items."""
+    its place, as the scan would have kept it, and the lost notes gone from it: their ids in 四 (and as anchors,
+    a baseline's) and their dates of ids in D-items."""
     contributors = {d.path for d, _ in scan.contributors}
-    queues = {d.path for d in scan.queues}
+    queues, baselines = {d.path for d in scan.queues}, {d.path for d in scan.baselines}
     for was, (doc, position, rel) in heirs.items():
         scan.at[doc.path] = position
-        eligible = can_contribute(doc, rel)
-        if eligible:
-            scan.ids.promote(position)
+        eligible, baseline = can_contribute(doc, rel), rel.code == "baseline"
+        scan.ids.promote(position, eligible=eligible, baseline=baseline)
         if eligible and was in contributors:
             scan.contributors.append((doc, rel))
+        if baseline and was in baselines:
+            scan.baselines.append(doc)
         if doc.kind == "work_queue" and was in queues:
             scan.queues.append(doc)
         if doc.kind in ("inbox", "paper_card") and cites_later(doc, zone):
@@ -102,4 +105,5 @@ def take_places(
         (e for e in scan.contributors if e[0].path not in lost), key=lambda e: at[e[0].path]
     )
     scan.queues = sorted((d for d in scan.queues if d.path not in lost), key=lambda d: at[d.path])
+    scan.baselines = sorted((d for d in scan.baselines if d.path not in lost), key=lambda d: at[d.path])
     scan.future = sorted((e for e in scan.future if e[0].path not in lost), key=lambda e: at[e[0].path])

@@ -214,6 +214,7 @@ class SourceListing:
         self._positions = array("q")
         self._columns = ListingColumns()
         self._accounted = False
+        self._kept_ids: dict[str, tuple[str, ...]] = {}  # a duplicate's kept in its damaged original's place
 
     def add(self, row: SourceRow, scores: Mapping[str, float], rel: Relevance) -> None:
         d = row.doc
@@ -223,6 +224,11 @@ class SourceListing:
         topic = topic_line(d, self._axis, self._lang, row.topic)
         self._positions.append(row.position)
         self._columns.add(d, rel, (topic, other, d.arxiv_ids if plain else ()))
+
+    def keep(self, doc: DocumentSummary, rel: Relevance) -> None:
+        """A duplicate kept in the place of its group's damaged original: its ids read as a kept source's are."""
+        if rel.code not in _NOT_PLAIN and doc.kind not in _ROLES:
+            self._kept_ids[doc.path] = doc.arxiv_ids
 
     def standing(self, paths: Collection[str]) -> dict[str, tuple[int, Relevance]]:
         """The place in the window and the relevance of each source at `paths`, as listed (a pass over the
@@ -243,6 +249,8 @@ class SourceListing:
         # Emptied: the columns' texts (~20 MB at 100k) are the rows' strings now.
         self._columns, self._positions = ListingColumns(), array("q")
         texts, facets_of, ids_of = rows.texts, rows.facets, rows.values[3]
+        if kept := self._kept_ids:  # a pass only when a damaged note's copy took its place
+            ids_of = [kept.get(texts[3 * i], ids) for i, ids in enumerate(ids_of)]
         sources: list[SourceEntry] = []
         no_inc: list[NoIncrementSource] = []
         for i in sorted(range(len(positions)), key=positions.__getitem__):

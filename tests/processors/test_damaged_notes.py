@@ -27,7 +27,12 @@ OTHER = note(
 )
 
 
-def _brief(docs: Sequence[Document], damaged: Sequence[str] = (), trigger: Trigger = "close") -> Briefing:
+def _brief(
+    docs: Sequence[Document],
+    damaged: Sequence[str] = (),
+    trigger: Trigger = "close",
+    increment_range: tuple[int, int] = (3, 8),
+) -> Briefing:
     """The briefing of `docs` stored as summaries, the `damaged` ones not reading back (the request lists them)."""
     whole = {d.path: d for d in docs}
     rejected = [
@@ -38,6 +43,7 @@ def _brief(docs: Sequence[Document], damaged: Sequence[str] = (), trigger: Trigg
         load=lambda ps: [whole[p] for p in ps if p not in damaged],
         rejected=rejected,
         trigger=trigger,
+        increment_range=increment_range,
     )
 
 
@@ -118,3 +124,38 @@ def test_a_damaged_note_stating_an_anchored_title_under_another_id_makes_no_titl
     b = _brief([BASELINE, TYPO, FIRST], damaged=[TYPO.path])
     assert not [c for d in b.discrepancies for c in d.claims if c.source.split("#")[0] == TYPO.path]
     assert b.discrepancies == [] and "2504.11302" not in {e.id for e in b.arxiv}
+
+
+# The axis's own earlier briefing, citing the id FIRST cites: that id is continued while it reads back.
+OWN_BASELINE = note(
+    "inbox/tom/2026-09-27-0100-inference-e1prep.md",
+    "# inference · E1 预消化简报(2026-09-26)\n\n## 四\n| arXiv 号 | 标题 |\n|---|---|\n| 2609.23130 | vLLM KV |\n",
+)
+
+
+def test_a_damaged_baseline_anchors_no_id() -> None:
+    assert _brief([OWN_BASELINE, FIRST]).summary.continued_arxiv == ["2609.23130"]
+    b = _brief([OWN_BASELINE, FIRST], damaged=[OWN_BASELINE.path])
+    assert (b.summary.new_arxiv, b.summary.continued_arxiv) == (["2609.23130"], [])
+    assert [(e.id, e.status) for e in b.arxiv] == [("2609.23130", "new")]
+    assert [i.novelty for i in b.increments] == ["new"]
+
+
+def test_a_damaged_baseline_s_readable_copy_anchors_as_it_would_alone() -> None:
+    copy = note("inbox/jay/2026-09-27-0200-inference-e1prep.md", OWN_BASELINE.text)
+    b = _brief([OWN_BASELINE, copy, FIRST], damaged=[OWN_BASELINE.path])
+    _said_the_same(b, _brief([copy, FIRST]))
+    assert b.summary.continued_arxiv == ["2609.23130"]
+
+
+def test_a_readable_copy_whose_ids_the_axis_cites_is_covered_as_it_would_be_alone() -> None:
+    # Only the living document's id (§3.3): with one increment to make, the copy yields none, being covered.
+    text = "# KV cache 压缩\n\n## KVTC\nKVTC arXiv:2511.01815 KV cache 压缩 推理。\n"
+    original, copy = (
+        note("inbox/jay/2026-09-27-0900-x.md", text),
+        note("inbox/tom/2026-09-27-0930-y.md", text),
+    )
+    alone = _brief([copy, FIRST, OTHER], increment_range=(1, 1))
+    assert {n.path: n.code for n in alone.no_increment_sources}[copy.path] == "covered"
+    b = _brief([original, copy, FIRST, OTHER], damaged=[original.path], increment_range=(1, 1))
+    _said_the_same(b, alone)
