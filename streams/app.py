@@ -28,17 +28,10 @@ log = logging.getLogger(__name__)
 
 
 class WorkerApp(faust.App):
-    """Faust's app with a first step to its start, `opening`, and a last step to its stop, `closing`: awaited once its
-    agents, timers and web server have stopped (Faust's own `on_before_shutdown` comes before its agents are
-    cancelled, a batch maybe still running)."""
+    """Faust's app with a last step to its stop, `closing`: awaited once its agents, timers and web server have
+    stopped (Faust's own `on_before_shutdown` comes before its agents are cancelled, a batch maybe still running)."""
 
     closing: Callable[[], Awaitable[None]] | None = None
-    opening: Callable[[], None] | None = None  # called as the app starts, before its consumer joins the group
-
-    async def on_start(self) -> None:
-        if self.opening is not None:
-            self.opening()
-        await super().on_start()
 
     async def on_shutdown(self) -> None:
         await super().on_shutdown()
@@ -137,8 +130,6 @@ def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> WorkerApp:
     outputs = TopicOutputs(app, topics)
     PartitionSignals(services, topics).connect(app)
     app.closing = services.stop  # after the agents, timers and views stopped: nothing uses what it closes
-    # The parse processes import (~0.5 s of CPU each) while the worker joins its group, not beside the first notes.
-    app.opening = services.parser.warm
     register_agents(app, topics, services, outputs)
     register_timers(app, services, outputs)
     register_views(app, services, outputs.command)

@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -148,7 +148,6 @@ class ParsePool:
         self._attempts = 0
         self._routes: dict[int, asyncio.Future[None]] = {}  # the routes in progress, oldest first: their ends
         self._calls = 0
-        self._warming: list[Future[list[Routed]]] = []  # `warm`'s calls, until `start` awaits them
 
     @property
     def params(self) -> RouteParams:
@@ -159,22 +158,19 @@ class ParsePool:
             self._pool, self._progress = _new_pool(self._processes, self._nice)
         return self._pool, self._progress
 
-    def warm(self) -> None:
-        """Spawn the processes without waiting for them (they take a second to import): the worker's own start and
-        its group join go on meanwhile, so the first notes neither wait for them nor share the CPU with them."""
-        if self._processes and not self._warming:
-            pool = self._executor()[0]
-            epoch = datetime.fromtimestamp(0, UTC)  # routes nothing: any time will do
-            self._warming = [
-                pool.submit(_route_chunk, self._route, 0, [], self._params, epoch)
+    async def start(self) -> None:
+        """Start the processes now (they take a second to import): the first note should not wait for them."""
+        if self._processes:
+            loop = asyncio.get_running_loop()
+            pool, epoch = (
+                self._executor()[0],
+                datetime.fromtimestamp(0, UTC),
+            )  # routes nothing: any time will do
+            calls = [
+                loop.run_in_executor(pool, _route_chunk, self._route, 0, [], self._params, epoch)
                 for _ in range(self._processes)
             ]
-
-    async def start(self) -> None:
-        """Until the processes are started (`warm`, if nothing did yet): the first note should not wait for them."""
-        self.warm()
-        warming, self._warming = self._warming, []
-        await asyncio.gather(*map(asyncio.wrap_future, warming))
+            await asyncio.gather(*calls)
 
     async def route(self, values: Values, seen_at: datetime) -> list[Routed]:
         """Each (raw value, raw offset) routed, in order."""

@@ -266,39 +266,3 @@ def test_parse_processes_exit_when_their_worker_is_killed() -> None:
             assert alive == [], "parse processes outlived their worker"
         finally:
             worker.kill()  # a no-op once it is reaped
-
-
-def test_warmed_processes_start_before_anything_awaits_them() -> None:
-    # The worker warms its pool as its app starts (streams.app.WorkerApp.opening): the processes import while it
-    # joins its group, so `start` at its first agent's turn, and the first notes, no longer wait for the imports.
-    pool = ParsePool(route_params(Settings()), 2)
-    try:
-        pool.warm()  # returns at once: no event loop runs the processes' start-up
-        deadline = time.monotonic() + 60
-        while len(_pool_processes()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(_pool_processes()) == 2, "warm() spawned no processes before start()"
-        routed = asyncio.run(_started_then_routed(pool, [(_value(i), i) for i in range(4)]))
-    finally:
-        pool.close(kill=True)
-    assert [r.path for r in routed] == [f"inbox/jay/2026-09-27-1000-n{i}.md" for i in range(4)]
-
-
-async def _started_then_routed(pool: ParsePool, values: list[tuple[bytes, int | None]]) -> list[Routed]:
-    await pool.start()
-    return await pool.route(values, NOW)
-
-
-def _pool_processes() -> list[int]:
-    """This process's live pool processes (not multiprocessing's resource tracker)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat, argv = (entry / "stat").read_text(), (entry / "cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"spawn_main" in argv:
-            out.append(int(entry.name))
-    return out
