@@ -289,14 +289,21 @@ async def group_lag(settings: Settings, group_id: str, topics: list[str]) -> dic
         await start_client(settings, admin)
         await start_client(settings, consumer)
         parts = await topic_partitions(admin, topics)
-        if not parts:
-            return {}
-        ends = await consumer.end_offsets(parts)
-        starts = await consumer.beginning_offsets(parts)
-        committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
+        return await lag_with(admin, consumer, group_id, parts)
     finally:
         await consumer.stop()
         await admin.close()
+
+
+async def lag_with(
+    admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group_id: str, parts: list[TopicPartition]
+) -> dict[TopicPartition, int]:
+    """`group_lag` over started clients a caller keeps (one reading: three requests, no connection set up)."""
+    if not parts:
+        return {}
+    ends = await consumer.end_offsets(parts)
+    starts = await consumer.beginning_offsets(parts)
+    committed = await admin.list_consumer_group_offsets(group_id, partitions=parts)
     lag: dict[TopicPartition, int] = {}
     for tp in parts:
         meta = committed.get(tp)
