@@ -187,7 +187,7 @@ async def window_agent(services: Services, outputs: Outputs, stream: Stream[byte
     s = services.settings
     # Up to batch_records notes a batch (a record holds a parse batch's), acked by its store task once stored.
     batches = take_batches(stream, s.batch_records, s.batch_seconds, services.clock, weight=_weight)
-    # Before the batch buffer's processor: a record counts as soon as it is read, while a batch is still handled.
+    # Run by the batch buffer's drain as it reads each record: it counts then, while a batch is still handled.
     stream.add_processor(partial(_received, services))
     storing: asyncio.Task[None] | None = None
     try:

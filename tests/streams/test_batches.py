@@ -11,7 +11,7 @@ import faust
 from faust.events import Event
 from faust.streams import Stream
 from faust.transport.consumer import Consumer
-from faust.types import TP, EventT, StreamT
+from faust.types import TP, ChannelT, EventT, StreamT
 from faust.types.tuples import ConsumerMessage
 
 from sinks.clock import SYSTEM_CLOCK
@@ -234,3 +234,48 @@ async def test_records_read_after_the_batches_end_are_not_acknowledged() -> None
             assert [event.message.acked for event in later] == [False] * 3
     finally:
         app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
+
+
+async def test_partitions_paused_by_a_full_buffer_resume_once_it_is_drained() -> None:
+    # Faust pauses a partition whose records fill the agent's buffer and resumes it as the buffer is read
+    # (`maybe_endorse_pressure_drop` in the queue's gets): the batch buffer reads it, so it must resume them too.
+    app = faust.App(
+        "test-batches-pressure", broker="kafka://127.0.0.1:9", store="memory://", stream_buffer_maxsize=8
+    )
+    paused: list[int] = []
+    resumed: list[int] = []
+    taken: list[Any] = []
+    streams: list[StreamT[Any]] = []
+    release, done = asyncio.Event(), asyncio.Event()
+
+    def resume() -> None:  # the conductor's callback for the partition
+        resumed.append(1)
+
+    async def take(stream: StreamT[Any]) -> None:
+        streams.append(stream)
+        async for events in take_batches(cast(Stream[Any], stream), 2, WITHIN, SYSTEM_CLOCK, lambda s, e: 0):
+            await release.wait()  # the buffer fills behind the first batch
+            taken.extend(e.value for e in events)
+            if len(taken) == 20:
+                done.set()
+
+    agent = app.agent(app.channel(), name="test-batches-pressure.take")(take)
+    try:
+        async with agent.test_context() as context:
+            for i in range(2):
+                await context.put(i, wait=False)
+            await asyncio.sleep(0.2)
+            channel = cast(ChannelT[Any], streams[0].channel)
+            queue = channel.queue
+            for i in range(2, 20):  # as Faust's conductor delivers a fetched record (one partition)
+                event = await channel.decode(context.to_message(None, i))
+                queue.put_nowait_enhanced(
+                    event, on_pressure_high=lambda: paused.append(1), on_pressure_drop=resume
+                )
+            assert paused
+            release.set()
+            await asyncio.wait_for(done.wait(), 5)
+    finally:
+        app.consumer._thread.thread_loop.close()  # type: ignore[attr-defined]
+    assert taken == list(range(20))
+    assert resumed and not queue._pending_pressure_drop_callbacks
