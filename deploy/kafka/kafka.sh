@@ -58,8 +58,9 @@ serving() {  # $1 = data dir; true when its broker runs and answers
 ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker is started with)
   local args parts
   if [ -r "/proc/$1/cmdline" ]; then
-    # Read in this shell, not in a command substitution (see the trap above).
-    mapfile -d '' parts < "/proc/$1/cmdline" 2>/dev/null || return 1
+    # Read in this shell, not in a command substitution (see the trap above). The braces: a process gone since
+    # the -r (its stop's wait) failed the `<` before a 2>/dev/null after it, and bash printed that failure.
+    { mapfile -d '' parts < "/proc/$1/cmdline"; } 2>/dev/null || return 1
     args="${parts[*]}"
   else
     args="$(ps -p "$1" -o args= 2>/dev/null)" || return 1
