@@ -53,16 +53,20 @@ serving() {  # $1 = data dir; true when its broker runs and answers
 # cut short (a second Ctrl-C reaches this script too), the pid may be free or another program's, never to be
 # signalled. A zombie (exited, not reaped: in a container whose PID 1 does not reap) has an empty command line,
 # so it is not running either: `kill -0` alone waited the whole stop bound for one, then said it was killed.
-ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker was started with)
+# Its server.properties by path, else as a file (-ef): a broker started through a symlink of its data dir (kafka.sh
+# took the logical path before `pwd -P`) is still ours, not taken for a stale pid and left running unstopped.
+ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker is started with)
   local args parts
   if [ -r "/proc/$1/cmdline" ]; then
-    # Read in this shell, not in a command substitution (see the trap above).
-    mapfile -d '' parts < "/proc/$1/cmdline" 2>/dev/null || return 1
+    # Read in this shell, not in a command substitution (see the trap above). The braces: a process gone since
+    # the -r (its stop's wait) failed the `<` before a 2>/dev/null after it, and bash printed that failure.
+    { mapfile -d '' parts < "/proc/$1/cmdline"; } 2>/dev/null || return 1
     args="${parts[*]}"
   else
     args="$(ps -p "$1" -o args= 2>/dev/null)" || return 1
   fi
-  [[ "$args " == *" kafka.Kafka $2/server.properties "* ]]
+  [[ "$args " == *" kafka.Kafka $2/server.properties "* ]] \
+    || { [[ "$args" == *" kafka.Kafka "* ]] && [ "${args##* kafka.Kafka }" -ef "$2/server.properties" ]; }
 }
 
 stale() {  # $1 = data dir, $2 = the pid its kafka.pid names, which is not its broker

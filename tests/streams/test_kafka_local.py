@@ -159,3 +159,25 @@ def test_a_ctrl_c_during_kafka_stop_says_the_broker_may_still_be_stopping(tmp_pa
         "interrupted by SIGINT: the local Kafka broker may still be stopping; `predigest kafka stop` ends it"
     ), said
     assert (cache / "run" / "kafka.pid").exists()  # what the next `predigest kafka stop` stops
+
+
+def test_a_broker_started_through_a_symlink_of_its_data_dir_is_still_stopped(tmp_path: Path) -> None:
+    # kafka.sh before b49d33c started the broker with the logical path (a worktree's .cache/kafka symlink): its
+    # next stop took that running broker for a stale pid, removed its file and never stopped it.
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    (real / "server.properties").write_text("")
+    script = "print('up', flush=True); import time; time.sleep(60)"
+    argv = [sys.executable, "-c", script, "kafka.Kafka", f"{link}/server.properties"]
+    broker = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert broker.stdout is not None and broker.stdout.readline().strip() == "up"
+        (real / "kafka.pid").write_text(f"{broker.pid}\n")
+        stop = kafka_sh("stop", str(link), cache=tmp_path, PREDIGEST_KAFKA_STOP_SECONDS="5")
+        assert (stop.returncode, stop.stderr) == (0, "")
+        assert broker.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        broker.kill()
+        broker.communicate()
+    assert not (real / "kafka.pid").exists()
