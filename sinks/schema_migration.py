@@ -76,7 +76,7 @@ def copy_contents(db: duckdb.DuckDBPyConnection, path: Path, to: Target, clock: 
 def _insert(db: duckdb.DuckDBPyConnection, to: Target, rows: Sequence[tuple[Any, ...]]) -> None:
     """One batch as the window agent stores it (sinks.documents, sinks.source_rows), the terms read from each
     summary in its order."""
-    datas = [pydantic_core.from_json(r[2], cache_strings="keys") for r in rows]
+    datas = [_readable(r[2]) for r in rows]
     columns = TextColumns(
         ["path", "sha256", "summary_json", "blob:body_zst"],
         [
@@ -87,27 +87,45 @@ def _insert(db: duckdb.DuckDBPyConnection, to: Target, rows: Sequence[tuple[Any,
         ],
     )
     db.from_arrow(columns).insert_into(to.contents)
-    counted = [(r[4], d.get("terms")) for r, d in zip(rows, datas, strict=True) if r[4] is not None]
+    counted = [
+        (r[4], d.get("terms")) for r, d in zip(rows, datas, strict=True) if r[4] is not None and d is not None
+    ]
     terms = FactRows.terms([v for v, _ in counted], [pydantic_core.to_json(t) for _, t in counted])
     if len(terms):
         db.from_arrow(terms).insert_into(to.terms)
+    if unread := [int(r[4]) for r, d in zip(rows, datas, strict=True) if r[4] is not None and d is None]:
+        # Their term rows as they were (the window figures count them), placed in the order they were stored.
+        db.execute(
+            f"INSERT INTO {to.terms} SELECT vid, term, n, row_number() OVER (PARTITION BY vid ORDER BY rowid) - 1 "
+            "FROM source_terms WHERE vid = ANY($1::BIGINT[]) ORDER BY vid, rowid",
+            [unread],
+        )
+
+
+def _readable(summary: str) -> dict[str, Any] | None:
+    """A summary's fields; None for one that cannot be read (damaged, another shape): it is kept whole, and
+    reported unreadable when read, as before, rather than failing the migration at every start."""
+    try:
+        data = pydantic_core.from_json(summary, cache_strings="keys")
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("terms") or {}, dict) else None
 
 
 def _rests(
-    db: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]], datas: Sequence[Any]
+    db: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]], datas: Sequence[dict[str, Any] | None]
 ) -> list[bytes]:
     """What `contents` keeps of each summary: its rest, or the summary whole where its rows would not rebuild it
-    byte for byte (one an older writer wrote otherwise, a version without source rows)."""
+    byte for byte (one an older writer wrote otherwise or that cannot be read, a version without source rows)."""
     vids = sorted(int(r[4]) for r in rows if r[4] is not None)
     signatures, titled = whole_signatures(db, vids), stated_titles(db, vids)
     out = []
     for (_, _, whole, _, vid, slim), data in zip(rows, datas, strict=True):
-        whole_bytes = whole.encode()
-        rest = rest_of(whole_bytes)
-        if vid is not None:
+        whole_bytes = rest = whole.encode()
+        if vid is not None and data is not None:
+            slimmed = rest_of(whole_bytes)
             terms = list((data.get("terms") or {}).items())
-            kept = SummaryRows(slim, rest, terms, signatures.get(vid), titled.get(vid, ()))
-        if vid is None or whole_summary(kept) != whole_bytes:
-            rest = whole_bytes
+            kept = SummaryRows(slim, slimmed, terms, signatures.get(vid), titled.get(vid, ()))
+            rest = slimmed if whole_summary(kept) == whole_bytes else whole_bytes
         out.append(rest)
     return out

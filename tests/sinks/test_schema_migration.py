@@ -345,3 +345,31 @@ def test_a_schema_7_summary_its_rows_do_not_rebuild_is_kept_whole_and_reads_back
         after = [reader.note(f"inbox/jay/2026-09-27-{1000 + i}-kv.md") for i in range(3)]
     state.close()
     assert after == before and all(n is not None and n.document is not None for n in after)
+
+
+@pytest.mark.parametrize(
+    "damage", ['{"path":"inbox/jay/2026-09-27-1001-kv.md","terms":{"kv"', '{"terms":[1]}']
+)
+def test_a_schema_7_summary_that_cannot_be_read_is_kept_whole_and_the_others_migrated(
+    tmp_path: Path, damage: str
+) -> None:
+    # One damaged summary (cut short, or of another shape) must not stop the migration at every start: it is kept as
+    # it was and reported unreadable when read, as before, and its term rows (window figures) kept.
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes=3)
+    fresh = _dump(path)
+    _as_version(path, 7)
+    odd = "inbox/jay/2026-09-27-1001-kv.md"
+    db = duckdb.connect(str(path))
+    db.execute("UPDATE contents SET summary_json = ? WHERE path = ?", [damage, odd])
+    db.close()
+    state = StateStore(path)
+    kept = dict(state._db.execute("SELECT path, summary_json FROM contents").fetchall())
+    with state.reader() as reader:
+        notes = {p: reader.note(p) for p in kept}
+    state.close()
+    assert _version(path)[0] == schema.VERSION and kept[odd] == damage
+    assert sorted(_dump(path)["source_terms"]) == sorted(fresh["source_terms"])
+    damaged = notes[odd]
+    assert damaged is not None and damaged.document is None and damaged.unreadable
+    assert all(n is not None and n.document is not None for p, n in notes.items() if p != odd)
