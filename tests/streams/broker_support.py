@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,3 +27,27 @@ def stand_in_broker(data: Path, code: str = "") -> Iterator[subprocess.Popen[str
     finally:
         broker.kill()
         broker.communicate()
+
+
+def ctrl_c_once_it_stops(
+    broker: subprocess.Popen[str], argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run `argv` in its own process group, as a terminal's foreground job, and Ctrl-C that group once the
+    stand-in `broker` says `term` (its stop began): the SIGINT reaches the command and kafka.sh alike.
+    The command's exit code and its output (stdout and stderr)."""
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(timeout=20)
+        finally:
+            proc.kill()
+        return code, proc.stdout.read() if proc.stdout else ""

@@ -18,7 +18,7 @@ import pytest
 from streams.errors import BrokerUnavailableError
 from streams.kafka_local import start_broker, stop_broker
 from tests.conftest import KAFKA_CACHE
-from tests.streams.broker_support import stand_in_broker
+from tests.streams.broker_support import ctrl_c_once_it_stops, stand_in_broker
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "kafka.sh"
 
@@ -137,22 +137,8 @@ def test_a_ctrl_c_during_kafka_stop_says_the_broker_may_still_be_stopping(tmp_pa
     stays = "signal.signal(signal.SIGTERM, lambda *a: print('term', flush=True))"  # and goes on stopping
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PREDIGEST_KAFKA_CACHE": str(cache)}
     with stand_in_broker(cache / "run", stays) as broker:
-        # Its own process group, as a terminal's foreground job: the Ctrl-C reaches the command and kafka.sh alike.
-        with subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "kafka", "stop"],
-            cwd=SCRIPT.parents[2],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        ) as proc:
-            try:
-                assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
-                os.killpg(proc.pid, signal.SIGINT)
-                code = proc.wait(timeout=20)
-            finally:
-                proc.kill()
-            said = proc.stderr.read() if proc.stderr else ""
+        argv = [sys.executable, "-m", "streams.cli", "kafka", "stop"]
+        code, said = ctrl_c_once_it_stops(broker, argv, SCRIPT.parents[2], env)
         assert broker.poll() is None
     assert code == 128 + signal.SIGINT and "Traceback" not in said, said
     assert said.strip().endswith(

@@ -18,7 +18,7 @@ import pytest
 from streams.oneshot import _kill_and_name_broker
 from streams.settings import KafkaSettings, Settings
 from streams.worker_process import dump_settings
-from tests.streams.broker_support import stand_in_broker
+from tests.streams.broker_support import ctrl_c_once_it_stops, stand_in_broker
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -158,22 +158,9 @@ def test_a_ctrl_c_that_cuts_the_broker_stop_of_run_short_exits_128_plus_it(
             update={"kafka": KafkaSettings(bootstrap=None), "kafka_cache": cache}
         )
         cfg = dump_settings(local, tmp_path / "run-settings.json")
-        # Its own process group, as a terminal's foreground job: the Ctrl-C reaches `run` and kafka.sh alike.
-        with subprocess.Popen(
-            [sys.executable, "-c", RUN_ENDED_BY_ITSELF, str(cfg)],
-            cwd=PROJECT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        ) as proc:
-            try:
-                assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
-                os.killpg(proc.pid, signal.SIGINT)
-                code = proc.wait(timeout=20)
-            finally:
-                proc.kill()
-            output = proc.stdout.read() if proc.stdout else ""
+        code, output = ctrl_c_once_it_stops(
+            broker, [sys.executable, "-c", RUN_ENDED_BY_ITSELF, str(cfg)], PROJECT
+        )
         assert broker.poll() is None  # still stopping, as the real one would be
     assert code == 128 + signal.SIGINT, output[-3000:]
     assert "stop ended early" in output and "`predigest kafka stop` ends it" in output, output[-3000:]
