@@ -17,7 +17,7 @@ from sinks.errors import SinkError
 from streams import commands, kafka_local, logs, preflight, stopping, web_guard
 from streams.dead_admin import add_parser as add_dead_parser
 from streams.dead_admin import run as run_dead
-from streams.errors import StoppedBySignalError, StreamsError
+from streams.errors import StoppedBySignalError, StreamsError, TerminatedError
 from streams.settings import Settings, load_settings
 from streams.worker_process import load_dumped_settings
 
@@ -141,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stopping.raise_on_sigterm()
     args = _parser().parse_args(argv)
     if args.parent_pid:
         stopping.exit_with_parent(args.parent_pid)
@@ -154,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     except StoppedBySignalError as exc:
         log.error("%s", exc)
         return 128 + exc.signum
-    except KeyboardInterrupt:  # a Ctrl-C before the command's own handler (a broker, topics still starting)
-        log.error("%s", StoppedBySignalError(signal.SIGINT))
-        return 128 + signal.SIGINT
+    except (KeyboardInterrupt, TerminatedError) as exc:  # before the command's own handler (topics starting)
+        signum = signal.SIGTERM if isinstance(exc, TerminatedError) else signal.SIGINT
+        log.error("%s", StoppedBySignalError(signum))
+        return 128 + signum
     except (StreamsError, SinkError, TimeoutError) as exc:
         log.error("%s", exc)
         return 2

@@ -20,11 +20,17 @@ class ConfigError(StreamsError):
 
 
 class StoppedBySignalError(StreamsError):
-    """SIGINT or SIGTERM stopped a command; what it started was stopped too. Exits with 128 + the signal."""
+    """SIGINT or SIGTERM stopped a command; what it started was stopped too (or `what` says otherwise). Exits
+    with 128 + the signal."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}; what it started is stopped")
+    def __init__(self, signum: int, what: str = "; what it started is stopped") -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}{what}")
         self.signum = signum
+
+
+class TerminatedError(BaseException):
+    """SIGTERM before a command installed its own handler; a BaseException, so that no `except Exception` takes
+    it for a failure to retry."""
 
 
 class CommandRefusedError(StreamsError):

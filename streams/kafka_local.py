@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import subprocess
 from pathlib import Path
 
-from streams.errors import BrokerUnavailableError
+from streams.errors import BrokerUnavailableError, StoppedBySignalError, TerminatedError
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -16,17 +19,20 @@ SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "kafka" / "kafka.sh"
 BROKER_STOP_SECONDS = 30
 
 
-def _run(
-    args: list[str], cache: Path, timeout: float, stop_seconds: int = BROKER_STOP_SECONDS
-) -> subprocess.CompletedProcess[str]:
-    env = {
+def _env(cache: Path, stop_seconds: int = BROKER_STOP_SECONDS) -> dict[str, str]:
+    return {
         "PREDIGEST_KAFKA_CACHE": str(cache.resolve()),
         "PREDIGEST_KAFKA_STOP_SECONDS": str(stop_seconds),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
     }
+
+
+def _run(
+    args: list[str], cache: Path, timeout: float, stop_seconds: int = BROKER_STOP_SECONDS
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(SCRIPT), *args],
-        env=env,
+        env=_env(cache, stop_seconds),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -35,15 +41,64 @@ def _run(
 
 
 def start_broker(cache: Path, data_dir: Path) -> str:
-    """Start (or find running) the local broker keeping its data in `data_dir`; returns its bootstrap."""
-    result = _run(["start", str(data_dir.resolve())], cache, 900)
-    bootstrap = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    if result.returncode != 0 or not bootstrap:
+    """Start (or find running) the local broker keeping its data in `data_dir`; returns its bootstrap. SIGINT or
+    SIGTERM meanwhile is passed on to the script, which stops a broker it launched (StoppedBySignalError)."""
+    # Its own session: the signal is passed on to the script's whole group (a `sleep`, a `flock` it waits for),
+    # so that its trap runs at once; the broker it launches has a session of its own either way.
+    # Not `with`: its exit would wait for a script still stopping the broker after a second signal.
+    script = subprocess.Popen(
+        ["bash", str(SCRIPT), "start", str(data_dir.resolve())],
+        env=_env(cache),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = script.communicate(timeout=900)
+    except (KeyboardInterrupt, TerminatedError) as exc:
+        raise _interrupted_start(script, exc) from None
+    except subprocess.TimeoutExpired:
+        os.killpg(script.pid, signal.SIGTERM)
+        out, err = script.communicate()
+    bootstrap = out.strip().splitlines()[-1] if out.strip() else ""
+    if script.returncode != 0 or not bootstrap:
         raise BrokerUnavailableError(
-            f"could not start the local Kafka broker ({SCRIPT} start exited {result.returncode}): "
-            f"{result.stderr.strip()[-2000:]}. Set PREDIGEST_KAFKA__BOOTSTRAP to use an existing broker."
+            f"could not start the local Kafka broker ({SCRIPT} start exited {script.returncode}): "
+            f"{err.strip()[-2000:]}. Set PREDIGEST_KAFKA__BOOTSTRAP to use an existing broker."
         )
     return bootstrap
+
+
+def _interrupted_start(script: subprocess.Popen[str], exc: BaseException) -> StoppedBySignalError:
+    """Pass the signal on to the start's script and wait for it (it stops a broker it launched): the one line
+    that says whether a broker was launched, and whether it is stopped or runs."""
+    signum = signal.SIGTERM if isinstance(exc, TerminatedError) else signal.SIGINT
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(script.pid, signum)
+    try:
+        out, err = script.communicate(timeout=BROKER_STOP_SECONDS + 30)
+    except (
+        KeyboardInterrupt,
+        TerminatedError,
+        subprocess.TimeoutExpired,
+    ):  # a second signal: no more waiting
+        return StoppedBySignalError(signum, _LEFT_STOPPING)
+    for line in err.splitlines():
+        if "was still running" in line:  # its stop's bound passed: killed
+            log.warning("%s", line)
+    if script.returncode == 0 and out.strip():
+        return StoppedBySignalError(signum, _ANSWERED.format(out.strip().splitlines()[-1]))
+    said = [line.split(_STOPPED_LINE, 1)[1] for line in err.splitlines() if _STOPPED_LINE in line]
+    return StoppedBySignalError(signum, f"{_DURING}: {said[-1]}" if said else f"{_DURING}: none was launched")
+
+
+_STOPPED_LINE = "interrupted during the start: "
+_DURING = " during the local Kafka broker's start"
+_LEFT_STOPPING = f"{_DURING}: the broker it launched may still be stopping; `predigest kafka stop` ends it"
+_ANSWERED = (
+    ": the local Kafka broker at {} answered first and keeps running (`predigest kafka stop` stops it)"
+)
 
 
 def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SECONDS) -> bool:

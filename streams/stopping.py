@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, TypeVar
 
-from streams.errors import StoppedBySignalError
+from streams.errors import StoppedBySignalError, TerminatedError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,16 @@ class Stopping:
             self.disarmed = True
         if self.timer is not None:
             self.timer.cancel()
+
+
+def raise_on_sigterm() -> None:
+    """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises
+    KeyboardInterrupt: the command stops what it started and says so, where it died silently with 143."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise TerminatedError
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def install_stop(

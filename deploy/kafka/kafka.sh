@@ -16,7 +16,22 @@ say() { echo "kafka.sh: $*" >&2; }
 # a SIGINT that comes as a command it waits for exits 0 for one that command handled, and goes on; the stop's wait
 # also forks no command substitution (`ours`, its loop), in which a Ctrl-C that came right after SIGTERM was lost
 # (4 stops in 80; 0 in 230 since): the stop then ran to its bound and killed the broker.
-trap 'exit 130' INT
+# A start that launched the broker and is interrupted before it answers stops that broker (it was this start's:
+# nobody uses it yet) rather than leave a JVM starting behind a command that exited; SIGTERM likewise.
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
+LAUNCHED=""
+
+interrupted() {  # $1 = the exit code (128 + the signal)
+  trap '' INT TERM  # a second Ctrl-C must not cut the broker's stop short: its caller leaves on it instead
+  if [ -n "$LAUNCHED" ]; then
+    local data="${LAUNCHED%:*}" pid="${LAUNCHED##*:}"
+    halt "$pid" "$data"
+    rm -f "$data/kafka.pid"
+    say "interrupted during the start: the broker it launched (pid $pid) is stopped; its data stays in $data"
+  fi
+  exit "$1"
+}
 
 fetch() {
   if [ -f "$LIBS/.complete" ]; then return 0; fi
@@ -27,11 +42,12 @@ fetch() {
   touch "$LIBS/.complete"
 }
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+free_port() { python3 -c 'import signal,socket;signal.signal(signal.SIGINT,signal.SIG_DFL);s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 answers() {  # $1 = host:port; true when a Kafka ApiVersions round trip works
   python3 - "$1" <<'PY'
-import socket, struct, sys
+import signal, socket, struct, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C ends it silently, as it ends this script
 host, port = sys.argv[1].rsplit(":", 1)
 try:
     s = socket.create_connection((host, int(port)), timeout=2)
@@ -70,22 +86,42 @@ ours() {  # $1 = pid, $2 = data dir, its physical path (`pwd -P`, as the broker 
 }
 
 stale() {  # $1 = data dir, $2 = the pid its kafka.pid names, which is not its broker
-  say "kafka.pid named pid $2, which is not the broker of $1 (that broker exited): the stale file is removed"
+  local args=""
+  { [ -r "/proc/$2/cmdline" ] && args="$(tr '\0' ' ' < "/proc/$2/cmdline")"; } 2>/dev/null || true
+  if [[ "$args" == *" kafka.Kafka "* ]]; then  # a copied data dir, or a pid reused by another broker
+    args="${args% }"
+    say "kafka.pid named pid $2, which is the broker of another data dir (${args##* kafka.Kafka }), not of $1:" \
+      "the stale file is removed, that broker left running"
+  else
+    say "kafka.pid named pid $2, which is not the broker of $1 (that broker exited): the stale file is removed"
+  fi
   rm -f "$1/kafka.pid"
+}
+
+# One start of a data dir at a time: two at once both found no broker, and both formatted its storage and launched
+# one. flock(1) on a file of the data dir, held until the script exits (fd 9; closed for the broker it launches).
+lock() {  # $1 = data dir, $2 = what this script does (start | stop)
+  exec 9>> "$1/kafka.lock"
+  flock -n 9 && return 0
+  if [ "$2" = stop ]; then return 0; fi  # a stop never waits: it must end a start that hangs
+  say "another start or stop of the broker of $1 is in progress: waiting for it to end"
+  flock 9
 }
 
 # With SO_REUSEADDR, as Kafka binds: the TIME_WAIT connections a stopped broker leaves on its port do not count
 # as taken (without it a restart right after a stop formatted fresh storage), a live listener still does.
-port_free() { python3 -c 'import socket,sys;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("127.0.0.1",int(sys.argv[1])))' "$1" 2>/dev/null; }
+port_free() { python3 -c 'import signal,socket,sys;signal.signal(signal.SIGINT,signal.SIG_DFL);s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("127.0.0.1",int(sys.argv[1])))' "$1" 2>/dev/null; }
 
 launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answers
   local data="$1" port="$2"
-  # setsid: a Ctrl-C in the terminal that started it must not take the shared broker down with it.
-  setsid nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 &
+  # setsid: a Ctrl-C in the terminal that started it must not take the shared broker down with it once it answers
+  # (before, this script's trap stops it: see `interrupted`).
+  setsid nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 9>&- &
+  LAUNCHED="$data:$!"
   echo $! > "$data/kafka.pid"
   echo "127.0.0.1:$port" > "$data/bootstrap"
   for _ in $(seq 1 180); do
-    if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; return 0; fi
+    if answers "127.0.0.1:$port"; then LAUNCHED=""; cat "$data/bootstrap"; return 0; fi
     if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
       say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
     fi
@@ -98,12 +134,15 @@ start() {
   local data="${1:-$CACHE/run}"
   mkdir -p "$data"
   data="$(cd "$data" && pwd -P)"
+  lock "$data" start
   if serving "$data"; then cat "$data/bootstrap"; return 0; fi
   if [ -f "$data/kafka.pid" ]; then
     local pid; pid="$(cat "$data/kafka.pid")"
-    # Still stopping (or starting): a second broker would find its ports taken and format the storage under it.
+    # No start or stop holds the lock, yet the broker runs unanswering: a stop cut short (it goes on stopping), or
+    # a broker hung. A second broker would find its ports taken and format the storage under it.
     if ours "$pid" "$data"; then
-      say "the broker of $data (pid $pid) runs but does not answer (still starting or stopping): start it again once it has stopped"
+      say "the broker of $data (pid $pid) runs but does not answer, and no start or stop of it is in progress" \
+        "(a stop cut short, or a broker hung): stop it (predigest kafka stop), then start it again"
       return 1
     fi
     stale "$data" "$pid"
@@ -160,7 +199,7 @@ PROPS
 # A random cluster id; one that starts with "-" would be read as an option (1 start in 64 failed), so such ids
 # are drawn again, as Kafka's own Uuid.randomUuid does.
 cluster_id() {
-  python3 -c 'import base64,uuid
+  python3 -c 'import base64,signal,uuid;signal.signal(signal.SIGINT,signal.SIG_DFL)
 while (i := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
 print(i)'
 }
@@ -169,18 +208,23 @@ stop() {
   local data="${1:-$CACHE/run}"
   [ -f "$data/kafka.pid" ] || return 0
   data="$(cd "$data" && pwd -P)"
+  lock "$data" stop  # held when free: a start meanwhile waits for this stop, then starts the broker afresh
   local pid; pid="$(cat "$data/kafka.pid")"
+  if ! ours "$pid" "$data"; then stale "$data" "$pid"; return 0; fi
+  halt "$pid" "$data"
+  rm -f "$data/kafka.pid"
+}
+
+halt() {  # $1 = pid, $2 = data dir: SIGTERM, then SIGKILL once the stop bound has passed (said)
   local seconds="${PREDIGEST_KAFKA_STOP_SECONDS:-30}" i
   case "$seconds" in
     '' | *[!0-9]*) say "PREDIGEST_KAFKA_STOP_SECONDS=$seconds is not whole seconds: 30 s used"; seconds=30 ;;
   esac
-  if ! ours "$pid" "$data"; then stale "$data" "$pid"; return 0; fi
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < seconds * 2; i++)); do ours "$pid" "$data" || break; sleep 0.5; done
-  if ours "$pid" "$data" && kill -KILL "$pid" 2>/dev/null; then
-    say "the broker (pid $pid) was still running ${seconds} s after SIGTERM: killed (its data stays in $data)"
+  kill -TERM "$1" 2>/dev/null || true
+  for ((i = 0; i < seconds * 2; i++)); do ours "$1" "$2" || break; sleep 0.5; done
+  if ours "$1" "$2" && kill -KILL "$1" 2>/dev/null; then
+    say "the broker (pid $1) was still running ${seconds} s after SIGTERM: killed (its data stays in $2)"
   fi
-  rm -f "$data/kafka.pid"
 }
 
 status() {  # exits 1 unless the broker runs and answers

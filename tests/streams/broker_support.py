@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,3 +52,50 @@ def ctrl_c_once_it_stops(
         finally:
             proc.kill()
         return code, proc.stdout.read() if proc.stdout else ""
+
+
+def fresh_cache(tmp_path: Path, kafka_cache: Path) -> Path:
+    """A Kafka cache of its own (its broker's data dir `run` not made yet), sharing the fetched libraries."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for libs in kafka_cache.glob("libs-*"):
+        (cache / libs.name).symlink_to(libs.resolve())
+    return cache
+
+
+def signal_once_it_launches(
+    argv: list[str], data: Path, signum: int, env: dict[str, str], cwd: Path
+) -> tuple[int, str, int]:
+    """Run `argv` in its own process group and, once it has launched the real broker of `data` (its kafka.pid
+    written, the broker not answering yet), send `signum`: SIGINT to the group (a terminal's Ctrl-C), SIGTERM to
+    the command alone (`kill`). The command's exit code, its output (stdout and stderr), the broker's pid."""
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 120
+            while not (data / "kafka.pid").exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            broker = int((data / "kafka.pid").read_text())
+            if signum == signal.SIGINT:
+                os.killpg(proc.pid, signum)
+            else:
+                proc.send_signal(signum)
+            code = proc.wait(timeout=60)
+        finally:
+            proc.kill()
+        return code, proc.stdout.read() if proc.stdout else "", broker
+
+
+def runs(pid: int) -> bool:
+    """Whether `pid` is a running process (not a zombie: those have an empty command line)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""
+    except OSError:
+        return False
