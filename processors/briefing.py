@@ -10,7 +10,7 @@ from processors.anchoring import Anchors, IdSplit, anchor_ids, anchored_by
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest
 from processors.contributors import read_whole
-from processors.damaged_notes import read_past_damage
+from processors.damaged_notes import read_past_damage, unplaced_past_damage
 from processors.id_conflicts import conflicts_among
 from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
@@ -134,6 +134,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         lang=lang,
     )
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
+    increments = unplaced_past_damage(found.increments, req.axis.living_doc, req.damaged)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
     # A note whose stored text did not read back is listed among the rejected (damaged), not as a source too.
@@ -150,7 +151,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         *dx.flagged_and_unsourced(found.chosen_units, found.suggested_section_of_units(), lang),
     ]
     discrepancies = dx.number_items(items, req.history.numbers)
-    listing = IdListing(titles, found.increments, anchors.living, req.arxiv_records, rules.credibility, lang)
+    listing = IdListing(titles, increments, anchors.living, req.arxiv_records, rules.credibility, lang)
     return Briefing(
         axis=axis,
         trigger=req.trigger,
@@ -158,17 +159,17 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         window=req.window,
         living_doc=_living_doc_ref(req, anchors.living),
         summary=Summary(
-            increment_count=len(found.increments),
+            increment_count=len(increments),
             target_range=(inc_rules.min_count, inc_rules.max_count),
             new_arxiv=ids.new,
             continued_arxiv=ids.continued,
         ),
         sources=[*accounts.sources, *replaced],
-        increments=found.increments,
+        increments=increments,
         discrepancies=discrepancies,
         arxiv=dx.mark_suspects(arxiv_entries(ids, listing), discrepancies, screening.suspect, lang),
         no_increment_sources=accounts.no_increment,
-        priorities=priorities(found.increments, discrepancies, lang),
+        priorities=priorities(increments, discrepancies, lang),
         rejected=list(req.rejected),
     )
 

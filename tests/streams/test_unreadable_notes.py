@@ -189,3 +189,24 @@ async def test_the_readable_copy_of_a_damaged_original_takes_its_place(
     )
     assert len(damaged.increments) == 1
     assert "sources 2 (1 duplicate, 1 rejected)" in render_markdown(damaged, lang="en", zone=SH)
+
+
+LIVING = "living/inference.md"  # the default inference axis's living document
+LIVING_TEXT = "# inference.md v3.44\n\n## §3 推理\n### §3.3 Cache Compression\nKV cache 压缩 vLLM serving\n"
+
+
+async def test_a_damaged_living_document_is_said_damaged_where_its_sections_would_be(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Stored, but not read back: not "never reached the worker"; the briefing says why its sections are TBD.
+    clock = ManualClock(END + timedelta(minutes=10))
+    with caplog.at_level(logging.WARNING, logger="streams.assembly"):
+        b = await _briefing_of(tmp_path, start, clock, [(GOOD, TEXT, False), (LIVING, LIVING_TEXT, True)])
+    assert [(r.path, r.reason_code) for r in b.rejected] == [(LIVING, "damaged")]
+    assert [i.unplaced_reason for i in b.increments] == ["living_document_damaged"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "streams.assembly"]
+    assert "text is damaged" in line and "edit it" in line and "never reached" not in line
+    markdown = render_markdown(b, lang="en", zone=SH)
+    assert "living document inference.md (damaged, cannot be read)" in markdown
+    assert "TBD (the living document is stored, but its text is damaged and cannot be read)" in markdown
+    assert "has no related section yet" not in markdown
