@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids, anchored_by
 from processors.arxiv_list import IdListing, arxiv_entries
-from processors.briefing_request import BriefingRequest
+from processors.briefing_request import BriefingRequest, Loader
 from processors.contributors import read_whole
 from processors.damaged_notes import read_past_damage, unplaced_past_damage
 from processors.id_conflicts import conflicts_among
@@ -58,6 +58,7 @@ class WindowReads:
     whole: Mapping[str, Document]
     stated: StatedTitles
     size: int
+    lost: frozenset[str] = frozenset()  # the notes read whole that did not read back (damaged)
 
 
 def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
@@ -79,10 +80,36 @@ def read_window(req: BriefingRequest) -> WindowReads:
     The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
     the later stages quote is kept; only those few sources are read whole.
     """
+    reads = _read_once(req, None)
+    if not reads.lost:
+        return reads
+    # The damage shows only at the whole read, once the window was weighed: it is weighed again without the
+    # damaged notes (their copies kept in their place), so every other source's relevance is what it would be
+    # had they never been stored. One more scan, only then; the notes already read are not read again.
+    left_out, known = reads.listed.duplicates.keys() | reads.lost, _known(reads.whole, reads.lost, req.load)
+    del reads
+    return _read_once(replace(req, load=known), left_out)
+
+
+def _known(read: Mapping[str, Document], lost: Collection[str], load: Loader | None) -> Loader:
+    """A loader that reads none of the notes already read whole, nor those that did not read back again."""
+
+    whole = dict(read)
+
+    def known(paths: Sequence[str]) -> list[Document]:
+        wanted = [p for p in paths if p not in whole and p not in lost]
+        return [*(whole[p] for p in paths if p in whole), *(load(wanted) if wanted and load else ())]
+
+    return known
+
+
+def _read_once(req: BriefingRequest, left_out: Collection[str] | None) -> WindowReads:
+    """`read_window`'s reads, the term statistics made without `left_out` (else without the duplicates)."""
     rules, axis, lang = req.rules, req.axis.name, req.lang
     source = _window(req)
     duplicates = source.duplicates(rules.near_duplicate_threshold)
-    space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
+    stats = source.statistics(duplicates.keys() if left_out is None else left_out)
+    space = AxisSpace.of(stats, req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
@@ -104,9 +131,9 @@ def read_window(req: BriefingRequest) -> WindowReads:
     lost = read_past_damage(scan, listed, whole, (req.load, req.zone))
     if lost:  # a damaged baseline anchors nothing; its readable copy, as it would alone
         anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
-    left_out = listed.duplicates.keys()
-    stated = source.titles(left_out | lost if lost else left_out)
-    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())
+    dups = listed.duplicates.keys()
+    stated = source.titles(dups | lost if lost else dups)
+    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size(), lost)
 
 
 def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:

@@ -139,9 +139,9 @@ async def test_a_damaged_contributor_and_source_are_listed_once_as_damaged(
     assert not {DAMAGED, QUEUE} & {n.path for n in damaged.no_increment_sources}
     # The id only they cite is not listed in 四: no listed source would say where it came from.
     assert "2609.23131" in {e.id for e in readable.arxiv} - {e.id for e in damaged.arxiv}
-    # The good note's entries are those it has beside the same notes readable.
-    assert damaged.sources == [s for s in readable.sources if s.path == GOOD]
-    assert damaged.no_increment_sources == [n for n in readable.no_increment_sources if n.path == GOOD]
+    # The good note's entries are those it has alone: the damaged notes weigh nothing in its relevance either.
+    alone = await _briefing_of(tmp_path / "alone", start, clock, [(GOOD, TEXT, False)])
+    assert (damaged.sources, damaged.no_increment_sources) == (alone.sources, alone.no_increment_sources)
 
     said = json.loads(damaged.model_dump_json(by_alias=True))
     listed = [s["path"] for s in said["sources"]] + [r["path"] for r in said["rejected"]]
@@ -210,3 +210,21 @@ async def test_a_damaged_living_document_is_said_damaged_where_its_sections_woul
     assert "living document inference.md (damaged, cannot be read)" in markdown
     assert "TBD (the living document is stored, but its text is damaged and cannot be read)" in markdown
     assert "has no related section yet" not in markdown
+
+
+async def test_a_damaged_note_weighs_nothing_in_the_other_sources_relevance(
+    tmp_path: Path, start: Start
+) -> None:
+    # Its stored terms (read at ingest) would count in the window's statistics: the others are weighed as if
+    # it had never been stored, so the relevance a source shows does not move with a note listed only as damaged.
+    clock = ManualClock(END + timedelta(minutes=10))
+    long = "# vLLM serving\n" + "KV cache serving throughput vLLM inference arXiv:2609.23131 " * 40 + "\n"
+    notes = [(LIVING, LIVING_TEXT, False), (GOOD, TEXT, False), (LATER, OTHER, False)]
+    alone = await _briefing_of(tmp_path / "alone", start, clock, notes)
+    damaged = await _briefing_of(tmp_path / "damaged", start, clock, [*notes, (DAMAGED, long, True)])
+    assert [r.path for r in damaged.rejected] == [DAMAGED]
+    assert [(s.path, s.relevance) for s in damaged.sources] == [(s.path, s.relevance) for s in alone.sources]
+    assert (damaged.increments, damaged.no_increment_sources) == (
+        alone.increments,
+        alone.no_increment_sources,
+    )
