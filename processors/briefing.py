@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from processors import discrepancies as dx
@@ -17,6 +17,7 @@ from processors.increment_search import find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
 from processors.models import Briefing, Document, LivingDocRef, Summary
+from processors.near_duplicates import DuplicateOf
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
@@ -80,40 +81,51 @@ def read_window(req: BriefingRequest) -> WindowReads:
     The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
     the later stages quote is kept; only those few sources are read whole.
     """
-    reads = _read_once(req, None)
-    if not reads.lost:
-        return reads
-    # The damage shows only at the whole read, once the window was weighed: it is weighed again without the
-    # damaged notes (their copies kept in their place), so every other source's relevance is what it would be
-    # had they never been stored. One more scan, only then; the notes already read are not read again.
-    left_out, known = reads.listed.duplicates.keys() | reads.lost, _known(reads.whole, reads.lost, req.load)
-    del reads
-    return _read_once(replace(req, load=known), left_out)
+    reads, past = _read_once(req, None), None
+    # The damage shows only at the whole read, once the window was weighed: it is read again as if the damaged
+    # notes had never been stored: left out of the term statistics (every other source's relevance) and of the
+    # contributors' ranking (their slots go to the next), their copies kept in their place. One more scan, only
+    # then (again if a note taking a slot is damaged too); the notes already read are not read again.
+    while reads.lost - (past.lost if past else frozenset()):
+        past = _Past(reads.listed.duplicates, reads.lost, reads.whole)
+        del reads
+        reads = _read_once(replace(req, load=past.loader(req.load)), past)
+    return reads
 
 
-def _known(read: Mapping[str, Document], lost: Collection[str], load: Loader | None) -> Loader:
-    """A loader that reads none of the notes already read whole, nor those that did not read back again."""
+@dataclass(frozen=True)
+class _Past:
+    """What a read of the window found: its duplicate groups settled past the damaged notes, those notes (`lost`),
+    and the notes it read whole."""
 
-    whole = dict(read)
+    duplicates: Mapping[str, DuplicateOf]
+    lost: frozenset[str]
+    whole: Mapping[str, Document]
 
-    def known(paths: Sequence[str]) -> list[Document]:
-        wanted = [p for p in paths if p not in whole and p not in lost]
-        return [*(whole[p] for p in paths if p in whole), *(load(wanted) if wanted and load else ())]
+    def loader(self, load: Loader | None) -> Loader:
+        """A loader that reads none of the notes read whole already, nor the damaged ones again."""
+        whole, lost = dict(self.whole), self.lost
 
-    return known
+        def known(paths: Sequence[str]) -> list[Document]:
+            wanted = [p for p in paths if p not in whole and p not in lost]
+            return [*(whole[p] for p in paths if p in whole), *(load(wanted) if wanted and load else ())]
+
+        return known
 
 
-def _read_once(req: BriefingRequest, left_out: Collection[str] | None) -> WindowReads:
-    """`read_window`'s reads, the term statistics made without `left_out` (else without the duplicates)."""
+def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
+    """`read_window`'s reads; after a `past` read that met damaged notes, as if they had never been stored."""
     rules, axis, lang = req.rules, req.axis.name, req.lang
     source = _window(req)
-    duplicates = source.duplicates(rules.near_duplicate_threshold)
-    stats = source.statistics(duplicates.keys() if left_out is None else left_out)
-    space = AxisSpace.of(stats, req.all_axes, req.living_map)
+    if past is None:
+        duplicates, lost = source.duplicates(rules.near_duplicate_threshold), frozenset[str]()
+    else:
+        duplicates, lost = dict(past.duplicates), past.lost
+    space = AxisSpace.of(source.statistics(duplicates.keys() | lost), req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
-    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded})
+    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded}, lost)
     # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
     # before it (and then for the scan itself) is not held beside it.
     req.between_reads()

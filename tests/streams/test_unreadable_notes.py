@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from processors.briefing_names import briefing_basename
+from processors.briefing_request import BriefingRules
 from processors.i18n import Lang
+from processors.increments import IncrementRules
 from processors.models import Briefing, Trigger
 from processors.render_markdown import render_markdown
 from processors.wire_frames import pack_body
@@ -228,3 +230,28 @@ async def test_a_damaged_note_weighs_nothing_in_the_other_sources_relevance(
         alone.increments,
         alone.no_increment_sources,
     )
+
+
+RICH = (
+    "# vLLM inference KV cache serving\n"
+    + "vLLM inference KV cache serving: throughput 3.8×, TTFT -46%, arXiv:2609.23131.\n" * 3
+)
+
+
+async def test_a_damaged_contributor_s_slot_goes_to_the_next_source(tmp_path: Path, start: Start) -> None:
+    # One contributor kept (`max_contributors`): the damaged note, more relevant, would take the slot and leave
+    # the briefing with no increment; briefed as if it had never been stored, the next source takes it.
+    clock = ManualClock(END + timedelta(minutes=10))
+    one = BriefingRules(increments=IncrementRules(max_contributors=1))
+    briefings = []
+    for name, notes in (
+        ("alone", [(GOOD, TEXT, False)]),
+        ("damaged", [(GOOD, TEXT, False), (DAMAGED, RICH, True)]),
+    ):
+        worker = owning_worker(tmp_path / name, start, clock, rules=one)
+        await _stored(worker, notes)
+        briefings.append(await _briefing(worker, clock))
+    alone, damaged = briefings
+    assert [r.path for r in damaged.rejected] == [DAMAGED]
+    assert [(s.path, s.status) for s in damaged.sources] == [(GOOD, "used")] and len(damaged.increments) == 1
+    assert (damaged.sources, damaged.increments) == (alone.sources, alone.increments)
