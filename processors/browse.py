@@ -182,7 +182,7 @@ def changes(current: Briefing, previous: Briefing | None, previous_basename: str
     i_new, i_gone = diff((i.title for i in current.increments), (i.title for i in previous.increments))
     d_new, d_gone = diff((d.id for d in current.discrepancies), (d.id for d in previous.discrepancies))
     gone = set(s_gone)
-    why = {r.path: r.reason_code or "" for r in current.rejected if r.path in gone}
+    why = {r.path: str(r.reason_code or "") for r in current.rejected if r.path in gone}
     return Changes(previous_basename, s_add, s_gone, i_new, i_gone, d_new, d_gone, why)
 
 
