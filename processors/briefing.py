@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from processors import discrepancies as dx
 from processors.anchoring import Anchors, IdSplit, anchor_ids, anchored_by
 from processors.arxiv_list import IdListing, arxiv_entries
-from processors.briefing_request import BriefingRequest
+from processors.briefing_request import BriefingRequest, Loader
 from processors.contributors import read_whole
-from processors.damaged_notes import read_past_damage
+from processors.damaged_notes import read_past_damage, unplaced_past_damage
 from processors.id_conflicts import conflicts_among
 from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
 from processors.increments import Context
 from processors.living_doc import LivingDoc, SectionMatcher, section_label, section_title
 from processors.models import Briefing, Document, LivingDocRef, Summary
+from processors.near_duplicates import DuplicateOf
 from processors.priorities import priorities
 from processors.relevance import AxisSpace, Scorer
 from processors.sources import AccountContext, SourceListing, queue_counts, superseded_entries
@@ -58,6 +59,7 @@ class WindowReads:
     whole: Mapping[str, Document]
     stated: StatedTitles
     size: int
+    lost: frozenset[str] = frozenset()  # the notes read whole that did not read back (damaged)
 
 
 def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
@@ -79,14 +81,51 @@ def read_window(req: BriefingRequest) -> WindowReads:
     The window is read once, row by row (`processors.window_rows`): each source is weighed and listed, and what
     the later stages quote is kept; only those few sources are read whole.
     """
+    reads, past = _read_once(req, None), None
+    # The damage shows only at the whole read, once the window was weighed: it is read again as if the damaged
+    # notes had never been stored: left out of the term statistics (every other source's relevance) and of the
+    # contributors' ranking (their slots go to the next), their copies kept in their place. One more scan, only
+    # then (again if a note taking a slot is damaged too); the notes already read are not read again.
+    while reads.lost - (past.lost if past else frozenset()):
+        past = _Past(reads.listed.duplicates, reads.lost, reads.whole)
+        del reads
+        reads = _read_once(replace(req, load=past.loader(req.load)), past)
+    return reads
+
+
+@dataclass(frozen=True)
+class _Past:
+    """What a read of the window found: its duplicate groups settled past the damaged notes, those notes (`lost`),
+    and the notes it read whole."""
+
+    duplicates: Mapping[str, DuplicateOf]
+    lost: frozenset[str]
+    whole: Mapping[str, Document]
+
+    def loader(self, load: Loader | None) -> Loader:
+        """A loader that reads none of the notes read whole already, nor the damaged ones again."""
+        whole, lost = dict(self.whole), self.lost
+
+        def known(paths: Sequence[str]) -> list[Document]:
+            wanted = [p for p in paths if p not in whole and p not in lost]
+            return [*(whole[p] for p in paths if p in whole), *(load(wanted) if wanted and load else ())]
+
+        return known
+
+
+def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
+    """`read_window`'s reads; after a `past` read that met damaged notes, as if they had never been stored."""
     rules, axis, lang = req.rules, req.axis.name, req.lang
     source = _window(req)
-    duplicates = source.duplicates(rules.near_duplicate_threshold)
-    space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
+    if past is None:
+        duplicates, lost = source.duplicates(rules.near_duplicate_threshold), frozenset[str]()
+    else:
+        duplicates, lost = dict(past.duplicates), past.lost
+    space = AxisSpace.of(source.statistics(duplicates.keys() | lost), req.all_axes, req.living_map)
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
-    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded})
+    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded}, lost)
     # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
     # before it (and then for the scan itself) is not held beside it.
     req.between_reads()
@@ -104,9 +143,9 @@ def read_window(req: BriefingRequest) -> WindowReads:
     lost = read_past_damage(scan, listed, whole, (req.load, req.zone))
     if lost:  # a damaged baseline anchors nothing; its readable copy, as it would alone
         anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
-    left_out = listed.duplicates.keys()
-    stated = source.titles(left_out | lost if lost else left_out)
-    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size())
+    dups = listed.duplicates.keys()
+    stated = source.titles(dups | lost if lost else dups)
+    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size(), lost)
 
 
 def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
@@ -134,6 +173,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         lang=lang,
     )
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
+    increments = unplaced_past_damage(found.increments, req.axis.living_doc, req.damaged)
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
     # A note whose stored text did not read back is listed among the rejected (damaged), not as a source too.
@@ -150,7 +190,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         *dx.flagged_and_unsourced(found.chosen_units, found.suggested_section_of_units(), lang),
     ]
     discrepancies = dx.number_items(items, req.history.numbers)
-    listing = IdListing(titles, found.increments, anchors.living, req.arxiv_records, rules.credibility, lang)
+    listing = IdListing(titles, increments, anchors.living, req.arxiv_records, rules.credibility, lang)
     return Briefing(
         axis=axis,
         trigger=req.trigger,
@@ -158,17 +198,17 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         window=req.window,
         living_doc=_living_doc_ref(req, anchors.living),
         summary=Summary(
-            increment_count=len(found.increments),
+            increment_count=len(increments),
             target_range=(inc_rules.min_count, inc_rules.max_count),
             new_arxiv=ids.new,
             continued_arxiv=ids.continued,
         ),
         sources=[*accounts.sources, *replaced],
-        increments=found.increments,
+        increments=increments,
         discrepancies=discrepancies,
         arxiv=dx.mark_suspects(arxiv_entries(ids, listing), discrepancies, screening.suspect, lang),
         no_increment_sources=accounts.no_increment,
-        priorities=priorities(found.increments, discrepancies, lang),
+        priorities=priorities(increments, discrepancies, lang),
         rejected=list(req.rejected),
     )
 

@@ -62,6 +62,8 @@ LABELS: dict[Lang, dict[str, str]] = {
         "deleted": "deleted on every axis",
         "damaged": "its stored text is damaged and cannot be read; briefings list it among the rejected",
         "nothing": "nothing",
+        "gone_rejected": "rejected by this briefing",
+        "gone_damaged": "rejected by this briefing: its stored text is damaged and cannot be read",
     },
     "zh": {
         "index": "简报",
@@ -98,6 +100,8 @@ LABELS: dict[Lang, dict[str, str]] = {
         "deleted": "已在所有主轴删除",
         "damaged": "存储的正文已损坏、无法读取；简报将其列入拒收",
         "nothing": "无",
+        "gone_rejected": "本简报拒收",
+        "gone_damaged": "本简报拒收：存储的正文已损坏、无法读取",
     },
 }
 
@@ -141,6 +145,8 @@ class Changes:
     increments_gone: list[str] = field(default_factory=list)
     d_opened: list[str] = field(default_factory=list)
     d_closed: list[str] = field(default_factory=list)
+    # A source gone because this briefing rejects it (a note now damaged): its rejection code, said beside it.
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
 def briefing_url(axis: str, basename: str) -> str:
@@ -175,7 +181,9 @@ def changes(current: Briefing, previous: Briefing | None, previous_basename: str
     s_add, s_gone = diff((s.path for s in current.sources), (s.path for s in previous.sources))
     i_new, i_gone = diff((i.title for i in current.increments), (i.title for i in previous.increments))
     d_new, d_gone = diff((d.id for d in current.discrepancies), (d.id for d in previous.discrepancies))
-    return Changes(previous_basename, s_add, s_gone, i_new, i_gone, d_new, d_gone)
+    gone = set(s_gone)
+    why = {r.path: str(r.reason_code or "") for r in current.rejected if r.path in gone}
+    return Changes(previous_basename, s_add, s_gone, i_new, i_gone, d_new, d_gone, why)
 
 
 def history(ids: Iterable[str], listings: Sequence[tuple[Listing, set[str]]]) -> dict[str, list[Listing]]:

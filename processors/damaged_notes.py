@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from processors.briefing_request import Loader
 from processors.contributors import can_contribute
 from processors.discrepancies import future_id_hits
-from processors.models import Document, Relevance
+from processors.models import Document, Increment, Relevance
 from processors.near_duplicates import DuplicateOf
 from processors.sources import SourceListing
 from processors.window_scan import Scan, cites_later
@@ -107,3 +107,14 @@ def take_places(
     scan.queues = sorted((d for d in scan.queues if d.path not in lost), key=lambda d: at[d.path])
     scan.baselines = sorted((d for d in scan.baselines if d.path not in lost), key=lambda d: at[d.path])
     scan.future = sorted((e for e in scan.future if e[0].path not in lost), key=lambda e: at[e[0].path])
+
+
+def unplaced_past_damage(
+    increments: list[Increment], living: str | None, damaged: Collection[str]
+) -> list[Increment]:
+    """The increments, those with no living document to place them in saying why when it is `damaged`: it is
+    stored, but does not read back, and the operator's fix is not the one for a living document never sent."""
+    if living is None or living not in damaged:
+        return increments
+    why = {"unplaced_reason": "living_document_damaged"}
+    return [i.model_copy(update=why) if i.unplaced_reason == "no_living_document" else i for i in increments]

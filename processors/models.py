@@ -232,8 +232,9 @@ class SectionSuggestion(Frozen):
     via: Literal["anchor", "arxiv_id", "text"]
 
 
-# Why an increment has no suggested section: no section of the living document fits it, or there is none.
-UnplacedReason = Literal["no_section_fits", "no_living_document"]
+# Why an increment has no suggested section: no section of the living document fits it, there is none, or it
+# is stored but does not read back (damaged).
+UnplacedReason = Literal["no_section_fits", "no_living_document", "living_document_damaged"]
 
 
 class Increment(Frozen):

@@ -111,6 +111,7 @@ class _View:
     lang: Lang
     zone: ZoneInfo
     living: str
+    damaged: bool = False  # the living document is stored but does not read back
 
     def status(self, s: SourceEntry) -> str:
         t = self.t
@@ -150,11 +151,16 @@ class _View:
             for r in inc.relations
         ]
         if not parts:
-            return t["rel_none"].format(doc=self.living)
+            return t["rel_damaged" if self.damaged else "rel_none"].format(doc=self.living_said)
         tail = t["rel_new"] if inc.novelty == "new" else t["rel_cont"]
         if inc.highlights:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
         return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
+
+    @property
+    def living_said(self) -> str:
+        """The living document as the summary line and 二 name it: saying so when it does not read back."""
+        return self.t["living_damaged"].format(living=self.living) if self.damaged else self.living
 
     def source_rows(self, sources: Sequence[SourceEntry], marks: _Marks) -> _Trusted:
         """一's rows, one per source, each value escaped as the template's `finalize` would (a window of 100k
@@ -262,6 +268,12 @@ def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Mapping[st
     )
 
 
+def _living_damaged(b: Briefing) -> bool:
+    """The briefing's living document is listed among its rejected as damaged (stored, not read back)."""
+    path = b.living_doc.path
+    return path is not None and any(r.path == path and r.reason_code == "damaged" for r in b.rejected)
+
+
 def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
     """The Markdown briefing: title, 状态摘要, sections 一 to 七 and the footer."""
     return "".join(markdown_pieces(b, lang=lang, zone=zone))
@@ -272,7 +284,7 @@ def markdown_pieces(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> Iterat
     t = LABELS[lang]
     start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
     living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
-    view = _View(t, lang, zone, living)
+    view = _View(t, lang, zone, living, _living_damaged(b))
     lo, hi = b.summary.target_range
     lines = _SourceLines(view, b.sources)
     # One pass over a window's sources, not one per count.
@@ -286,6 +298,7 @@ def markdown_pieces(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> Iterat
         hi=hi,
         in_range=lo <= b.summary.increment_count <= hi,
         living=living,
+        living_said=view.living_said,
         core=_core(b, t),
         unverified=[a.id for a in b.arxiv if a.metadata.source == "document"],
         id_run=view.id_run,

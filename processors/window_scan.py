@@ -29,6 +29,7 @@ class ScanLimits:
     contributors: int
     zone: ZoneInfo
     watched: Collection[str] = ()  # the paths of superseded versions: they are weighed as their note
+    lost: Collection[str] = ()  # notes found damaged by an earlier read: held for its checks, ranked nowhere
 
 
 @dataclass
@@ -58,6 +59,7 @@ def scan_window(
     baselines: list[tuple[int, DocumentSummary]] = []
     queues: list[tuple[int, DocumentSummary]] = []
     future: list[tuple[int, DocumentSummary, str]] = []
+    lost: list[tuple[int, DocumentSummary]] = []
     for row in rows:
         doc, position = row.doc, row.position
         scores, rel = scorer.weigh(row)
@@ -70,7 +72,9 @@ def scan_window(
             continue
         if doc.path in limits.watched:
             scan.current[doc.path] = row
-        if eligible:
+        if doc.path in limits.lost:
+            lost.append((position, doc))  # its slot among the contributors goes to the next
+        elif eligible:
             ranking.offer(position, doc, rel)
         if baseline:
             baselines.append((position, doc))
@@ -83,7 +87,7 @@ def scan_window(
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
     scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]
-    held = [*((p, d) for p, d, _ in ranked), *baselines, *queues, *((p, d) for p, d, _ in future)]
+    held = [*((p, d) for p, d, _ in ranked), *baselines, *queues, *((p, d) for p, d, _ in future), *lost]
     scan.at = {d.path: p for p, d in held}
     return scan
 

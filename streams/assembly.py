@@ -18,6 +18,7 @@ from processors.window import window_bounds
 from sinks.clock import Clock
 from sinks.enrichment import Enricher
 from sinks.state import StateStore
+from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
 from streams.logs import doc_context
 from streams.settings import Settings
@@ -31,6 +32,10 @@ LOAD_MIB = 96
 # reads cache a few tens of MiB, and shedding cost a 10k briefing ~0.05 s of reading the blocks again and of the
 # lowered limit (docs/performance.md, "The 10k briefing's sheds").
 SHED_FROM = 20_000
+# Why a briefing has no living document, and for a damaged one what changes that (docs/operations.md).
+_NEVER_STORED = "never reached the worker (not published, or older than the documents topic's retention)"
+_DAMAGED = "is stored, but its text is damaged and cannot be read (listed among the briefing's rejected)"
+_DAMAGED_FIX = ": edit it (the same content again, or a `predigest rebuild`, keeps the damaged copy)"
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ class Assembly:
                 window=window,
                 generated_at=self.clock.now(),
                 zone=self.settings.tz,
-                living=self._living(axis, living[axis.name]),
+                living=self._living(axis, living[axis.name], unreadable),
                 axes=self.settings.axes,
                 other_living={a.name: living[a.name] for a in self.settings.axes if a != axis},
                 rejected=rejected,
@@ -141,13 +146,15 @@ class Assembly:
         baselines = [*source.load(source.own_baselines()), *([baseline] if baseline else [])]
         return BriefingHistory.of(earlier, (d.text for d in baselines), others)
 
-    def _living(self, axis: AxisSpec, living: Document | None) -> Document | None:
+    def _living(self, axis: AxisSpec, living: Document | None, unreadable: Unreadable) -> Document | None:
         if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
+            damaged = axis.living_doc in {r.path for r in unreadable.of(axis.name)}
             log.warning(
-                "briefing %s without its living document: %s never reached the worker (not published, or older "
-                "than the documents topic's retention); its sections show as TBD until the file changes",
+                "briefing %s without its living document: %s %s; its sections show as TBD until the file changes%s",
                 axis.name,
                 axis.living_doc,
+                _DAMAGED if damaged else _NEVER_STORED,
+                _DAMAGED_FIX if damaged else "",
                 extra=doc_context(axis.living_doc, axis.name),
             )
         return living

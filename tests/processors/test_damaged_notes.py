@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from processors.browse import BriefingPage, briefing_page, changes, history
 from processors.damaged_notes import regroup
 from processors.models import Briefing, Document, Rejection, Trigger
 from processors.near_duplicates import DuplicateOf
@@ -159,3 +160,13 @@ def test_a_readable_copy_whose_ids_the_axis_cites_is_covered_as_it_would_be_alon
     assert {n.path: n.code for n in alone.no_increment_sources}[copy.path] == "covered"
     b = _brief([original, copy, FIRST, OTHER], damaged=[original.path], increment_range=(1, 1))
     _said_the_same(b, alone)
+
+
+def test_a_source_gone_because_it_is_now_damaged_says_so_in_the_browser() -> None:
+    # The browser's "sources gone" against the previous briefing: not as if deleted, but rejected, and why.
+    before, now = _brief([FIRST, OTHER], trigger="flush"), _brief([FIRST, OTHER], damaged=[OTHER.path])
+    c = changes(now, before, "before")
+    assert (c.sources_gone, c.rejected) == ([OTHER.path], {OTHER.path: "damaged"})
+    page = briefing_page(BriefingPage(now, c, history([], [])), SH, "en")
+    [gone] = [line for line in page.splitlines() if "sources gone" in line]
+    assert OTHER.path in gone and "rejected by this briefing: its stored text is damaged" in gone

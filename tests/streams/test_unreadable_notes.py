@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from processors.briefing_names import briefing_basename
+from processors.briefing_request import BriefingRules
 from processors.i18n import Lang
+from processors.increments import IncrementRules
 from processors.models import Briefing, Trigger
 from processors.render_markdown import render_markdown
 from processors.wire_frames import pack_body
@@ -139,9 +141,9 @@ async def test_a_damaged_contributor_and_source_are_listed_once_as_damaged(
     assert not {DAMAGED, QUEUE} & {n.path for n in damaged.no_increment_sources}
     # The id only they cite is not listed in 四: no listed source would say where it came from.
     assert "2609.23131" in {e.id for e in readable.arxiv} - {e.id for e in damaged.arxiv}
-    # The good note's entries are those it has beside the same notes readable.
-    assert damaged.sources == [s for s in readable.sources if s.path == GOOD]
-    assert damaged.no_increment_sources == [n for n in readable.no_increment_sources if n.path == GOOD]
+    # The good note's entries are those it has alone: the damaged notes weigh nothing in its relevance either.
+    alone = await _briefing_of(tmp_path / "alone", start, clock, [(GOOD, TEXT, False)])
+    assert (damaged.sources, damaged.no_increment_sources) == (alone.sources, alone.no_increment_sources)
 
     said = json.loads(damaged.model_dump_json(by_alias=True))
     listed = [s["path"] for s in said["sources"]] + [r["path"] for r in said["rejected"]]
@@ -189,3 +191,67 @@ async def test_the_readable_copy_of_a_damaged_original_takes_its_place(
     )
     assert len(damaged.increments) == 1
     assert "sources 2 (1 duplicate, 1 rejected)" in render_markdown(damaged, lang="en", zone=SH)
+
+
+LIVING = "living/inference.md"  # the default inference axis's living document
+LIVING_TEXT = "# inference.md v3.44\n\n## §3 推理\n### §3.3 Cache Compression\nKV cache 压缩 vLLM serving\n"
+
+
+async def test_a_damaged_living_document_is_said_damaged_where_its_sections_would_be(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Stored, but not read back: not "never reached the worker"; the briefing says why its sections are TBD.
+    clock = ManualClock(END + timedelta(minutes=10))
+    with caplog.at_level(logging.WARNING, logger="streams.assembly"):
+        b = await _briefing_of(tmp_path, start, clock, [(GOOD, TEXT, False), (LIVING, LIVING_TEXT, True)])
+    assert [(r.path, r.reason_code) for r in b.rejected] == [(LIVING, "damaged")]
+    assert [i.unplaced_reason for i in b.increments] == ["living_document_damaged"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "streams.assembly"]
+    assert "text is damaged" in line and "edit it" in line and "never reached" not in line
+    markdown = render_markdown(b, lang="en", zone=SH)
+    assert "living document inference.md (damaged, cannot be read)" in markdown
+    assert "TBD (the living document is stored, but its text is damaged and cannot be read)" in markdown
+    assert "has no related section yet" not in markdown
+
+
+async def test_a_damaged_note_weighs_nothing_in_the_other_sources_relevance(
+    tmp_path: Path, start: Start
+) -> None:
+    # Its stored terms (read at ingest) would count in the window's statistics: the others are weighed as if
+    # it had never been stored, so the relevance a source shows does not move with a note listed only as damaged.
+    clock = ManualClock(END + timedelta(minutes=10))
+    long = "# vLLM serving\n" + "KV cache serving throughput vLLM inference arXiv:2609.23131 " * 40 + "\n"
+    notes = [(LIVING, LIVING_TEXT, False), (GOOD, TEXT, False), (LATER, OTHER, False)]
+    alone = await _briefing_of(tmp_path / "alone", start, clock, notes)
+    damaged = await _briefing_of(tmp_path / "damaged", start, clock, [*notes, (DAMAGED, long, True)])
+    assert [r.path for r in damaged.rejected] == [DAMAGED]
+    assert [(s.path, s.relevance) for s in damaged.sources] == [(s.path, s.relevance) for s in alone.sources]
+    assert (damaged.increments, damaged.no_increment_sources) == (
+        alone.increments,
+        alone.no_increment_sources,
+    )
+
+
+RICH = (
+    "# vLLM inference KV cache serving\n"
+    + "vLLM inference KV cache serving: throughput 3.8×, TTFT -46%, arXiv:2609.23131.\n" * 3
+)
+
+
+async def test_a_damaged_contributor_s_slot_goes_to_the_next_source(tmp_path: Path, start: Start) -> None:
+    # One contributor kept (`max_contributors`): the damaged note, more relevant, would take the slot and leave
+    # the briefing with no increment; briefed as if it had never been stored, the next source takes it.
+    clock = ManualClock(END + timedelta(minutes=10))
+    one = BriefingRules(increments=IncrementRules(max_contributors=1))
+    briefings = []
+    for name, notes in (
+        ("alone", [(GOOD, TEXT, False)]),
+        ("damaged", [(GOOD, TEXT, False), (DAMAGED, RICH, True)]),
+    ):
+        worker = owning_worker(tmp_path / name, start, clock, rules=one)
+        await _stored(worker, notes)
+        briefings.append(await _briefing(worker, clock))
+    alone, damaged = briefings
+    assert [r.path for r in damaged.rejected] == [DAMAGED]
+    assert [(s.path, s.status) for s in damaged.sources] == [(GOOD, "used")] and len(damaged.increments) == 1
+    assert (damaged.sources, damaged.increments) == (alone.sources, alone.increments)
