@@ -19,6 +19,7 @@ from streams.producer_ebb import check_buffer_lightly
 from streams.record_handoff import hand_over_inline
 from streams.services import Services
 from streams.settings import Settings, load_settings
+from streams.stop_wait import settle_taken
 from streams.timers import register_timers
 from streams.topics import TopicOutputs, Topics
 from streams.web import answer_failures, register_views
@@ -29,13 +30,32 @@ log = logging.getLogger(__name__)
 
 class WorkerApp(faust.App):
     """Faust's app with a last step to its stop, `closing`: awaited once its agents, timers and web server have
-    stopped (Faust's own `on_before_shutdown` comes before its agents are cancelled, a batch maybe still running)."""
+    stopped (Faust's own `on_before_shutdown` comes before its agents are cancelled, a batch maybe still running).
+    Its stop does not wait for the records of `dropped_on_stop` (the raw topic: streams.stop_wait); `stop_step`
+    says what the stop is doing, for the line of a stop that overran its time (streams.worker_main)."""
 
     closing: Callable[[], Awaitable[None]] | None = None
+    dropped_on_stop: str | None = None
+    clock: Clock = SYSTEM_CLOCK
+    stop_step = "its event loop busy, the app's stop not begun"
+
+    async def on_stop(self) -> None:
+        self.stop_step = "stopping the consumer's fetcher"
+        await super().on_stop()
+        self.stop_step = "stopping the agents, timers, web server and Kafka clients"
+
+    async def _consumer_wait_empty(self, consumer: Any, logger: Any) -> None:
+        if not self.should_stop or self.dropped_on_stop is None:  # a revocation: all it took ends first
+            await super()._consumer_wait_empty(consumer, logger)
+            return
+        self.stop_step = "waiting for the records the agents took"
+        await settle_taken(consumer, self.dropped_on_stop, self.clock)
+        self.stop_step = "flushing the producer"
 
     async def on_shutdown(self) -> None:
         await super().on_shutdown()
         if self.closing is not None:
+            self.stop_step = "closing the catch-up, the parse processes and the state"
             await self.closing()
 
 
@@ -130,6 +150,7 @@ def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> WorkerApp:
     outputs = TopicOutputs(app, topics)
     PartitionSignals(services, topics).connect(app)
     app.closing = services.stop  # after the agents, timers and views stopped: nothing uses what it closes
+    app.dropped_on_stop, app.clock = topics.raw.get_topic_name(), clock
     register_agents(app, topics, services, outputs)
     register_timers(app, services, outputs)
     register_views(app, services, outputs.command)

@@ -267,34 +267,42 @@ class ParsePool:
         }
         attempt, started = _Attempt(), dict[int, tuple[int, float]]()  # process → (note, since)
         pending: set[asyncio.Future[list[Routed]]] = set(futures)
-        while pending:
-            done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
-            now = self._clock.monotonic()
-            for pid, about, index in progress.read():
-                if about == token and started.get(pid, (-1, now))[0] != index:
-                    started[pid] = (index, now)  # since first seen on it
-            broken = False
-            for fut in done:
-                if fut.cancelled():  # another route's attempt killed the pool before this chunk started
-                    broken = True
-                    continue
-                try:
-                    attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
-                except BrokenProcessPool:
-                    broken = True
-            running = {i: since for i, since in started.values() if i not in attempt.routed}
-            attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
-            if broken or attempt.hung:
-                # What was in progress elsewhere is parsed again; unannounced notes are suspects only when a
-                # process died before saying what it was on.
-                if broken and not attempt.hung:
-                    unfinished = {i for i in todo if i not in attempt.routed}
-                    attempt.suspects = set(running) or unfinished
-                log.warning("a parse process %s; the rest of its batch goes to a fresh pool", _what(broken))
-                attempt.faulted = True
-                if self._pool is pool:  # not replaced already by another route's attempt
-                    self.close(kill=True)
-                break
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
+                now = self._clock.monotonic()
+                for pid, about, index in progress.read():
+                    if about == token and started.get(pid, (-1, now))[0] != index:
+                        started[pid] = (index, now)  # since first seen on it
+                broken = False
+                for fut in done:
+                    if fut.cancelled():  # another route's attempt killed the pool before this chunk started
+                        broken = True
+                        continue
+                    try:
+                        attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
+                    except BrokenProcessPool:
+                        broken = True
+                running = {i: since for i, since in started.values() if i not in attempt.routed}
+                attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
+                if broken or attempt.hung:
+                    # What was in progress elsewhere is parsed again; unannounced notes are suspects only when a
+                    # process died before saying what it was on.
+                    if broken and not attempt.hung:
+                        unfinished = {i for i in todo if i not in attempt.routed}
+                        attempt.suspects = set(running) or unfinished
+                    log.warning(
+                        "a parse process %s; the rest of its batch goes to a fresh pool", _what(broken)
+                    )
+                    attempt.faulted = True
+                    if self._pool is pool:  # not replaced already by another route's attempt
+                        self.close(kill=True)
+                    break
+        finally:
+            # Chunks left to a pool being killed (a fault, or the worker's stop cancelling the batch): their
+            # BrokenProcessPool is nobody's news, and asyncio would log it as an exception never retrieved.
+            for fut in pending:
+                fut.cancel()
         return attempt
 
     def close(self, kill: bool = False) -> None:

@@ -116,13 +116,14 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event, state: Stopping
     return task.result()
 
 
-def hard_exit_after_signal(grace: float) -> None:
+def hard_exit_after_signal(grace: float, doing: Callable[[], str] | None = None) -> None:
     """For a process whose event loop handles SIGINT/SIGTERM itself (the Faust worker): the loop still stops it
-    gracefully, and if it is still running `grace` s later (its loop busy in a long computation) it exits.
+    gracefully, and if it is still running `grace` s later (its loop busy in a long computation) it exits, its
+    line saying what the stop was `doing` then.
 
     The loop is told through the wakeup fd, which the C-level handler writes whatever the Python-level one is.
     """
-    arm = _hard_exit_timer(grace, Stopping())
+    arm = _hard_exit_timer(grace, Stopping(), doing)
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous = signal.getsignal(sig)
 
@@ -134,11 +135,14 @@ def hard_exit_after_signal(grace: float) -> None:
         signal.signal(sig, on_signal)
 
 
-def _hard_exit_timer(grace: float, state: Stopping) -> Callable[[int], None]:
+def _hard_exit_timer(
+    grace: float, state: Stopping, doing: Callable[[], str] | None = None
+) -> Callable[[int], None]:
     armed = threading.Event()
 
     def give_up(signum: int) -> None:
-        why = f"still running {grace:.0f}s after {signal.Signals(signum).name}: exiting now"
+        step = f" ({doing()})" if doing is not None else ""
+        why = f"still running {grace:.0f}s after {signal.Signals(signum).name}{step}: exiting now"
         with state.lock:
             if not state.disarmed:
                 _exit_hard(state, signum, why)

@@ -28,11 +28,16 @@ class Worker(worker.Worker):
 
     def install_signal_handlers(self) -> None:
         super().install_signal_handlers()
-        # Faust stops on SIGTERM from its loop, which a long computation keeps busy: exit anyway, later.
-        stopping.hard_exit_after_signal(stopping.WORKER_STOP_SECONDS)
+        # Faust stops on SIGTERM from its loop, which a long computation keeps busy, or a step of its stop that
+        # waits with no bound (an agent's end): exit anyway, later, saying which step it was in.
+        stopping.hard_exit_after_signal(stopping.WORKER_STOP_SECONDS, lambda: _stop_step(self.app))
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         self.spinner = None  # its handler writes spinner frames between the log lines
+
+
+def _stop_step(app: Any) -> str:
+    return str(getattr(app, "stop_step", "stopping"))
 
 
 def run(settings: Settings, clock: Clock) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from streams import kafka_io
 from streams.backfill import backfill
 from streams.oneshot import wait_ingested
 from streams.settings import Settings
+from streams.stopping import WORKER_STOP_SECONDS
 from streams.worker_process import spawn_worker, stop_process
 from tests.streams.fault_support import (
     WRITERS,
@@ -44,10 +46,12 @@ def _wal(s: Settings) -> Path:
 
 
 def _clean(log: Path) -> str:
-    """The log of a worker that stopped cleanly: the state closed, no traceback, no hard exit."""
+    """The log of a worker that stopped cleanly: the state closed, no traceback, no hard exit, and no error of a
+    parse it dropped (asyncio's `Future exception was never retrieved`: BrokenProcessPool)."""
     text = log.read_text(errors="replace")
     assert CLOSED in text, text[-3000:]
     assert "Traceback" not in text and "exiting now" not in text, text[-3000:]
+    assert "never retrieved" not in text, text[-3000:]
     return text
 
 
@@ -134,6 +138,39 @@ async def test_a_stop_while_a_parse_batch_is_in_flight_loses_nothing_and_logs_no
         _clean(log)
     with running_worker(s, tmp_path, "worker-2"):
         await wait_ingested(s, 120)
+    assert_each_path_stored_once(state_rows(s), paths)
+    _clean(tmp_path / "worker-2.log")
+
+
+async def test_a_stop_drops_a_parse_batch_that_would_outlast_its_time_and_a_restart_stores_every_note_once(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings(batch_records=8, parse_processes=1)
+    await kafka_io.ensure_topics(s)
+    # Eight ~3.4 MiB notes (a batch, or a few as they are fetched): ~13 s of the parse process's CPU on an idle
+    # machine, far more on a loaded one; a stop that waited for them would take that long, or exit hard at 15 s.
+    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(8)}
+    large = {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(8)}
+    paths = _write(s.root, notes | large)
+    assert (await backfill(s)).published == len(paths)
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        try:
+            await _until(lambda: _raw_committed(s, 8), "the first batch's raw records committed")
+            await asyncio.sleep(1.0)  # the large notes' batch taken and routing
+        finally:
+            signalled = time.monotonic()
+            code = stop_process(worker)  # SIGTERM
+            took = time.monotonic() - signalled
+        assert code == 0
+        _clean(log)
+    assert took < WORKER_STOP_SECONDS / 2, f"the stop took {took:.1f}s"
+    assert not _wal(s).exists()
+    stored = {r.path for r in state_rows(s)}
+    assert set(large) - stored, "the large notes were all parsed: the stop tested nothing"
+    with running_worker(s, tmp_path, "worker-2"):
+        await wait_ingested(s, 240)
     assert_each_path_stored_once(state_rows(s), paths)
     _clean(tmp_path / "worker-2.log")
 
