@@ -32,10 +32,11 @@ def rest_of(summary_json: str | bytes) -> bytes:
 
 @dataclass(frozen=True)
 class SummaryRows:
-    """One version's summary as the state holds it: its slim summary, `contents`' rest, and its rows."""
+    """One version's summary as the state holds it: its slim summary, `contents`' rest, and its rows; None for a
+    row the state lacks (its `source_rows` or `contents` row: a bug, a partial repair, a hand edit)."""
 
-    slim_json: str | bytes
-    rest_json: str | bytes
+    slim_json: str | bytes | None
+    rest_json: str | bytes | None
     terms: Sequence[tuple[str, int]] = ()  # in their place's order (source_terms.k)
     signature: Sequence[int] | None = None  # a whole one (source_signatures)
     titled: Sequence[tuple[str, str, str, bool, int]] = ()  # (id, title, source, strong, rank), in order of n
@@ -43,7 +44,11 @@ class SummaryRows:
 
 def whole_summary(rows: SummaryRows) -> bytes:
     """The summary's JSON as the parse wrote it (its fields in the model's order): each field from `contents`'
-    rest where it is there, else from its rows, else from the slim summary."""
+    rest where it is there, else from its rows, else from the slim summary; ValueError when a row is missing."""
+    if rows.slim_json is None or rows.rest_json is None:
+        raise ValueError(
+            f"its {'source' if rows.slim_json is None else 'contents'} row is missing from the state"
+        )
     slim: Mapping[str, Any] = pydantic_core.from_json(rows.slim_json, cache_strings="keys")
     rest: Mapping[str, Any] = pydantic_core.from_json(rows.rest_json, cache_strings="keys")
     bulk: dict[str, Any] = {

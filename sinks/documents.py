@@ -16,12 +16,11 @@ from processors.summary_parts import rest_of
 from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
 from processors.wire import DocumentRecord, StoredDocument
 from sinks.duck import micros
-from sinks.summary_rows import SOURCE_JOIN, SUMMARY_COLUMNS, WholeRow, with_rows
+from sinks.summary_rows import SUMMARY_COLUMNS, WholeRow, summary_joins, with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
 log = logging.getLogger(__name__)
 
-_CONTENT = "JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256"
 NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path)"
 # What a briefing of the window sees: the current, undeleted versions dated in it (living documents apart).
 IN_WINDOW = (
@@ -196,9 +195,9 @@ class Documents:
         if not paths:
             return []
         rows = self._db.execute(
-            f"SELECT c.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {_CONTENT} {SOURCE_JOIN} WHERE {where} "
-            "AND c.path = ANY(?::VARCHAR[]) AND r.path = ANY(?::VARCHAR[]) ORDER BY d.event_time, d.path",
-            [*params, paths, paths],
+            f"SELECT d.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {summary_joins('?')} WHERE {where} "
+            "ORDER BY d.event_time, d.path",
+            [paths, paths, *params],
         ).fetchall()
         return whole_documents(with_rows(self._db, rows), unreadable)
 
@@ -228,8 +227,7 @@ class Documents:
         ).fetchall()
         # Their paths filter the scan of `contents` itself (DuckDB cannot push a join's keys into it).
         rows = self._db.execute(
-            f"SELECT c.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {_CONTENT} {SOURCE_JOIN} "
-            f"WHERE {living} AND c.path = ANY($2::VARCHAR[]) AND r.path = ANY($2::VARCHAR[]) "
+            f"SELECT d.path, d.axis, {SUMMARY_COLUMNS} FROM documents d {summary_joins('$2')} WHERE {living} "
             "ORDER BY d.event_time, d.path",
             [list(axes), [p for (p,) in found]],
         ).fetchall()

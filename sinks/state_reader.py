@@ -16,14 +16,12 @@ from types import TracebackType
 import duckdb
 
 from processors.models import Document, WindowBounds
-from processors.summary_parts import whole_summary
-from processors.wire import StoredDocument, load_document
 from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
-from sinks.summary_rows import SOURCE_JOIN, SUMMARY_COLUMNS, with_rows
-from sinks.unreadable import Unreadable
+from sinks.summary_rows import SUMMARY_COLUMNS, summary_joins, with_rows
+from sinks.unreadable import Unreadable, whole_document
 from sinks.window_reads import StoredWindow
 
 
@@ -95,18 +93,16 @@ class StateReader:
         if chosen is None:
             return None
         row = self._db.execute(
-            f"SELECT c.path, '', {SUMMARY_COLUMNS} FROM contents c {SOURCE_JOIN} "
-            "WHERE c.path=$1 AND c.sha256=$2 AND r.path=$1 AND r.sha256=$2",
+            f"SELECT d.path, '', {SUMMARY_COLUMNS} FROM (SELECT $1 AS path, $2 AS sha256) d {summary_joins('[$1]')}",
             [path, chosen.sha256],
         ).fetchone()
-        if row is None:
-            return None
+        assert row is not None  # one row, its stored parts or NULLs
         summary = with_rows(self._db, [row])[0][2]
         axes = {a for v in versions for a in v.axes}
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
         deleted = bool(gone and gone[0] >= len(axes) > 0)
         try:
-            document = load_document(StoredDocument(whole_summary(summary), row[3], packed=True))
+            document = whole_document(summary, row[3])
         except ValueError as exc:
             listed = self._unreadable.report(path, ",".join(sorted(axes)), exc)
             return StoredNote(None, chosen.sha256, versions, deleted, listed.reason)

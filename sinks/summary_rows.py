@@ -8,13 +8,24 @@ import duckdb
 
 from processors.summary_parts import SummaryRows
 
-# What each whole-document read selects of a version, after its own columns: `contents` joined to `source_rows`
-# on (path, sha256), both filtered by the paths read (DuckDB cannot push a join's keys into a scan).
+# What each whole-document read selects of a version, after its own columns, from its `documents` row `d` (or a
+# row of its path and sha256) and its `contents` and `source_rows` rows, left joined: a version lacking either
+# (the schema's invariant says it cannot, a bug or a hand edit could) is read as damaged, never left out silently.
 SUMMARY_COLUMNS = "c.summary_json, c.body_zst, r.vid, r.summary_json"
-SOURCE_JOIN = "JOIN source_rows r ON r.path = c.path AND r.sha256 = c.sha256"
 
-StoredRow = tuple[str, str, str | bytes, bytes, int, str | bytes]  # path, axis, rest, body, vid, slim
-WholeRow = tuple[str, str, SummaryRows, bytes]  # path, axis, summary rows, body frame
+
+def summary_joins(paths: str) -> str:
+    """The joins of `contents` c and `source_rows` r to `d`, each scan filtered by the paths read (the parameter
+    `paths`: DuckDB cannot push a join's keys into a scan)."""
+    return (
+        f"LEFT JOIN contents c ON c.path = d.path AND c.sha256 = d.sha256 AND c.path = ANY({paths}::VARCHAR[]) "
+        f"LEFT JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256 AND r.path = ANY({paths}::VARCHAR[])"
+    )
+
+
+# path, axis, rest, body, vid, slim: None where its row is missing
+StoredRow = tuple[str, str, str | bytes | None, bytes | None, int | None, str | bytes | None]
+WholeRow = tuple[str, str, SummaryRows, bytes | None]  # path, axis, summary rows, body frame
 Pair = tuple[str, str, str, bool, int]
 
 
@@ -23,7 +34,7 @@ def with_rows(db: duckdb.DuckDBPyConnection, rows: Sequence[StoredRow]) -> list[
     titles in theirs (three reads of the versions' ids, whatever their number)."""
     if not rows:
         return []
-    vids = sorted({int(r[4]) for r in rows})
+    vids = sorted({int(r[4]) for r in rows if r[4] is not None})
     terms: dict[int, list[tuple[str, int]]] = {}
     for vid, term, n in db.execute(
         "SELECT vid, term, n FROM source_terms WHERE vid = ANY($1::BIGINT[]) ORDER BY vid, k", [vids]
@@ -34,7 +45,9 @@ def with_rows(db: duckdb.DuckDBPyConnection, rows: Sequence[StoredRow]) -> list[
         (
             path,
             axis,
-            SummaryRows(slim, rest, terms.get(vid, ()), signatures.get(vid), titled.get(vid, ())),
+            SummaryRows(slim, rest, terms.get(vid, ()), signatures.get(vid), titled.get(vid, ()))
+            if vid is not None
+            else SummaryRows(None, rest),
             body,
         )
         for path, axis, rest, body, vid, slim in rows

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from processors.models import Document, Rejection
-from processors.summary_parts import whole_summary
+from processors.summary_parts import SummaryRows, whole_summary
 from processors.wire import StoredDocument, load_document
 from sinks.metrics import Metrics
 from sinks.summary_rows import WholeRow
@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class Unreadable:
     """The notes one briefing's (or page's) reads could not load: a body frame that does not unpack to its
-    declared size or is not UTF-8 (the worker checks only the frame's header), or a damaged summary."""
+    declared size or is not UTF-8 (the worker checks only the frame's header), a damaged summary, or a version
+    whose `contents` or `source_rows` row is missing."""
 
     metrics: Metrics | None = None
     reader: str = "briefing"
@@ -48,7 +49,13 @@ def whole_documents(rows: Sequence[WholeRow], unreadable: Unreadable | None = No
     out = []
     for path, axis, summary, body_zst in rows:
         try:
-            out.append(load_document(StoredDocument(whole_summary(summary), body_zst, packed=True)))
+            out.append(whole_document(summary, body_zst))
         except ValueError as exc:
             (unreadable or Unreadable()).report(path, axis, exc)
     return out
+
+
+def whole_document(summary: SummaryRows, body_zst: bytes | None) -> Document:
+    """The document of a stored version's summary rows and body frame; ValueError when it cannot be read."""
+    whole = whole_summary(summary)  # raises first when the body's `contents` row is missing
+    return load_document(StoredDocument(whole, body_zst or b"", packed=True))

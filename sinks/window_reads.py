@@ -30,16 +30,19 @@ from processors.near_duplicates import (
 from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
 from sinks.documents import IN_WINDOW
-from sinks.summary_rows import with_rows
+from sinks.summary_rows import SUMMARY_COLUMNS, with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
-# A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need.
+# A version pinned for the briefing: its place in window order, its source facts' id, what duplicates need. A
+# version without its source row (NULL vid) is pinned apart, its places their own, to be listed damaged.
 _PINNED = (
-    "(row_number() OVER (ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, d.path, d.kind, "
-    "r.text_hash, r.length, false AS dup FROM documents d JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
+    "(row_number() OVER (PARTITION BY r.vid IS NULL ORDER BY d.event_time, d.path) - 1)::BIGINT AS pos, r.vid, "
+    "d.path, d.kind, r.text_hash, r.length, false AS dup "
+    "FROM documents d LEFT JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
 )
+_NO_SOURCE_ROW = ValueError("its source row is missing from the state")
 
 
 # Each pinned version's counts of the profile terms (the parameter), as one JSON object: DuckDB hands a pair of
@@ -97,12 +100,26 @@ class StoredWindow:
                 f"CREATE TEMP TABLE {self._s} AS SELECT {_PINNED} WHERE {_SUPERSEDED}",
                 [axis, window.start, window.end],
             )
+            self._set_apart()
         except BaseException:
             # Its temporary tables live as long as the cursor: not until the failure is collected (a command out of
             # memory is retried, then dead-lettered, the worker up).
             with contextlib.suppress(duckdb.Error):  # closed with the state meanwhile
                 cursor.close()
             raise
+
+    def _set_apart(self) -> None:
+        """The window's versions without a source row reported (the briefing lists them damaged), then unpinned;
+        superseded ones dropped (their current version is the one listed)."""
+        apart = self._db.execute(
+            f"SELECT path, true FROM {self._w} WHERE vid IS NULL UNION ALL "
+            f"SELECT path, false FROM {self._s} WHERE vid IS NULL"
+        ).fetchall()
+        for path, current in apart:
+            if current:
+                self.unreadable.report(path, self._axis, _NO_SOURCE_ROW)
+        for pinned in {self._w if current else self._s for _, current in apart}:
+            self._db.execute(f"DELETE FROM {pinned} WHERE vid IS NULL")
 
     def close(self) -> None:
         self._db.close()
@@ -234,10 +251,11 @@ class StoredWindow:
         # The paths also filter the scan of `contents` itself (DuckDB cannot push a join's keys into it): its
         # other rows are then never joined, and their summaries never read.
         rows = self._db.execute(
-            "SELECT c.path, $2, c.summary_json, c.body_zst, k.vid, k.summary_json FROM contents c JOIN "
+            f"SELECT k.path, $2, {SUMMARY_COLUMNS.replace('r.', 'k.')} FROM "
             "(SELECT w.pos, r.vid, r.path, r.sha256, r.summary_json "
             f"FROM {self._w} w JOIN source_rows r ON r.vid = w.vid WHERE w.path IN (SELECT unnest($1))) k "
-            "ON c.path = k.path AND c.sha256 = k.sha256 WHERE c.path = ANY($1::VARCHAR[]) ORDER BY k.pos",
+            "LEFT JOIN contents c ON c.path = k.path AND c.sha256 = k.sha256 AND c.path = ANY($1::VARCHAR[]) "
+            "ORDER BY k.pos",
             [list(paths), self._axis],
         ).fetchall()
         return whole_documents(with_rows(self._db, rows), self.unreadable)

@@ -15,11 +15,11 @@ from processors.briefing_request import BriefingRequest
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
-from processors.summary_parts import whole_summary
 from processors.window import window_bounds
-from processors.wire import DocumentRecord, EventHeader, StoredDocument, load_document, store_document
+from processors.wire import DocumentRecord, EventHeader, load_document, store_document
 from sinks.state import Position, StateStore
 from sinks.summary_rows import with_rows
+from sinks.unreadable import whole_document
 
 SH = ZoneInfo("Asia/Shanghai")
 # The record tests' parse time, and the example root they encode notes of.
@@ -106,7 +106,7 @@ def _stored(state: StateStore, where: str, axis: str, window: WindowBounds) -> l
         whole = with_rows(cursor, rows)
     finally:
         cursor.close()
-    return [load_document(StoredDocument(whole_summary(s), body, packed=True)) for _, _, s, body in whole]
+    return [whole_document(s, body) for _, _, s, body in whole]
 
 
 def window_documents(state: StateStore, axis: str, window: WindowBounds) -> list[Document]:

@@ -69,7 +69,7 @@ def _as_version(path: Path, version: int) -> None:
         db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", old)
     else:
         db.execute(_CONTENTS_6)
-        json_bodies = [(*r[:3], unpack_body(r[3]).decode()) for r in old]
+        json_bodies = [(*r[:3], unpack_body(r[3] or b"").decode()) for r in old]  # inner joins: each has one
         db.executemany("INSERT INTO contents VALUES (?, ?, ?, ?)", json_bodies)
     db.execute("CREATE TABLE terms_7 AS SELECT vid, term, n FROM source_terms ORDER BY rowid")
     db.execute("DROP TABLE source_terms")

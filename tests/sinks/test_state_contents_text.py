@@ -48,8 +48,8 @@ def test_every_kind_of_text_is_stored_and_read_back_as_it_came(tmp_path: Path) -
     # Each summary rebuilt from its rows as it came; each body its zstd frame, which unpacks to its JSON as the
     # record carried it.
     rows = [
-        (path, sha, whole_summary(summary).decode(), bytes(unpack_body(body)).decode())
-        for path, sha, summary, body in whole
+        (path, sha, whole_summary(summary).decode(), bytes(unpack_body(body or b"")).decode())
+        for path, sha, summary, body in whole  # inner joins: each with its body
     ]
     expected = []
     for record in records:

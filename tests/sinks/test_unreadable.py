@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
+from processors.models import WindowBounds
 from processors.summary_parts import SummaryRows
 from processors.wire import StoredDocument, store_document
 from processors.wire_frames import pack_body
 from sinks.state import StateStore
 from sinks.unreadable import Unreadable, whole_documents
 from tests.state_support import document_record, parsed
+from tests.streams.agent_support import END
 
 
 def test_a_body_of_the_wrong_shape_is_reported_and_the_others_read() -> None:
@@ -61,4 +66,37 @@ def test_the_same_content_ingested_again_keeps_the_damaged_copy(tmp_path: Path) 
     with state.reader() as reader:
         note = reader.note(doc.path)
         assert note is not None and note.document is not None and note.document.text == edited.text
+    state.close()
+
+
+@pytest.mark.parametrize("table", ["source_rows", "contents"])
+def test_a_version_missing_a_stored_row_is_reported_by_every_whole_reader(tmp_path: Path, table: str) -> None:
+    # Each reader of whole notes (the briefing's baseline, living documents, window; the browser's note) joined
+    # `contents` to `source_rows`: a version lacking either row was left out without a word.
+    state = StateStore(tmp_path / "worker.duckdb")
+    paths = [
+        ("inbox/jay/2026-09-27-1000-kv.md", "# KV\nvLLM paged attention KV cache\n"),
+        ("inbox/jay/2026-09-27-1100-spec.md", "# Spec\nspeculative decoding vLLM draft model\n"),
+        ("inbox/tom/2026-09-26-inference-e1prep.md", "# inference · E1\n\n| 2605.01604 | 七大失败模式 |\n"),
+        ("living/inference.md", "# inference.md v3\n\nvLLM serving\n"),
+    ]
+    docs = [parsed(p, t) for p, t in paths]
+    state.apply_batch([(document_record("inference", d, n), None) for n, d in enumerate(docs)])
+    good, *gone = (d.path for d in docs)
+    state._db.execute(f"DELETE FROM {table} WHERE path = ANY(?)", [gone])
+    unreadable, window = state.unreadable(), WindowBounds(start=END - timedelta(days=1), end=END)
+    assert (
+        state.latest_baseline("inference", window.start, window.start - timedelta(days=1), unreadable) is None
+    )
+    assert state.living_documents(["inference"], unreadable) == {"inference": None}
+    stored = state.window("inference", window)
+    assert [d.path for d in stored.load([good, gone[0]])] == [good]
+    stored.close()
+    row = "source" if table == "source_rows" else "contents"
+    listed = [*unreadable.of("inference"), *stored.unreadable.of("inference")]
+    assert sorted((r.path, r.reason_code) for r in listed) == sorted((p, "damaged") for p in gone)
+    assert all(f"its {row} row is missing from the state" in r.reason for r in listed)
+    with state.reader() as reader:
+        note = reader.note(gone[0])
+        assert note is not None and note.document is None and f"its {row} row is missing" in note.unreadable
     state.close()

@@ -255,3 +255,35 @@ async def test_a_damaged_contributor_s_slot_goes_to_the_next_source(tmp_path: Pa
     assert [r.path for r in damaged.rejected] == [DAMAGED]
     assert [(s.path, s.status) for s in damaged.sources] == [(GOOD, "used")] and len(damaged.increments) == 1
     assert (damaged.sources, damaged.increments) == (alone.sources, alone.increments)
+
+
+@pytest.mark.parametrize("table", ["source_rows", "contents"])
+async def test_a_note_whose_stored_row_is_missing_is_listed_damaged_not_left_out(
+    tmp_path: Path, start: Start, table: str
+) -> None:
+    # The schema's invariant (each version's contents and source rows) broken by a bug or a hand edit: the note
+    # was dropped from the briefing without a line; now listed once, as damaged. Without its source row nothing of
+    # it is read (as if never stored); without its contents row, its facts count as a damaged body's do.
+    clock = ManualClock(END + timedelta(minutes=10))
+    worker = owning_worker(tmp_path / "missing", start, clock)
+    await _stored(worker, [(GOOD, TEXT, False), (DAMAGED, OTHER, False)])
+    state = worker.services.pipeline().state
+    with state.unchanged():
+        state._db.execute(f"DELETE FROM {table} WHERE path = ?", [DAMAGED])
+    missing = await _briefing(worker, clock)
+    others = [(GOOD, TEXT, False)] + ([] if table == "source_rows" else [(DAMAGED, OTHER, True)])
+    alone = await _briefing_of(tmp_path / "alone", start, clock, others)
+    [listed] = missing.rejected
+    row = "source" if table == "source_rows" else "contents"
+    assert (listed.path, listed.reason_code) == (DAMAGED, "damaged")
+    assert f"its {row} row is missing" in listed.reason
+    assert (missing.sources, missing.increments, missing.arxiv, missing.no_increment_sources) == (
+        alone.sources,
+        alone.increments,
+        alone.arxiv,
+        alone.no_increment_sources,
+    )
+    [line] = [x for x in render_markdown(missing, lang="en", zone=SH).splitlines() if DAMAGED in x]
+    assert LISTED["en"][0] in line
+    page = await Browser(worker.settings, worker.services.pipeline, clock).note(DAMAGED)
+    assert page.status == 200 and f"its {row} row is missing" in page.html
