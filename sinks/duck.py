@@ -30,6 +30,7 @@ _LOCATION = (
     "No space left on device",
 )
 _HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers, before the first block
+DuckConfig = dict[str, str | bool | int | float | list[str]]  # what `duckdb.connect(config=…)` takes
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,11 @@ class Limits:
     threads: int | None = None
     ceiling_mib: int | None = None
 
-    def statements(self) -> list[str]:
-        """The SET statements that apply these limits to a database (all its connections)."""
-        out = [] if self.memory_mib is None else [f"SET memory_limit = '{int(self.memory_mib)}MiB'"]
-        return out + ([] if self.threads is None else [f"SET threads = {int(self.threads)}"])
+    def config(self) -> DuckConfig:
+        """These limits as DuckDB takes them at open: in force while it replays the file's WAL, which runs inside
+        `duckdb.connect`, before any SET (empty: DuckDB's defaults, and a connection as any other to the path)."""
+        out: DuckConfig = {} if self.memory_mib is None else {"memory_limit": f"{int(self.memory_mib)}MiB"}
+        return out | ({} if self.threads is None else {"threads": int(self.threads)})
 
     def raised(self) -> int | None:
         """Twice the memory limit, at most the ceiling (docker: below the container's memory); None at it."""
@@ -80,7 +82,8 @@ def micros(at: datetime) -> int:
 
 
 def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.DuckDBPyConnection:
-    """A read-write connection in UTC, within `limits`; the folder is made if missing. Raises the sinks errors."""
+    """A read-write connection in UTC, within `limits` from the open on (a WAL's replay too); the folder is made if
+    missing. Raises the sinks errors."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -89,12 +92,12 @@ def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.Du
             "Check the path in the settings and that this user may write there."
         ) from exc
     try:
-        db = duckdb.connect(str(path))
+        db = duckdb.connect(str(path), config=limits.config())
     except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
-        raise error(exc, path, file) from exc
+        raise replay_error(exc, path, file, limits) from exc
     try:
         db.execute("SET TimeZone = 'UTC'")
-        for statement in (*file.settings, *limits.statements()):
+        for statement in file.settings:
             db.execute(statement)
     except duckdb.Error as exc:
         db.close()
@@ -174,6 +177,19 @@ def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:
         )
     return StateUnreadableError(
         f"the {file.what} {path} is damaged or not a DuckDB file ({text}); {file.if_damaged}"
+    )
+
+
+def replay_error(exc: duckdb.Error, path: Path, file: DuckFile, limits: Limits) -> DuckFileError:
+    """The sinks error of a failed open: a WAL that did not replay within the memory limit (DuckDB raises it as an
+    OutOfMemoryException, or as a TransactionException "Failed to commit: could not allocate block") is a
+    StateMemoryError, never damage; anything else as `error` says."""
+    reason = out_of_memory(exc)
+    if reason is None:
+        return error(exc, path, file)
+    within = "DuckDB's default memory" if limits.memory_mib is None else f"{limits.memory_mib} MiB"
+    return StateMemoryError(
+        f"cannot replay the WAL of the {file.what} {path} within {within} ({reason}); {file.if_out_of_memory}"
     )
 
 

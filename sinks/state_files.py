@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
 from sinks import duck, schema
-from sinks.errors import RebuildRequiredError, StateUnreadableError
+from sinks.errors import RebuildRequiredError, StateMemoryError, StateUnreadableError
 from sinks.metrics import Metrics
 from sinks.state import STATE, StateStore
 
@@ -52,7 +53,8 @@ def replace_state(
 
 def check_version(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
     """Before the worker starts: RebuildRequiredError for a file of another schema, StateLockedError for a held one;
-    a file of an older schema it migrates is migrated now, within `limits`.
+    a file of an older schema it migrates is migrated now, within `limits`, and a WAL replayed within them (raised
+    up to the ceiling; StateMemoryError past it).
 
     So the worker stops with one line instead of retrying, and migrates before it joins its group: on its event
     loop (~40 s at 100k notes) it would miss Kafka's heartbeats, health checks and a stop. A damaged file is left
@@ -61,7 +63,7 @@ def check_version(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
     if not path.exists():
         return
     try:
-        db = duck.connect(path, STATE)
+        db = _replayed(path, limits)
     except StateUnreadableError:
         return
     try:
@@ -75,7 +77,64 @@ def check_version(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
             duck.open_checked(path, STATE, schema.ensure, limits).close()
 
 
-def reason_to_replace(path: Path) -> str:
+# What the operator of a state whose WAL does not replay within the ceiling can do (docs/operations.md, "Memory").
+REPLAY_ADVICE = (
+    "for this start raise duckdb.max_memory_limit_mib and duckdb.memory_limit_mib (PREDIGEST_DUCKDB__MAX_MEMORY_LIMIT_MIB, "
+    "PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) within the worker's memory, or run `predigest rebuild` (which sets the file "
+    "and its WAL aside and replays Kafka); the file is not damaged"
+)
+
+
+def _replayed(path: Path, limits: duck.Limits) -> duckdb.DuckDBPyConnection:
+    """The state opened within `limits`, its WAL (a stop that did not checkpoint) replayed and checkpointed; a WAL
+    that does not replay within the memory limit is replayed at twice it, up to the ceiling (`Limits.raised`)."""
+    wal = path.with_name(path.name + ".wal")
+    if not wal.exists():
+        return duck.connect(path, STATE, limits)
+    # Said before the replay: a kernel's kill during it (the container's memory) leaves this as the last line.
+    log.info(
+        "replaying the WAL of the state file %s (%d MiB, left by a stop that did not checkpoint) within %s",
+        path,
+        wal.stat().st_size >> 20,
+        _within(limits),
+    )
+    while True:
+        try:
+            return _replay(path, limits)
+        except StateMemoryError as exc:
+            cause = exc.__cause__
+            reason = (duck.out_of_memory(cause) if isinstance(cause, duckdb.Error) else None) or str(exc)
+            if (raised := limits.raised()) is None:
+                raise StateMemoryError(
+                    f"the {STATE.what} {path} cannot replay its WAL within {_within(limits)} ({reason}); "
+                    f"{REPLAY_ADVICE}"
+                ) from exc
+            log.warning(
+                "the WAL of the state file %s did not replay within %s (%s): replaying it with %d MiB. Raise "
+                "duckdb.memory_limit_mib to at least that",
+                path,
+                _within(limits),
+                reason,
+                raised,
+            )
+            limits = replace(limits, memory_mib=raised)
+
+
+def _within(limits: duck.Limits) -> str:
+    return "DuckDB's default memory" if limits.memory_mib is None else f"{limits.memory_mib} MiB"
+
+
+def _replay(path: Path, limits: duck.Limits) -> duckdb.DuckDBPyConnection:
+    db = duck.connect(path, STATE, limits)
+    try:
+        duck.checkpoint(db, path, STATE)  # at this limit: the worker's own open then has no WAL to replay
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def reason_to_replace(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> str:
     """Why `predigest rebuild` sets the file aside: "unreadable" when damaged (logged), else "rebuild".
 
     Raises StateLockedError while a worker holds the file: a rebuild under a running worker would be lost.
@@ -84,10 +143,12 @@ def reason_to_replace(path: Path) -> str:
         return "rebuild"
     try:
         # Checked, never migrated: a schema-6 file is set aside as it is (its migration would take ~40 s at 100k).
-        duck.open_checked(path, STATE, schema.check).close()
+        duck.open_checked(path, STATE, schema.check, limits).close()
     except StateUnreadableError as exc:
         log.warning("%s", exc)
         return "unreadable"
+    except StateMemoryError as exc:  # a WAL or notes past the limit: not damaged, and replaced all the same
+        log.warning("%s", exc)
     except RebuildRequiredError:
         pass  # what the rebuild is for
     return "rebuild"

@@ -35,7 +35,8 @@ class Rebuilt:
 async def rebuild(settings: Settings, clock: Clock) -> Rebuilt:
     """Set the state file aside and replay the topics into a fresh one."""
     path = settings.state_file
-    reason = reason_to_replace(path)  # fails with StateLockedError while a worker holds the file
+    # Fails with StateLockedError while a worker holds the file; a WAL it replays is replayed within the limits.
+    reason = reason_to_replace(path, state_limits(settings))
     aside = set_aside(path, clock.now(), reason)
     if aside is not None:
         log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
