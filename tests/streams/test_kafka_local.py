@@ -166,7 +166,8 @@ def test_a_sigterm_during_kafka_stop_leaves_kafka_sh_to_end_the_broker_and_says_
             assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
             proc.send_signal(signal.SIGTERM)
             code, said = proc.wait(timeout=30), proc.stdout.read() if proc.stdout else ""
-        assert broker.wait(timeout=60) == -signal.SIGKILL  # at the stop's bound (30 s), as without the SIGTERM
+        # Killed at the stop's bound (30 s), as without the SIGTERM.
+        assert broker.wait(timeout=60) == -signal.SIGKILL
     assert code == 128 + signal.SIGTERM and "Traceback" not in said, said
     assert said.strip().endswith(
         "interrupted by SIGTERM: kafka.sh goes on stopping the local Kafka broker (SIGKILL 30 s after its "
