@@ -20,7 +20,10 @@ from tests.conftest import PROJECT
 async def _signalled_in_a_background_task() -> None:
     async def busy() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.05)  # the handler runs here, in this task's step (as in aiokafka's reader or sender)
+        deadline = time.monotonic() + 1
+        # The handler runs here, in this task's step (as in aiokafka's reader or sender).
+        while time.monotonic() < deadline:
+            pass
 
     task = asyncio.create_task(busy())
     await asyncio.sleep(0.5)
@@ -45,5 +48,7 @@ def test_a_sigterm_before_the_command_s_try_exits_143_without_a_traceback() -> N
     # Between the handler's install and `main`'s try (arguments parsed, logging set up) it was a traceback, exit 1.
     code = "import os, signal\nfrom streams import stopping\nstopping.raise_on_sigterm()\n"
     code += "os.kill(os.getpid(), signal.SIGTERM)\nimport time\ntime.sleep(5)\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stderr) == (128 + signal.SIGTERM, "")
