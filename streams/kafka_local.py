@@ -88,10 +88,12 @@ def _interrupted_start(script: subprocess.Popen[str], exc: BaseException) -> Sto
     for line in err.splitlines():
         if "was still running" in line:  # its stop's bound passed: killed
             log.warning("%s", line)
-    if script.returncode == 0 and out.strip():
-        return StoppedBySignalError(signum, _ANSWERED.format(out.strip().splitlines()[-1]))
     said = [line.split(_STOPPED_LINE, 1)[1] for line in err.splitlines() if _STOPPED_LINE in line]
-    return StoppedBySignalError(signum, f"{_DURING}: {said[-1]}" if said else f"{_DURING}: none was launched")
+    if said:
+        return StoppedBySignalError(signum, f"{_DURING}: {said[-1]}")
+    if out.strip():  # its bootstrap out, the script's exit 0 or its trap's (a signal right after)
+        return StoppedBySignalError(signum, _ANSWERED.format(out.strip().splitlines()[-1]))
+    return StoppedBySignalError(signum, f"{_DURING}: none was launched")
 
 
 _STOPPED_LINE = "interrupted during the start: "

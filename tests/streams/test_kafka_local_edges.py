@@ -6,6 +6,8 @@ it is."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +84,47 @@ def test_a_ctrl_c_of_kafka_sh_start_stops_the_broker_it_launched_without_a_trace
         broker, cache / "run"
     )
     assert not runs(broker)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_a_ctrl_c_as_the_broker_answers_leaves_no_broker_behind_the_interrupted_start(tmp_path: Path) -> None:
+    # The start let go of its broker before it printed its bootstrap: a Ctrl-C then exited 130, that broker left
+    # running, unsaid (`predigest` said "none was launched"). Here `cat` of the bootstrap brings the Ctrl-C.
+    cache, tools = fresh_cache(tmp_path, KAFKA_CACHE), tmp_path / "bin"
+    tools.mkdir()
+    cat = f'#!/bin/sh\ncase "$1" in */bootstrap) kill -INT "$PPID" ;; esac\nexec {shutil.which("cat")} "$@"\n'
+    (tools / "cat").write_text(cat)
+    (tools / "cat").chmod(0o755)
+    env = _env(cache)
+    env["PATH"] = f"{tools}:{env['PATH']}"
+    data = (cache / "run").resolve()
+    try:
+        start = subprocess.run(
+            ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=150
+        )
+        left = _brokers_of(data)
+    finally:
+        for pid in _brokers_of(data):
+            os.kill(pid, signal.SIGKILL)
+    assert (start.returncode, left) == (128 + signal.SIGINT, []), start
+    said = re.escape("kafka.sh: interrupted during the start: " + STOPPED.format("0PID0", data)).replace(
+        "0PID0", r"\d+"
+    )
+    assert re.fullmatch(said, start.stderr.strip().splitlines()[-1]), start
+
+
+def _brokers_of(data: Path) -> list[int]:
+    """The pids of the processes that run the broker of `data`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.name.isdigit() and f"kafka.Kafka\0{data}/server.properties".encode() in line:
+            found.append(int(proc.name))
+    return found
 
 
 @pytest.mark.integration
