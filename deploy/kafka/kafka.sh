@@ -131,8 +131,11 @@ launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answer
   for _ in $(seq 1 180); do
     # Said, then no longer this start's to stop: a signal before the bootstrap is out stops it, after leaves it.
     if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; LAUNCHED=""; return 0; fi
-    if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
-      say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
+    # Its own pid, not kafka.pid's: a `kafka.sh stop` meanwhile (it does not wait for a start's lock) removes that.
+    if ! kill -0 "${LAUNCHED##*:}" 2>/dev/null; then
+      say "the broker (pid ${LAUNCHED##*:}) exited during its start (it failed, or a kafka.sh stop stopped it);" \
+        "last lines of $data/kafka.log:"
+      tail -20 "$data/kafka.log" >&2; return 1
     fi
     sleep 0.5
   done

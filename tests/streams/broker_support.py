@@ -80,7 +80,7 @@ def signal_once_it_launches(
     ) as proc:
         broker = 0
         try:
-            broker = _launched(data, proc)
+            broker = launched_broker(data, proc)
             if signum == signal.SIGINT:
                 os.killpg(proc.pid, signum)
             else:
@@ -93,7 +93,7 @@ def signal_once_it_launches(
         return code, proc.stdout.read() if proc.stdout else "", broker
 
 
-def _launched(data: Path, proc: subprocess.Popen[str]) -> int:
+def launched_broker(data: Path, proc: subprocess.Popen[str]) -> int:
     """The pid of the broker `proc` launched, once its kafka.pid holds it (the file is there before its pid)."""
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:

@@ -17,7 +17,13 @@ import pytest
 
 from streams.worker_process import free_port
 from tests.conftest import KAFKA_CACHE, PROJECT
-from tests.streams.broker_support import fresh_cache, runs, signal_once_it_launches, stand_in_broker
+from tests.streams.broker_support import (
+    fresh_cache,
+    launched_broker,
+    runs,
+    signal_once_it_launches,
+    stand_in_broker,
+)
 
 SCRIPT = PROJECT / "deploy" / "kafka" / "kafka.sh"
 STOPPED = "the broker it launched (pid {}) is stopped; its data stays in {}"
@@ -150,6 +156,34 @@ def test_two_starts_at_once_launch_one_broker_and_both_answer_its_bootstrap(tmp_
         f"kafka.sh: another start or stop of the broker of {cache / 'run'} is in progress: waiting for it"
     )
     assert sum(waited in err for _, err in done) == 1, done
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_a_stop_during_a_start_is_said_by_that_start_for_what_it_may_be(tmp_path: Path) -> None:
+    # The start said "broker exited during start", at times after a stray `cat: …/kafka.pid: No such file or
+    # directory` (the stop had removed the file it read the broker's pid from).
+    cache = fresh_cache(tmp_path, KAFKA_CACHE)
+    argv, env = ["bash", str(SCRIPT)], _env(cache)
+    with subprocess.Popen(
+        [*argv, "start"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as start:
+        try:
+            broker = launched_broker(cache / "run", start)
+            stop = subprocess.run(
+                [*argv, "stop"], env=env, capture_output=True, text=True, timeout=90, check=False
+            )
+            out, err = start.communicate(timeout=60)
+        finally:
+            start.kill()
+    assert (stop.returncode, stop.stderr, start.returncode, out) == (0, "", 1, ""), err
+    data = (cache / "run").resolve()
+    said = [line for line in err.splitlines() if line.startswith("kafka.sh: ") or "No such file" in line]
+    assert said == [
+        f"kafka.sh: the broker (pid {broker}) exited during its start (it failed, or a kafka.sh stop stopped it); "
+        f"last lines of {data}/kafka.log:"
+    ], err
+    assert not runs(broker)
 
 
 def test_a_pid_file_naming_another_data_dir_s_broker_says_so_and_leaves_that_broker_running(
