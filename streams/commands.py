@@ -21,7 +21,7 @@ from uuid import uuid4
 from processors.models import Trigger
 from sinks.clock import Clock
 from streams import control, kafka_local
-from streams.errors import StreamsError
+from streams.errors import StreamsError, TerminatedError
 from streams.settings import Settings
 from streams.stopping import Stopping
 from streams.worker_process import free_port
@@ -272,4 +272,11 @@ def kafka(settings: Settings, action: str) -> int:
             "interrupted by SIGINT: the local Kafka broker may still be stopping; `predigest kafka stop` ends it"
         )
         return 128 + signal.SIGINT
+    except TerminatedError:  # to this process alone: kafka.sh's stop goes on to its end
+        log.error(
+            "interrupted by SIGTERM: kafka.sh goes on stopping the local Kafka broker (SIGKILL %d s after its "
+            "SIGTERM, its data kept)",
+            kafka_local.BROKER_STOP_SECONDS,
+        )
+        return 128 + signal.SIGTERM
     return 0 if stopped else 1  # its line said why; the broker may still be stopping

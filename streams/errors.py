@@ -28,9 +28,12 @@ class StoppedBySignalError(StreamsError):
         self.signum = signum
 
 
-class TerminatedError(BaseException):
-    """SIGTERM before a command installed its own handler; a BaseException, so that no `except Exception` takes
-    it for a failure to retry."""
+class TerminatedError(SystemExit):
+    """SIGTERM before a command installed its own handler. A SystemExit (143): no `except Exception` takes it for a
+    failure, asyncio re-raises it from any task or callback, and uncaught it exits 143 without a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
 
 
 class CommandRefusedError(StreamsError):

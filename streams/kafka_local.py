@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from subprocess import PIPE
 
 from streams.errors import BrokerUnavailableError, StoppedBySignalError, TerminatedError
 from streams.settings import Settings
@@ -87,10 +88,12 @@ def _interrupted_start(script: subprocess.Popen[str], exc: BaseException) -> Sto
     for line in err.splitlines():
         if "was still running" in line:  # its stop's bound passed: killed
             log.warning("%s", line)
-    if script.returncode == 0 and out.strip():
-        return StoppedBySignalError(signum, _ANSWERED.format(out.strip().splitlines()[-1]))
     said = [line.split(_STOPPED_LINE, 1)[1] for line in err.splitlines() if _STOPPED_LINE in line]
-    return StoppedBySignalError(signum, f"{_DURING}: {said[-1]}" if said else f"{_DURING}: none was launched")
+    if said:
+        return StoppedBySignalError(signum, f"{_DURING}: {said[-1]}")
+    if out.strip():  # its bootstrap out, the script's exit 0 or its trap's (a signal right after)
+        return StoppedBySignalError(signum, _ANSWERED.format(out.strip().splitlines()[-1]))
+    return StoppedBySignalError(signum, f"{_DURING}: none was launched")
 
 
 _STOPPED_LINE = "interrupted during the start: "
@@ -105,7 +108,7 @@ def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SEC
     """Stop the local broker of `data_dir` (SIGTERM, then SIGKILL after `stop_seconds`, said in a WARNING); its
     data stays. False when the stop did not finish (said in a line): it may still be stopping."""
     try:
-        result = _run(["stop", str(data_dir.resolve())], cache, stop_seconds + 30, stop_seconds)
+        result = _stop_script(cache, data_dir, stop_seconds)
     except subprocess.TimeoutExpired:
         log.error(
             "the local Kafka broker of %s did not stop within %d s: `predigest kafka stop` tries again",
@@ -123,6 +126,20 @@ def stop_broker(cache: Path, data_dir: Path, stop_seconds: int = BROKER_STOP_SEC
             result.returncode,
         )
     return result.returncode == 0
+
+
+def _stop_script(cache: Path, data_dir: Path, stop_seconds: int) -> subprocess.CompletedProcess[str]:
+    """`kafka.sh stop`, killed at its timeout only: a signal here (SIGTERM to this process alone; a Ctrl-C reaches
+    the script too) leaves it to end the broker's stop, SIGKILL at its bound included (subprocess.run killed it)."""
+    args = ["bash", str(SCRIPT), "stop", str(data_dir.resolve())]
+    script = subprocess.Popen(args, env=_env(cache, stop_seconds), stdout=PIPE, stderr=PIPE, text=True)
+    try:
+        out, err = script.communicate(timeout=stop_seconds + 30)
+    except subprocess.TimeoutExpired:
+        script.kill()
+        script.communicate()
+        raise
+    return subprocess.CompletedProcess(args, script.returncode, out, err)
 
 
 def ensure_local_broker(settings: Settings) -> str:

@@ -116,14 +116,26 @@ launch() {  # $1 = data dir, $2 = port; starts the JVM and waits until it answer
   local data="$1" port="$2"
   # setsid: a Ctrl-C in the terminal that started it must not take the shared broker down with it once it answers
   # (before, this script's trap stops it: see `interrupted`).
+  # A signal between the launch and its record would leave a broker running that no kafka.pid names (a next start
+  # took its ports for another program's and formatted its storage under it): it waits for the record.
+  local signalled=""
+  trap 'signalled=130' INT
+  trap 'signalled=143' TERM
   setsid nohup "$JAVA" "${OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$data/server.properties" >> "$data/kafka.log" 2>&1 9>&- &
   LAUNCHED="$data:$!"
   echo $! > "$data/kafka.pid"
+  trap 'interrupted 130' INT
+  trap 'interrupted 143' TERM
+  if [ -n "$signalled" ]; then interrupted "$signalled"; fi
   echo "127.0.0.1:$port" > "$data/bootstrap"
   for _ in $(seq 1 180); do
-    if answers "127.0.0.1:$port"; then LAUNCHED=""; cat "$data/bootstrap"; return 0; fi
-    if ! kill -0 "$(cat "$data/kafka.pid")" 2>/dev/null; then
-      say "broker exited during start; last lines of $data/kafka.log:"; tail -20 "$data/kafka.log" >&2; return 1
+    # Said, then no longer this start's to stop: a signal before the bootstrap is out stops it, after leaves it.
+    if answers "127.0.0.1:$port"; then cat "$data/bootstrap"; LAUNCHED=""; return 0; fi
+    # Its own pid, not kafka.pid's: a `kafka.sh stop` meanwhile (it does not wait for a start's lock) removes that.
+    if ! kill -0 "${LAUNCHED##*:}" 2>/dev/null; then
+      say "the broker (pid ${LAUNCHED##*:}) exited during its start (it failed, or a kafka.sh stop stopped it);" \
+        "last lines of $data/kafka.log:"
+      tail -20 "$data/kafka.log" >&2; return 1
     fi
     sleep 0.5
   done

@@ -78,11 +78,9 @@ def signal_once_it_launches(
         text=True,
         start_new_session=True,
     ) as proc:
+        broker = 0
         try:
-            deadline = time.monotonic() + 120
-            while not (data / "kafka.pid").exists() and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            broker = int((data / "kafka.pid").read_text())
+            broker = launched_broker(data, proc)
             if signum == signal.SIGINT:
                 os.killpg(proc.pid, signum)
             else:
@@ -90,12 +88,29 @@ def signal_once_it_launches(
             code = proc.wait(timeout=60)
         finally:
             proc.kill()
+            if broker and b"kafka.Kafka" in _cmdline(broker):  # a failing test leaves no JVM behind
+                os.kill(broker, signal.SIGKILL)
         return code, proc.stdout.read() if proc.stdout else "", broker
+
+
+def launched_broker(data: Path, proc: subprocess.Popen[str]) -> int:
+    """The pid of the broker `proc` launched, once its kafka.pid holds it (the file is there before its pid)."""
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            return int((data / "kafka.pid").read_text())
+        except (OSError, ValueError):
+            time.sleep(0.02)
+    raise AssertionError(f"no broker was launched in {data} (the command exited {proc.poll()})")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def runs(pid: int) -> bool:
     """Whether `pid` is a running process (not a zombie: those have an empty command line)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""
-    except OSError:
-        return False
+    return _cmdline(pid) != b""

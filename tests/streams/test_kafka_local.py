@@ -151,6 +151,30 @@ def test_a_ctrl_c_during_kafka_stop_says_the_broker_may_still_be_stopping(tmp_pa
     assert (cache / "run" / "kafka.pid").exists()  # what the next `predigest kafka stop` stops
 
 
+@pytest.mark.timeout(120)
+def test_a_sigterm_during_kafka_stop_leaves_kafka_sh_to_end_the_broker_and_says_so(tmp_path: Path) -> None:
+    # The SIGTERM's TerminatedError made subprocess.run kill kafka.sh mid-stop: a broker that ignores SIGTERM was
+    # never killed, and the line said "what it started is stopped".
+    cache = tmp_path / "cache"
+    stays = "signal.signal(signal.SIGTERM, lambda *a: print('term', flush=True))"  # and goes on running
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PREDIGEST_KAFKA_CACHE": str(cache)}
+    argv = [sys.executable, "-m", "streams.cli", "kafka", "stop"]
+    with stand_in_broker(cache / "run", stays) as broker:
+        with subprocess.Popen(
+            argv, cwd=SCRIPT.parents[2], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc:
+            assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
+            proc.send_signal(signal.SIGTERM)
+            code, said = proc.wait(timeout=30), proc.stdout.read() if proc.stdout else ""
+        # Killed at the stop's bound (30 s), as without the SIGTERM.
+        assert broker.wait(timeout=60) == -signal.SIGKILL
+    assert code == 128 + signal.SIGTERM and "Traceback" not in said, said
+    assert said.strip().endswith(
+        "interrupted by SIGTERM: kafka.sh goes on stopping the local Kafka broker (SIGKILL 30 s after its "
+        "SIGTERM, its data kept)"
+    ), said
+
+
 def test_a_broker_started_through_a_symlink_of_its_data_dir_is_still_stopped(tmp_path: Path) -> None:
     # kafka.sh before b49d33c started the broker with the logical path (a worktree's .cache/kafka symlink): its
     # next stop took that running broker for a stale pid, removed its file and never stopped it.

@@ -188,10 +188,10 @@ def test_kafka_stop_exits_1_when_the_broker_s_stop_did_not_finish(
 ) -> None:
     from streams import commands, kafka_local
 
-    def hung(args: list[str], cache: Path, timeout: float, stop_seconds: int = 30) -> None:
-        raise subprocess.TimeoutExpired(args, timeout)
+    def hung(cache: Path, data_dir: Path, stop_seconds: int) -> None:
+        raise subprocess.TimeoutExpired(["kafka.sh", "stop"], stop_seconds + 30)
 
-    monkeypatch.setattr(kafka_local, "_run", hung)
+    monkeypatch.setattr(kafka_local, "_stop_script", hung)
     # A script or a shell then knows the broker may still be stopping (it exited 0 with an ERROR line).
     assert commands.kafka(make_settings(), "stop") == 1
     assert "did not stop within" in caplog.text
