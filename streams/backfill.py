@@ -199,8 +199,16 @@ async def backfill(
                 parts = [loop.run_in_executor(pool, _prepare_many, root, s, max_bytes, known) for s in slices]
                 return [p for part in await asyncio.gather(*parts) for p in part]
 
-            first = asyncio.ensure_future(prepared())  # read while the topics and the producer start
-            await _start(settings, prod, first)
+            first = asyncio.ensure_future(
+                prepared()
+            )  # walked and read while the topics and the producer start
+            try:
+                await kafka_io.ensure_topics(settings)
+                await prod.start()
+            except BaseException:
+                first.cancel()
+                raise
+            todo.open()
             await _send_all(prod, settings.kafka.topic("raw"), first, prepared, acks, report)
         acks.flush()
     finally:
@@ -208,15 +216,6 @@ async def backfill(
         ledger.close()
     report.seconds = loop.time() - started
     return report
-
-
-async def _start(settings: Settings, prod: AIOKafkaProducer, first: asyncio.Future[list[Prepared]]) -> None:
-    """The topics checked and the producer started at once; both end before the first failure is raised."""
-    outcomes = await asyncio.gather(kafka_io.ensure_topics(settings), prod.start(), return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            first.cancel()
-            raise outcome
 
 
 Sent = tuple[list[Prepared], asyncio.Future[object]]  # a batch's files, acknowledged together

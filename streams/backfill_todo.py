@@ -34,6 +34,7 @@ class Todo:
         self._root, self._known, self._chunk, self._on_walked = root, known, chunk, on_walked
         self._chunks: asyncio.Queue[list[Entry] | BaseException] = asyncio.Queue()
         self._stop = threading.Event()
+        self._walked = self._open = False
         self.files = self.skipped = 0  # every file walked; those acknowledged as they are
         self.count = self.size = 0  # the files to send, and their bytes
 
@@ -46,8 +47,14 @@ class Todo:
         finally:
             self._stop.set()
 
+    def open(self) -> None:
+        """From now on `on_walked` may run (at once if the walk is over): no line before Kafka answered."""
+        self._open = True
+        if self._walked:
+            self._on_walked(self)
+
     async def next(self) -> list[Entry]:
-        """The next files to send, in the walk's order; [] once every file was. `on_walked` ran before that."""
+        """The next files to send, in the walk's order; [] once every file was, `on_walked` run if open."""
         chunk = await self._chunks.get()
         if isinstance(chunk, BaseException):
             raise chunk
@@ -71,12 +78,15 @@ class Todo:
                     chunk = []
             if chunk:
                 call(self._chunks.put_nowait, chunk)
-            call(self._walked)  # the loop runs callbacks in the order they came: after the last chunk's
+            call(self._walk_over)  # the loop runs callbacks in the order they came: after the last chunk's
             call(self._chunks.put_nowait, [])
         except BaseException as exc:  # raised in the loop, where it waits for the next chunk
             call(self._chunks.put_nowait, exc)
 
-    def _walked(self) -> None:
+    def _walk_over(self) -> None:
+        self._walked = True
+        if not self._open:
+            return
         try:
             self._on_walked(self)
         except Exception as exc:  # raised in the loop, where it waits for the next chunk
