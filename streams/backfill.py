@@ -208,7 +208,7 @@ async def backfill(
             except BaseException:
                 first.cancel()
                 raise
-            todo.open()
+            todo.start_telling()
             await _send_all(prod, settings.kafka.topic("raw"), first, prepared, acks, report)
         acks.flush()
     finally:

@@ -34,7 +34,7 @@ class Todo:
         self._root, self._known, self._chunk, self._on_walked = root, known, chunk, on_walked
         self._chunks: asyncio.Queue[list[Entry] | BaseException] = asyncio.Queue()
         self._stop = threading.Event()
-        self._walked = self._open = False
+        self._walked = self._telling = False
         self.files = self.skipped = 0  # every file walked; those acknowledged as they are
         self.count = self.size = 0  # the files to send, and their bytes
 
@@ -47,14 +47,14 @@ class Todo:
         finally:
             self._stop.set()
 
-    def open(self) -> None:
+    def start_telling(self) -> None:
         """From now on `on_walked` may run (at once if the walk is over): no line before Kafka answered."""
-        self._open = True
+        self._telling = True
         if self._walked:
             self._on_walked(self)
 
     async def next(self) -> list[Entry]:
-        """The next files to send, in the walk's order; [] once every file was, `on_walked` run if open."""
+        """The next files to send, in the walk's order; [] once every file was, `on_walked` run if telling."""
         chunk = await self._chunks.get()
         if isinstance(chunk, BaseException):
             raise chunk
@@ -85,7 +85,7 @@ class Todo:
 
     def _walk_over(self) -> None:
         self._walked = True
-        if not self._open:
+        if not self._telling:
             return
         try:
             self._on_walked(self)

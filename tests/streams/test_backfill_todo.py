@@ -60,7 +60,7 @@ async def _chunks(todo: Todo, pool: ThreadPoolExecutor) -> list[list[str]]:
     return chunks
 
 
-async def test_chunks_come_in_order_without_the_acknowledged_and_the_total_once_open(root: Path) -> None:
+async def test_chunks_come_in_order_without_the_acknowledged_and_the_total_once_telling(root: Path) -> None:
     same, touched = root / "inbox/a/x.md", root / "living/risk.md"
     known = {
         "inbox/a/x.md": (same.stat().st_size, same.stat().st_mtime, "sha"),  # acknowledged as it is: skipped
@@ -77,7 +77,7 @@ async def test_chunks_come_in_order_without_the_acknowledged_and_the_total_once_
     sent = sorted(set(NAMES) - {"inbox/a/x.md"})
     assert chunks == [sent[i : i + 4] for i in range(0, len(sent), 4)]
     assert totals == []  # walked, but Kafka has not answered yet: a refusal would be the only line
-    todo.open()
+    todo.start_telling()
     assert totals == [(len(NAMES), 1, len(sent), sum(len(rel) for rel in sent))]
 
 
