@@ -199,9 +199,8 @@ async def backfill(
                 parts = [loop.run_in_executor(pool, _prepare_many, root, s, max_bytes, known) for s in slices]
                 return [p for part in await asyncio.gather(*parts) for p in part]
 
-            first = asyncio.ensure_future(
-                prepared()
-            )  # walked and read while the topics and the producer start
+            # The first chunk is walked and read while the topics are checked and the producer starts.
+            first = asyncio.ensure_future(prepared())
             try:
                 await kafka_io.ensure_topics(settings)
                 await prod.start()
