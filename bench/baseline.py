@@ -14,7 +14,8 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from streams.backfill import DEFAULT_BATCH_BYTES, DEFAULT_COMPRESSION, DEFAULT_LINGER_MS, codec, walk
+from streams.backfill import DEFAULT_BATCH_BYTES, DEFAULT_COMPRESSION, DEFAULT_LINGER_MS, codec
+from streams.backfill_todo import walk
 from streams.kafka_io import MAX_MESSAGE_BYTES
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +16,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from processors.raw_record import raw_record, raw_record_of
-from processors.root_paths import WATCHED
 from sinks.ledger import Ledger
 from streams import heap, kafka_io, root_files
+from streams.backfill_todo import Todo
 from streams.root_files import Entry
 from streams.settings import Settings
 
@@ -89,12 +89,6 @@ def make_bulk_producer(
         linger_ms=linger_ms,
         request_timeout_ms=60000,
     )
-
-
-def walk(root: Path) -> Iterator[Entry]:
-    """What the watcher looks at, with its lstat: symlinks and special files too, to be refused as it does."""
-    for top in WATCHED:
-        yield from root_files.walk(root, top)
 
 
 def _prepare(c: Entry, read: root_files.FileOutcome, known_digest: str | None) -> Prepared:
@@ -171,45 +165,50 @@ async def backfill(
     on_total: Callable[[int, int], None] | None = None,
     progress: Progress | None = None,
 ) -> BackfillReport:
-    """Publish every file under the root that the ledger has not acknowledged in its current form."""
+    """Publish every file under the root that the ledger has not acknowledged in its current form.
+
+    Sent in the order of their paths, from the first chunk walked on: `on_total` (the files and bytes to send)
+    comes once the walk, which runs ahead, is over; on a large root after the first `progress`."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     root = settings.root.resolve()
     report = BackfillReport()
-    await kafka_io.ensure_topics(settings)
     ledger = Ledger(settings.ledger_file)
     prod = make_bulk_producer(settings, compression, batch_bytes, linger_ms)
+
+    def walked(todo: Todo) -> None:
+        report.files, report.skipped = todo.files, todo.skipped
+        if on_total is not None:
+            on_total(todo.count, todo.size)
+        log.info("backfill of %s: %d file(s), %d already acknowledged", root, todo.files, todo.skipped)
+
     try:
         known = ledger.entries()
-        todo: list[Entry] = []
-        for c in walk(root):
-            report.files += 1
-            entry = known.get(c.rel)
-            if entry is not None and entry[0] == c.size and entry[1] == c.mtime:
-                report.skipped += 1
-            else:
-                todo.append(c)
-        todo.sort(key=lambda c: c.rel)  # a stable order: the same archive backfills the same way
-        if on_total is not None:
-            on_total(len(todo), sum(c.size for c in todo))
-        log.info("backfill of %s: %d file(s), %d already acknowledged", root, report.files, report.skipped)
-        await prod.start()
+        todo = Todo(root, known, CHUNK, walked)
         acks = _Acks(ledger, report, progress)
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="backfill-read") as pool:
+        # A thread more for the walk, which runs ahead of the reads.
+        pool = ThreadPoolExecutor(max_workers=threads + 1, thread_name_prefix="backfill-read")
+        with pool, todo.walking(pool):
 
-            def read(chunk: list[Entry]) -> Awaitable[list[list[Prepared]]]:
-                # One task per slice, not per file: a future per file costs more than reading the file.
-                step = -(-len(chunk) // threads)
-                return asyncio.gather(
-                    *(
-                        loop.run_in_executor(
-                            pool, _prepare_many, root, chunk[i : i + step], settings.max_bytes, known
-                        )
-                        for i in range(0, len(chunk), step)
-                    )
-                )
+            async def prepared() -> list[Prepared]:
+                """The next chunk walked, read and encoded, one slice per thread; [] once all were."""
+                chunk = await todo.next()
+                step = max(1, -(-len(chunk) // threads))  # a task per slice: a future per file costs more
+                slices = (chunk[i : i + step] for i in range(0, len(chunk), step))
+                max_bytes = settings.max_bytes
+                parts = [loop.run_in_executor(pool, _prepare_many, root, s, max_bytes, known) for s in slices]
+                return [p for part in await asyncio.gather(*parts) for p in part]
 
-            await _send_all(prod, settings.kafka.topic("raw"), todo, read, acks, report)
+            # The first chunk is walked and read while the topics are checked and the producer starts.
+            first = asyncio.ensure_future(prepared())
+            try:
+                await kafka_io.ensure_topics(settings)
+                await prod.start()
+            except BaseException:
+                first.cancel()
+                raise
+            todo.start_telling()
+            await _send_all(prod, settings.kafka.topic("raw"), first, prepared, acks, report)
         acks.flush()
     finally:
         await prod.stop()  # stopping a producer that never started is a no-op
@@ -266,22 +265,19 @@ class _Batches:
 async def _send_all(
     prod: AIOKafkaProducer,
     topic: str,
-    todo: list[Entry],
-    read: Callable[[list[Entry]], Awaitable[list[list[Prepared]]]],
+    first: asyncio.Future[list[Prepared]],
+    prepared: Callable[[], Awaitable[list[Prepared]]],
     acks: _Acks,
     report: BackfillReport,
 ) -> None:
-    """Read chunk k+1 while chunk k is handed to the producer; delivery futures are awaited as they land."""
-    chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
-    batches = _Batches(prod, topic, sorted(await prod.partitions_for(topic)))
+    """Walk and read chunk k+1 while chunk k is handed to the producer; delivery futures are awaited as they land."""
+    next_read = first
     in_flight: list[Sent] = []
-    next_read = asyncio.ensure_future(read(chunks[0])) if chunks else None
     try:
-        for k in range(len(chunks)):
-            assert next_read is not None
-            prepared = [p for part in await next_read for p in part]
-            next_read = asyncio.ensure_future(read(chunks[k + 1])) if k + 1 < len(chunks) else None
-            for p in prepared:
+        batches = _Batches(prod, topic, sorted(await prod.partitions_for(topic)))
+        while chunk := await next_read:
+            next_read = asyncio.ensure_future(prepared())
+            for p in chunk:
                 if p.value is None:
                     if p.sha256:
                         report.unchanged_bytes += 1
@@ -297,8 +293,7 @@ async def _send_all(
         in_flight += await batches.send_rest()
         await _settle(in_flight, acks, wait=True)
     finally:
-        if next_read is not None:
-            next_read.cancel()
+        next_read.cancel()  # nothing once it is done
         acks.flush()  # whatever Kafka acknowledged is remembered, even when a later send failed
 
 

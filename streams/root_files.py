@@ -85,19 +85,55 @@ FileOutcome = Regular | Refused | Missing | Folder | Changed
 def walk(root: Path, rel: str) -> Iterator[Entry]:
     """Every non-folder under `root/rel`, sorted per folder; a symlinked folder is listed (to be refused), never
     entered; ignored names are skipped; what vanishes during the walk is skipped."""
-    start = root / rel
-    try:
-        top = start.lstat()
-    except OSError:
-        return
-    if not stat.S_ISDIR(top.st_mode):
-        yield Entry(rel, top.st_size, top.st_mtime)
+    alone = _alone(root, rel)
+    if alone is not None:
+        yield from alone
         return
     stack = [rel]
     while stack:
         files, folders = list_folder(root, stack.pop())
         yield from files
         stack.extend(reversed(folders))
+
+
+def walk_sorted(root: Path, rel: str) -> Iterator[Entry]:
+    """`walk`'s entries in the order of their paths sorted as strings: the backfill sends in that order, and
+    starts sending before the walk ends."""
+    alone = _alone(root, rel)
+    if alone is not None:
+        yield from alone
+        return
+    # A stack of folders being listed, not nested generators: each entry would pass through one per level.
+    stack = [_in_path_order(root, rel)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, str):
+                stack.append(_in_path_order(root, item))
+                break
+            yield item
+        else:
+            stack.pop()
+
+
+def _alone(root: Path, rel: str) -> list[Entry] | None:
+    """None when `root/rel` is a folder; else its entry, or nothing when it is not there."""
+    try:
+        top = os.lstat(f"{os.fspath(root)}/{rel}")
+    except OSError:
+        return []
+    return None if stat.S_ISDIR(top.st_mode) else [Entry(rel, top.st_size, top.st_mtime)]
+
+
+def _in_path_order(root: Path, rel: str) -> Iterator[Entry | str]:
+    """A folder's files and sub-folders as their paths sort: a folder's own paths all go as `name/` sorts."""
+    files, folders = list_folder(root, rel)
+    items: list[Entry | str] = [*files, *folders]
+    return iter(sorted(items, key=_path_key))
+
+
+def _path_key(item: Entry | str) -> str:
+    # "a/x" sorts after "a-b" ('/' comes after '-'): a folder's place is `a/`'s, not `a`'s.
+    return f"{item}/" if isinstance(item, str) else item.rel
 
 
 def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:

@@ -17,7 +17,7 @@ from bench.archive import generate
 from processors.models import RawFile
 from processors.raw_record import MAGIC, read_raw
 from streams import backfill as backfill_module
-from streams import kafka_io, root_files
+from streams import backfill_todo, kafka_io, root_files
 from streams.backfill import backfill
 from streams.kafka_io import key_partitioner
 from streams.settings import Settings
@@ -93,6 +93,35 @@ async def test_files_over_many_batches_and_partitions_arrive_once_in_order(
         assert mine == sorted(mine) and mine
         assert {key_partitioner(k, [0, 1, 2], [0, 1, 2]) for k in mine} == {partition}
     assert (await backfill(settings)).published == 0  # every batch's files were recorded as acknowledged
+
+
+async def test_folders_whose_names_sort_apart_go_in_the_sorted_order_and_progress_reaches_its_total(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    # Sending starts while the root is walked: `a/…` must still follow `a-b/…` ('-' sorts before '/').
+    paths = [
+        "inbox/a/b/z.md",
+        "inbox/a/b-c.md",
+        "inbox/a-b/y.md",
+        "inbox/a.md",
+        "inbox/a0/x.md",
+        "living/r.md",
+    ]
+    paths += [f"work-queue/q/{i:03}.md" for i in range(600)] + ["work-queue/q-1.md"]  # over one chunk
+    for rel in paths:
+        (settings.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (settings.root / rel).write_text(rel)
+    totals: list[tuple[int, int]] = []
+    done = [0, 0]
+
+    def progress(count: int, size: int) -> None:
+        done[0], done[1] = done[0] + count, done[1] + size
+
+    report = await backfill(settings, on_total=lambda *t: totals.append(t), progress=progress)
+    assert [r.path for r in await _raw(settings)] == sorted(paths)  # one partition: the offsets' order
+    assert totals == [(len(paths), sum(len(rel) for rel in paths))] == [tuple(done)]
+    assert report.published == len(paths)
 
 
 async def test_a_file_larger_than_a_batch_travels_in_a_batch_of_its_own(
@@ -199,7 +228,7 @@ def test_a_slice_that_fails_midway_leaves_no_folder_open(
     folder.mkdir(parents=True)
     for i in range(3):
         (folder / f"2026-09-27-100{i}-n{i}.md").write_text(f"# note {i}\n")
-    entries = list(backfill_module.walk(tmp_path))
+    entries = list(backfill_todo.walk(tmp_path))
     real = backfill_module._prepare
 
     def fails_second(
