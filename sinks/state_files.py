@@ -91,9 +91,10 @@ def _replayed(path: Path, limits: duck.Limits) -> duckdb.DuckDBPyConnection:
     wal = path.with_name(path.name + ".wal")
     if not wal.exists():
         return duck.connect(path, STATE, limits)
-    # Said before the replay: a kernel's kill during it (the container's memory) leaves this as the last line.
+    # Said before the replay: a kernel's kill during it (the container's memory) leaves this as the last line. Not
+    # why the WAL is there: a worker still running on the file has one too (its lock refuses this start next).
     log.info(
-        "replaying the WAL of the state file %s (%d MiB, left by a stop that did not checkpoint) within %s",
+        "replaying the WAL of the state file %s (%d MiB not checkpointed yet) within %s",
         path,
         wal.stat().st_size >> 20,
         _within(limits),

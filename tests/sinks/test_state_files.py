@@ -14,7 +14,7 @@ import pytest
 
 from sinks import duck
 from sinks.duck import Limits
-from sinks.errors import StateMemoryError
+from sinks.errors import StateLockedError, StateMemoryError
 from sinks.state import STATE
 from sinks.state_files import check_version, open_state
 
@@ -42,6 +42,20 @@ for _ in range(int(sys.argv[2])):
     state.apply_batch(batch)
 print(offset, flush=True)
 os._exit(0)  # as SIGKILL: no close, so no checkpoint
+"""
+
+
+# A worker running on the file: a note stored, so its WAL is there, and the file held.
+_RUNNING = """
+import sys, time
+from pathlib import Path
+from sinks.state import StateStore
+from tests.state_support import parsed, put_document
+
+state = StateStore(Path(sys.argv[1]))
+put_document(state, "inference", parsed("inbox/jay/a.md", "# a\\n"), raw_offset=None)
+print("open", flush=True)
+time.sleep(60)
 """
 
 
@@ -142,3 +156,27 @@ def test_a_wal_that_does_not_replay_within_the_ceiling_stops_the_start_with_one_
         assert aside is None and state.document_count() == stored
     finally:
         state.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_start_beside_a_running_worker_stops_on_its_lock_and_never_says_a_stop_left_its_wal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A running worker's file has a WAL too: the second start's line before the replay must not tell the
+    operator a stop left it (it said "left by a stop that did not checkpoint"), and the lock refuses the start."""
+    path = tmp_path / "worker.duckdb"
+    with subprocess.Popen(
+        [sys.executable, "-c", _RUNNING, str(path)], cwd=PROJECT, stdout=subprocess.PIPE, text=True
+    ) as running:
+        try:
+            assert running.stdout is not None and running.stdout.readline() == "open\n"
+            assert _wal(path).exists()
+            with (
+                caplog.at_level(logging.INFO, logger="sinks.state_files"),
+                pytest.raises(StateLockedError, match="Could not set lock"),
+            ):
+                check_version(path, Limits(memory_mib=64, threads=1, ceiling_mib=512))
+        finally:
+            running.kill()
+    assert "replaying the WAL of the state file" in caplog.text
+    assert "stop" not in caplog.text, caplog.text
