@@ -225,3 +225,4 @@ async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_
     with running_worker(s, tmp_path, "worker-2"):
         briefing = await await_briefing(s, "inference", end, "flush", 120)
     assert [a.id for a in briefing.arxiv] == ["1605.08386"]
+    assert await committed(s, "control") == 1, "the answered command was not acknowledged"
