@@ -43,6 +43,7 @@ from streams import parse_flow, window_flow
 from streams.batches import (
     BACKLOG_RECORDS,
     ack_all,
+    each_then_acked,
     nothing_behind,
     records_behind,
     take_batches,
@@ -92,8 +93,7 @@ def _decoded(
 
 
 def _position(event: EventT[bytes]) -> Position:
-    msg = event.message
-    return Position(msg.topic, msg.partition, msg.offset)
+    return Position(event.message.topic, event.message.partition, event.message.offset)
 
 
 async def _dead_letters(
@@ -308,10 +308,10 @@ async def store_when_ready(
 
 
 async def control_agent(services: Services, outputs: Outputs, stream: Stream[bytes]) -> None:
-    try:
-        async for event in stream.events():
+    try:  # a command acked once answered: one a stop cut short is answered after the restart
+        async for event in each_then_acked(stream):
             await answer_command(services, outputs, event)
-    except BaseException as exc:  # Faust: the command acked, restarted; a panic: crashed
+    except BaseException as exc:  # unacked: the worker stops, or a stop's cancellation passes
         stop_unless_stopping("the control agent", exc, services.halt)
 
 

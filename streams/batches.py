@@ -83,6 +83,17 @@ async def ack_all(stream: Stream[Any], events: Sequence[EventT[Any]]) -> None:
             await stream.ack(event)
 
 
+async def each_then_acked(stream: Stream[Any]) -> AsyncIterator[EventT[Any]]:
+    """The stream's events one at a time, each acked once the caller's work on it returned (at the next turn).
+
+    Faust's own iteration acks an event as its generator leaves it, also when a stop cancelled the work and closes
+    the generator, and the stop then commits it: an event left so stays unacked here, and Kafka delivers it again."""
+    stream.enable_acks = False
+    async for event in stream.events():
+        yield event
+        await ack_all(stream, [event])
+
+
 def weighed_behind(records: int, events: Sequence[EventT[Any]], weight: Weight) -> float:
     """The weight of `records` waiting behind a batch, taking each at the batch's mean weight."""
     return records * sum(map(weight, events)) / max(len(events), 1)

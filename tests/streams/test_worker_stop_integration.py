@@ -6,18 +6,22 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from aiokafka.errors import KafkaError
 
 from streams import kafka_io
 from streams.backfill import backfill
+from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
-from streams.settings import Settings
+from streams.settings import ArxivSettings, Settings
 from streams.stopping import WORKER_STOP_SECONDS
 from streams.worker_process import spawn_worker, stop_process
+from tests.arxiv_server import FakeArxiv, Stall, fake_arxiv
 from tests.streams.fault_support import (
     WRITERS,
     assert_each_path_stored_once,
@@ -27,7 +31,7 @@ from tests.streams.fault_support import (
     printed_logs_on_failure,
     state_rows,
 )
-from tests.support import running_worker
+from tests.support import async_wait_for, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -142,6 +146,8 @@ async def test_a_stop_while_a_parse_batch_is_in_flight_loses_nothing_and_logs_no
     _clean(tmp_path / "worker-2.log")
 
 
+# The restart parses the eight large notes again: 70-140 s of wall time at load 10 on two cores, more when loaded.
+@pytest.mark.timeout(600)
 async def test_a_stop_drops_a_parse_batch_that_would_outlast_its_time_and_a_restart_stores_every_note_once(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
@@ -170,7 +176,7 @@ async def test_a_stop_drops_a_parse_batch_that_would_outlast_its_time_and_a_rest
     stored = {r.path for r in state_rows(s)}
     assert set(large) - stored, "the large notes were all parsed: the stop tested nothing"
     with running_worker(s, tmp_path, "worker-2"):
-        await wait_ingested(s, 240)
+        await wait_ingested(s, 480)
     assert_each_path_stored_once(state_rows(s), paths)
     _clean(tmp_path / "worker-2.log")
 
@@ -180,3 +186,45 @@ async def _raw_committed(s: Settings, wanted: int) -> bool:
         return await committed(s, "raw") >= wanted
     except KafkaError:  # the group has no coordinator yet
         return False
+
+
+@pytest.fixture
+def arxiv() -> Iterator[FakeArxiv]:
+    with fake_arxiv() as fake:
+        yield fake
+
+
+async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_restart_which_answers_it(
+    make_settings: Callable[..., Settings], arxiv: FakeArxiv, tmp_path: Path
+) -> None:
+    # arXiv holds its answer past the stop's wait for what the agents took: the flush is still being answered
+    # when the agents are cancelled. Its command was acked as Faust closed the stream, and the stop committed it.
+    api = ArxivSettings(
+        enabled=True, base_url=arxiv.url, min_interval_seconds=0.2, max_retries=0, batch_size=1
+    )
+    s = make_settings(arxiv=api.model_copy(update={"timeout_seconds": 120.0}))
+    await kafka_io.ensure_topics(s)
+    paths = _write(
+        s.root, {"inbox/jay/2026-09-27-1200-ids.md": "# ids\n\nvLLM inference serving arXiv:1605.08386\n"}
+    )
+    assert (await backfill(s)).published == len(paths)
+    arxiv.script.append(Stall(300))  # until released
+    end = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        try:
+            await wait_ingested(s, 120)
+            await send_command(s, "inference", "flush", end)
+            await async_wait_for(lambda: bool(arxiv.requests), 120, "the flush's answer asking arXiv")
+        finally:
+            code = stop_process(worker)  # SIGTERM
+        assert code == 0
+        text = _clean(log)
+    assert f"({s.kafka.topic('control')}[0]@0): unacknowledged" in text
+    assert await committed(s, "control") == 0, "the command was committed unanswered"
+    arxiv.released.set()
+    with running_worker(s, tmp_path, "worker-2"):
+        briefing = await await_briefing(s, "inference", end, "flush", 120)
+    assert [a.id for a in briefing.arxiv] == ["1605.08386"]
+    assert await committed(s, "control") == 1, "the answered command was not acknowledged"
