@@ -253,5 +253,7 @@ async def test_a_damaged_contributor_s_slot_goes_to_the_next_source(tmp_path: Pa
         briefings.append(await _briefing(worker, clock))
     alone, damaged = briefings
     assert [r.path for r in damaged.rejected] == [DAMAGED]
+    # Read again without it, not read again: counted once.
+    assert worker.metric("predigest_stored_notes_unreadable_total", reader="briefing") == 1
     assert [(s.path, s.status) for s in damaged.sources] == [(GOOD, "used")] and len(damaged.increments) == 1
     assert (damaged.sources, damaged.increments) == (alone.sources, alone.increments)
