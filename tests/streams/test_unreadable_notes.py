@@ -212,6 +212,9 @@ async def test_a_damaged_living_document_is_said_damaged_where_its_sections_woul
     assert "living document inference.md (damaged, cannot be read)" in markdown
     assert "TBD (the living document is stored, but its text is damaged and cannot be read)" in markdown
     assert "has no related section yet" not in markdown
+    zh = render_markdown(b, lang="zh", zone=SH)  # as docs/briefing.md quotes it
+    assert "活文档 inference.md（已损坏、无法读取）" in zh
+    assert "待定（活文档已存储，但正文已损坏、无法读取）" in zh
 
 
 async def test_a_damaged_note_weighs_nothing_in_the_other_sources_relevance(
@@ -253,6 +256,8 @@ async def test_a_damaged_contributor_s_slot_goes_to_the_next_source(tmp_path: Pa
         briefings.append(await _briefing(worker, clock))
     alone, damaged = briefings
     assert [r.path for r in damaged.rejected] == [DAMAGED]
+    # Read again without it, not read again: counted once.
+    assert worker.metric("predigest_stored_notes_unreadable_total", reader="briefing") == 1
     assert [(s.path, s.status) for s in damaged.sources] == [(GOOD, "used")] and len(damaged.increments) == 1
     assert (damaged.sources, damaged.increments) == (alone.sources, alone.increments)
 
