@@ -1,13 +1,16 @@
-"""Fixtures: one local Kafka broker for the whole session, fresh topics and groups per test."""
+"""Fixtures: one local Kafka broker for the whole session, fresh topics and groups per test; a test timeout that
+lands in a DuckDB query reported as a timeout."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import pytest
+from _pytest._code.code import ExceptionRepr
 from hypothesis import settings
 
 from streams.kafka_local import start_broker, stop_broker
@@ -21,6 +24,41 @@ KAFKA_CACHE = PROJECT / ".cache" / "kafka"
 # trips. Speed is measured in the benchmarks; property tests check properties (pytest-timeout guards hangs).
 settings.register_profile("no-deadline", deadline=None)
 settings.load_profile("no-deadline")
+
+
+_STARTED = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_STARTED] = time.monotonic()  # pytest-timeout's timer runs from the set-up on
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test timeout that lands in a DuckDB query is reported as the timeout it is: DuckDB turns the exception of
+    pytest-timeout's SIGALRM handler into "RuntimeError: Query interrupted", read as the state interrupting a read."""
+    report = yield
+    said, timeout = report.longrepr, _timed_out(item, call)
+    if timeout is not None and isinstance(said, ExceptionRepr) and said.reprcrash is not None:
+        what = f"Timeout (>{timeout}s) from pytest-timeout, not the state"
+        said.addsection(
+            what, "its SIGALRM landed in a DuckDB query, which DuckDB reports as 'Query interrupted'"
+        )
+        said.reprcrash.message = f"{what}: a DuckDB query ran past it"
+    return report
+
+
+def _timed_out(item: pytest.Item, call: pytest.CallInfo[None]) -> float | None:
+    """The test's timeout if DuckDB's "Query interrupted" came at it (not a Ctrl-C before)."""
+    failed, marker = call.excinfo, item.get_closest_marker("timeout")
+    if failed is None or not failed.errisinstance(RuntimeError) or str(failed.value) != "Query interrupted":
+        return None
+    timeout = float(marker.args[0] if marker and marker.args else item.config.getini("timeout") or 0)
+    ran = call.stop - item.stash.get(_STARTED, call.start)
+    return timeout if 0 < timeout <= ran + 0.5 else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -211,3 +211,9 @@ def cached_mib(state: StateStore) -> float:
         "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
     ).fetchone()
     return float(row[0] or 0) / (1 << 20) if row else 0.0
+
+
+# ~70 MiB of blocks once read, as a large window's first reads leave in DuckDB's pool: pseudo-random integers that
+# nothing compresses. md5 strings of 4M rows wrote as much in 2.2 s of CPU (~8 s of wall at load 15, a quarter of
+# the 30 s test timeout); hashes in 0.65 s.
+FILLER = "CREATE TABLE filler AS SELECT range AS i, hash(range) AS s FROM range(8500000)"

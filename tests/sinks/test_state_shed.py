@@ -10,7 +10,7 @@ from processors.window import window_bounds
 from sinks.duck import Limits
 from sinks.offsets import Position
 from sinks.state import StateStore
-from tests.state_support import cached_mib, duckdb_limits
+from tests.state_support import FILLER, cached_mib, duckdb_limits
 
 
 def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_unless_a_reader_is_open(
@@ -20,9 +20,7 @@ def test_shedding_the_cache_evicts_what_reads_left_and_keeps_the_memory_limit_un
     resident set), the limit as configured after; never while another thread's read could meet the lowered one."""
     state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
     try:
-        state._db.execute(
-            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
-        )
+        state._db.execute(FILLER)
         state._db.execute("CHECKPOINT")
         state._db.execute("SELECT max(s), sum(i) FROM filler").fetchall()
         assert cached_mib(state) > 32
@@ -42,9 +40,7 @@ def test_a_briefings_own_idle_window_does_not_keep_the_cache_from_being_shed(tmp
     large window), its own window's cursor still open; another reader's cursor still keeps it."""
     state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
     try:
-        state._db.execute(
-            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
-        )
+        state._db.execute(FILLER)
         state._db.execute("CHECKPOINT")
         window = state.window(
             "inference", window_bounds(datetime(2026, 9, 28, tzinfo=UTC), timedelta(days=1))
@@ -124,9 +120,7 @@ def test_the_check_sheds_as_it_reads_so_duckdbs_cache_never_holds_the_whole_stat
     what the worker's last briefing left."""
     state = StateStore(tmp_path / "worker.duckdb", Limits(memory_mib=96, threads=1))
     try:
-        state._db.execute(
-            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
-        )
+        state._db.execute(FILLER)
         state._db.execute("CHECKPOINT")
         assert state.shed_cache()
         cached: list[float] = []

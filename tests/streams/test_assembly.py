@@ -27,7 +27,7 @@ from streams.assembly import LOAD_MIB
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
-from tests.state_support import EXAMPLES, SH, cached_mib
+from tests.state_support import EXAMPLES, FILLER, SH, cached_mib
 from tests.streams.pipeline_support import ingest
 
 END = datetime(2026, 9, 27, 22, 20, tzinfo=SH)
@@ -60,7 +60,7 @@ def _pipeline(tmp_path: Path, memory_mib: int = 96) -> Pipeline:
 
 def _filled(pipeline: Pipeline) -> None:
     db = pipeline.state._db
-    db.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)")
+    db.execute(FILLER)
     db.execute("CHECKPOINT")
     db.execute("SELECT max(s), sum(i) FROM filler").fetchall()  # as a 100k window's first reads fill it
     assert cached_mib(pipeline.state) > 32

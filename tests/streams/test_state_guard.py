@@ -13,11 +13,11 @@ from streams.settings import KafkaSettings, Settings
 from streams.state_guard import QUIET_SECONDS, StateGuard
 from streams.state_sync import StateSync
 from tests.clocks import ManualClock
-from tests.state_support import cached_mib
+from tests.state_support import FILLER, cached_mib
 
 
 def _guarded(tmp_path: Path) -> tuple[LazyPipeline, StateGuard, ManualClock]:
-    """A guard over an opened state holding ~100 MB of blocks on disk, none of them cached."""
+    """A guard over an opened state holding ~70 MB of blocks on disk, none of them cached."""
     s = Settings(
         root=tmp_path / "root",
         state_dir=tmp_path / "state",
@@ -28,9 +28,7 @@ def _guarded(tmp_path: Path) -> tuple[LazyPipeline, StateGuard, ManualClock]:
     pipeline = LazyPipeline(s, metrics, clock)
     guard = StateGuard(s, pipeline, StateSync(s, pipeline, Ownership([], 1), metrics, clock), metrics, clock)
     state = pipeline().state
-    state._db.execute(
-        "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(4000000)"
-    )
+    state._db.execute(FILLER)
     state._db.execute("CHECKPOINT")
     assert state.shed_cache() and cached_mib(state) <= 16
     return pipeline, guard, clock
