@@ -109,17 +109,26 @@ class StoredWindow:
             raise
 
     def _set_apart(self) -> None:
-        """The window's versions without a source row reported (the briefing lists them damaged), then unpinned;
-        superseded ones dropped (their current version is the one listed)."""
+        """The window's versions without a source row unpinned and reported (the briefing lists them damaged); a
+        superseded one only when nothing else of its note is pinned (else the note is listed as that)."""
         apart = self._db.execute(
             f"SELECT path, true FROM {self._w} WHERE vid IS NULL UNION ALL "
             f"SELECT path, false FROM {self._s} WHERE vid IS NULL"
         ).fetchall()
-        for path, current in apart:
-            if current:
-                self.unreadable.report(path, self._axis, _NO_SOURCE_ROW)
         for pinned in {self._w if current else self._s for _, current in apart}:
             self._db.execute(f"DELETE FROM {pinned} WHERE vid IS NULL")
+        superseded = [path for path, current in apart if not current]
+        listed = self._pinned(superseded) if superseded else set()
+        for path in dict.fromkeys(p for p, current in apart if current or p not in listed):
+            self.unreadable.report(path, self._axis, _NO_SOURCE_ROW)
+
+    def _pinned(self, paths: Sequence[str]) -> set[str]:
+        """Which of `paths` the window pins a version of, current or superseded."""
+        rows = self._db.execute(
+            f"SELECT path FROM {self._w} WHERE path = ANY($1) UNION SELECT path FROM {self._s} WHERE path = ANY($1)",
+            [list(paths)],
+        ).fetchall()
+        return {str(p) for (p,) in rows}
 
     def close(self) -> None:
         self._db.close()

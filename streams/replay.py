@@ -20,12 +20,16 @@ from processors.models import Briefing
 from processors.wire import DocumentRecord, decode_notes
 from sinks.clock import Clock
 from sinks.state import Position, StateStore
+from sinks.unreadable import Unreadable
 from streams import kafka_io
 from streams.logs import doc_context
 from streams.pipeline import Pipeline
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+# Why a rebuilt state lacks a living document: the replay stores what the topic holds, a damaged body as it came.
+_NEVER_SENT = "never published, or older than the documents topic's retention"
+_DAMAGED = "is stored, but its text is damaged and cannot be read: edit the file"
 
 Progress = Callable[[str, int, int, int], None]  # topic, partition, records done, records to do
 Fetched = tuple[Position, bytes | None, Headers]
@@ -205,16 +209,19 @@ class ReplayProgress:
 
 
 def warn_missing_living(settings: Settings, state: StateStore, axes: Iterable[str]) -> None:
-    """Log the axes whose configured living document the state lacks after a replay."""
-    for name in axes:
-        spec = settings.axis(name)
-        if spec is not None and spec.living_doc and state.living_document(name) is None:
+    """Log the axes whose configured living document the state lacks after a replay, or holds damaged."""
+    wanted = {a: s.living_doc for a in axes if (s := settings.axis(a)) is not None and s.living_doc}
+    unreadable = Unreadable()  # its WARNING names the note; the rebuild's replay counts no briefing's read
+    for name, doc in state.living_documents(list(wanted), unreadable).items() if wanted else ():
+        if doc is None:
+            damaged = wanted[name] in {r.path for r in unreadable.of(name)}
             log.warning(
-                "axis %s has no living document in its state (%s never published, or older than the documents "
-                "topic's retention): its briefings lack living-document context until the file changes",
+                "axis %s has no living document in its state (%s %s): its briefings lack living-document context "
+                "until the file changes",
                 name,
-                spec.living_doc,
-                extra=doc_context(spec.living_doc, name),
+                wanted[name],
+                _DAMAGED if damaged else _NEVER_SENT,
+                extra=doc_context(wanted[name], name),
             )
 
 

@@ -100,3 +100,35 @@ def test_a_version_missing_a_stored_row_is_reported_by_every_whole_reader(tmp_pa
         note = reader.note(gone[0])
         assert note is not None and note.document is None and f"its {row} row is missing" in note.unreadable
     state.close()
+
+
+def test_a_superseded_version_missing_its_source_row_is_listed_when_its_note_is_not_otherwise(
+    tmp_path: Path,
+) -> None:
+    # A note edited after the window (its new version dated after it) is listed by the window's briefing as its
+    # superseded version alone: that version's source row missing, the pin set it apart without a line.
+    state = StateStore(tmp_path / "worker.duckdb")
+    window = WindowBounds(start=END - timedelta(days=1), end=END)
+    old = parsed("inbox/jay/kv.md", "# KV\nvLLM paged attention KV cache\n")
+    old = old.model_copy(update={"event_time": END - timedelta(hours=2)})
+    new = parsed(old.path, "# KV\nvLLM paged attention KV cache, edited\n")
+    new = new.model_copy(update={"event_time": END + timedelta(hours=2)})
+    kept = parsed("inbox/jay/spec.md", "# Spec\nspeculative decoding vLLM draft model\n")
+    kept = kept.model_copy(update={"event_time": END - timedelta(hours=3)})
+    edit = parsed(kept.path, "# Spec\nspeculative decoding vLLM draft model, edited\n")
+    edit = edit.model_copy(update={"event_time": END - timedelta(hours=1)})
+    docs = [old, kept, new, edit]
+    state.apply_batch([(document_record("inference", d, n), None) for n, d in enumerate(docs)])
+    before = state.window("inference", window)
+    assert sorted(r.doc.path for r in before.superseded(())) == [old.path, kept.path]
+    before.close()
+    # Both superseded versions lose their source rows: the one whose note is a source of the window says nothing
+    # more (its note is listed, as its current version); the other is listed damaged.
+    state._db.execute("DELETE FROM source_rows WHERE sha256 = ANY(?)", [[old.sha256, kept.sha256]])
+    stored = state.window("inference", window)
+    assert stored.superseded(()) == [] and [d.path for d in stored.load([kept.path])] == [kept.path]
+    listed = stored.unreadable.of("inference")
+    assert [(r.path, r.reason_code) for r in listed] == [(old.path, "damaged")]
+    assert "its source row is missing from the state" in listed[0].reason
+    stored.close()
+    state.close()
