@@ -45,7 +45,7 @@ class Prepared:
     mtime: float
     sha256: str
     value: bytes | None  # None: unchanged bytes, or vanished / changed while read
-    refused: bool = False  # value is a refusal (a symlink, a FIFO …): sent so that the briefing lists it
+    refused: str = ""  # why value is a refusal (a symlink, a FIFO …): sent so that the briefing lists it
 
 
 @dataclass
@@ -96,7 +96,6 @@ def _prepare(c: Entry, read: root_files.FileOutcome, known_digest: str | None) -
     if isinstance(read, root_files.Refused):
         return _refusal(c, read, known_digest)
     if not isinstance(read, root_files.Regular):
-        log.warning("%s vanished or changed while it was read; a re-run or the watcher sends it", c.rel)
         return Prepared(c.rel, c.size, c.mtime, "", None)
     # An oversized file travels without its bytes so that the parser records the rejection.
     data = read.data or b""
@@ -114,9 +113,8 @@ def _refusal(c: Entry, refused: root_files.Refused, known_digest: str | None) ->
     digest = f"refused-{refused.reason}"
     if digest == known_digest:
         return Prepared(c.rel, size, mtime, digest, None)
-    log.warning("refusing %s: it %s", c.rel, refused.detail)
     raw = root_files.refusal_record(c.rel, size, mtime, refused)
-    return Prepared(c.rel, size, mtime, digest, raw_record(raw), refused=True)
+    return Prepared(c.rel, size, mtime, digest, raw_record(raw), refused=refused.detail)
 
 
 def _prepare_many(
@@ -283,9 +281,10 @@ async def _send_all(
                         report.unchanged_bytes += 1
                         acks.add(p, sent=False)
                     else:
-                        report.refused += 1
+                        _tell_refused(p, report)
                     continue
-                report.refused += p.refused
+                if p.refused:
+                    _tell_refused(p, report)
                 sent = await batches.add(p)
                 if sent is not None:
                     in_flight.append(sent)
@@ -295,6 +294,15 @@ async def _send_all(
     finally:
         next_read.cancel()  # nothing once it is done
         acks.flush()  # whatever Kafka acknowledged is remembered, even when a later send failed
+
+
+def _tell_refused(p: Prepared, report: BackfillReport) -> None:
+    # Said as the file's turn to be sent comes, not where it is read: the first chunk is read before Kafka answered.
+    if p.refused:
+        log.warning("refusing %s: it %s", p.rel, p.refused)
+    else:
+        log.warning("%s vanished or changed while it was read; a re-run or the watcher sends it", p.rel)
+    report.refused += 1
 
 
 async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> list[Sent]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streams import root_files
 from streams.backfill_todo import Todo, walk
@@ -50,6 +54,26 @@ def test_the_walk_yields_every_path_in_the_sorted_order(root: Path) -> None:
     )
     assert [c.rel for c in old] == sorted(NAMES)
     assert list(walk(root)) == old
+
+
+# Characters on both sides of '/' (0x2F), both cases, an accent composed and decomposed, beyond the BMP.
+_PIECES = ["a", "A", "-", ".", "!", " ", "0", "~", "\u00e9", "e\u0301", "\U0001f600"]
+_NAME = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3).map("".join)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.lists(_NAME.filter(lambda n: n.strip(".") != ""), min_size=1, max_size=3), max_size=25))
+def test_any_tree_is_walked_in_the_order_a_sort_of_its_paths_gives(paths: list[list[str]]) -> None:
+    # Each list is a path under inbox/: folders, then a file (none where a file already took a folder's name).
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for parts in paths:
+            leaf = root.joinpath("inbox", *parts)
+            with contextlib.suppress(FileExistsError, NotADirectoryError):
+                leaf.parent.mkdir(parents=True, exist_ok=True)
+                if not leaf.exists():
+                    leaf.write_text(parts[-1])
+        assert list(walk(root)) == sorted(root_files.walk(root, "inbox"), key=lambda c: c.rel)
 
 
 async def _chunks(todo: Todo, pool: ThreadPoolExecutor) -> list[list[str]]:

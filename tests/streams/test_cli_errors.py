@@ -6,8 +6,10 @@ local broker: no bootstrap is configured, so starting one would log "starting th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,6 +162,40 @@ def test_an_unreachable_bootstrap_is_one_line(tmp_path: Path, args: tuple[str, .
     line = refused(*(a.replace("OUT", str(tmp_path / "out")) for a in args), env=env)
     assert f"Kafka at {bootstrap} cannot be reached (Connection refused)" in line
     assert "PREDIGEST_KAFKA__BOOTSTRAP" in line
+
+
+@pytest.fixture
+def slow_to_refuse() -> Iterator[int]:
+    """A port whose listener closes each connection half a second after it came, as a far broker's proxy may."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        stop = threading.Event()
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):  # the socket closed at the end of the test
+                while not stop.is_set():
+                    conn, _ = s.accept()
+                    threading.Timer(0.5, conn.close).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+        yield int(s.getsockname()[1])
+        stop.set()
+
+
+def test_a_backfill_says_nothing_of_its_root_before_kafka_answered(
+    tmp_path: Path, slow_to_refuse: int
+) -> None:
+    # Its first files are walked and read while Kafka is asked: what it refuses is said once Kafka answered.
+    root = tmp_path / "root"
+    (root / "inbox").mkdir(parents=True)
+    (root / "inbox" / "a.md").write_text("# a\n")
+    (root / "inbox" / "link.md").symlink_to("/etc/passwd")
+    os.mkfifo(root / "inbox" / "pipe")
+    bootstrap = f"127.0.0.1:{slow_to_refuse}"
+    env = {"PREDIGEST_KAFKA__BOOTSTRAP": bootstrap, "PREDIGEST_STATE_DIR": str(tmp_path / "state")}
+    line = refused("backfill", "--root", str(root), "--no-progress", env=env)
+    assert f"Kafka at {bootstrap} cannot be reached" in line
 
 
 def test_a_worker_whose_port_is_taken_says_which_in_one_line(taken_port: int) -> None:
