@@ -53,14 +53,37 @@ class Stopping:
             self.timer.cancel()
 
 
+# The signals whose exception `raise_on_sigterm`'s handler raised: DuckDB, checking for signals during a query in
+# the main thread, swallows that exception and raises RuntimeError("Query interrupted") with no cause instead.
+_RAISED: list[int] = []
+_QUERY_INTERRUPTED = "Query interrupted"
+
+
 def raise_on_sigterm() -> None:
-    """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises
-    KeyboardInterrupt: the command stops what it started and says so, where it died silently with 143."""
+    """Until a command installs its own handler, SIGTERM raises TerminatedError and SIGINT KeyboardInterrupt (also
+    within asyncio.run, at once, as SIGTERM): the command stops what it started and says so, where SIGTERM killed
+    it silently with 143. Each is remembered, for `signal_behind`."""
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        raise TerminatedError
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        _RAISED.append(signum)
+        if signum == signal.SIGTERM:
+            raise TerminatedError
+        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+
+def signal_behind(exc: BaseException) -> int | None:
+    """The signal that stopped the command with `exc`: its own exception, or DuckDB's "Query interrupted" after
+    `raise_on_sigterm`'s handler raised; None for anything else (an interrupted query no signal explains)."""
+    if isinstance(exc, TerminatedError):
+        return signal.SIGTERM
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if isinstance(exc, RuntimeError) and str(exc) == _QUERY_INTERRUPTED and _RAISED:
+        return _RAISED[-1]
+    return None
 
 
 def install_stop(
