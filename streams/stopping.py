@@ -60,18 +60,16 @@ _QUERY_INTERRUPTED = "Query interrupted"
 
 
 def raise_on_sigterm() -> None:
-    """Until a command installs its own handler, SIGTERM raises TerminatedError and SIGINT KeyboardInterrupt (also
-    within asyncio.run, at once, as SIGTERM): the command stops what it started and says so, where SIGTERM killed
-    it silently with 143. Each is remembered, for `signal_behind`."""
+    """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises KeyboardInterrupt:
+    the command stops what it started and says so, where it died silently with 143. Remembered for `signal_behind`.
+    SIGINT keeps Python's handler: asyncio.run installs its own only over that one, and its Ctrl-C cancels the main
+    task, so a backfill's producer and ledger close as they should."""
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         _RAISED.append(signum)
-        if signum == signal.SIGTERM:
-            raise TerminatedError
-        raise KeyboardInterrupt
+        raise TerminatedError
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
 
 
 def signal_behind(exc: BaseException) -> int | None:
