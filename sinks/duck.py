@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -276,6 +278,25 @@ def _tables(db: duckdb.DuckDBPyConnection) -> list[str]:
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1"
     ).fetchall()
     return [table for (table,) in rows]
+
+
+# 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
+# not is left to whoever closes the connection next.
+CLOSE_ATTEMPTS = 20
+
+
+def close_interrupting(cursor: duckdb.DuckDBPyConnection) -> bool:
+    """Close `cursor`, interrupting a read still running on it (DuckDB refuses to close a busy cursor, "connection
+    is busy"); False if the read still ran after CLOSE_ATTEMPTS."""
+    for _ in range(CLOSE_ATTEMPTS):
+        try:
+            cursor.close()
+            return True
+        except duckdb.ResourceInUseException:
+            with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
+                cursor.interrupt()
+            time.sleep(0.01)
+    return False
 
 
 def unusable(exc: duckdb.Error) -> bool:

@@ -42,9 +42,9 @@ __all__ = ["STATE", "EmissionRecord", "Position", "StateStore", "Vacuumed"]
 
 log = logging.getLogger(__name__)
 
-# 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
-# not is left to the write's retry (StateBusyError), a moment later, rather than blocking the loop.
-CLOSE_ATTEMPTS = 20
+# A read still running when the state closes is interrupted; one that outlasts duck.CLOSE_ATTEMPTS is left to the
+# write's retry (StateBusyError), a moment later, rather than blocking the loop.
+CLOSE_ATTEMPTS = duck.CLOSE_ATTEMPTS
 # A raised memory limit is halved back toward the configured one after this many writes: a reader's pinch (a
 # briefing holding memory at a commit) is not kept for good, and large notes raise it again, one retry per 100.
 RAISED_WRITES = 100

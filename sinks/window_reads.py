@@ -9,6 +9,7 @@ read goes through one cursor of its own, from the briefing's thread; `close()` d
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
@@ -30,8 +31,11 @@ from processors.near_duplicates import (
 from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
 from sinks.documents import IN_WINDOW
+from sinks.duck import close_interrupting
 from sinks.summary_rows import SUMMARY_COLUMNS, with_rows
 from sinks.unreadable import Unreadable, whole_documents
+
+log = logging.getLogger(__name__)
 
 _FETCH = 1024  # rows per fetch: the briefing holds this many summaries at a time
 _SUPERSEDED = "d.axis=? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
@@ -131,7 +135,12 @@ class StoredWindow:
         return {str(p) for (p,) in rows}
 
     def close(self) -> None:
-        self._db.close()
+        """Close the window's cursor, interrupting a read still running on it (the thread of a cancelled
+        briefing); one that does not stop is closed with the state."""
+        if not close_interrupting(self._db):
+            log.warning(
+                "a cancelled briefing's read of the %s window still runs: closed with the state", self._axis
+            )
 
     def reads_on(self, cursor: duckdb.DuckDBPyConnection) -> bool:
         """Whether the window reads through this cursor."""

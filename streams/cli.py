@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,8 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     except StoppedBySignalError as exc:
         log.error("%s", exc)
         return 128 + exc.signum
-    except (KeyboardInterrupt, TerminatedError) as exc:  # before the command's own handler (topics starting)
-        signum = signal.SIGTERM if isinstance(exc, TerminatedError) else signal.SIGINT
+    except (KeyboardInterrupt, TerminatedError, RuntimeError) as exc:  # before the command's own handler
+        if (signum := stopping.signal_behind(exc)) is None:
+            raise
         log.error("%s", StoppedBySignalError(signum))
         return 128 + signum
     except (StreamsError, SinkError, TimeoutError) as exc:

@@ -53,14 +53,35 @@ class Stopping:
             self.timer.cancel()
 
 
-def raise_on_sigterm() -> None:
-    """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises
-    KeyboardInterrupt: the command stops what it started and says so, where it died silently with 143."""
+# The signals whose exception `raise_on_sigterm`'s handler raised: DuckDB, checking for signals during a query in
+# the main thread, swallows that exception and raises RuntimeError("Query interrupted") with no cause instead.
+_RAISED: list[int] = []
+_QUERY_INTERRUPTED = "Query interrupted"
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+
+def raise_on_sigterm() -> None:
+    """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises KeyboardInterrupt:
+    the command stops what it started and says so, where it died silently with 143. Remembered for `signal_behind`.
+    SIGINT keeps Python's handler: asyncio.run installs its own only over that one, and its Ctrl-C cancels the main
+    task, so a backfill's producer and ledger close as they should."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        _RAISED.append(signum)
         raise TerminatedError
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+def signal_behind(exc: BaseException) -> int | None:
+    """The signal that stopped the command with `exc`: its own exception, or DuckDB's "Query interrupted" after
+    `raise_on_sigterm`'s handler raised; None for anything else (an interrupted query no signal explains)."""
+    if isinstance(exc, TerminatedError):
+        return signal.SIGTERM
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if isinstance(exc, RuntimeError) and str(exc) == _QUERY_INTERRUPTED and _RAISED:
+        return _RAISED[-1]
+    return None
 
 
 def install_stop(

@@ -201,6 +201,42 @@ def test_the_pool_the_records_write_filled_is_shed_before_the_briefing_is_sent(
         pipeline.state.close()
 
 
+def test_a_briefing_cancelled_mid_read_is_cancelled_and_closes_its_cursor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stopping mid-briefing: the cancellation comes out (not DuckDB's "connection is busy" from closing
+    the cursor its thread still reads on), and the window's cursor is closed, its read interrupted."""
+    pipeline = _pipeline(tmp_path)
+    reading = threading.Event()
+    sources: list[StoredWindow] = []
+
+    def long_read(request: Any) -> Any:  # a 100k window's reads, in the briefing's thread
+        sources.append(request.source)
+        reading.set()
+        request.source._db.execute(
+            "SELECT sum(hash(a.range * b.range)) FROM range(100000) a, range(100000) b"
+        )
+
+    monkeypatch.setattr("streams.assembly.read_window", long_read)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+
+    async def cancelled_mid_read() -> None:
+        task = asyncio.ensure_future(pipeline.brief(command))
+        assert await asyncio.to_thread(reading.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(cancelled_mid_read())
+        with pytest.raises(duckdb.ConnectionException, match="closed"):
+            sources[0]._db.execute("SELECT 1")
+    finally:
+        pipeline.state.close()
+
+
 def _reads_of_a_briefing(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> list[tuple[str, float, float]]:

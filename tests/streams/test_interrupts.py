@@ -4,6 +4,7 @@ interrupted briefing write left."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -16,8 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import duckdb
 import pytest
 
+from sinks.state import StateStore
 from streams.settings import Settings
 from streams.worker_process import STOP_CHILD_SECONDS
 from tests.support import running_worker, wait_for
@@ -242,3 +245,46 @@ def test_a_process_whose_busy_loop_never_acts_on_sigterm_exits_soon_after_it() -
     assert code == 128 + signal.SIGTERM and time.monotonic() - started < 5
     # The line says what the stop was doing when it ran out of time.
     assert "still running 1s after SIGTERM (briefing an axis): exiting now" in err
+
+
+def _opened(pid: int, path: Path) -> bool:
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if fd.readlink() == path:
+                return True
+    return False
+
+
+def test_a_sigterm_during_a_duckdb_query_exits_as_the_signal_in_one_line(tmp_path: Path) -> None:
+    """SIGTERM while `predigest rebuild` checks the old state, a DuckDB query in the main thread: DuckDB turns the
+    signal's exception into "Query interrupted"; the command exits as the signal, where it printed a traceback and
+    exited 1. (A Ctrl-C there is asyncio.run's: it cancels the command once the query has ended.)"""
+    sig = signal.SIGTERM
+    state = tmp_path / "worker.duckdb"
+    StateStore(state).close()
+    with duckdb.connect(str(state)) as db:  # a large state: its check at open reads every block (~1 s)
+        db.execute("CREATE TABLE filler AS SELECT range AS i, hash(range) AS s FROM range(16000000)")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PREDIGEST_STATE_DIR": str(tmp_path),
+        "PREDIGEST_KAFKA__BOOTSTRAP": "127.0.0.1:9",  # never reached: the signal comes first
+        "PREDIGEST_DUCKDB__THREADS": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "rebuild"],
+        cwd=PROJECT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: proc.poll() is not None or _opened(proc.pid, state), 60, "the state opened", 0.005)
+        time.sleep(0.1)  # into the check's read of the filler
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + sig, err[-3000:]
+    assert err.strip().splitlines() == [err.strip().splitlines()[0]]
+    assert err.rstrip().endswith(f"interrupted by {signal.Signals(sig).name}; what it started is stopped")
+    assert [p.name for p in tmp_path.iterdir()] == ["worker.duckdb"]  # stopped before setting the state aside

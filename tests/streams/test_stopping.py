@@ -34,13 +34,14 @@ def test_a_sigterm_that_lands_in_a_background_task_still_ends_the_command() -> N
     # A plain BaseException raised in a task's step stays in that task (asyncio re-raises only SystemExit and
     # KeyboardInterrupt): the SIGTERM was lost, with a traceback, and `predigest watch` ensuring its topics or a
     # `predigest backfill` went on as if it had not come.
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     stopping.raise_on_sigterm()
     try:
         with pytest.raises(TerminatedError) as raised:
             asyncio.run(_signalled_in_a_background_task())
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     assert raised.value.code == 128 + signal.SIGTERM
 
 
@@ -52,3 +53,15 @@ def test_a_sigterm_before_the_command_s_try_exits_143_without_a_traceback() -> N
         [sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stderr) == (128 + signal.SIGTERM, "")
+
+
+def test_an_interrupted_query_is_the_signal_only_after_one_was_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # DuckDB's "Query interrupted" has no cause: the signal our handler raised is what the operator sent.
+    interrupted = RuntimeError("Query interrupted")
+    monkeypatch.setattr("streams.stopping._RAISED", [])
+    assert stopping.signal_behind(interrupted) is None  # no signal came: an error, as it is
+    monkeypatch.setattr("streams.stopping._RAISED", [signal.SIGTERM])
+    assert stopping.signal_behind(interrupted) == signal.SIGTERM
+    assert stopping.signal_behind(RuntimeError("another failure")) is None
