@@ -30,13 +30,9 @@ def stand_in_broker(data: Path, code: str = "") -> Iterator[subprocess.Popen[str
         broker.communicate()
 
 
-def ctrl_c_once_it_stops(
-    broker: subprocess.Popen[str], argv: list[str], cwd: Path, env: dict[str, str] | None = None
-) -> tuple[int, str]:
-    """Run `argv` in its own process group, as a terminal's foreground job, and Ctrl-C that group once the
-    stand-in `broker` says `term` (its stop began): the SIGINT reaches the command and kafka.sh alike.
-    The command's exit code and its output (stdout and stderr)."""
-    with subprocess.Popen(
+def _foreground_job(argv: list[str], cwd: Path, env: dict[str, str] | None) -> subprocess.Popen[str]:
+    """`argv` in a process group of its own, as a terminal runs a foreground job; stdout and stderr together."""
+    return subprocess.Popen(
         argv,
         cwd=cwd,
         env=env,
@@ -44,7 +40,16 @@ def ctrl_c_once_it_stops(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-    ) as proc:
+    )
+
+
+def ctrl_c_once_it_stops(
+    broker: subprocess.Popen[str], argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run `argv` in its own process group, as a terminal's foreground job, and Ctrl-C that group once the
+    stand-in `broker` says `term` (its stop began): the SIGINT reaches the command and kafka.sh alike.
+    The command's exit code and its output (stdout and stderr)."""
+    with _foreground_job(argv, cwd, env) as proc:
         try:
             assert broker.stdout is not None and broker.stdout.readline().strip() == "term"
             os.killpg(proc.pid, signal.SIGINT)
@@ -69,15 +74,7 @@ def signal_once_it_launches(
     """Run `argv` in its own process group and, once it has launched the real broker of `data` (its kafka.pid
     written, the broker not answering yet), send `signum`: SIGINT to the group (a terminal's Ctrl-C), SIGTERM to
     the command alone (`kill`). The command's exit code, its output (stdout and stderr), the broker's pid."""
-    with subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    ) as proc:
+    with _foreground_job(argv, cwd, env) as proc:
         broker = 0
         try:
             broker = launched_broker(data, proc)
