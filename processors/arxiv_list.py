@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from processors.anchoring import IdSplit
 from processors.arxiv_atom import EnrichedId
-from processors.credibility import CredibilityRules, assess
+from processors.briefing_rules import CredibilityRules
+from processors.credibility import assess
 from processors.i18n import Lang
 from processors.id_titles import WindowTitles
 from processors.living_doc import LivingDoc, sections_citing

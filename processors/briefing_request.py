@@ -9,26 +9,21 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from zoneinfo import ZoneInfo
 
-from pydantic import Field
-
 from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.briefing_names import briefing_basename
-from processors.credibility import CredibilityRules
+from processors.briefing_rules import BriefingRules
 from processors.discrepancy_keys import DNumbers, registry
 from processors.i18n import Lang
-from processors.increments import IncrementRules
 from processors.models import (
     AxisSpec,
     Briefing,
     Document,
     DocumentSummary,
-    Frozen,
     Rejection,
     TitledId,
     Trigger,
     WindowBounds,
 )
-from processors.relevance import RelevanceRules
 from processors.window_rows import WindowSource
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
@@ -37,15 +32,6 @@ MAX_HISTORY_TITLES = 5000  # the most recent (id, title) pairs of earlier briefi
 
 # Leaves out only a note whose stored text does not read back (the request lists it damaged).
 Loader = Callable[[Sequence[str]], Sequence[Document]]
-
-
-class BriefingRules(Frozen):
-    """Every tunable of the briefing logic (the increment range is `increments.min_count/max_count`)."""
-
-    relevance: RelevanceRules = RelevanceRules()
-    increments: IncrementRules = IncrementRules()
-    credibility: CredibilityRules = CredibilityRules()
-    near_duplicate_threshold: float = Field(0.8, gt=0.0, le=1.0)
 
 
 def max_d_number(texts: Iterable[str]) -> int:

@@ -7,30 +7,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from processors.arxiv_ids import yymm
+from processors.briefing_rules import CredibilityRules
 from processors.i18n import Lang, say
 from processors.models import Frozen
 
 SourceKind = Literal["arxiv", "vendor", "community", "unknown"]
-
-
-class CredibilityRules(Frozen):
-    """Stars per kind of source, and the domains and words that identify each kind."""
-
-    arxiv: int = 4
-    vendor: int = 3
-    community: int = 3
-    unknown: int = 2
-    vendor_domains: tuple[str, ...] = (
-        "nvidia.com", "vllm.ai", "aws.amazon.com", "cloud.google.com", "microsoft.com", "openai.com",
-        "anthropic.com", "huggingface.co", "pytorch.org", "deepseek.com", "sglang.ai",
-        "kubernetes.io", "cncf.io", "llm-d.ai",
-    )  # fmt: skip
-    community_domains: tuple[str, ...] = (
-        "csdn.net", "zhihu.com", "medium.com", "substack.com", "dev.to", "juejin.cn", "x.com",
-        "twitter.com", "reddit.com", "weixin.qq.com", "cnblogs.com", "51cto.com", "bilibili.com",
-        "inferenceengineering.tech",
-    )  # fmt: skip
-    community_words: tuple[str, ...] = ("csdn", "知乎", "公众号", "博客", "blog", "substack", "掘金")
 
 
 class Credibility(Frozen):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from processors.increments import Candidate, Context, IncrementRules, build, cluster_units, evaluate, select
+from processors.briefing_rules import IncrementRules
+from processors.increments import Candidate, Context, build, cluster_units, evaluate, select
 from processors.models import Document, Increment, Relevance
 from processors.relevance import AxisSpace
 from processors.triage import star_ratings

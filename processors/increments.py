@@ -7,11 +7,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from processors.credibility import CredibilityRules, assess
+from processors.briefing_rules import CredibilityRules, IncrementRules
+from processors.credibility import assess
 from processors.i18n import Lang
 from processors.key_points import Said, figures, has_figure, has_substance, highlights
 from processors.living_doc import SectionMatcher
-from processors.models import Frozen, Increment
+from processors.models import Increment
 from processors.placement import PlacementQuery, place
 from processors.tfidf import NearestIndex, Vector
 from processors.tokens import terms
@@ -19,22 +20,6 @@ from processors.units import Unit
 
 _HEADING_NUMBER = re.compile(r"^\s*(?:§\s*)?\d+(?:\.\d+)*[.、)]?\s+")
 _FLAG = ("⚠", "待核实")
-
-
-class IncrementRules(Frozen):
-    """How units cluster and how increments are chosen."""
-
-    min_count: int = 3
-    max_count: int = 8
-    attach_similarity: float = 0.55  # an id-less section this close to an id's sections joins them
-    merge_similarity: float = 0.45  # id-less notes this close to each other are one increment
-    covered_similarity: float = 0.5  # an id-less increment this close to a section is "continued"
-    max_points: int = 6
-    # Above min_count, a candidate scoring under this share of the window's best is left to 六, not padded in:
-    # relative, because a window's scores rise and fall with its profile (a keyword-only axis, a short window).
-    score_share: float = 0.5
-    # Increments come from the most relevant notes; a window of 100k notes is cut to these before clustering.
-    max_contributors: int = 80
 
 
 @dataclass

@@ -10,9 +10,10 @@ from itertools import chain
 
 from predigest_native import ProfileScores
 
+from processors.briefing_rules import RelevanceRules
 from processors.fan_out import keyword_terms
 from processors.i18n import Lang, relevance_label
-from processors.models import AxisSpec, Document, DocumentSummary, Frozen, Relevance, built
+from processors.models import AxisSpec, Document, DocumentSummary, Relevance, built
 from processors.reasons import RelevanceCode
 from processors.terms import read_terms, term_counts
 from processors.tfidf import TfIdf, Vector
@@ -34,15 +35,6 @@ KEYWORD_SOFTNESS = 0.5  # soft-OR exponent: one keyword saturated gives ~0.7 key
 LIVING_TERMS = 40  # the living document's most characteristic terms that join its axis profile
 EVIDENCE_TERMS = 8  # the profile terms a source entry names as the evidence behind its score
 K1, B = 1.2, 0.75  # BM25's usual term saturation and length normalisation
-
-
-class RelevanceRules(Frozen):
-    """Thresholds on the [0, 1] profile score; calibrated on the example root and the real corpus."""
-
-    very_high: float = 0.45
-    high: float = 0.3
-    low: float = 0.1  # below this a source is "low" and yields no increment on its own
-    adjacent_ratio: float = 1.5  # another axis scoring this many times higher makes a source "adjacent"
 
 
 def doc_counts(doc: DocumentSummary, keep: frozenset[str]) -> Mapping[str, int]:

@@ -321,7 +321,7 @@ async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> list[Sen
 
 
 async def backfill_with_bar(
-    settings: Settings, *, show: bool, compression: Compression = DEFAULT_COMPRESSION
+    settings: Settings, *, compression: Compression = DEFAULT_COMPRESSION
 ) -> BackfillReport:
     """`backfill` with a rich progress bar on stderr: files, bytes, rate and time left."""
     from rich.progress import (
@@ -342,7 +342,6 @@ async def backfill_with_bar(
         TransferSpeedColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        disable=not show,
     )
     # The bar advances by bytes (notes range from a few KB to MB); the file count rides along as fields.
     task = bar.add_task("backfill", total=None, done=0, count="?")
@@ -362,7 +361,10 @@ async def backfill_with_bar(
 async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
     """The command: the bar, then one summary line (also when stderr is not a terminal)."""
     heap.set_thresholds(heap.BULK)
-    report = await backfill_with_bar(settings, show=show, compression=compression)
+    if show:
+        report = await backfill_with_bar(settings, compression=compression)
+    else:  # no bar to draw: rich is not imported (a tenth of the start's imports, docs/performance.md)
+        report = await backfill(settings, compression=compression)
     rate = report.published / report.seconds if report.seconds else 0.0
     log.info(
         "backfill done: %d published (%.1f MB, %.0f files/s), %d already acknowledged, %d unchanged, %d refused",

@@ -14,8 +14,7 @@ from pydantic import ValidationError
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import SinkError
 from streams import commands, kafka_local, logs, preflight, stopping, web_guard
-from streams.dead_admin import add_parser as add_dead_parser
-from streams.dead_admin import run as run_dead
+from streams.dead_args import add_parser as add_dead_parser
 from streams.errors import StoppedBySignalError, StreamsError, TerminatedError
 from streams.settings import Settings, load_settings
 from streams.worker_process import load_dumped_settings
@@ -175,6 +174,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
     if command == "status":  # HTTP only: no broker needed
         return commands.status(settings, args.worker, args.json)
     if command == "dead":
+        from streams.dead_admin import run as run_dead
+
         return run_dead(args, settings, kafka_local.resolve_bootstrap)
     if command == "explain":  # reads the briefings as written: no broker, no worker
         return commands.explain(settings, args.path, args.axis, args.json)

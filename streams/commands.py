@@ -20,7 +20,7 @@ from uuid import uuid4
 
 from processors.models import Trigger
 from sinks.clock import Clock
-from streams import control, kafka_local
+from streams import kafka_local
 from streams.errors import StreamsError, TerminatedError
 from streams.settings import Settings
 from streams.stopping import Stopping
@@ -46,6 +46,8 @@ def archive_settings(
 ) -> Settings:
     """`once` and `run` brief the --end their operator typed, however far back (an archive's window), so their
     worker's reach extends to it; every other check (axis, the calendar, the future) holds as for a flush."""
+    from streams import control
+
     back = (now - end) / timedelta(days=1)
     if back > settings.flush_max_past_days:
         settings = settings.model_copy(update={"flush_max_past_days": min(math.ceil(back) + 1, 36_600)})
@@ -102,6 +104,8 @@ def rebuild(settings: Settings, clock: Clock) -> int:
 
 
 def flush(settings: Settings, axis: str, end: datetime, clock: Clock) -> int:
+    from streams import control
+
     command = control.checked_command(settings, axis, "flush", end, clock.now())  # before any broker
     asyncio.run(control.send(kafka_local.resolve_bootstrap(settings), command))
     return 0

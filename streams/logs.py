@@ -18,8 +18,6 @@ from numbers import Number
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from mode.utils.logging import ExtensionFormatter
-
 from processors.inert import LINE_BREAKING, one_line, visible
 
 if TYPE_CHECKING:  # an annotation: the state's modules (DuckDB) are not every command's
@@ -107,7 +105,7 @@ def _indented(text: str) -> str:
     return "\n".join(CONTINUED + visible(line) for line in text.splitlines())
 
 
-class _OneRecordPerLine(logging.Formatter):
+class OneRecordPerLine(logging.Formatter):
     """A text formatter whose every record starts a line and whose every other line is indented."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -128,15 +126,11 @@ class _OneRecordPerLine(logging.Formatter):
         return _indented(super().formatStack(stack_info))
 
 
-class TextFormatter(_OneRecordPerLine):
+class TextFormatter(OneRecordPerLine):
     """The CLI's text lines: `TEXT_FORMAT`, one record per line."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
-
-
-class FaustTextFormatter(_OneRecordPerLine, ExtensionFormatter):
-    """The worker's text lines: `TEXT_FORMAT` with Faust's tables, one record per line."""
 
 
 # Below DEBUG the libraries say only what went wrong: their INFO lines (every service starting and stopping,
@@ -169,7 +163,11 @@ def faust_logging_config(*, log_json: bool, level: str) -> dict[str, Any]:
     if log_json:
         formatter: dict[str, Any] = {"()": f"{__name__}.JsonFormatter"}
     else:
-        formatter = {"()": f"{__name__}.FaustTextFormatter", "format": TEXT_FORMAT, "stream": sys.stderr}
+        formatter = {
+            "()": "streams.faust_text_log.FaustTextFormatter",
+            "format": TEXT_FORMAT,
+            "stream": sys.stderr,
+        }
     return {
         "version": 1,
         "disable_existing_loggers": False,

@@ -24,7 +24,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
-from processors.briefing_request import BriefingRules
+from processors.briefing_rules import BriefingRules
 from processors.commands import CommandLimits
 from processors.models import AxisSpec
 from processors.window import MAX_CATCH_UP

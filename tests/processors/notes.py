@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
 from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingHistory, BriefingRequest, BriefingRules, max_d_number
+from processors.briefing_request import BriefingHistory, BriefingRequest, max_d_number
+from processors.briefing_rules import BriefingRules
 from processors.documents import parse_document
 from processors.i18n import Lang
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, Rejection, Trigger

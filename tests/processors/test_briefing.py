@@ -88,8 +88,7 @@ def test_cited_ids_and_d_numbers_carry_over_to_the_next_window() -> None:
 def test_summaries_and_a_loader_give_the_same_briefing_and_load_only_what_can_feed_it() -> None:
     from collections.abc import Sequence
 
-    from processors.briefing_request import BriefingRules
-    from processors.increments import IncrementRules
+    from processors.briefing_rules import BriefingRules, IncrementRules
     from processors.models import Document
 
     docs = example_documents()

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from processors.briefing import assemble_briefing
-from processors.briefing_request import BriefingRequest, BriefingRules
+from processors.briefing_request import BriefingRequest
+from processors.briefing_rules import BriefingRules
 from processors.documents import parse_document
 from processors.models import AxisSpec, Briefing, Document, RawFile
 from processors.window import window_bounds

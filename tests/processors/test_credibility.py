@@ -1,4 +1,5 @@
-from processors.credibility import CredibilityRules, assess
+from processors.briefing_rules import CredibilityRules
+from processors.credibility import assess
 
 RULES = CredibilityRules()
 

@@ -5,10 +5,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from processors.briefing_request import BriefingRules
+from processors.briefing_rules import BriefingRules, IncrementRules
 from processors.browse import BriefingPage, briefing_page, changes, history
 from processors.damaged_notes import regroup
-from processors.increments import IncrementRules
 from processors.models import Briefing, Document, Rejection, Trigger
 from processors.near_duplicates import DuplicateOf
 from processors.render_markdown import render_markdown

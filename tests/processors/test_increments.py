@@ -1,7 +1,6 @@
 """Increments: clustering by arXiv id or near text, ranking, the 3–8 range, card anchors."""
 
-from processors.briefing_request import BriefingRules
-from processors.increments import IncrementRules
+from processors.briefing_rules import BriefingRules, IncrementRules
 from tests.processors.notes import brief, note
 
 MOONCAKE_JAY = note(

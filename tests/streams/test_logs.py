@@ -17,10 +17,10 @@ from mode.utils.logging import DEFAULT_COLOR_FORMAT, DEFAULT_COLORS
 from processors.models import RawFile
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
+from streams.faust_text_log import FaustTextFormatter
 from streams.logs import (
     CONTINUED,
     TEXT_FORMAT,
-    FaustTextFormatter,
     JsonFormatter,
     TextFormatter,
     doc_context,
@@ -67,7 +67,7 @@ def test_log_json_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     config = faust_logging_config(log_json=True, level="INFO")
     assert config["formatters"]["default"]["()"] == "streams.logs.JsonFormatter"
     text = faust_logging_config(log_json=False, level="INFO")
-    assert text["formatters"]["default"]["()"] == "streams.logs.FaustTextFormatter"
+    assert text["formatters"]["default"]["()"] == "streams.faust_text_log.FaustTextFormatter"
     # The worker's text lines have the CLI's format, and both modes write where the CLI does.
     assert text["formatters"]["default"]["format"] == TEXT_FORMAT
     assert (

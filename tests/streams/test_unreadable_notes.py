@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from processors.briefing_names import briefing_basename
-from processors.briefing_request import BriefingRules
+from processors.briefing_rules import BriefingRules, IncrementRules
 from processors.i18n import Lang
-from processors.increments import IncrementRules
 from processors.models import Briefing, Trigger
 from processors.render_markdown import render_markdown
 from processors.wire_frames import pack_body
