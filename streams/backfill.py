@@ -17,7 +17,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 
 from processors.raw_record import raw_record, raw_record_of
 from sinks.ledger import Ledger
-from streams import heap, kafka_io, root_files
+from streams import kafka_io, root_files
 from streams.backfill_todo import Todo
 from streams.root_files import Entry
 from streams.settings import Settings
@@ -34,6 +34,9 @@ DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
 DEFAULT_LINGER_MS = 50
 CHUNK = 512  # files read and hashed together while the previous chunk is being sent
 LEDGER_FLUSH = 2000  # acknowledged files written to the ledger in one statement
+# After a signal, the wait for the batches already handed to the producer: within the command's hard exit (10 s),
+# so that the ledger is written before it.
+DELIVERY_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class BackfillReport:
     )
     bytes: int = 0  # file bytes of the published ones
     seconds: float = 0.0
+    step: str = "starting"  # what it is doing (a signal's line says it): starting, sending, finishing
 
 
 Progress = Callable[[int, int], None]  # (files done, file bytes done), called as acknowledgements arrive
@@ -162,15 +166,17 @@ async def backfill(
     threads: int = 4,
     on_total: Callable[[int, int], None] | None = None,
     progress: Progress | None = None,
+    report: BackfillReport | None = None,
 ) -> BackfillReport:
     """Publish every file under the root that the ledger has not acknowledged in its current form.
 
     Sent in the order of their paths, from the first chunk walked on: `on_total` (the files and bytes to send)
-    comes once the walk, which runs ahead, is over; on a large root after the first `progress`."""
+    comes once the walk, which runs ahead, is over; on a large root after the first `progress`. `report`, when
+    given, is the one filled in as it goes (what a signal's line says)."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     root = settings.root.resolve()
-    report = BackfillReport()
+    report = BackfillReport() if report is None else report
     ledger = Ledger(settings.ledger_file)
     prod = make_bulk_producer(settings, compression, batch_bytes, linger_ms)
 
@@ -206,13 +212,25 @@ async def backfill(
                 first.cancel()
                 raise
             todo.start_telling()
+            report.step = "sending"
             await _send_all(prod, settings.kafka.topic("raw"), first, prepared, acks, report)
         acks.flush()
     finally:
-        await prod.stop()  # stopping a producer that never started is a no-op
+        await _stop(prod)
         ledger.close()
     report.seconds = loop.time() - started
     return report
+
+
+async def _stop(prod: AIOKafkaProducer) -> None:
+    """The producer's stop (a no-op if it never started), run to its end even when a signal comes meanwhile: cut
+    short, it leaves its sender's tasks pending, which asyncio reports at the exit."""
+    stopping = asyncio.ensure_future(prod.stop())
+    try:
+        await asyncio.shield(stopping)
+    except asyncio.CancelledError:
+        await stopping
+        raise
 
 
 Sent = tuple[list[Prepared], asyncio.Future[object]]  # a batch's files, acknowledged together
@@ -245,9 +263,10 @@ class _Batches:
         files.append(p)
         return sent
 
-    async def send_rest(self) -> list[Sent]:
-        """Hand every batch still open to the producer."""
-        return [await self._send(partition) for partition in list(self._open)]
+    async def send_rest(self, in_flight: list[Sent]) -> None:
+        """Hand every batch still open to the producer, each added to `in_flight` as soon as it is handed."""
+        for partition in list(self._open):
+            in_flight.append(await self._send(partition))
 
     def _start(self, partition: int) -> tuple[BatchBuilder, list[Prepared]]:
         self._open[partition] = (self._prod.create_batch(), [])
@@ -288,9 +307,13 @@ async def _send_all(
                 sent = await batches.add(p)
                 if sent is not None:
                     in_flight.append(sent)
-            in_flight = await _settle(in_flight, acks, wait=False)
-        in_flight += await batches.send_rest()
+            await _settle(in_flight, acks, wait=False)
+        report.step = "finishing"
+        await batches.send_rest(in_flight)
         await _settle(in_flight, acks, wait=True)
+    except asyncio.CancelledError:  # a signal (streams.backfill_cli)
+        await _record_delivered(in_flight, acks)
+        raise
     finally:
         next_read.cancel()  # nothing once it is done
         acks.flush()  # whatever Kafka acknowledged is remembered, even when a later send failed
@@ -305,74 +328,30 @@ def _tell_refused(p: Prepared, report: BackfillReport) -> None:
     report.refused += 1
 
 
-async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> list[Sent]:
-    """Record the acknowledged prefix in order; raise the first failure; return what is still pending."""
-    done = 0
+async def _record_delivered(in_flight: list[Sent], acks: _Acks) -> None:
+    """After a signal: wait for the batches handed to the producer (its stop would deliver them anyway) and record
+    every one Kafka acknowledged, so that a re-run does not send them again; a failed one is sent again."""
+    waiting = [fut for _, fut in in_flight]
+    if waiting:  # asyncio.wait cancels none of them, even when a second cancellation comes
+        await asyncio.wait(waiting, timeout=DELIVERY_WAIT_SECONDS)
     for files, fut in in_flight:
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            for p in files:
+                acks.add(p, sent=not p.refused)
+
+
+async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> None:
+    """Record the acknowledged prefix in order, taking it off `in_flight` (what a signal finds there is not recorded
+    yet); raise the first failure."""
+    while in_flight:
+        files, fut = in_flight[0]
         if not fut.done():
             if not wait:
-                break
-            await fut
+                return
+            await asyncio.wait(
+                [fut]
+            )  # not `await fut`: a signal's cancellation would cancel the delivery itself
         fut.result()  # a failed delivery raises here, after the acknowledged ones before it are recorded
+        del in_flight[0]
         for p in files:
             acks.add(p, sent=not p.refused)
-        done += 1
-    return in_flight[done:]
-
-
-async def backfill_with_bar(
-    settings: Settings, *, compression: Compression = DEFAULT_COMPRESSION
-) -> BackfillReport:
-    """`backfill` with a rich progress bar on stderr: files, bytes, rate and time left."""
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    bar = Progress(
-        TextColumn("[bold]backfill"),
-        BarColumn(),
-        TextColumn("{task.fields[done]}/{task.fields[count]} files"),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    # The bar advances by bytes (notes range from a few KB to MB); the file count rides along as fields.
-    task = bar.add_task("backfill", total=None, done=0, count="?")
-    done = [0]
-
-    def on_total(count: int, size: int) -> None:
-        bar.update(task, total=size, count=count)
-
-    def advance(count: int, size: int) -> None:
-        done[0] += count
-        bar.update(task, advance=size, done=done[0])
-
-    with bar:
-        return await backfill(settings, compression=compression, on_total=on_total, progress=advance)
-
-
-async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
-    """The command: the bar, then one summary line (also when stderr is not a terminal)."""
-    heap.set_thresholds(heap.BULK)
-    if show:
-        report = await backfill_with_bar(settings, compression=compression)
-    else:  # no bar to draw: rich is not imported (a tenth of the start's imports, docs/performance.md)
-        report = await backfill(settings, compression=compression)
-    rate = report.published / report.seconds if report.seconds else 0.0
-    log.info(
-        "backfill done: %d published (%.1f MB, %.0f files/s), %d already acknowledged, %d unchanged, %d refused",
-        report.published,
-        report.bytes / 1e6,
-        rate,
-        report.skipped,
-        report.unchanged_bytes,
-        report.refused,
-    )
-    return report

@@ -230,9 +230,10 @@ def watch(settings: Settings) -> int:
 
 def backfill(settings: Settings, compression: str, show: bool) -> int:
     from streams import backfill as bulk
+    from streams import backfill_cli
 
     settings = kafka_local.resolve_bootstrap(settings)
-    asyncio.run(bulk.run_cli(settings, cast("bulk.Compression", compression), show=show))
+    asyncio.run(backfill_cli.run_cli(settings, cast("bulk.Compression", compression), show=show))
     return 0
 
 

@@ -91,10 +91,12 @@ def install_stop(
     *,
     again_exits: bool = False,
     state: Stopping | None = None,
+    doing: Callable[[], str] | None = None,
 ) -> Stopping:
-    """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later,
-    or with `again_exits` at a second signal (an operator's second Ctrl-C: no more waiting). `state`, when given,
-    is the one filled in (a caller that disarms the timer after the command's own stop).
+    """Set `stop` on SIGINT/SIGTERM; exit with 128 + the signal if the process is still running `grace` s later
+    (its line saying what the stop was `doing` then), or with `again_exits` at a second signal (an operator's
+    second Ctrl-C: no more waiting). `state`, when given, is the one filled in (a caller that disarms the timer
+    after the command's own stop).
 
     A Python-level handler, not the loop's: it runs in the main thread even while the loop is blocked in a
     system call (which the signal interrupts), where a loop callback would never run. Everything the watcher
@@ -105,7 +107,7 @@ def install_stop(
         state = Stopping()
     if before_exit is not None:
         state.before_exit = before_exit
-    arm = _hard_exit_timer(grace, state)
+    arm = _hard_exit_timer(grace, state, doing)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if again_exits and state.signum is not None:

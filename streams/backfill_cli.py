@@ -1,0 +1,99 @@
+"""The `predigest backfill` command: its progress bar, its summary line, and its stop at SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from streams import heap
+from streams.backfill import DEFAULT_COMPRESSION, BackfillReport, Compression, backfill
+from streams.errors import StoppedBySignalError
+from streams.settings import Settings
+from streams.stopping import install_stop, until_stopped
+
+log = logging.getLogger(__name__)
+
+
+async def backfill_with_bar(
+    settings: Settings,
+    report: BackfillReport,
+    *,
+    compression: Compression = DEFAULT_COMPRESSION,
+) -> BackfillReport:
+    """`backfill` with a rich progress bar on stderr: files, bytes, rate and time left; `report` filled in."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]backfill"),
+        BarColumn(),
+        TextColumn("{task.fields[done]}/{task.fields[count]} files"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    # The bar advances by bytes (notes range from a few KB to MB); the file count rides along as fields.
+    task = bar.add_task("backfill", total=None, done=0, count="?")
+    done = [0]
+
+    def on_total(count: int, size: int) -> None:
+        bar.update(task, total=size, count=count)
+
+    def advance(count: int, size: int) -> None:
+        done[0] += count
+        bar.update(task, advance=size, done=done[0])
+
+    with bar:
+        return await backfill(
+            settings, compression=compression, on_total=on_total, progress=advance, report=report
+        )
+
+
+async def run_cli(settings: Settings, compression: Compression, *, show: bool) -> BackfillReport:
+    """The command: the bar, then one summary line (also when stderr is not a terminal).
+
+    SIGINT/SIGTERM only set a flag, which cancels the backfill (never an exception raised into whatever runs, the
+    producer's own tasks included): the batches already handed over are waited for, what Kafka acknowledged is
+    written to the ledger, the producer stops, and StoppedBySignalError says where it was. Still running 10 s
+    later, or at a second signal, it exits at once."""
+    heap.set_thresholds(heap.BULK)
+    report = BackfillReport()
+    stop = asyncio.Event()
+    stopping = install_stop(
+        stop, again_exits=True, doing=lambda: f"{report.step}: {report.published} published"
+    )
+    if show:
+        work = backfill_with_bar(settings, report, compression=compression)
+    else:  # no bar to draw: rich is not imported (a tenth of the start's imports, docs/performance.md)
+        work = backfill(settings, compression=compression, report=report)
+    try:
+        await until_stopped(work, stop, stopping)
+    except StoppedBySignalError as exc:
+        raise StoppedBySignalError(exc.signum, _stopped(report)) from None
+    rate = report.published / report.seconds if report.seconds else 0.0
+    log.info(
+        "backfill done: %d published (%.1f MB, %.0f files/s), %d already acknowledged, %d unchanged, %d refused",
+        report.published,
+        report.bytes / 1e6,
+        rate,
+        report.skipped,
+        report.unchanged_bytes,
+        report.refused,
+    )
+    return report
+
+
+def _stopped(report: BackfillReport) -> str:
+    """Where the backfill was when a signal stopped it, and what it left for a re-run."""
+    return (
+        f" while {report.step}: {report.published} file(s) published and recorded in the ledger;"
+        " a re-run sends the rest"
+    )
