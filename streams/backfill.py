@@ -216,8 +216,10 @@ async def backfill(
             await _send_all(prod, settings.kafka.topic("raw"), first, prepared, acks, report)
         acks.flush()
     finally:
-        await _stop(prod)
-        ledger.close()
+        try:
+            await _stop(prod)
+        finally:  # a signal during the stop raises its CancelledError there: the ledger is closed all the same
+            ledger.close()
     report.seconds = loop.time() - started
     return report
 

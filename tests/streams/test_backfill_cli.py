@@ -11,15 +11,20 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from predigest_native import TypedColumns
 
+import sinks.ledger
 from bench.archive import generate
 from streams import backfill_cli, kafka_io
-from streams.backfill import BackfillReport
+from streams.backfill import BackfillReport, backfill
+from streams.errors import StoppedBySignalError
 from streams.settings import Settings
+from streams.stopping import Stopping, until_stopped
 from tests.support import raw_paths
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -101,14 +106,24 @@ def _files(root: Path) -> int:
     return sum(1 for p in root.rglob("*") if p.is_file())
 
 
-def _rerun_sends_the_rest_once(settings: Settings) -> None:
-    """A re-run completes the topic with every file of the root exactly once: nothing acknowledged sent again."""
-    subprocess.run(
-        _backfill(settings), cwd=PROJECT, env=_env(settings), capture_output=True, timeout=120, check=True
+def _rerun(settings: Settings) -> None:
+    done = subprocess.run(
+        _backfill(settings), cwd=PROJECT, env=_env(settings), capture_output=True, text=True, timeout=120
     )
-    sent = Counter(asyncio.run(raw_paths(settings)))
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _each_file_once(settings: Settings, paths: list[str]) -> None:
+    """The topic holds every file of the root exactly once, and the ledger each of them."""
+    sent = Counter(paths)
     assert [p for p, n in sent.items() if n > 1] == []
     assert len(sent) == _files(settings.root) and _ledger(settings) == set(sent)
+
+
+def _rerun_sends_the_rest_once(settings: Settings) -> None:
+    """A re-run completes the topic with every file of the root exactly once: nothing acknowledged sent again."""
+    _rerun(settings)
+    _each_file_once(settings, asyncio.run(raw_paths(settings)))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -159,6 +174,27 @@ def test_a_sigterm_within_the_ledgers_write_lets_the_write_finish(
     assert len(sent) == len(set(sent)) == _files(settings.root)
     assert _ledger(settings) == set(sent), "the rows of the write the signal came in were lost"
     _rerun_sends_the_rest_once(settings)
+
+
+async def test_a_stop_during_the_producers_stop_still_closes_the_ledger(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above, in this process: the stop comes at the ledger's last write, so the cancellation lands in the
+    # producer's stop, whose CancelledError skipped the ledger's close (the file locked until garbage-collected).
+    settings = make_settings()
+    generate(settings.root, 50)
+    stop = asyncio.Event()
+
+    def signalled(*args: Any) -> TypedColumns:
+        stop.set()  # what a signal's handler does (streams.stopping.install_stop)
+        return TypedColumns(*args)
+
+    monkeypatch.setattr(sinks.ledger, "TypedColumns", signalled)
+    with pytest.raises(StoppedBySignalError):
+        await until_stopped(backfill(settings), stop, Stopping(signum=signal.SIGTERM))
+    monkeypatch.undo()
+    _rerun(settings)  # another process opens the ledger while this one still runs: this one let it go
+    _each_file_once(settings, await raw_paths(settings))
 
 
 async def test_the_bar_on_a_terminal_ends_at_every_file_sent(
