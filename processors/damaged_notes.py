@@ -2,7 +2,8 @@
 else of the briefing quotes or counts them, and a duplicate of one takes its place.
 
 The damage shows only at the whole read, once the window's duplicate groups are settled: a group whose kept note
-does not read back is kept by its earliest member that does, read whole in turn (rare: one more read).
+does not read back is kept by its earliest member that does, read whole in turn (rare: one more read), and a
+contributor's slot it frees goes to the next of the scan's reserve, read whole in turn too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Collection, Mapping
 from zoneinfo import ZoneInfo
 
 from processors.briefing_request import Loader
-from processors.contributors import can_contribute
+from processors.contributors import can_contribute, read_whole
 from processors.discrepancies import future_id_hits
 from processors.models import Document, Increment, Relevance
 from processors.near_duplicates import DuplicateOf
@@ -77,6 +78,30 @@ def read_past_damage(
     scan.at.update((p, at) for p, (at, _) in standing.items() if p in lost)  # its ids dropped too
     take_places(scan, {was: (whole[h], *standing[h]) for was, h in heirs.items()}, lost, zone)
     return frozenset(lost)
+
+
+def refill_past_damage(
+    scan: Scan,
+    listed: SourceListing,
+    whole: dict[str, Document],
+    read: tuple[Loader | None, ZoneInfo],
+    slots: int,
+) -> frozenset[str]:
+    """`read_past_damage`, then each of the `slots` contributors' slots a damaged note freed given to the next
+    source of the scan's reserve, read whole (one read per round of freed slots); the notes found damaged."""
+    lost = read_past_damage(scan, listed, whole, read)
+    while lost and scan.reserve and len(scan.contributors) < slots:
+        free = slots - len(scan.contributors)
+        taken, scan.reserve = scan.reserve[:free], scan.reserve[free:]
+        scan.at.update((d.path, p) for p, d, _ in taken)
+        scan.contributors.extend((d, r) for _, d, r in taken)
+        scan.contributors.sort(key=lambda e: scan.at[e[0].path])
+        # A note found damaged already (a note dating an id after itself is read whole too) is not read again.
+        whole.update(
+            read_whole([d for _, d, _ in taken if d.path not in whole and d.path not in lost], read[0])
+        )
+        lost = read_past_damage(scan, listed, whole, read)
+    return lost
 
 
 def take_places(

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import duckdb
 
 from processors.arxiv_atom import EnrichedId
-from processors.briefing import briefing_of, read_window
+from processors.briefing import WindowReads, briefing_of, read_window
 from processors.briefing_request import BriefingHistory, BriefingRequest, Loader
 from processors.models import AxisSpec, Briefing, ControlCommand, Document
 from processors.window import window_bounds
@@ -95,6 +95,7 @@ class Assembly:
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
             # cursor of its own while the window agent goes on writing.
             reads = await asyncio.to_thread(read_window, request)
+            _said_read_again(axis.name, reads)
             # Listed once every note is read whole (the briefing's own reads are all in read_window), once each.
             if listed := {r.path: r for r in [*unreadable.of(axis.name), *source.unreadable.of(axis.name)]}:
                 request = replace(request, rejected=[*rejected, *listed.values()])
@@ -169,6 +170,18 @@ class Assembly:
             # Enrichment is an extra: a bug in it must not cost the operator the briefing.
             log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
             return {}
+
+
+def _said_read_again(axis: str, reads: WindowReads) -> None:
+    """Log a briefing whose damaged notes freed more contributors' slots than its first read's reserve held."""
+    if reads.read_again:
+        log.info(
+            "briefing %s: %d damaged notes freed more contributors' slots than the reserve ranked beside them "
+            "held: the window was read again, once (~+45 %% of its CPU); %d slot(s) left empty",
+            axis,
+            len(reads.lost),
+            reads.unfilled,
+        )
 
 
 def _keep() -> None:
