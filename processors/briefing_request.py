@@ -28,6 +28,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
+from processors.reasons import UNREAD_CODES
 from processors.relevance import RelevanceRules
 from processors.window_rows import WindowSource
 
@@ -146,7 +147,7 @@ class BriefingRequest:
     @property
     def damaged(self) -> frozenset[str]:
         """The notes whose stored text did not read back: the rejected list them (code damaged), nothing else."""
-        return frozenset(r.path for r in self.rejected if r.reason_code == "damaged")
+        return frozenset(r.path for r in self.rejected if r.reason_code in UNREAD_CODES)
 
     @property
     def living_map(self) -> Mapping[str, Document | None]:

@@ -36,6 +36,15 @@ SHED_FROM = 20_000
 _NEVER_STORED = "never reached the worker (not published, or older than the documents topic's retention)"
 _DAMAGED = "is stored, but its text is damaged and cannot be read (listed among the briefing's rejected)"
 _DAMAGED_FIX = ": edit it (the same content again, or a `predigest rebuild`, keeps the damaged copy)"
+# A row of it missing (a bug, a partial repair, a hand edit): a rebuild writes both rows again from the record.
+_ROW_MISSING = "is stored, but a row of it is missing from the state (listed among the briefing's rejected)"
+_ROW_MISSING_FIX = (
+    ": a `predigest rebuild` restores it while the documents topic still holds its record; else edit it"
+)
+_UNREAD: dict[str | None, tuple[str, str]] = {
+    "damaged": (_DAMAGED, _DAMAGED_FIX),
+    "row_missing": (_ROW_MISSING, _ROW_MISSING_FIX),
+}
 
 
 @dataclass(frozen=True)
@@ -149,13 +158,14 @@ class Assembly:
 
     def _living(self, axis: AxisSpec, living: Document | None, unreadable: Unreadable) -> Document | None:
         if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
-            damaged = axis.living_doc in {r.path for r in unreadable.of(axis.name)}
+            code = next((r.reason_code for r in unreadable.of(axis.name) if r.path == axis.living_doc), None)
+            what, fix = _UNREAD.get(code, (_NEVER_STORED, ""))
             log.warning(
                 "briefing %s without its living document: %s %s; its sections show as TBD until the file changes%s",
                 axis.name,
                 axis.living_doc,
-                _DAMAGED if damaged else _NEVER_STORED,
-                _DAMAGED_FIX if damaged else "",
+                what,
+                fix,
                 extra=doc_context(axis.living_doc, axis.name),
             )
         return living

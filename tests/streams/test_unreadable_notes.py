@@ -291,13 +291,38 @@ TOPICS = ["prefill", "decode", "quantization", "batching", "paging", "sharding",
 TOPICS += ["routing", "speculation", "compilation", "kernels"]
 
 
+ROW_MISSING: dict[Lang, str] = {
+    "en": "a row of it is missing from the state (a `predigest rebuild` restores it",
+    "zh": "状态库缺少它的一行记录（documents 主题仍保留其记录时，`predigest rebuild` 可恢复）",
+}
+
+
+async def test_a_living_document_missing_a_row_is_said_so_with_the_rebuild_that_restores_it(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The advice for a damaged body (a rebuild keeps the damaged copy) would be wrong: a rebuild restores the row.
+    clock = ManualClock(END + timedelta(minutes=10))
+    worker = owning_worker(tmp_path, start, clock)
+    await _stored(worker, [(GOOD, TEXT, False), (LIVING, LIVING_TEXT, False)])
+    state = worker.services.pipeline().state
+    with state.unchanged():
+        state._db.execute("DELETE FROM contents WHERE path = ?", [LIVING])
+    with caplog.at_level(logging.WARNING, logger="streams.assembly"):
+        b = await _briefing(worker, clock)
+    assert [(r.path, r.reason_code) for r in b.rejected] == [(LIVING, "row_missing")]
+    [line] = [r.getMessage() for r in caplog.records if "without its living document" in r.getMessage()]
+    assert "a row of it is missing from the state" in line and "`predigest rebuild` restores it" in line
+    assert "keeps the damaged copy" not in line
+
+
 @pytest.mark.parametrize("table", ["source_rows", "contents"])
 async def test_a_note_whose_stored_row_is_missing_is_listed_damaged_not_left_out(
     tmp_path: Path, start: Start, table: str
 ) -> None:
     # The schema's invariant (each version's contents and source rows) broken by a bug or a hand edit: the note
-    # was dropped from the briefing without a line; now listed once, as damaged. Without its source row nothing of
-    # it is read (as if never stored); without its contents row, its facts count as a damaged body's do.
+    # was dropped from the briefing without a line; now listed once, as a row missing: not "damaged", whose copy
+    # a rebuild keeps, since a rebuild writes both rows again. Without its source row nothing of it is read (as if
+    # never stored); without its contents row, its facts count as a damaged body's do.
     clock = ManualClock(END + timedelta(minutes=10))
     worker = owning_worker(tmp_path / "missing", start, clock)
     await _stored(worker, [(GOOD, TEXT, False), (DAMAGED, OTHER, False)])
@@ -309,7 +334,7 @@ async def test_a_note_whose_stored_row_is_missing_is_listed_damaged_not_left_out
     alone = await _briefing_of(tmp_path / "alone", start, clock, others)
     [listed] = missing.rejected
     row = "source" if table == "source_rows" else "contents"
-    assert (listed.path, listed.reason_code) == (DAMAGED, "damaged")
+    assert (listed.path, listed.reason_code) == (DAMAGED, "row_missing")
     assert f"its {row} row is missing" in listed.reason
     assert (missing.sources, missing.increments, missing.arxiv, missing.no_increment_sources) == (
         alone.sources,
@@ -317,7 +342,8 @@ async def test_a_note_whose_stored_row_is_missing_is_listed_damaged_not_left_out
         alone.arxiv,
         alone.no_increment_sources,
     )
-    [line] = [x for x in render_markdown(missing, lang="en", zone=SH).splitlines() if DAMAGED in x]
-    assert LISTED["en"][0] in line
+    for lang, said in ROW_MISSING.items():
+        [line] = [x for x in render_markdown(missing, lang=lang, zone=SH).splitlines() if DAMAGED in x]
+        assert said in line and LISTED[lang][0] not in line, line
     page = await Browser(worker.settings, worker.services.pipeline, clock).note(DAMAGED)
     assert page.status == 200 and f"its {row} row is missing" in page.html
