@@ -152,7 +152,7 @@ def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
     )
     # A note that did not read back (the request lists it damaged) is left out of everything the briefing quotes
     # or counts; a duplicate of it takes its place (`processors.damaged_notes`), the reserve its slot.
-    lost = refill_past_damage(scan, listed, whole, (req.load, req.zone), slots)
+    lost = refill_past_damage(scan, listed, whole, (req.load, req.zone), (axis, slots))
     if lost:  # a damaged baseline anchors nothing; its readable copy, as it would alone
         anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
     dups = listed.duplicates.keys()

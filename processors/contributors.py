@@ -30,6 +30,11 @@ def can_contribute(doc: DocumentSummary, rel: Relevance) -> bool:
     return doc.kind in ("inbox", "paper_card") and rel.code not in ROLE_CODES and rel.code != "low"
 
 
+def rank_key(axis: str, doc: DocumentSummary, rel: Relevance) -> tuple[bool, float, str]:
+    """Where a source that can contribute ranks, the most relevant least: cards anchored into the axis first."""
+    return (not card_anchors(doc, axis), -rel.score, doc.path)
+
+
 @dataclass(frozen=True)
 class _Worst:
     """A ranking key compared backwards: the root of a heap of them is the worst kept so far."""
@@ -56,7 +61,7 @@ class Contributors:
         """Rank a source that can contribute (`can_contribute`); `position` is its place in the window."""
         if self._held <= 0:
             return
-        key = (not card_anchors(doc, self._axis), -rel.score, doc.path)
+        key = rank_key(self._axis, doc, rel)
         # Most of a large window ranks below the root: compared by key, never wrapped.
         if len(self._heap) < self._held:
             heapq.heappush(self._heap, (_Worst(key), position, doc, rel))

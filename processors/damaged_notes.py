@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from zoneinfo import ZoneInfo
 
 from processors.briefing_request import Loader
-from processors.contributors import can_contribute, read_whole
+from processors.contributors import can_contribute, rank_key, read_whole
 from processors.discrepancies import future_id_hits
 from processors.models import Document, Increment, Relevance
 from processors.near_duplicates import DuplicateOf
@@ -85,21 +85,24 @@ def refill_past_damage(
     listed: SourceListing,
     whole: dict[str, Document],
     read: tuple[Loader | None, ZoneInfo],
-    slots: int,
+    ranking: tuple[str, int],
 ) -> frozenset[str]:
-    """`read_past_damage`, then each of the `slots` contributors' slots a damaged note freed given to the next
-    source of the scan's reserve, read whole (one read per round of freed slots); the notes found damaged."""
+    """`read_past_damage`, then the contributors chosen again: the `ranking`'s (axis, slots) most relevant of
+    those left and of the scan's reserve (a readable copy of a damaged one at its own rank), those newly chosen
+    read whole (one read per round); the notes found damaged."""
+    axis, slots = ranking
     lost = read_past_damage(scan, listed, whole, read)
-    while lost and scan.reserve and len(scan.contributors) < slots:
-        free = slots - len(scan.contributors)
-        taken, scan.reserve = scan.reserve[:free], scan.reserve[free:]
-        scan.at.update((d.path, p) for p, d, _ in taken)
-        scan.contributors.extend((d, r) for _, d, r in taken)
-        scan.contributors.sort(key=lambda e: scan.at[e[0].path])
-        # A note found damaged already (a note dating an id after itself is read whole too) is not read again.
-        whole.update(
-            read_whole([d for _, d, _ in taken if d.path not in whole and d.path not in lost], read[0])
-        )
+    while lost:
+        at = scan.at
+        pool = [*((at[d.path], d, r) for d, r in scan.contributors), *scan.reserve]
+        pool = sorted((e for e in pool if e[1].path not in lost), key=lambda e: rank_key(axis, e[1], e[2]))
+        chosen, scan.reserve = pool[:slots], pool[slots:]
+        at.update((d.path, p) for p, d, _ in chosen)
+        scan.contributors = sorted(((d, r) for _, d, r in chosen), key=lambda e: at[e[0].path])
+        wanted = [d for _, d, _ in chosen if d.path not in whole]
+        if not wanted:
+            break
+        whole.update(read_whole(wanted, read[0]))
         lost = read_past_damage(scan, listed, whole, read)
     return lost
 
