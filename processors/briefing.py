@@ -10,7 +10,7 @@ from processors.anchoring import Anchors, IdSplit, anchor_ids, anchored_by
 from processors.arxiv_list import IdListing, arxiv_entries
 from processors.briefing_request import BriefingRequest, Loader
 from processors.contributors import read_whole
-from processors.damaged_notes import read_past_damage, unplaced_past_damage
+from processors.damaged_notes import refill_past_damage, unplaced_past_damage
 from processors.id_conflicts import conflicts_among
 from processors.id_titles import WindowTitles, stated_titles, window_titles
 from processors.increment_search import find_increments
@@ -28,6 +28,9 @@ from processors.window_set import MemoryWindow
 # Rows of the window's scan between two calls of `between_reads`: the blocks DuckDB cached for them (~10 MiB at
 # 100k sources) are evicted as the scan goes, not held beside its listing.
 SHED_ROWS = 20_000
+# Contributors ranked beyond `max_contributors` in the first read, at least this many: as many as the slots, so
+# that even every contributor found damaged costs reads of a few notes, not a second scan of the window.
+MIN_RESERVE = 8
 
 
 def _living_doc_ref(req: BriefingRequest, living: LivingDoc | None) -> LivingDocRef:
@@ -60,6 +63,10 @@ class WindowReads:
     stated: StatedTitles
     size: int
     lost: frozenset[str] = frozenset()  # the notes read whole that did not read back (damaged)
+    # Contributors' slots damaged notes freed that the reserve could not fill, sources ranked below it; and
+    # whether the window was read again for them.
+    unfilled: int = 0
+    read_again: bool = False
 
 
 def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
@@ -82,27 +89,26 @@ def read_window(req: BriefingRequest) -> WindowReads:
     the later stages quote is kept; only those few sources are read whole.
     """
     reads = _read_once(req, None)
-    # The damage shows only at the whole read, once the window was weighed: it is read again as if the damaged
-    # notes had never been stored: left out of the term statistics (every other source's relevance) and of the
-    # contributors' ranking (their slots go to the next), their copies kept in their place. One more scan, only
-    # then, and only one: a scan costs ~+40 % of the briefing, and a run of damaged notes each taking the slot the
-    # last one freed cost one each (a note found damaged by it leaves its slot empty); the notes already read
-    # are not read again.
-    if reads.lost:
-        past = _Past(reads.listed.duplicates, reads.lost, reads.whole)
+    # The damage shows only at the whole read, once the window was weighed: a contributor's slot a damaged note
+    # frees goes to the next of the reserve ranked with them (`refill_past_damage`). Only when more slots were
+    # freed than it holds is the window read again (a scan costs ~+45 % of the briefing), once, weighed as the
+    # first read was, the damaged notes ranked nowhere; the notes already read are not read again.
+    if reads.unfilled:
+        past = _Past(reads.listed.duplicates, reads.lost, reads.whole, reads.space)
         del reads
-        reads = _read_once(replace(req, load=past.loader(req.load)), past)
+        reads = replace(_read_once(replace(req, load=past.loader(req.load)), past), read_again=True)
     return reads
 
 
 @dataclass(frozen=True)
 class _Past:
     """What a read of the window found: its duplicate groups settled past the damaged notes, those notes (`lost`),
-    and the notes it read whole."""
+    the notes it read whole, and its weights."""
 
     duplicates: Mapping[str, DuplicateOf]
     lost: frozenset[str]
     whole: Mapping[str, Document]
+    space: AxisSpace
 
     def loader(self, load: Loader | None) -> Loader:
         """A loader that reads none of the notes read whole already, nor the damaged ones again."""
@@ -116,18 +122,22 @@ class _Past:
 
 
 def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
-    """`read_window`'s reads; after a `past` read that met damaged notes, as if they had never been stored."""
+    """`read_window`'s reads; after a `past` read that met damaged notes, weighed as it was, those ranked nowhere."""
     rules, axis, lang = req.rules, req.axis.name, req.lang
     source = _window(req)
     if past is None:
         duplicates, lost = source.duplicates(rules.near_duplicate_threshold), frozenset[str]()
+        # A damaged note's stored terms (read at ingest, whole) stay weighed: leaving them out would take a scan.
+        space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
     else:
-        duplicates, lost = dict(past.duplicates), past.lost
-    space = AxisSpace.of(source.statistics(duplicates.keys() | lost), req.all_axes, req.living_map)
+        duplicates, lost, space = dict(past.duplicates), past.lost, past.space
     scorer = Scorer(space, axis, rules.relevance, lang)
     superseded = source.superseded(space.profile_terms)
     listed = SourceListing(duplicates, axis, lang)
-    limits = ScanLimits(rules.increments.max_contributors, req.zone, {r.doc.path for r in superseded}, lost)
+    slots = rules.increments.max_contributors
+    limits = ScanLimits(
+        slots, req.zone, {r.doc.path for r in superseded}, lost, reserve=max(slots, MIN_RESERVE)
+    )
     # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
     # before it (and then for the scan itself) is not held beside it.
     req.between_reads()
@@ -141,13 +151,16 @@ def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
         [*(d for d, _ in scan.contributors), *anchors.baselines, *scan.queues, *future], req.load
     )
     # A note that did not read back (the request lists it damaged) is left out of everything the briefing quotes
-    # or counts; a duplicate of it takes its place (`processors.damaged_notes`).
-    lost = read_past_damage(scan, listed, whole, (req.load, req.zone))
+    # or counts; a duplicate of it takes its place (`processors.damaged_notes`), the reserve its slot.
+    lost = refill_past_damage(scan, listed, whole, (req.load, req.zone), (axis, slots))
     if lost:  # a damaged baseline anchors nothing; its readable copy, as it would alone
         anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
     dups = listed.duplicates.keys()
     stated = source.titles(dups | lost if lost else dups)
-    return WindowReads(space, scorer, listed, superseded, scan, anchors, whole, stated, source.size(), lost)
+    unfilled = slots - len(scan.contributors) if lost and scan.spilled and not scan.reserve else 0
+    return WindowReads(
+        space, scorer, listed, superseded, scan, anchors, whole, stated, source.size(), lost, max(unfilled, 0)
+    )
 
 
 def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:

@@ -24,6 +24,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
+from processors.reasons import UNREAD_CODES
 from processors.window_rows import WindowSource
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
@@ -132,7 +133,7 @@ class BriefingRequest:
     @property
     def damaged(self) -> frozenset[str]:
         """The notes whose stored text did not read back: the rejected list them (code damaged), nothing else."""
-        return frozenset(r.path for r in self.rejected if r.reason_code == "damaged")
+        return frozenset(r.path for r in self.rejected if r.reason_code in UNREAD_CODES)
 
     @property
     def living_map(self) -> Mapping[str, Document | None]:

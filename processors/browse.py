@@ -64,6 +64,7 @@ LABELS: dict[Lang, dict[str, str]] = {
         "nothing": "nothing",
         "gone_rejected": "rejected by this briefing",
         "gone_damaged": "rejected by this briefing: its stored text is damaged and cannot be read",
+        "gone_row_missing": "rejected by this briefing: a row of it is missing from the state (a rebuild restores it)",
     },
     "zh": {
         "index": "简报",
@@ -102,6 +103,7 @@ LABELS: dict[Lang, dict[str, str]] = {
         "nothing": "无",
         "gone_rejected": "本简报拒收",
         "gone_damaged": "本简报拒收：存储的正文已损坏、无法读取",
+        "gone_row_missing": "本简报拒收：状态库缺少它的一行记录（rebuild 可恢复）",
     },
 }
 

@@ -30,6 +30,11 @@ def can_contribute(doc: DocumentSummary, rel: Relevance) -> bool:
     return doc.kind in ("inbox", "paper_card") and rel.code not in ROLE_CODES and rel.code != "low"
 
 
+def rank_key(axis: str, doc: DocumentSummary, rel: Relevance) -> tuple[bool, float, str]:
+    """Where a source that can contribute ranks, the most relevant least: cards anchored into the axis first."""
+    return (not card_anchors(doc, axis), -rel.score, doc.path)
+
+
 @dataclass(frozen=True)
 class _Worst:
     """A ranking key compared backwards: the root of a heap of them is the worst kept so far."""
@@ -42,24 +47,34 @@ class _Worst:
 
 class Contributors:
     """The `limit` most relevant sources that can contribute, cards anchored into the axis first, kept as the
-    window is read (in window order when asked)."""
+    window is read (in window order when asked), and the `reserve` next to them (to fill a slot a damaged one
+    frees)."""
 
-    def __init__(self, axis: str, limit: int) -> None:
+    def __init__(self, axis: str, limit: int, reserve: int = 0) -> None:
         self._axis = axis
         self._limit = limit
+        self._held = limit + reserve if limit > 0 else 0
         self._heap: list[tuple[_Worst, int, DocumentSummary, Relevance]] = []
+        self.spilled = False  # whether a source that can contribute was ranked below all those held
 
     def offer(self, position: int, doc: DocumentSummary, rel: Relevance) -> None:
         """Rank a source that can contribute (`can_contribute`); `position` is its place in the window."""
-        if self._limit <= 0:
+        if self._held <= 0:
             return
-        key = (not card_anchors(doc, self._axis), -rel.score, doc.path)
+        key = rank_key(self._axis, doc, rel)
         # Most of a large window ranks below the root: compared by key, never wrapped.
-        if len(self._heap) < self._limit:
+        if len(self._heap) < self._held:
             heapq.heappush(self._heap, (_Worst(key), position, doc, rel))
-        elif key < self._heap[0][0].key:
+            return
+        self.spilled = True
+        if key < self._heap[0][0].key:
             heapq.heapreplace(self._heap, (_Worst(key), position, doc, rel))
 
     def ranked(self) -> list[tuple[int, DocumentSummary, Relevance]]:
         """The chosen sources in window order, each with its place."""
-        return [(p, d, r) for _, p, d, r in sorted(self._heap, key=lambda e: e[1])]
+        chosen = sorted(self._heap, key=lambda e: e[0].key)[: self._limit]
+        return [(p, d, r) for _, p, d, r in sorted(chosen, key=lambda e: e[1])]
+
+    def reserve(self) -> list[tuple[int, DocumentSummary, Relevance]]:
+        """The sources held beyond the chosen ones, the most relevant first, each with its place."""
+        return [(p, d, r) for _, p, d, r in sorted(self._heap, key=lambda e: e[0].key)[self._limit :]]

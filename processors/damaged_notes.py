@@ -2,7 +2,8 @@
 else of the briefing quotes or counts them, and a duplicate of one takes its place.
 
 The damage shows only at the whole read, once the window's duplicate groups are settled: a group whose kept note
-does not read back is kept by its earliest member that does, read whole in turn (rare: one more read).
+does not read back is kept by its earliest member that does, read whole in turn (rare: one more read), and a
+contributor's slot it frees goes to the next of the scan's reserve, read whole in turn too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Collection, Mapping
 from zoneinfo import ZoneInfo
 
 from processors.briefing_request import Loader
-from processors.contributors import can_contribute
+from processors.contributors import can_contribute, rank_key, read_whole
 from processors.discrepancies import future_id_hits
 from processors.models import Document, Increment, Relevance
 from processors.near_duplicates import DuplicateOf
@@ -77,6 +78,33 @@ def read_past_damage(
     scan.at.update((p, at) for p, (at, _) in standing.items() if p in lost)  # its ids dropped too
     take_places(scan, {was: (whole[h], *standing[h]) for was, h in heirs.items()}, lost, zone)
     return frozenset(lost)
+
+
+def refill_past_damage(
+    scan: Scan,
+    listed: SourceListing,
+    whole: dict[str, Document],
+    read: tuple[Loader | None, ZoneInfo],
+    ranking: tuple[str, int],
+) -> frozenset[str]:
+    """`read_past_damage`, then the contributors chosen again: the `ranking`'s (axis, slots) most relevant of
+    those left and of the scan's reserve (a readable copy of a damaged one at its own rank), those newly chosen
+    read whole (one read per round); the notes found damaged."""
+    axis, slots = ranking
+    lost = read_past_damage(scan, listed, whole, read)
+    while lost:
+        at = scan.at
+        pool = [*((at[d.path], d, r) for d, r in scan.contributors), *scan.reserve]
+        pool = sorted((e for e in pool if e[1].path not in lost), key=lambda e: rank_key(axis, e[1], e[2]))
+        chosen, scan.reserve = pool[:slots], pool[slots:]
+        at.update((d.path, p) for p, d, _ in chosen)
+        scan.contributors = sorted(((d, r) for _, d, r in chosen), key=lambda e: at[e[0].path])
+        wanted = [d for _, d, _ in chosen if d.path not in whole]
+        if not wanted:
+            break
+        whole.update(read_whole(wanted, read[0]))
+        lost = read_past_damage(scan, listed, whole, read)
+    return lost
 
 
 def take_places(

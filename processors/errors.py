@@ -31,6 +31,11 @@ class ParseError(ProcessorError):
         self.code: RejectionCode = code
 
 
+class MissingRowError(ProcessorError, ValueError):
+    """A stored version lacks one of the state's rows of it (`contents` or `source_rows`): not damaged, and
+    restored by a rebuild while the documents topic holds its record."""
+
+
 def unpanicked(read: Callable[[V], T], value: V) -> T:
     """`read(value)`, with a Rust panic on a hostile input raised as ValueError: the input's fault, not a crash."""
     try:

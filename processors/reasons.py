@@ -23,8 +23,11 @@ RejectionCode = Literal[
     "vanished",  # gone before it could be read
     "parse",  # anything else the parser could not turn into a document
     "damaged",  # stored, but its text does not read back (a body frame not unpacking to its size, or not UTF-8)
+    "row_missing",  # stored, but its `contents` or `source_rows` row is missing from the state (a rebuild restores)
 ]
 REJECTION_CODES: tuple[RejectionCode, ...] = get_args(RejectionCode)
+# The stored notes a briefing could not read back: listed among its rejected, and nowhere else.
+UNREAD_CODES: frozenset[RejectionCode] = frozenset({"damaged", "row_missing"})
 
 # Documents kept with a warning (`predigest_documents_warned_total{reason}`, `sources[].warning_codes`).
 WarningCode = Literal[

@@ -16,7 +16,7 @@ from processors.i18n import LABELS, Lang, relevance_label
 from processors.inert import CONTROL, markdown_inline
 from processors.models import Briefing, Increment, NoIncrementSource, SourceEntry
 from processors.placement import join_labels
-from processors.reasons import NO_INCREMENT_CODES, NoIncrementCode
+from processors.reasons import NO_INCREMENT_CODES, UNREAD_CODES, NoIncrementCode
 
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 # 六 lists a reason's sources one by one up to LIST_ALL; above, its count and the first LIST_FIRST (the JSON's
@@ -271,7 +271,7 @@ def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Mapping[st
 def _living_damaged(b: Briefing) -> bool:
     """The briefing's living document is listed among its rejected as damaged (stored, not read back)."""
     path = b.living_doc.path
-    return path is not None and any(r.path == path and r.reason_code == "damaged" for r in b.rejected)
+    return path is not None and any(r.path == path and r.reason_code in UNREAD_CODES for r in b.rejected)
 
 
 def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:

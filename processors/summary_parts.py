@@ -14,6 +14,7 @@ from typing import Any
 import pydantic_core
 from predigest_native import summary_rest
 
+from processors.errors import MissingRowError
 from processors.models import DocumentSummary
 from processors.near_duplicates import NUM_PERM
 
@@ -46,7 +47,7 @@ def whole_summary(rows: SummaryRows) -> bytes:
     """The summary's JSON as the parse wrote it (its fields in the model's order): each field from `contents`'
     rest where it is there, else from its rows, else from the slim summary; ValueError when a row is missing."""
     if rows.slim_json is None or rows.rest_json is None:
-        raise ValueError(
+        raise MissingRowError(
             f"its {'source' if rows.slim_json is None else 'contents'} row is missing from the state"
         )
     slim: Mapping[str, Any] = pydantic_core.from_json(rows.slim_json, cache_strings="keys")

@@ -30,6 +30,7 @@ class ScanLimits:
     zone: ZoneInfo
     watched: Collection[str] = ()  # the paths of superseded versions: they are weighed as their note
     lost: Collection[str] = ()  # notes found damaged by an earlier read: held for its checks, ranked nowhere
+    reserve: int = 0  # how many contributors to hold beyond `contributors`, for the slots damaged ones free
 
 
 @dataclass
@@ -43,6 +44,10 @@ class Scan:
     future: list[tuple[DocumentSummary, str]] = field(default_factory=list)  # (note, an id dated after it)
     current: dict[str, SourceRow] = field(default_factory=dict)  # kept sources at the `watched` paths
     at: dict[str, int] = field(default_factory=dict)  # the place of each note kept above
+    # The next contributors (place, note, relevance), the most relevant first, not read whole unless a slot is
+    # freed; and whether sources that could contribute were ranked below even those.
+    reserve: list[tuple[int, DocumentSummary, Relevance]] = field(default_factory=list)
+    spilled: bool = False
 
 
 def scan_window(
@@ -55,7 +60,7 @@ def scan_window(
     (the listing's) feed nothing."""
     duplicates = listing.duplicates
     scan = Scan()
-    ranking = Contributors(scorer.axis, limits.contributors)
+    ranking = Contributors(scorer.axis, limits.contributors, limits.reserve)
     baselines: list[tuple[int, DocumentSummary]] = []
     queues: list[tuple[int, DocumentSummary]] = []
     future: list[tuple[int, DocumentSummary, str]] = []
@@ -84,6 +89,7 @@ def scan_window(
             future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
     ranked = ranking.ranked()
     scan.contributors = [(d, r) for _, d, r in ranked]
+    scan.reserve, scan.spilled = ranking.reserve(), ranking.spilled
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
     scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]

@@ -6,7 +6,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from processors.errors import MissingRowError
 from processors.models import Document, Rejection
+from processors.reasons import RejectionCode
 from processors.summary_parts import SummaryRows, whole_summary
 from processors.wire import StoredDocument, load_document
 from sinks.metrics import Metrics
@@ -30,9 +32,8 @@ class Unreadable:
         log.warning("stored note %s (axis %s) cannot be read and is left out: %s", path, axis, error)
         if self.metrics is not None:
             self.metrics.stored_unreadable.labels(reader=self.reader).inc()
-        listed = Rejection(
-            path=path, reason=f"its stored text cannot be read ({error})", reason_code="damaged"
-        )
+        code: RejectionCode = "row_missing" if isinstance(error, MissingRowError) else "damaged"
+        listed = Rejection(path=path, reason=f"its stored text cannot be read ({error})", reason_code=code)
         listed_here = self.by_axis.setdefault(axis, [])
         if all(r.path != path for r in listed_here):
             listed_here.append(listed)

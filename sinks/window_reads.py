@@ -17,6 +17,7 @@ import duckdb
 from predigest_native import near_candidates, near_same
 from pydantic_core import from_json
 
+from processors.errors import MissingRowError
 from processors.id_titles import TITLE_FROM
 from processors.models import Document, TitledId, WindowBounds
 from processors.near_duplicates import (
@@ -46,7 +47,7 @@ _PINNED = (
     "d.path, d.kind, r.text_hash, r.length, false AS dup "
     "FROM documents d LEFT JOIN source_rows r ON r.path = d.path AND r.sha256 = d.sha256"
 )
-_NO_SOURCE_ROW = ValueError("its source row is missing from the state")
+_NO_SOURCE_ROW = MissingRowError("its source row is missing from the state")
 
 
 # Each pinned version's counts of the profile terms (the parameter), as one JSON object: DuckDB hands a pair of

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import duckdb
 
 from processors.arxiv_atom import EnrichedId
-from processors.briefing import briefing_of, read_window
+from processors.briefing import WindowReads, briefing_of, read_window
 from processors.briefing_request import BriefingHistory, BriefingRequest, Loader
 from processors.models import AxisSpec, Briefing, ControlCommand, Document
 from processors.window import window_bounds
@@ -36,6 +36,15 @@ SHED_FROM = 20_000
 _NEVER_STORED = "never reached the worker (not published, or older than the documents topic's retention)"
 _DAMAGED = "is stored, but its text is damaged and cannot be read (listed among the briefing's rejected)"
 _DAMAGED_FIX = ": edit it (the same content again, or a `predigest rebuild`, keeps the damaged copy)"
+# A row of it missing (a bug, a partial repair, a hand edit): a rebuild writes both rows again from the record.
+_ROW_MISSING = "is stored, but a row of it is missing from the state (listed among the briefing's rejected)"
+_ROW_MISSING_FIX = (
+    ": a `predigest rebuild` restores it while the documents topic still holds its record; else edit it"
+)
+_UNREAD: dict[str | None, tuple[str, str]] = {
+    "damaged": (_DAMAGED, _DAMAGED_FIX),
+    "row_missing": (_ROW_MISSING, _ROW_MISSING_FIX),
+}
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ class Assembly:
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
             # cursor of its own while the window agent goes on writing.
             reads = await asyncio.to_thread(read_window, request)
+            _said_read_again(axis.name, reads)
             # Listed once every note is read whole (the briefing's own reads are all in read_window), once each.
             if listed := {r.path: r for r in [*unreadable.of(axis.name), *source.unreadable.of(axis.name)]}:
                 request = replace(request, rejected=[*rejected, *listed.values()])
@@ -148,13 +158,14 @@ class Assembly:
 
     def _living(self, axis: AxisSpec, living: Document | None, unreadable: Unreadable) -> Document | None:
         if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
-            damaged = axis.living_doc in {r.path for r in unreadable.of(axis.name)}
+            code = next((r.reason_code for r in unreadable.of(axis.name) if r.path == axis.living_doc), None)
+            what, fix = _UNREAD.get(code, (_NEVER_STORED, ""))
             log.warning(
                 "briefing %s without its living document: %s %s; its sections show as TBD until the file changes%s",
                 axis.name,
                 axis.living_doc,
-                _DAMAGED if damaged else _NEVER_STORED,
-                _DAMAGED_FIX if damaged else "",
+                what,
+                fix,
                 extra=doc_context(axis.living_doc, axis.name),
             )
         return living
@@ -169,6 +180,18 @@ class Assembly:
             # Enrichment is an extra: a bug in it must not cost the operator the briefing.
             log.exception("arXiv enrichment failed; the %d id(s) keep their document titles", len(ids))
             return {}
+
+
+def _said_read_again(axis: str, reads: WindowReads) -> None:
+    """Log a briefing whose damaged notes freed more contributors' slots than its first read's reserve held."""
+    if reads.read_again:
+        log.info(
+            "briefing %s: %d damaged notes freed more contributors' slots than the reserve ranked beside them "
+            "held: the window was read again, once (~+45 %% of its CPU); %d slot(s) left empty",
+            axis,
+            len(reads.lost),
+            reads.unfilled,
+        )
 
 
 def _keep() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from processors.models import AxisSpec, Briefing, Rejection, SourceEntry
+from processors.reasons import UNREAD_CODES
 from streams.errors import ConfigError
 from streams.settings import Settings
 
@@ -88,7 +89,7 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
         if none.path == source.path:
             said["no_increment"] = {"code": none.code, "reason": none.reason}
     for rejected in briefing.rejected:
-        if rejected.path == source.path and rejected.reason_code == "damaged":
+        if rejected.path == source.path and rejected.reason_code in UNREAD_CODES:
             said["unreadable"] = rejected.reason  # its stored text did not read back: left out
     return said
 

@@ -1,16 +1,19 @@
 """A note whose stored text does not read back (damaged) is listed once, among the rejected: a duplicate of it
 takes its place, and nothing else of the briefing quotes it or counts what only it says."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import pytest
 
+from processors.briefing import MIN_RESERVE
 from processors.briefing_rules import BriefingRules, IncrementRules
 from processors.browse import BriefingPage, briefing_page, changes, history
 from processors.damaged_notes import regroup
 from processors.models import Briefing, Document, Rejection, Trigger
 from processors.near_duplicates import DuplicateOf
 from processors.render_markdown import render_markdown
+from processors.window_rows import SourceRow
+from processors.window_set import MemoryWindow
 from tests.processors.notes import SH, brief, note
 from tests.processors.test_discrepancies import BASELINE, TYPO
 
@@ -184,25 +187,76 @@ RUN = [
 GOOD = note("inbox/tom/2026-09-27-2100-g.md", "# 推理\n\n## 笔记\nvLLM 推理 延迟下降 10%。\n")
 
 
-def test_a_run_of_damaged_notes_each_taking_the_freed_slot_reads_the_window_at_most_twice() -> None:
-    # One contributor's slot, and six damaged notes each more relevant than the readable one: the window is read
-    # again once (each read a scan of every source, ~+40 % of a 100k briefing), not once per damaged note.
-    docs, lost, reads = [*RUN, GOOD], {d.path for d in RUN}, []
+def _scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per read of the window's rows (a scan of every source: ~+45 % of a 100k briefing each)."""
+    scans: list[int] = []
+    rows = MemoryWindow.rows
+
+    def counted(self: MemoryWindow, profile: Collection[str]) -> Iterator[SourceRow]:
+        scans.append(len(self.docs))
+        return rows(self, profile)
+
+    monkeypatch.setattr(MemoryWindow, "rows", counted)
+    return scans
+
+
+def _brief_with(docs: Sequence[Document], lost: Collection[str], slots: int) -> Briefing:
+    """The briefing of `docs` keeping `slots` contributors, the `lost` ones not reading back."""
     whole = {d.path: d for d in docs}
-
-    def load(paths: Sequence[str]) -> list[Document]:
-        reads.append(list(paths))
-        return [whole[p] for p in paths if p not in lost]
-
-    b = brief(
+    return brief(
         [d.summary() for d in docs],
-        load=load,
+        load=lambda paths: [whole[p] for p in paths if p not in lost],
         rejected=[
             Rejection(path=p, reason="its stored text cannot be read (x)", reason_code="damaged")
             for p in lost
         ],
-        rules=BriefingRules(increments=IncrementRules(max_contributors=1)),
+        rules=BriefingRules(increments=IncrementRules(max_contributors=slots)),
     )
-    assert len(reads) == 2
-    # Every note still once: the damaged ones rejected only, the readable one a source.
-    assert sorted(r.path for r in b.rejected) == sorted(lost) and [s.path for s in b.sources] == [GOOD.path]
+
+
+def test_a_run_of_damaged_notes_each_taking_the_freed_slot_reads_the_window_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One contributor's slot, and six damaged notes each more relevant than the readable one: the freed slot goes
+    # down the reserve ranked in the one scan, not to a second scan of the window (twice before: 7 on 579c7a5).
+    scans = _scans(monkeypatch)
+    lost = {d.path for d in RUN}
+    b = _brief_with([*RUN, GOOD], lost, slots=1)
+    assert len(scans) == 1
+    # Every note still once: the damaged ones rejected only, the readable one a source, used.
+    assert sorted(r.path for r in b.rejected) == sorted(lost)
+    assert [(s.path, s.status) for s in b.sources] == [(GOOD.path, "used")] and len(b.increments) == 1
+
+
+def test_more_damaged_contributors_than_the_reserve_holds_read_the_window_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A reserve of MIN_RESERVE beside the one slot, every note of it damaged: the window is read again, once, and
+    # the slot still goes to the readable note.
+    scans = _scans(monkeypatch)
+    topics = ["KV cache 压缩", "投机解码", "量化 INT4", "批处理调度", "前缀缓存", "张量并行", "流水线并行"]
+    topics += ["算子融合", "显存卸载", "长上下文", "多租户隔离", "冷启动"]
+    assert len(topics) > 1 + MIN_RESERVE
+    many = [
+        note(
+            f"inbox/jay/2026-09-27-{10 + i:02d}30-many{i}.md",
+            f"# vLLM 推理 {t}\n\n## {t}\nvLLM 推理 serving {t} 吞吐量提升 {i + 2}.5×，arXiv:2609.2315{i}。\n",
+        )
+        for i, t in enumerate(topics)
+    ]
+    lost = {d.path for d in many}
+    b = _brief_with([*many, GOOD], lost, slots=1)
+    assert len(scans) == 2
+    assert sorted(r.path for r in b.rejected) == sorted(lost)
+    assert [(s.path, s.status) for s in b.sources] == [(GOOD.path, "used")] and len(b.increments) == 1
+
+
+def test_a_damaged_contributor_s_slot_goes_to_the_next_ranked_source_every_relevance_unmoved() -> None:
+    # Two slots, the second most relevant note damaged: the third takes its slot; the damaged note's stored terms
+    # (read at ingest) stay weighed, so every other source is listed as when all three slots read back.
+    docs, damaged = [*RUN, GOOD], RUN[1].path
+    readable = _brief_with(docs, (), slots=3)
+    b = _brief_with(docs, {damaged}, slots=2)
+    assert [s for s in readable.sources if s.path != damaged] == b.sources
+    used = [s.path for s in b.sources if s.status == "used"]
+    assert used == [RUN[0].path, RUN[2].path] and len(b.increments) == 2

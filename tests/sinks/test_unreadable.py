@@ -94,7 +94,7 @@ def test_a_version_missing_a_stored_row_is_reported_by_every_whole_reader(tmp_pa
     stored.close()
     row = "source" if table == "source_rows" else "contents"
     listed = [*unreadable.of("inference"), *stored.unreadable.of("inference")]
-    assert sorted((r.path, r.reason_code) for r in listed) == sorted((p, "damaged") for p in gone)
+    assert sorted((r.path, r.reason_code) for r in listed) == sorted((p, "row_missing") for p in gone)
     assert all(f"its {row} row is missing from the state" in r.reason for r in listed)
     with state.reader() as reader:
         note = reader.note(gone[0])
@@ -128,7 +128,7 @@ def test_a_superseded_version_missing_its_source_row_is_listed_when_its_note_is_
     stored = state.window("inference", window)
     assert stored.superseded(()) == [] and [d.path for d in stored.load([kept.path])] == [kept.path]
     listed = stored.unreadable.of("inference")
-    assert [(r.path, r.reason_code) for r in listed] == [(old.path, "damaged")]
+    assert [(r.path, r.reason_code) for r in listed] == [(old.path, "row_missing")]
     assert "its source row is missing from the state" in listed[0].reason
     stored.close()
     state.close()
