@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import ParamSpec, TypeVar
 
 import duckdb
 
@@ -20,10 +22,13 @@ from sinks.enrichment import Enricher
 from sinks.state import StateStore
 from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
+from streams.errors import BriefingCancelledError
 from streams.logs import doc_context
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 # DuckDB's memory limit while a briefing reads its notes whole: 48 MiB could not pin their blocks at 100k.
@@ -72,6 +77,7 @@ class Assembly:
             except BaseException:
                 source.close()
                 raise
+        cancelled = threading.Event()  # the stop cancelled the briefing: its thread ends at its next read
         try:
             request = BriefingRequest(
                 axis=axis,
@@ -85,11 +91,11 @@ class Assembly:
                 rejected=rejected,
                 history=history,
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
-                load=self._loader(source, sheds),
+                load=_unless(cancelled, self._loader(source, sheds)),
                 lang=self.settings.lang,
                 rules=self.settings.briefing_rules,
                 source=source,
-                between_reads=self._shedder(source) if sheds else _keep,
+                between_reads=_unless(cancelled, self._shedder(source) if sheds else _keep),
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
@@ -104,6 +110,17 @@ class Assembly:
             if sheds:
                 self.state.shed_cache(idle=source)
             return await asyncio.to_thread(briefing_of, request, reads), reads.size
+        except asyncio.CancelledError:
+            cancelled.set()
+            log.warning(
+                "the %s briefing of %s ending %s was cancelled by the worker's stop: its command, unacknowledged, "
+                "is briefed again after the restart",
+                command.trigger,
+                axis.name,
+                command.end.isoformat(),
+                extra={"axis": axis.name},
+            )
+            raise
         finally:
             source.close()
 
@@ -173,3 +190,15 @@ class Assembly:
 
 def _keep() -> None:
     """`between_reads` of a window too small to shed for: DuckDB's pool is kept."""
+
+
+def _unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
+    """`step`, until the briefing is `cancelled`: its task's cancellation does not reach its thread, which then
+    ends at its next read of the state instead of briefing on past the worker's stop."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        if cancelled.is_set():
+            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+        return step(*args, **kwargs)
+
+    return run

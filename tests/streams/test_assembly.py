@@ -237,6 +237,48 @@ def test_a_briefing_cancelled_mid_read_is_cancelled_and_closes_its_cursor(
         pipeline.state.close()
 
 
+def test_a_briefing_cancelled_by_the_stop_ends_its_thread_at_its_next_read_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The task's cancellation never reached the briefing's thread: it briefed on, past the worker's stop, which then
+    waited for it (or exited hard at 15 s). Now it ends at its next read, and one line names the briefing."""
+    pipeline = _pipeline(tmp_path)
+    reading, ended = threading.Event(), threading.Event()
+
+    def long_read(request: Any) -> Any:  # a large window's scan in the briefing's thread, reading by chunks
+        reading.set()
+        try:
+            for _ in range(3000):
+                request.between_reads()
+                threading.Event().wait(0.01)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr("streams.assembly.read_window", long_read)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+
+    async def cancelled_mid_read() -> None:
+        task = asyncio.ensure_future(pipeline.brief(command))
+        assert await asyncio.to_thread(reading.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Before asyncio.run's end, which waits for its threads.
+        assert await asyncio.to_thread(ended.wait, 2), "the briefing's thread went on after its cancellation"
+
+    try:
+        asyncio.run(cancelled_mid_read())
+    finally:
+        pipeline.state.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "streams.assembly"]
+    assert lines == [
+        f"the flush briefing of inference ending {END.isoformat()} was cancelled by the worker's stop: its "
+        "command, unacknowledged, is briefed again after the restart"
+    ]
+
+
 def _reads_of_a_briefing(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> list[tuple[str, float, float]]:
