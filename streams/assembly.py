@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import ParamSpec, TypeVar
@@ -52,9 +52,11 @@ class Assembly:
     clock: Clock
     enricher: Enricher | None = None
 
-    async def briefing(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, int]:
+    async def briefing(
+        self, axis: AxisSpec, command: ControlCommand, cancelled: threading.Event
+    ) -> tuple[Briefing, int]:
         """The briefing of the window ending at the command's end, from the current state; and how many sources
-        its window holds."""
+        its window holds. Once `cancelled` is set, its thread ends at its next read (`unless`)."""
         # The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
         # the few notes the briefing quotes are read whole.
         window = window_bounds(command.end, self.settings.window_length)
@@ -77,7 +79,6 @@ class Assembly:
             except BaseException:
                 source.close()
                 raise
-        cancelled = threading.Event()  # the stop cancelled the briefing: its thread ends at its next read
         try:
             request = BriefingRequest(
                 axis=axis,
@@ -91,11 +92,11 @@ class Assembly:
                 rejected=rejected,
                 history=history,
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
-                load=_unless(cancelled, self._loader(source, sheds)),
+                load=unless(cancelled, self._loader(source, sheds)),
                 lang=self.settings.lang,
                 rules=self.settings.briefing_rules,
                 source=source,
-                between_reads=_unless(cancelled, self._shedder(source) if sheds else _keep),
+                between_reads=unless(cancelled, self._shedder(source) if sheds else _keep),
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
@@ -111,15 +112,7 @@ class Assembly:
                 self.state.shed_cache(idle=source)
             return await asyncio.to_thread(briefing_of, request, reads), reads.size
         except asyncio.CancelledError:
-            cancelled.set()
-            log.warning(
-                "the %s briefing of %s ending %s was cancelled by the worker's stop: its command, unacknowledged, "
-                "is briefed again after the restart",
-                command.trigger,
-                axis.name,
-                command.end.isoformat(),
-                extra={"axis": axis.name},
-            )
+            cancelled.set()  # before the cursor's close below: the thread ends at its next read, not on a closed one
             raise
         finally:
             source.close()
@@ -192,9 +185,9 @@ def _keep() -> None:
     """`between_reads` of a window too small to shed for: DuckDB's pool is kept."""
 
 
-def _unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
-    """`step`, until the briefing is `cancelled`: its task's cancellation does not reach its thread, which then
-    ends at its next read of the state instead of briefing on past the worker's stop."""
+def unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
+    """`step`, until a briefing is `cancelled`: its task's cancellation does not reach its thread, which then
+    ends at its next call of `step` instead of briefing on past the worker's stop."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         if cancelled.is_set():
@@ -202,3 +195,11 @@ def _unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
         return step(*args, **kwargs)
 
     return run
+
+
+def each_unless(cancelled: threading.Event, pieces: Iterable[T]) -> Iterator[T]:
+    """`pieces`, until a briefing is `cancelled` (as `unless`): its packing's thread ends at its next piece."""
+    for piece in pieces:
+        if cancelled.is_set():
+            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+        yield piece
