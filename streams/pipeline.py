@@ -248,9 +248,8 @@ class Pipeline:
     async def _made(self, axis: AxisSpec, command: ControlCommand) -> Emission:
         """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
         reads = Assembly(self.settings, self.state, self.clock, self.enricher)
-        cancelled = (
-            threading.Event()
-        )  # set by the worker's stop: the briefing's threads end at their next step
+        # Set by the worker's stop: the briefing's threads end at their next step.
+        cancelled = threading.Event()
         try:
             briefing, window_size = await reads.briefing(axis, command, cancelled)
             # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under
