@@ -10,6 +10,7 @@ from pathlib import Path
 
 import faust
 import pytest
+from faust.transport.consumer import Consumer
 from faust.types import TP
 from faust.types.tuples import ConsumerMessage
 
@@ -78,3 +79,10 @@ async def test_a_wait_cancelled_ends_at_once(tmp_path: Path, start: Start) -> No
     done, _ = await asyncio.wait({settling}, timeout=3)
     assert settling in done and settling.cancelled(), "the cancelled wait went on"
     assert not taken.acked
+
+
+def test_a_revocations_wait_ends_once_the_consumer_stops() -> None:
+    # A stop during a revocation: Faust's wait there, for every record taken, looks at the consumer's `should_stop`
+    # between acks, so it ends a second after the consumer's stop begins, after the stop's own bounded wait
+    # (test_worker_stop_integration.py: renamed by an upgrade, that wait could hold the stop to the hard exit).
+    assert "while not self.should_stop" in inspect.getsource(Consumer.wait_empty)
