@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import ParamSpec, TypeVar
 
 import duckdb
 
@@ -20,10 +22,13 @@ from sinks.enrichment import Enricher
 from sinks.state import StateStore
 from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
+from streams.errors import BriefingCancelledError
 from streams.logs import doc_context
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
 # DuckDB's memory limit while a briefing reads its notes whole: 48 MiB could not pin their blocks at 100k.
@@ -56,9 +61,11 @@ class Assembly:
     clock: Clock
     enricher: Enricher | None = None
 
-    async def briefing(self, axis: AxisSpec, command: ControlCommand) -> tuple[Briefing, int]:
+    async def briefing(
+        self, axis: AxisSpec, command: ControlCommand, cancelled: threading.Event
+    ) -> tuple[Briefing, int]:
         """The briefing of the window ending at the command's end, from the current state; and how many sources
-        its window holds."""
+        its window holds. Once `cancelled` is set, its thread ends at its next read (`unless`)."""
         # The window's sources are pinned first and read as rows in the briefing's thread (`StoredWindow`); only
         # the few notes the briefing quotes are read whole.
         window = window_bounds(command.end, self.settings.window_length)
@@ -94,11 +101,11 @@ class Assembly:
                 rejected=rejected,
                 history=history,
                 arxiv_records=await self._arxiv_records(source.arxiv_ids()),
-                load=self._loader(source, sheds),
+                load=unless(cancelled, self._loader(source, sheds)),
                 lang=self.settings.lang,
                 rules=self.settings.briefing_rules,
                 source=source,
-                between_reads=self._shedder(source) if sheds else _keep,
+                between_reads=unless(cancelled, self._shedder(source) if sheds else _keep),
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a
@@ -114,6 +121,9 @@ class Assembly:
             if sheds:
                 self.state.shed_cache(idle=source)
             return await asyncio.to_thread(briefing_of, request, reads), reads.size
+        except asyncio.CancelledError:
+            cancelled.set()  # before the cursor's close below: the thread ends at its next read, not on a closed one
+            raise
         finally:
             source.close()
 
@@ -196,3 +206,23 @@ def _said_read_again(axis: str, reads: WindowReads) -> None:
 
 def _keep() -> None:
     """`between_reads` of a window too small to shed for: DuckDB's pool is kept."""
+
+
+def unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
+    """`step`, until a briefing is `cancelled`: its task's cancellation does not reach its thread, which then
+    ends at its next call of `step` instead of briefing on past the worker's stop."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        if cancelled.is_set():
+            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+        return step(*args, **kwargs)
+
+    return run
+
+
+def each_unless(cancelled: threading.Event, pieces: Iterable[T]) -> Iterator[T]:
+    """`pieces`, until a briefing is `cancelled` (as `unless`): its packing's thread ends at its next piece."""
+    for piece in pieces:
+        if cancelled.is_set():
+            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+        yield piece

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from sinks.enrichment import Enricher
 from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
-from streams.assembly import Assembly
+from streams.assembly import Assembly, each_unless
 from streams.emission import Emission
 from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
@@ -247,15 +248,29 @@ class Pipeline:
     async def _made(self, axis: AxisSpec, command: ControlCommand) -> Emission:
         """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
         reads = Assembly(self.settings, self.state, self.clock, self.enricher)
-        briefing, window_size = await reads.briefing(axis, command)
-        # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under the
-        # state's lock, never beside a write).
-        if not self.state.shed_cache():
-            log.debug(
-                "DuckDB's cache kept through this briefing's texts: a read was open or the state has no limit"
+        # Set by the worker's stop: the briefing's threads end at their next step.
+        cancelled = threading.Event()
+        try:
+            briefing, window_size = await reads.briefing(axis, command, cancelled)
+            # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under
+            # the state's lock, never beside a write).
+            if not self.state.shed_cache():
+                log.debug(
+                    "DuckDB's cache kept through this briefing's texts: a read was open or no limit is set"
+                )
+            # In a thread: each is seconds for a window of 100k sources.
+            body = await asyncio.to_thread(self._packed, briefing, cancelled)
+        except asyncio.CancelledError:  # nothing recorded yet: the restart makes it again
+            cancelled.set()
+            log.warning(
+                "the %s briefing of %s ending %s was cancelled by the worker's stop: its command, unacknowledged, "
+                "is briefed again after the restart",
+                command.trigger,
+                axis.name,
+                command.end.isoformat(),
+                extra={"axis": axis.name},
             )
-        # In a thread: each is seconds for a window of 100k sources.
-        body = await asyncio.to_thread(self._packed, briefing)
+            raise
         basename = briefing_basename(axis.name, command.end, command.trigger, self.settings.tz)
         # The model (~0.3 GiB at 100k sources) goes before the record's write: its texts stay packed (~15 MB, not
         # ~220), each unpacked a few MB at a time when its file is written or its message sent.
@@ -277,7 +292,7 @@ class Pipeline:
         assert record is not None, "an emission just recorded must be readable"
         return Emission.of(*key, record, True, command.requested_at)
 
-    def _packed(self, briefing: Briefing) -> Body:
+    def _packed(self, briefing: Briefing, cancelled: threading.Event) -> Body:
         """The briefing as recorded: its compact JSON and Markdown packed (its `.json` file is indented from the
         former as it is written, `Emission.json_file`).
 
@@ -285,7 +300,10 @@ class Pipeline:
         held whole beside the model.
         """
         markdown = markdown_pieces(briefing, lang=self.settings.lang, zone=self.settings.tz)
-        return Body.made(briefing, (piece.encode() for piece in markdown), json_pieces(briefing))
+        encoded = (piece.encode() for piece in markdown)
+        return Body.made(
+            briefing, each_unless(cancelled, encoded), each_unless(cancelled, json_pieces(briefing))
+        )
 
     def recorded(self, axis: str, window_end: datetime, trigger: Trigger) -> Emission | None:
         """The recorded emission of (axis, window end, trigger), as the control agent would hand it on."""

@@ -5,6 +5,7 @@ are killed, and Kafka delivers its raw records again after the restart (docs/gua
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from collections.abc import Iterable
@@ -40,9 +41,20 @@ async def settle_taken(consumer: Any, dropped: str, clock: Clock, bound: float =
             break
         gc.collect()
         await consumer.commit()
-        await consumer._wait_for_ack(timeout=ACK_WAIT_SECONDS)
+        await next_ack(consumer, ACK_WAIT_SECONDS)
         consumer._clean_unacked_messages()
     await consumer.commit_and_end_transactions()
+
+
+async def next_ack(consumer: Any, timeout: float) -> None:
+    """Until the consumer's next ack, or `timeout` s. Faust's own wait (`Consumer._wait_for_ack`) swallows a
+    cancellation: the task cancelled there (a revocation's wait, the stop's) would have gone on waiting."""
+    woken = consumer._waiting_for_ack = asyncio.get_running_loop().create_future()
+    try:
+        await asyncio.wait({woken}, timeout=timeout)
+    finally:
+        if consumer._waiting_for_ack is woken:
+            consumer._waiting_for_ack = None
 
 
 def _unacked(consumer: Any, dropped: str) -> list[Any]:

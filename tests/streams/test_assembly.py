@@ -237,6 +237,85 @@ def test_a_briefing_cancelled_mid_read_is_cancelled_and_closes_its_cursor(
         pipeline.state.close()
 
 
+def test_a_briefing_cancelled_by_the_stop_ends_its_thread_at_its_next_read_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The task's cancellation never reached the briefing's thread: it briefed on, past the worker's stop, which then
+    waited for it (or exited hard at 15 s). Now it ends at its next read, and one line names the briefing."""
+    pipeline = _pipeline(tmp_path)
+    reading, ended = threading.Event(), threading.Event()
+
+    def long_read(request: Any) -> Any:  # a large window's scan in the briefing's thread, reading by chunks
+        reading.set()
+        try:
+            for _ in range(3000):
+                request.between_reads()
+                threading.Event().wait(0.01)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr("streams.assembly.read_window", long_read)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+
+    async def cancelled_mid_read() -> None:
+        task = asyncio.ensure_future(pipeline.brief(command))
+        assert await asyncio.to_thread(reading.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Before asyncio.run's end, which waits for its threads.
+        assert await asyncio.to_thread(ended.wait, 2), "the briefing's thread went on after its cancellation"
+
+    try:
+        asyncio.run(cancelled_mid_read())
+    finally:
+        pipeline.state.close()
+    lines = [r.getMessage() for r in caplog.records if "cancelled" in r.getMessage()]
+    assert lines == [
+        f"the flush briefing of inference ending {END.isoformat()} was cancelled by the worker's stop: its "
+        "command, unacknowledged, is briefed again after the restart"
+    ]
+
+
+def test_a_briefing_cancelled_while_packed_ends_its_thread_and_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packing a 100k briefing's texts is seconds of a thread's CPU: cancelled by the stop, it ends at its next
+    piece, and nothing is recorded (the restart briefs the command again)."""
+    pipeline = _pipeline(tmp_path)
+    packing, ended = threading.Event(), threading.Event()
+
+    def slow_pieces(briefing: Any) -> Any:  # a large briefing's JSON, piece by piece
+        try:
+            for _ in range(3000):
+                packing.set()
+                threading.Event().wait(0.01)
+                yield "{}"
+        finally:
+            ended.set()
+
+    monkeypatch.setattr("streams.pipeline.json_pieces", slow_pieces)
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+
+    async def cancelled_while_packed() -> None:
+        task = asyncio.ensure_future(pipeline.brief(command))
+        assert await asyncio.to_thread(packing.wait, 60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await asyncio.to_thread(ended.wait, 2), "the packing's thread went on after its cancellation"
+
+    try:
+        asyncio.run(cancelled_while_packed())
+        assert pipeline.state.emission_record("inference", END, "flush") is None
+    finally:
+        pipeline.state.close()
+
+
 def _reads_of_a_briefing(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> list[tuple[str, float, float]]:

@@ -54,7 +54,9 @@ def _fragmented(
 
 async def _briefing(pipeline: Pipeline, clock: ManualClock, axis: AxisSpec) -> str:
     reads = Assembly(pipeline.settings, pipeline.state, clock)
-    briefing, _ = await reads.briefing(axis, new_command(axis.name, "flush", END, clock.now()))
+    briefing, _ = await reads.briefing(
+        axis, new_command(axis.name, "flush", END, clock.now()), threading.Event()
+    )
     return briefing.model_copy(update={"generated_at": END}).model_dump_json()
 
 

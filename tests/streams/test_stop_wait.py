@@ -10,6 +10,7 @@ from pathlib import Path
 
 import faust
 import pytest
+from faust.transport.consumer import Consumer
 from faust.types import TP
 from faust.types.tuples import ConsumerMessage
 
@@ -65,3 +66,23 @@ def test_the_wait_overridden_is_the_one_faust_calls_at_a_stop_and_a_revocation()
     assert "_consumer_wait_empty" in vars(WorkerApp) and "_consumer_wait_empty" in vars(faust.App)
     for caller in (faust.App._stop_consumer, faust.App._on_partitions_revoked):
         assert "self._consumer_wait_empty" in inspect.getsource(caller)
+
+
+async def test_a_wait_cancelled_ends_at_once(tmp_path: Path, start: Start) -> None:
+    # The stop cancels a revocation's wait; Faust's own wait for an ack swallowed it: the wait went on, unbounded.
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    control = worker.settings.kafka.topic("control")
+    taken = _taken(worker.app, control, 3)
+    settling = asyncio.create_task(settle_taken(worker.app.consumer, "raw", worker.clock))
+    await asyncio.sleep(0.3)
+    settling.cancel()
+    done, _ = await asyncio.wait({settling}, timeout=3)
+    assert settling in done and settling.cancelled(), "the cancelled wait went on"
+    assert not taken.acked
+
+
+def test_a_revocations_wait_ends_once_the_consumer_stops() -> None:
+    # A stop during a revocation: Faust's wait there, for every record taken, looks at the consumer's `should_stop`
+    # between acks, so it ends a second after the consumer's stop begins, after the stop's own bounded wait
+    # (test_worker_stop_integration.py: renamed by an upgrade, that wait could hold the stop to the hard exit).
+    assert "while not self.should_stop" in inspect.getsource(Consumer.wait_empty)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -84,7 +85,7 @@ async def test_a_damaged_body_is_stored_then_named_counted_and_listed_by_its_rea
 
     with caplog.at_level(logging.WARNING, logger="sinks.unreadable"):
         briefing, _ = await Assembly(worker.settings, state, clock).briefing(
-            axis, new_command(axis.name, "flush", END, clock.now())
+            axis, new_command(axis.name, "flush", END, clock.now()), threading.Event()
         )
     [listed] = briefing.rejected
     assert (listed.path, listed.reason_code) == (DAMAGED, "damaged") and "not UTF-8" in listed.reason
@@ -122,7 +123,7 @@ async def _briefing(worker: InProcessWorker, clock: ManualClock, trigger: Trigge
     axis = worker.settings.axes[0]
     state = worker.services.pipeline().state
     briefing, _ = await Assembly(worker.settings, state, clock).briefing(
-        axis, new_command(axis.name, trigger, END, clock.now())
+        axis, new_command(axis.name, trigger, END, clock.now()), threading.Event()
     )
     return briefing
 

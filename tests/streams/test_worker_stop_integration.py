@@ -12,6 +12,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from streams import kafka_io
@@ -19,8 +20,9 @@ from streams.backfill import backfill
 from streams.control import await_briefing, send_command
 from streams.oneshot import wait_ingested
 from streams.settings import ArxivSettings, Settings
+from streams.stop_wait import TAKEN_SECONDS
 from streams.stopping import WORKER_STOP_SECONDS
-from streams.worker_process import spawn_worker, stop_process
+from streams.worker_process import free_port, spawn_worker, stop_process
 from tests.arxiv_server import FakeArxiv, Stall, fake_arxiv
 from tests.streams.fault_support import (
     WRITERS,
@@ -181,6 +183,59 @@ async def test_a_stop_drops_a_parse_batch_that_would_outlast_its_time_and_a_rest
     _clean(tmp_path / "worker-2.log")
 
 
+# A second worker joining: the first's revocation waits for the large notes' batch (Faust's wait, for every record
+# taken), and the SIGTERM comes meanwhile. The restart parses the large notes again, as above.
+@pytest.mark.timeout(600)
+async def test_a_stop_during_a_revocation_waiting_for_a_parse_batch_exits_in_time_and_loses_nothing(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    s = make_settings(batch_records=8, parse_processes=1)
+    await kafka_io.ensure_topics(s)
+    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(8)}
+    large = {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(8)}
+    paths = _write(s.root, notes | large)
+    assert (await backfill(s)).published == len(paths)
+    joining = s.model_copy(update={"state_dir": tmp_path / "state-2", "web_port": free_port()})
+    log, other = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
+    with printed_logs_on_failure(log, other):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        second = None
+        try:
+            await _until(lambda: _raw_committed(s, 8), "the first batch's raw records committed")
+            await asyncio.sleep(1.0)  # the large notes' batch taken and routing
+            second = spawn_worker(joining, tmp_path, name="worker-2")
+            await _until(lambda: _rebalancing(s), "the group rebalancing")
+            await asyncio.sleep(5.0)  # its heartbeat (every 3 s) told the first worker: its revocation waits
+        finally:
+            signalled = time.monotonic()
+            code = stop_process(worker)  # SIGTERM
+            took = time.monotonic() - signalled
+            if second is not None:
+                stop_process(second)
+        assert code == 0, log.read_text(errors="replace")[-3000:]
+        _clean(log)
+    assert took < WORKER_STOP_SECONDS - 2, f"the stop took {took:.1f}s"
+    stored = {r.path for r in state_rows(s)}
+    assert set(large) - stored, "the large notes were all parsed: the stop tested nothing"
+    with running_worker(s, tmp_path, "worker-3"):
+        await wait_ingested(s, 480)
+    assert_each_path_stored_once(state_rows(s), paths)
+    _clean(tmp_path / "worker-3.log")
+
+
+async def _rebalancing(s: Settings) -> bool:
+    """Whether the worker group waits for its members to join again (the first worker's revocation under way)."""
+    admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(s))
+    await admin.start()
+    try:
+        [response] = await admin.describe_consumer_groups([s.app_id])
+        return bool(response.groups) and response.groups[0][2] == "PreparingRebalance"
+    except KafkaError:  # the group has no coordinator yet
+        return False
+    finally:
+        await admin.close()
+
+
 async def _raw_committed(s: Settings, wanted: int) -> bool:
     try:
         return await committed(s, "raw") >= wanted
@@ -218,10 +273,15 @@ async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_
             await send_command(s, "inference", "flush", end)
             await async_wait_for(lambda: bool(arxiv.requests), 120, "the flush's answer asking arXiv")
         finally:
+            signalled = time.monotonic()
             code = stop_process(worker)  # SIGTERM
+            took = time.monotonic() - signalled
         assert code == 0
         text = _clean(log)
     assert f"({s.kafka.topic('control')}[0]@0): unacknowledged" in text
+    assert "the flush briefing of inference ending" in text and "was cancelled by the worker's stop" in text
+    # The bound itself: the stop waited for the answer TAKEN_SECONDS, then went on, well before the hard exit.
+    assert TAKEN_SECONDS <= took < WORKER_STOP_SECONDS - 2, f"the stop took {took:.1f}s"
     assert await committed(s, "control") == 0, "the command was committed unanswered"
     arxiv.released.set()
     with running_worker(s, tmp_path, "worker-2"):
