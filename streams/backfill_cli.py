@@ -21,6 +21,7 @@ async def backfill_with_bar(
     compression: Compression = DEFAULT_COMPRESSION,
 ) -> BackfillReport:
     """`backfill` with a rich progress bar on stderr: files, bytes, rate and time left; `report` filled in."""
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -39,6 +40,7 @@ async def backfill_with_bar(
         TransferSpeedColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),  # the terminal `show` was asked of: not stdout, which may be a file
     )
     # The bar advances by bytes (notes range from a few KB to MB); the file count rides along as fields.
     task = bar.add_task("backfill", total=None, done=0, count="?")
