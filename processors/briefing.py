@@ -157,7 +157,7 @@ def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
         anchors = anchored_by(scan.baselines, anchors.living, req.history.cited_ids)
     dups = listed.duplicates.keys()
     stated = source.titles(dups | lost if lost else dups)
-    unfilled = slots - len(scan.contributors) if lost and scan.spilled and not scan.reserve else 0
+    unfilled = slots - len(scan.contributors) if lost and scan.cut is not None and not scan.reserve else 0
     return WindowReads(
         space, scorer, listed, superseded, scan, anchors, whole, stated, source.size(), lost, max(unfilled, 0)
     )

@@ -30,7 +30,10 @@ def can_contribute(doc: DocumentSummary, rel: Relevance) -> bool:
     return doc.kind in ("inbox", "paper_card") and rel.code not in ROLE_CODES and rel.code != "low"
 
 
-def rank_key(axis: str, doc: DocumentSummary, rel: Relevance) -> tuple[bool, float, str]:
+RankKey = tuple[bool, float, str]
+
+
+def rank_key(axis: str, doc: DocumentSummary, rel: Relevance) -> RankKey:
     """Where a source that can contribute ranks, the most relevant least: cards anchored into the axis first."""
     return (not card_anchors(doc, axis), -rel.score, doc.path)
 
@@ -39,7 +42,7 @@ def rank_key(axis: str, doc: DocumentSummary, rel: Relevance) -> tuple[bool, flo
 class _Worst:
     """A ranking key compared backwards: the root of a heap of them is the worst kept so far."""
 
-    key: tuple[bool, float, str]
+    key: RankKey
 
     def __lt__(self, other: _Worst) -> bool:
         return self.key > other.key
@@ -74,6 +77,10 @@ class Contributors:
         """The chosen sources in window order, each with its place."""
         chosen = sorted(self._heap, key=lambda e: e[0].key)[: self._limit]
         return [(p, d, r) for _, p, d, r in sorted(chosen, key=lambda e: e[1])]
+
+    def cut(self) -> RankKey | None:
+        """The key of the last source held once one was ranked below it (none not held ranks above it), else None."""
+        return self._heap[0][0].key if self.spilled else None
 
     def reserve(self) -> list[tuple[int, DocumentSummary, Relevance]]:
         """The sources held beyond the chosen ones, the most relevant first, each with its place."""

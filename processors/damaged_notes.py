@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from zoneinfo import ZoneInfo
 
 from processors.briefing_request import Loader
-from processors.contributors import can_contribute, rank_key, read_whole
+from processors.contributors import RankKey, can_contribute, rank_key, read_whole
 from processors.discrepancies import future_id_hits
 from processors.models import Document, Increment, Relevance
 from processors.near_duplicates import DuplicateOf
@@ -95,7 +95,11 @@ def refill_past_damage(
     while lost:
         at = scan.at
         pool = [*((at[d.path], d, r) for d, r in scan.contributors), *scan.reserve]
-        pool = sorted((e for e in pool if e[1].path not in lost), key=lambda e: rank_key(axis, e[1], e[2]))
+        # A copy ranked past the scan's cut may rank below a source it held no room for: left to a second read.
+        pool = sorted(
+            (e for e in pool if e[1].path not in lost and _within(rank_key(axis, e[1], e[2]), scan.cut)),
+            key=lambda e: rank_key(axis, e[1], e[2]),
+        )
         chosen, scan.reserve = pool[:slots], pool[slots:]
         at.update((d.path, p) for p, d, _ in chosen)
         scan.contributors = sorted(((d, r) for _, d, r in chosen), key=lambda e: at[e[0].path])
@@ -105,6 +109,11 @@ def refill_past_damage(
         whole.update(read_whole(wanted, read[0]))
         lost = read_past_damage(scan, listed, whole, read)
     return lost
+
+
+def _within(key: RankKey, cut: RankKey | None) -> bool:
+    """Whether a source of this ranking key surely ranks above every one the scan did not hold."""
+    return cut is None or key <= cut
 
 
 def take_places(

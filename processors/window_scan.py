@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from processors.anchoring import IdOrder
 from processors.arxiv_ids import yymm
-from processors.contributors import Contributors, can_contribute
+from processors.contributors import Contributors, RankKey, can_contribute
 from processors.discrepancies import future_id_hits
 from processors.models import DocumentSummary, Relevance
 from processors.relevance import Scorer
@@ -45,9 +45,9 @@ class Scan:
     current: dict[str, SourceRow] = field(default_factory=dict)  # kept sources at the `watched` paths
     at: dict[str, int] = field(default_factory=dict)  # the place of each note kept above
     # The next contributors (place, note, relevance), the most relevant first, not read whole unless a slot is
-    # freed; and whether sources that could contribute were ranked below even those.
+    # freed; and, when sources that could contribute were ranked below even those, the last one's key.
     reserve: list[tuple[int, DocumentSummary, Relevance]] = field(default_factory=list)
-    spilled: bool = False
+    cut: RankKey | None = None
 
 
 def scan_window(
@@ -89,7 +89,7 @@ def scan_window(
             future.extend((position, d, i) for d, i in future_id_hits([doc], limits.zone))
     ranked = ranking.ranked()
     scan.contributors = [(d, r) for _, d, r in ranked]
-    scan.reserve, scan.spilled = ranking.reserve(), ranking.spilled
+    scan.reserve, scan.cut = ranking.reserve(), ranking.cut()
     scan.baselines = [d for _, d in sorted(baselines, key=lambda e: e[0])]
     scan.queues = [d for _, d in sorted(queues, key=lambda e: e[0])]
     scan.future = [(d, i) for _, d, i in sorted(future, key=lambda e: e[0])]

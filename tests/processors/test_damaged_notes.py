@@ -260,3 +260,24 @@ def test_a_damaged_contributor_s_slot_goes_to_the_next_ranked_source_every_relev
     assert [s for s in readable.sources if s.path != damaged] == b.sources
     used = [s.path for s in b.sources if s.status == "used"]
     assert used == [RUN[0].path, RUN[2].path] and len(b.increments) == 2
+
+
+def _tied(path: str, n: int) -> Document:
+    """A note as relevant as every other `_tied` one (only its numbers differ): the ranking orders them by path."""
+    return note(path, f"# 推理 {n}\n\n## serving {n}\nvLLM serving 推理 题目{n} 延迟 {n}ms。\n")
+
+
+def test_a_damaged_contributor_s_copy_ranked_below_the_reserve_does_not_pass_a_source_ranked_above_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One slot, its note and the whole reserve damaged; the note's exact copy ranks (by path, the rest tied) below
+    # a readable source the reserve had no room for: that source gets the slot, as a read past the damage ranks.
+    scans = _scans(monkeypatch)
+    first = _tied("inbox/a/2026-09-27-1000-a.md", 50)
+    reserve = [_tied(f"inbox/r{i}/2026-09-27-11{i:02d}-r.md", i) for i in range(MIN_RESERVE)]
+    passed = _tied("inbox/s/2026-09-27-1130-s.md", 60)
+    copy = note("inbox/z/2026-09-27-1200-z.md", first.text)
+    lost = {first.path, *(d.path for d in reserve)}
+    b = _brief_with([first, *reserve, passed, copy], lost, slots=1)
+    assert [(s.path, s.status) for s in b.sources] == [(passed.path, "used"), (copy.path, "no_increment")]
+    assert sorted(r.path for r in b.rejected) == sorted(lost) and len(scans) == 2
