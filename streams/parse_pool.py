@@ -7,6 +7,8 @@ the other core and leaves the event loop free for the window agent, Kafka and th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import logging
 import multiprocessing
 import os
@@ -19,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.sharedctypes import Synchronized
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from processors.parse_stage import Routed, RouteParams, packed, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
@@ -32,6 +34,9 @@ CHUNKS_PER_PROCESS = 4
 CHUNK_MIN = 8
 NOTE_SECONDS = 30.0  # a 4 MiB note parses in a few seconds: a process this late on one note is stuck
 POLL_SECONDS = 0.2  # how often the notes in progress are looked at
+# A chunk (~860 KB) and its result (~510 KB) in one write and one read: through a pipe's default 64 KiB, each
+# took ~14 reads, as many wake-ups and ~600 µs of a parse process's CPU. 1 MiB is Linux's default maximum.
+PIPE_BYTES = 1 << 20
 Route = Callable[[Sequence[tuple[bytes, int | None]], RouteParams, datetime], list[Routed]]
 Values = Sequence[tuple[bytes, int | None]]
 _Chunk = list[tuple[int, bytes, int | None]]  # (index in the batch, raw value, raw offset)
@@ -322,7 +327,16 @@ def _new_pool(processes: int, nice: int) -> tuple[ProcessPoolExecutor, Progress]
         initializer=_start_process,
         initargs=(os.getpid(), progress, nice),
     )
+    _widen_pipes(pool)
     return pool, progress
+
+
+def _widen_pipes(pool: ProcessPoolExecutor) -> None:
+    """Its call and result pipes to PIPE_BYTES, where the system allows (else they keep the default)."""
+    queues: tuple[Any, Any] = (pool._call_queue, pool._result_queue)  # type: ignore[attr-defined]  # no public way
+    for queue in queues:
+        with contextlib.suppress(OSError):  # above the host's pipe-max-size for this user
+            fcntl.fcntl(queue._reader.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
