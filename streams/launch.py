@@ -16,17 +16,17 @@ def _remember(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> int:
-    """`streams.cli.main`, unless a signal came while its modules were imported: then one line, 128 + the signal."""
+    """`streams.command_line.main`, unless a signal came while its modules were imported: then one line, 128 + the signal."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _remember)
-    from streams import cli, logs, stopping
+    from streams import command_line, logs, stopping
     from streams.errors import StoppedBySignalError
 
-    # Python's own SIGINT handler, over which asyncio.run sets its own; streams.cli.main's SIGTERM handler.
+    # Python's own SIGINT handler, over which asyncio.run sets its own; command_line.main's SIGTERM handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     stopping.raise_on_sigterm()
     if _CAUGHT:
         logs.configure(log_json=False, level="INFO")  # the settings, which may ask for JSON, are not read
-        cli.log.error("%s", StoppedBySignalError(_CAUGHT[0], " while starting; nothing was started"))
+        command_line.log.error("%s", StoppedBySignalError(_CAUGHT[0], " while starting; nothing was started"))
         return 128 + _CAUGHT[0]
-    return cli.main()
+    return command_line.main()
