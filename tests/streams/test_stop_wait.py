@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import logging
 from pathlib import Path
+from typing import Any
 
 import faust
 import pytest
@@ -95,8 +96,9 @@ async def test_an_ack_wakes_the_stops_wait_through_the_future_fausts_ack_notifie
     # and each record taken would cost the stop a full ACK_WAIT_SECONDS, with every other test still passing.
     assert "notify(self._waiting_for_ack)" in inspect.getsource(Consumer.ack)
     worker = start(in_process_settings(tmp_path), ManualClock())
-    consumer, control = worker.app.consumer, worker.settings.kafka.topic("control")
-    worker.app.topics._acking_topics.add(control)  # as the conductor's subscription does, the worker started
+    consumer: Any = worker.app.consumer  # its private `_waiting_for_ack`
+    control = worker.settings.kafka.topic("control")
+    worker.app.topics.acking_topics.add(control)  # as the conductor's subscription does, the worker started
     taken = _taken(worker.app, control, 3)
     settling = asyncio.create_task(settle_taken(consumer, "raw", worker.clock))
     await asyncio.sleep(0.3)
