@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import logging
 from pathlib import Path
+from typing import Any
 
 import faust
 import pytest
@@ -86,3 +87,25 @@ def test_a_revocations_wait_ends_once_the_consumer_stops() -> None:
     # between acks, so it ends a second after the consumer's stop begins, after the stop's own bounded wait
     # (test_worker_stop_integration.py: renamed by an upgrade, that wait could hold the stop to the hard exit).
     assert "while not self.should_stop" in inspect.getsource(Consumer.wait_empty)
+
+
+async def test_an_ack_wakes_the_stops_wait_through_the_future_fausts_ack_notifies(
+    tmp_path: Path, start: Start
+) -> None:
+    # Our own wait arms Faust's private `_waiting_for_ack`: renamed by an upgrade, an ack would no longer wake it
+    # and each record taken would cost the stop a full ACK_WAIT_SECONDS, with every other test still passing.
+    assert "notify(self._waiting_for_ack)" in inspect.getsource(Consumer.ack)
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    consumer: Any = worker.app.consumer  # its private `_waiting_for_ack`
+    control = worker.settings.kafka.topic("control")
+    worker.app.topics.acking_topics.add(control)  # as the conductor's subscription does, the worker started
+    taken = _taken(worker.app, control, 3)
+    settling = asyncio.create_task(settle_taken(consumer, "raw", worker.clock))
+    await asyncio.sleep(0.3)
+    armed = consumer._waiting_for_ack
+    assert armed is not None and not armed.done(), "the stop's wait is not the one an ack wakes"
+    consumer.ack(taken)
+    assert armed.done(), "the ack did not wake the stop's wait"
+    settling.cancel()  # before its commit of the acked offset, which needs the consumer started
+    await asyncio.wait({settling}, timeout=3)
+    assert settling.cancelled() and consumer._waiting_for_ack is None
