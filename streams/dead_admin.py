@@ -172,13 +172,18 @@ def _wanted_ids(ids: Iterable[str]) -> set[tuple[int, int]]:
     return wanted
 
 
-def select(settings: Settings, ids: list[str] | None, from_offset: int | None) -> list[Found]:
-    """The dead letters to re-drive, each origin once; StreamsError when an id is not there or none is chosen."""
+def _asked(ids: list[str] | None, from_offset: int | None) -> set[tuple[int, int]]:
+    """The ids a replay names; StreamsError when one is malformed or none is chosen (checked before any broker)."""
     if not ids and from_offset is None:
         raise StreamsError(
             "say which dead letters to replay: --ids ID … or --from-offset N (see `predigest dead list`)"
         )
-    wanted = _wanted_ids(ids or [])
+    return _wanted_ids(ids or [])
+
+
+def select(settings: Settings, ids: list[str] | None, from_offset: int | None) -> list[Found]:
+    """The dead letters to re-drive, each origin once; StreamsError when an id is not there or none is chosen."""
+    wanted = _asked(ids, from_offset)
     chosen: dict[tuple[str, int, int, int | None], Found] = {}
     seen: set[tuple[int, int]] = set()
     foreign: list[str] = []
@@ -289,6 +294,8 @@ def run(args: argparse.Namespace, settings: Settings, resolve: Callable[[Setting
     """Dispatch `dead <action>`; `resolve` finds the broker (not needed to resume)."""
     if args.dead_action == "resume":
         return resume(settings)
+    if args.dead_action == "replay":  # its arguments refused before a local broker is started for nothing
+        _asked(args.ids, args.from_offset)
     settings = resolve(settings)
     if args.dead_action == "list":
         return list_dead(settings, args.limit, args.json)
