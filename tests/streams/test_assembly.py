@@ -255,21 +255,8 @@ def test_a_briefing_cancelled_by_the_stop_ends_its_thread_at_its_next_read_and_s
             ended.set()
 
     monkeypatch.setattr("streams.assembly.read_window", long_read)
-    command = ControlCommand(
-        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
-    )
-
-    async def cancelled_mid_read() -> None:
-        task = asyncio.ensure_future(pipeline.brief(command))
-        assert await asyncio.to_thread(reading.wait, 30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        # Before asyncio.run's end, which waits for its threads.
-        assert await asyncio.to_thread(ended.wait, 2), "the briefing's thread went on after its cancellation"
-
     try:
-        asyncio.run(cancelled_mid_read())
+        asyncio.run(_brief_then_cancel(pipeline, reading, ended))
     finally:
         pipeline.state.close()
     lines = [r.getMessage() for r in caplog.records if "cancelled" in r.getMessage()]
@@ -297,23 +284,25 @@ def test_a_briefing_cancelled_while_packed_ends_its_thread_and_records_nothing(
             ended.set()
 
     monkeypatch.setattr("streams.pipeline.json_pieces", slow_pieces)
-    command = ControlCommand(
-        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
-    )
-
-    async def cancelled_while_packed() -> None:
-        task = asyncio.ensure_future(pipeline.brief(command))
-        assert await asyncio.to_thread(packing.wait, 60)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert await asyncio.to_thread(ended.wait, 2), "the packing's thread went on after its cancellation"
-
     try:
-        asyncio.run(cancelled_while_packed())
+        asyncio.run(_brief_then_cancel(pipeline, packing, ended))
         assert pipeline.state.emission_record("inference", END, "flush") is None
     finally:
         pipeline.state.close()
+
+
+async def _brief_then_cancel(pipeline: Pipeline, started: threading.Event, ended: threading.Event) -> None:
+    """A flush briefing cancelled as the stop cancels it, once `started`; its thread must set `ended` within 2 s."""
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+    task = asyncio.ensure_future(pipeline.brief(command))
+    assert await asyncio.to_thread(started.wait, 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # Before asyncio.run's end, which waits for its threads.
+    assert await asyncio.to_thread(ended.wait, 2), "the briefing's thread went on after its cancellation"
 
 
 def _reads_of_a_briefing(
