@@ -154,13 +154,7 @@ async def test_a_stop_drops_a_parse_batch_that_would_outlast_its_time_and_a_rest
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     s = make_settings(batch_records=8, parse_processes=1)
-    await kafka_io.ensure_topics(s)
-    # Eight ~3.4 MiB notes (a batch, or a few as they are fetched): ~13 s of the parse process's CPU on an idle
-    # machine, far more on a loaded one; a stop that waited for them would take that long, or exit hard at 15 s.
-    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(8)}
-    large = {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(8)}
-    paths = _write(s.root, notes | large)
-    assert (await backfill(s)).published == len(paths)
+    paths, large = await _eight_large_backfilled(s)
     log = tmp_path / "worker-1.log"
     with printed_logs_on_failure(log):
         worker = spawn_worker(s, tmp_path, name="worker-1")
@@ -190,11 +184,7 @@ async def test_a_stop_during_a_revocation_waiting_for_a_parse_batch_exits_in_tim
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     s = make_settings(batch_records=8, parse_processes=1)
-    await kafka_io.ensure_topics(s)
-    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(8)}
-    large = {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(8)}
-    paths = _write(s.root, notes | large)
-    assert (await backfill(s)).published == len(paths)
+    paths, large = await _eight_large_backfilled(s)
     joining = s.model_copy(update={"state_dir": tmp_path / "state-2", "web_port": free_port()})
     log, other = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
     with printed_logs_on_failure(log, other):
@@ -221,6 +211,18 @@ async def test_a_stop_during_a_revocation_waiting_for_a_parse_batch_exits_in_tim
         await wait_ingested(s, 480)
     assert_each_path_stored_once(state_rows(s), paths)
     _clean(tmp_path / "worker-3.log")
+
+
+async def _eight_large_backfilled(s: Settings) -> tuple[set[str], dict[str, str]]:
+    """Eight small notes and eight ~3.4 MiB ones on the raw topic: (every path, the large notes)."""
+    # The large ones (a batch, or a few as they are fetched): ~13 s of the parse process's CPU on an idle machine,
+    # far more on a loaded one; a stop that waited for them would take that long, or exit hard at 15 s.
+    await kafka_io.ensure_topics(s)
+    notes = {f"inbox/jay/2026-09-27-0900-small-{i}.md": note_text("jay", i) for i in range(8)}
+    large = {f"inbox/jay/2026-09-27-1000-large-{i}.md": _large_note(i) for i in range(8)}
+    paths = _write(s.root, notes | large)
+    assert (await backfill(s)).published == len(paths)
+    return paths, large
 
 
 async def _rebalancing(s: Settings) -> bool:
