@@ -350,9 +350,8 @@ async def _settle(in_flight: list[Sent], acks: _Acks, *, wait: bool) -> None:
         if not fut.done():
             if not wait:
                 return
-            await asyncio.wait(
-                [fut]
-            )  # not `await fut`: a signal's cancellation would cancel the delivery itself
+            # Not `await fut`: a signal's cancellation would cancel the delivery itself.
+            await asyncio.wait([fut])
         fut.result()  # a failed delivery raises here, after the acknowledged ones before it are recorded
         del in_flight[0]
         for p in files:
