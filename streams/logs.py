@@ -162,7 +162,9 @@ def stderr_lines_to(stream: SupportsWrite[str]) -> Iterator[None]:
     """The root handlers that write to stderr write to `stream` while inside (a progress bar's, above it)."""
     # They hold the stderr of their making: rich's redirection of sys.stderr while its bar is live misses them.
     before = sys.stderr
-    moved = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler) and h.stream is before]
+    moved = [
+        h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler) and h.stream is before
+    ]
     for handler in moved:
         handler.setStream(stream)
     try:
