@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
-from streams import heap
+from streams import heap, logs
 from streams.backfill import DEFAULT_COMPRESSION, BackfillReport, Compression, backfill
 from streams.errors import StoppedBySignalError
 from streams.settings import Settings
 from streams.stopping import install_stop, until_stopped
 
+if TYPE_CHECKING:  # rich is imported only when a bar is drawn
+    from rich.console import Console
+
 log = logging.getLogger(__name__)
+
+
+class AboveTheBar:
+    """A log stream whose lines the bar's console prints above the bar, each whole: not wrapped, marked up or cut."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._part = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._part = (self._part + text).split("\n")
+        if lines:  # a record's lines (a traceback's) printed at once: the bar is not redrawn between them
+            self._console.out("\n".join(lines), highlight=False)
+        return len(text)
 
 
 async def backfill_with_bar(
@@ -53,7 +71,8 @@ async def backfill_with_bar(
         done[0] += count
         bar.update(task, advance=size, done=done[0])
 
-    with bar:
+    # The log lines go above the bar, before it starts and after it stops too: never into its line.
+    with logs.stderr_lines_to(AboveTheBar(bar.console)), bar:
         return await backfill(
             settings, compression=compression, on_total=on_total, progress=advance, report=report
         )

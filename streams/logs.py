@@ -12,7 +12,8 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from numbers import Number
 from types import TracebackType
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from processors.inert import LINE_BREAKING, one_line, visible
 
 if TYPE_CHECKING:  # an annotation: the state's modules (DuckDB) are not every command's
+    from _typeshed import SupportsWrite
+
     from sinks.state import Position
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -152,6 +155,23 @@ def configure(*, log_json: bool, level: str) -> None:
     logging.basicConfig(level=level, handlers=[handler], force=True)
     for name, lib_level in library_levels(level).items():
         logging.getLogger(name).setLevel(lib_level)
+
+
+@contextmanager
+def stderr_lines_to(stream: SupportsWrite[str]) -> Iterator[None]:
+    """The root handlers that write to stderr write to `stream` while inside (a progress bar's, above it)."""
+    # They hold the stderr of their making: rich's redirection of sys.stderr while its bar is live misses them.
+    before = sys.stderr
+    moved = [
+        h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler) and h.stream is before
+    ]
+    for handler in moved:
+        handler.setStream(stream)
+    try:
+        yield
+    finally:  # also when a signal cancels the command, or an error ends it
+        for handler in moved:
+            handler.setStream(before)
 
 
 def faust_logging_config(*, log_json: bool, level: str) -> dict[str, Any]:

@@ -4,10 +4,18 @@ asyncio noise, and a ledger that holds exactly what Kafka acknowledged, so that 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import json
+import os
+import pty
 import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -209,3 +217,75 @@ async def test_the_bar_on_a_terminal_ends_at_every_file_sent(
     shown = capsys.readouterr()
     assert f"{stats.files}/{stats.files} files" in shown.err
     assert shown.out == ""
+
+
+# What a terminal shows of a line: the text after its last carriage return, less the codes that print nothing
+# (erase the line, hide or show the cursor). A log line drawn into the bar's line keeps the bar's text before it.
+_UNPRINTED = re.compile(r"\x1b\[(2K|\?25[hl])")
+_STYLE = re.compile(r"\x1b\[[0-9;]*m")  # the bar's colours; a log line has none
+TEXT_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) streams\.[a-z_.]+: [ -~]+")
+REFUSED = ("[bold]one.md", "two.md", "three.md")  # symlinks: refused, their paths shown as they are
+
+
+def _on_a_terminal(settings: Settings, env: dict[str, str]) -> tuple[int, list[str]]:
+    """`predigest backfill` with a pseudo-terminal 80 columns wide as its stderr: its exit code and the lines
+    the terminal shows."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    command = _backfill(settings)[:-1]  # with its bar
+    with subprocess.Popen(
+        command, cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave
+    ) as proc:
+        os.close(slave)
+        try:
+            shown = _read_until_closed(master)
+            code = proc.wait(timeout=30)
+        finally:
+            os.close(master)
+            proc.kill()  # still running only when it hung
+    lines = shown.decode().split("\n")
+    return code, [_UNPRINTED.sub("", line.rstrip("\r").rsplit("\r", 1)[-1]) for line in lines]
+
+
+def _read_until_closed(master: int) -> bytes:
+    """Everything written to the terminal until the command closed it (or 120 s passed)."""
+    out, deadline = bytearray(), time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the command exited, the terminal's last writer gone
+                break
+            if not chunk:
+                break
+            out += chunk
+    return bytes(out)
+
+
+@pytest.mark.parametrize("log_json", [False, True], ids=["text", "json"])
+def test_log_lines_written_while_the_bar_is_drawn_come_whole_above_it(
+    make_settings: Callable[..., Settings], log_json: bool
+) -> None:
+    # The CLI's handler held the stderr of its making, which rich's redirection misses: its lines were written
+    # after the bar's text on the bar's line. Each is now a line of its own, unwrapped at 80 columns (JSON too).
+    settings = make_settings()
+    stats = generate(settings.root, 30)
+    for name in REFUSED:
+        (settings.root / "inbox" / name).symlink_to(settings.root / stats.paths[0])
+    env = {**_env(settings), "TERM": "xterm", "PREDIGEST_LOG_JSON": str(log_json).lower()}
+    code, shown = _on_a_terminal(settings, env)
+    assert code == 0, shown[-20:]
+    records = [line for line in shown if "streams." in line]
+    if log_json:
+        said = [json.loads(line)["message"] for line in records]
+    else:
+        assert [line for line in records if not TEXT_RECORD.fullmatch(line)] == []
+        said = [line.split(": ", 1)[1] for line in records]
+    refused = [m for m in said if m.startswith("refusing ")]
+    assert sorted(refused) == sorted(
+        f"refusing inbox/{n}: it is a symlink; only regular files under the root are read" for n in REFUSED
+    )
+    assert any(m.startswith("backfill of ") for m in said) and said[-1].startswith("backfill done: ")
+    files = _files(settings.root)
+    bars = [_STYLE.sub("", line) for line in shown if _STYLE.sub("", line).startswith("backfill ")]
+    assert f" {files}/{files} files " in bars[-1], bars[-1]

@@ -25,6 +25,7 @@ from streams.logs import (
     TextFormatter,
     doc_context,
     faust_logging_config,
+    stderr_lines_to,
 )
 from streams.pipeline import Pipeline
 from streams.settings import KafkaSettings, Settings, load_settings
@@ -166,3 +167,19 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
         assert getattr(record, "path", None) in {r.path for r in raws}, record.getMessage()
         if record.getMessage().startswith(("stored", "deleted")):
             assert getattr(record, "axis", None) in {a.name for a in s.axes}, record.getMessage()
+
+
+def test_the_lines_a_bar_takes_come_back_to_stderr_after_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command's error line, logged after its bar ended by an exception (a signal's), is on stderr again.
+    stderr, bar = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    handler, root = logging.StreamHandler(), logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with pytest.raises(KeyError), stderr_lines_to(bar):
+            root.warning("refusing inbox/x.md")
+            raise KeyError
+        root.warning("interrupted")
+    finally:
+        root.removeHandler(handler)
+    assert (bar.getvalue(), stderr.getvalue()) == ("refusing inbox/x.md\n", "interrupted\n")
