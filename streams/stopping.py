@@ -67,9 +67,22 @@ def raise_on_sigterm() -> None:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         _RAISED.append(signum)
+        _read_when_done()
         raise TerminatedError
 
     signal.signal(signal.SIGTERM, on_signal)
+
+
+def _read_when_done() -> None:
+    """The asyncio task this handler raises into (if any) keeps the exception, which nothing reads: asyncio would
+    log it at exit as `Task exception was never retrieved`, with a traceback. Read once done (asyncio.run's close
+    runs the loop again, and the callback with it)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop runs in this thread
+        return
+    if task is not None:
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def signal_behind(exc: BaseException) -> int | None:
