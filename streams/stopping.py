@@ -59,6 +59,13 @@ _RAISED: list[int] = []
 _QUERY_INTERRUPTED = "Query interrupted"
 
 
+def raise_on_signals() -> None:
+    """Until a command installs its own handlers, SIGINT raises KeyboardInterrupt (Python's handler, over the one
+    `streams.launch` set) and SIGTERM TerminatedError (`raise_on_sigterm`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise_on_sigterm()
+
+
 def raise_on_sigterm() -> None:
     """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises KeyboardInterrupt:
     the command stops what it started and says so, where it died silently with 143. Remembered for `signal_behind`.
