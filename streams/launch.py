@@ -19,8 +19,9 @@ def _remember(signum: int, frame: FrameType | None) -> None:
 def main() -> int:
     """`streams.command_line.main`, told of a signal that came while its modules were imported (until its own
     handlers replace this one, inside its `try`): then one line, 128 + the signal."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _remember)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # ignored (`cmd &` in a script): it stays so
+        signal.signal(signal.SIGINT, _remember)
+    signal.signal(signal.SIGTERM, _remember)
     from streams import command_line
 
     return command_line.main(caught=_CAUGHT)

@@ -60,10 +60,17 @@ _QUERY_INTERRUPTED = "Query interrupted"
 
 
 def raise_on_signals() -> None:
-    """Until a command installs its own handlers, SIGINT raises KeyboardInterrupt (Python's handler, over the one
-    `streams.launch` set) and SIGTERM TerminatedError (`raise_on_sigterm`)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Until a command installs its own handlers, SIGINT raises KeyboardInterrupt (Python's handler, over one that
+    `streams.launch` set; an ignored SIGINT stays ignored) and SIGTERM TerminatedError (`raise_on_sigterm`)."""
+    if sigint_answered():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     raise_on_sigterm()
+
+
+def sigint_answered() -> bool:
+    """False in a process started with SIGINT ignored (`cmd &` in a script, a supervisor): a Ctrl-C is meant for
+    the terminal's foreground job, and every handler here leaves it ignored, as Python itself does."""
+    return signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
 
 
 def raise_on_sigterm() -> None:
@@ -137,7 +144,7 @@ def install_stop(
             loop.call_soon_threadsafe(stop.set)
         arm(signum)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _answered():
         signal.signal(sig, on_signal)
     return state
 
@@ -167,7 +174,7 @@ def hard_exit_after_signal(grace: float, doing: Callable[[], str] | None = None)
     The loop is told through the wakeup fd, which the C-level handler writes whatever the Python-level one is.
     """
     arm = _hard_exit_timer(grace, Stopping(), doing)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _answered():
         previous = signal.getsignal(sig)
 
         def on_signal(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
@@ -176,6 +183,10 @@ def hard_exit_after_signal(grace: float, doing: Callable[[], str] | None = None)
                 previous(signum, frame)
 
         signal.signal(sig, on_signal)
+
+
+def _answered() -> tuple[int, ...]:
+    return (signal.SIGINT, signal.SIGTERM) if sigint_answered() else (signal.SIGTERM,)
 
 
 def _hard_exit_timer(

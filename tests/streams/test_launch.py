@@ -1,6 +1,6 @@
 """The `predigest` executable stopped while its modules are still imported: one line and 143 or 130, where SIGTERM
 ended it silently and a Ctrl-C with a traceback (or a Rust panic's lines, within pydantic_core's import); the same
-for the worker `predigest run` starts."""
+for the worker `predigest run` starts, and nothing at all for a `predigest` started with SIGINT ignored."""
 
 from __future__ import annotations
 
@@ -83,6 +83,15 @@ def test_the_worker_predigest_run_starts_ends_in_one_line_at_a_ctrl_c_while_it_i
     said = (tmp_path / "worker.log").read_text()
     assert code == 128 + signal.SIGINT, said[-3000:]
     assert re.fullmatch(STARTING.format("SIGINT"), said), said[-3000:]
+
+
+def test_a_predigest_started_with_sigint_ignored_ignores_a_ctrl_c_while_it_imports() -> None:
+    # `predigest status &` in a script: the Ctrl-C meant for the terminal's foreground job ended it with 130.
+    with _predigest(["status"], ignore_sigint=True) as proc:
+        _signal_while_it_imports(proc, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err[-3000:]  # its own answer: no worker answered
+    assert "(no worker answered for it)" in out and "SIGINT" not in err, err[-3000:]
 
 
 def test_a_signal_just_before_the_command_s_try_is_its_one_line() -> None:
