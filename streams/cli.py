@@ -14,5 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     return run(argv)
 
 
+# `python -m streams.cli` (as `predigest run` starts its worker) under `predigest`'s guard of its start's signals.
 if __name__ == "__main__":
-    sys.exit(main())
+    from streams.launch import main as launched
+
+    sys.exit(launched())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,14 +139,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    stopping.raise_on_sigterm()
+def main(argv: list[str] | None = None, caught: Sequence[int] = ()) -> int:
+    """Run the command; `caught` fills with the signals that came while `streams.launch` imported it (its handler
+    remembers them until this one's replace it): then one line and 128 + the first, nothing started."""
     args = _parser().parse_args(argv)
     if args.parent_pid:
         stopping.exit_with_parent(args.parent_pid)
     level = "DEBUG" if args.verbose else "INFO"
     logs.configure(log_json=False, level=level)
     try:
+        # Inside the try: a signal from the moment these handlers are in place is this try's one line.
+        stopping.raise_on_signals()
+        if caught:
+            raise StoppedBySignalError(caught[0], " while starting; nothing was started")
         settings = _settings(args)
         if settings.log_json:
             logs.configure(log_json=True, level=level)

@@ -16,7 +16,7 @@ from processors.models import Trigger
 from streams import kafka_io
 from streams.control import await_briefing, send_command
 from streams.settings import Settings
-from streams.stopping import STOP_GRACE_SECONDS, Stopping, install_stop, until_stopped
+from streams.stopping import STOP_GRACE_SECONDS, Stopping, install_stop, sigint_answered, until_stopped
 from streams.watcher import publish_root
 from streams.worker_process import STOP_CHILD_SECONDS, spawn_worker, stop_process
 
@@ -81,7 +81,9 @@ def stop_worker(worker: subprocess.Popen[bytes], stopping: Stopping) -> int:
     if stopping.signum is None:
         return stop_process(worker, timeout=30.0)
     if worker.poll() is None:
-        log.info("stopping the worker (up to %.0f s; Ctrl-C again to kill it now)", STOP_CHILD_SECONDS)
+        log.info(
+            "stopping the worker (up to %.0f s; %s again to kill it now)", STOP_CHILD_SECONDS, _stop_key()
+        )
     return stop_process(worker, timeout=STOP_CHILD_SECONDS)
 
 
@@ -147,12 +149,17 @@ async def run(settings: Settings, request: RunRequest, stopping: Stopping | None
         log.info("%s", flush_hint(settings, request))
         if not request.exit_after:
             also = " and the local Kafka broker this run started" if request.broker_started else ""
-            log.info("running; Ctrl-C stops the watcher and the worker%s", also)
+            log.info("running; %s stops the watcher and the worker%s", _stop_key(), also)
             await stop.wait()
     finally:
         stop.set()
         await watcher
         stop_worker(worker, stopping)
+
+
+def _stop_key() -> str:
+    """What stops this command: Ctrl-C, unless it was started with SIGINT ignored (`predigest run &` in a script)."""
+    return "Ctrl-C" if sigint_answered() else "SIGTERM"
 
 
 def _kill_and_name_broker(worker: subprocess.Popen[bytes]) -> Callable[[], None]:

@@ -59,6 +59,20 @@ _RAISED: list[int] = []
 _QUERY_INTERRUPTED = "Query interrupted"
 
 
+def raise_on_signals() -> None:
+    """Until a command installs its own handlers, SIGINT raises KeyboardInterrupt (Python's handler, over one that
+    `streams.launch` set; an ignored SIGINT stays ignored) and SIGTERM TerminatedError (`raise_on_sigterm`)."""
+    if sigint_answered():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise_on_sigterm()
+
+
+def sigint_answered() -> bool:
+    """False in a process started with SIGINT ignored (`cmd &` in a script, a supervisor): a Ctrl-C is meant for
+    the terminal's foreground job, and every handler here leaves it ignored, as Python itself does."""
+    return signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+
+
 def raise_on_sigterm() -> None:
     """Until a command installs its own handler, SIGTERM raises TerminatedError, as SIGINT raises KeyboardInterrupt:
     the command stops what it started and says so, where it died silently with 143. Remembered for `signal_behind`.
@@ -67,9 +81,22 @@ def raise_on_sigterm() -> None:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         _RAISED.append(signum)
+        _read_when_done()
         raise TerminatedError
 
     signal.signal(signal.SIGTERM, on_signal)
+
+
+def _read_when_done() -> None:
+    """The asyncio task this handler raises into (if any) keeps the exception, which nothing reads: asyncio would
+    log it at exit as `Task exception was never retrieved`, with a traceback. Read once done (asyncio.run's close
+    runs the loop again, and the callback with it)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop runs in this thread
+        return
+    if task is not None:
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def signal_behind(exc: BaseException) -> int | None:
@@ -117,7 +144,7 @@ def install_stop(
             loop.call_soon_threadsafe(stop.set)
         arm(signum)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _answered():
         signal.signal(sig, on_signal)
     return state
 
@@ -147,7 +174,7 @@ def hard_exit_after_signal(grace: float, doing: Callable[[], str] | None = None)
     The loop is told through the wakeup fd, which the C-level handler writes whatever the Python-level one is.
     """
     arm = _hard_exit_timer(grace, Stopping(), doing)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _answered():
         previous = signal.getsignal(sig)
 
         def on_signal(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
@@ -156,6 +183,10 @@ def hard_exit_after_signal(grace: float, doing: Callable[[], str] | None = None)
                 previous(signum, frame)
 
         signal.signal(sig, on_signal)
+
+
+def _answered() -> tuple[int, ...]:
+    return (signal.SIGINT, signal.SIGTERM) if sigint_answered() else (signal.SIGTERM,)
 
 
 def _hard_exit_timer(

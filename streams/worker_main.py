@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from typing import IO, Any
 
 from faust import worker
@@ -27,7 +28,12 @@ class Worker(worker.Worker):
         log.warning("%s", text) if file is self.stderr else log.info("%s", text)
 
     def install_signal_handlers(self) -> None:
+        answered = stopping.sigint_answered()
         super().install_signal_handlers()
+        # Started with SIGINT ignored (`predigest run &` in a script): a Ctrl-C is for the foreground job.
+        if not answered:
+            self.loop.remove_signal_handler(signal.SIGINT)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         # Faust stops on SIGTERM from its loop, which a long computation keeps busy, or a step of its stop that
         # waits with no bound (an agent's end): exit anyway, later, saying which step it was in.
         stopping.hard_exit_after_signal(stopping.WORKER_STOP_SECONDS, lambda: _stop_step(self.app))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -127,3 +128,34 @@ def test_run_stops_the_local_broker_it_started(tmp_path: Path) -> None:
     assert "local Kafka broker started at" in done.stderr
     assert "stopping the local Kafka broker this run started" in done.stderr
     assert not (cache / "run" / "kafka.pid").exists()  # kafka.sh stop removes it once the JVM is gone
+
+
+def test_a_run_started_with_sigint_ignored_keeps_running_at_a_ctrl_c(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    # `predigest run &` in a script, then a Ctrl-C for the terminal's foreground job: run and its worker stopped.
+    env = run_env(tmp_path, kafka_bootstrap)
+    log = tmp_path / "run.log"
+
+    def in_the_background() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    argv = [str(PREDIGEST), "run", "--root", "examples/root", "--end", END]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(  # a session of its own: the Ctrl-C to its group reaches no test
+            argv, cwd=PROJECT, env=env, stderr=out, start_new_session=True, preexec_fn=in_the_background
+        )
+    healthz = f"http://127.0.0.1:{env['PREDIGEST_WEB_PORT']}/healthz"
+    try:
+        _wait_for_line(log, "running; SIGTERM stops the watcher and the worker", proc, 180)
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(3)
+        assert proc.poll() is None, log.read_text(errors="replace")[-4000:]
+        assert httpx.get(healthz, timeout=5).status_code == 200  # its worker too
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    said = log.read_text(errors="replace")
+    assert "Traceback" not in said and "SIGINT" not in said, said[-4000:]
