@@ -5,8 +5,9 @@
 
 `build` parses the notes of the seeded archive (bench/archive.py) in two processes and applies their documents
 records to a state file through `StateStore.apply_batch`, as the window agent does. `brief` opens that state
-in a fresh process and runs `Pipeline.brief` (the worker's briefing, files included) once: wall and CPU
-seconds, the resident set before, and the peak while briefing (VmHWM, reset just before it starts).
+in a fresh process as the worker opens it (its DuckDB limits, its arXiv enricher) and runs `Pipeline.brief`
+(the worker's briefing, files included) once: wall and CPU seconds, the resident set before, and the peak while
+briefing (VmHWM, reset just before it starts).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from processors.wire import DocumentRecord, decode_rows, encode_events
 from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
+from streams import heap
 from streams.pipeline import Pipeline
+from streams.services import open_pipeline
 from streams.settings import DEFAULT_AXES, Settings
 
 BATCH = 500  # records per apply_batch, the worker's batch_records
@@ -112,10 +115,15 @@ def _status(field: str) -> int:
     return int(m.group(1)) // 1024 if m else 0
 
 
+def open_briefing(state_dir: Path, out: Path) -> Pipeline:
+    """The worker's pipeline over `state_dir`'s state, opened as the worker opens it: within its DuckDB limits,
+    with its arXiv enricher (streams.services.open_pipeline); the settings are the environment's."""
+    return open_pipeline(Settings(state_dir=state_dir, out_dir=out), Metrics(), SYSTEM_CLOCK)
+
+
 async def _brief(state_file: Path, out: Path) -> dict[str, object]:
-    settings = Settings(state_dir=state_file.parent, out_dir=out)
-    state = StateStore(state_file)
-    pipeline = Pipeline(settings, state, Metrics(), SYSTEM_CLOCK)
+    pipeline = open_briefing(state_file.parent, out)
+    state, duck_settings = pipeline.state, pipeline.settings.duckdb
     command = ControlCommand(
         axis=AXIS, trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="bench"
     )
@@ -130,6 +138,8 @@ async def _brief(state_file: Path, out: Path) -> dict[str, object]:
     sources = recorded_sources(state, emission)
     state.close()
     return {
+        "duckdb_memory_limit_mib": duck_settings.memory_limit_mib,
+        "duckdb_threads": duck_settings.threads,
         "sources": sources,
         "briefing_s": round(wall, 2),
         "briefing_cpu_s": round(cpu, 2),
@@ -141,6 +151,8 @@ async def _brief(state_file: Path, out: Path) -> dict[str, object]:
 
 def brief(state_file: Path) -> dict[str, object]:
     """One flush briefing of the state (a copy: the emission it records must not stay for the next run)."""
+    heap.keep_for_ingest()  # the worker's heap from its start (streams.worker_main): a briefing then runs with
+    # glibc's small thresholds (streams.heap.briefing_heap), without it with glibc's dynamic ones
     with tempfile.TemporaryDirectory(prefix="brief-memory-") as tmp:
         copy = Path(tmp) / "worker.duckdb"  # where the settings put it
         copy.write_bytes(state_file.read_bytes())

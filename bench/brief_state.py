@@ -13,16 +13,17 @@ from processors.models import ControlCommand
 from sinks.clock import SYSTEM_CLOCK
 from sinks.metrics import Metrics
 from sinks.state import StateStore
+from streams import heap
 from streams.emission import Emission
-from streams.pipeline import Pipeline
-from streams.services import state_limits
+from streams.services import open_pipeline
 from streams.worker_process import load_dumped_settings
 
 
 async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
     settings = load_dumped_settings(cfg)
-    state = StateStore(settings.state_file, state_limits(settings))  # as the worker opens it
-    pipeline = Pipeline(settings, state, Metrics(), SYSTEM_CLOCK)
+    heap.keep_for_ingest()  # as the worker's process from its start: its briefing's heap is then the worker's
+    pipeline = open_pipeline(settings, Metrics(), SYSTEM_CLOCK)  # as the worker opens it
+    state = pipeline.state
     command = ControlCommand(
         axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"
     )

@@ -8,6 +8,10 @@ class SinkError(PredigestError):
     """A sink could not write; the message says what the operator can do."""
 
 
+class LedgerWriteError(SinkError):
+    """The watcher's ledger could not write its acknowledgements; they stay in memory for its next flush."""
+
+
 class DuckFileError(SinkError):
     """A DuckDB file of predigest (state, ledger, arXiv cache) cannot be used; the subclass says why."""
 

@@ -3,13 +3,15 @@
 Read from a copy in memory (a rescan compares every path: a DuckDB query per path cost 2 ms, 190 s for 100,000
 files) and written in batches (an INSERT per acknowledged file cost 18 ms). A batch not yet written when the
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
-documents by path and content hash).
+documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
+is written by the next flush.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -17,6 +19,7 @@ from predigest_native import TypedColumns
 
 from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
+from sinks.errors import LedgerWriteError
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
@@ -47,6 +50,7 @@ class Ledger:
     """One row per root-relative path: size, mtime and sha256 of the last acknowledged version."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
+        self._path = path
         self._db = duck.open_checked(path, LEDGER, _create)
         self._clock = clock
         rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
@@ -55,10 +59,13 @@ class Ledger:
         self._folders = Counter(f for p in self._rows for f in _folders(p))
         self._unwritten: dict[str, Row | None] = {}  # None: forgotten
         self._oldest_unwritten = 0.0
+        self._retry_at = 0.0  # a refused flush is not retried at every acknowledgement
 
     def close(self) -> None:
-        self.flush()
-        self._db.close()
+        try:
+            self.flush()
+        finally:
+            self._db.close()
 
     def get(self, path: str) -> Row | None:
         return self._rows.get(path)
@@ -106,30 +113,52 @@ class Ledger:
         return self._folders[folder] > 0
 
     def flush_if_due(self) -> None:
-        if self._unwritten and (
-            len(self._unwritten) >= FLUSH_ROWS or self._clock() - self._oldest_unwritten >= FLUSH_SECONDS
+        """Flush at FLUSH_ROWS rows or FLUSH_SECONDS after the first; after a refused flush, FLUSH_SECONDS later."""
+        now = self._clock()
+        if (
+            self._unwritten
+            and now >= self._retry_at
+            and (len(self._unwritten) >= FLUSH_ROWS or now - self._oldest_unwritten >= FLUSH_SECONDS)
         ):
             self.flush()
 
     def flush(self) -> None:
-        """Write what was acknowledged or forgotten since the last flush, in two statements."""
+        """Write what was acknowledged or forgotten since the last flush, in one transaction; refused by DuckDB, it
+        stays to be written by the next flush and LedgerWriteError says why."""
         if not self._unwritten:
             return
         gone = [p for p, row in self._unwritten.items() if row is None]
         kept = [(p, *row) for p, row in self._unwritten.items() if row is not None]
+        try:
+            with self._registered(kept), duck.transaction(self._db):
+                if gone:
+                    self._db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
+                if kept:
+                    self._db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
+        except duckdb.Error as exc:
+            self._retry_at = self._clock() + FLUSH_SECONDS
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise LedgerWriteError(
+                f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: {text}; "
+                "they are kept for the next flush (a stop before it sends those files again)"
+            ) from exc
         self._unwritten = {}
-        if gone:
-            self._db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
-        if kept:
-            # As one Arrow batch: DuckDB's conversion of four list parameters cost the backfill ~3 µs a file.
-            columns = TypedColumns(
-                list(_COLUMNS), list(_TYPES), [list(col) for col in zip(*kept, strict=True)]
-            )
-            self._db.register("acknowledged", columns)
-            try:
-                self._db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
-            finally:
-                self._db.unregister("acknowledged")
+
+    @contextmanager
+    def _registered(self, kept: list[tuple[str, int, float, str]]) -> Iterator[None]:
+        """The acknowledged rows as the view `acknowledged`, one Arrow batch: DuckDB's conversion of four list
+        parameters cost the backfill ~3 µs a file. Dropped after the transaction (an aborted one refuses it)."""
+        if not kept:
+            yield
+            return
+        self._db.register(
+            "acknowledged",
+            TypedColumns(list(_COLUMNS), list(_TYPES), [list(col) for col in zip(*kept, strict=True)]),
+        )
+        try:
+            yield
+        finally:
+            self._db.unregister("acknowledged")
 
     def _set(self, path: str, row: Row) -> None:
         if path not in self._rows:

@@ -116,6 +116,11 @@ class WatcherMetrics(_Common):
         self.watcher_files = Gauge(
             "predigest_watcher_files", "Files under the watched folders at the last rescan", registry=r
         )
+        self.ledger_write_failures = Counter(
+            "predigest_ledger_write_failures_total",
+            "Flushes of the watcher's ledger that DuckDB refused; their rows are kept and written by a later flush",
+            registry=r,
+        )
 
 
 class Metrics(_Common):

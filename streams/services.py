@@ -41,6 +41,14 @@ def state_limits(settings: Settings) -> duck.Limits:
     )
 
 
+def open_pipeline(s: Settings, metrics: Metrics, clock: Clock) -> Pipeline:
+    """The worker's Pipeline: its state opened within `state_limits` (a damaged file set aside), its arXiv enricher."""
+    state, aside = open_state(s.state_file, clock.now(), state_limits(s), metrics)
+    if aside is not None:
+        metrics.state_set_aside.labels(reason="unreadable").inc()
+    return Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
+
+
 class LazyPipeline:
     """The worker's Pipeline over its DuckDB state, opened by the first agent, timer or view that needs it.
 
@@ -65,11 +73,7 @@ class LazyPipeline:
             # A task that outlived the stop (a /status snapshot) gets what a closed state would answer it.
             if self._closed:
                 raise duckdb.ConnectionException("the state was closed at the worker's stop")
-            s, metrics, clock = self._settings, self._metrics, self._clock
-            state, aside = open_state(s.state_file, clock.now(), state_limits(s), metrics)
-            if aside is not None:
-                metrics.state_set_aside.labels(reason="unreadable").inc()
-            self._pipeline = Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
+            self._pipeline = open_pipeline(self._settings, self._metrics, self._clock)
         return self._pipeline
 
     async def close(self) -> bool:

@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaProducer
 from processors.quiet import Pending, QuietTracker, Stat, under
 from processors.root_paths import WATCHED, watched
 from sinks.clock import SYSTEM_CLOCK, Clock
+from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
@@ -221,7 +222,7 @@ class Watcher:
                 self._beat()
                 self._wake.clear()
                 published += await self.settle()
-                self._ledger.flush_if_due()
+                self._flush_ledger()
                 if backlog and not self._quiet.later:
                     log.info(
                         "startup scan published %d file(s) in %.1fs; %d waiting to be quiet",
@@ -242,6 +243,15 @@ class Watcher:
             watch_task.cancel()
             probe_task.cancel()
             self._ledger.flush()
+
+    def _flush_ledger(self) -> None:
+        """The ledger's due flush; one DuckDB refuses is said and counted, and the watcher goes on publishing: the
+        ledger keeps those rows for its next flush."""
+        try:
+            self._ledger.flush_if_due()
+        except LedgerWriteError as exc:
+            self._metrics.ledger_write_failures.inc()
+            log.error("%s", exc)
 
     async def _pause(self, stop: asyncio.Event) -> None:
         """Until the next tick, a file renamed into place, or the stop."""

@@ -11,6 +11,7 @@ WATCHER_OWN = {
     "predigest_watcher_rescan_duration_seconds",
     "predigest_watcher_rescan_cpu_seconds",
     "predigest_watcher_files",
+    "predigest_ledger_write_failures",
 }
 WATCHER_FAMILIES = WATCHER_OWN | {
     "predigest_build_info",

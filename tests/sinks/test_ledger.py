@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sinks.ledger import Ledger
+import duckdb
+import pytest
+
+from sinks.errors import LedgerWriteError
+from sinks.ledger import FLUSH_SECONDS, Ledger
 
 
 def test_the_ledger_survives_a_restart(tmp_path: Path) -> None:
@@ -96,3 +100,38 @@ def test_a_path_acknowledged_twice_in_one_batch_counts_its_folders_once(tmp_path
     ledger.forget("inbox/jay/a.md")
     assert not ledger.has_folder("inbox/jay") and not ledger.has_folder("inbox")
     ledger.close()
+
+
+def _stored(db: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    return [
+        (str(p), str(h)) for p, h in db.execute("SELECT path, sha256 FROM ledger ORDER BY path").fetchall()
+    ]
+
+
+def test_a_flush_duckdb_refuses_keeps_its_rows_for_the_next_one(tmp_path: Path) -> None:
+    # Before: the batch was dropped before its statements ran, and the forget's DELETE stood without the INSERT.
+    now = [0.0]
+    ledger = Ledger(tmp_path / "ledger.duckdb", clock=lambda: now[0])
+    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "1"), ("inbox/jay/b.md", 2, 2.0, "2")])
+    other = duckdb.connect(str(tmp_path / "ledger.duckdb"))  # the same database, as another user of the file
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")  # the INSERT of a hex digest now fails
+    ledger.forget("inbox/jay/a.md")
+    ledger.acknowledge("inbox/jay/c.md", 3, 3.0, "c0ffee")
+    now[0] += FLUSH_SECONDS
+    with pytest.raises(
+        LedgerWriteError, match=r"cannot write 2 acknowledgement\(s\) to the watcher ledger .*Conversion"
+    ):
+        ledger.flush_if_due()
+    assert _stored(other) == [("inbox/jay/a.md", "1"), ("inbox/jay/b.md", "2")]  # one transaction: no DELETE
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+    ledger.flush_if_due()  # a refused flush waits FLUSH_SECONDS before the next try
+    assert _stored(other) == [("inbox/jay/a.md", "1"), ("inbox/jay/b.md", "2")]
+    now[0] += FLUSH_SECONDS
+    ledger.flush_if_due()
+    assert _stored(other) == [("inbox/jay/b.md", "2"), ("inbox/jay/c.md", "c0ffee")]
+    other.close()
+    ledger.close()
+    assert Ledger(tmp_path / "ledger.duckdb").entries() == {
+        "inbox/jay/b.md": (2, 2.0, "2"),
+        "inbox/jay/c.md": (3, 3.0, "c0ffee"),
+    }

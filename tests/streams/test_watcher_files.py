@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from aiokafka.errors import KafkaConnectionError, OutOfOrderSequenceNumber
 
@@ -253,3 +254,30 @@ async def test_a_file_renamed_into_place_goes_at_once_one_written_in_place_waits
     finally:
         stop.set()
         await task
+
+
+async def test_a_ledger_write_refused_is_counted_and_the_watcher_goes_on_until_it_is_written(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, tmp_path: Path
+) -> None:
+    watcher, producer, _ledger, m = parts
+    other = duckdb.connect(str(tmp_path / "state" / "watcher-ledger.duckdb"))
+    other.execute(
+        "ALTER TABLE ledger ALTER sha256 TYPE INTEGER"
+    )  # a digest no longer fits: every write fails
+    failures = "predigest_ledger_write_failures_total"
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        write_old(root / "inbox/jay/2026-09-27-1000-first.md", "# first")
+        await async_wait_for(lambda: (m.registry.get_sample_value(failures) or 0) >= 1, 5, "a refused flush")
+        write_old(root / "inbox/jay/2026-09-27-1001-second.md", "# second")
+        await async_wait_for(lambda: len(producer.sent) == 2, 5, "the next file, published all the same")
+        other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+        await async_wait_for(
+            lambda: other.execute("SELECT count(*) FROM ledger").fetchone() == (2,), 5, "both rows written"
+        )
+        assert not task.done()
+    finally:
+        stop.set()
+        await task
+        other.close()
