@@ -142,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, caught: Sequence[int] = ()) -> int:
     """Run the command; `caught` fills with the signals that came while `streams.launch` imported it (its handler
     remembers them until this one's replace it): then one line and 128 + the first, nothing started."""
+    if caught:  # before argparse, whose help or usage error would exit 0 or 2 over the signal
+        return _stopped_while_starting(caught[0])
     args = _parser().parse_args(argv)
     if args.parent_pid:
         stopping.exit_with_parent(args.parent_pid)
@@ -170,6 +172,12 @@ def main(argv: list[str] | None = None, caught: Sequence[int] = ()) -> int:
     except ValidationError as exc:  # settings handed over by a parent process (its own were checked)
         log.error("configuration error: %s", exc.errors()[0]["msg"])
         return 2
+
+
+def _stopped_while_starting(signum: int) -> int:
+    logs.configure(log_json=False, level="INFO")  # the settings, which may ask for JSON, are not read
+    log.error("%s", StoppedBySignalError(signum, " while starting; nothing was started"))
+    return 128 + signum
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int:

@@ -81,22 +81,30 @@ def raise_on_sigterm() -> None:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         _RAISED.append(signum)
-        _read_when_done()
-        raise TerminatedError
+        raised = TerminatedError()
+        _read_when_done(raised)
+        raise raised
 
     signal.signal(signal.SIGTERM, on_signal)
 
 
-def _read_when_done() -> None:
+def _read_when_done(raised: TerminatedError) -> None:
     """The asyncio task this handler raises into (if any) keeps the exception, which nothing reads: asyncio would
     log it at exit as `Task exception was never retrieved`, with a traceback. Read once done (asyncio.run's close
-    runs the loop again, and the callback with it)."""
+    runs the loop again, and the callback with it), if the task ended with it."""
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no loop runs in this thread
         return
     if task is not None:
-        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        task.add_done_callback(lambda done: _read_if_raised(done, raised))
+
+
+def _read_if_raised(done: asyncio.Future[Any], raised: TerminatedError) -> None:
+    # Looked at without reading it (`exception()` would): a task that took the signal and failed later, with its
+    # own exception, keeps asyncio's report of it. `_exception` is both asyncio implementations' (C and Python).
+    if not done.cancelled() and getattr(done, "_exception", None) is raised:
+        done.exception()
 
 
 def signal_behind(exc: BaseException) -> int | None:

@@ -68,6 +68,17 @@ def test_a_signal_while_the_command_starts_ends_it_in_one_line(sig: int) -> None
     assert out == ""
 
 
+@pytest.mark.parametrize("args", [["--help"], ["no-such-command"]], ids=["help", "usage-error"])
+def test_a_sigterm_while_it_imports_ends_it_before_the_help_or_a_usage_error(args: list[str]) -> None:
+    # The signal, remembered, was lost behind argparse's own exit: the help and 0, or the usage error and 2.
+    with _predigest(args) as proc:
+        _signal_while_it_imports(proc, signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert re.fullmatch(STARTING.format("SIGTERM"), err), err[-3000:]
+    assert out == ""
+
+
 def test_the_worker_predigest_run_starts_ends_in_one_line_at_a_ctrl_c_while_it_imports(
     tmp_path: Path,
 ) -> None:

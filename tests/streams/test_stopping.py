@@ -52,6 +52,48 @@ def test_a_sigterm_that_lands_in_a_background_task_ends_the_command_without_a_tr
     assert time.monotonic() - started < 20  # not the main task's 30 s sleep
 
 
+# A background task that takes the SIGTERM as its own stop (catches it) and then fails with a fault of its own.
+TAKEN_THEN_FAILED = """
+import asyncio, gc, os, signal, threading, time
+from streams import stopping
+
+async def busy():
+    try:
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            pass
+    except SystemExit:
+        pass
+    raise ValueError("the task's own fault")
+
+async def command():
+    task = asyncio.create_task(busy())
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    await asyncio.sleep(1.5)
+    del task
+    gc.collect()
+
+stopping.raise_on_sigterm()
+asyncio.run(command())
+"""
+
+
+def test_a_task_s_own_exception_after_it_took_the_sigterm_is_still_reported() -> None:
+    # The SIGTERM's exception is marked read, not every exception of the task it landed in: this one, which
+    # nothing awaited, was silently dropped (no `Task exception was never retrieved`, no traceback).
+    done = subprocess.run(
+        [sys.executable, "-c", TAKEN_THEN_FAILED],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert "Task exception was never retrieved" in done.stderr
+    assert "ValueError: the task's own fault" in done.stderr
+
+
 def test_a_sigterm_before_the_command_s_try_exits_143_without_a_traceback() -> None:
     # Between the handler's install and `main`'s try (arguments parsed, logging set up) it was a traceback, exit 1.
     code = "import os, signal\nfrom streams import stopping\nstopping.raise_on_sigterm()\n"
