@@ -178,6 +178,7 @@ class Watcher:
         published = 0
         while self._quiet:
             published += await self.settle()
+            self._ledger.flush_if_due()  # a refusal ends the one-shot scan: its files are sent again next time
             if self.kafka_failed:
                 raise BrokerUnavailableError(
                     f"Kafka at {self._s.kafka.bootstrap} did not acknowledge the files"
