@@ -4,7 +4,7 @@ Read from a copy in memory (a rescan compares every path: a DuckDB query per pat
 files) and written in batches (an INSERT per acknowledged file cost 18 ms). A batch not yet written when the
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
 documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
-is written by the next flush.
+is written by a later flush, tried at growing intervals up to a minute.
 """
 
 from __future__ import annotations
