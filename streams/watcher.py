@@ -343,5 +343,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
                 server.server_close()  # the listening socket too, not only the serving thread
         return 0
     finally:
-        ledger.close()
-        await watcher.producer.stop()
+        try:
+            ledger.close()  # a refused last write raises, once the producer is stopped all the same
+        finally:
+            await watcher.producer.stop()
