@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
@@ -154,7 +155,7 @@ def test_a_refusal_that_lasts_an_hour_is_retried_and_said_about_once_a_minute(tm
         except LedgerWriteError:
             refused.append(now[0])
     assert len(refused) < 3600 / RETRY_MAX_SECONDS + 10  # 1, 2, 4 … seconds apart, then a minute
-    assert max(b - a for a, b in zip(refused, refused[1:], strict=False)) <= RETRY_MAX_SECONDS + 0.2
+    assert max(b - a for a, b in pairwise(refused)) <= RETRY_MAX_SECONDS + 0.2
     other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
     now[0] = refused[-1] + RETRY_MAX_SECONDS
     ledger.flush_if_due()  # written at the next try once the cause is gone

@@ -17,8 +17,8 @@ from typing import Any
 
 import duckdb
 import httpx
-from aiokafka import AIOKafkaProducer
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
