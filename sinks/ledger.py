@@ -4,7 +4,7 @@ Read from a copy in memory (a rescan compares every path: a DuckDB query per pat
 files) and written in batches (an INSERT per acknowledged file cost 18 ms). A batch not yet written when the
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
 documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
-is written by the next flush.
+is written by a later flush, tried at growing intervals up to a minute.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ LEDGER = duck.DuckFile(
 )
 FLUSH_ROWS = 2000  # acknowledgements written in one statement
 FLUSH_SECONDS = 1.0  # and no later than this after the first of them
+RETRY_MAX_SECONDS = 60.0  # a refusal that lasts (a full disk) is retried, and said, once a minute at most
 
 Row = tuple[int, float, str]  # size, mtime, sha256
 _COLUMNS = ("path", "size", "mtime", "sha256")
@@ -59,7 +60,8 @@ class Ledger:
         self._folders = Counter(f for p in self._rows for f in _folders(p))
         self._unwritten: dict[str, Row | None] = {}  # None: forgotten
         self._oldest_unwritten = 0.0
-        self._retry_at = 0.0  # a refused flush is not retried at every acknowledgement
+        self._retry_at = 0.0  # a refused flush is not retried at every pass
+        self._retry_delay = FLUSH_SECONDS  # doubled at each refusal in a row, up to RETRY_MAX_SECONDS
 
     def close(self) -> None:
         try:
@@ -71,8 +73,8 @@ class Ledger:
         return self._rows.get(path)
 
     def acknowledge(self, path: str, size: int, mtime: float, sha256: str) -> None:
+        """Kafka has this version; written by a later flush (the caller's flush_if_due, never inside its send)."""
         self._set(path, (size, mtime, sha256))
-        self.flush_if_due()
 
     def acknowledge_many(self, rows: Sequence[tuple[str, int, float, str]]) -> None:
         """Many acknowledgements, written at once (the backfill's own batches)."""
@@ -91,7 +93,6 @@ class Ledger:
             del self._stats[path]
             self._folders.subtract(_folders(path))
         self._note_unwritten(path, None)
-        self.flush_if_due()
 
     def entries(self) -> dict[str, Row]:
         """Every acknowledged path with its (size, mtime, sha256): a copy."""
@@ -113,7 +114,7 @@ class Ledger:
         return self._folders[folder] > 0
 
     def flush_if_due(self) -> None:
-        """Flush at FLUSH_ROWS rows or FLUSH_SECONDS after the first; after a refused flush, FLUSH_SECONDS later."""
+        """Flush at FLUSH_ROWS rows or FLUSH_SECONDS after the first; after a refused flush, once its delay passed."""
         now = self._clock()
         if (
             self._unwritten
@@ -136,13 +137,14 @@ class Ledger:
                 if kept:
                     self._db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
         except duckdb.Error as exc:
-            self._retry_at = self._clock() + FLUSH_SECONDS
+            self._retry_at = self._clock() + self._retry_delay
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_SECONDS)
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise LedgerWriteError(
                 f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: {text}; "
                 "they are kept for the next flush (a stop before it sends those files again)"
             ) from exc
-        self._unwritten = {}
+        self._unwritten, self._retry_delay = {}, FLUSH_SECONDS
 
     @contextmanager
     def _registered(self, kept: list[tuple[str, int, float, str]]) -> Iterator[None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from streams import heap, logs
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # rich is imported only when a bar is drawn
     from rich.console import Console
 
 log = logging.getLogger(__name__)
+STDERR_FD = 2  # where the bar is drawn
 
 
 class AboveTheBar:
@@ -89,7 +91,10 @@ async def run_cli(settings: Settings, compression: Compression, *, show: bool) -
     report = BackfillReport()
     stop = asyncio.Event()
     stopping = install_stop(
-        stop, again_exits=True, doing=lambda: f"{report.step}: {report.published} published"
+        stop,
+        before_exit=_end_the_bar if show else None,
+        again_exits=True,
+        doing=lambda: f"{report.step}: {report.published} published",
     )
     if show:
         work = backfill_with_bar(settings, report, compression=compression)
@@ -110,6 +115,12 @@ async def run_cli(settings: Settings, compression: Compression, *, show: bool) -
         report.refused,
     )
     return report
+
+
+def _end_the_bar() -> None:
+    """Before a hard exit while the bar is drawn: the cursor rich hid shown again, the shell's prompt below the bar."""
+    # Straight to the descriptor: the signal's handler may have interrupted this thread inside rich's locks.
+    os.write(STDERR_FD, b"\x1b[?25h\n")
 
 
 def _stopped(report: BackfillReport) -> str:

@@ -153,8 +153,10 @@ async def run(settings: Settings, request: RunRequest, stopping: Stopping | None
             await stop.wait()
     finally:
         stop.set()
-        await watcher
-        stop_worker(worker, stopping)
+        try:
+            await watcher  # its ledger's refused last write raises: the worker is stopped all the same
+        finally:
+            stop_worker(worker, stopping)
 
 
 def _stop_key() -> str:

@@ -178,6 +178,7 @@ class Watcher:
         published = 0
         while self._quiet:
             published += await self.settle()
+            self._ledger.flush_if_due()  # a refusal ends the one-shot scan: its files are sent again next time
             if self.kafka_failed:
                 raise BrokerUnavailableError(
                     f"Kafka at {self._s.kafka.bootstrap} did not acknowledge the files"
@@ -342,5 +343,7 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
                 server.server_close()  # the listening socket too, not only the serving thread
         return 0
     finally:
-        ledger.close()
-        await watcher.producer.stop()
+        try:
+            ledger.close()  # a refused last write raises, once the producer is stopped all the same
+        finally:
+            await watcher.producer.stop()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from sinks.errors import LedgerWriteError
-from sinks.ledger import FLUSH_SECONDS, Ledger
+from sinks.ledger import FLUSH_SECONDS, RETRY_MAX_SECONDS, Ledger
 
 
 def test_the_ledger_survives_a_restart(tmp_path: Path) -> None:
@@ -50,7 +51,9 @@ def test_acknowledgements_are_written_in_batches_and_none_is_lost_at_close(tmp_p
         ledger.acknowledge(f"inbox/jay/{i}.md", i, 1.0, "x")
     assert writes == [] and ledger.get("inbox/jay/4.md") == (4, 1.0, "x")  # read from memory, not yet written
     now[0] += 1.5
-    ledger.acknowledge("inbox/jay/5.md", 5, 1.0, "x")  # the oldest has waited a second: all six go
+    ledger.acknowledge("inbox/jay/5.md", 5, 1.0, "x")
+    assert writes == []  # an acknowledgement never writes: its caller's flush_if_due does
+    ledger.flush_if_due()  # the oldest has waited a second: all six go
     ledger.forget("inbox/jay/0.md")
     ledger.close()
     assert writes[0] == 6
@@ -135,3 +138,36 @@ def test_a_flush_duckdb_refuses_keeps_its_rows_for_the_next_one(tmp_path: Path) 
         "inbox/jay/b.md": (2, 2.0, "2"),
         "inbox/jay/c.md": (3, 3.0, "c0ffee"),
     }
+
+
+def test_a_refusal_that_lasts_an_hour_is_retried_and_said_about_once_a_minute(tmp_path: Path) -> None:
+    # Before: retried, and its error logged by the watcher, every second (3 600 lines for a full disk's hour).
+    now = [0.0]
+    ledger = Ledger(tmp_path / "ledger.duckdb", clock=lambda: now[0])
+    other = duckdb.connect(str(tmp_path / "ledger.duckdb"))
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")
+    ledger.acknowledge("inbox/jay/a.md", 1, 1.0, "c0ffee")
+    refused: list[float] = []
+    while now[0] < 3600:  # the watcher's pass, every tenth of a second
+        now[0] += 0.1
+        try:
+            ledger.flush_if_due()
+        except LedgerWriteError:
+            refused.append(now[0])
+    assert len(refused) < 3600 / RETRY_MAX_SECONDS + 10  # 1, 2, 4 … seconds apart, then a minute
+    assert max(b - a for a, b in pairwise(refused)) <= RETRY_MAX_SECONDS + 0.2
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+    now[0] = refused[-1] + RETRY_MAX_SECONDS
+    ledger.flush_if_due()  # written at the next try once the cause is gone
+    assert _stored(other) == [("inbox/jay/a.md", "c0ffee")]
+    ledger.acknowledge("inbox/jay/b.md", 2, 2.0, "b")
+    other.execute("DROP TABLE ledger")  # refused again
+    now[0] += FLUSH_SECONDS
+    with pytest.raises(LedgerWriteError):
+        ledger.flush_if_due()
+    other.execute("CREATE TABLE ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)")
+    now[0] += FLUSH_SECONDS  # a success started the delays over: a second again
+    ledger.flush_if_due()
+    assert _stored(other) == [("inbox/jay/b.md", "b")]
+    other.close()
+    ledger.close()

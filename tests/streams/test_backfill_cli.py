@@ -11,6 +11,7 @@ import pty
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -289,3 +290,39 @@ def test_log_lines_written_while_the_bar_is_drawn_come_whole_above_it(
     files = _files(settings.root)
     bars = [_STYLE.sub("", line) for line in shown if _STYLE.sub("", line).startswith("backfill ")]
     assert f" {files}/{files} files " in bars[-1], bars[-1]
+
+
+def test_a_second_signal_while_the_bar_is_drawn_leaves_the_terminal_s_cursor_shown(tmp_path: Path) -> None:
+    # Before: the hard exit left the cursor rich hid at the bar's start hidden, and the shell's prompt on the bar's
+    # line. A broker that accepts and never answers keeps the backfill starting, the bar drawn.
+    (tmp_path / "root/inbox/jay").mkdir(parents=True)
+    (tmp_path / "root/inbox/jay/2026-09-27-1000-a.md").write_text("# a\n", encoding="utf-8")
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "TERM": "xterm",
+            "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{silent.getsockname()[1]}",
+            "PREDIGEST_STATE_DIR": str(tmp_path / "state"),
+        }
+        master, slave = pty.openpty()
+        command = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(tmp_path / "root")]
+        with subprocess.Popen(
+            command, cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave
+        ) as proc:
+            os.close(slave)
+            try:
+                shown = bytearray()
+                while b" files " not in shown:  # the bar is drawn
+                    assert select.select([master], [], [], 30)[0], bytes(shown)
+                    shown += os.read(master, 65536)
+                proc.send_signal(signal.SIGTERM)  # (two SIGINTs at once would be delivered as one)
+                proc.send_signal(signal.SIGINT)  # a second signal: no more waiting
+                shown += _read_until_closed(master)
+                code = proc.wait(timeout=30)
+            finally:
+                os.close(master)
+                proc.kill()
+    assert code in (128 + signal.SIGINT, 128 + signal.SIGTERM), bytes(shown[-300:])
+    assert b" again: exiting now" in shown
+    assert shown.rfind(b"\x1b[?25h") > shown.rfind(b"\x1b[?25l") >= 0, bytes(shown[-300:])
+    assert shown.endswith(b"\n"), bytes(shown[-300:])  # the shell's prompt on a line of its own

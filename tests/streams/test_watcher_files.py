@@ -281,3 +281,32 @@ async def test_a_ledger_write_refused_is_counted_and_the_watcher_goes_on_until_i
         stop.set()
         await task
         other.close()
+
+
+async def test_files_acknowledged_while_the_ledger_is_refused_are_published_and_the_watcher_goes_on(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, tmp_path: Path
+) -> None:
+    # Before: an acknowledgement after a refused flush's retry time flushed the ledger itself, inside the
+    # publish: its LedgerWriteError ended the watcher at the next file published during the refusal.
+    watcher, producer, _ledger, m = parts
+    other = duckdb.connect(str(tmp_path / "state" / "watcher-ledger.duckdb"))
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")  # every write fails
+    failures = "predigest_ledger_write_failures_total"
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        for i in range(40):  # a steady stream of notes across several retries of the refused flush
+            write_old(root / f"inbox/jay/2026-09-27-{1000 + i}-note.md", f"# note {i}")
+            await asyncio.sleep(0.08)
+        await async_wait_for(lambda: len(producer.sent) == 40 or task.done(), 10, "every note published")
+        assert not task.done() and len(producer.sent) == 40
+        assert (m.registry.get_sample_value(failures) or 0) >= 2
+        other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+        await async_wait_for(
+            lambda: other.execute("SELECT count(*) FROM ledger").fetchone() == (40,), 5, "every row written"
+        )
+    finally:
+        stop.set()
+        other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+        await asyncio.gather(task, return_exceptions=True)
+        other.close()

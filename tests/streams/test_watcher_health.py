@@ -4,6 +4,7 @@ stops it within seconds, even while it is stuck in a system call; a Ctrl-C durin
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import subprocess
@@ -14,18 +15,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pytest
+from aiokafka import AIOKafkaProducer
 
+from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
-from streams.watcher import Watcher
+from streams.watcher import Watcher, publish_root
 from streams.worker_process import dump_settings, free_port, spawn_cli
 from tests.streams.fault_support import metric
 from tests.streams.watcher_support import FakeProducer
-from tests.support import wait_for
+from tests.support import async_wait_for, wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]
 HEARTBEAT = "predigest_watcher_loop_heartbeat_timestamp_seconds"
@@ -183,6 +187,7 @@ def _answers(port: int) -> bool:
 # operator pressing Ctrl-C meets it: the loop stopped, the process not yet gone.
 STUCK_IN_ITS_STOP = """
 import sys, time
+from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
 from streams import cli
 
@@ -273,3 +278,26 @@ def test_a_ctrl_c_during_the_watchers_start_exits_with_one_line(
     assert len(errors) == 1 and errors[0].endswith("interrupted by SIGINT; what it started is stopped"), (
         output
     )
+
+
+async def test_a_stop_while_the_ledger_is_refused_ends_in_its_error_with_the_producer_closed(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: the ledger's close raised before the producer's stop, which never ran (asyncio's "Unclosed
+    # AIOKafkaProducer" at exit; `predigest run` skipped its worker's stop the same way).
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    (s.root / "inbox/jay").mkdir(parents=True, exist_ok=True)
+    Ledger(s.ledger_file).close()
+    other = duckdb.connect(str(s.ledger_file))
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")  # every write refused
+    (s.root / "inbox/jay/2026-09-27-1000-a.md").write_text("# a\n", encoding="utf-8")
+    stop = asyncio.Event()
+    task = asyncio.create_task(publish_root(s, follow=True, stop=stop))
+    await async_wait_for(lambda: "cannot write" in caplog.text or task.done(), 30, "a refused flush")
+    stop.set()
+    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement"):
+        await task
+    other.close()
+    left_open = [o for o in gc.get_objects() if isinstance(o, AIOKafkaProducer) and not o._closed]
+    assert left_open == []
