@@ -131,11 +131,11 @@ def route_read(
     seen_at: datetime,
     raw_offset: int | None = None,
 ) -> tuple[list[DocumentEvent], bytes | None]:
-    """`route_raw`, and its document's text as JSON when the parse made it (`documents.parse_read`)."""
+    """`route_raw`, and its document's body as stored when the parse made it (`documents.parse_read`)."""
     if raw.deleted:
         return to_every_axis(raw, seen_at, axes, raw_offset, zone), None
     try:
-        doc, text_json = parse_read(
+        doc, stored_body = parse_read(
             raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes))
         )
         # Its body has a character but white space: not blank, known without decoding the file again (10 µs).
@@ -148,4 +148,4 @@ def route_read(
     shared = {"type": "document", "path": raw.path, "sha256": raw.sha256, "seen_at": seen_at, "axis": None,
               "reason": None, "reason_code": None, "event_time": doc.event_time, "mtime": raw.mtime,
               "raw_offset": raw_offset, "document": doc}  # fmt: skip
-    return [built(DocumentEvent, shared | {"axis": name}) for name in assign_axes(doc, axes)], text_json
+    return [built(DocumentEvent, shared | {"axis": name}) for name in assign_axes(doc, axes)], stored_body

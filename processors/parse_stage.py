@@ -57,9 +57,9 @@ class Routed:
 def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
     """Parse, fan out and encode one file; a bug in routing turns it into a rejection, never a crash."""
     error: str | None = None
-    text_json: bytes | None = None  # the document's text as JSON, made by the parse
+    stored_body: bytes | None = None  # the document's body as stored, made by the parse
     try:
-        events, text_json = route_read(
+        events, stored_body = route_read(
             raw,
             params.axes,
             zone=params.zone,
@@ -76,7 +76,7 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
         refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")
         events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
     doc = next((ev.document for ev in events if ev.document is not None), None)
-    records = encode_events(events, params.partitions, text_json)
+    records = encode_events(events, params.partitions, stored_body)
     too_big = None
     if any(len(value) > params.message_limit for _, value in records):
         too_big = (

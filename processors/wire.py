@@ -93,11 +93,18 @@ def store_document(doc: Document) -> StoredDocument:
     return StoredDocument(summary.decode(), body.decode())
 
 
-def _store(doc: Document, text_json: bytes | None = None) -> tuple[bytes, bytes, bytes]:
-    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them (`text_json`: the JSON of
-    its text, when the parse made it)."""
+def _store(doc: Document, stored_body: bytes | None = None) -> tuple[bytes, bytes, bytes]:
+    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them (`stored_body`: its body
+    as written here, when the parse's compiled pass made it)."""
     if doc.titled is None:
         doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
+    # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
+    summary, facts = document_facts(vars(doc))
+    return summary, stored_body or _body(doc), facts
+
+
+def _body(doc: Document) -> bytes:
+    """_json({"text": text, "sections": sections}), each section by its offsets in the text where it is a slice."""
     text = doc.text
     sections: list[list[Any]] = []
     cursor = 0
@@ -111,11 +118,8 @@ def _store(doc: Document, text_json: bytes | None = None) -> tuple[bytes, bytes,
         end = start + len(s.text)
         sections.append([s.number, s.heading, s.level, start, end])
         cursor = end
-    # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
-    summary, facts = document_facts(vars(doc))
-    # _json({"text": text, "sections": sections}), the text's escapes checked a word at a time natively.
-    body = [b'{"text":', text_json or _json_string(text), b',"sections":', _json(sections), b"}"]
-    return summary, b"".join(body), facts
+    # The text's escapes checked a word at a time natively.
+    return b"".join([b'{"text":', _json_string(text), b',"sections":', _json(sections), b"}"])
 
 
 def _json_string(text: str) -> bytes:
@@ -193,11 +197,11 @@ def _group_header(first: DocumentEvent, axes: tuple[str, ...]) -> bytes:
 
 
 def encode_events(
-    events: Sequence[DocumentEvent], partitions: Mapping[str, int], text_json: bytes | None = None
+    events: Sequence[DocumentEvent], partitions: Mapping[str, int], stored_body: bytes | None = None
 ) -> list[tuple[bytes, bytes]]:
     """(key, value) of one record per documents partition the events' axes map to (absent: partition 0).
 
-    The events are one raw file's, alike but for their axis (`text_json`: their document's text as JSON, when the
+    The events are one raw file's, alike but for their axis (`stored_body`: their document's body as stored, when the
     parse made it). A record's key is its first axis: the producer's default partitioner puts it on that axis's
     partition, which every axis of the record shares.
     """
@@ -215,7 +219,7 @@ def encode_events(
         if first.type == "document" and first.document is not None:
             body = bodies.get(id(first.document), b"")
             if not body:
-                summary_json, body_json, facts = _store(first.document, text_json)
+                summary_json, body_json, facts = _store(first.document, stored_body)
                 # The body last: the window stage splits off the small parts and keeps it whole.
                 body = bodies[id(first.document)] = _NL.join([b"", summary_json, facts, body_json])
         out.append((first.key.encode(), b"".join([MAGIC, _NL, header, body])))

@@ -18,6 +18,7 @@ mod normal;
 mod profile_scores;
 mod raw_record;
 mod record_batches;
+mod stored_body;
 mod structure;
 mod summary_rest;
 mod text;
@@ -470,16 +471,14 @@ impl NoteReading {
         Ok(self.structure.get_or_init(|| built).clone_ref(py))
     }
 
-    /// `json_string(body)` made from the UTF-8 the pass read (a body the file held as UTF-8 is not encoded from its
-    /// str again: ~10 µs of a CJK note); None for a body holding lone surrogates.
-    fn body_json<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+    /// The body as `processors.wire._store` writes it (the text's JSON and each section's offsets), from the UTF-8
+    /// and the offsets the pass holds; None for a body holding lone surrogates (its sections are no slices of it).
+    fn stored_body<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         if !self.exact {
             return None;
         }
-        let s = self.body.as_bytes();
-        let mut out = Vec::with_capacity(s.len() + s.len() / 32 + 16);
-        json_string::push_json_string(s, &mut out);
-        Some(PyBytes::new(py, &out))
+        let json = py.detach(|| stored_body::stored_body(&self.body, &self.out))?;
+        Some(PyBytes::new(py, &json))
     }
 
     /// `processors.tokens.note_terms(note_index(counts, title), keep)` and the note's length (the sum of
