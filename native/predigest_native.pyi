@@ -24,6 +24,7 @@ class NoteReading:
     @property
     def signature(self) -> tuple[int, ...]: ...
     def terms(self, title: str, keep: Iterable[str]) -> tuple[dict[str, int], int]: ...
+    def stored_body(self) -> bytes | None: ...  # wire._store's body, from the pass's UTF-8 and offsets
 
 class Reader:
     """Reads notes with the product's constants, building its Block, SectionNode and Structure types."""

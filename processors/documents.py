@@ -179,6 +179,14 @@ def parse_document(
     `keep_terms` (the configured axes' keyword terms) are counted whether or not they are among the
     note's most frequent terms, so relevance sees every keyword a long note mentions.
     """
+    return parse_read(raw, zone=zone, max_bytes=max_bytes, keep_terms=keep_terms)[0]
+
+
+def parse_read(
+    raw: RawFile, *, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]
+) -> tuple[Document, bytes | None]:
+    """`parse_document`, and its body as `wire.store_document` writes it, made from the UTF-8 and the section offsets
+    the compiled pass holds (~20 µs a note in Python); None when the pass read it otherwise (lone surrogates)."""
     try:
         return _parse(raw, zone, max_bytes, keep_terms)
     except ParseError:
@@ -299,7 +307,9 @@ def _in_order(keep_terms: frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted(keep_terms))
 
 
-def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]) -> Document:
+def _parse(
+    raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[str]
+) -> tuple[Document, bytes | None]:
     _admit(raw, max_bytes)
     kind, writer = _kind_of(raw.path)  # a path outside the known folders is refused before its bytes are read
     warnings: Warnings = []
@@ -318,7 +328,7 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
     # the compiled pass's by its signature; str() of front matter values, json_safe's mapping of str keys; the
     # codes and kinds literals), which validating only copied (~7 µs a note). The fuzz tests hold every document
     # parsed equal, value and type, to the one validating its values makes.
-    return built(
+    doc = built(
         Document,
         {
             "path": raw.path,
@@ -347,3 +357,4 @@ def _parse(raw: RawFile, zone: ZoneInfo, max_bytes: int, keep_terms: frozenset[s
             "text": fm.body,
         },
     )
+    return doc, reading.stored_body()

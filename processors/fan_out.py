@@ -10,7 +10,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from processors.axes import assign_axes
-from processors.documents import file_time, is_blank, parse_document
+from processors.documents import file_time, is_blank, parse_read
 from processors.errors import ParseError
 from processors.models import AxisSpec, Document, Frozen, RawFile, built
 from processors.reasons import RejectionCode
@@ -119,18 +119,33 @@ def route_raw(
     raw_offset: int | None = None,
 ) -> list[DocumentEvent]:
     """Parse a raw file and fan it out to its axes; deletions and rejections go to every axis."""
+    return route_read(raw, axes, zone=zone, max_bytes=max_bytes, seen_at=seen_at, raw_offset=raw_offset)[0]
+
+
+def route_read(
+    raw: RawFile,
+    axes: Sequence[AxisSpec],
+    *,
+    zone: ZoneInfo,
+    max_bytes: int,
+    seen_at: datetime,
+    raw_offset: int | None = None,
+) -> tuple[list[DocumentEvent], bytes | None]:
+    """`route_raw`, and its document's body as stored when the parse made it (`documents.parse_read`)."""
     if raw.deleted:
-        return to_every_axis(raw, seen_at, axes, raw_offset, zone)
+        return to_every_axis(raw, seen_at, axes, raw_offset, zone), None
     try:
-        doc = parse_document(raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes)))
+        doc, stored_body = parse_read(
+            raw, zone=zone, max_bytes=max_bytes, keep_terms=keyword_terms(tuple(axes))
+        )
         # Its body has a character but white space: not blank, known without decoding the file again (10 µs).
         if (not doc.text or doc.text.isspace()) and is_blank(raw.content):
             # Usually a note caught between create and first write; its next version is stored as usual.
             raise ParseError(f"{raw.path}: file is empty; nothing to brief", "empty")
     except ParseError as exc:
-        return to_every_axis(raw, seen_at, axes, raw_offset, zone, Refusal(str(exc), exc.code))
+        return to_every_axis(raw, seen_at, axes, raw_offset, zone, Refusal(str(exc), exc.code)), None
     # Built, not validated: each value is a validated model's or the caller's, of its type (~3 µs an axis).
     shared = {"type": "document", "path": raw.path, "sha256": raw.sha256, "seen_at": seen_at, "axis": None,
               "reason": None, "reason_code": None, "event_time": doc.event_time, "mtime": raw.mtime,
               "raw_offset": raw_offset, "document": doc}  # fmt: skip
-    return [built(DocumentEvent, shared | {"axis": name}) for name in assign_axes(doc, axes)]
+    return [built(DocumentEvent, shared | {"axis": name}) for name in assign_axes(doc, axes)], stored_body

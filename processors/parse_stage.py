@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from processors.errors import PROCESS_EXITS
-from processors.fan_out import Refusal, route_raw, to_every_axis
+from processors.fan_out import Refusal, route_read, to_every_axis
 from processors.models import AxisSpec, RawFile
 from processors.raw_record import RawRecordError, read_raw
 from processors.reasons import RejectionCode, WarningCode
@@ -56,9 +56,10 @@ class Routed:
 
 def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int | None) -> Routed:
     """Parse, fan out and encode one file; a bug in routing turns it into a rejection, never a crash."""
-    error = None
+    error: str | None = None
+    stored_body: bytes | None = None  # the document's body as stored, made by the parse
     try:
-        events = route_raw(
+        events, stored_body = route_read(
             raw,
             params.axes,
             zone=params.zone,
@@ -75,7 +76,7 @@ def route_file(raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset:
         refusal = Refusal(f"{raw.path}: could not be routed ({exc})", "parse")
         events = to_every_axis(raw, seen_at, params.axes, raw_offset, params.zone, refusal)
     doc = next((ev.document for ev in events if ev.document is not None), None)
-    records = encode_events(events, params.partitions)
+    records = encode_events(events, params.partitions, stored_body)
     too_big = None
     if any(len(value) > params.message_limit for _, value in records):
         too_big = (

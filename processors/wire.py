@@ -27,13 +27,7 @@ from predigest_native import is_utf8, json_string
 from processors.fan_out import DocumentEvent, EventFields
 from processors.id_titles import titled_ids
 from processors.models import Document, DocumentSummary, Kind, built
-from processors.source_facts import (
-    SourceFacts,
-    document_facts,
-    dump_facts,
-    load_facts,
-    source_facts,
-)
+from processors.source_facts import SourceFacts, document_facts, dump_facts, load_facts, source_facts
 from processors.wire_frames import NOTE_RECORD_LIMIT, body_size, pack_body, set_apart, unpack_body
 from processors.wire_packed import MAGIC_V5 as MAGIC_V5
 from processors.wire_packed import WEIGHT_BYTES as WEIGHT_BYTES
@@ -99,10 +93,18 @@ def store_document(doc: Document) -> StoredDocument:
     return StoredDocument(summary.decode(), body.decode())
 
 
-def _store(doc: Document) -> tuple[bytes, bytes, bytes]:
-    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them."""
+def _store(doc: Document, stored_body: bytes | None = None) -> tuple[bytes, bytes, bytes]:
+    """`store_document` as UTF-8 JSON, and the summary's facts as `dump_facts` writes them (`stored_body`: its body
+    as written here, when the parse's compiled pass made it)."""
     if doc.titled is None:
         doc = doc.model_copy(update={"titled": tuple(titled_ids(doc))})
+    # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
+    summary, facts = document_facts(vars(doc))
+    return summary, stored_body or _body(doc), facts
+
+
+def _body(doc: Document) -> bytes:
+    """_json({"text": text, "sections": sections}), each section by its offsets in the text where it is a slice."""
     text = doc.text
     sections: list[list[Any]] = []
     cursor = 0
@@ -116,10 +118,8 @@ def _store(doc: Document) -> tuple[bytes, bytes, bytes]:
         end = start + len(s.text)
         sections.append([s.number, s.heading, s.level, start, end])
         cursor = end
-    # The bytes of doc.summary().model_dump_json(), and its facts worked out from its values, not its JSON.
-    summary, facts = document_facts(vars(doc))
-    # _json({"text": text, "sections": sections}), the text's escapes checked a word at a time natively.
-    return summary, b"".join([b'{"text":', _json_string(text), b',"sections":', _json(sections), b"}"]), facts
+    # The text's escapes checked a word at a time natively.
+    return b"".join([b'{"text":', _json_string(text), b',"sections":', _json(sections), b"}"])
 
 
 def _json_string(text: str) -> bytes:
@@ -197,12 +197,13 @@ def _group_header(first: DocumentEvent, axes: tuple[str, ...]) -> bytes:
 
 
 def encode_events(
-    events: Sequence[DocumentEvent], partitions: Mapping[str, int]
+    events: Sequence[DocumentEvent], partitions: Mapping[str, int], stored_body: bytes | None = None
 ) -> list[tuple[bytes, bytes]]:
     """(key, value) of one record per documents partition the events' axes map to (absent: partition 0).
 
-    The events are one raw file's, alike but for their axis. A record's key is its first axis: the producer's
-    default partitioner puts it on that axis's partition, which every axis of the record shares.
+    The events are one raw file's, alike but for their axis (`stored_body`: their document's body as stored, when the
+    parse made it). A record's key is its first axis: the producer's default partitioner puts it on that axis's
+    partition, which every axis of the record shares.
     """
     groups: dict[tuple[int, str, str, str, int], list[DocumentEvent]] = {}
     for ev in events:
@@ -218,7 +219,7 @@ def encode_events(
         if first.type == "document" and first.document is not None:
             body = bodies.get(id(first.document), b"")
             if not body:
-                summary_json, body_json, facts = _store(first.document)
+                summary_json, body_json, facts = _store(first.document, stored_body)
                 # The body last: the window stage splits off the small parts and keeps it whole.
                 body = bodies[id(first.document)] = _NL.join([b"", summary_json, facts, body_json])
         out.append((first.key.encode(), b"".join([MAGIC, _NL, header, body])))

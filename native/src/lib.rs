@@ -18,6 +18,7 @@ mod normal;
 mod profile_scores;
 mod raw_record;
 mod record_batches;
+mod stored_body;
 mod structure;
 mod summary_rest;
 mod text;
@@ -32,7 +33,7 @@ mod zstd_frame;
 use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use rustc_hash::FxHashSet;
 use sha2::{Digest, Sha256};
 
@@ -110,6 +111,7 @@ struct NoteReading {
     #[pyo3(get)]
     title_scan: Py<PyList>,
     body: String,
+    exact: bool, // `body` is the str's own UTF-8 (no lone surrogate read as `?`)
     out: StructureOut,
     structure: OnceLock<Py<PyAny>>,
     types: Arc<Types>,
@@ -271,6 +273,7 @@ impl Reader {
             sections: py_sections(py, body, exact, &text, &out)?.unbind(),
             title_scan: py_title_scan(py, &out, &scanned)?.unbind(),
             body: text,
+            exact,
             out,
             structure: OnceLock::new(),
             types: Arc::clone(&self.types),
@@ -466,6 +469,16 @@ impl NoteReading {
         }
         let built = py_structure(py, &self.types, &self.body, &self.out)?.unbind();
         Ok(self.structure.get_or_init(|| built).clone_ref(py))
+    }
+
+    /// The body as `processors.wire._store` writes it (the text's JSON and each section's offsets), from the UTF-8
+    /// and the offsets the pass holds; None for a body holding lone surrogates (its sections are no slices of it).
+    fn stored_body<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        if !self.exact {
+            return None;
+        }
+        let json = py.detach(|| stored_body::stored_body(&self.body, &self.out))?;
+        Some(PyBytes::new(py, &json))
     }
 
     /// `processors.tokens.note_terms(note_index(counts, title), keep)` and the note's length (the sum of

@@ -4,6 +4,9 @@ documents records stay the same whichever wrote them."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
 import pydantic_core
 import pytest
 from hypothesis import given, settings
@@ -11,9 +14,11 @@ from hypothesis import strategies as st
 from predigest_native import json_counts, json_ints, json_string
 
 from processors import source_facts
-from processors.models import Document
+from processors.fan_out import route_read
+from processors.models import AxisSpec, Document, RawFile
 from processors.source_facts import document_facts
-from processors.wire import store_document
+from processors.structure import read_note
+from processors.wire import encode_events, store_document
 
 # Every ASCII character (the escaped ones among them), and UTF-8 of two, three and four bytes.
 _CHARS = [chr(c) for c in range(0x80)] + list("é推理\u2028\ufeff😀")
@@ -103,3 +108,34 @@ def test_a_lone_surrogate_fails_as_it_did() -> None:
     )  # fmt: skip
     with pytest.raises(pydantic_core.PydanticSerializationError):
         store_document(doc)
+
+
+_AXES = (AxisSpec(name="inference"), AxisSpec(name="risk"))
+_SEEN = datetime(2026, 9, 27, 10, tzinfo=UTC)
+_NOTE = '---\ntitle: 推理\n---\n# 推理 "x"\n\n'
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(_CHARS), max_size=200),
+    st.sampled_from(["utf-8", "utf-8-sig", "gb18030", "utf-16"]),
+)
+def test_the_text_s_json_the_parse_makes_is_the_text_s(body: str, codec: str) -> None:
+    # A record's body is written with the JSON the compiled pass made of the bytes it read: the same record.
+    content = (_NOTE + body).encode(codec, errors="replace")
+    raw = RawFile(
+        path="inbox/w/2026-09-27-1000-a.md", content=content, size=len(content), mtime=0.0, sha256="s"
+    )
+    events, stored_body = route_read(raw, _AXES, zone=ZoneInfo("UTC"), max_bytes=1 << 20, seen_at=_SEEN)
+    doc = events[0].document
+    if doc is not None:
+        assert stored_body is not None  # decoded bytes hold no lone surrogate
+    assert encode_events(events, {}, stored_body) == encode_events(events, {})
+
+
+def test_a_body_with_a_lone_surrogate_has_no_stored_body() -> None:
+    assert read_note("a\ud800 b").stored_body() is None
+    assert (
+        read_note('a\n"b"').stored_body()
+        == b'{"text":' + json_string('a\n"b"') + b',"sections":[[null,"",0,0,5]]}'
+    )

@@ -67,7 +67,7 @@ def test_a_note_that_panics_the_compiled_pass_is_a_rejection_not_a_crash(
     def panic(*args: object, **kwargs: object) -> NoReturn:
         raise PanicException("index out of bounds")
 
-    monkeypatch.setattr("processors.parse_stage.route_raw", panic)
+    monkeypatch.setattr("processors.parse_stage.route_read", panic)
     data = b"# a note\n"
     raw = RawFile(
         path="inbox/jay/a.md",

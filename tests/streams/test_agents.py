@@ -252,7 +252,7 @@ async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_afte
 
     async with worker.agents.parse.test_context() as agent:
         with monkeypatch.context() as bug:
-            bug.setattr("processors.parse_stage.route_raw", crash)
+            bug.setattr("processors.parse_stage.route_read", crash)
             await agent.put(raw_value(), key=b"path")
             await settled(lambda: len(worker.outputs.dead_letters) == 1, "the dead letter")
         [letter] = worker.outputs.dead_letters

@@ -1,0 +1,68 @@
+"""A note's stored body (its text and each section's offsets) is made by the compiled pass from the offsets it
+found (NoteReading.stored_body): the very bytes wire's Python writes, so documents records stay the same."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from processors.fan_out import route_read
+from processors.models import AxisSpec, RawFile
+from processors.wire import encode_events
+
+_AXES = (AxisSpec(name="inference"),)
+_SEEN = datetime(2026, 9, 27, 10, tzinfo=UTC)
+
+# Lines of real notes' kinds: headings (numbered, repeated, a heading's words again as its text), fences, CJK,
+# Korean, English, setext underlines, quotes and escapes, blank and white lines, other line endings.
+_LINES = [
+    "# 推理", "## 1.2 推理与检索", "### Results", "# x", "x", "## x", "推理", "# 추론", "추론 모델의 성능",
+    "Inference at scale: 2401.12345 beats the baseline.", "```python", "```", "~~~", "# not a heading in a fence",
+    "Title", "=====", "-----", '> "quoted" \\ back', "", "   ", "\t- item", "1. first", "| a | b |", "|---|---|",
+    "混合 mixed 한국어 text", "#", "##  ", "x x", "😀 emoji",
+]  # fmt: skip
+_ENDS = ["\n", "\n", "\n", "\r\n", "\r"]
+
+
+def _routed(body: str) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], bytes | None]:
+    content = ("---\ntitle: t\n---\n" + body).encode()
+    raw = RawFile(
+        path="inbox/w/2026-09-27-1000-a.md", content=content, size=len(content), mtime=0.0, sha256="s"
+    )
+    events, stored_body = route_read(raw, _AXES, zone=ZoneInfo("UTC"), max_bytes=1 << 20, seen_at=_SEEN)
+    return encode_events(events, {}, stored_body), encode_events(events, {}), stored_body
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_LINES), st.sampled_from(_ENDS)), max_size=40))
+def test_a_record_s_body_from_the_pass_is_the_one_python_writes(lines: list[tuple[str, str]]) -> None:
+    compiled, python, stored_body = _routed("".join(line + end for line, end in lines))
+    assert compiled == python
+    assert stored_body is not None or not python[0][1].endswith(b"}")  # an empty body is refused
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("#x推 \n`~=-\r추a")), max_size=120))
+def test_any_text_s_body_from_the_pass_is_the_one_python_writes(body: str) -> None:
+    compiled, python, _ = _routed(body)
+    assert compiled == python
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "# x\nx",  # the section's text is in its heading: the reference finds it there
+        "# a\n\n## a\n\na\n",
+        "# 推理\n推理\n\n## 推\n推\n",
+        "```\n# in a fence\n```\n# 추론\n추론 모델\n",
+        "Intro\n\n# One\n\n# One\n\ntext\n",
+        "# Empty\n# Then\nbody\n",
+    ],
+)
+def test_sections_the_reference_finds_elsewhere_are_written_where_it_finds_them(body: str) -> None:
+    compiled, python, stored_body = _routed(body)
+    assert stored_body is not None and compiled == python
