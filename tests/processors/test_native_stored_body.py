@@ -3,6 +3,7 @@ found (NoteReading.stored_body): the very bytes wire's Python writes, so documen
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from processors.fan_out import route_read
 from processors.models import AxisSpec, RawFile
+from processors.structure import read_note
 from processors.wire import encode_events
 
 _AXES = (AxisSpec(name="inference"),)
@@ -66,3 +68,15 @@ def test_any_text_s_body_from_the_pass_is_the_one_python_writes(body: str) -> No
 def test_sections_the_reference_finds_elsewhere_are_written_where_it_finds_them(body: str) -> None:
     compiled, python, stored_body = _routed(body)
     assert stored_body is not None and compiled == python
+
+
+def test_a_long_heading_like_its_section_is_stored_in_linear_time() -> None:
+    # A long heading of one letter before a section of it: trying each of the heading's places to the end of the
+    # heading was quadratic (~1.5 s for this 800 kB note, a parse process stalled); the reference's search is linear.
+    body = "# " + "a" * 400_000 + "\n" + "a" * 400_000 + "b\n"
+    reading = read_note(body)
+    started = time.process_time()
+    stored_body = reading.stored_body()
+    assert time.process_time() - started < 0.25
+    compiled, python, _ = _routed(body)
+    assert compiled == python and stored_body in (None, python[0][1].split(b"\n")[-1])
