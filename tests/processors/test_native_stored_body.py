@@ -80,3 +80,28 @@ def test_a_long_heading_like_its_section_is_stored_in_linear_time() -> None:
     assert time.process_time() - started < 0.25
     compiled, python, _ = _routed(body)
     assert compiled == python and stored_body in (None, python[0][1].split(b"\n")[-1])
+
+
+# Characters a file may hold that the lines above lack: controls, DEL, NEL, U+2028/2029, a BOM inside, characters
+# NFKC changes, emoji and CJK extension B (four bytes), quotes and escapes.
+_ODD = list(
+    'a #=`\n\r\t\x01\x0b\x0c\x1f\x7f\x85\u2028\u2029\ufeff\ufb01\u2460\uff21\U0001f600\U00020000"\\推'
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["", "---\ntitle: t\n---\n", "---\r\ntitle: t\r\n---\r\n", "---\ntitle: [\n---\n"]),
+    st.text(alphabet=st.sampled_from(_ODD), max_size=150),
+    st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32", "gb18030"]),
+)
+def test_a_file_s_odd_characters_and_encodings_give_the_records_python_writes(
+    front: str, body: str, codec: str
+) -> None:
+    content = (front + body).encode(codec, errors="replace")
+    raw = RawFile(
+        path="inbox/w/2026-09-27-1000-a.md", content=content, size=len(content), mtime=0.0, sha256="s"
+    )
+    events, stored_body = route_read(raw, _AXES, zone=ZoneInfo("UTC"), max_bytes=1 << 20, seen_at=_SEEN)
+    assert events[0].document is None or stored_body is not None
+    assert encode_events(events, {}, stored_body) == encode_events(events, {})
