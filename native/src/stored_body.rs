@@ -8,22 +8,42 @@ use crate::unicode::char_count;
 
 /// Where the reference's `text.find(section, cursor)` finds a section the pass found at `at` (bytes), `at` or
 /// before: an occurrence may begin in the gap since the last section (its heading), an empty section at `cursor`.
-fn first_at(body: &str, section: &str, cursor: usize, at: usize) -> usize {
+/// None when trying the gap's places would cost more than a few passes over it and the section (a long periodic
+/// heading, e.g. a setext one of many like lines: quadratic here, linear in the reference's search).
+fn first_at(body: &str, section: &str, cursor: usize, at: usize) -> Option<usize> {
     let gap = &body.as_bytes()[cursor..at];
     let Some(&lead) = section.as_bytes().first() else {
-        return cursor;
+        return Some(cursor);
     };
+    let mut budget = 2 * (gap.len() + section.len()) + 64;
     // Nearly always nothing: a heading line, each of its bytes like the section's first checked once.
     for (i, _) in gap.iter().enumerate().filter(|(_, &b)| b == lead) {
-        if body.is_char_boundary(cursor + i) && body[cursor + i..].starts_with(section) {
-            return cursor + i;
+        let same = common_prefix(&body.as_bytes()[cursor + i..], section.as_bytes());
+        if same == section.len() && body.is_char_boundary(cursor + i) {
+            return Some(cursor + i);
         }
+        budget = budget.checked_sub(same + 1)?;
     }
-    at
+    Some(at)
+}
+
+/// How many leading bytes `a` and `b` share.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n && a[i..i + 32] == b[i..i + 32] {
+        i += 32;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// The body's stored JSON, or None where the reference would search past the pass's offsets (a section before
-/// the previous one's end: never by the parser's order, but then the reference decides).
+/// the previous one's end: never by the parser's order, but then the reference decides) or where its search is
+/// the cheaper one (`first_at`).
 pub(crate) fn stored_body(body: &str, out: &StructureOut) -> Option<Vec<u8>> {
     let mut json = Vec::with_capacity(body.len() + body.len() / 32 + 64 * out.sections.len() + 32);
     json.extend_from_slice(b"{\"text\":");
@@ -36,7 +56,7 @@ pub(crate) fn stored_body(body: &str, out: &StructureOut) -> Option<Vec<u8>> {
             return None;
         }
         let section = &body[at..end];
-        let found = first_at(body, section, cursor, at);
+        let found = first_at(body, section, cursor, at)?;
         let start = if found == at {
             s.start
         } else {
