@@ -96,6 +96,13 @@ def test_process_figures_come_from_proc() -> None:
     assert stages.growth_exponent({"100": 1.0, "200": 2.0, "400": 4.0}) == 1.0
 
 
+def test_the_in_process_stages_measure_the_compiled_and_the_python_pass(tmp_path: Path) -> None:
+    # `make bench` measures these before any ingest: a pass the bench cannot run stops it with no figure at all.
+    stats = archive.generate(tmp_path, 6)
+    got = stages.measure(tmp_path, stats.paths[:6])
+    assert got["parse"] > 0 and got["parse_python"] > 0 and got["event_v3_encode"] > 0
+
+
 def test_a_bench_asked_to_rewrite_a_missing_page_refuses_before_measuring(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
