@@ -34,20 +34,20 @@ asyncio.run(command())
 """
 
 
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """The script run by a fresh interpreter from the project's root: its exit code and what it printed."""
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 def test_a_sigterm_that_lands_in_a_background_task_ends_the_command_without_a_traceback() -> None:
     # A plain BaseException raised in a task's step stays in that task (asyncio re-raises only SystemExit and
     # KeyboardInterrupt): the SIGTERM was lost, with a traceback, and `predigest watch` ensuring its topics or a
     # `predigest backfill` went on as if it had not come. Then the task kept the exception, unread: asyncio
     # logged `Task exception was never retrieved` and its traceback at the exit.
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", IN_A_BACKGROUND_TASK],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _python(IN_A_BACKGROUND_TASK)
     assert (done.returncode, done.stderr) == (128 + signal.SIGTERM, "")
     assert time.monotonic() - started < 20  # not the main task's 30 s sleep
 
@@ -81,14 +81,7 @@ asyncio.run(command())
 def test_a_task_s_own_exception_after_it_took_the_sigterm_is_still_reported() -> None:
     # The SIGTERM's exception is marked read, not every exception of the task it landed in: this one, which
     # nothing awaited, was silently dropped (no `Task exception was never retrieved`, no traceback).
-    done = subprocess.run(
-        [sys.executable, "-c", TAKEN_THEN_FAILED],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _python(TAKEN_THEN_FAILED)
     assert done.returncode == 0
     assert "Task exception was never retrieved" in done.stderr
     assert "ValueError: the task's own fault" in done.stderr
