@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.archive import END, SH, Generator, living_documents, work_queue
 from bench.brief_state import recorded_sources
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.models import ControlCommand, RawFile
 from processors.wire import DocumentRecord, decode_rows, encode_events
 from sinks.clock import SYSTEM_CLOCK
@@ -58,7 +58,7 @@ def _encoded(chunk: list[tuple[int, str, str]]) -> list[bytes]:
     for offset, rel, content in chunk:
         data = content.encode()
         raw = RawFile(path=rel, content=data, size=len(data), mtime=END.timestamp(), sha256=_sha(data))
-        events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=offset)
+        events = route_read(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=offset)[0]
         out.extend(value for _, value in encode_events(events, {}))  # one partition
     return out
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from bench import parse_speed
 from processors.axes import assign_axes
 from processors.documents import parse_document
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.models import RawFile
 from processors.raw_record import raw_record, read_raw
 from processors.wire import decode_rows, encode_events
@@ -51,7 +51,7 @@ def measure(root: Path, paths: Sequence[str]) -> dict[str, float]:
     docs = [parse_document(r, zone=SH) for r in raws]
     seen = datetime.now(UTC)
     per_note = [
-        route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=i)
+        route_read(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=seen, raw_offset=i)[0]
         for i, r in enumerate(raws)
     ]
     events = [e for note in per_note for e in note]

@@ -109,19 +109,6 @@ def to_every_axis(
     ]
 
 
-def route_raw(
-    raw: RawFile,
-    axes: Sequence[AxisSpec],
-    *,
-    zone: ZoneInfo,
-    max_bytes: int,
-    seen_at: datetime,
-    raw_offset: int | None = None,
-) -> list[DocumentEvent]:
-    """Parse a raw file and fan it out to its axes; deletions and rejections go to every axis."""
-    return route_read(raw, axes, zone=zone, max_bytes=max_bytes, seen_at=seen_at, raw_offset=raw_offset)[0]
-
-
 def route_read(
     raw: RawFile,
     axes: Sequence[AxisSpec],
@@ -131,7 +118,7 @@ def route_read(
     seen_at: datetime,
     raw_offset: int | None = None,
 ) -> tuple[list[DocumentEvent], bytes | None]:
-    """`route_raw`, and its document's body as stored when the parse made it (`documents.parse_read`)."""
+    """Parse a raw file and fan it out to its axes (deletions and rejections to every axis), with its stored body."""
     if raw.deleted:
         return to_every_axis(raw, seen_at, axes, raw_offset, zone), None
     try:

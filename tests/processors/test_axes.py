@@ -8,7 +8,7 @@ import pytest
 
 from processors.axes import assign_axes
 from processors.documents import parse_document
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.models import AxisSpec, Document, RawFile
 from processors.wire import decode_rows, encode_events
 
@@ -74,7 +74,7 @@ def test_a_note_fanned_out_to_every_axis_is_encoded_once_and_its_body_shared() -
         mtime=0.0,
         sha256="s",
     )
-    events = route_raw(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=datetime(2026, 9, 26, tzinfo=UTC))
+    events = route_read(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=datetime(2026, 9, 26, tzinfo=UTC))[0]
     assert [e.axis for e in events] == EVERY and len({id(e.document) for e in events}) == 1
     ((key, value),) = encode_events(events, {})  # one partition: one record for every axis
     assert key == EVERY[0].encode()
@@ -88,6 +88,6 @@ def test_a_note_s_events_are_what_validating_their_values_makes(offset: int | No
         path="living/inference.md", content=b"# inference.md v1\nKV cache", size=26, mtime=1.5, sha256="s"
     )
     seen = datetime(2026, 9, 26, tzinfo=UTC)
-    for ev in route_raw(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=seen, raw_offset=offset):
+    for ev in route_read(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=seen, raw_offset=offset)[0]:
         assert DocumentEvent.model_validate(dict(vars(ev))) == ev
         assert ev.model_fields_set == set(DocumentEvent.model_fields)

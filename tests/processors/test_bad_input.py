@@ -12,7 +12,7 @@ import pytest
 
 from processors.documents import parse_document
 from processors.errors import ParseError
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.models import AxisSpec, Document, RawFile
 from processors.reasons import REJECTION_CODES, WARNING_CODES
 
@@ -33,7 +33,7 @@ def raw(path: str, content: bytes, **extra: object) -> RawFile:
 
 
 def route(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> list[DocumentEvent]:
-    return route_raw(r, AXES, zone=SH, max_bytes=max_bytes, seen_at=NOW)
+    return route_read(r, AXES, zone=SH, max_bytes=max_bytes, seen_at=NOW)[0]
 
 
 def rejected(r: RawFile, max_bytes: int = 4 * 1024 * 1024) -> tuple[str, str]:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from processors.briefing_request import cited_ids_of, max_d_number
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.models import AxisSpec, Briefing, RawFile, Rejection
 from processors.render_markdown import render_markdown
 from tests.processors.notes import AXES, END, SH, WINDOW, brief, example_documents, note
@@ -228,7 +228,7 @@ def test_a_note_no_keyword_routes_is_accounted_for_in_every_axis_s_briefing(
     raw = RawFile(
         path=path, content=data, size=len(data), mtime=mtime, sha256=hashlib.sha256(data).hexdigest()
     )
-    events = route_raw(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=END)
+    events = route_read(raw, AXES, zone=SH, max_bytes=1 << 20, seen_at=END)[0]
     mine = [e.document for e in events if e.axis == axis.name and e.document is not None]
     b = brief([*mine, note("inbox/jay/2026-09-27-1100-kv.md", KV)], axis=axis)
     src = next(s for s in b.sources if s.path == path)

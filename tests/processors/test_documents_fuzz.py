@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from processors.documents import parse_document
 from processors.errors import ParseError
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.models import AxisSpec, Document, RawFile
 
 ZONES = [ZoneInfo("Asia/Shanghai"), ZoneInfo("UTC"), ZoneInfo("America/New_York")]
@@ -116,7 +116,7 @@ def test_the_parser_answers_a_document_or_its_own_error(
     )
     check(raw, zone, max_bytes=4096)
     # Routing adds axes and the empty-file rule, and never raises either.
-    events = route_raw(raw, AXES, zone=zone, max_bytes=4096, seen_at=datetime(2026, 9, 27, tzinfo=UTC))
+    events = route_read(raw, AXES, zone=zone, max_bytes=4096, seen_at=datetime(2026, 9, 27, tzinfo=UTC))[0]
     assert all(e.type in ("document", "rejection") for e in events)
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from processors.documents import parse_document
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.models import RawFile
 from processors.source_facts import dump_facts, source_facts
 from processors.wire import (
@@ -42,7 +42,7 @@ def raw(path: str, data: bytes) -> RawFile:
 
 
 def routed(r: RawFile) -> list[DocumentEvent]:
-    return route_raw(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=7)
+    return route_read(r, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=7)[0]
 
 
 def example_files() -> list[RawFile]:

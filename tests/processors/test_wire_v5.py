@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.wire import (
     MAGIC,
     MAGIC_V5,
@@ -27,7 +27,7 @@ def batch(partitions: dict[str, int]) -> Records:
     out: Records = []
     for offset, p in enumerate(sorted(EXAMPLES.rglob("*.md"))):
         raw = raw_file(p.relative_to(EXAMPLES).as_posix(), p.read_bytes(), mtime=1.0)
-        events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)
+        events = route_read(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)[0]
         out.extend(encode_events(events, partitions))
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.wire import decode_rows, encode_events
 from processors.wire_frames import pack_notes
 from sinks.state import Position, StateStore
@@ -35,7 +35,7 @@ def _values(partitions: dict[str, int]) -> list[tuple[Records, Records]]:
     out = []
     for offset, p in enumerate(sorted(EXAMPLES.rglob("*.md"))):
         raw = raw_file(p.relative_to(EXAMPLES).as_posix(), p.read_bytes(), mtime=1.0)
-        events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)
+        events = route_read(raw, DEFAULT_AXES, zone=SH, max_bytes=4 << 20, seen_at=NOW, raw_offset=offset)[0]
         out.append((encode_events(events, partitions), encode_v3(events, partitions)))
     return out
 

@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.wire import note_records
 from processors.wire_frames import pack_notes
 from streams.dead_letters import _write_stop_file
@@ -96,7 +96,7 @@ def _v3_counted_lax(worker: InProcessWorker) -> tuple[bytes, bytes]:
     """A v3 record (a rebuild replays retained ones) whose summary's term counts are 2.0: pydantic's lax int read
     the summary, and it was stored as written."""
     raw = raw_file("inbox/tom/2026-09-27-1100-kv.md", TEXT + "older\n")
-    events = route_raw(raw, worker.settings.axes, zone=SH, max_bytes=4 << 20, seen_at=END, raw_offset=0)
+    events = route_read(raw, worker.settings.axes, zone=SH, max_bytes=4 << 20, seen_at=END, raw_offset=0)[0]
     [(key, value)] = encode_v3(events, {})
     magic, header, summary, body = value.split(b"\n", 3)
     data = json.loads(summary)

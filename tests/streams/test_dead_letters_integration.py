@@ -18,7 +18,7 @@ from uuid import uuid4
 import pytest
 
 from processors.dead_letters import DeadLetter, dead_headers
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.models import AxisSpec
 from processors.raw_record import raw_record
 from processors.wire import decode_rows, encode_events
@@ -129,7 +129,9 @@ async def test_garbage_on_every_stage_is_dead_lettered_listed_and_a_fixed_comman
 def _kv_note(s: Settings) -> tuple[bytes, bytes]:
     """A note that reads, as its key and v4 record on the documents topic."""
     note = raw_file("inbox/jay/2026-09-27-1000-kv.md", b"# vLLM KV cache inference\n")
-    events = route_raw(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)
+    events = route_read(note, s.axes, zone=s.tz, max_bytes=1 << 20, seen_at=datetime.now(UTC), raw_offset=0)[
+        0
+    ]
     [(key, good)] = encode_events(events, {})
     return key, good
 

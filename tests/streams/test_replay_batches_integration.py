@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from processors.fan_out import route_raw
+from processors.fan_out import route_read
 from processors.models import RawFile
 from processors.wire import encode_events
 from sinks.metrics import Metrics
@@ -44,7 +44,7 @@ def _record(i: int, rng: random.Random) -> tuple[bytes, bytes]:
         mtime=0.0,
         sha256=hashlib.sha256(data).hexdigest(),
     )
-    events = route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=1 << 20, seen_at=NOW, raw_offset=i)
+    events = route_read(raw, DEFAULT_AXES, zone=SH, max_bytes=1 << 20, seen_at=NOW, raw_offset=i)[0]
     ((key, value),) = encode_events(events, {})
     return key, value
 

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from processors.fan_out import DocumentEvent, route_raw
+from processors.fan_out import DocumentEvent, route_read
 from processors.models import RawFile
 from processors.wire import encode_events
 from processors.wire_frames import pack_notes
@@ -37,7 +37,7 @@ EVERY_AXIS = "vLLM 推理 KV cache GPU cluster security agent"
 def _events(path: str, text: str, raw_offset: int) -> list[DocumentEvent]:
     data = text.encode()
     raw = RawFile(path=path, content=data, size=len(data), mtime=0.0, sha256=hashlib.sha256(data).hexdigest())
-    return route_raw(raw, DEFAULT_AXES, zone=SH, max_bytes=1 << 20, seen_at=NOW, raw_offset=raw_offset)
+    return route_read(raw, DEFAULT_AXES, zone=SH, max_bytes=1 << 20, seen_at=NOW, raw_offset=raw_offset)[0]
 
 
 async def test_a_rebuild_applies_old_and_new_records_alike_and_a_second_replay_changes_nothing(
