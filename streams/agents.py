@@ -119,7 +119,7 @@ async def parse_agent(services: Services, outputs: Outputs, stream: Stream[bytes
         await services.parser.start()
     except Exception:  # the first batch starts it again, under must_finish
         log.exception("starting the parse processes failed")
-        services.parser.close()
+        services.parser.close(kill=True)
     s = services.settings
     # Handed over after batch_seconds, as by Faust's take_events: a batch waiting to fill would leave the parse
     # processes idle meanwhile. The loop takes the next batch while this one is routed (streams.parse_flow): its

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -19,6 +19,9 @@ from streams.dead_args import add_parser as add_dead_parser
 from streams.errors import StoppedBySignalError, StreamsError, TerminatedError
 from streams.settings import Settings, load_settings
 from streams.worker_process import load_dumped_settings
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 log = logging.getLogger("predigest")
 
@@ -57,8 +60,20 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="predigest", description=__doc__)
+def _parser_class(caught: Sequence[int]) -> type[argparse.ArgumentParser]:
+    """argparse's parser, its subcommands' included, silent once a signal came (`caught`): the signal's line is
+    the answer, not the help or a usage error."""
+
+    class Parser(argparse.ArgumentParser):
+        def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+            if not caught:
+                super()._print_message(message, file)
+
+    return Parser
+
+
+def _parser(caught: Sequence[int] = ()) -> argparse.ArgumentParser:
+    p = _parser_class(caught)(prog="predigest", description=__doc__)
     p.add_argument(
         "--config",
         help="TOML config file (PREDIGEST_* environment variables override it); see examples/predigest.toml",
@@ -144,7 +159,12 @@ def main(argv: list[str] | None = None, caught: Sequence[int] = ()) -> int:
     remembers them until this one's replace it): then one line and 128 + the first, nothing started."""
     if caught:  # before argparse, whose help or usage error would exit 0 or 2 over the signal
         return _stopped_while_starting(caught[0])
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser(caught).parse_args(argv)
+    except SystemExit:
+        if caught:  # came while argparse parsed: its help or usage error, unprinted, gives way to it
+            return _stopped_while_starting(caught[0])
+        raise
     if args.parent_pid:
         stopping.exit_with_parent(args.parent_pid)
     level = "DEBUG" if args.verbose else "INFO"

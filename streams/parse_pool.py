@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.sharedctypes import Synchronized
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from processors.parse_stage import Routed, RouteParams, packed, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
@@ -35,6 +35,9 @@ POLL_SECONDS = 0.2  # how often the notes in progress are looked at
 Route = Callable[[Sequence[tuple[bytes, int | None]], RouteParams, datetime], list[Routed]]
 Values = Sequence[tuple[bytes, int | None]]
 _Chunk = list[tuple[int, bytes, int | None]]  # (index in the batch, raw value, raw offset)
+_HELD = {signal.SIGINT, signal.SIGTERM}  # the worker's to answer: its parse processes ignore them
+P = ParamSpec("P")
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ctypes import Array, c_longlong
@@ -81,9 +84,12 @@ def _start_process(parent: int, progress: Progress, nice: int) -> None:
     # system and faulted them in again: ~12 page faults and ~30 µs of system time a note; ~0.5 and ~10 with the
     # worker's ingest thresholds, for the same resident set (docs/performance.md).
     heap.keep_for_ingest()
-    # A Ctrl-C reaches the whole process group: the worker stops its pool, which must not die mid-note with
-    # a KeyboardInterrupt traceback in the operator's terminal.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A Ctrl-C reaches the whole process group (a SIGTERM too, where the group is signalled): the worker stops
+    # its pool (SIGKILL), which must not die mid-note or mid-start, with a KeyboardInterrupt traceback in the
+    # operator's terminal. Blocked since the process's first instruction (`_Pool.submit`): one that came is dropped.
+    for sig in _HELD:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -312,11 +318,25 @@ class ParsePool:
             _shut(pool, kill)
 
 
+class _Pool(ProcessPoolExecutor):
+    """Its processes start with SIGINT and SIGTERM blocked, until their initializer ignores them: a Ctrl-C while
+    they imported (~0.3 s) killed one, with a traceback, and the worker's pool with it."""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        # Every process starts in here, in the caller's thread (spawn: fork and exec keep its signal mask), and
+        # so does the pool's own thread, which keeps that mask; the worker's signal waits or goes to another thread.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _new_pool(processes: int, nice: int) -> tuple[ProcessPoolExecutor, Progress]:
     context = multiprocessing.get_context("spawn")
     # A fresh board with each pool: its processes take its slots from the first.
     progress = Progress(context.RawArray("q", 2 * processes), context.Value("i", 0))
-    pool = ProcessPoolExecutor(
+    pool = _Pool(
         max_workers=processes,
         mp_context=context,
         initializer=_start_process,

@@ -118,3 +118,24 @@ def test_a_signal_just_before_the_command_s_try_is_its_one_line() -> None:
     )
     assert done.returncode == 128 + signal.SIGINT, done.stderr[-3000:]
     assert re.fullmatch(STARTING.format("SIGINT"), done.stderr), done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("args", [["--help"], ["no-such-command"]], ids=["help", "usage-error"])
+def test_a_signal_while_argparse_parses_ends_it_before_the_help_or_a_usage_error(
+    args: list[str], sig: int
+) -> None:
+    # Remembered by launch's handler, the signal was lost behind argparse's own exit: the help and 0, or the
+    # usage error and 2. Sent here as argparse starts its parse, once the imports are done.
+    code = (
+        "import argparse, signal, sys\nfrom streams import launch\nparse = argparse.ArgumentParser.parse_known_args\n"
+        f"def parsing(*args, **kwargs):\n    signal.raise_signal({int(sig)})\n    return parse(*args, **kwargs)\n"
+        f"argparse.ArgumentParser.parse_known_args = parsing\nsys.argv = ['predigest', *{args!r}]\n"
+        "sys.exit(launch.main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 128 + sig, done.stderr[-3000:]
+    assert re.fullmatch(STARTING.format(signal.Signals(sig).name), done.stderr), done.stderr[-3000:]
+    assert done.stdout == ""

@@ -234,6 +234,39 @@ def _children(pid: int) -> set[int]:
     return out
 
 
+def _starting(pid: int, before: set[int]) -> set[int]:
+    """The parse processes `pid` started since `before` (the resource tracker is a child too)."""
+    return {c for c in _children(pid) - before if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_parse_processes_signalled_as_they_start_keep_running_and_say_nothing(
+    sig: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A Ctrl-C reaches the whole process group, the worker's parse processes included, and a signal that came
+    # before their initializer ignored it ended them: a KeyboardInterrupt traceback each in the operator's
+    # terminal (or a silent death, before Python's own handler), and the worker's start failed with the pool.
+    params = route_params(Settings())
+    values = [(_value(i), i) for i in range(8)]
+    before = _children(os.getpid())
+    pool = ParsePool(params, 2)
+    try:
+        starting = asyncio.ensure_future(pool.start())
+        await asyncio.sleep(0)  # its processes launched: not yet at their first line of Python
+        launched = _starting(os.getpid(), before)
+        for pid in launched:
+            os.kill(pid, sig)
+        await starting
+        routed = await pool.route(values, NOW)
+        assert _starting(os.getpid(), before) == launched  # the same processes: no fresh pool
+    finally:
+        pool.close(kill=True)
+    assert len(launched) == 2
+    assert [_told(r) for r in routed] == [_told(r) for r in await ParsePool(params, 0).route(values, NOW)]
+    said = capfd.readouterr().err
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
+
+
 def test_parse_processes_exit_when_their_worker_is_killed() -> None:
     script = (
         "import asyncio, sys\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from streams.worker_process import free_port
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]  # a run, and a broker started
 
@@ -159,3 +161,50 @@ def test_a_run_started_with_sigint_ignored_keeps_running_at_a_ctrl_c(
             os.killpg(proc.pid, signal.SIGKILL)
     said = log.read_text(errors="replace")
     assert "Traceback" not in said and "SIGINT" not in said, said[-4000:]
+
+
+def _parse_processes(session: int) -> list[int]:
+    """The worker's parse processes in `session` (spawned: `python -c '… spawn_main(…)'`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ours = (
+                entry.name.isdigit()
+                and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == session
+            )
+            if ours and b"spawn_main" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def test_a_ctrl_c_as_the_workers_parse_processes_start_is_runs_one_line(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    # The Ctrl-C reaches the whole group: a parse process took it before its initializer ignored it (a
+    # KeyboardInterrupt traceback, or a silent death), the worker logged `starting the parse processes failed` with
+    # a traceback, and its stop then hung on the broken pool until its hard exit (`still running 15s after SIGINT`).
+    log = tmp_path / "run.log"
+    argv = [str(PREDIGEST), "run", "--root", "examples/root", "--end", END]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(  # a session of its own: the Ctrl-C to its group reaches no test
+            argv, cwd=PROJECT, env=run_env(tmp_path, kafka_bootstrap), stderr=out, start_new_session=True
+        )
+    try:
+        wait_for(
+            lambda: proc.poll() is not None or bool(_parse_processes(proc.pid)), 180, "parse processes", 0.002
+        )
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    said = log.read_text(errors="replace")
+    assert code == 128 + signal.SIGINT, said[-4000:]
+    assert said.rstrip().endswith("ERROR predigest: interrupted by SIGINT; what it started is stopped"), said[
+        -4000:
+    ]
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said and "exiting now" not in said, said[
+        -4000:
+    ]
