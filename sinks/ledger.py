@@ -36,6 +36,11 @@ Row = tuple[int, float, str]  # size, mtime, sha256
 _COLUMNS = ("path", "size", "mtime", "sha256")
 _TYPES = ("text", "int64", "float64", "text")  # predigest_native.TypedColumns's names of the table's types
 _KEPT = "they are kept for the next flush (a stop before it sends those files again)"
+# No flush comes after a stop: the operator frees the disk; nothing is lost, those files are only sent twice.
+_AT_STOP = (
+    "not written at this stop: the next start (of the watcher or a backfill) sends those files again, which the "
+    "worker stores once; free space on its disk or fix its folder before that start"
+)
 
 
 def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -89,8 +94,14 @@ class Ledger:
         self._retry_delay = FLUSH_SECONDS  # doubled at each refusal in a row, up to RETRY_MAX_SECONDS
 
     def close(self) -> None:
+        """The last flush, tried once, then the connection closed; rows it could not write raise LedgerWriteError
+        saying that the next start sends their files again (no flush comes after a stop)."""
         try:
-            self.flush()
+            if self._unwritten:
+                try:
+                    self._write()
+                except (duckdb.Error, DuckFileError) as exc:
+                    raise LedgerWriteError(self._refused(exc, _AT_STOP)) from exc
         finally:
             if self._db is not None:
                 self._db.close()

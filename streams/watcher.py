@@ -185,8 +185,7 @@ class Watcher:
                 )
             if self._quiet and not self._more:
                 await asyncio.sleep(min(0.1, self._s.quiet_seconds))
-        self._ledger.flush()
-        return published
+        return published  # the last acknowledgements are written by the ledger's close, its owner's
 
     async def _publish(self, ready: list[tuple[str, Pending]]) -> int:
         outcome = await self._publisher.publish(ready)
@@ -242,8 +241,7 @@ class Watcher:
             rescans.cancel()
             renames.close()
             watch_task.cancel()
-            probe_task.cancel()
-            self._ledger.flush()
+            probe_task.cancel()  # the ledger's close, its owner's, writes the last acknowledgements: one try
 
     def _flush_ledger(self) -> None:
         """The ledger's due flush; one DuckDB refuses is said and counted, and the watcher goes on publishing: the

@@ -224,3 +224,28 @@ def _stored_now(path: Path) -> list[tuple[str, str]]:
     """What the ledger's file holds, read through the process's open database (a second connection to it)."""
     with duckdb.connect(str(path)) as db:
         return _stored(db)
+
+
+def test_a_stop_whose_last_write_is_refused_says_the_next_start_sends_those_files_again(
+    tmp_path: Path,
+) -> None:
+    # Before: the stop's error said the rows were "kept for the next flush", which never comes after a stop.
+    ledger = Ledger(tmp_path / "ledger.duckdb")
+    ledger.acknowledge("inbox/jay/a.md", 1, 1.0, "10")
+    ledger.close()
+    ledger = Ledger(tmp_path / "ledger.duckdb")
+    other = duckdb.connect(str(tmp_path / "ledger.duckdb"))
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")  # the INSERT of a hex digest now fails
+    ledger.acknowledge("inbox/jay/b.md", 2, 2.0, "c0ffee")
+    ledger.forget("inbox/jay/a.md")
+    with pytest.raises(LedgerWriteError) as refused:
+        ledger.close()
+    said = str(refused.value)
+    assert said.startswith("cannot write 2 acknowledgement(s) to the watcher ledger") and "Conversion" in said
+    assert "not written at this stop: the next start" in said and "sends those files again" in said
+    assert "next flush" not in said and "\n" not in said
+    other.execute("ALTER TABLE ledger ALTER sha256 TYPE VARCHAR")
+    other.close()
+    assert Ledger(tmp_path / "ledger.duckdb").entries() == {
+        "inbox/jay/a.md": (1, 1.0, "10")
+    }  # closed as it was

@@ -296,8 +296,12 @@ async def test_a_stop_while_the_ledger_is_refused_ends_in_its_error_with_the_pro
     task = asyncio.create_task(publish_root(s, follow=True, stop=stop))
     await async_wait_for(lambda: "cannot write" in caplog.text or task.done(), 30, "a refused flush")
     stop.set()
-    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement"):
+    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement") as refused:
         await task
+    # One try at the stop, which says what follows: no flush comes after it (before: "kept for the next flush",
+    # after a first try in the watcher's loop).
+    assert "not written at this stop: the next start" in str(refused.value)
+    assert not isinstance(refused.value.__context__, LedgerWriteError)
     other.close()
     left_open = [o for o in gc.get_objects() if isinstance(o, AIOKafkaProducer) and not o._closed]
     assert left_open == []
