@@ -92,16 +92,19 @@ class Ledger:
         self._oldest_unwritten = 0.0
         self._retry_at = 0.0  # a refused flush is not retried at every pass
         self._retry_delay = FLUSH_SECONDS  # doubled at each refusal in a row, up to RETRY_MAX_SECONDS
+        self._refusal = "not tried"  # DuckDB's reason for the last refused flush
 
-    def close(self) -> None:
-        """The last flush, tried once, then the connection closed; rows it could not write raise LedgerWriteError
-        saying that the next start sends their files again (no flush comes after a stop)."""
+    def close(self, *, write: bool = True) -> None:
+        """The last flush, tried once (not at all without `write`: the caller's flush was refused a moment ago), then
+        the connection closed; rows left unwritten raise LedgerWriteError: the next start sends their files again."""
         try:
-            if self._unwritten:
+            if write and self._unwritten:
                 try:
                     self._write()
                 except (duckdb.Error, DuckFileError) as exc:
                     raise LedgerWriteError(self._refused(exc, _AT_STOP)) from exc
+            if self._unwritten:
+                raise LedgerWriteError(self._said(self._refusal, _AT_STOP))
         finally:
             if self._db is not None:
                 self._db.close()
@@ -197,9 +200,13 @@ class Ledger:
         return self._db
 
     def _refused(self, exc: BaseException, then: str) -> str:
+        self._refusal = _reason(exc)
+        return self._said(self._refusal, then)
+
+    def _said(self, reason: str, then: str) -> str:
         return (
-            f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: "
-            f"{_reason(exc)}; {then}"
+            f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: {reason}; "
+            f"{then}"
         )
 
     @contextmanager
