@@ -80,9 +80,8 @@ class Ledger:
 
     def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         self._path = path
-        self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(
-            path, LEDGER, _create
-        )  # None: to reopen
+        # None once a refusal left it unusable: the next write opens the file again.
+        self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
         self._clock = clock
         rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
         self._rows: dict[str, Row] = {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
@@ -225,9 +224,8 @@ class Ledger:
         try:
             yield
         except BaseException:
-            with contextlib.suppress(
-                duckdb.Error
-            ):  # an invalidated connection refuses it: the failure says why
+            # An invalidated connection refuses it too: the failure being raised says why.
+            with contextlib.suppress(duckdb.Error):
                 db.unregister("acknowledged")
             raise
         db.unregister("acknowledged")
