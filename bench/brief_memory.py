@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.archive import END, SH, Generator, living_documents, work_queue
-from bench.brief_state import recorded_sources
+from bench.brief_state import close_pipeline, recorded_sources
 from processors.fan_out import route_read
 from processors.models import ControlCommand, RawFile
 from processors.wire import DocumentRecord, decode_rows, encode_events
@@ -123,6 +123,14 @@ def open_briefing(state_dir: Path, out: Path) -> Pipeline:
 
 async def _brief(state_file: Path, out: Path) -> dict[str, object]:
     pipeline = open_briefing(state_file.parent, out)
+    try:
+        return await _measured(pipeline)
+    finally:
+        await close_pipeline(pipeline)
+
+
+async def _measured(pipeline: Pipeline) -> dict[str, object]:
+    """One flush briefing of `pipeline`, its files written: seconds, CPU, resident set before and peak."""
     state, duck_settings = pipeline.state, pipeline.settings.duckdb
     command = ControlCommand(
         axis=AXIS, trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="bench"
@@ -136,7 +144,6 @@ async def _brief(state_file: Path, out: Path) -> dict[str, object]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = _status("VmHWM")
     sources = recorded_sources(state, emission)
-    state.close()
     return {
         "duckdb_memory_limit_mib": duck_settings.memory_limit_mib,
         "duckdb_threads": duck_settings.threads,

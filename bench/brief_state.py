@@ -15,6 +15,7 @@ from sinks.metrics import Metrics
 from sinks.state import StateStore
 from streams import heap
 from streams.emission import Emission
+from streams.pipeline import Pipeline
 from streams.services import open_pipeline
 from streams.worker_process import load_dumped_settings
 
@@ -23,6 +24,13 @@ async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
     settings = load_dumped_settings(cfg)
     heap.keep_for_ingest()  # as the worker's process from its start: its briefing's heap is then the worker's
     pipeline = open_pipeline(settings, Metrics(), SYSTEM_CLOCK)  # as the worker opens it
+    try:
+        return await _briefed(pipeline, axis, end)
+    finally:
+        await close_pipeline(pipeline)
+
+
+async def _briefed(pipeline: Pipeline, axis: str, end: datetime) -> dict[str, object]:
     state = pipeline.state
     command = ControlCommand(
         axis=axis, trigger="flush", end=end, requested_at=datetime.now(UTC), request_id="bench"
@@ -33,8 +41,16 @@ async def main(cfg: Path, axis: str, end: datetime) -> dict[str, object]:
         pipeline.write_files(emission)
     seconds = time.perf_counter() - t
     sources = recorded_sources(state, emission)
-    state.close()
     return {"briefing_s": round(seconds, 2), "briefing_sources": sources}
+
+
+async def close_pipeline(pipeline: Pipeline) -> None:
+    """As the worker's stop closes it: its state, then its enricher (the arXiv cache's file, an API client)."""
+    try:
+        pipeline.state.close()
+    finally:
+        if pipeline.enricher is not None:
+            await pipeline.enricher.aclose()
 
 
 def recorded_sources(state: StateStore, emission: Emission | None) -> int:

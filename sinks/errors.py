@@ -9,7 +9,8 @@ class SinkError(PredigestError):
 
 
 class LedgerWriteError(SinkError):
-    """The watcher's ledger could not write its acknowledgements; they stay in memory for its next flush."""
+    """The watcher's ledger could not write its acknowledgements: kept in memory for its next flush, or at a stop
+    left to the next start, which sends those files again."""
 
 
 class DuckFileError(SinkError):

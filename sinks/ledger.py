@@ -4,11 +4,13 @@ Read from a copy in memory (a rescan compares every path: a DuckDB query per pat
 files) and written in batches (an INSERT per acknowledged file cost 18 ms). A batch not yet written when the
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
 documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
-is written by a later flush, tried at growing intervals up to a minute.
+is written by a later flush, tried at growing intervals up to a minute; a refusal that left the connection unusable
+(DuckDB invalidates a database whose checkpoint failed) closes it, and that flush opens the file again.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,7 +21,7 @@ from predigest_native import TypedColumns
 
 from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
-from sinks.errors import LedgerWriteError
+from sinks.errors import DuckFileError, LedgerWriteError
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
@@ -33,12 +35,38 @@ RETRY_MAX_SECONDS = 60.0  # a refusal that lasts (a full disk) is retried, and s
 Row = tuple[int, float, str]  # size, mtime, sha256
 _COLUMNS = ("path", "size", "mtime", "sha256")
 _TYPES = ("text", "int64", "float64", "text")  # predigest_native.TypedColumns's names of the table's types
+_KEPT = "they are kept for the next flush (a stop before it sends those files again)"
+# No flush comes after a stop: the operator frees the disk; nothing is lost, those files are only sent twice.
+_AT_STOP = (
+    "not written at this stop: the next start (of the watcher or a backfill) sends those files again, which the "
+    "worker stores once; free space on its disk or fix its folder before that start"
+)
 
 
 def _create(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute(
         "CREATE TABLE IF NOT EXISTS ledger (path VARCHAR PRIMARY KEY, size BIGINT, mtime DOUBLE, sha256 VARCHAR)"
     )
+
+
+def _answers(db: duckdb.DuckDBPyConnection) -> bool:
+    try:
+        db.execute("SELECT 1").fetchall()
+    except duckdb.Error:
+        return False
+    return True
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of the first DuckDB error behind `exc` (a failed rollback's hides the write's own); a sinks
+    error of the reopen says it all (what to do about a lock or a damaged file)."""
+    while not isinstance(exc, DuckFileError):
+        behind = exc.__cause__ or exc.__context__
+        if not isinstance(behind, duckdb.Error):
+            break
+        exc = behind
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _folders(path: str) -> Iterator[str]:
@@ -52,7 +80,8 @@ class Ledger:
 
     def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         self._path = path
-        self._db = duck.open_checked(path, LEDGER, _create)
+        # None once a refusal left it unusable: the next write opens the file again.
+        self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
         self._clock = clock
         rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
         self._rows: dict[str, Row] = {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
@@ -62,12 +91,22 @@ class Ledger:
         self._oldest_unwritten = 0.0
         self._retry_at = 0.0  # a refused flush is not retried at every pass
         self._retry_delay = FLUSH_SECONDS  # doubled at each refusal in a row, up to RETRY_MAX_SECONDS
+        self._refusal = "not tried"  # DuckDB's reason for the last refused flush
 
-    def close(self) -> None:
+    def close(self, *, write: bool = True) -> None:
+        """The last flush, tried once (not at all without `write`: the caller's flush was refused a moment ago), then
+        the connection closed; rows left unwritten raise LedgerWriteError: the next start sends their files again."""
         try:
-            self.flush()
+            if write and self._unwritten:
+                try:
+                    self._write()
+                except (duckdb.Error, DuckFileError) as exc:
+                    raise LedgerWriteError(self._refused(exc, _AT_STOP)) from exc
+            if self._unwritten:
+                raise LedgerWriteError(self._said(self._refusal, _AT_STOP))
         finally:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
 
     def get(self, path: str) -> Row | None:
         return self._rows.get(path)
@@ -128,39 +167,68 @@ class Ledger:
         stays to be written by the next flush and LedgerWriteError says why."""
         if not self._unwritten:
             return
-        gone = [p for p, row in self._unwritten.items() if row is None]
-        kept = [(p, *row) for p, row in self._unwritten.items() if row is not None]
         try:
-            with self._registered(kept), duck.transaction(self._db):
-                if gone:
-                    self._db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
-                if kept:
-                    self._db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
-        except duckdb.Error as exc:
+            self._write()
+        except (duckdb.Error, DuckFileError) as exc:
             self._retry_at = self._clock() + self._retry_delay
             self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_SECONDS)
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise LedgerWriteError(
-                f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: {text}; "
-                "they are kept for the next flush (a stop before it sends those files again)"
-            ) from exc
-        self._unwritten, self._retry_delay = {}, FLUSH_SECONDS
+            raise LedgerWriteError(self._refused(exc, _KEPT)) from exc
+        self._retry_delay = FLUSH_SECONDS
+
+    def _write(self) -> None:
+        """The unwritten rows in one transaction, on the connection opened again if a refusal closed it."""
+        gone = [p for p, row in self._unwritten.items() if row is None]
+        kept = [(p, *row) for p, row in self._unwritten.items() if row is not None]
+        db = self._db if self._db is not None else self._reopen()
+        try:
+            with self._registered(db, kept), duck.transaction(db):
+                if gone:
+                    db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
+                if kept:
+                    db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
+        except duckdb.Error:
+            if not _answers(db):  # invalidated (a failed checkpoint), or a rollback that failed too
+                self._db = None
+                with contextlib.suppress(duckdb.Error):
+                    db.close()
+            raise
+        self._unwritten = {}
+
+    def _reopen(self) -> duckdb.DuckDBPyConnection:
+        self._db = duck.open_checked(self._path, LEDGER, _create)
+        return self._db
+
+    def _refused(self, exc: BaseException, then: str) -> str:
+        self._refusal = _reason(exc)
+        return self._said(self._refusal, then)
+
+    def _said(self, reason: str, then: str) -> str:
+        return (
+            f"cannot write {len(self._unwritten)} acknowledgement(s) to the {LEDGER.what} {self._path}: {reason}; "
+            f"{then}"
+        )
 
     @contextmanager
-    def _registered(self, kept: list[tuple[str, int, float, str]]) -> Iterator[None]:
+    def _registered(
+        self, db: duckdb.DuckDBPyConnection, kept: list[tuple[str, int, float, str]]
+    ) -> Iterator[None]:
         """The acknowledged rows as the view `acknowledged`, one Arrow batch: DuckDB's conversion of four list
         parameters cost the backfill ~3 µs a file. Dropped after the transaction (an aborted one refuses it)."""
         if not kept:
             yield
             return
-        self._db.register(
+        db.register(
             "acknowledged",
             TypedColumns(list(_COLUMNS), list(_TYPES), [list(col) for col in zip(*kept, strict=True)]),
         )
         try:
             yield
-        finally:
-            self._db.unregister("acknowledged")
+        except BaseException:
+            # An invalidated connection refuses it too: the failure being raised says why.
+            with contextlib.suppress(duckdb.Error):
+                db.unregister("acknowledged")
+            raise
+        db.unregister("acknowledged")
 
     def _set(self, path: str, row: Row) -> None:
         if path not in self._rows:

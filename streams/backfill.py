@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from processors.raw_record import raw_record, raw_record_of
+from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
 from streams import kafka_io, root_files
 from streams.backfill_todo import Todo
@@ -140,6 +141,7 @@ class _Acks:
         self._report = report
         self._progress = progress
         self._rows: list[tuple[str, int, float, str]] = []
+        self.refused = False  # the ledger refused a write: the backfill ends, its close tries no more
 
     def add(self, p: Prepared, *, sent: bool) -> None:
         self._rows.append((p.rel, p.size, p.mtime, p.sha256))
@@ -152,9 +154,14 @@ class _Acks:
             self._progress(1, p.size)
 
     def flush(self) -> None:
-        if self._rows:
-            self._ledger.acknowledge_many(self._rows)
-            self._rows = []
+        """The rows to the ledger, which keeps them when DuckDB refuses (for its close's line, which counts them)."""
+        rows, self._rows = self._rows, []
+        if rows:
+            try:
+                self._ledger.acknowledge_many(rows)
+            except LedgerWriteError:
+                self.refused = True
+                raise
 
 
 async def backfill(
@@ -186,10 +193,10 @@ async def backfill(
             on_total(todo.count, todo.size)
         log.info("backfill of %s: %d file(s), %d already acknowledged", root, todo.files, todo.skipped)
 
+    acks = _Acks(ledger, report, progress)
     try:
         known = ledger.entries()
         todo = Todo(root, known, CHUNK, walked)
-        acks = _Acks(ledger, report, progress)
         # A thread more for the walk, which runs ahead of the reads.
         pool = ThreadPoolExecutor(max_workers=threads + 1, thread_name_prefix="backfill-read")
         with pool, todo.walking(pool):
@@ -219,7 +226,8 @@ async def backfill(
         try:
             await _stop(prod)
         finally:  # a signal during the stop raises its CancelledError there: the ledger is closed all the same
-            ledger.close()
+            # A refused write is not tried again: the close says it once, with what follows (a re-run sends them).
+            ledger.close(write=not acks.refused)
     report.seconds = loop.time() - started
     return report
 

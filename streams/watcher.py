@@ -185,8 +185,7 @@ class Watcher:
                 )
             if self._quiet and not self._more:
                 await asyncio.sleep(min(0.1, self._s.quiet_seconds))
-        self._ledger.flush()
-        return published
+        return published  # the last acknowledgements are written by the ledger's close, its owner's
 
     async def _publish(self, ready: list[tuple[str, Pending]]) -> int:
         outcome = await self._publisher.publish(ready)
@@ -242,8 +241,7 @@ class Watcher:
             rescans.cancel()
             renames.close()
             watch_task.cancel()
-            probe_task.cancel()
-            self._ledger.flush()
+            probe_task.cancel()  # the ledger's close, its owner's, writes the last acknowledgements: one try
 
     def _flush_ledger(self) -> None:
         """The ledger's due flush; one DuckDB refuses is said and counted, and the watcher goes on publishing: the
@@ -330,9 +328,14 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
     metrics.kafka_up.set(1)
     ledger = Ledger(settings.ledger_file)
     watcher = Watcher(settings, producer, ledger, metrics, renew=lambda: started_producer(settings))
+    refused = False  # the one-shot scan's flush was refused: the close says it, without a second try
     try:
         if not follow:
-            return await watcher.scan() + await watcher.drain()
+            try:
+                return await watcher.scan() + await watcher.drain()
+            except LedgerWriteError:
+                refused = True
+                raise
         checks = {"/healthz": watcher.health, "/readyz": watcher.readiness}
         server = watcher_web.serve(settings.web_host, settings.watcher_metrics_port, metrics, checks)
         try:
@@ -344,6 +347,6 @@ async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event)
         return 0
     finally:
         try:
-            ledger.close()  # a refused last write raises, once the producer is stopped all the same
+            ledger.close(write=not refused)  # a refused last write raises, the producer stopped all the same
         finally:
             await watcher.producer.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import brief_memory
+from streams.pipeline import Pipeline
 from streams.worker_process import PROJECT
 from tests.state_support import duckdb_limits
 
@@ -35,3 +37,32 @@ def test_the_benchmark_s_briefing_opens_the_state_within_the_worker_s_duckdb_lim
     result = json.loads(subprocess.run(cmd, check=True, capture_output=True, cwd=PROJECT).stdout)
     assert result["duckdb_memory_limit_mib"] == 96 and result["duckdb_threads"] == 1
     assert result["sources"] == 20 and built["notes"] == 20  # every note briefed
+
+
+def test_the_benchmark_s_briefing_closes_the_enricher_s_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the arXiv cache's connection was left to the garbage collector: while anything held the pipeline
+    # (the traceback of a failed briefing, a caller keeping it), its file stayed locked to every other process.
+    brief_memory.build(5, tmp_path / "worker.duckdb", workers=1)
+    opened: list[Pipeline] = []
+    open_briefing = brief_memory.open_briefing
+
+    def kept(
+        state_dir: Path, out: Path
+    ) -> Pipeline:  # the pipeline held, as a caller or a traceback holds it
+        opened.append(open_briefing(state_dir, out))
+        return opened[-1]
+
+    monkeypatch.setattr(brief_memory, "open_briefing", kept)
+    result = asyncio.run(brief_memory._brief(tmp_path / "worker.duckdb", tmp_path / "out"))
+    assert result["sources"] == 5 and opened
+    cache = str(tmp_path / "arxiv-cache.duckdb")
+    other = subprocess.run(
+        [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()", cache],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert other.returncode == 0, other.stderr

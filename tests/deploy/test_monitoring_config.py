@@ -196,3 +196,26 @@ def test_the_dashboard_shows_what_the_operations_issue_asks_for() -> None:
     ):
         assert name in exprs, name
     assert "by (writer, kind)" in exprs
+
+
+def _overlap(a: dict[str, int], b: dict[str, int]) -> bool:
+    return (
+        a["x"] < b["x"] + b["w"]
+        and b["x"] < a["x"] + a["w"]
+        and a["y"] < b["y"] + b["h"]
+        and b["y"] < a["y"] + a["h"]
+    )
+
+
+def test_the_watcher_ledger_s_refused_writes_have_a_panel_beside_the_duckdb_writes() -> None:
+    # Before: predigest_ledger_write_failures_total reached an alert (PredigestLedgerWriteFailing) and no panel.
+    panels = list(dashboard_panels())
+    (ledger,) = [
+        p
+        for p in panels
+        if any("predigest_ledger_write_failures_total" in t["expr"] for t in p.get("targets", []))
+    ]
+    (duckdb_writes,) = [p for p in panels if p["title"].startswith("DuckDB write latency")]
+    assert ledger["gridPos"]["y"] == duckdb_writes["gridPos"]["y"]
+    assert "PredigestLedgerWriteFailing" in ledger["description"]
+    assert not [p["title"] for p in panels if p is not ledger and _overlap(p["gridPos"], ledger["gridPos"])]

@@ -10,12 +10,15 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.archive import generate
 from processors.models import RawFile
 from processors.raw_record import MAGIC, read_raw
+from sinks.errors import LedgerWriteError
+from sinks.ledger import Ledger
 from streams import backfill as backfill_module
 from streams import backfill_todo, kafka_io, root_files
 from streams.backfill import backfill
@@ -184,6 +187,59 @@ def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tm
         predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
     )
     assert "backfill done: 0 published" in out.stderr and "15 already acknowledged" in out.stderr
+
+
+def _refusing_ledger(settings: Settings) -> None:
+    """A ledger file whose every write DuckDB refuses: a hex digest no longer fits its column."""
+    Ledger(settings.ledger_file).close()
+    with duckdb.connect(str(settings.ledger_file)) as other:
+        other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")
+
+
+@pytest.mark.parametrize("rows_a_write", [backfill_module.LEDGER_FLUSH, 4])
+async def test_a_ledger_that_refuses_its_write_is_tried_once_and_ends_the_backfill(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, rows_a_write: int
+) -> None:
+    # Before: tried again by the last flush and by the close, each refusal chained on the last (three tries when
+    # a batch's write was refused during the sending, two at its end).
+    monkeypatch.setattr(backfill_module, "LEDGER_FLUSH", rows_a_write)
+    settings = make_settings()
+    stats = generate(settings.root, 10)
+    _refusing_ledger(settings)
+    with pytest.raises(LedgerWriteError) as refused:
+        await backfill(settings, threads=2)
+    chain: list[BaseException] = []
+    at: BaseException | None = refused.value
+    while at is not None:
+        chain.append(at)
+        at = at.__cause__ or at.__context__
+    assert len([e for e in chain if isinstance(e, duckdb.Error)]) == 1, chain
+    unwritten = min(rows_a_write, stats.files)  # the backfill ends at the refused write
+    assert str(refused.value).startswith(f"cannot write {unwritten} acknowledgement(s) to the watcher ledger")
+    assert len(await _raw(settings)) >= unwritten  # in Kafka all the same: the next start sends them again
+
+
+def test_the_command_says_a_refused_ledger_in_one_line_with_what_follows(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    generate(settings.root, 10)
+    _refusing_ledger(settings)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PREDIGEST_KAFKA__BOOTSTRAP": settings.kafka.bootstrap or "",
+        "PREDIGEST_KAFKA__TOPIC_PREFIX": settings.kafka.topic_prefix,
+        "PREDIGEST_STATE_DIR": str(settings.state_dir),
+    }
+    predigest = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(settings.root)]
+    out = subprocess.run(predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+    errors = [line for line in out.stderr.splitlines() if " ERROR " in line]
+    assert out.returncode == 2 and len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "cannot write 15 acknowledgement(s) to the watcher ledger" in errors[0]
+    assert (
+        "not written at this stop: the next start (of the watcher or a backfill) sends those files again"
+        in (errors[0])
+    )
 
 
 async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(

@@ -28,7 +28,7 @@ from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher, publish_root
 from streams.worker_process import dump_settings, free_port, spawn_cli
 from tests.streams.fault_support import metric
-from tests.streams.watcher_support import FakeProducer
+from tests.streams.watcher_support import FakeProducer, write_old
 from tests.support import async_wait_for, wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -191,7 +191,7 @@ from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
 from streams import cli
 
-def stuck_close(self):
+def stuck_close(self, *, write=True):
     print("closing the ledger", flush=True)
     time.sleep(60)
 
@@ -296,8 +296,35 @@ async def test_a_stop_while_the_ledger_is_refused_ends_in_its_error_with_the_pro
     task = asyncio.create_task(publish_root(s, follow=True, stop=stop))
     await async_wait_for(lambda: "cannot write" in caplog.text or task.done(), 30, "a refused flush")
     stop.set()
-    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement"):
+    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement") as refused:
         await task
+    # One try at the stop, which says what follows: no flush comes after it (before: "kept for the next flush",
+    # after a first try in the watcher's loop).
+    assert "not written at this stop: the next start" in str(refused.value)
+    assert not isinstance(refused.value.__context__, LedgerWriteError)
     other.close()
     left_open = [o for o in gc.get_objects() if isinstance(o, AIOKafkaProducer) and not o._closed]
     assert left_open == []
+
+
+async def test_a_one_shot_scan_whose_ledger_is_refused_tries_once_and_says_the_next_start_sends_them(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # Before: the scan's flush while a file waited to be quiet was refused, then the close tried again.
+    s = make_settings(quiet_seconds=3.0)
+    await kafka_io.ensure_topics(s)
+    (s.root / "inbox/jay").mkdir(parents=True, exist_ok=True)
+    Ledger(s.ledger_file).close()
+    with duckdb.connect(str(s.ledger_file)) as other:
+        other.execute("ALTER TABLE ledger ALTER sha256 TYPE INTEGER")  # every write refused
+    write_old(s.root / "inbox/jay/2026-09-27-1000-a.md", "# a\n")  # sent at once, acknowledged
+    (s.root / "inbox/jay/2026-09-27-1001-b.md").write_text("# b\n", encoding="utf-8")  # quiet in 3 s
+    with pytest.raises(LedgerWriteError, match="cannot write 1 acknowledgement") as refused:
+        await publish_root(s, follow=False, stop=asyncio.Event())
+    assert "not written at this stop: the next start" in str(refused.value)
+    chain: list[BaseException] = []
+    at: BaseException | None = refused.value
+    while at is not None:
+        chain.append(at)
+        at = at.__cause__ or at.__context__
+    assert len([e for e in chain if isinstance(e, duckdb.Error)]) == 1, chain
