@@ -188,7 +188,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         lang=lang,
     )
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
-    increments = unplaced_past_damage(found.increments, req.axis.living_doc, req.damaged)
+    increments = unplaced_past_damage(found.increments, req.unread_code(req.axis.living_doc))
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
     # A note whose stored text did not read back is listed among the rejected (damaged), not as a source too.

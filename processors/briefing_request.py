@@ -24,7 +24,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
-from processors.reasons import UNREAD_CODES
+from processors.reasons import UNREAD_CODES, RejectionCode
 from processors.window_rows import WindowSource
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
@@ -134,6 +134,12 @@ class BriefingRequest:
     def damaged(self) -> frozenset[str]:
         """The notes whose stored text did not read back: the rejected list them (code damaged), nothing else."""
         return frozenset(r.path for r in self.rejected if r.reason_code in UNREAD_CODES)
+
+    def unread_code(self, path: str | None) -> RejectionCode | None:
+        """Why the note at `path` is listed among the rejected as stored but not read back; None if it is not."""
+        return next(
+            (r.reason_code for r in self.rejected if r.path == path and r.reason_code in UNREAD_CODES), None
+        )
 
     @property
     def living_map(self) -> Mapping[str, Document | None]:
