@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.briefing_names import briefing_basename
 from processors.briefing_rules import BriefingRules
 from processors.discrepancy_keys import DNumbers, registry
+from processors.errors import BuildCancelledError
 from processors.i18n import Lang
 from processors.models import (
     AxisSpec,
@@ -99,6 +101,19 @@ class BriefingHistory:
         return DNumbers(by_key=self.d_numbers, last=self.last_d_number)
 
 
+class StopToken(Protocol):
+    """What tells a briefing's build to end between its steps (a `threading.Event`, set by the worker's stop)."""
+
+    def is_set(self) -> bool: ...
+
+
+class _Never:
+    """The token of a build nothing stops (a one-off briefing, `explain`, the benchmarks)."""
+
+    def is_set(self) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class BriefingRequest:
     """Everything `assemble_briefing` reads: the window as `source` (a stored one read as rows), or as
@@ -123,6 +138,13 @@ class BriefingRequest:
     source: WindowSource | None = None  # instead of `documents` and `superseded`
     # Called between the window's reads and during its scan, the reader waiting: the store may drop what it cached.
     between_reads: Callable[[], None] = lambda: None
+    # Looked at between the build's steps (`go_on`): a stop need not wait for a 100k window's build to end.
+    stop: StopToken = field(default_factory=_Never)
+
+    def go_on(self) -> None:
+        """Between two steps of the build: BuildCancelledError once `stop` is set."""
+        if self.stop.is_set():
+            raise BuildCancelledError("the briefing's build was stopped")
 
     @property
     def all_axes(self) -> list[AxisSpec]:
