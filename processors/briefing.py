@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from processors import discrepancies as dx
@@ -28,6 +28,8 @@ from processors.window_set import MemoryWindow
 # Rows of the window's scan between two calls of `between_reads`: the blocks DuckDB cached for them (~10 MiB at
 # 100k sources) are evicted as the scan goes, not held beside its listing.
 SHED_ROWS = 20_000
+# Rows between two looks at the build's stop (`BriefingRequest.go_on`): ~0.1 s of a 100k window's scan.
+GO_ON_ROWS = 5_000
 # Contributors ranked beyond `max_contributors` in the first read, at least this many: as many as the slots, so
 # that even every contributor found damaged costs reads of a few notes, not a second scan of the window.
 MIN_RESERVE = 8
@@ -69,12 +71,15 @@ class WindowReads:
     read_again: bool = False
 
 
-def _shedding(rows: Iterable[SourceRow], shed: Callable[[], None]) -> Iterator[SourceRow]:
-    """The rows, `shed` called after every SHED_ROWS of them (the scan's reader waiting meanwhile)."""
+def _shedding(rows: Iterable[SourceRow], req: BriefingRequest) -> Iterator[SourceRow]:
+    """The rows, `between_reads` called after every SHED_ROWS of them (the scan's reader waiting meanwhile), the
+    build's stop looked at after every GO_ON_ROWS."""
     for n, row in enumerate(rows, 1):
         yield row
+        if n % GO_ON_ROWS == 0:
+            req.go_on()
         if n % SHED_ROWS == 0:
-            shed()
+            req.between_reads()
 
 
 def assemble_briefing(req: BriefingRequest) -> Briefing:
@@ -128,11 +133,14 @@ def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
     if past is None:
         duplicates, lost = source.duplicates(rules.near_duplicate_threshold), frozenset[str]()
         # A damaged note's stored terms (read at ingest, whole) stay weighed: leaving them out would take a scan.
+        req.go_on()
         space = AxisSpace.of(source.statistics(duplicates.keys()), req.all_axes, req.living_map)
     else:
         duplicates, lost, space = dict(past.duplicates), past.lost, past.space
     scorer = Scorer(space, axis, rules.relevance, lang)
+    req.go_on()
     superseded = source.superseded(space.profile_terms)
+    req.go_on()
     listed = SourceListing(duplicates, axis, lang)
     slots = rules.increments.max_contributors
     limits = ScanLimits(
@@ -141,7 +149,7 @@ def _read_once(req: BriefingRequest, past: _Past | None) -> WindowReads:
     # The scan builds a listing per source (~200 MiB at 100k) while it reads: what the store cached for the reads
     # before it (and then for the scan itself) is not held beside it.
     req.between_reads()
-    scan = scan_window(_shedding(source.rows(space.profile_terms), req.between_reads), listed, scorer, limits)
+    scan = scan_window(_shedding(source.rows(space.profile_terms), req), listed, scorer, limits)
     req.between_reads()
     anchors = anchor_ids(scan.baselines, req.living, req.history.cited_ids)
     # Every note read whole in one read: the notes that date an id after themselves too. Each read of a stored
@@ -168,11 +176,14 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
     rules, axis, lang = req.rules, req.axis.name, req.lang
     inc_rules = rules.increments
     space, scan, anchors, whole = read.space, read.scan, read.anchors, read.whole
+    # A stop need not wait for the build's end (seconds at 100k): it ends at the next of these steps.
+    req.go_on()
     chosen = [(whole[d.path], r) for d, r in scan.contributors if d.path in whole]
     # 四 lists every id of the window: the contributors' first, then the baselines', then the other sources'
     # (adjacent, reference, low, duplicate), each new or continued against what the axis already cites.
     ids = scan.ids.split(anchors.ids)
     titles, screening = _titles_and_screening(req, (scan, read.stated, whole), ids, anchors, read.size)
+    req.go_on()
 
     matcher = SectionMatcher(anchors.living, space.vector_of_text)
     ctx = Context(
@@ -188,14 +199,17 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
         lang=lang,
     )
     found = find_increments(chosen, ctx, space, (ids.new, screening.suspect), inc_rules)
-    increments = unplaced_past_damage(found.increments, req.axis.living_doc, req.damaged)
+    increments = unplaced_past_damage(found.increments, req.unread_code(req.axis.living_doc))
+    req.go_on()
 
     queue = queue_counts([whole[d.path] for d in scan.queues if d.path in whole], req.all_axes)
     # A note whose stored text did not read back is listed among the rejected (damaged), not as a source too.
-    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang)).without(
+    accounts = read.listed.accounts(found, AccountContext(axis, anchors.ids, queue, lang, req.go_on)).without(
         req.damaged
     )
+    req.go_on()
     replaced = superseded_entries(read.superseded, scan.current, req.window, read.scorer)
+    req.go_on()
 
     items = [
         *dx.version_conflicts(found.units, anchors.living, lang),
@@ -206,6 +220,7 @@ def briefing_of(req: BriefingRequest, read: WindowReads) -> Briefing:
     ]
     discrepancies = dx.number_items(items, req.history.numbers)
     listing = IdListing(titles, increments, anchors.living, req.arxiv_records, rules.credibility, lang)
+    req.go_on()
     return Briefing(
         axis=axis,
         trigger=req.trigger,

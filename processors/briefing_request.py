@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from processors.arxiv_atom import NO_RECORDS, EnrichedId
 from processors.briefing_names import briefing_basename
 from processors.briefing_rules import BriefingRules
 from processors.discrepancy_keys import DNumbers, registry
+from processors.errors import BuildCancelledError
 from processors.i18n import Lang
 from processors.models import (
     AxisSpec,
@@ -24,7 +26,7 @@ from processors.models import (
     Trigger,
     WindowBounds,
 )
-from processors.reasons import UNREAD_CODES
+from processors.reasons import UNREAD_CODES, RejectionCode
 from processors.window_rows import WindowSource
 
 _D_NUMBER = re.compile(r"(?<![A-Za-z0-9])D(\d{1,6})(?!\d)")
@@ -99,6 +101,19 @@ class BriefingHistory:
         return DNumbers(by_key=self.d_numbers, last=self.last_d_number)
 
 
+class StopToken(Protocol):
+    """What tells a briefing's build to end between its steps (a `threading.Event`, set by the worker's stop)."""
+
+    def is_set(self) -> bool: ...
+
+
+class _Never:
+    """The token of a build nothing stops (a one-off briefing, `explain`, the benchmarks)."""
+
+    def is_set(self) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class BriefingRequest:
     """Everything `assemble_briefing` reads: the window as `source` (a stored one read as rows), or as
@@ -123,6 +138,13 @@ class BriefingRequest:
     source: WindowSource | None = None  # instead of `documents` and `superseded`
     # Called between the window's reads and during its scan, the reader waiting: the store may drop what it cached.
     between_reads: Callable[[], None] = lambda: None
+    # Looked at between the build's steps (`go_on`): a stop need not wait for a 100k window's build to end.
+    stop: StopToken = field(default_factory=_Never)
+
+    def go_on(self) -> None:
+        """Between two steps of the build: BuildCancelledError once `stop` is set."""
+        if self.stop.is_set():
+            raise BuildCancelledError("the briefing's build was stopped")
 
     @property
     def all_axes(self) -> list[AxisSpec]:
@@ -134,6 +156,12 @@ class BriefingRequest:
     def damaged(self) -> frozenset[str]:
         """The notes whose stored text did not read back: the rejected list them (code damaged), nothing else."""
         return frozenset(r.path for r in self.rejected if r.reason_code in UNREAD_CODES)
+
+    def unread_code(self, path: str | None) -> RejectionCode | None:
+        """Why the note at `path` is listed among the rejected as stored but not read back; None if it is not."""
+        return next(
+            (r.reason_code for r in self.rejected if r.path == path and r.reason_code in UNREAD_CODES), None
+        )
 
     @property
     def living_map(self) -> Mapping[str, Document | None]:

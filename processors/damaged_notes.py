@@ -14,10 +14,17 @@ from zoneinfo import ZoneInfo
 from processors.briefing_request import Loader
 from processors.contributors import RankKey, can_contribute, rank_key, read_whole
 from processors.discrepancies import future_id_hits
-from processors.models import Document, Increment, Relevance
+from processors.models import Document, Increment, Relevance, UnplacedReason
 from processors.near_duplicates import DuplicateOf
+from processors.reasons import RejectionCode
 from processors.sources import SourceListing
 from processors.window_scan import Scan, cites_later
+
+# Why a living document stored but not read back places nothing, by its rejection code (processors.reasons).
+_UNPLACED: Mapping[RejectionCode, UnplacedReason] = {
+    "damaged": "living_document_damaged",
+    "row_missing": "living_document_row_missing",
+}
 
 
 def regroup(
@@ -146,12 +153,12 @@ def take_places(
     scan.future = sorted((e for e in scan.future if e[0].path not in lost), key=lambda e: at[e[0].path])
 
 
-def unplaced_past_damage(
-    increments: list[Increment], living: str | None, damaged: Collection[str]
-) -> list[Increment]:
-    """The increments, those with no living document to place them in saying why when it is `damaged`: it is
-    stored, but does not read back, and the operator's fix is not the one for a living document never sent."""
-    if living is None or living not in damaged:
+def unplaced_past_damage(increments: list[Increment], unread: RejectionCode | None) -> list[Increment]:
+    """The increments, those with no living document to place them in saying why when it is stored but `unread`
+    (its rejection code): the operator's fix is not the one for a living document never sent, and a rebuild
+    restores a missing row where it keeps a damaged body."""
+    reason = None if unread is None else _UNPLACED.get(unread)
+    if reason is None:
         return increments
-    why = {"unplaced_reason": "living_document_damaged"}
+    why = {"unplaced_reason": reason}
     return [i.model_copy(update=why) if i.unplaced_reason == "no_living_document" else i for i in increments]

@@ -31,6 +31,10 @@ class ParseError(ProcessorError):
         self.code: RejectionCode = code
 
 
+class BuildCancelledError(ProcessorError):
+    """A briefing's build ended between two of its steps: its request's `stop` was set (the worker stopping)."""
+
+
 class MissingRowError(ProcessorError, ValueError):
     """A stored version lacks one of the state's rows of it (`contents` or `source_rows`): not damaged, and
     restored by a rebuild while the documents topic holds its record."""

@@ -234,7 +234,9 @@ class SectionSuggestion(Frozen):
 
 # Why an increment has no suggested section: no section of the living document fits it, there is none, or it
 # is stored but does not read back (damaged).
-UnplacedReason = Literal["no_section_fits", "no_living_document", "living_document_damaged"]
+UnplacedReason = Literal[
+    "no_section_fits", "no_living_document", "living_document_damaged", "living_document_row_missing"
+]
 
 
 class Increment(Frozen):

@@ -111,7 +111,7 @@ class _View:
     lang: Lang
     zone: ZoneInfo
     living: str
-    damaged: bool = False  # the living document is stored but does not read back
+    unread: str | None = None  # why the living document, stored, does not read back (its rejection code)
 
     def status(self, s: SourceEntry) -> str:
         t = self.t
@@ -151,7 +151,7 @@ class _View:
             for r in inc.relations
         ]
         if not parts:
-            return t["rel_damaged" if self.damaged else "rel_none"].format(doc=self.living_said)
+            return t["rel_none" if self.unread is None else "rel_damaged"].format(doc=self.living_said)
         tail = t["rel_new"] if inc.novelty == "new" else t["rel_cont"]
         if inc.highlights:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
@@ -160,7 +160,9 @@ class _View:
     @property
     def living_said(self) -> str:
         """The living document as the summary line and 二 name it: saying so when it does not read back."""
-        return self.t["living_damaged"].format(living=self.living) if self.damaged else self.living
+        if self.unread is None:
+            return self.living
+        return self.t[f"living_{self.unread}"].format(living=self.living)
 
     def source_rows(self, sources: Sequence[SourceEntry], marks: _Marks) -> _Trusted:
         """一's rows, one per source, each value escaped as the template's `finalize` would (a window of 100k
@@ -268,10 +270,12 @@ def _footer(b: Briefing, t: dict[str, str], zone: ZoneInfo, statuses: Mapping[st
     )
 
 
-def _living_damaged(b: Briefing) -> bool:
-    """The briefing's living document is listed among its rejected as damaged (stored, not read back)."""
+def _living_unread(b: Briefing) -> str | None:
+    """Why the briefing's living document is listed among its rejected (stored, not read back); None if not."""
     path = b.living_doc.path
-    return path is not None and any(r.path == path and r.reason_code in UNREAD_CODES for r in b.rejected)
+    if path is None:
+        return None
+    return next((r.reason_code for r in b.rejected if r.path == path and r.reason_code in UNREAD_CODES), None)
 
 
 def render_markdown(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> str:
@@ -284,7 +288,7 @@ def markdown_pieces(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> Iterat
     t = LABELS[lang]
     start, end = b.window.start.astimezone(zone), b.window.end.astimezone(zone)
     living = " ".join(x.rsplit("/", 1)[-1] for x in (b.living_doc.path, b.living_doc.version) if x) or "—"
-    view = _View(t, lang, zone, living, _living_damaged(b))
+    view = _View(t, lang, zone, living, _living_unread(b))
     lo, hi = b.summary.target_range
     lines = _SourceLines(view, b.sources)
     # One pass over a window's sources, not one per count.

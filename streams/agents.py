@@ -351,7 +351,7 @@ async def _answer(services: Services, outputs: Outputs, command: ControlCommand,
     if not await _owned_here(services, command, position.partition):
         return
     async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
-        emission = await services.pipeline().brief(command)
+        emission = await services.pipeline().brief(command, position)
         # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
         # acknowledged, and the worker goes on (streams.outbox).
         if emission is None or not await services.outbox.write(emission):

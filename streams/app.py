@@ -11,6 +11,7 @@ import faust
 
 from sinks.clock import SYSTEM_CLOCK, Clock
 from streams.agents import register_agents
+from streams.briefing_stop import BuildStop
 from streams.fetch_crc import check_crcs_natively
 from streams.fetch_read import read_large_responses_whole
 from streams.fetch_wait import shorten_fetch_wait
@@ -36,10 +37,14 @@ class WorkerApp(faust.App):
 
     closing: Callable[[], Awaitable[None]] | None = None
     dropped_on_stop: str | None = None
+    # The briefing being built: cancelled as the stop begins, its command not waited for (streams.briefing_stop).
+    build_stop: BuildStop | None = None
     clock: Clock = SYSTEM_CLOCK
     stop_step = "its event loop busy, the app's stop not begun"
 
     async def on_stop(self) -> None:
+        if self.build_stop is not None:
+            self.build_stop.begin()
         self.stop_step = "stopping the consumer's fetcher"
         await super().on_stop()
         self.stop_step = "stopping the agents, timers, web server and Kafka clients"
@@ -49,7 +54,8 @@ class WorkerApp(faust.App):
             await super()._consumer_wait_empty(consumer, logger)
             return
         self.stop_step = "waiting for the records the agents took"
-        await settle_taken(consumer, self.dropped_on_stop, self.clock)
+        left = self.build_stop.left if self.build_stop is not None else set()
+        await settle_taken(consumer, self.dropped_on_stop, self.clock, left=left)
         self.stop_step = "flushing the producer"
 
     async def on_shutdown(self) -> None:
@@ -151,6 +157,7 @@ def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> WorkerApp:
     PartitionSignals(services, topics).connect(app)
     app.closing = services.stop  # after the agents, timers and views stopped: nothing uses what it closes
     app.dropped_on_stop, app.clock = topics.raw.get_topic_name(), clock
+    app.build_stop = services.pipeline.build_stop
     register_agents(app, topics, services, outputs)
     register_timers(app, services, outputs)
     register_views(app, services, outputs.command)

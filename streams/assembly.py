@@ -106,6 +106,7 @@ class Assembly:
                 rules=self.settings.briefing_rules,
                 source=source,
                 between_reads=unless(cancelled, self._shedder(source) if sheds else _keep),
+                stop=cancelled,  # looked at between the build's steps (`briefing_of`) too
             )
             # In a thread: a window of large notes takes seconds, and the event loop must keep heartbeating to
             # the consumer group meanwhile, or the worker is evicted mid-briefing. The window reads through a

@@ -34,6 +34,7 @@ from sinks.files import BriefingFiles
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from streams.assembly import Assembly, each_unless
+from streams.briefing_stop import BuildStop
 from streams.emission import Emission
 from streams.heap import briefing_heap, release_free_heap
 from streams.ingest_activity import IngestActivity
@@ -101,6 +102,7 @@ class Pipeline:
         metrics: Metrics,
         clock: Clock,
         enricher: Enricher | None = None,
+        build_stop: BuildStop | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -109,6 +111,7 @@ class Pipeline:
         self.files.clean_up(clock.now().timestamp())
         self.clock = clock
         self.enricher = enricher
+        self.build_stop = build_stop or BuildStop()  # the worker's stop, as the briefing being built sees it
         # A state found damaged while running is replaced under this lock (streams.state_sync): a briefing in
         # progress finishes first, and the next one waits until the new state has caught up.
         self.briefing_lock = asyncio.Lock()
@@ -212,18 +215,19 @@ class Pipeline:
         report(StoredBatch(items, changed, took, now, replaying, backlog), self.metrics)
         return changed
 
-    async def brief(self, command: ControlCommand) -> Emission | None:
+    async def brief(self, command: ControlCommand, at: Position | None = None) -> Emission | None:
         """The emission a command asks for, once per (axis, window end, trigger), recorded (not yet written).
 
         Recorded first; its files and topic message are made from the record (`write_files`, the control
         agent's deliver): a crash anywhere in between is repaired with the same bytes. None for an unknown axis.
+        `at`: the command's record, which the worker's stop leaves unacknowledged if it cuts the build short.
         """
         async with self.briefing_lock:
             # glibc's small thresholds while briefing a large axis: its large blocks leave as freed (streams.heap)
             with collector.paused(), briefing_heap(self.state.document_count(command.axis)):
-                return await self._brief(command)
+                return await self._brief(command, at)
 
-    async def _brief(self, command: ControlCommand) -> Emission | None:
+    async def _brief(self, command: ControlCommand, at: Position | None) -> Emission | None:
         axis = self.settings.axis(command.axis)
         if axis is None:
             log.warning(
@@ -234,7 +238,7 @@ class Pipeline:
             return None
         record = self.state.emission_record(axis.name, command.end, command.trigger)
         if record is None:
-            return await self._made(axis, command)
+            return await self._made(axis, command, at)
         log.info(
             "briefing for %s ending %s (%s) already emitted; nothing new%s",
             axis.name,
@@ -245,21 +249,14 @@ class Pipeline:
         self.metrics.briefings_repeated.labels(axis=axis.name, trigger=command.trigger).inc()
         return Emission.of(axis.name, command.end, command.trigger, record, False, command.requested_at)
 
-    async def _made(self, axis: AxisSpec, command: ControlCommand) -> Emission:
+    async def _made(self, axis: AxisSpec, command: ControlCommand, at: Position | None) -> Emission:
         """The briefing made and recorded now (or by another meanwhile: then as recorded)."""
-        reads = Assembly(self.settings, self.state, self.clock, self.enricher)
         # Set by the worker's stop: the briefing's threads end at their next step.
         cancelled = threading.Event()
+        taken = None if at is None else (at.topic, at.partition, at.offset)
         try:
-            briefing, window_size = await reads.briefing(axis, command, cancelled)
-            # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under
-            # the state's lock, never beside a write).
-            if not self.state.shed_cache():
-                log.debug(
-                    "DuckDB's cache kept through this briefing's texts: a read was open or no limit is set"
-                )
-            # In a thread: each is seconds for a window of 100k sources.
-            body = await asyncio.to_thread(self._packed, briefing, cancelled)
+            built = partial(self._built, axis, command, cancelled)
+            briefing, window_size, body = await self.build_stop.build(built, cancelled, taken)
         except asyncio.CancelledError:  # nothing recorded yet: the restart makes it again
             cancelled.set()
             log.warning(
@@ -291,6 +288,19 @@ class Pipeline:
         record = self.state.emission_record(*key)
         assert record is not None, "an emission just recorded must be readable"
         return Emission.of(*key, record, True, command.requested_at)
+
+    async def _built(
+        self, axis: AxisSpec, command: ControlCommand, cancelled: threading.Event
+    ) -> tuple[Briefing, int, Body]:
+        """The briefing, how many sources its window holds, and its texts packed; nothing recorded yet."""
+        reads = Assembly(self.settings, self.state, self.clock, self.enricher)
+        briefing, window_size = await reads.briefing(axis, command, cancelled)
+        # Shed again: the window agent's writes meanwhile cached blocks, and the texts need the room (under the
+        # state's lock, never beside a write).
+        if not self.state.shed_cache():
+            log.debug("DuckDB's cache kept through this briefing's texts: a read was open or no limit is set")
+        # In a thread: each is seconds for a window of 100k sources.
+        return briefing, window_size, await asyncio.to_thread(self._packed, briefing, cancelled)
 
     def _packed(self, briefing: Briefing, cancelled: threading.Event) -> Body:
         """The briefing as recorded: its compact JSON and Markdown packed (its `.json` file is indented from the

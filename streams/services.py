@@ -15,6 +15,7 @@ from sinks.clock import Clock
 from sinks.errors import DuckFileError
 from sinks.metrics import Metrics
 from sinks.state_files import open_state, replace_state
+from streams.briefing_stop import BuildStop
 from streams.dead_letters import DeadLetterPolicy
 from streams.failstop import EXIT_CODE, Halt, halt
 from streams.heap import HeapTrim
@@ -41,12 +42,13 @@ def state_limits(settings: Settings) -> duck.Limits:
     )
 
 
-def open_pipeline(s: Settings, metrics: Metrics, clock: Clock) -> Pipeline:
-    """The worker's Pipeline: its state opened within `state_limits` (a damaged file set aside), its arXiv enricher."""
+def open_pipeline(s: Settings, metrics: Metrics, clock: Clock, stop: BuildStop | None = None) -> Pipeline:
+    """The worker's Pipeline: its state opened within `state_limits` (a damaged file set aside), its arXiv enricher;
+    `stop`: the worker's stop, as its briefings see it."""
     state, aside = open_state(s.state_file, clock.now(), state_limits(s), metrics)
     if aside is not None:
         metrics.state_set_aside.labels(reason="unreadable").inc()
-    return Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock))
+    return Pipeline(s, state, metrics, clock, enricher=make_enricher(s, metrics, clock), build_stop=stop)
 
 
 class LazyPipeline:
@@ -60,6 +62,7 @@ class LazyPipeline:
         self._settings = settings
         self._metrics = metrics
         self._clock = clock
+        self.build_stop = BuildStop()  # begun by the worker's stop (streams.app)
         self._pipeline: Pipeline | None = None
         self._closed = False  # by `close`, at the worker's stop
 
@@ -73,7 +76,7 @@ class LazyPipeline:
             # A task that outlived the stop (a /status snapshot) gets what a closed state would answer it.
             if self._closed:
                 raise duckdb.ConnectionException("the state was closed at the worker's stop")
-            self._pipeline = open_pipeline(self._settings, self._metrics, self._clock)
+            self._pipeline = open_pipeline(self._settings, self._metrics, self._clock, self.build_stop)
         return self._pipeline
 
     async def close(self) -> bool:

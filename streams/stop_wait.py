@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from sinks.clock import Clock
@@ -22,14 +22,21 @@ ACK_WAIT_SECONDS = 1.0  # an ack wakes the wait at once; this long without one, 
 SHOWN = 5  # offsets named in the line about records left unacked
 
 
-async def settle_taken(consumer: Any, dropped: str, clock: Clock, bound: float = TAKEN_SECONDS) -> None:
-    """Until every record taken but those of the `dropped` topic is acked, or `bound` s; then commit what was.
+async def settle_taken(
+    consumer: Any,
+    dropped: str,
+    clock: Clock,
+    bound: float = TAKEN_SECONDS,
+    left: Collection[tuple[str, int, int]] = (),
+) -> None:
+    """Until every record taken but those of the `dropped` topic and those `left` (topic, partition, offset: a
+    command whose briefing the stop cut short) is acked, or `bound` s; then commit what was.
 
     Faust's own wait (`Consumer.wait_empty`, run when `stream_wait_empty` is set) waits for every record taken,
     with no bound; its steps are the same: a collection drops the records no stream holds any more (its set of
     unacked records is weak), a commit, a wait for the next ack."""
     deadline = clock.monotonic() + bound
-    while waiting := _unacked(consumer, dropped):
+    while waiting := _unacked(consumer, dropped, left):
         if clock.monotonic() >= deadline:
             log.warning(
                 "the stop waited %.0fs for %d record(s) taken before it and went on without them (%s): "
@@ -57,8 +64,12 @@ async def next_ack(consumer: Any, timeout: float) -> None:
             consumer._waiting_for_ack = None
 
 
-def _unacked(consumer: Any, dropped: str) -> list[Any]:
-    return [m for m in list(consumer._unacked_messages) if not m.acked and m.tp.topic != dropped]
+def _unacked(consumer: Any, dropped: str, left: Collection[tuple[str, int, int]]) -> list[Any]:
+    return [
+        m
+        for m in list(consumer._unacked_messages)
+        if not m.acked and m.tp.topic != dropped and (m.tp.topic, m.tp.partition, m.offset) not in left
+    ]
 
 
 def describe(messages: Iterable[Any]) -> str:

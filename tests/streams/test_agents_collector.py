@@ -52,9 +52,11 @@ async def test_young_collections_are_rarer_while_batches_are_stored_and_as_befor
         storing.append(gc.get_threshold()[0])
         return apply(state, items)
 
-    async def recorded_brief(pipeline: Pipeline, command: ControlCommand) -> Emission | None:
+    async def recorded_brief(
+        pipeline: Pipeline, command: ControlCommand, at: Position | None
+    ) -> Emission | None:
         briefing.append(gc.get_threshold())
-        return await brief(pipeline, command)
+        return await brief(pipeline, command, at)
 
     monkeypatch.setattr(StateStore, "apply_batch", recorded)
     monkeypatch.setattr(Pipeline, "_brief", recorded_brief)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,8 +16,11 @@ from typing import Any
 import duckdb
 import pytest
 
+from processors.briefing import briefing_of
 from processors.increment_search import find_increments
 from processors.models import ControlCommand, Document, RawFile
+from processors.priorities import priorities
+from processors.sources import superseded_entries
 from processors.window_scan import scan_window
 from sinks.duck import Limits
 from sinks.metrics import Metrics
@@ -289,6 +293,63 @@ def test_a_briefing_cancelled_while_packed_ends_its_thread_and_records_nothing(
         assert pipeline.state.emission_record("inference", END, "flush") is None
     finally:
         pipeline.state.close()
+
+
+def test_a_stop_begun_while_the_briefing_is_built_ends_it_at_its_next_step_and_leaves_its_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The build (`briefing_of`, seconds at 100k) ran to its end: the stop waited 8 s for the command's answer, then
+    cancelled it, then waited for the build. Now the stop's beginning ends the build at its next step, nothing
+    recorded, and the command's record is left unacknowledged (the stop does not wait for it)."""
+    pipeline = _pipeline(tmp_path)
+    building, ended, after = threading.Event(), threading.Event(), []
+
+    def slow_step(*args: Any) -> Any:  # one of a 100k window's steps that reads nothing more of the state
+        building.set()
+        threading.Event().wait(0.5)
+        return superseded_entries(*args)
+
+    def last_step(*args: Any) -> Any:
+        after.append(args)
+        return priorities(*args)
+
+    def build(*args: Any) -> Any:
+        try:
+            return briefing_of(*args)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr("processors.briefing.superseded_entries", slow_step)
+    monkeypatch.setattr("processors.briefing.priorities", last_step)
+    monkeypatch.setattr("streams.assembly.briefing_of", build)
+    try:
+        took = asyncio.run(_brief_then_stop(pipeline, building, ended))
+        assert pipeline.state.emission_record("inference", END, "flush") is None
+    finally:
+        pipeline.state.close()
+    assert took < 3, f"the build went on {took:.1f}s after the stop began"
+    assert after == [], "the build went on to its end"
+    assert pipeline.build_stop.left == {("predigest.control", 0, 7)}
+    assert any("was cancelled by the worker's stop" in r.getMessage() for r in caplog.records)
+
+
+async def _brief_then_stop(pipeline: Pipeline, building: threading.Event, ended: threading.Event) -> float:
+    """A flush briefing whose build the worker's stop begins during; how long its thread went on after."""
+    command = ControlCommand(
+        axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
+    )
+    task = asyncio.ensure_future(pipeline.brief(command, Position("predigest.control", 0, 7)))
+    assert await asyncio.to_thread(building.wait, 60)
+    began = time.monotonic()
+    pipeline.build_stop.begin()
+    assert await asyncio.to_thread(ended.wait, 30)
+    took = time.monotonic() - began
+    await asyncio.sleep(0.1)
+    assert not task.done(), "the command's answer ended: the control agent would acknowledge it"
+    task.cancel()  # the stop cancels the agents once its wait is over
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return took
 
 
 async def _brief_then_cancel(pipeline: Pipeline, started: threading.Event, ended: threading.Event) -> None:

@@ -42,6 +42,21 @@ async def test_the_stop_waits_for_a_command_being_answered_and_not_for_the_raw_r
     assert not taken[0].acked
 
 
+async def test_the_stop_does_not_wait_for_a_command_whose_briefing_it_cut_short(
+    tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its build cancelled as the stop began (streams.briefing_stop): the record stays unacked for the restart, and
+    # waiting the 8 s for an ack that cannot come was what held a stop during a large briefing.
+    worker = start(in_process_settings(tmp_path), ManualClock())
+    control = worker.settings.kafka.topic("control")
+    taken = _taken(worker.app, control, 3)
+    with caplog.at_level(logging.WARNING, logger="streams.stop_wait"):
+        await asyncio.wait_for(
+            settle_taken(worker.app.consumer, "raw", worker.clock, left={(control, 0, 3)}), 5
+        )
+    assert not taken.acked and not [r for r in caplog.records if r.name == "streams.stop_wait"]
+
+
 async def test_a_record_unacked_past_the_bound_is_named_once_and_the_stop_goes_on(
     tmp_path: Path, start: Start, caplog: pytest.LogCaptureFixture
 ) -> None:

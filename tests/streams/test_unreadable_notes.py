@@ -313,6 +313,26 @@ async def test_a_living_document_missing_a_row_is_said_so_with_the_rebuild_that_
     [line] = [r.getMessage() for r in caplog.records if "without its living document" in r.getMessage()]
     assert "a row of it is missing from the state" in line and "`predigest rebuild` restores it" in line
     assert "keeps the damaged copy" not in line
+    # Where its sections would be, the briefing says the same, not "damaged" (an edit's fix, not a rebuild's).
+    assert [i.unplaced_reason for i in b.increments] == ["living_document_row_missing"]
+    for lang, said in LIVING_ROW_MISSING.items():
+        markdown = render_markdown(b, lang=lang, zone=SH)
+        assert all(text in markdown for text in said), markdown
+        assert "damaged" not in markdown and "已损坏" not in markdown, markdown
+
+
+# The summary line's living document and 二's suggested sections, as docs/briefing.md quotes them.
+LIVING_ROW_MISSING: dict[Lang, tuple[str, str]] = {
+    "en": (
+        "living document inference.md (a row of it is missing from the state)",
+        "TBD (the living document is stored, but a row of it is missing from the state: a `predigest rebuild` "
+        "restores it)",
+    ),
+    "zh": (
+        "活文档 inference.md（状态库缺少它的一行记录）",
+        "待定（活文档已存储，但状态库缺少它的一行记录：`predigest rebuild` 可恢复）",
+    ),
+}
 
 
 @pytest.mark.parametrize("table", ["source_rows", "contents"])

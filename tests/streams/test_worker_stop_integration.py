@@ -7,7 +7,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -59,6 +59,18 @@ def _clean(log: Path) -> str:
     assert "Traceback" not in text and "exiting now" not in text, text[-3000:]
     assert "never retrieved" not in text, text[-3000:]
     return text
+
+
+def _logged_seconds(text: str, first: str, then: str) -> float:
+    """Seconds between the log's line saying `first` and the next saying `then` (their timestamps)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if first in line)
+    end = next(line for line in lines[start:] if then in line)
+    return (_stamp(end) - _stamp(lines[start])).total_seconds()
+
+
+def _stamp(line: str) -> datetime:
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
 
 
 async def _committed_so_far(s: Settings) -> int:
@@ -254,8 +266,9 @@ def arxiv() -> Iterator[FakeArxiv]:
 async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_restart_which_answers_it(
     make_settings: Callable[..., Settings], arxiv: FakeArxiv, tmp_path: Path
 ) -> None:
-    # arXiv holds its answer past the stop's wait for what the agents took: the flush is still being answered
-    # when the agents are cancelled. Its command was acked as Faust closed the stream, and the stop committed it.
+    # arXiv holds the briefing's build (its enrichment) past the signal. The stop waited for its answer 8 s (the
+    # bound of its wait for what the agents took), then cancelled it (before that, Faust's stream had acked and the
+    # stop committed it); the build is now cancelled as the stop begins, its command left unacked, not waited for.
     api = ArxivSettings(
         enabled=True, base_url=arxiv.url, min_interval_seconds=0.2, max_retries=0, batch_size=1
     )
@@ -280,10 +293,11 @@ async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_
             took = time.monotonic() - signalled
         assert code == 0
         text = _clean(log)
-    assert f"({s.kafka.topic('control')}[0]@0): unacknowledged" in text
     assert "the flush briefing of inference ending" in text and "was cancelled by the worker's stop" in text
-    # The bound itself: the stop waited for the answer TAKEN_SECONDS, then went on, well before the hard exit.
-    assert TAKEN_SECONDS <= took < WORKER_STOP_SECONDS - 2, f"the stop took {took:.1f}s"
+    assert "the stop waited" not in text
+    # The worker's own stop, from the signal to its state closed (Faust's teardown after it takes its fixed ~1 s).
+    assert _logged_seconds(text, "Signal received", CLOSED) < 3, text[-3000:]
+    assert took < TAKEN_SECONDS, f"the stop took {took:.1f}s"
     assert await committed(s, "control") == 0, "the command was committed unanswered"
     arxiv.released.set()
     with running_worker(s, tmp_path, "worker-2"):
