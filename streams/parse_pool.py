@@ -160,6 +160,9 @@ class ParsePool:
         return self._params
 
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
+        if self._pool is not None and self._pool._broken:  # a process died between batches: none of theirs
+            log.warning("a parse process died while idle; the next batch goes to a fresh pool")
+            self.close(kill=True)
         if self._pool is None or self._progress is None:
             self._pool, self._progress = _new_pool(self._processes, self._nice)
         return self._pool, self._progress

@@ -268,7 +268,9 @@ async def test_parse_processes_signalled_as_they_start_keep_running_and_say_noth
 
 
 @pytest.mark.parametrize("victim", [0, 1], ids=["first", "second"])
-async def test_a_parse_process_dying_while_its_pool_waits_leaves_no_other_behind(victim: int) -> None:
+async def test_a_parse_process_dying_while_its_pool_waits_leaves_no_other_behind_and_a_fresh_pool_parses_on(
+    victim: int,
+) -> None:
     # The pool's own answer to a process that died is to end the others (their queue's lock may be held by the
     # dead one: an idle process waits on it forever); they ignore SIGTERM, so it kills them. One of the two
     # idle processes holds that lock: each is killed in turn.
@@ -284,8 +286,14 @@ async def test_a_parse_process_dying_while_its_pool_waits_leaves_no_other_behind
                 break
             await asyncio.sleep(0.2)
         assert _running(started) == [], "parse processes outlived their broken pool"
+        # No batch saw it die: the next one goes to a fresh pool (it raised BrokenProcessPool at each of its
+        # attempts, and the worker stopped with exit 75).
+        values = [(_value(i), i) for i in range(8)]
+        routed = await pool.route(values, NOW)
     finally:
         pool.close(kill=True)
+    inline = await ParsePool(route_params(Settings()), 0).route(values, NOW)
+    assert [_told(r) for r in routed] == [_told(r) for r in inline]
 
 
 def _running(pids: Sequence[int]) -> list[int]:
