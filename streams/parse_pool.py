@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 import os
 import signal
 import threading
@@ -18,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing.context import SpawnContext, SpawnProcess
 from multiprocessing.sharedctypes import Synchronized
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -160,6 +160,9 @@ class ParsePool:
         return self._params
 
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
+        if self._pool is not None and self._pool._broken:  # a process died between batches: none of theirs
+            log.warning("a parse process died while idle; the next batch goes to a fresh pool")
+            self.close(kill=True)
         if self._pool is None or self._progress is None:
             self._pool, self._progress = _new_pool(self._processes, self._nice)
         return self._pool, self._progress
@@ -332,8 +335,19 @@ class _Pool(ProcessPoolExecutor):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+class _Process(SpawnProcess):
+    def terminate(self) -> None:
+        # The pool ends its other processes this way once one died (their queue's lock may be held by the dead
+        # one, an idle process waiting on it forever); they ignore SIGTERM.
+        self.kill()
+
+
+class _Spawn(SpawnContext):
+    Process = _Process
+
+
 def _new_pool(processes: int, nice: int) -> tuple[ProcessPoolExecutor, Progress]:
-    context = multiprocessing.get_context("spawn")
+    context = _Spawn()
     # A fresh board with each pool: its processes take its slots from the first.
     progress = Progress(context.RawArray("q", 2 * processes), context.Value("i", 0))
     pool = _Pool(

@@ -267,6 +267,48 @@ async def test_parse_processes_signalled_as_they_start_keep_running_and_say_noth
     assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
 
 
+@pytest.mark.parametrize("victim", [0, 1], ids=["first", "second"])
+async def test_a_parse_process_dying_while_its_pool_waits_leaves_no_other_behind_and_a_fresh_pool_parses_on(
+    victim: int,
+) -> None:
+    # The pool's own answer to a process that died is to end the others (their queue's lock may be held by the
+    # dead one: an idle process waits on it forever); they ignore SIGTERM, so it kills them. One of the two
+    # idle processes holds that lock: each is killed in turn.
+    pool = ParsePool(route_params(Settings()), 2)
+    before = _children(os.getpid())
+    try:
+        await pool.start()
+        await asyncio.sleep(0.5)  # both back at the queue, one of them reading it
+        started = sorted(_starting(os.getpid(), before))
+        os.kill(started[victim], signal.SIGKILL)
+        for _ in range(50):  # 10 s at most
+            if not _running(started):
+                break
+            await asyncio.sleep(0.2)
+        assert _running(started) == [], "parse processes outlived their broken pool"
+        # No batch saw it die: the next one goes to a fresh pool (it raised BrokenProcessPool at each of its
+        # attempts, and the worker stopped with exit 75).
+        values = [(_value(i), i) for i in range(8)]
+        routed = await pool.route(values, NOW)
+    finally:
+        pool.close(kill=True)
+    inline = await ParsePool(route_params(Settings()), 0).route(values, NOW)
+    assert [_told(r) for r in routed] == [_told(r) for r in inline]
+
+
+def _running(pids: Sequence[int]) -> list[int]:
+    """The processes of `pids` still running (not zombies)."""
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            out.append(pid)
+    return out
+
+
 def test_parse_processes_exit_when_their_worker_is_killed() -> None:
     script = (
         "import asyncio, sys\n"
