@@ -309,9 +309,11 @@ class ParsePool:
                     break
         finally:
             # Chunks left to a pool being killed (a fault, or the worker's stop cancelling the batch): their
-            # BrokenProcessPool is nobody's news, and asyncio would log it as an exception never retrieved.
+            # BrokenProcessPool is nobody's news, and asyncio would log it as an exception never retrieved. Not
+            # cancelled from here: the pool's thread, failing the chunks of a pool it finds broken, raised on one
+            # cancelled meanwhile and logged a traceback (CPython gh-107219, unfixed in 3.11).
             for fut in pending:
-                fut.cancel()
+                fut.add_done_callback(_unheeded)
         return attempt
 
     def close(self, kill: bool = False) -> None:
@@ -364,6 +366,12 @@ def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
         for process in list((pool._processes or {}).values()):  # no public way before Python 3.14
             process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _unheeded(chunk: asyncio.Future[list[Routed]]) -> None:
+    """A chunk no route waits for any more: its outcome read, so that asyncio does not log it."""
+    if not chunk.cancelled():
+        chunk.exception()
 
 
 def _what(broken: bool) -> str:

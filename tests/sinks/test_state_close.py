@@ -79,6 +79,7 @@ def test_a_checkpoint_the_disk_refuses_raises_after_the_close_and_the_wal_keeps_
         again.close()
 
 
+@pytest.mark.timeout(300)  # ~160 MB of notes through the real write path, and its WAL replayed at each reopen
 def test_a_checkpoint_at_the_stop_past_the_memory_limit_gets_more_memory_as_a_writes_does(
     tmp_path: Path,
 ) -> None:
