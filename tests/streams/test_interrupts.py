@@ -177,7 +177,8 @@ def test_a_second_signal_kills_onces_worker_at_once(kafka_bootstrap: str, tmp_pa
         took = time.monotonic() - again_at
         output = proc.stdout.read() if proc.stdout else ""
         _none_left(started, 5)
-    assert code == 128 + signal.SIGINT and took < 3, (took, output[-3000:])
+    # Without the second signal's exit it would take the 20 s to SIGKILL; under CI's load a clean exit took > 3 s.
+    assert code == 128 + signal.SIGINT and took < 10, (took, output[-3000:])
     assert "Ctrl-C again to kill it now" in output and "SIGINT again: exiting now" in output
 
 

@@ -117,7 +117,8 @@ def test_a_second_ctrl_c_during_the_broker_stop_exits_at_once_and_says_so(
         finally:
             proc.kill()
         output = proc.stdout.read() if proc.stdout else ""
-    assert code == 128 + signal.SIGINT and took < 2, (took, output)
+    # Its exit before the broker's 3 s stop ended is the absent "broker stopped"; the bound only catches a hang.
+    assert code == 128 + signal.SIGINT and took < 10, (took, output)
     assert "SIGINT again: exiting now" in output and "broker stopped" not in output
     assert "may still be stopping: `predigest kafka stop` ends its stop" in output
 

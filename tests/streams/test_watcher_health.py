@@ -226,7 +226,8 @@ def test_a_second_ctrl_c_exits_a_watcher_still_stopping_at_once(
         finally:
             proc.kill()
         output = "".join(lines) + proc.stdout.read()
-    assert code == 128 + signal.SIGINT and took < 3, (took, output[-3000:])
+    # The stuck close would hold it 60 s; the margin is for a loaded box, not for a slower exit.
+    assert code == 128 + signal.SIGINT and took < 10, (took, output[-3000:])
     # The line `once` and `run` print at a second signal, and no other error.
     errors = [line for line in output.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and errors[0].endswith(

@@ -60,7 +60,8 @@ async def test_a_new_note_is_published_within_the_quiet_period_while_a_rescan_is
         await async_wait_for(lambda: len(producer.sent) == 1, 10, "the new note", interval=0.01)
         took = time.monotonic() - written
         assert listing.is_set() and not release.is_set()  # the rescan was listing all along
-        assert took < s.quiet_seconds + 1.0, f"the new note waited {took:.2f}s"
+        # The rescan holds its listing 30 s: a note sent well before that did not wait for it (margin for load).
+        assert took < s.quiet_seconds + 5.0, f"the new note waited {took:.2f}s"
     finally:
         release.set()
         stop.set()
