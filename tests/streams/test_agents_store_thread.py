@@ -153,8 +153,8 @@ async def test_a_store_whose_state_is_replaced_before_its_thread_runs_leaves_the
         for key, value in second:
             await agent.put(value, key=key, partition=0)
         await settled(lambda: bool(replaced), "the state replaced", 30)
-        await asyncio.sleep(0.5)  # the store ran on the replaced state, failed, and waits for the catch-up
-        assert services.ownership.catching_up() == {0}
+        # The store ran on the replaced state, failed, and waits for the catch-up (no fixed sleep: CI is loaded).
+        await settled(lambda: services.ownership.catching_up() == {0}, "the partition catching up", 30)
         assert replaced[0].applied_offset("predigest.documents", 0) is None
         assert replaced[0].document_count() == 0
 
