@@ -22,7 +22,7 @@ import watchfiles
 from aiokafka import AIOKafkaProducer
 
 from processors.quiet import Pending, QuietTracker, Stat, under
-from processors.root_paths import WATCHED, watched
+from processors.root_paths import WATCHED, text_rel, watched
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
@@ -103,7 +103,7 @@ class Watcher:
 
     def _rel(self, path: Path) -> str | None:
         try:
-            rel = path.relative_to(self._root).as_posix()
+            rel = text_rel(path.relative_to(self._root).as_posix())  # a name not UTF-8: as a rescan lists it
         except ValueError:
             return None
         return rel if watched(rel) else None
