@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from processors.models import RawFile
 from processors.raw_record import read_raw
+from streams import kafka_io
 from streams.backfill import backfill
 from streams.settings import Settings
 from streams.watcher import publish_root
@@ -91,3 +93,42 @@ async def test_the_backfill_refuses_a_name_that_is_not_utf8_and_the_watcher_does
     _assert_refused(await _raw(settings), caplog)
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
     assert (await backfill(settings)).published == 0
+
+
+async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_goes_on_watching(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    # watchfiles cannot name such a file: its watch ended, and every later note waited for the hourly rescan.
+    settings = make_settings(rescan_seconds=3600.0)
+    (settings.root / "inbox/jay").mkdir(parents=True)
+    await kafka_io.ensure_topics(settings)
+    caplog.set_level(logging.INFO)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    try:
+        await asyncio.sleep(2.0)  # its start-up scan of an empty root
+        fd = os.open(
+            os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
+        )
+        os.close(fd)
+        await asyncio.sleep(2.0)
+        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        deadline = time.monotonic() + 30
+        while not {NOTE, "inbox/jay/2026-12-07-\\xff\\xfe.md"} <= set(found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(3.0)  # another event after the lost batch is still seen
+        (settings.root / "inbox/jay/2026-12-07-later.md").write_text("# later\n", encoding="utf-8")
+        deadline = time.monotonic() + 30
+        while "inbox/jay/2026-12-07-later.md" not in (found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        await watching
+    [raw] = found["inbox/jay/2026-12-07-\\xff\\xfe.md"]
+    assert raw.refused_code == "bad_name"
+    assert any(
+        "2026-12-07-\\xff\\xfe.md: it has a name that is not valid UTF-8" in r.getMessage()
+        for r in caplog.records
+    )
