@@ -21,6 +21,7 @@ RejectionCode = Literal[
     "special",  # not a regular file (FIFO, socket, device)
     "unreadable",  # the OS refused to read it
     "vanished",  # gone before it could be read
+    "bad_name",  # its name (or a folder's on the way) is not valid UTF-8: listed escaped, never read
     "parse",  # anything else the parser could not turn into a document
     "damaged",  # stored, but its text does not read back (a body frame not unpacking to its size, or not UTF-8)
     "row_missing",  # stored, but its `contents` or `source_rows` row is missing from the state (a rebuild restores)

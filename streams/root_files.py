@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.models import RawFile
-from processors.root_paths import REFUSAL_TEXT, FileRefusal, ignored
+from processors.root_paths import REFUSAL_TEXT, FileRefusal, escaped_bytes, ignored, text_rel
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -120,7 +120,8 @@ def _alone(root: Path, rel: str) -> list[Entry] | None:
     try:
         top = os.lstat(f"{os.fspath(root)}/{rel}")
     except OSError:
-        return []
+        seen = _bad_name_stat(root, rel)
+        return [] if seen is None else [Entry(rel, *seen)]
     return None if stat.S_ISDIR(top.st_mode) else [Entry(rel, top.st_size, top.st_mtime)]
 
 
@@ -148,14 +149,16 @@ def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
     files: list[Entry] = []
     folders: list[str] = []
     for e in entries:
+        name = e.name if e.name.isascii() else text_rel(e.name)
         try:
-            if e.is_dir(follow_symlinks=False):
+            # A name that is not UTF-8 is listed escaped, a folder too (not entered): refused, never read.
+            if name == e.name and e.is_dir(follow_symlinks=False):
                 folders.append(f"{rel}/{e.name}")
                 continue
             st = e.stat(follow_symlinks=False)
         except OSError:
             continue
-        files.append(Entry(f"{rel}/{e.name}", st.st_size, st.st_mtime))
+        files.append(Entry(f"{rel}/{name}", st.st_size, st.st_mtime))
     return files, folders
 
 
@@ -164,8 +167,30 @@ def lstat(root: Path, rel: str) -> tuple[int, float] | None:
     try:
         st = os.lstat(f"{os.fspath(root)}/{rel}")  # not root / rel: pathlib costs more than the system call
     except OSError:
+        return _bad_name_stat(root, rel)
+    return st.st_size, st.st_mtime
+
+
+def _bad_name_stat(root: Path, rel: str) -> tuple[int, float] | None:
+    """The lstat of the file a `text_rel` escape names; None when `rel` is no escape or nothing is there.
+
+    Tried only after the path as written: a name that merely looks like an escape is read as it is."""
+    name = escaped_bytes(rel)
+    if name is None:
+        return None
+    try:
+        st = os.lstat(os.fsencode(root) + b"/" + name)
+    except OSError:
         return None
     return st.st_size, st.st_mtime
+
+
+def _unless_bad_name(root: Path, rel: str, read: FileOutcome) -> FileOutcome:
+    """A path not there as written may be a name that is not UTF-8, escaped: refused, never read."""
+    if not isinstance(read, Missing):
+        return read
+    seen = _bad_name_stat(root, rel)
+    return read if seen is None else Refused("bad_name", REFUSAL_TEXT["bad_name"], *seen)
 
 
 def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
@@ -175,9 +200,9 @@ def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
         return _refused("outside")
     folder = _open_folder(root, parts[:-1])
     if not isinstance(folder, int):
-        return folder
+        return _unless_bad_name(root, rel, folder)
     try:
-        return _read_in(folder, parts[-1], max_bytes)
+        return _unless_bad_name(root, rel, _read_in(folder, parts[-1], max_bytes))
     finally:
         os.close(folder)
 
@@ -204,7 +229,8 @@ def read_many(root: Path, rels: Sequence[str], max_bytes: int) -> Generator[File
                     os.close(old[1])
                 held = (parts[:-1], _open_folder(root, parts[:-1]))
             folder = held[1]
-            yield _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
+            read = _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
+            yield _unless_bad_name(root, rel, read)
     finally:
         if held is not None and isinstance(held[1], int):
             os.close(held[1])

@@ -20,9 +20,10 @@ from typing import Any
 
 import watchfiles
 from aiokafka import AIOKafkaProducer
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
 from processors.quiet import Pending, QuietTracker, Stat, under
-from processors.root_paths import WATCHED, watched
+from processors.root_paths import WATCHED, text_rel, watched
 from sinks.clock import SYSTEM_CLOCK, Clock
 from sinks.errors import LedgerWriteError
 from sinks.ledger import Ledger
@@ -68,6 +69,7 @@ class Watcher:
         self.kafka_failed = False  # the last settle stopped on a Kafka error
         self.scanned = False  # the start-up scan is done: what was in the root at start is published
         self._more = False  # the last settle left ready files for the next pass
+        self.events_lost = False  # watchfiles dropped a batch of events: the next rescan comes at once
         self._wake = asyncio.Event()  # a file is ready now: settle without waiting for the tick
         self._beat_at = self._now()
         self._beat()
@@ -103,7 +105,7 @@ class Watcher:
 
     def _rel(self, path: Path) -> str | None:
         try:
-            rel = path.relative_to(self._root).as_posix()
+            rel = text_rel(path.relative_to(self._root).as_posix())  # a name not UTF-8: as a rescan lists it
         except ValueError:
             return None
         return rel if watched(rel) else None
@@ -270,18 +272,29 @@ class Watcher:
 
     async def _watch(self, stop: asyncio.Event) -> None:
         # The root itself is watched, so folders created later (or renamed) are seen without a restart.
-        async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
-            for _change, name in changes:
-                path = Path(name)
-                rel = self._rel(path)
-                if rel is None:
-                    continue
-                if path.is_dir() and not path.is_symlink():
-                    self.mark_tree(rel)  # inotify names a renamed folder, not the files in it
-                elif not os.path.lexists(path) and self._knows_folder(rel):
-                    self.mark_tree(rel)
-                else:
-                    self.mark(rel)
+        while not stop.is_set():
+            try:
+                async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
+                    self._changed(changes)
+            except* WatchfilesRustInternalError as lost:
+                # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: a rescan finds what
+                # they named (that file refused under its escaped name), and the watch starts again.
+                log.warning("file events lost, rescanning: %s", lost.exceptions[0])
+                self.events_lost = True
+                await asyncio.sleep(1.0)
+
+    def _changed(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        for _change, name in changes:
+            path = Path(name)
+            rel = self._rel(path)
+            if rel is None:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                self.mark_tree(rel)  # inotify names a renamed folder, not the files in it
+            elif not os.path.lexists(path) and self._knows_folder(rel):
+                self.mark_tree(rel)
+            else:
+                self.mark(rel)
 
     def _knows_folder(self, rel: str) -> bool:
         return self._ledger.has_folder(rel) or bool(under(rel, self._quiet.paths()))
@@ -297,7 +310,8 @@ class _Rescans:
 
     def step(self) -> None:
         if self._task is None:
-            if self._clock() - self._last >= self._every:
+            if self._watcher.events_lost or self._clock() - self._last >= self._every:
+                self._watcher.events_lost = False
                 self._task = asyncio.create_task(self._watcher.rescan())
         elif self._task.done():
             changed, gone = self._task.result()

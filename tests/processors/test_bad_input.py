@@ -99,7 +99,7 @@ def test_a_refusal_keeps_its_code_whatever_its_message_says() -> None:
 
 def test_the_codes_are_the_metric_labels_dashboards_and_alerts_use() -> None:
     assert set(REJECTION_CODES) == {
-        "binary", "limit", "empty", "outside", "symlink", "special", "unreadable", "vanished", "parse",
+        "binary", "limit", "empty", "outside", "symlink", "special", "unreadable", "vanished", "bad_name", "parse",
         "damaged", "row_missing",
     }  # fmt: skip
     assert set(WARNING_CODES) == {"decode", "front_matter", "no_stamp", "arxiv_id", "many_ids"}

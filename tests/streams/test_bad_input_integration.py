@@ -66,6 +66,13 @@ CASES = [
     Case("symlink-out", f"inbox/jay/{STAMP}-leak.md", "rejected", "symlink", "is a symlink", "watcher"),
     Case("symlink-in", f"inbox/jay/{STAMP}-alias.md", "rejected", "symlink", "is a symlink", "watcher"),
     Case("fifo", f"inbox/jay/{STAMP}-pipe.md", "rejected", "special", "not a regular file", "watcher"),
+    # Names that are not UTF-8, shown escaped; a plain backslashreplace would give the two one name.
+    Case(
+        "bad-name", f"inbox/jay/{STAMP}-\\xff\\xfe.md", "rejected", "bad_name", "not valid UTF-8", "watcher"
+    ),
+    Case(
+        "bad-name-twin", f"inbox/jay/{STAMP}-\\\\xff\\xfe.md", "rejected", "bad_name", "rename it", "watcher"
+    ),
     Case("yaml-malformed", f"inbox/spark/{STAMP}-malformed.md", "warned", "front_matter", "not valid YAML"),
     Case("yaml-python-tag", f"inbox/spark/{STAMP}-pytag.md", "warned", "front_matter", "not valid YAML"),
     Case("yaml-billion-laughs", f"inbox/spark/{STAMP}-laughs.md", "warned", "front_matter", "expands past"),
@@ -112,6 +119,9 @@ def make_files(root: Path, outside: Path) -> None:
     os.symlink(outside / "secret.md", root / BY_ID["symlink-out"].path)
     os.symlink(root / BY_ID["plain-note"].path, root / BY_ID["symlink-in"].path)
     os.mkfifo(root / BY_ID["fifo"].path)
+    for name in (b"\xff\xfe", b"\\xff\xfe"):
+        path = os.fsencode(root) + f"/inbox/jay/{STAMP}-".encode() + name + b".md"
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY))
     write(root, BY_ID["yaml-malformed"].path, "---\ntitle: [unclosed\n---\n# vLLM 推理 malformed\nbody\n")
     write(
         root,

@@ -176,7 +176,7 @@ def test_the_walk_lists_links_and_special_files_but_never_enters_a_linked_folder
     (jay / ".a.md.swp").write_bytes(NOTE)
     os.symlink(tmp_path / "outside", jay / "elsewhere")
     os.mkfifo(jay / "pipe.md")
-    rels = [e.rel for e in walk(root, "inbox")]
+    rels = sorted(e.rel for e in walk(root, "inbox"))
     assert rels == ["inbox/jay/a.md", "inbox/jay/elsewhere", "inbox/jay/pipe.md", "inbox/jay/sub/b.md"]
     assert list(walk(root, "paper_cards")) == []  # not there: nothing
 
@@ -314,3 +314,18 @@ def test_the_reader_is_the_one_module_that_opens_files_under_the_root() -> None:
     for module in ("watcher.py", "backfill.py"):
         text = (streams / module).read_text(encoding="utf-8")
         assert "read_bytes(" not in text and "open(" not in text and "is_file(" not in text, module
+
+
+def test_a_name_that_is_not_utf8_is_listed_escaped_and_refused_unread(root: Path) -> None:
+    base = os.fsencode(root)
+    os.close(os.open(base + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
+    os.mkdir(base + b"/inbox/tom\xe9")  # a folder: listed as one entry, not entered
+    (root / "inbox/jay/2026-12-07-\\xfe.md").write_bytes(NOTE)  # a valid name that looks like an escape
+    rels = sorted(e.rel for e in walk(root, "inbox"))
+    assert rels == ["inbox/jay/2026-12-07-\\xfe.md", "inbox/jay/2026-12-07-\\xff.md", "inbox/tom\\xe9"]
+    for rel in rels[1:]:
+        read = read_file(root, rel, 1024)
+        assert isinstance(read, Refused) and read.reason == "bad_name", read
+        assert root_files.lstat(root, rel) is not None  # the rescans see it unchanged, not gone
+    read = read_file(root, rels[0], 1024)
+    assert isinstance(read, Regular) and read.data == NOTE

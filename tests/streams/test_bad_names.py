@@ -1,0 +1,134 @@
+"""Files whose names are not valid UTF-8, on the real broker: the watcher's one-shot scan and `predigest backfill`
+refuse each one under its escaped name (a WARNING, a metric, a refusal the briefing lists) and send the others."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from processors.models import RawFile
+from processors.raw_record import read_raw
+from streams import kafka_io
+from streams.backfill import backfill
+from streams.settings import Settings
+from streams.watcher import publish_root
+from tests.support import read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+NOTE = "inbox/jay/2026-12-07-note.md"
+# Escaped as a reader sees them; the second is what a plain backslashreplace would make of the first as well.
+BAD = {
+    b"inbox/jay/2026-12-07-\xff\xfe.md": "inbox/jay/2026-12-07-\\xff\\xfe.md",
+    b"inbox/jay/2026-12-07-\\xff\xfe.md": "inbox/jay/2026-12-07-\\\\xff\\xfe.md",
+    b"inbox/tom\xe9": "inbox/tom\\xe9",  # a folder: refused as one, its files not read
+}
+
+
+def _make_root(root: Path) -> None:
+    (root / "inbox/jay").mkdir(parents=True)
+    (root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+    base = os.fsencode(root)
+    for name in BAD:
+        if name.endswith(b"\xe9"):
+            os.mkdir(base + b"/" + name)
+            name += b"/2026-12-07-inside.md"
+        fd = os.open(base + b"/" + name, os.O_CREAT | os.O_WRONLY)
+        os.write(fd, b"# vLLM secret-of-a-bad-name\n")
+        os.close(fd)
+
+
+async def _raw(settings: Settings) -> dict[str, list[RawFile]]:
+    found: dict[str, list[RawFile]] = {}
+    for key, value in await read_topic(settings, "raw"):
+        raw = read_raw(value)
+        assert key == raw.path.encode()  # keyed by the escaped name: a partition and a state row of its own
+        found.setdefault(raw.path, []).append(raw)
+    return found
+
+
+def _assert_refused(found: dict[str, list[RawFile]], caplog: pytest.LogCaptureFixture) -> None:
+    assert sorted(found) == sorted([NOTE, *BAD.values()])
+    assert found[NOTE][0].content == "# vLLM 推理\n".encode()
+    for rel in BAD.values():
+        [raw] = found[rel]
+        assert (raw.content, raw.refused_code) == (b"", "bad_name")
+        assert "not valid UTF-8" in (raw.refused or "") and "rename it" in (raw.refused or "")
+        [line] = [r for r in caplog.records if r.levelno == logging.WARNING and rel in r.getMessage()]
+        assert "rename it" in line.getMessage()
+
+
+async def test_the_watcher_s_scan_refuses_a_name_that_is_not_utf8_once_and_publishes_the_rest(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = make_settings()
+    _make_root(settings.root)
+    caplog.set_level(logging.INFO)
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 1 + len(BAD)
+    _assert_refused(await _raw(settings), caplog)
+    # Not sent again by the next scan; renamed, its refusal is deleted and the file published under its new name.
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
+    base = os.fsencode(settings.root)
+    os.rename(base + b"/inbox/jay/2026-12-07-\xff\xfe.md", base + b"/inbox/jay/2026-12-07-renamed.md")
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 2
+    found = await _raw(settings)
+    assert found["inbox/jay/2026-12-07-\\xff\\xfe.md"][-1].deleted
+    assert found["inbox/jay/2026-12-07-renamed.md"][0].content == b"# vLLM secret-of-a-bad-name\n"
+
+
+async def test_the_backfill_refuses_a_name_that_is_not_utf8_and_the_watcher_does_not_send_it_again(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = make_settings()
+    _make_root(settings.root)
+    caplog.set_level(logging.INFO)
+    report = await backfill(settings)
+    assert (report.files, report.published, report.refused) == (1 + len(BAD), 1, len(BAD))
+    _assert_refused(await _raw(settings), caplog)
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
+    assert (await backfill(settings)).published == 0
+
+
+async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_goes_on_watching(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    # watchfiles cannot name such a file: its watch ended, and every later note waited for the hourly rescan.
+    settings = make_settings(rescan_seconds=3600.0)
+    (settings.root / "inbox/jay").mkdir(parents=True)
+    await kafka_io.ensure_topics(settings)
+    caplog.set_level(logging.INFO)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    try:
+        await asyncio.sleep(2.0)  # its start-up scan of an empty root
+        fd = os.open(
+            os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
+        )
+        os.close(fd)
+        await asyncio.sleep(2.0)
+        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        deadline = time.monotonic() + 30
+        while not {NOTE, "inbox/jay/2026-12-07-\\xff\\xfe.md"} <= set(found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(3.0)  # another event after the lost batch is still seen
+        (settings.root / "inbox/jay/2026-12-07-later.md").write_text("# later\n", encoding="utf-8")
+        deadline = time.monotonic() + 30
+        while "inbox/jay/2026-12-07-later.md" not in (found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        await watching
+    [raw] = found["inbox/jay/2026-12-07-\\xff\\xfe.md"]
+    assert raw.refused_code == "bad_name"
+    assert any(
+        "2026-12-07-\\xff\\xfe.md: it has a name that is not valid UTF-8" in r.getMessage()
+        for r in caplog.records
+    )
