@@ -56,7 +56,9 @@ def _timed_out(item: pytest.Item, call: pytest.CallInfo[None]) -> float | None:
     failed, marker = call.excinfo, item.get_closest_marker("timeout")
     if failed is None or not failed.errisinstance(RuntimeError) or str(failed.value) != "Query interrupted":
         return None
-    timeout = float(marker.args[0] if marker and marker.args else item.config.getini("timeout") or 0)
+    # pytest-timeout's order: the marker, then `--timeout` on the command line, then the ini.
+    given = item.config.getoption("timeout", None) or item.config.getini("timeout")
+    timeout = float(marker.args[0] if marker and marker.args else given or 0)
     ran = call.stop - item.stash.get(_STARTED, call.start)
     return timeout if 0 < timeout <= ran + 0.5 else None
 
