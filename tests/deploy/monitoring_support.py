@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,11 +13,23 @@ from tests.deploy.tools import DEPLOY
 
 PROM = DEPLOY / "prometheus"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "predigest.json"
+# What in PromQL is not a series name: label matchers, ranges, strings, and the label lists of by/on/….
+_NOT_NAMES = re.compile(
+    r'\{[^}]*\}|\[[^\]]*\]|"[^"]*"|\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)'
+)
+_IDENTIFIER = re.compile(r"\b[A-Za-z_:][A-Za-z0-9_:]*\b(?!\s*\()")  # a name not followed by "(": no function
+# Keywords that a "(" need not follow (names followed by one, functions and by (…), on (…), are not matched).
+_KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right"}
 
 
 def alert_rules() -> list[dict[str, Any]]:
     groups = yaml.safe_load((PROM / "alerts.yml").read_text())["groups"]
     return [rule for group in groups for rule in group["rules"]]
+
+
+def metric_names(expr: str) -> set[str]:
+    """The series names a PromQL expression reads (`up` and `process_*` too, not only `predigest_*`)."""
+    return set(_IDENTIFIER.findall(_NOT_NAMES.sub(" ", expr))) - _KEYWORDS
 
 
 def dashboard() -> dict[str, Any]:

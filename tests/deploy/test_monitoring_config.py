@@ -21,6 +21,7 @@ from tests.deploy.monitoring_support import (
     dashboard_panels,
     dashboard_queries,
     dashboard_variables,
+    metric_names,
 )
 from tests.deploy.tools import DEPLOY, ensure_promtool
 
@@ -219,3 +220,35 @@ def test_the_watcher_ledger_s_refused_writes_have_a_panel_beside_the_duckdb_writ
     assert ledger["gridPos"]["y"] == duckdb_writes["gridPos"]["y"]
     assert "PredigestLedgerWriteFailing" in ledger["description"]
     assert not [p["title"] for p in panels if p is not ledger and _overlap(p["gridPos"], ledger["gridPos"])]
+
+
+def _alerts_by_metric() -> dict[str, set[str]]:
+    watched: dict[str, set[str]] = {}
+    for rule in alert_rules():
+        for name in metric_names(rule["expr"]):
+            watched.setdefault(name, set()).add(rule["alert"])
+    return watched
+
+
+def test_metric_names_are_read_from_promql_as_prometheus_reads_them() -> None:
+    expr = (
+        'sum by (instance) (increase(predigest_state_memory_retries_total{job=~"$job"}[1h])) > 0\n'
+        "or sum by (instance) (predigest_x_total and on (job, instance) (time() - process_start_time_seconds < 60))"
+    )
+    assert metric_names(expr) == {
+        "predigest_state_memory_retries_total",
+        "predigest_x_total",
+        "process_start_time_seconds",
+    }
+    assert metric_names('up{job="predigest-watcher"} == 0') == {"up"}
+
+
+def test_every_metric_an_alert_watches_has_a_panel() -> None:
+    # Before: the watcher's heartbeat, stored notes unreadable, the state's memory retries and refusals,
+    # briefings failing and process start times reached alerts and no panel.
+    watched = _alerts_by_metric()
+    assert {"up", "predigest_watcher_loop_heartbeat_timestamp_seconds", "predigest_ready"} <= set(watched)
+    shown = {
+        name for p in dashboard_panels() for t in p.get("targets", []) for name in metric_names(t["expr"])
+    }
+    assert {name: sorted(alerts) for name, alerts in watched.items() if name not in shown} == {}
