@@ -252,3 +252,17 @@ def test_every_metric_an_alert_watches_has_a_panel() -> None:
         name for p in dashboard_panels() for t in p.get("targets", []) for name in metric_names(t["expr"])
     }
     assert {name: sorted(alerts) for name, alerts in watched.items() if name not in shown} == {}
+
+
+def test_each_alert_is_named_beside_its_metric_and_no_panel_hides_another() -> None:
+    # An operator paged by an alert finds its panel by its name, with what to do in the description.
+    panels = [p for p in dashboard_panels() if p["type"] != "row"]
+    for rule in alert_rules():
+        # The start time only tells whether a process started within the window: the panel is the counter's.
+        watched = metric_names(rule["expr"]) - {"process_start_time_seconds"}
+        showing = [p for p in panels if any(watched & metric_names(t["expr"]) for t in p["targets"])]
+        assert [p for p in showing if rule["alert"] in p["description"]], rule["alert"]
+    everything = list(dashboard_panels())
+    for i, a in enumerate(everything):
+        for b in everything[i + 1 :]:
+            assert not _overlap(a["gridPos"], b["gridPos"]), (a["title"], b["title"])
