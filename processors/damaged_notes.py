@@ -20,11 +20,11 @@ from processors.reasons import RejectionCode
 from processors.sources import SourceListing
 from processors.window_scan import Scan, cites_later
 
-# Why a living document stored but not read back places nothing, by its rejection code (processors.reasons).
-_UNPLACED: Mapping[RejectionCode, UnplacedReason] = {
-    "damaged": "living_document_damaged",
-    "row_missing": "living_document_row_missing",
-}
+# Why a living document stored but not read back places nothing, whatever its rejection code: a worker of the
+# release before reads the increments of every briefing recorded for its axis (`earlier_briefings`) and refuses a
+# code it does not know, so after a rollback a new one would fail each of that axis's briefings. The Markdown
+# tells a missing row from a damaged body by the living document's rejected entry (`render_markdown`).
+_UNPLACED: UnplacedReason = "living_document_damaged"
 
 
 def regroup(
@@ -155,10 +155,8 @@ def take_places(
 
 def unplaced_past_damage(increments: list[Increment], unread: RejectionCode | None) -> list[Increment]:
     """The increments, those with no living document to place them in saying why when it is stored but `unread`
-    (its rejection code): the operator's fix is not the one for a living document never sent, and a rebuild
-    restores a missing row where it keeps a damaged body."""
-    reason = None if unread is None else _UNPLACED.get(unread)
-    if reason is None:
+    (its rejection code): the operator's fix is not the one for a living document never sent."""
+    if unread is None:
         return increments
-    why = {"unplaced_reason": reason}
+    why = {"unplaced_reason": _UNPLACED}
     return [i.model_copy(update=why) if i.unplaced_reason == "no_living_document" else i for i in increments]

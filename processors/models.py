@@ -233,7 +233,8 @@ class SectionSuggestion(Frozen):
 
 
 # Why an increment has no suggested section: no section of the living document fits it, there is none, or it
-# is stored but does not read back (damaged).
+# is stored but does not read back (damaged, or a row of it missing: its rejected entry's code tells them apart).
+# `living_document_row_missing` is read, never written: an earlier release refuses it (processors.damaged_notes).
 UnplacedReason = Literal[
     "no_section_fits", "no_living_document", "living_document_damaged", "living_document_row_missing"
 ]

@@ -157,6 +157,13 @@ class _View:
             tail += t["sep"] + t["rel_figures"].format(figures=" / ".join(inc.highlights))
         return f"{self.living} " + t["semi"].join(parts) + t["semi"] + tail
 
+    def unplaced(self, inc: Increment) -> str:
+        """Why 二 suggests no section: a living document stored but not read back said by its rejected code."""
+        reason = inc.unplaced_reason or "tbd"
+        if reason == "living_document_damaged" and self.unread is not None:
+            return self.t[f"living_document_{self.unread}"]
+        return self.t[reason]
+
     @property
     def living_said(self) -> str:
         """The living document as the summary line and 二 name it: saying so when it does not read back."""
@@ -313,6 +320,7 @@ def markdown_pieces(b: Briefing, *, lang: Lang = "zh", zone: ZoneInfo) -> Iterat
         source_list=lines.items(),
         increment_heading=view.increment_heading,
         relation=view.relation,
+        unplaced=view.unplaced,
         named=view.named,
         join_labels=lambda labels: join_labels(labels, lang),
     )

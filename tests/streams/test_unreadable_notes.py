@@ -313,8 +313,10 @@ async def test_a_living_document_missing_a_row_is_said_so_with_the_rebuild_that_
     [line] = [r.getMessage() for r in caplog.records if "without its living document" in r.getMessage()]
     assert "a row of it is missing from the state" in line and "`predigest rebuild` restores it" in line
     assert "keeps the damaged copy" not in line
-    # Where its sections would be, the briefing says the same, not "damaged" (an edit's fix, not a rebuild's).
-    assert [i.unplaced_reason for i in b.increments] == ["living_document_row_missing"]
+    # Where its sections would be, the briefing says the same, not "damaged" (an edit's fix, not a rebuild's);
+    # its JSON keeps a code the release before reads in every recorded briefing of the axis (`earlier_briefings`):
+    # a new one failed each of that axis's briefings after a rollback. Its rejected entry tells the two apart.
+    assert [i.unplaced_reason for i in b.increments] == ["living_document_damaged"]
     for lang, said in LIVING_ROW_MISSING.items():
         markdown = render_markdown(b, lang=lang, zone=SH)
         assert all(text in markdown for text in said), markdown
