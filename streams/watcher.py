@@ -277,11 +277,12 @@ class Watcher:
                 async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
                     self._changed(changes)
             except* WatchfilesRustInternalError as lost:
-                # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: a rescan finds what
-                # they named (that file refused under its escaped name), and the watch starts again.
+                # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: the watch starts
+                # again, then a rescan finds what they named (that file refused under its escaped name) and
+                # what changed while no watch ran (the new one is up before this task yields to the rescans).
                 log.warning("file events lost, rescanning: %s", lost.exceptions[0])
-                self.events_lost = True
                 await asyncio.sleep(1.0)
+                self.events_lost = True
 
     def _changed(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         for _change, name in changes:

@@ -132,3 +132,31 @@ async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_g
         "2026-12-07-\\xff\\xfe.md: it has a name that is not valid UTF-8" in r.getMessage()
         for r in caplog.records
     )
+
+
+async def test_a_note_written_while_the_watch_restarts_is_found_by_the_rescan_not_an_hour_later(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The rescan ran at once, during the second the watch was down: a note written after it waited for the next one.
+    settings = make_settings(rescan_seconds=3600.0)
+    (settings.root / "inbox/jay").mkdir(parents=True)
+    await kafka_io.ensure_topics(settings)
+    caplog.set_level(logging.INFO)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    try:
+        await asyncio.sleep(2.0)
+        os.close(os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
+        deadline = time.monotonic() + 30
+        while not any("file events lost" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the watch is not back yet
+        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        deadline = time.monotonic() + 20
+        while NOTE not in (found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        await watching
