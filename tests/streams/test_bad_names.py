@@ -146,7 +146,8 @@ async def test_a_note_written_while_the_watch_restarts_is_found_by_the_rescan_no
     watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     try:
         await asyncio.sleep(2.0)
-        os.close(os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
+        bad = os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md"
+        os.close(os.open(bad, os.O_CREAT | os.O_WRONLY))
         deadline = time.monotonic() + 30
         while not any("file events lost" in r.getMessage() for r in caplog.records):
             assert time.monotonic() < deadline
