@@ -39,6 +39,7 @@ from streams.tree_listing import Changes, TreeListing
 
 log = logging.getLogger(__name__)
 
+WATCH_PAUSE_MAX = 60.0  # the longest wait before watching again after watchfiles gave up on a name
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
 BATCH_FILES = 500  # files read and sent per pass: a new note waits behind one pass at most
 
@@ -272,7 +273,9 @@ class Watcher:
 
     async def _watch(self, stop: asyncio.Event) -> None:
         # The root itself is watched, so folders created later (or renamed) are seen without a restart.
+        pause = 0.5
         while not stop.is_set():
+            began = self._clock.monotonic()
             try:
                 async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
                     self._changed(changes)
@@ -280,8 +283,17 @@ class Watcher:
                 # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: the watch starts
                 # again, then a rescan finds what they named (that file refused under its escaped name) and
                 # what changed while no watch ran (the new one is up before this task yields to the rescans).
-                log.warning("file events lost, rescanning: %s", lost.exceptions[0])
-                await asyncio.sleep(1.0)
+                # Such a file written on and on ends each new watch at once: wait twice as long each time
+                # (each start walks the whole root), up to a minute.
+                if self._clock.monotonic() - began > WATCH_PAUSE_MAX:
+                    pause = 0.5  # the last watch lived: this is a new name, not the same one again
+                pause = min(pause * 2, WATCH_PAUSE_MAX)
+                log.warning(
+                    "file events lost, rescanning once the watch is back in %.0f s: %s",
+                    pause,
+                    lost.exceptions[0],
+                )
+                await asyncio.sleep(pause)
                 self.events_lost = True
 
     def _changed(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
