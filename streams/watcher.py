@@ -152,10 +152,10 @@ class Watcher:
         await self.rescan()
         return await self.settle()
 
-    async def rescan(self) -> tuple[int, int]:
+    async def rescan(self, full: bool = False) -> tuple[int, int]:
         """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
         began = self._clock.monotonic()
-        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats())
+        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats(), full)
         kind = "full" if found.full else "changed_folders"
         self._metrics.watcher_rescan.labels(kind).observe(self._clock.monotonic() - began)
         self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
@@ -170,10 +170,10 @@ class Watcher:
         self._beat()
         return len(changed), len(gone)
 
-    def _list(self, known: dict[str, Stat]) -> tuple[Changes, float]:
+    def _list(self, known: dict[str, Stat], full: bool) -> tuple[Changes, float]:
         """In a thread: what changed against `known`, and the CPU time it took."""
         began = time.thread_time()
-        found = self._tree.changes(known)
+        found = self._tree.changes(known, full)
         return found, time.thread_time() - began
 
     async def drain(self) -> int:
@@ -324,8 +324,9 @@ class _Rescans:
     def step(self) -> None:
         if self._task is None:
             if self._watcher.events_lost or self._clock() - self._last >= self._every:
-                self._watcher.events_lost = False
-                self._task = asyncio.create_task(self._watcher.rescan())
+                # A lost batch may hold edits in place, which leave their folder's mtime as it was: a full one.
+                full, self._watcher.events_lost = self._watcher.events_lost, False
+                self._task = asyncio.create_task(self._watcher.rescan(full))
         elif self._task.done():
             changed, gone = self._task.result()
             if changed or gone:

@@ -191,3 +191,40 @@ async def test_a_bad_name_written_on_and_on_restarts_the_watch_less_and_less_oft
         await watching
     lost = [r for r in caplog.records if "file events lost" in r.getMessage()]
     assert 1 <= len(lost) <= 5, len(lost)  # 11 when it waited 1 s each time
+
+
+async def test_a_note_edited_in_place_in_the_lost_batch_is_sent_by_the_rescan_that_follows(
+    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    # An edit in place leaves its folder's mtime as it was: a rescan of the changed folders only did not see it,
+    # and it waited for the tenth rescan, a full one (ten minutes by default).
+    settings = make_settings(rescan_seconds=3600.0)
+    (settings.root / "inbox/tom").mkdir(parents=True)
+    _make_note(settings.root)
+    await kafka_io.ensure_topics(settings)
+    caplog.set_level(logging.INFO)
+    await asyncio.sleep(2.5)  # the folders' listings are trusted as they are
+    stop = asyncio.Event()
+    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    try:
+        deadline = time.monotonic() + 30
+        while NOTE not in (found := await _raw(settings)):
+            assert time.monotonic() < deadline, sorted(found)
+            await asyncio.sleep(0.5)
+        os.close(os.open(os.fsencode(settings.root) + b"/inbox/tom/\xff.md", os.O_CREAT | os.O_WRONLY))
+        fd = os.open(settings.root / NOTE, os.O_WRONLY | os.O_APPEND)  # in place: the folder mtime as it was
+        os.write(fd, b"more\n")
+        os.close(fd)
+        deadline = time.monotonic() + 30
+        while len((found := await _raw(settings)).get(NOTE, [])) < 2:
+            assert time.monotonic() < deadline, found[NOTE]
+            await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        await watching
+    assert found[NOTE][-1].content == "# vLLM 推理\nmore\n".encode()
+
+
+def _make_note(root: Path) -> None:
+    (root / "inbox/jay").mkdir(parents=True)
+    (root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
