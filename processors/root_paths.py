@@ -61,15 +61,17 @@ def text_rel(rel: str) -> str:
 
 def escaped_bytes(rel: str) -> bytes | None:
     """The file system's bytes of a path `text_rel` escaped; None when `rel` is no such escape."""
-    if "\\" not in rel or "\\" in _ESCAPE.sub("", rel):
+    # text_rel escapes the last part alone: the folders before it are valid names, taken as they are written.
+    folder, _, last = rel.rpartition("/")
+    if "\\" not in last or "\\" in _ESCAPE.sub("", last):
         return None  # no backslash, or one that is no escape of ours: a name written that way
     # Each escaped byte back as the surrogate os.fsencode turns into that byte.
-    name = _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(0xDC00 + int(m[1][1:], 16)), rel)
+    name = _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(0xDC00 + int(m[1][1:], 16)), last)
     raw = name.encode("utf-8", "surrogateescape")
     try:
         raw.decode()
     except UnicodeDecodeError:
-        return raw
+        return f"{folder}/".encode("utf-8", "surrogateescape") + raw if folder else raw
     return None  # its bytes are UTF-8: a valid name written with backslashes, never one of ours
 
 

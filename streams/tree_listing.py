@@ -51,9 +51,10 @@ class TreeListing:
         self._folders: dict[str, _Folder] = {}
         self._rescans = 0
 
-    def changes(self, known: Mapping[str, Stat]) -> Changes:
-        """The paths whose lstat differs from `known` (the ledger's), and the known paths gone (in a thread)."""
-        full = self._rescans % self._full_every == 0
+    def changes(self, known: Mapping[str, Stat], full: bool = False) -> Changes:
+        """The paths whose lstat differs from `known` (the ledger's), and the known paths gone (in a thread);
+        `full`: every file stat'ed, not only those of changed folders (also every `full_every`-th time)."""
+        full = full or self._rescans % self._full_every == 0
         self._rescans += 1
         listing, cached, listed = self._list(full)
         changed, gone = changed_paths(listing, known)

@@ -39,6 +39,7 @@ from streams.tree_listing import Changes, TreeListing
 
 log = logging.getLogger(__name__)
 
+WATCH_PAUSE_MAX = 60.0  # the longest wait before watching again after watchfiles gave up on a name
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
 BATCH_FILES = 500  # files read and sent per pass: a new note waits behind one pass at most
 
@@ -151,10 +152,10 @@ class Watcher:
         await self.rescan()
         return await self.settle()
 
-    async def rescan(self) -> tuple[int, int]:
+    async def rescan(self, full: bool = False) -> tuple[int, int]:
         """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
         began = self._clock.monotonic()
-        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats())
+        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats(), full)
         kind = "full" if found.full else "changed_folders"
         self._metrics.watcher_rescan.labels(kind).observe(self._clock.monotonic() - began)
         self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
@@ -169,10 +170,10 @@ class Watcher:
         self._beat()
         return len(changed), len(gone)
 
-    def _list(self, known: dict[str, Stat]) -> tuple[Changes, float]:
+    def _list(self, known: dict[str, Stat], full: bool) -> tuple[Changes, float]:
         """In a thread: what changed against `known`, and the CPU time it took."""
         began = time.thread_time()
-        found = self._tree.changes(known)
+        found = self._tree.changes(known, full)
         return found, time.thread_time() - began
 
     async def drain(self) -> int:
@@ -272,16 +273,28 @@ class Watcher:
 
     async def _watch(self, stop: asyncio.Event) -> None:
         # The root itself is watched, so folders created later (or renamed) are seen without a restart.
+        pause = 0.5
         while not stop.is_set():
+            began = self._clock.monotonic()
             try:
                 async for changes in watchfiles.awatch(self._root, stop_event=stop, debounce=200, step=50):
                     self._changed(changes)
             except* WatchfilesRustInternalError as lost:
-                # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: a rescan finds what
-                # they named (that file refused under its escaped name), and the watch starts again.
-                log.warning("file events lost, rescanning: %s", lost.exceptions[0])
+                # A name that is not UTF-8 ends watchfiles' watch, its batch of events lost: the watch starts
+                # again, then a rescan finds what they named (that file refused under its escaped name) and
+                # what changed while no watch ran (the new one is up before this task yields to the rescans).
+                # Such a file written on and on ends each new watch at once: wait twice as long each time
+                # (each start walks the whole root), up to a minute.
+                if self._clock.monotonic() - began > WATCH_PAUSE_MAX:
+                    pause = 0.5  # the last watch lived: this is a new name, not the same one again
+                pause = min(pause * 2, WATCH_PAUSE_MAX)
+                log.warning(
+                    "file events lost, rescanning once the watch is back in %.0f s: %s",
+                    pause,
+                    lost.exceptions[0],
+                )
+                await asyncio.sleep(pause)
                 self.events_lost = True
-                await asyncio.sleep(1.0)
 
     def _changed(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         for _change, name in changes:
@@ -311,8 +324,9 @@ class _Rescans:
     def step(self) -> None:
         if self._task is None:
             if self._watcher.events_lost or self._clock() - self._last >= self._every:
-                self._watcher.events_lost = False
-                self._task = asyncio.create_task(self._watcher.rescan())
+                # A lost batch may hold edits in place, which leave their folder's mtime as it was: a full one.
+                full, self._watcher.events_lost = self._watcher.events_lost, False
+                self._task = asyncio.create_task(self._watcher.rescan(full))
         elif self._task.done():
             changed, gone = self._task.result()
             if changed or gone:

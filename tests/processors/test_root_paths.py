@@ -68,3 +68,17 @@ def test_a_utf8_name_is_itself_even_with_backslashes(rel: str) -> None:
 
 def test_an_escape_of_bytes_that_are_utf8_together_names_no_bad_file() -> None:
     assert escaped_bytes("inbox/jay/a\\xc3\\xa9.md") is None  # "é": a valid name written with backslashes
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        b"inbox/C:\\jay/2026-12-07-\xff.md",  # a valid folder name with a backslash on the way
+        b"inbox/x\\xe9/2026-12-07-\xff.md",  # … one that looks like an escape
+        b"inbox/a\\\\b/2026-12-07-\xff.md",  # … one with a doubled backslash
+    ],
+)
+def test_the_folders_on_the_way_to_a_bad_name_are_taken_as_they_are_written(name: bytes) -> None:
+    shown = text_rel(name.decode("utf-8", "surrogateescape"))
+    assert shown.endswith("/2026-12-07-\\xff.md")
+    assert escaped_bytes(shown) == name  # the file itself, not a miss (read as vanished at every rescan)

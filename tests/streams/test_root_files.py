@@ -329,3 +329,14 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_refused_unread(root: Path
         assert root_files.lstat(root, rel) is not None  # the rescans see it unchanged, not gone
     read = read_file(root, rels[0], 1024)
     assert isinstance(read, Regular) and read.data == NOTE
+
+
+def test_a_bad_name_under_a_folder_named_with_a_backslash_is_refused_not_missing(root: Path) -> None:
+    (root / "inbox/C:\\jay").mkdir()
+    os.close(os.open(os.fsencode(root) + b"/inbox/C:\\jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
+    [entry] = walk(root, "inbox/C:\\jay")
+    assert entry.rel == "inbox/C:\\jay/2026-12-07-\\xff.md"
+    read = read_file(root, entry.rel, 1024)
+    # It was Missing: "vanished" at every rescan, and never in the briefing.
+    assert isinstance(read, Refused) and read.reason == "bad_name", read
+    assert root_files.lstat(root, entry.rel) == (entry.size, entry.mtime)

@@ -43,11 +43,11 @@ async def test_a_new_note_is_published_within_the_quiet_period_while_a_rescan_is
     listing, release = threading.Event(), threading.Event()
     real = TreeListing.changes
 
-    def slow(self: TreeListing, known: Mapping[str, Stat]) -> Changes:
+    def slow(self: TreeListing, known: Mapping[str, Stat], full: bool = False) -> Changes:
         if self._rescans > 0:  # the startup scan goes through; every rescan after it takes "100 s"
             listing.set()
             release.wait(30)
-        return real(self, known)
+        return real(self, known, full)
 
     monkeypatch.setattr(TreeListing, "changes", slow)
     producer, ledger = FakeProducer(), Ledger(s.ledger_file)
