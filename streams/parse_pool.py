@@ -279,8 +279,8 @@ class ParsePool:
         try:
             while pending:
                 done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
-                now = self._clock.monotonic()
-                for pid, about, index in progress.read():
+                now, said = self._clock.monotonic(), progress.read()
+                for pid, about, index in said:
                     if about == token and started.get(pid, (-1, now))[0] != index:
                         started[pid] = (index, now)  # since first seen on it
                 broken = False
@@ -295,11 +295,10 @@ class ParsePool:
                 running = {i: since for i, since in started.values() if i not in attempt.routed}
                 attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
                 if broken or attempt.hung:
-                    # What was in progress elsewhere is parsed again; unannounced notes are suspects only when a
-                    # process died before saying what it was on.
+                    # The notes in progress when a process died are its suspects (none said: `_unannounced`).
                     if broken and not attempt.hung:
                         unfinished = {i for i in todo if i not in attempt.routed}
-                        attempt.suspects = set(running) or unfinished
+                        attempt.suspects = set(running) or _unannounced(unfinished, said, token)
                     log.warning(
                         "a parse process %s; the rest of its batch goes to a fresh pool", _what(broken)
                     )
@@ -366,6 +365,12 @@ def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
         for process in list((pool._processes or {}).values()):  # no public way before Python 3.14
             process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _unannounced(unfinished: set[int], said: list[tuple[int, int, int]], token: int) -> set[int]:
+    """The suspects of an attempt none of whose notes was in progress when a process died: none when the board shows
+    a process on another batch's note (the killer's, or an idle process's), else all, one died before saying any."""
+    return set() if any(about not in (0, token) for _, about, _ in said) else unfinished
 
 
 def _unheeded(chunk: asyncio.Future[list[Routed]]) -> None:
