@@ -17,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing import connection
 from multiprocessing.context import SpawnContext, SpawnProcess
 from multiprocessing.sharedctypes import Synchronized
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -292,6 +293,7 @@ class ParsePool:
                         attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
                     except BrokenProcessPool:
                         broken = True
+                broken = broken or _lost(pool)
                 running = {i: since for i, since in started.values() if i not in attempt.routed}
                 attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
                 if broken or attempt.hung:
@@ -364,7 +366,18 @@ def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
     if kill:
         for process in list((pool._processes or {}).values()):  # no public way before Python 3.14
             process.kill()
+        if pool._result_queue is not None:
+            # The pool's thread may be reading what a dead process had half sent (`_lost`), waiting for the rest
+            # forever, and the interpreter's exit with it. Our end closed, the processes' ends close as they die.
+            pool._result_queue._writer.close()  # type: ignore[attr-defined]
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _lost(pool: ProcessPoolExecutor) -> bool:
+    """Whether a process of `pool` ended (or the pool was shut): the pool's thread never says so when the process
+    died as it sent a result (the OOM killer, as it pickles), stuck reading the rest; its chunks never ended."""
+    processes = pool._processes
+    return processes is None or bool(connection.wait([p.sentinel for p in processes.values()], timeout=0))
 
 
 def _unannounced(unfinished: set[int], said: list[tuple[int, int, int]], token: int) -> set[int]:

@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
+from multiprocessing import connection
 from pathlib import Path
 
 import pytest
@@ -405,6 +406,62 @@ def _running(pids: Sequence[int]) -> list[int]:
         if state != "Z":
             out.append(pid)
     return out
+
+
+def _dies_sending_its_result_once(
+    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """The first process to route the poisoned note dies halfway through sending its chunk's result (a SIGKILL
+    then: the OOM killer's, an operator's), holding the lock the other processes send theirs under."""
+    if any(offset == POISON for _, offset in values) and not (folder / "died").exists():
+        (folder / "died").touch()
+        send = connection.Connection._send  # type: ignore[attr-defined]  # the stdlib writes through it
+
+        def halfway(
+            self: connection.Connection, buf: bytes, write: Callable[[int, bytes], int] = os.write
+        ) -> None:
+            if len(buf) > 4:  # past the length: the reader waits for the rest
+                send(self, buf[: len(buf) // 2])
+                os._exit(1)
+            send(self, buf)
+
+        connection.Connection._send = halfway  # type: ignore[attr-defined]
+    return route_values(values, params, seen_at)
+
+
+def test_a_parse_process_dying_as_it_sends_a_result_costs_no_note_and_no_stuck_exit(tmp_path: Path) -> None:
+    # The pool's own thread, reading the half-sent result, waited for the rest forever: it never said the
+    # process died. The notes in progress were rejected as hung after note_seconds (the one the process died
+    # after, innocent, and the other process's, waiting to send), a batch with none in progress waited forever,
+    # and the worker's exit waited for that thread (at a stop: its hard exit, 15 s later).
+    script = (
+        "import asyncio, sys\n"
+        "from functools import partial\n"
+        "from pathlib import Path\n"
+        "from streams.parse_pool import ParsePool\n"
+        "from streams.pipeline import route_params\n"
+        "from streams.settings import Settings\n"
+        "from tests.streams.test_parse_pool import NOW, _dies_sending_its_result_once, _value\n"
+        "async def main():\n"
+        "    route = partial(_dies_sending_its_result_once, Path(sys.argv[1]))\n"
+        "    pool = ParsePool(route_params(Settings()), 2, 10.0, route)\n"
+        "    batches = [[(_value(i), i) for i in range(40)], [(_value(i), i) for i in range(40, 80)]]\n"
+        "    try:\n"
+        "        routed = await asyncio.gather(*(pool.route(b, NOW) for b in batches))\n"
+        "    finally:\n"
+        "        pool.close(kill=True)\n"
+        "    print([r.rejection for b in routed for r in b if r.rejection], flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert (tmp_path / "died").exists()
+    assert done.returncode == 0 and done.stdout == "[]\n", done.stderr
 
 
 def test_parse_processes_exit_when_their_worker_is_killed() -> None:
