@@ -375,7 +375,7 @@ def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
 
 def _lost(pool: ProcessPoolExecutor) -> bool:
     """Whether a process of `pool` ended (or the pool was shut): the pool's thread never says so when the process
-    died as it sent a result (the OOM killer, as it pickles), stuck reading the rest; its chunks never ended."""
+    was killed as it sent a result, stuck reading the rest, and its chunks never end."""
     processes = pool._processes
     return processes is None or bool(connection.wait([p.sentinel for p in processes.values()], timeout=0))
 
