@@ -17,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing import connection
 from multiprocessing.context import SpawnContext, SpawnProcess
 from multiprocessing.sharedctypes import Synchronized
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -279,8 +280,8 @@ class ParsePool:
         try:
             while pending:
                 done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
-                now = self._clock.monotonic()
-                for pid, about, index in progress.read():
+                now, said = self._clock.monotonic(), progress.read()
+                for pid, about, index in said:
                     if about == token and started.get(pid, (-1, now))[0] != index:
                         started[pid] = (index, now)  # since first seen on it
                 broken = False
@@ -292,14 +293,14 @@ class ParsePool:
                         attempt.routed.update(zip(futures[fut], fut.result(), strict=True))
                     except BrokenProcessPool:
                         broken = True
+                broken = broken or _lost(pool)
                 running = {i: since for i, since in started.values() if i not in attempt.routed}
                 attempt.hung = {i for i, since in running.items() if now - since > self._note_seconds}
                 if broken or attempt.hung:
-                    # What was in progress elsewhere is parsed again; unannounced notes are suspects only when a
-                    # process died before saying what it was on.
+                    # The notes in progress when a process died are its suspects (none said: `_unannounced`).
                     if broken and not attempt.hung:
                         unfinished = {i for i in todo if i not in attempt.routed}
-                        attempt.suspects = set(running) or unfinished
+                        attempt.suspects = set(running) or _unannounced(unfinished, said, token)
                     log.warning(
                         "a parse process %s; the rest of its batch goes to a fresh pool", _what(broken)
                     )
@@ -365,7 +366,24 @@ def _shut(pool: ProcessPoolExecutor, kill: bool) -> None:
     if kill:
         for process in list((pool._processes or {}).values()):  # no public way before Python 3.14
             process.kill()
+        if pool._result_queue is not None:
+            # The pool's thread may be reading what a dead process had half sent (`_lost`), waiting for the rest
+            # forever, and the interpreter's exit with it. Our end closed, the processes' ends close as they die.
+            pool._result_queue._writer.close()  # type: ignore[attr-defined]
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _lost(pool: ProcessPoolExecutor) -> bool:
+    """Whether a process of `pool` ended (or the pool was shut): the pool's thread never says so when the process
+    was killed as it sent a result, stuck reading the rest, and its chunks never end."""
+    processes = pool._processes
+    return processes is None or bool(connection.wait([p.sentinel for p in processes.values()], timeout=0))
+
+
+def _unannounced(unfinished: set[int], said: list[tuple[int, int, int]], token: int) -> set[int]:
+    """The suspects of an attempt none of whose notes was in progress when a process died: none when the board shows
+    a process on another batch's note (the killer's, or an idle process's), else all, one died before saying any."""
+    return set() if any(about not in (0, token) for _, about, _ in said) else unfinished
 
 
 def _unheeded(chunk: asyncio.Future[list[Routed]]) -> None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
+from multiprocessing import connection
 from pathlib import Path
 
 import pytest
@@ -162,6 +164,71 @@ def _poisoned_at(
     if any(offset == POISON for _, offset in shifted):
         broken(shifted, params, seen_at)
     return route_values(values, params, seen_at)
+
+
+def _dies_in_turn(
+    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """Leaves in `folder` a file named for each process that routes a note. The older batch's poisoned note (10)
+    dies at once, and alone once the younger batch's first note (40) started; the younger's (47) once `go` is."""
+    (folder / str(os.getpid())).touch()
+    [(_, offset)] = values
+    if offset == 40:
+        (folder / "younger").touch()
+    if offset in (10, 47):
+        if offset == 47 or (folder / "older").exists():
+            _wait_for(folder / ("go" if offset == 47 else "younger"))
+        (folder / "older").touch()
+        os._exit(1)  # as an OOM kill would
+    return route_values(values, params, seen_at)
+
+
+def _wait_for(path: Path) -> None:
+    while not path.exists():
+        time.sleep(0.01)
+
+
+class _Said(logging.Handler):
+    """An event for each level, set as the pool logs its first line at it (in the event loop's thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.levels = {"WARNING": asyncio.Event(), "ERROR": asyncio.Event()}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelname in self.levels:
+            self.levels[record.levelname].set()
+
+
+async def test_a_death_in_the_younger_batch_sends_the_older_ones_queued_notes_to_a_fresh_pool_not_each_alone(
+    tmp_path: Path,
+) -> None:
+    # The older batch, routing again after a death of its own, queues behind a younger batch that started in the
+    # fresh pool meanwhile; a note of the younger one kills that pool too. No note of the older batch was in
+    # progress: each of its unfinished notes was tried alone, a process each (~1 s of CPU, up to a whole batch
+    # of 500), though a process was on the younger batch's note, which is tried alone in its turn.
+    params = route_params(Settings())
+    older, younger = [(_value(i), i) for i in range(10, 20)], [(_value(i), i) for i in range(40, 48)]
+    pool = ParsePool(params, 1, route=partial(_dies_in_turn, tmp_path))
+    said, logger = _Said(), logging.getLogger("streams.parse_pool")
+    logger.addHandler(said)
+    try:
+        first = asyncio.ensure_future(pool.route(older, NOW))
+        # Its pool killed and its poisoned note being tried alone: the younger batch goes to a fresh pool.
+        await asyncio.wait_for(said.levels["WARNING"].wait(), 60)
+        second = asyncio.ensure_future(pool.route(younger, NOW))
+        # Its poisoned note rejected, the rest of it queued behind the younger batch.
+        await asyncio.wait_for(said.levels["ERROR"].wait(), 60)
+        (tmp_path / "go").touch()
+        routed = await asyncio.wait_for(asyncio.gather(first, second), 100)
+    finally:
+        logger.removeHandler(said)
+        pool.close(kill=True)
+    assert [r.rejection is not None for r in routed[0]] == [offset == 10 for _, offset in older]
+    assert [r.rejection is not None for r in routed[1]] == [offset == 47 for _, offset in younger]
+    # Six processes: the first pool's, each poisoned note's alone, and a fresh pool after each of the three
+    # deaths in a shared pool. The older batch's notes each alone: nine more.
+    assert len([f for f in tmp_path.iterdir() if f.name.isdigit()]) <= 6
 
 
 class _StillUntilTheNoteHangs(ManualClock):
@@ -339,6 +406,62 @@ def _running(pids: Sequence[int]) -> list[int]:
         if state != "Z":
             out.append(pid)
     return out
+
+
+def _dies_sending_its_result_once(
+    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """The first process to route the poisoned note dies halfway through sending its chunk's result (a SIGKILL
+    then: the OOM killer's, an operator's), holding the lock the other processes send theirs under."""
+    if any(offset == POISON for _, offset in values) and not (folder / "died").exists():
+        (folder / "died").touch()
+        send = connection.Connection._send  # type: ignore[attr-defined]  # the stdlib writes through it
+
+        def halfway(
+            self: connection.Connection, buf: bytes, write: Callable[[int, bytes], int] = os.write
+        ) -> None:
+            if len(buf) > 4:  # past the length: the reader waits for the rest
+                send(self, buf[: len(buf) // 2])
+                os._exit(1)
+            send(self, buf)
+
+        connection.Connection._send = halfway  # type: ignore[attr-defined]
+    return route_values(values, params, seen_at)
+
+
+def test_a_parse_process_dying_as_it_sends_a_result_costs_no_note_and_no_stuck_exit(tmp_path: Path) -> None:
+    # The pool's own thread, reading the half-sent result, waited for the rest forever: it never said the
+    # process died. The notes in progress were rejected as hung after note_seconds (the one the process died
+    # after, innocent, and the other process's, waiting to send), a batch with none in progress waited forever,
+    # and the worker's exit waited for that thread (at a stop: its hard exit, 15 s later).
+    script = (
+        "import asyncio, sys\n"
+        "from functools import partial\n"
+        "from pathlib import Path\n"
+        "from streams.parse_pool import ParsePool\n"
+        "from streams.pipeline import route_params\n"
+        "from streams.settings import Settings\n"
+        "from tests.streams.test_parse_pool import NOW, _dies_sending_its_result_once, _value\n"
+        "async def main():\n"
+        "    route = partial(_dies_sending_its_result_once, Path(sys.argv[1]))\n"
+        "    pool = ParsePool(route_params(Settings()), 2, 10.0, route)\n"
+        "    batches = [[(_value(i), i) for i in range(40)], [(_value(i), i) for i in range(40, 80)]]\n"
+        "    try:\n"
+        "        routed = await asyncio.gather(*(pool.route(b, NOW) for b in batches))\n"
+        "    finally:\n"
+        "        pool.close(kill=True)\n"
+        "    print([r.rejection for b in routed for r in b if r.rejection], flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert (tmp_path / "died").exists()
+    assert done.returncode == 0 and done.stdout == "[]\n", done.stderr
 
 
 def test_parse_processes_exit_when_their_worker_is_killed() -> None:
