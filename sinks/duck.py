@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -286,17 +287,30 @@ CLOSE_ATTEMPTS = 20
 
 
 def close_interrupting(cursor: duckdb.DuckDBPyConnection) -> bool:
-    """Close `cursor`, interrupting a read still running on it (DuckDB refuses to close a busy cursor, "connection
-    is busy"); False if the read still ran after CLOSE_ATTEMPTS."""
+    """Close `cursor`, interrupting a read still running on it; False if the read still ran after CLOSE_ATTEMPTS
+    (the close then ends with the read)."""
+    # DuckDB refuses to close a busy cursor ("connection is busy"), but a read only starting blocks the close until
+    # it ends, and an interrupt sent before it started is lost: a briefing's read of minutes froze the event loop.
+    # So the close waits in a thread of its own while this one interrupts the read until the close is done.
+    closed = threading.Event()
+
+    def close() -> None:
+        with contextlib.suppress(duckdb.ConnectionException):  # closed already: by the state's close
+            while True:
+                try:
+                    cursor.close()
+                    break
+                except duckdb.ResourceInUseException:
+                    time.sleep(0.01)  # the interrupted read is giving its cursor back
+        closed.set()
+
+    threading.Thread(target=close, name="duckdb-cursor-close", daemon=True).start()
     for _ in range(CLOSE_ATTEMPTS):
-        try:
-            cursor.close()
+        with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
+            cursor.interrupt()
+        if closed.wait(0.01):
             return True
-        except duckdb.ResourceInUseException:
-            with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
-                cursor.interrupt()
-            time.sleep(0.01)
-    return False
+    return closed.is_set()
 
 
 def unusable(exc: duckdb.Error) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +13,14 @@ import pytest
 
 from processors.window import window_bounds
 from sinks.arxiv_cache import ArxivCache
-from sinks.duck import Limits, checkpoint_out_of_memory, out_of_memory, set_aside, unusable
+from sinks.duck import (
+    Limits,
+    checkpoint_out_of_memory,
+    close_interrupting,
+    out_of_memory,
+    set_aside,
+    unusable,
+)
 from sinks.errors import StateLocationError, StateUnreadableError
 from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
@@ -240,3 +249,27 @@ def test_a_check_interrupted_under_it_is_not_taken_for_damage(tmp_path: Path) ->
         checking.join(0.001)
     state.close()
     assert len(outcome) == 1 and isinstance(outcome[0], duckdb.InterruptException), outcome
+
+
+def _a_long_read(cursor: duckdb.DuckDBPyConnection, started: threading.Event, ended: threading.Event) -> None:
+    started.set()
+    with contextlib.suppress(duckdb.Error):  # interrupted, or the cursor closed before it began
+        cursor.execute("SELECT sum(hash(a.range * b.range)) FROM range(100000) a, range(100000) b")
+    ended.set()
+
+
+@pytest.mark.timeout(120)
+def test_closing_a_cursor_whose_read_is_only_starting_interrupts_it_and_does_not_wait_for_it() -> None:
+    """A briefing cancelled as its read began: DuckDB's close blocked until the read (minutes at 100k) ended, the
+    interrupt sent before it started lost, and the worker's event loop froze with it (1 in 4-12 before)."""
+    slowest = 0.0
+    for _ in range(200):
+        cursor = duckdb.connect(":memory:").cursor()
+        started, ended = threading.Event(), threading.Event()
+        threading.Thread(target=_a_long_read, args=(cursor, started, ended), daemon=True).start()
+        started.wait()
+        began = time.monotonic()
+        assert close_interrupting(cursor)
+        slowest = max(slowest, time.monotonic() - began)
+        assert ended.wait(30), "the read ran on after its cursor's close"
+    assert slowest < 10, slowest  # the read alone takes minutes
