@@ -4,10 +4,11 @@ refuse each one under its escaped name (a WARNING, a metric, a refusal the brief
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,30 @@ async def _raw(settings: Settings) -> dict[str, list[RawFile]]:
         raw = read_raw(value)
         assert key == raw.path.encode()  # keyed by the escaped name: a partition and a state row of its own
         found.setdefault(raw.path, []).append(raw)
+    return found
+
+
+@contextlib.asynccontextmanager
+async def _watching(settings: Settings) -> AsyncIterator[None]:
+    """`predigest watch` on the root (an hourly rescan: only the watch, or a rescan it asks for, finds a note)."""
+    await kafka_io.ensure_topics(settings)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await watching
+
+
+async def _raw_until(
+    settings: Settings, seen: Callable[[dict[str, list[RawFile]]], bool], seconds: float = 30
+) -> dict[str, list[RawFile]]:
+    """The raw topic's records by path once `seen` holds of them; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not seen(found := await _raw(settings)):
+        assert time.monotonic() < deadline, {path: len(raws) for path, raws in found.items()}
+        await asyncio.sleep(0.5)
     return found
 
 
@@ -101,37 +126,24 @@ async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_g
     # watchfiles cannot name such a file: its watch ended, and every later note waited for the hourly rescan.
     settings = make_settings(rescan_seconds=3600.0)
     (settings.root / "inbox/jay").mkdir(parents=True)
-    await kafka_io.ensure_topics(settings)
     caplog.set_level(logging.INFO)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
-    try:
+    bad = "inbox/jay/2026-12-07-\\xff\\xfe.md"
+    async with _watching(settings):
         await asyncio.sleep(2.0)  # its start-up scan of an empty root
-        fd = os.open(
-            os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
+        os.close(
+            os.open(
+                os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
+            )
         )
-        os.close(fd)
         await asyncio.sleep(2.0)
         (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-        deadline = time.monotonic() + 30
-        while not {NOTE, "inbox/jay/2026-12-07-\\xff\\xfe.md"} <= set(found := await _raw(settings)):
-            assert time.monotonic() < deadline, sorted(found)
-            await asyncio.sleep(0.5)
+        await _raw_until(settings, lambda found: {NOTE, bad} <= set(found))
         await asyncio.sleep(3.0)  # another event after the lost batch is still seen
         (settings.root / "inbox/jay/2026-12-07-later.md").write_text("# later\n", encoding="utf-8")
-        deadline = time.monotonic() + 30
-        while "inbox/jay/2026-12-07-later.md" not in (found := await _raw(settings)):
-            assert time.monotonic() < deadline, sorted(found)
-            await asyncio.sleep(0.5)
-    finally:
-        stop.set()
-        await watching
-    [raw] = found["inbox/jay/2026-12-07-\\xff\\xfe.md"]
+        found = await _raw_until(settings, lambda found: "inbox/jay/2026-12-07-later.md" in found)
+    [raw] = found[bad]
     assert raw.refused_code == "bad_name"
-    assert any(
-        "2026-12-07-\\xff\\xfe.md: it has a name that is not valid UTF-8" in r.getMessage()
-        for r in caplog.records
-    )
+    assert any(f"{bad}: it has a name that is not valid UTF-8" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_note_written_while_the_watch_restarts_is_found_by_the_rescan_not_an_hour_later(
@@ -140,27 +152,19 @@ async def test_a_note_written_while_the_watch_restarts_is_found_by_the_rescan_no
     # The rescan ran at once, during the second the watch was down: a note written after it waited for the next one.
     settings = make_settings(rescan_seconds=3600.0)
     (settings.root / "inbox/jay").mkdir(parents=True)
-    await kafka_io.ensure_topics(settings)
     caplog.set_level(logging.INFO)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
-    try:
+    async with _watching(settings):
         await asyncio.sleep(2.0)
-        bad = os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md"
-        os.close(os.open(bad, os.O_CREAT | os.O_WRONLY))
+        os.close(
+            os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY)
+        )
         deadline = time.monotonic() + 30
         while not any("file events lost" in r.getMessage() for r in caplog.records):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)  # the watch is not back yet
         (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-        deadline = time.monotonic() + 20
-        while NOTE not in (found := await _raw(settings)):
-            assert time.monotonic() < deadline, sorted(found)
-            await asyncio.sleep(0.5)
-    finally:
-        stop.set()
-        await watching
+        await _raw_until(settings, lambda found: NOTE in found, seconds=20)
 
 
 async def test_a_bad_name_written_on_and_on_restarts_the_watch_less_and_less_often(
@@ -170,11 +174,8 @@ async def test_a_bad_name_written_on_and_on_restarts_the_watch_less_and_less_oft
     # name made that every 1.2 s for as long as it was written.
     settings = make_settings(rescan_seconds=3600.0)
     (settings.root / "inbox/jay").mkdir(parents=True)
-    await kafka_io.ensure_topics(settings)
     caplog.set_level(logging.INFO)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
-    try:
+    async with _watching(settings):
         await asyncio.sleep(2.0)
         fd = os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.log", os.O_CREAT | os.O_WRONLY)
         for _ in range(40):  # 12 s of writes
@@ -182,13 +183,8 @@ async def test_a_bad_name_written_on_and_on_restarts_the_watch_less_and_less_oft
             await asyncio.sleep(0.3)
         os.close(fd)
         (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-        deadline = time.monotonic() + 60
-        while NOTE not in (found := await _raw(settings)):  # the watch, or its rescan, still sees the rest
-            assert time.monotonic() < deadline, sorted(found)
-            await asyncio.sleep(0.5)
-    finally:
-        stop.set()
-        await watching
+        # The watch, or its rescan, still sees the rest.
+        await _raw_until(settings, lambda found: NOTE in found, seconds=60)
     lost = [r for r in caplog.records if "file events lost" in r.getMessage()]
     assert 1 <= len(lost) <= 5, len(lost)  # 11 when it waited 1 s each time
 
@@ -201,27 +197,15 @@ async def test_a_note_edited_in_place_in_the_lost_batch_is_sent_by_the_rescan_th
     settings = make_settings(rescan_seconds=3600.0)
     (settings.root / "inbox/tom").mkdir(parents=True)
     _make_note(settings.root)
-    await kafka_io.ensure_topics(settings)
     caplog.set_level(logging.INFO)
     await asyncio.sleep(2.5)  # the folders' listings are trusted as they are
-    stop = asyncio.Event()
-    watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
-    try:
-        deadline = time.monotonic() + 30
-        while NOTE not in (found := await _raw(settings)):
-            assert time.monotonic() < deadline, sorted(found)
-            await asyncio.sleep(0.5)
+    async with _watching(settings):
+        await _raw_until(settings, lambda found: NOTE in found)
         os.close(os.open(os.fsencode(settings.root) + b"/inbox/tom/\xff.md", os.O_CREAT | os.O_WRONLY))
         fd = os.open(settings.root / NOTE, os.O_WRONLY | os.O_APPEND)  # in place: the folder mtime as it was
         os.write(fd, b"more\n")
         os.close(fd)
-        deadline = time.monotonic() + 30
-        while len((found := await _raw(settings)).get(NOTE, [])) < 2:
-            assert time.monotonic() < deadline, found[NOTE]
-            await asyncio.sleep(0.5)
-    finally:
-        stop.set()
-        await watching
+        found = await _raw_until(settings, lambda found: len(found.get(NOTE, [])) >= 2)
     assert found[NOTE][-1].content == "# vLLM 推理\nmore\n".encode()
 
 
