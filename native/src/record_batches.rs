@@ -21,7 +21,7 @@ pub fn record_batches_intact(py: Python<'_>, data: &[u8]) -> bool {
 
 fn batches_intact(data: &[u8]) -> bool {
     let mut at = 0;
-    while data.len() - at >= MAGIC_AT + 1 {
+    while data.len() - at > MAGIC_AT {
         let length =
             i32::from_be_bytes(data[at + LENGTH_AT..at + LENGTH_AT + 4].try_into().unwrap());
         let Ok(length) = usize::try_from(length) else {
