@@ -9,7 +9,7 @@ Every value reaches the page through Jinja's autoescape; document text through `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -165,9 +165,13 @@ def section_anchor(label: str) -> str:
     return "sec-" + (re.sub(r"\s+", "-", label.strip().lstrip("§").strip()) or "x")
 
 
-def source_url(ref: str) -> str:
-    """A briefing's source, `path` or `path#section` (processors.units), as a link to the note and section."""
-    path, _, section = ref.partition("#")
+def source_url(ref: str, paths: Collection[str] = frozenset()) -> str:
+    """A briefing's source, `path` or `path#section` (processors.units), as a link to the note and section; a
+    note of `paths` whose own name holds `#` keeps it (a heading may hold one too: its name decides)."""
+    at = next((i for i, ch in enumerate(ref) if ch == "#" and ref[:i] in paths), -1)
+    if ref in paths or (at < 0 and "#" not in ref):
+        return note_url(ref)
+    path, section = (ref[:at], ref[at + 1 :]) if at >= 0 else ref.split("#", 1)
     return note_url(path, section_anchor(section) if section else None)
 
 
@@ -254,8 +258,15 @@ def briefing_page(page: BriefingPage, zone: ZoneInfo, lang: Lang) -> str:
         history=found,
         since=since,
         living=b.living_doc.path,
+        paths=_paths(b, page.changes),
         claims_of=_claims,
     )
+
+
+def _paths(b: Briefing, c: Changes) -> frozenset[str]:
+    """The notes a briefing's page names: its sources, the living document, the sources gone since the last."""
+    living = [b.living_doc.path] if b.living_doc.path else []
+    return frozenset([s.path for s in b.sources] + [r.path for r in b.rejected] + c.sources_gone + living)
 
 
 def _claims(d: Discrepancy) -> list[tuple[str, str]]:

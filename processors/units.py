@@ -79,6 +79,11 @@ def section_ref(doc: DocumentSummary, section: Section | SectionNode | None) -> 
     return f"{doc.path}#{section.number or section.heading}"
 
 
+def cites(ref: str, path: str) -> bool:
+    """Whether a source ref (`section_ref`) cites the note at `path`, whose own name may hold `#`."""
+    return ref == path or ref.startswith(path + "#")
+
+
 def urls_in(text: str) -> list[str]:
     """Every http(s) URL in the text, trailing punctuation removed, unique, in order."""
     return list(dict.fromkeys(u.rstrip(URL_TRAILING) for u in _URL.findall(text)))

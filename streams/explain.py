@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from processors.models import AxisSpec, Briefing, Rejection, SourceEntry
 from processors.reasons import UNREAD_CODES
+from processors.units import cites
 from streams.errors import ConfigError
 from streams.settings import Settings
 
@@ -78,10 +79,10 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
         {
             "rank": inc.rank,
             "title": inc.title,
-            "from": [s for s in inc.sources if s.split("#")[0] == source.path],
+            "from": [s for s in inc.sources if cites(s, source.path)],
         }
         for inc in briefing.increments
-        if any(s.split("#")[0] == source.path for s in inc.sources)
+        if any(cites(s, source.path) for s in inc.sources)
     ]
     if joined:
         said["increments"] = joined

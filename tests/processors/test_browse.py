@@ -94,6 +94,27 @@ def test_a_briefing_page_links_every_source_and_keeps_hostile_text_inert() -> No
         assert note_url("living/inference.md", section_anchor(label)).replace("&", "&amp;") in page
 
 
+def test_a_note_whose_name_holds_a_hash_links_to_itself_and_to_its_sections() -> None:
+    # Split at its own `#`, its link named a note that does not exist (and a heading's `#` a section cut short).
+    path = "inbox/jay/2026-09-27-2100-C#-serving.md"
+    doc = note(
+        path,
+        "# C# serving\n\n## C# bindings\n\nvLLM KV cache serving arXiv:2609.23130 throughput 3.8× on H100\n",
+    )
+    b = brief([*example_documents(), doc], living_doc=living(), lang="en")
+    assert path in {s.path for s in b.sources}
+    page = briefing_page(BriefingPage(b, changes(b, None, None), history([], [])), SH, "en")
+    assert f'href="{note_url(path)}"'.replace("&", "&amp;") in page
+    paths = {path, "inbox/jay/a.md"}
+    assert source_url(f"{path}#C# bindings", paths) == note_url(path, section_anchor("C# bindings"))
+    assert source_url("inbox/jay/a.md#C# bindings", paths) == note_url(
+        "inbox/jay/a.md", section_anchor("C# bindings")
+    )
+    assert source_url("inbox/jay/b.md#§2", paths) == note_url(
+        "inbox/jay/b.md", section_anchor("§2")
+    )  # not named
+
+
 def test_changes_and_d_item_history_against_the_previous_briefing() -> None:
     day = timedelta(days=1)
     first = brief(example_documents(), living_doc=living(), lang="en", trigger="flush")

@@ -12,7 +12,7 @@ import pytest
 from processors.briefing_names import briefing_basename
 from processors.models import Briefing, Rejection
 from sinks.files import BriefingFiles
-from tests.processors.notes import END, SH, brief, example_documents
+from tests.processors.notes import END, SH, brief, example_documents, note
 from tests.streams.cli_support import predigest
 
 REPOST = "inbox/jay/2026-09-27-1700-csdn-inference-engineering-repost.md"
@@ -56,6 +56,22 @@ def test_explain_says_what_the_latest_briefing_said(tmp_path: Path) -> None:
     ranks = [i.rank for i in briefing.increments if any(s.split("#")[0] == used for s in i.sources)]
     assert [i["rank"] for i in axis["increments"]] == ranks and ranks
     assert "no_increment" not in axis
+
+
+def test_a_note_whose_name_holds_a_hash_is_explained_with_its_increments(tmp_path: Path) -> None:
+    # Its increments' `path#section` were cut at the name's own `#`: none matched, and none was said.
+    out = tmp_path / "out"
+    path = "inbox/jay/2026-09-27-2100-C#-serving.md"
+    text = (
+        "# C# serving\n\n## C# bindings\n\nvLLM KV cache serving arXiv:2609.23130 throughput 3.8× on H100\n"
+    )
+    briefing = brief([*example_documents(), note(path, text)])
+    written(out, briefing)
+    code, said = explain(out, path, "--axis", "inference")
+    (axis,) = said["axes"]
+    ranks = [i.rank for i in briefing.increments if f"{path}#C# bindings" in i.sources]
+    assert code == 0 and ranks and [i["rank"] for i in axis["increments"]] == ranks
+    assert axis["increments"][0]["from"] == [f"{path}#C# bindings"]
 
 
 def test_a_note_no_briefing_lists_answers_1_and_an_unknown_axis_2(tmp_path: Path) -> None:
