@@ -5,7 +5,8 @@ files) and written in batches (an INSERT per acknowledged file cost 18 ms). A ba
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
 documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
 is written by a later flush, tried at growing intervals up to a minute; a refusal that left the connection unusable
-(DuckDB invalidates a database whose checkpoint failed) closes it, and that flush opens the file again.
+(DuckDB invalidates a database whose checkpoint failed) closes it, and that flush opens the file again. The process
+holds the file's claim (sinks.file_claim) meanwhile: no second watcher or backfill starts on it in that gap.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from predigest_native import TypedColumns
 from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
 from sinks.errors import DuckFileError, LedgerWriteError
+from sinks.file_claim import FileClaim
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
@@ -80,8 +82,14 @@ class Ledger:
 
     def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         self._path = path
-        # None once a refusal left it unusable: the next write opens the file again.
-        self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
+        # DuckDB's lock goes with a connection a refusal closes (below); this claim stays until close().
+        self._claim = FileClaim(path, LEDGER)
+        try:
+            # None once a refusal left it unusable: the next write opens the file again.
+            self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
+        except BaseException:
+            self._claim.release()
+            raise
         self._clock = clock
         rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
         self._rows: dict[str, Row] = {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
@@ -105,8 +113,11 @@ class Ledger:
             if self._unwritten:
                 raise LedgerWriteError(self._said(self._refusal, _AT_STOP))
         finally:
-            if self._db is not None:
-                self._db.close()
+            try:
+                if self._db is not None:
+                    self._db.close()
+            finally:
+                self._claim.release()
 
     def get(self, path: str) -> Row | None:
         return self._rows.get(path)

@@ -25,7 +25,8 @@ from streams.backfill import backfill
 from streams.kafka_io import key_partitioner
 from streams.settings import Settings
 from streams.watcher import publish_root
-from tests.support import ZSTD, batch_codecs, read_topic
+from tests.ledger_support import invalidated
+from tests.support import ZSTD, batch_codecs, raw_paths, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -169,9 +170,8 @@ async def test_raw_records_go_uncompressed_unless_a_compression_is_asked_for(
     assert len(await _raw(plain)) == len(await _raw(packed)) == files
 
 
-def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
-    settings = make_settings()
-    generate(settings.root, 10)
+def _command(settings: Settings) -> subprocess.CompletedProcess[str]:
+    """`predigest backfill` of the settings' root, in a process of its own."""
     env = {
         "PATH": "/usr/bin:/bin",
         "PREDIGEST_KAFKA__BOOTSTRAP": settings.kafka.bootstrap or "",
@@ -179,13 +179,20 @@ def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tm
         "PREDIGEST_STATE_DIR": str(settings.state_dir),
     }
     predigest = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(settings.root)]
-    out = subprocess.run(
-        predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
-    )
-    assert "backfill done: 15 published" in out.stderr
-    out = subprocess.run(
-        predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
-    )
+    return subprocess.run(predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _errors(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in out.stderr.splitlines() if " ERROR " in line]
+
+
+def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
+    settings = make_settings()
+    generate(settings.root, 10)
+    out = _command(settings)
+    assert out.returncode == 0 and "backfill done: 15 published" in out.stderr
+    out = _command(settings)
+    assert out.returncode == 0
     assert "backfill done: 0 published" in out.stderr and "15 already acknowledged" in out.stderr
 
 
@@ -225,21 +232,36 @@ def test_the_command_says_a_refused_ledger_in_one_line_with_what_follows(
     settings = make_settings()
     generate(settings.root, 10)
     _refusing_ledger(settings)
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PREDIGEST_KAFKA__BOOTSTRAP": settings.kafka.bootstrap or "",
-        "PREDIGEST_KAFKA__TOPIC_PREFIX": settings.kafka.topic_prefix,
-        "PREDIGEST_STATE_DIR": str(settings.state_dir),
-    }
-    predigest = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(settings.root)]
-    out = subprocess.run(predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
-    errors = [line for line in out.stderr.splitlines() if " ERROR " in line]
+    out = _command(settings)
+    errors = _errors(out)
     assert out.returncode == 2 and len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "cannot write 15 acknowledgement(s) to the watcher ledger" in errors[0]
     assert (
         "not written at this stop: the next start (of the watcher or a backfill) sends those files again"
         in (errors[0])
     )
+
+
+async def test_a_backfill_started_while_a_watcher_s_ledger_waits_to_be_opened_again_sends_nothing(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # A refusal that invalidated DuckDB's database closed the watcher's connection until its next write (1-60 s):
+    # before, DuckDB's lock went with it, and a backfill started meanwhile sent every file the watcher sent.
+    settings = make_settings()
+    generate(settings.root, 10)
+    await kafka_io.ensure_topics(settings)  # the raw topic read below, empty
+    now = [0.0]
+    held = invalidated(settings.ledger_file, lambda: now[0], [("inbox/tom/x.md", 1, 1.0, "x")])
+    out = _command(settings)
+    errors = _errors(out)
+    assert out.returncode == 2 and len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert (
+        f"lock file {settings.ledger_file}.lock is held by another process (PID {os.getpid()})" in errors[0]
+    )
+    assert await raw_paths(settings) == []
+    held.close()
+    assert _command(settings).returncode == 0  # once the watcher let go
+    assert len(await raw_paths(settings)) == 15
 
 
 async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(
