@@ -12,6 +12,7 @@ holds the file's claim (sinks.file_claim) meanwhile: no second watcher or backfi
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,8 @@ from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
 from sinks.errors import DuckFileError, LedgerWriteError
 from sinks.file_claim import FileClaim
+
+log = logging.getLogger(__name__)
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
@@ -69,6 +72,12 @@ def _reason(exc: BaseException) -> str:
         exc = behind
     text = str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _checkpoint_reason(exc: duckdb.Error) -> str:
+    """Why the checkpoint after a durable commit failed: DuckDB's text after its own advice (reopen the database)."""
+    first = _reason(exc)
+    return first.split(" to recover. ", 1)[-1]
 
 
 def _folders(path: str) -> Iterator[str]:
@@ -197,12 +206,23 @@ class Ledger:
                     db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
                 if kept:
                     db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
-        except duckdb.Error:
+        except duckdb.Error as exc:
             if not _answers(db):  # invalidated (a failed checkpoint), or a rollback that failed too
                 self._db = None
                 with contextlib.suppress(duckdb.Error):
                     db.close()
-            raise
+            if not duck.commit_was_durable(exc):
+                raise
+            # In the WAL, which the next open replays: written. Kept, they were written again, and a stop's line
+            # counted them among the rows not written.
+            log.warning(
+                "the %s %s holds %d acknowledgement(s) in its WAL but could not checkpoint them into the file (%s): "
+                "they are kept; the next write opens the file again",
+                LEDGER.what,
+                self._path,
+                len(self._unwritten),
+                _checkpoint_reason(exc),
+            )
         self._unwritten = {}
 
     def _reopen(self) -> duckdb.DuckDBPyConnection:

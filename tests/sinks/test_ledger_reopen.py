@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from sinks.errors import LedgerWriteError
 from sinks.ledger import FLUSH_SECONDS, Ledger
-from tests.ledger_support import full_disk, invalidated
+from tests.ledger_support import checkpoint_at_every_commit, full_disk, invalidated
 
 PROJECT = Path(__file__).resolve().parents[2]
 ROWS = [(f"inbox/tom/{i}.md", i, float(i), f"{i:064x}") for i in range(3000)]
@@ -108,3 +109,43 @@ def test_no_second_process_opens_the_ledger_while_its_connection_waits_to_be_ope
     second = _second(path)
     assert second.returncode == 0, second.stdout + second.stderr
     assert len(Ledger(path).entries()) == 11
+
+
+def test_a_commit_duckdb_calls_durable_is_written_and_the_stop_counts_only_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # DuckDB wrote the commit to the WAL, then its checkpoint failed. Before: refused ("cannot write 10"), kept,
+    # written again, and counted among the rows a stop's line said were not written.
+    path = tmp_path / "ledger.duckdb"
+    ledger = Ledger(path)
+    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "a")])
+    checkpoint_at_every_commit(path, wal_first=True)
+    with full_disk(path), caplog.at_level(logging.WARNING):
+        ledger.acknowledge_many(ROWS[:10])
+    assert "holds 10 acknowledgement(s) in its WAL but could not checkpoint them into the file" in caplog.text
+    assert "File too large" in caplog.text and "Reopen the database" not in caplog.text
+    ledger.acknowledge("inbox/jay/b.md", 2, 2.0, "b")
+    argv = [sys.executable, "-c", _HOLDER, str(path)]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(LedgerWriteError) as refused:
+            ledger.close()  # its reopen refused by the holder's lock
+        holder.stdin.close()
+    assert str(refused.value).startswith("cannot write 1 acknowledgement(s) to the watcher ledger")
+    assert Ledger(path).entries() == {
+        "inbox/jay/a.md": (1, 1.0, "a"),
+        **{p: (s, m, h) for p, s, m, h in ROWS[:10]},
+    }
+
+
+def test_a_stop_whose_last_commit_duckdb_calls_durable_ends_without_an_error(tmp_path: Path) -> None:
+    # Before: the stop said "cannot write 1 acknowledgement(s) … not written at this stop" of a row in the WAL.
+    path = tmp_path / "ledger.duckdb"
+    ledger = Ledger(path)
+    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "a")])
+    checkpoint_at_every_commit(path, wal_first=True)
+    ledger.acknowledge("inbox/jay/b.md", 2, 2.0, "b")
+    with full_disk(path):
+        ledger.close()
+    assert Ledger(path).entries() == {"inbox/jay/a.md": (1, 1.0, "a"), "inbox/jay/b.md": (2, 2.0, "b")}
