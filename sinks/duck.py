@@ -87,13 +87,7 @@ def micros(at: datetime) -> int:
 def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.DuckDBPyConnection:
     """A read-write connection in UTC, within `limits` from the open on (a WAL's replay too); the folder is made if
     missing. Raises the sinks errors."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StateLocationError(
-            f"cannot make the folder of the {file.what} {path}: {exc.strerror or exc}. "
-            "Check the path in the settings and that this user may write there."
-        ) from exc
+    make_folder(path, file)
     try:
         db = duckdb.connect(str(path), config=limits.config())
     except duckdb.Error as exc:  # a WAL DuckDB fails to replay raises its base Error (duckdb 2.0)
@@ -161,6 +155,17 @@ def checkpoint_out_of_memory(exc: duckdb.Error) -> str | None:
 def commit_was_durable(exc: duckdb.Error) -> bool:
     """The commit reached the WAL before its checkpoint failed: it is kept, and must not be written again."""
     return "COMMIT succeeded and is durable" in str(exc)
+
+
+def make_folder(path: Path, file: DuckFile) -> None:
+    """The folder of `path`, made if missing; StateLocationError when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StateLocationError(
+            f"cannot make the folder of the {file.what} {path}: {exc.strerror or exc}. "
+            "Check the path in the settings and that this user may write there."
+        ) from exc
 
 
 def error(exc: duckdb.Error, path: Path, file: DuckFile) -> DuckFileError:

@@ -5,12 +5,14 @@ files) and written in batches (an INSERT per acknowledged file cost 18 ms). A ba
 process dies costs only a second send of those files at the next start, which the worker stores once (it keys
 documents by path and content hash). A batch DuckDB refuses (a full disk, a lock, an I/O error) stays in memory and
 is written by a later flush, tried at growing intervals up to a minute; a refusal that left the connection unusable
-(DuckDB invalidates a database whose checkpoint failed) closes it, and that flush opens the file again.
+(DuckDB invalidates a database whose checkpoint failed) closes it, and that flush opens the file again. The process
+holds the file's claim (sinks.file_claim) meanwhile: no second watcher or backfill starts on it in that gap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,6 +24,9 @@ from predigest_native import TypedColumns
 from sinks import duck
 from sinks.clock import SYSTEM_CLOCK
 from sinks.errors import DuckFileError, LedgerWriteError
+from sinks.file_claim import FileClaim
+
+log = logging.getLogger(__name__)
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
@@ -69,6 +74,12 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _checkpoint_reason(exc: duckdb.Error) -> str:
+    """Why the checkpoint after a durable commit failed: DuckDB's text after its own advice (reopen the database)."""
+    first = _reason(exc)
+    return first.split(" to recover. ", 1)[-1]
+
+
 def _folders(path: str) -> Iterator[str]:
     parts = path.split("/")
     for i in range(1, len(parts)):
@@ -80,8 +91,14 @@ class Ledger:
 
     def __init__(self, path: Path, clock: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         self._path = path
-        # None once a refusal left it unusable: the next write opens the file again.
-        self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
+        # DuckDB's lock goes with a connection a refusal closes (below); this claim stays until close().
+        self._claim = FileClaim(path, LEDGER)
+        try:
+            # None once a refusal left it unusable: the next write opens the file again.
+            self._db: duckdb.DuckDBPyConnection | None = duck.open_checked(path, LEDGER, _create)
+        except BaseException:
+            self._claim.release()
+            raise
         self._clock = clock
         rows = self._db.execute("SELECT path, size, mtime, sha256 FROM ledger").fetchall()
         self._rows: dict[str, Row] = {str(r[0]): (int(r[1]), float(r[2]), str(r[3])) for r in rows}
@@ -105,8 +122,11 @@ class Ledger:
             if self._unwritten:
                 raise LedgerWriteError(self._said(self._refusal, _AT_STOP))
         finally:
-            if self._db is not None:
-                self._db.close()
+            try:
+                if self._db is not None:
+                    self._db.close()
+            finally:
+                self._claim.release()
 
     def get(self, path: str) -> Row | None:
         return self._rows.get(path)
@@ -186,12 +206,23 @@ class Ledger:
                     db.execute("DELETE FROM ledger WHERE path IN (SELECT unnest($1))", [gone])
                 if kept:
                     db.execute("INSERT OR REPLACE INTO ledger SELECT * FROM acknowledged")
-        except duckdb.Error:
+        except duckdb.Error as exc:
             if not _answers(db):  # invalidated (a failed checkpoint), or a rollback that failed too
                 self._db = None
                 with contextlib.suppress(duckdb.Error):
                     db.close()
-            raise
+            if not duck.commit_was_durable(exc):
+                raise
+            # In the WAL, which the next open replays: written. Kept, they were written again, and a stop's line
+            # counted them among the rows not written.
+            log.warning(
+                "the %s %s holds %d acknowledgement(s) in its WAL but could not checkpoint them into the file (%s): "
+                "they are kept; the next write opens the file again",
+                LEDGER.what,
+                self._path,
+                len(self._unwritten),
+                _checkpoint_reason(exc),
+            )
         self._unwritten = {}
 
     def _reopen(self) -> duckdb.DuckDBPyConnection:

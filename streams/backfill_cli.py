@@ -7,9 +7,12 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError
+
+from sinks.errors import LedgerWriteError
 from streams import heap, logs
 from streams.backfill import DEFAULT_COMPRESSION, BackfillReport, Compression, backfill
-from streams.errors import StoppedBySignalError
+from streams.errors import SendRefusedError, StoppedBySignalError
 from streams.settings import Settings
 from streams.stopping import install_stop, until_stopped
 
@@ -104,6 +107,14 @@ async def run_cli(settings: Settings, compression: Compression, *, show: bool) -
         await until_stopped(work, stop, stopping)
     except StoppedBySignalError as exc:
         raise StoppedBySignalError(exc.signum, _stopped(report)) from None
+    except KafkaError as exc:
+        raise _refused(exc, report) from exc
+    except LedgerWriteError as exc:
+        # Raised over the Kafka failure that stopped the backfill (the ledger's last write, in a `finally`): each
+        # is said, in a line of its own; the ledger's, raised, is the command's last.
+        if (behind := _kafka_failure(exc)) is not None:
+            log.error("%s", _refused(behind, report))
+        raise
     rate = report.published / report.seconds if report.seconds else 0.0
     log.info(
         "backfill done: %d published (%.1f MB, %.0f files/s), %d already acknowledged, %d unchanged, %d refused",
@@ -115,6 +126,25 @@ async def run_cli(settings: Settings, compression: Compression, *, show: bool) -
         report.refused,
     )
     return report
+
+
+def _refused(exc: KafkaError, report: BackfillReport) -> SendRefusedError:
+    """The one line of a Kafka failure that ended the backfill (was a traceback, exit 1)."""
+    why = str(exc) or type(exc).__name__
+    if isinstance(exc, MessageSizeTooLargeError):
+        why += ": a batch is over the raw topic's max.message.bytes; raise it, or pass --compression zstd"
+    return SendRefusedError(
+        f"Kafka did not take the backfill's records while {report.step} ({why}); {report.published} file(s) "
+        "published before it; a re-run sends the rest"
+    )
+
+
+def _kafka_failure(exc: BaseException) -> KafkaError | None:
+    """The Kafka error an exception was raised over, if any (its __context__, or that one's)."""
+    behind = exc.__cause__ or exc.__context__
+    while behind is not None and not isinstance(behind, KafkaError):
+        behind = behind.__cause__ or behind.__context__
+    return behind
 
 
 def _end_the_bar() -> None:

@@ -15,6 +15,10 @@ class BrokerUnavailableError(StreamsError):
     """No Kafka broker could be reached or started."""
 
 
+class SendRefusedError(StreamsError):
+    """Kafka refused, or did not acknowledge, records a command sent (a batch over the topic's size, a timeout)."""
+
+
 class ConfigError(StreamsError):
     """The configuration or a command-line argument is not usable."""
 

@@ -352,9 +352,15 @@ async def started_producer(settings: Settings) -> AIOKafkaProducer:
 async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
     metrics = WatcherMetrics()
-    producer = await started_producer(settings)
-    metrics.kafka_up.set(1)
+    # First, as the backfill does: a second watcher on this ledger is refused with nothing started (its producer
+    # was left unclosed, which asyncio said in a second ERROR line).
     ledger = Ledger(settings.ledger_file)
+    try:
+        producer = await started_producer(settings)
+    except BaseException:
+        ledger.close(write=False)  # nothing acknowledged yet
+        raise
+    metrics.kafka_up.set(1)
     watcher = Watcher(settings, producer, ledger, metrics, renew=lambda: started_producer(settings))
     refused = False  # the one-shot scan's flush was refused: the close says it, without a second try
     try:

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import resource
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 
@@ -177,87 +171,6 @@ def test_a_refusal_that_lasts_an_hour_is_retried_and_said_about_once_a_minute(tm
     assert _stored(other) == [("inbox/jay/b.md", "b")]
     other.close()
     ledger.close()
-
-
-@contextmanager
-def _full_disk(path: Path) -> Iterator[None]:
-    """No file of this process may grow past the ledger's size: a full disk for DuckDB (EFBIG, not ENOSPC)."""
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
-    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, limit[1]))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
-        signal.signal(signal.SIGXFSZ, previous)
-
-
-def test_a_write_that_invalidates_the_database_is_written_once_the_disk_has_room_without_a_restart(
-    tmp_path: Path,
-) -> None:
-    # Before: DuckDB invalidates the database whose checkpoint failed, and every later flush was refused with
-    # "database has been invalidated" until the watcher restarted (which sent those files again).
-    path = tmp_path / "ledger.duckdb"
-    now = [0.0]
-    ledger = Ledger(path, clock=lambda: now[0])
-    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "a")])
-    # The same database, as another user of it: a checkpoint at every commit, which writes the file itself.
-    setting = duckdb.connect(str(path))
-    setting.execute("SET checkpoint_threshold = '1KB'")
-    setting.close()
-    rows = [(f"inbox/tom/{i}.md", i, float(i), f"{i:064x}") for i in range(3000)]
-    with _full_disk(path):
-        with pytest.raises(LedgerWriteError, match=r"cannot write 3000 .*checkpoint.*File too large"):
-            ledger.acknowledge_many(rows)
-        now[0] += FLUSH_SECONDS
-        with pytest.raises(LedgerWriteError, match="File too large"):  # still full: refused, kept
-            ledger.flush_if_due()
-    now[0] += 2 * FLUSH_SECONDS
-    ledger.flush_if_due()  # room again: written by the same ledger
-    assert len(_stored_now(path)) == 3001
-    ledger.close()
-    assert Ledger(path).entries() == {
-        "inbox/jay/a.md": (1, 1.0, "a"),
-        **{p: (s, m, h) for p, s, m, h in rows},
-    }
-
-
-# Another process holding the ledger's file until its stdin closes.
-_HOLDER = "import duckdb, sys; db = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
-
-
-def test_rows_whose_reopen_another_process_locked_are_kept_and_written_by_the_stop_once_it_let_go(
-    tmp_path: Path,
-) -> None:
-    # The connection a refusal invalidated is closed, so the file's lock is free until the next flush opens it
-    # again: a process that takes it meanwhile (a backfill, a second watcher) refuses that flush, never its rows.
-    path = tmp_path / "ledger.duckdb"
-    now = [0.0]
-    ledger = Ledger(path, clock=lambda: now[0])
-    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "a")])
-    setting = duckdb.connect(str(path))
-    setting.execute("SET checkpoint_threshold = '1KB'")  # a checkpoint at every commit, as in the test above
-    setting.close()
-    rows = [(f"inbox/tom/{i}.md", i, float(i), f"{i:064x}") for i in range(3000)]
-    with _full_disk(path), pytest.raises(LedgerWriteError, match="File too large"):
-        ledger.acknowledge_many(rows)
-    argv = [sys.executable, "-c", _HOLDER, str(path)]
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
-        now[0] += FLUSH_SECONDS
-        with pytest.raises(LedgerWriteError, match=r"cannot write 3000 .*Is another watcher running"):
-            ledger.flush_if_due()
-        holder.stdin.close()  # it lets go
-    ledger.forget("inbox/jay/a.md")
-    ledger.close()  # its one try opens the file again, free now
-    assert Ledger(path).entries() == {p: (s, m, h) for p, s, m, h in rows}
-
-
-def _stored_now(path: Path) -> list[tuple[str, str]]:
-    """What the ledger's file holds, read through the process's open database (a second connection to it)."""
-    with duckdb.connect(str(path)) as db:
-        return _stored(db)
 
 
 def test_a_stop_whose_last_write_is_refused_says_the_next_start_sends_those_files_again(

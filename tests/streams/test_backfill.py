@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from bench.archive import generate
 from processors.models import RawFile
@@ -25,7 +26,8 @@ from streams.backfill import backfill
 from streams.kafka_io import key_partitioner
 from streams.settings import Settings
 from streams.watcher import publish_root
-from tests.support import ZSTD, batch_codecs, read_topic
+from tests.ledger_support import invalidated
+from tests.support import ZSTD, batch_codecs, raw_paths, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -169,23 +171,30 @@ async def test_raw_records_go_uncompressed_unless_a_compression_is_asked_for(
     assert len(await _raw(plain)) == len(await _raw(packed)) == files
 
 
-def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
-    settings = make_settings()
-    generate(settings.root, 10)
+def _command(settings: Settings, partitions: int = 1) -> subprocess.CompletedProcess[str]:
+    """`predigest backfill` of the settings' root, in a process of its own."""
     env = {
         "PATH": "/usr/bin:/bin",
         "PREDIGEST_KAFKA__BOOTSTRAP": settings.kafka.bootstrap or "",
         "PREDIGEST_KAFKA__TOPIC_PREFIX": settings.kafka.topic_prefix,
+        "PREDIGEST_KAFKA__PARTITIONS": str(partitions),
         "PREDIGEST_STATE_DIR": str(settings.state_dir),
     }
     predigest = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(settings.root)]
-    out = subprocess.run(
-        predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
-    )
-    assert "backfill done: 15 published" in out.stderr
-    out = subprocess.run(
-        predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120, check=True
-    )
+    return subprocess.run(predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _errors(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in out.stderr.splitlines() if " ERROR " in line]
+
+
+def test_the_command_prints_a_summary(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
+    settings = make_settings()
+    generate(settings.root, 10)
+    out = _command(settings)
+    assert out.returncode == 0 and "backfill done: 15 published" in out.stderr
+    out = _command(settings)
+    assert out.returncode == 0
     assert "backfill done: 0 published" in out.stderr and "15 already acknowledged" in out.stderr
 
 
@@ -225,21 +234,92 @@ def test_the_command_says_a_refused_ledger_in_one_line_with_what_follows(
     settings = make_settings()
     generate(settings.root, 10)
     _refusing_ledger(settings)
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PREDIGEST_KAFKA__BOOTSTRAP": settings.kafka.bootstrap or "",
-        "PREDIGEST_KAFKA__TOPIC_PREFIX": settings.kafka.topic_prefix,
-        "PREDIGEST_STATE_DIR": str(settings.state_dir),
-    }
-    predigest = [sys.executable, "-m", "streams.cli", "backfill", "--root", str(settings.root)]
-    out = subprocess.run(predigest, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
-    errors = [line for line in out.stderr.splitlines() if " ERROR " in line]
+    out = _command(settings)
+    errors = _errors(out)
     assert out.returncode == 2 and len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "cannot write 15 acknowledgement(s) to the watcher ledger" in errors[0]
     assert (
         "not written at this stop: the next start (of the watcher or a backfill) sends those files again"
         in (errors[0])
     )
+
+
+async def _raw_topic_of_small_messages(settings: Settings) -> None:
+    """The raw topic, two partitions, made before the backfill's check with a `max.message.bytes` of 50 kB."""
+    admin = AIOKafkaAdminClient(**kafka_io.client_kwargs(settings))
+    await admin.start()
+    try:
+        small = {"max.message.bytes": "50000"}
+        await admin.create_topics([NewTopic(settings.kafka.topic("raw"), 2, 1, topic_configs=small)])
+    finally:
+        await admin.close()
+
+
+def _a_root_whose_last_batch_kafka_refuses(root: Path) -> None:
+    """Ten small notes, then a 200 kB one in the other partition than the first note's: the small notes' batch
+    is acknowledged, the large one's refused."""
+    partitions = [0, 1]
+    for i in range(10):
+        (root / "inbox" / "jay").mkdir(parents=True, exist_ok=True)
+        (root / "inbox" / "jay" / f"a{i}.md").write_text(f"# note {i}\n" + "x" * 1000, encoding="utf-8")
+    first = key_partitioner(b"inbox/jay/a0.md", partitions, partitions)
+    large = next(
+        rel
+        for rel in (f"work-queue/large{i}.md" for i in range(100))
+        if key_partitioner(rel.encode(), partitions, partitions) != first
+    )
+    (root / large).write_text("# large\n" + "y" * 200_000, encoding="utf-8")
+
+
+@pytest.mark.parametrize("ledger_refuses", [False, True])
+async def test_a_kafka_failure_is_one_line_and_said_beside_a_refused_ledger_s(
+    make_settings: Callable[..., Settings], ledger_refuses: bool
+) -> None:
+    # Before: a traceback and exit 1; behind a ledger write refused at the end, the ledger's line alone, which
+    # hid why the backfill stopped.
+    settings = make_settings()
+    _a_root_whose_last_batch_kafka_refuses(settings.root)
+    await _raw_topic_of_small_messages(settings)
+    if ledger_refuses:
+        _refusing_ledger(settings)
+    out = _command(settings, partitions=2)
+    errors = _errors(out)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert len(errors) == 1 + ledger_refuses, out.stderr
+    assert (
+        "Kafka did not take the backfill's records while finishing ([Error 10] MessageSizeTooLargeError"
+        in errors[0]
+    )
+    assert (
+        "raise it, or pass --compression zstd); 4 file(s) published before it; a re-run sends the rest"
+        in errors[0]
+    )
+    if ledger_refuses:
+        assert "cannot write 4 acknowledgement(s) to the watcher ledger" in errors[1]
+    else:
+        assert len(Ledger(settings.ledger_file).entries()) == 4
+
+
+async def test_a_backfill_started_while_a_watcher_s_ledger_waits_to_be_opened_again_sends_nothing(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # A refusal that invalidated DuckDB's database closed the watcher's connection until its next write (1-60 s):
+    # before, DuckDB's lock went with it, and a backfill started meanwhile sent every file the watcher sent.
+    settings = make_settings()
+    generate(settings.root, 10)
+    await kafka_io.ensure_topics(settings)  # the raw topic read below, empty
+    now = [0.0]
+    held = invalidated(settings.ledger_file, lambda: now[0], [("inbox/tom/x.md", 1, 1.0, "x")])
+    out = _command(settings)
+    errors = _errors(out)
+    assert out.returncode == 2 and len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert (
+        f"lock file {settings.ledger_file}.lock is held by another process (PID {os.getpid()})" in errors[0]
+    )
+    assert await raw_paths(settings) == []
+    held.close()
+    assert _command(settings).returncode == 0  # once the watcher let go
+    assert len(await raw_paths(settings)) == 15
 
 
 async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(

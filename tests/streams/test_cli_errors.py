@@ -10,12 +10,14 @@ import contextlib
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams.worker_process import free_port
+from tests.ledger_support import invalidated
 from tests.streams.cli_support import predigest
 
 END = "2026-09-27T22:20:00+08:00"
@@ -138,6 +140,26 @@ def test_a_root_that_does_not_exist_is_refused_before_anything_starts(
     line = refused(*argv, *root, env={"PREDIGEST_KAFKA_CACHE": str(tmp_path / "no-kafka")})
     assert f"root {missing} does not exist" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_backfill_on_a_ledger_whose_watcher_waits_to_reopen_it_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    # The watcher's connection closed by a refusal that invalidated DuckDB's database, until its next write (1-60
+    # s). Before: DuckDB's lock went with it, and the backfill started (here: to find no Kafka).
+    state = tmp_path / "state"
+    held = invalidated(state / "watcher-ledger.duckdb", time.monotonic, [("inbox/tom/x.md", 1, 1.0, "x")])
+    env = {
+        "PREDIGEST_STATE_DIR": str(state),
+        "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}",
+    }
+    line = refused("backfill", "--root", "examples/root", env=env)
+    assert (
+        f"its lock file {state}/watcher-ledger.duckdb.lock is held by another process (PID {os.getpid()})"
+        in line
+    )
+    assert line.endswith("Is another watcher running on this root?")
+    held.close()
 
 
 def test_flush_of_an_unknown_axis_is_refused_before_the_broker_starts(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from streams import kafka_io, root_files, watcher_web
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher, publish_root
 from streams.worker_process import dump_settings, free_port, spawn_cli
+from tests.ledger_support import invalidated
 from tests.streams.fault_support import metric
 from tests.streams.watcher_support import FakeProducer, write_old
 from tests.support import async_wait_for, wait_for
@@ -329,3 +330,24 @@ async def test_a_one_shot_scan_whose_ledger_is_refused_tries_once_and_says_the_n
         chain.append(at)
         at = at.__cause__ or at.__context__
     assert len([e for e in chain if isinstance(e, duckdb.Error)]) == 1, chain
+
+
+async def test_a_second_watcher_started_while_the_first_s_ledger_waits_to_reopen_ends_in_one_line(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    # The first's connection closed by a refusal that invalidated DuckDB's database, until its next write (1-60 s).
+    # Before: DuckDB's lock went with it, and a second watcher started and sent the same files; refused by that lock
+    # (its first write), asyncio added "Unclosed AIOKafkaProducer": its producer started before the ledger.
+    s = make_settings()
+    await kafka_io.ensure_topics(s)
+    held = invalidated(s.ledger_file, time.monotonic, [("inbox/tom/x.md", 1, 1.0, "x")])
+    second = spawn_cli(s, tmp_path, "second", "watch")
+    try:
+        assert second.wait(timeout=20) == 2
+    finally:
+        second.kill()
+        held.close()
+    output = (tmp_path / "second.log").read_text(encoding="utf-8")
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "Traceback" not in output, output
+    assert f"lock file {s.ledger_file}.lock is held by another process (PID {os.getpid()})" in errors[0]

@@ -1,0 +1,64 @@
+"""A process's claim on a DuckDB file that outlives its connection: DuckDB's own lock goes with the connection,
+and the ledger closes one that a refusal invalidated, the next write opening the file again (1-60 s later)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import weakref
+from pathlib import Path
+
+from sinks.duck import DuckFile, make_folder
+from sinks.errors import StateLocationError, StateLockedError
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside `path`: never deleted (a file deleted while held would let a third process in)."""
+    return path.with_name(f"{path.name}.lock")
+
+
+class FileClaim:
+    """An exclusive flock on the file's `.lock` beside it, from the first open to the last close: a second process
+    (a watcher, a backfill) is refused while this one's connection is closed too. The kernel lets go at its exit."""
+
+    def __init__(self, path: Path, file: DuckFile) -> None:
+        make_folder(path, file)
+        self.path = lock_path(path)
+        try:
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT, 0o644
+            )  # non-inheritable: no child started holds it
+        except OSError as exc:
+            raise StateLocationError(
+                f"cannot use the lock file {self.path} of the {file.what}: {exc.strerror or exc}. Check the path "
+                "in the settings and that this user may write there."
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise StateLockedError(
+                f"cannot open the {file.what} {path}: its lock file {self.path} is held by another process{holder}. "
+                f"{file.if_locked}"
+            ) from None
+        except OSError as exc:  # a filesystem without locks: DuckDB's own lock would fail there too
+            os.close(fd)
+            raise StateLocationError(
+                f"cannot lock the lock file {self.path} of the {file.what}: {exc.strerror or exc}. Keep the state "
+                "folder on a local filesystem."
+            ) from exc
+        # Closed (the lock let go) also when its owner is dropped unclosed, as a DuckDB connection is.
+        self._release = weakref.finalize(self, os.close, fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # what a refused process names
+
+    def release(self) -> None:
+        """Let go (once; again is a no-op)."""
+        self._release()
+
+
+def _holder(fd: int) -> str:
+    """' (PID n)' as the holder wrote it, or '' while it has not yet."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return f" (PID {text})" if text.isdigit() else ""
