@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -139,7 +138,7 @@ class StateStore(StateReads):
                 self._checkpoint()
         finally:
             if not self._close_interrupting():
-                log.warning("the %s %s was left open: a read still ran on it", STATE.what, self._path)
+                log.warning("the %s %s closes once a read still running on it ends", STATE.what, self._path)
 
     def _checkpoint(self) -> None:
         if self._refusal is not None:  # closed already when it refused: its WAL keeps what it held
@@ -177,20 +176,13 @@ class StateStore(StateReads):
         ) from exc
 
     def _close_interrupting(self) -> bool:
-        """Close the connection, interrupting the reads running on its cursors (DuckDB refuses to close while one
-        runs); False if one still ran after CLOSE_ATTEMPTS."""
-        for _ in range(CLOSE_ATTEMPTS):
-            with self._cursors_lock:
-                cursors = list(self._cursors)
-            for cursor in cursors:
-                with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
-                    cursor.interrupt()
-            try:
-                self._db.close()
-                return True
-            except duckdb.ResourceInUseException:
-                time.sleep(0.01)  # the interrupted read is giving its cursor back
-        return False
+        """Close the connection, interrupting the reads running on its cursors (duck.close_interrupting); False if
+        one still ran after CLOSE_ATTEMPTS."""
+        return duck.close_interrupting(self._db, self._tracked)
+
+    def _tracked(self) -> list[duckdb.DuckDBPyConnection]:
+        with self._cursors_lock:
+            return list(self._cursors)
 
     # Writes: each record with its offset, in one transaction.
 

@@ -39,7 +39,7 @@ from processors.parse_stage import Routed, documents_records
 from processors.wire import DocumentRecord, Notes, batch_weight, decode_notes
 from sinks import collector
 from sinks.state import Position
-from streams import parse_flow, window_flow
+from streams import outbox_wait, parse_flow, window_flow
 from streams.batches import (
     BACKLOG_RECORDS,
     ack_all,
@@ -350,7 +350,7 @@ async def _answer(services: Services, outputs: Outputs, command: ControlCommand,
     failure, it sends what was recorded)."""
     if not await _owned_here(services, command, position.partition):
         return
-    async with services.outbox.lock:  # the outbox's retries never send the same emission meanwhile
+    async with outbox_wait.turn(services, position):  # never beside the outbox's retries; ended by a stop
         emission = await services.pipeline().brief(command, position)
         # Files that cannot be written stop this axis only: the emission waits in the outbox, the command is
         # acknowledged, and the worker goes on (streams.outbox).

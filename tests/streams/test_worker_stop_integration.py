@@ -4,10 +4,14 @@ unacked, then the parse processes and the state close, checkpointed; a restart s
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
+import os
 import random
+import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -15,6 +19,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
+from processors.briefing_names import briefing_basename
 from streams import kafka_io
 from streams.backfill import backfill
 from streams.control import await_briefing, send_command
@@ -33,11 +38,12 @@ from tests.streams.fault_support import (
     printed_logs_on_failure,
     state_rows,
 )
-from tests.support import async_wait_for, running_worker
+from tests.support import async_wait_for, read_topic, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 CLOSED = "is checkpointed and closed"
+END = datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai"))
 
 
 def _write(root: Path, notes: dict[str, str]) -> set[str]:
@@ -304,3 +310,68 @@ async def test_a_stop_cutting_a_commands_answer_short_leaves_the_command_to_the_
         briefing = await await_briefing(s, "inference", end, "flush", 120)
     assert [a.id for a in briefing.arxiv] == ["1605.08386"]
     assert await committed(s, "control") == 1, "the answered command was not acknowledged"
+
+
+async def test_a_stop_while_a_command_waits_for_the_outboxs_retry_leaves_it_to_the_restart_which_answers_it(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    # The outbox's retry of a briefing holds its lock (a restored 100k briefing sent again at the start; here its JSON
+    # file a FIFO nobody writes, a hung mount) while a command waits for it: the stop waited 8 s for that command.
+    s = make_settings(briefing_retry_seconds=1.0, briefing_retry_max_seconds=2.0)
+    await kafka_io.ensure_topics(s)
+    folder, first, second = s.out_dir / "inference", END, END + timedelta(minutes=1)
+    fifo = folder / f"{briefing_basename('inference', first, 'flush', s.tz)}.json"
+    folder.parent.mkdir(parents=True)
+    folder.write_text(
+        "a file where the inference folder should be\n"
+    )  # its first briefing waits in the outbox
+    _write(s.root, {"inbox/jay/2026-09-27-1200-kv.md": "# vLLM\n\nKV cache serving for LLM inference.\n"})
+    assert (await backfill(s)).published == 1
+    log = tmp_path / "worker-1.log"
+    with printed_logs_on_failure(log):
+        worker = spawn_worker(s, tmp_path, name="worker-1")
+        held = None
+        try:
+            await wait_ingested(s, 120)
+            await send_command(s, "inference", "flush", first)
+            await async_wait_for(
+                lambda: "cannot be written" in log.read_text(errors="replace"), 60, "its failure"
+            )
+            folder.unlink()
+            folder.mkdir()
+            os.mkfifo(fifo)
+            held = await _writer_once_read(fifo)  # the retry reads it, under the outbox's lock, for ever
+            await send_command(s, "inference", "flush", second)
+            await asyncio.sleep(3.0)  # the command taken, its answer waiting for the lock
+            worker.send_signal(signal.SIGTERM)
+            await async_wait_for(
+                lambda: CLOSED in log.read_text(errors="replace"), TAKEN_SECONDS - 2, "the stop"
+            )
+        finally:
+            if held is not None:
+                os.close(held)  # the retry's read ends: it writes the file and is done
+            code = stop_process(worker)
+        assert code == 0
+        text = _clean(log)
+    assert _logged_seconds(text, "Signal received", CLOSED) < 3, text[-3000:]
+    assert "the stop waited" not in text
+    assert await committed(s, "control") == 1, "the command waiting for the outbox was committed unanswered"
+    fifo.unlink()  # the mount fixed: the retry's read ended in an error (a FIFO is not rewritten in place)
+    with running_worker(s, tmp_path, "worker-2"):
+        for end in (first, second):
+            await await_briefing(s, "inference", end, "flush", 120)
+    assert await committed(s, "control") == 2
+    sent = [json.loads(v)["window"]["end"] for _, v in await read_topic(s, "briefings")]
+    assert len(sent) == 2 and len(set(sent)) == 2, sent  # each once
+
+
+async def _writer_once_read(fifo: Path) -> int:
+    """A writer's descriptor on `fifo` once a reader has it open (then its reads wait for bytes that never come)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:  # ENXIO: no reader yet
+            assert exc.errno == errno.ENXIO and loop.time() < deadline, exc
+            await asyncio.sleep(0.1)
