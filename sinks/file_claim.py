@@ -26,9 +26,9 @@ class FileClaim:
         make_folder(path, file)
         self.path = lock_path(path)
         try:
-            fd = os.open(
-                self.path, os.O_RDWR | os.O_CREAT, 0o644
-            )  # non-inheritable: no child started holds it
+            # Non-inheritable: no child started holds it. 0o666 less the umask, as DuckDB makes the ledger: whoever
+            # may write the ledger may take its lock.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise StateLocationError(
                 f"cannot use the lock file {self.path} of the {file.what}: {exc.strerror or exc}. Check the path "

@@ -133,6 +133,18 @@ def test_the_first_start_on_a_full_disk_opens_the_ledger_and_its_lock_names_no_p
     ledger.close()
 
 
+def test_the_lock_file_may_be_written_by_whoever_may_write_the_ledger(tmp_path: Path) -> None:
+    # A state folder shared by a group (umask 002): the ledger is group-writable, and its lock file was not (0644),
+    # so a backfill run by another user of the group was refused ("cannot use the lock file … Permission denied").
+    path = tmp_path / "ledger.duckdb"
+    umask = os.umask(0o002)
+    try:
+        Ledger(path).close()
+    finally:
+        os.umask(umask)
+    assert lock_path(path).stat().st_mode & 0o777 == path.stat().st_mode & 0o777 == 0o664
+
+
 def test_a_commit_duckdb_calls_durable_is_written_and_the_stop_counts_only_the_rest(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
