@@ -3,6 +3,7 @@ and the ledger closes one that a refusal invalidated, the next write opening the
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import weakref
@@ -25,9 +26,9 @@ class FileClaim:
         make_folder(path, file)
         self.path = lock_path(path)
         try:
-            fd = os.open(
-                self.path, os.O_RDWR | os.O_CREAT, 0o644
-            )  # non-inheritable: no child started holds it
+            # Non-inheritable: no child started holds it. 0o666 less the umask, as DuckDB makes the ledger: whoever
+            # may write the ledger may take its lock.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise StateLocationError(
                 f"cannot use the lock file {self.path} of the {file.what}: {exc.strerror or exc}. Check the path "
@@ -50,8 +51,11 @@ class FileClaim:
             ) from exc
         # Closed (the lock let go) also when its owner is dropped unclosed, as a DuckDB connection is.
         self._release = weakref.finalize(self, os.close, fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # what a refused process names
+        # What a refused process names; a full disk leaves it empty (a new lock file, the first start of this
+        # release), the start going on as DuckDB's open of the ledger does.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
     def release(self) -> None:
         """Let go (once; again is a no-op)."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import subprocess
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 from processors.briefing_names import briefing_basename
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from streams.commands import RunRequest
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INGEST_STAGES = ("raw", "documents")
 # `once` and `run` exit hard this long after a signal: past their worker's stop, with time for their own.
@@ -142,7 +144,7 @@ async def run(settings: Settings, request: RunRequest, stopping: Stopping | None
     watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     end, timeout = request.end, request.timeout
     try:
-        await until_stopped(_first_briefings(settings, end, timeout), stop, stopping)
+        await until_stopped(_beside(watcher, _first_briefings(settings, end, timeout)), stop, stopping)
         log.info("briefings in a browser: http://%s:%d/browse", settings.web_host, settings.web_port)
         log.info("worker metrics: http://%s:%d/metrics", settings.web_host, settings.web_port)
         log.info("watcher metrics: http://%s:%d/metrics", settings.web_host, settings.watcher_metrics_port)
@@ -150,13 +152,29 @@ async def run(settings: Settings, request: RunRequest, stopping: Stopping | None
         if not request.exit_after:
             also = " and the local Kafka broker this run started" if request.broker_started else ""
             log.info("running; %s stops the watcher and the worker%s", _stop_key(), also)
-            await stop.wait()
+            await _beside(watcher, stop.wait())
     finally:
         stop.set()
         try:
             await watcher  # its ledger's refused last write raises: the worker is stopped all the same
         finally:
             stop_worker(worker, stopping)
+
+
+async def _beside(watcher: asyncio.Task[int], work: Awaitable[T]) -> T:
+    """`work`'s result, or the watcher's error as soon as it ends in one (its ledger held by a `watch` on this
+    state): the run does not go on, and brief, without its watcher."""
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if task not in done:
+            watcher.result()  # its error: it ends without one only at the stop, which ends `work` too
+        return await task
+    finally:
+        if not task.done():  # the watcher's error, or a signal's cancellation of this one: `work` stops too
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 def _stop_key() -> str:

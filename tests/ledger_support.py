@@ -18,11 +18,11 @@ Rows = list[tuple[str, int, float, str]]
 
 
 @contextmanager
-def full_disk(path: Path) -> Iterator[None]:
-    """No file of this process may grow past the ledger's size: a full disk for DuckDB (EFBIG, not ENOSPC)."""
+def full_disk(path: Path, size: int | None = None) -> Iterator[None]:
+    """No file of this process may grow past `size` (the ledger's): a full disk for DuckDB (EFBIG, not ENOSPC)."""
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
-    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, limit[1]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size if size is None else size, limit[1]))
     try:
         yield
     finally:

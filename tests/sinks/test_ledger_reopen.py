@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from sinks.errors import LedgerWriteError
+from sinks.file_claim import lock_path
 from sinks.ledger import FLUSH_SECONDS, Ledger
 from tests.ledger_support import checkpoint_at_every_commit, full_disk, invalidated
 
@@ -109,6 +110,39 @@ def test_no_second_process_opens_the_ledger_while_its_connection_waits_to_be_ope
     second = _second(path)
     assert second.returncode == 0, second.stdout + second.stderr
     assert len(Ledger(path).entries()) == 11
+
+
+def test_the_first_start_on_a_full_disk_opens_the_ledger_and_its_lock_names_no_pid(tmp_path: Path) -> None:
+    # The first start of this release on a full disk makes the lock file, which cannot take its PID line. Before:
+    # the start ended in a traceback (OSError: No space left on device), again at every restart while the disk
+    # stayed full, where the ledger opened and the watcher published (its writes refused, then written).
+    path = tmp_path / "ledger.duckdb"
+    ledger = Ledger(path)
+    ledger.acknowledge_many([("inbox/jay/a.md", 1, 1.0, "a")])
+    ledger.close()
+    lock_path(path).unlink()  # a ledger of the release before
+    with full_disk(path, size=0):
+        ledger = Ledger(path)
+    assert ledger.entries() == {"inbox/jay/a.md": (1, 1.0, "a")}
+    second = _second(path)
+    assert second.returncode == 3, second.stderr
+    assert second.stdout.strip() == (
+        f"cannot open the watcher ledger {path}: its lock file {path}.lock is held by another process. Is another "
+        "watcher running on this root?"
+    )
+    ledger.close()
+
+
+def test_the_lock_file_may_be_written_by_whoever_may_write_the_ledger(tmp_path: Path) -> None:
+    # A state folder shared by a group (umask 002): the ledger is group-writable, and its lock file was not (0644),
+    # so a backfill run by another user of the group was refused ("cannot use the lock file … Permission denied").
+    path = tmp_path / "ledger.duckdb"
+    umask = os.umask(0o002)
+    try:
+        Ledger(path).close()
+    finally:
+        os.umask(umask)
+    assert lock_path(path).stat().st_mode & 0o777 == path.stat().st_mode & 0o777 == 0o664
 
 
 def test_a_commit_duckdb_calls_durable_is_written_and_the_stop_counts_only_the_rest(

@@ -17,6 +17,7 @@ from uuid import uuid4
 import httpx
 import pytest
 
+from sinks.ledger import Ledger
 from streams.worker_process import free_port
 from tests.support import wait_for
 
@@ -208,3 +209,29 @@ def test_a_ctrl_c_as_the_workers_parse_processes_start_is_runs_one_line(
     assert "Traceback" not in said and "KeyboardInterrupt" not in said and "exiting now" not in said, said[
         -4000:
     ]
+
+
+def test_a_run_whose_watcher_is_refused_at_its_start_ends_with_that_line(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    # A `predigest watch` already on this state: the run's watcher is refused its ledger. The run went on without
+    # it, its worker up, "running; Ctrl-C stops the watcher and the worker" said, the root's edits never published,
+    # and the refusal said only at the Ctrl-C.
+    held = Ledger(tmp_path / "state" / "watcher-ledger.duckdb")
+    argv = [str(PREDIGEST), "run", "--root", "examples/root", "--end", END]
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=PROJECT,
+            env=run_env(tmp_path, kafka_bootstrap),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        held.close()
+    assert done.returncode == 2, done.stderr[-4000:]
+    last = done.stderr.rstrip().splitlines()[-1]
+    assert f"is held by another process (PID {os.getpid()})" in last, done.stderr[-4000:]
+    assert "running;" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-4000:]
+    assert not list((tmp_path / "out").rglob("*.md"))  # no briefing of a window no watcher fed
