@@ -177,13 +177,14 @@ def with_keys(state: StateStore) -> StateStore:
     return state
 
 
-def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
-    """2 000 notes of ~80 KB of random text (nothing compresses it) through the real write path; how many. The text
-    is in the summary's front matter too: DuckDB compresses the summaries at a checkpoint (the bodies it stores as
-    their frames, which need no memory of it).
+def store_large_notes(state: StateStore, every_seen: bool = True, until_raised: bool = False) -> int:
+    """Up to 2 000 notes of ~80 KB of random text (nothing compresses it) in their front matter, through the real
+    write path; how many. DuckDB compresses the summaries at a checkpoint, so they are what takes its memory; the
+    bodies it stores as their frames, which need none: theirs is a line (80 KB more a note cost ~40 % of the CPU).
 
     `every_seen`: check each batch's outcomes (a commit DuckDB reports failed under a concurrent read may have
-    been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice)."""
+    been kept: run again, its notes are found held and reported unseen, neither lost nor stored twice).
+    `until_raised`: stop after the batch that raised the state's memory limit (the rest would only repeat it)."""
     note = parsed("inbox/jay/2026-09-27-1000-n.md", "# note\nvLLM KV cache.")
     rng = random.Random(15)
     offset = 0
@@ -191,17 +192,13 @@ def store_large_notes(state: StateStore, every_seen: bool = True) -> int:
         batch = []
         for _ in range(200):
             text = base64.b64encode(rng.randbytes(60_000)).decode()
-            update = {
-                "path": f"inbox/jay/n{offset}.md",
-                "text": text,
-                "sections": (),
-                "front_matter": {"x": text},
-            }
-            doc = note.model_copy(update=update)
+            doc = note.model_copy(update={"path": f"inbox/jay/n{offset}.md", "front_matter": {"x": text}})
             batch.append((document_record("inference", doc, offset), Position("p.documents", 0, offset)))
             offset += 1
         seen = state.apply_batch(batch)
         assert all(seen) or not every_seen, "every note is new: a briefing sees each"
+        if until_raised and state._limits != state._configured:
+            break
     return offset
 
 
@@ -217,3 +214,7 @@ def cached_mib(state: StateStore) -> float:
 # nothing compresses. md5 strings of 4M rows wrote as much in 2.2 s of CPU (~8 s of wall at load 15, a quarter of
 # the 30 s test timeout); hashes in 0.65 s.
 FILLER = "CREATE TABLE filler AS SELECT range AS i, hash(range) AS s FROM range(8500000)"
+
+# A read that runs until it is interrupted, asleep in DuckDB (its interrupt is seen within a row's 10 ms): a sum
+# over the same range held a core from the writes beside it, ~8 s of CPU a test (~40 % of its wall time at load 7).
+ENDLESS_READ = "SELECT count(sleep_ms(10)) FROM range(1000000000000000) t(i)"

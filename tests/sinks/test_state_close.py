@@ -84,7 +84,7 @@ def test_a_checkpoint_the_disk_refuses_raises_after_the_close_and_the_wal_keeps_
 
 @pytest.mark.timeout(300)  # ~160 MB of notes through the real write path, and its WAL replayed at each reopen
 def test_a_checkpoint_at_the_stop_past_the_memory_limit_gets_more_memory_as_a_writes_does(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Notes written while the limit was raised, the limit back at 64 MiB for the stop (a raise is halved back after
     # 100 writes): the stop's checkpoint pins more than that and is reopened with more, up to the ceiling.
@@ -95,6 +95,9 @@ def test_a_checkpoint_at_the_stop_past_the_memory_limit_gets_more_memory_as_a_wr
     stored = store_large_notes(state)
     state._db.execute("SET memory_limit = '64MiB'")
     state.close(checkpoint=True)
+    assert "the state's checkpoint ran out of memory" in caplog.text, (
+        "the stop's checkpoint needed the reopen"
+    )
     assert not _wal(path).exists()
     again = StateStore(path, Limits(memory_mib=1024, threads=1))
     try:

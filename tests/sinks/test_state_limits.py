@@ -22,7 +22,14 @@ from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.processors.notes import brief, example_documents
-from tests.state_support import document_record, duckdb_limits, parsed, put_document, store_large_notes
+from tests.state_support import (
+    ENDLESS_READ,
+    document_record,
+    duckdb_limits,
+    parsed,
+    put_document,
+    store_large_notes,
+)
 
 MIB = 1024 * 1024
 REFUSED = "predigest_state_memory_refused_total"
@@ -126,7 +133,7 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
     metrics = Metrics()
     state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), metrics)
     try:
-        stored = store_large_notes(state)
+        stored = store_large_notes(state, until_raised=True)
         assert state.document_count() == stored
         assert state.applied_offset("p.documents", 0) == stored - 1
         assert duckdb_limits(state)[0] in ("128.0 MiB", "256.0 MiB", "512.0 MiB")
@@ -153,7 +160,7 @@ def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.Lo
     )
     try:
         with contextlib.suppress(StateMemoryError):  # refused within 100 MiB if the notes need more
-            store_large_notes(state, every_seen=False)
+            store_large_notes(state, every_seen=False, until_raised=True)
     finally:
         state.close()
     raised = [r.getMessage() for r in caplog.records if "Raise duckdb.memory_limit_mib" in r.getMessage()]
@@ -292,7 +299,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
 
     def read(cursor: duckdb.DuckDBPyConnection) -> None:
         try:  # a read that runs until something stops it
-            cursor.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
+            cursor.execute(ENDLESS_READ).fetchall()
             outcome.append(None)
         except Exception as exc:
             outcome.append(exc)
@@ -301,7 +308,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     for thread in busy:
         thread.start()
     try:
-        stored = store_large_notes(state, every_seen=False)
+        stored = store_large_notes(state, every_seen=False, until_raised=True)
         assert state.document_count() == stored
     finally:
         for cursor in (reader._db, window._db):

@@ -18,7 +18,14 @@ from sinks.duck import Limits
 from sinks.errors import StateBusyError, StateLocationError
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from tests.state_support import duckdb_limits, parsed, put_document, store_large_notes, with_keys
+from tests.state_support import (
+    ENDLESS_READ,
+    duckdb_limits,
+    parsed,
+    put_document,
+    store_large_notes,
+    with_keys,
+)
 
 
 class _AtReopen(logging.Handler):
@@ -94,7 +101,7 @@ def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reo
     def read() -> None:
         with contextlib.suppress(duckdb.Error):
             started.set()
-            cursor.execute("SELECT sum(i * i) FROM range(1000000000000000) t(i)").fetchall()
+            cursor.execute(ENDLESS_READ).fetchall()
 
     busy = threading.Thread(target=read, daemon=True)
     busy.start()

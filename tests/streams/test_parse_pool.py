@@ -10,23 +10,33 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from multiprocessing import connection
 from pathlib import Path
 
 import pytest
 
 from processors.models import RawFile
-from processors.parse_stage import Routed, RouteParams, documents_records, route_values
+from processors.parse_stage import Routed, RouteParams, documents_records
 from processors.wire import decode_rows
+from sinks.clock import SYSTEM_CLOCK
 from streams import heap
 from streams.parse_pool import ParsePool, Route
 from streams.pipeline import route_params
 from streams.settings import Settings
 from tests.clocks import ManualClock
+from tests.streams.parse_routes import (
+    POISON,
+    dies_in_turn,
+    dies_on_poison,
+    hangs_on_poison,
+    hangs_on_poison_telling,
+    poisoned_at,
+    says_its_heap,
+    says_its_niceness,
+)
 
 # Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
 pytestmark = pytest.mark.timeout(120)
@@ -83,31 +93,12 @@ async def test_processes_route_a_batch_as_the_event_loop_does() -> None:
     assert inline[7].unreadable is not None
 
 
-POISON = 3  # the note a broken parser dies or hangs on
-
-
-def _dies_on_poison(
-    values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    if any(offset == POISON for _, offset in values):
-        os._exit(1)  # as an OOM kill would
-    return route_values(values, params, seen_at)
-
-
-def _hangs_on_poison(
-    values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    if any(offset == POISON for _, offset in values):
-        time.sleep(3600)
-    return route_values(values, params, seen_at)
-
-
 async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_rest_of_the_batch_parsed() -> (
     None
 ):
     params = route_params(Settings())
     values = [(_value(i), i) for i in range(6)]
-    for broken in (_dies_on_poison, _hangs_on_poison):
+    for broken in (dies_on_poison, hangs_on_poison):
         pool = ParsePool(params, 2, note_seconds=3.0, route=broken)
         try:
             routed = await pool.route(values, NOW)
@@ -131,7 +122,7 @@ async def test_a_note_that_kills_or_hangs_its_parse_process_is_rejected_and_the_
 
 
 @pytest.mark.parametrize("poisoned", [0, 1], ids=["older batch", "younger batch"])
-@pytest.mark.parametrize("broken", [_dies_on_poison, _hangs_on_poison], ids=["dies", "hangs"])
+@pytest.mark.parametrize("broken", [dies_on_poison, hangs_on_poison], ids=["dies", "hangs"])
 async def test_batches_routed_at_once_lose_only_the_note_that_kills_or_hangs_their_shared_pool(
     poisoned: int, broken: Route
 ) -> None:
@@ -142,7 +133,10 @@ async def test_batches_routed_at_once_lose_only_the_note_that_kills_or_hangs_the
     second = range(40, 70) if poisoned else range(30, 60)
     batches = [[(_value(i), i) for i in first], [(_value(i), i) for i in second]]
     poison = POISON + 40 if poisoned else POISON
-    pool = ParsePool(params, 2, note_seconds=3.0, route=partial(_poisoned_at, broken, poison))
+    # A death is seen whatever the time: on a still clock no note looks hung. On the wall clock a fresh pool's
+    # first notes, waiting for a core at load 16, passed 3 s: rejected as hung, and the pool killed again.
+    clock = ManualClock() if broken is dies_on_poison else SYSTEM_CLOCK
+    pool = ParsePool(params, 2, 3.0, partial(poisoned_at, broken, poison), clock)
     try:
         routed = await asyncio.gather(*(pool.route(values, NOW) for values in batches))
     finally:
@@ -150,42 +144,6 @@ async def test_batches_routed_at_once_lose_only_the_note_that_kills_or_hangs_the
     for values, got in zip(batches, routed, strict=True):
         assert [r.path for r in got] == [f"inbox/jay/2026-09-27-1000-n{offset}.md" for _, offset in values]
         assert [r.rejection is not None for r in got] == [offset == poison for _, offset in values]
-
-
-def _poisoned_at(
-    broken: Route,
-    poison: int,
-    values: Sequence[tuple[bytes, int | None]],
-    params: RouteParams,
-    seen_at: datetime,
-) -> list[Routed]:
-    """`broken`, with its poisoned note at offset `poison`."""
-    shifted = [(value, POISON if offset == poison else -1) for value, offset in values]
-    if any(offset == POISON for _, offset in shifted):
-        broken(shifted, params, seen_at)
-    return route_values(values, params, seen_at)
-
-
-def _dies_in_turn(
-    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    """Leaves in `folder` a file named for each process that routes a note. The older batch's poisoned note (10)
-    dies at once, and alone once the younger batch's first note (40) started; the younger's (47) once `go` is."""
-    (folder / str(os.getpid())).touch()
-    [(_, offset)] = values
-    if offset == 40:
-        (folder / "younger").touch()
-    if offset in (10, 47):
-        if offset == 47 or (folder / "older").exists():
-            _wait_for(folder / ("go" if offset == 47 else "younger"))
-        (folder / "older").touch()
-        os._exit(1)  # as an OOM kill would
-    return route_values(values, params, seen_at)
-
-
-def _wait_for(path: Path) -> None:
-    while not path.exists():
-        time.sleep(0.01)
 
 
 class _Said(logging.Handler):
@@ -209,7 +167,7 @@ async def test_a_death_in_the_younger_batch_sends_the_older_ones_queued_notes_to
     # of 500), though a process was on the younger batch's note, which is tried alone in its turn.
     params = route_params(Settings())
     older, younger = [(_value(i), i) for i in range(10, 20)], [(_value(i), i) for i in range(40, 48)]
-    pool = ParsePool(params, 1, route=partial(_dies_in_turn, tmp_path))
+    pool = ParsePool(params, 1, route=partial(dies_in_turn, tmp_path))
     said, logger = _Said(), logging.getLogger("streams.parse_pool")
     logger.addHandler(said)
     try:
@@ -248,16 +206,6 @@ class _StillUntilTheNoteHangs(ManualClock):
         return super().monotonic()
 
 
-def _hangs_on_poison_telling(
-    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    """`_hangs_on_poison`, leaving in `folder` a file named for each process that routes a note and `hung` as
-    it hangs."""
-    hangs = any(offset == POISON for _, offset in values)
-    (folder / ("hung" if hangs else str(os.getpid()))).touch()
-    return _hangs_on_poison(values, params, seen_at)
-
-
 async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_retry_note_by_note(
     tmp_path: Path,
 ) -> None:
@@ -271,7 +219,7 @@ async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_re
     note_seconds = 4.0
     clock = _StillUntilTheNoteHangs(tmp_path / "hung", note_seconds + 1)
     # One process: no other note is in progress, to look hung, when the clock moves.
-    pool = ParsePool(params, 1, note_seconds, partial(_hangs_on_poison_telling, tmp_path), clock)
+    pool = ParsePool(params, 1, note_seconds, partial(hangs_on_poison_telling, tmp_path), clock)
     try:
         routed = await asyncio.wait_for(pool.route(values, NOW), 100)  # the test's timeout is 120 s
     finally:
@@ -282,17 +230,10 @@ async def test_a_hung_note_costs_the_rest_of_its_batch_one_note_timeout_not_a_re
     assert len([f for f in tmp_path.iterdir() if f.name != "hung"]) <= 2
 
 
-def _says_its_heap(
-    values: Sequence[tuple[bytes, int | None]], params: RouteParams, at: datetime
-) -> list[Routed]:
-    """In a parse process: each note's path is the heap thresholds the process runs with."""
-    return [Routed(path=repr(heap._Heap.thresholds)) for _ in values]
-
-
 async def test_parse_processes_keep_their_freed_buffers_as_the_worker_does() -> None:
     # With glibc's own thresholds a chunk's pickles and records were mapped and faulted in anew each time
     # (~12 page faults a note, docs/performance.md).
-    pool = ParsePool(route_params(Settings()), 2, route=_says_its_heap)
+    pool = ParsePool(route_params(Settings()), 2, route=says_its_heap)
     try:
         routed = await pool.route([(_value(i), i) for i in range(20)], NOW)
     finally:
@@ -300,18 +241,11 @@ async def test_parse_processes_keep_their_freed_buffers_as_the_worker_does() -> 
     assert {r.path for r in routed} == {repr(heap.INGEST)}
 
 
-def _says_its_niceness(
-    values: Sequence[tuple[bytes, int | None]], params: RouteParams, at: datetime
-) -> list[Routed]:
-    """In a parse process: each note's path is how nice the process runs."""
-    return [Routed(path=str(os.nice(0))) for _ in values]
-
-
 async def test_parse_processes_yield_the_cpu_to_the_worker_by_the_configured_steps() -> None:
     # At even priority the parsing outran the worker's store on a busy box, which then finished ~10 s after it
     # at a 100k backfill with a core idle (docs/performance.md).
     settings = Settings(parse_nice=7)
-    pool = ParsePool(route_params(settings), 2, route=_says_its_niceness, nice=settings.parse_nice)
+    pool = ParsePool(route_params(settings), 2, route=says_its_niceness, nice=settings.parse_nice)
     try:
         shared = await pool.route([(_value(i), i) for i in range(20)], NOW)
         alone = await pool._alone([(_value(0), 0)], 0, NOW)  # a suspect note's pool of its own
@@ -408,27 +342,6 @@ def _running(pids: Sequence[int]) -> list[int]:
     return out
 
 
-def _dies_sending_its_result_once(
-    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    """The first process to route the poisoned note dies halfway through sending its chunk's result (a SIGKILL
-    then: the OOM killer's, an operator's), holding the lock the other processes send theirs under."""
-    if any(offset == POISON for _, offset in values) and not (folder / "died").exists():
-        (folder / "died").touch()
-        send = connection.Connection._send  # type: ignore[attr-defined]  # the stdlib writes through it
-
-        def halfway(
-            self: connection.Connection, buf: bytes, write: Callable[[int, bytes], int] = os.write
-        ) -> None:
-            if len(buf) > 4:  # past the length: the reader waits for the rest
-                send(self, buf[: len(buf) // 2])
-                os._exit(1)
-            send(self, buf)
-
-        connection.Connection._send = halfway  # type: ignore[attr-defined]
-    return route_values(values, params, seen_at)
-
-
 def test_a_parse_process_dying_as_it_sends_a_result_costs_no_note_and_no_stuck_exit(tmp_path: Path) -> None:
     # The pool's own thread, reading the half-sent result, waited for the rest forever: it never said the
     # process died. The notes in progress were rejected as hung after note_seconds (the one the process died
@@ -441,9 +354,10 @@ def test_a_parse_process_dying_as_it_sends_a_result_costs_no_note_and_no_stuck_e
         "from streams.parse_pool import ParsePool\n"
         "from streams.pipeline import route_params\n"
         "from streams.settings import Settings\n"
-        "from tests.streams.test_parse_pool import NOW, _dies_sending_its_result_once, _value\n"
+        "from tests.streams.parse_routes import dies_sending_its_result_once\n"
+        "from tests.streams.test_parse_pool import NOW, _value\n"
         "async def main():\n"
-        "    route = partial(_dies_sending_its_result_once, Path(sys.argv[1]))\n"
+        "    route = partial(dies_sending_its_result_once, Path(sys.argv[1]))\n"
         "    pool = ParsePool(route_params(Settings()), 2, 10.0, route)\n"
         "    batches = [[(_value(i), i) for i in range(40)], [(_value(i), i) for i in range(40, 80)]]\n"
         "    try:\n"
