@@ -321,9 +321,10 @@ def _closing(connection: duckdb.DuckDBPyConnection) -> threading.Event:
     with _CLOSES_LOCK:
         if (closed := _CLOSES.get(connection)) is None:
             closed = _CLOSES[connection] = threading.Event()
-            threading.Thread(
-                target=_close, args=(connection, closed), name="duckdb-close", daemon=True
-            ).start()
+            # Not a daemon: the exit waits for it as for the read it waits for (an executor's thread). A daemon still in
+            # DuckDB's close as the interpreter finalized aborted the process (SIGABRT, "FATAL: exception not
+            # rethrown") after a stop that had gone well.
+            threading.Thread(target=_close, args=(connection, closed), name="duckdb-close").start()
     return closed
 
 
