@@ -4,6 +4,8 @@ briefing the stop cuts short is (streams.briefing_stop), instead of holding the 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,14 +13,34 @@ from contextlib import asynccontextmanager
 from sinks.offsets import Position
 from streams.services import Services
 
+log = logging.getLogger(__name__)
+
 
 @asynccontextmanager
 async def turn(services: Services, position: Position) -> AsyncIterator[None]:
     """Hold the outbox's lock for the command at `position`; if the stop begins while this waits for it, the command
     is left to the restart and this waits for the stop's cancellation of the agent, the lock never taken."""
-    lock = services.outbox.lock
+    lock, stop = services.outbox.lock, services.pipeline.build_stop
     command = (position.topic, position.partition, position.offset)
-    await services.pipeline.build_stop.build(lock.acquire, threading.Event(), command)
+    taken = False
+
+    async def take() -> None:
+        nonlocal taken
+        taken = await lock.acquire()
+
+    try:
+        await stop.build(take, threading.Event(), command)
+    except asyncio.CancelledError:
+        # Granted the lock as the agent was cancelled, before it resumed: not let go, it held every later answer.
+        if taken:
+            lock.release()
+        if command in stop.left:
+            log.warning(
+                "the command at %s[%d]@%d waited for the outbox's lock when the worker's stop began: "
+                "unacknowledged, it is answered after the restart",
+                *command,
+            )
+        raise
     try:
         yield
     finally:
