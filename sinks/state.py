@@ -138,7 +138,11 @@ class StateStore(StateReads):
                 self._checkpoint()
         finally:
             if not self._close_interrupting():
-                log.warning("the %s %s closes once a read still running on it ends", STATE.what, self._path)
+                log.warning(
+                    "the %s %s closes once a read still running on it (or its close's own write) ends",
+                    STATE.what,
+                    self._path,
+                )
 
     def _checkpoint(self) -> None:
         if self._refusal is not None:  # closed already when it refused: its WAL keeps what it held

@@ -193,6 +193,8 @@ def test_a_process_exiting_while_its_states_close_ends_exits_cleanly(tmp_path: P
             timeout=120,
         )
         # What the test sets up: the close gave up interrupting before the read ended.
-        assert "closes once a read still running on it ends" in done.stderr, done.stderr
+        assert "closes once a read still running on it (or its close's own write) ends" in done.stderr, (
+            done.stderr
+        )
         assert done.returncode == 0 and "FATAL" not in done.stderr, (run, done.returncode, done.stderr[-600:])
         assert not _wal(tmp_path / f"worker-{run}.duckdb").exists(), "the close was cut short by the exit"
