@@ -208,7 +208,7 @@ def flagged_and_unsourced(
         for claim in flagged_claims(u.heading, u.text, room) if room > 0 else []:
             flags_per_note[u.doc_path] += 1
             subject = say("d.flagged.subject", lang, what=_short(claim.subject, 40))
-            items.append(Finding("flagged", flagged_key(u.ref, claim.line), subject, (Claim(text=claim.line, source=u.ref),),
+            items.append(Finding("flagged", flagged_key(u.doc_path, claim.line), subject, (Claim(text=claim.line, source=u.ref),),
                                  say("d.flagged.suggest", lang, where=at)))  # fmt: skip
         # The note's own source line does not count: a blog citing a figure is not the figure's source.
         sourced = bool(u.primary_ids or u.paper_title or urls_in(u.text)) or names_a_source(

@@ -66,9 +66,10 @@ def future_key(arxiv_id: str) -> str:
     return f"future:{strip_version(arxiv_id)}"
 
 
-def flagged_key(source: str, claim: str) -> str:
-    """The note (not its section: headings get renamed) and the claim's words, without case or punctuation."""
-    return f"flagged:{source.split('#', 1)[0]}:{_digest(claim)}"
+def flagged_key(path: str, claim: str) -> str:
+    """The note's path (not its section: headings get renamed; a name may hold `#`) and the claim's words,
+    without case or punctuation."""
+    return f"flagged:{path}:{_digest(claim)}"
 
 
 def unsourced_key(source: str) -> str:
@@ -111,7 +112,8 @@ def key_of(d: Discrepancy) -> str | None:
     if d.key:
         return d.key
     if d.kind == "flagged" and d.claims:
-        return flagged_key(d.claims[0].source, d.claims[0].text)
+        # An older briefing's claim names a section too: its path is taken up to the first `#`, as it was.
+        return flagged_key(d.claims[0].source.split("#", 1)[0], d.claims[0].text)
     if d.kind == "unsourced_claim" and d.claims:
         return unsourced_key(d.claims[0].source)
     return key_from_subject(d.subject, d.kind)

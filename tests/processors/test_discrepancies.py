@@ -257,3 +257,17 @@ def test_a_release_written_with_emphasis_or_code_marks_inside_is_still_read() ->
     assert item.key == "version:lmdeploy:0.2.6|0.7.3"
     plain = note("inbox/tom/2026-09-27-1200-c.md", "# 推理\n\n## 引擎\n- LMDeploy 0__.2__.6 部署推理\n")
     assert version_conflicts(_units(jay, plain), parse_living_doc(living()), "en")[0].key == item.key
+
+
+def test_a_flag_stated_in_two_notes_of_a_folder_named_with_a_hash_is_a_d_item_of_each() -> None:
+    # The key took the ref up to its first `#`: both notes were `inbox/C`, their flags one D-item citing both.
+    flag = "- DSpark 投机解码 85% 加速 ⚠ 待核实\n"
+    a = note(
+        "inbox/C#/2026-09-27-1000-a.md", "# CSDN 推理\n\n## 投机解码\n- EAGLE 2-4× 加速 vLLM 推理\n" + flag
+    )
+    b = note(
+        "inbox/C#/2026-09-27-1100-b.md", "# 知乎 推理\n\n## 服务\n- vLLM 0.3.3 生产验证推理服务\n" + flag
+    )
+    flagged = [d for d in brief([a, b]).discrepancies if d.kind == "flagged"]
+    assert [[c.source for c in d.claims] for d in flagged] == [[f"{a.path}#投机解码"], [f"{b.path}#服务"]]
+    assert [(d.key or "").rsplit(":", 1)[0] for d in flagged] == [f"flagged:{a.path}", f"flagged:{b.path}"]
