@@ -281,12 +281,13 @@ def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_
 
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("merging")
-def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_keeps_every_note(
+def test_a_write_past_the_limit_while_readers_are_busy_gets_more_memory_and_keeps_every_note(
     tmp_path: Path,
 ) -> None:
-    """The invalidated state must be closed to reopen with more memory, and DuckDB refuses to close a connection
-    one of whose cursors is running a query (a briefing, /status or the check, in their threads): the read is
-    interrupted (its caller retries or answers again) instead of the batch failing and the worker stopping."""
+    """Reads running on the state's cursors (a briefing, /status or the check, in their threads) do not make a write
+    past the memory limit fail the batch and stop the worker: it is retried with more memory, every note kept.
+    With a read open DuckDB 2.0.1 does not checkpoint at a commit, so the write path's retry raises the limit and
+    the reopen that interrupts handed-out reads (`_close_interrupting`) is not reached here (review42c)."""
     state = StateStore(
         tmp_path / "worker.duckdb", Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics()
     )
@@ -310,6 +311,7 @@ def test_a_checkpoint_past_the_limit_while_a_reader_is_busy_stops_the_read_and_k
     try:
         stored = store_large_notes(state, every_seen=False, until_raised=True)
         assert state.document_count() == stored
+        assert state._limits != state._configured, "the notes never needed more memory: nothing was tested"
     finally:
         for cursor in (reader._db, window._db):
             with contextlib.suppress(duckdb.ConnectionException):  # closed with the invalidated state
