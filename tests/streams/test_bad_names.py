@@ -54,13 +54,24 @@ async def _raw(settings: Settings) -> dict[str, list[RawFile]]:
     return found
 
 
+@pytest.fixture
+def watched(make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture) -> Settings:
+    """A root with `inbox/jay/` to watch, rescanned hourly (only the watch, or a rescan it asks for, finds a note);
+    INFO lines captured."""
+    settings = make_settings(rescan_seconds=3600.0)
+    (settings.root / "inbox/jay").mkdir(parents=True)
+    caplog.set_level(logging.INFO)
+    return settings
+
+
 @contextlib.asynccontextmanager
 async def _watching(settings: Settings) -> AsyncIterator[None]:
-    """`predigest watch` on the root (an hourly rescan: only the watch, or a rescan it asks for, finds a note)."""
+    """`predigest watch` on the root, past its start-up scan; stopped and awaited at the end."""
     await kafka_io.ensure_topics(settings)
     stop = asyncio.Event()
     watching = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
     try:
+        await asyncio.sleep(2.0)  # its start-up scan
         yield
     finally:
         stop.set()
@@ -121,70 +132,58 @@ async def test_the_backfill_refuses_a_name_that_is_not_utf8_and_the_watcher_does
 
 
 async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_goes_on_watching(
-    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+    watched: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     # watchfiles cannot name such a file: its watch ended, and every later note waited for the hourly rescan.
-    settings = make_settings(rescan_seconds=3600.0)
-    (settings.root / "inbox/jay").mkdir(parents=True)
-    caplog.set_level(logging.INFO)
     bad = "inbox/jay/2026-12-07-\\xff\\xfe.md"
-    async with _watching(settings):
-        await asyncio.sleep(2.0)  # its start-up scan of an empty root
+    async with _watching(watched):
         os.close(
             os.open(
-                os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
+                os.fsencode(watched.root) + b"/inbox/jay/2026-12-07-\xff\xfe.md", os.O_CREAT | os.O_WRONLY
             )
         )
         await asyncio.sleep(2.0)
-        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-        await _raw_until(settings, lambda found: {NOTE, bad} <= set(found))
+        (watched.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        await _raw_until(watched, lambda found: {NOTE, bad} <= set(found))
         await asyncio.sleep(3.0)  # another event after the lost batch is still seen
-        (settings.root / "inbox/jay/2026-12-07-later.md").write_text("# later\n", encoding="utf-8")
-        found = await _raw_until(settings, lambda found: "inbox/jay/2026-12-07-later.md" in found)
+        (watched.root / "inbox/jay/2026-12-07-later.md").write_text("# later\n", encoding="utf-8")
+        found = await _raw_until(watched, lambda found: "inbox/jay/2026-12-07-later.md" in found)
     [raw] = found[bad]
     assert raw.refused_code == "bad_name"
     assert any(f"{bad}: it has a name that is not valid UTF-8" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_note_written_while_the_watch_restarts_is_found_by_the_rescan_not_an_hour_later(
-    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+    watched: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The rescan ran at once, during the second the watch was down: a note written after it waited for the next one.
-    settings = make_settings(rescan_seconds=3600.0)
-    (settings.root / "inbox/jay").mkdir(parents=True)
-    caplog.set_level(logging.INFO)
-    async with _watching(settings):
-        await asyncio.sleep(2.0)
+    async with _watching(watched):
         os.close(
-            os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY)
+            os.open(os.fsencode(watched.root) + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY)
         )
         deadline = time.monotonic() + 30
         while not any("file events lost" in r.getMessage() for r in caplog.records):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)  # the watch is not back yet
-        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-        await _raw_until(settings, lambda found: NOTE in found, seconds=20)
+        (watched.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        await _raw_until(watched, lambda found: NOTE in found, seconds=20)
 
 
 async def test_a_bad_name_written_on_and_on_restarts_the_watch_less_and_less_often(
-    make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
+    watched: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Each restart walks the whole root again (0.3 s of CPU for 100k files) and warns: a log written under such a
     # name made that every 1.2 s for as long as it was written.
-    settings = make_settings(rescan_seconds=3600.0)
-    (settings.root / "inbox/jay").mkdir(parents=True)
-    caplog.set_level(logging.INFO)
-    async with _watching(settings):
-        await asyncio.sleep(2.0)
-        fd = os.open(os.fsencode(settings.root) + b"/inbox/jay/2026-12-07-\xff.log", os.O_CREAT | os.O_WRONLY)
+    async with _watching(watched):
+        fd = os.open(os.fsencode(watched.root) + b"/inbox/jay/2026-12-07-\xff.log", os.O_CREAT | os.O_WRONLY)
         for _ in range(40):  # 12 s of writes
             os.write(fd, b"a line\n")
             await asyncio.sleep(0.3)
         os.close(fd)
-        (settings.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
+        (watched.root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
         # The watch, or its rescan, still sees the rest.
-        await _raw_until(settings, lambda found: NOTE in found, seconds=60)
+        await _raw_until(watched, lambda found: NOTE in found, seconds=60)
     lost = [r for r in caplog.records if "file events lost" in r.getMessage()]
     assert 1 <= len(lost) <= 5, len(lost)  # 11 when it waited 1 s each time
 
