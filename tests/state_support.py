@@ -4,11 +4,15 @@ straight from its tables, events, and a briefing to record or write."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
+
+import duckdb
 
 from processors.briefing import assemble_briefing
 from processors.briefing_request import BriefingRequest
@@ -218,3 +222,12 @@ FILLER = "CREATE TABLE filler AS SELECT range AS i, hash(range) AS s FROM range(
 # A read that runs until it is interrupted, asleep in DuckDB (its interrupt is seen within a row's 10 ms): a sum
 # over the same range held a core from the writes beside it, ~8 s of CPU a test (~40 % of its wall time at load 7).
 ENDLESS_READ = "SELECT count(sleep_ms(10)) FROM range(1000000000000000) t(i)"
+
+
+def a_long_read(cursor: duckdb.DuckDBPyConnection, started: threading.Event, ended: threading.Event) -> None:
+    """A read of minutes on `cursor` (a thread's target): `started` as it is sent, `ended` once interrupted, or
+    refused by a cursor closed before it began."""
+    started.set()
+    with contextlib.suppress(duckdb.Error):
+        cursor.execute("SELECT sum(hash(a.range * b.range)) FROM range(100000) a, range(100000) b")
+    ended.set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -26,7 +25,7 @@ from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.clocks import ManualClock
-from tests.state_support import SH, document_record, parsed, window_documents
+from tests.state_support import SH, a_long_read, document_record, parsed, window_documents
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -251,13 +250,6 @@ def test_a_check_interrupted_under_it_is_not_taken_for_damage(tmp_path: Path) ->
     assert len(outcome) == 1 and isinstance(outcome[0], duckdb.InterruptException), outcome
 
 
-def _a_long_read(cursor: duckdb.DuckDBPyConnection, started: threading.Event, ended: threading.Event) -> None:
-    started.set()
-    with contextlib.suppress(duckdb.Error):  # interrupted, or the cursor closed before it began
-        cursor.execute("SELECT sum(hash(a.range * b.range)) FROM range(100000) a, range(100000) b")
-    ended.set()
-
-
 @pytest.mark.timeout(120)
 def test_closing_a_cursor_whose_read_is_only_starting_interrupts_it_and_does_not_wait_for_it() -> None:
     """A briefing cancelled as its read began: DuckDB's close blocked until the read (minutes at 100k) ended, the
@@ -266,7 +258,7 @@ def test_closing_a_cursor_whose_read_is_only_starting_interrupts_it_and_does_not
     for _ in range(200):
         cursor = duckdb.connect(":memory:").cursor()
         started, ended = threading.Event(), threading.Event()
-        threading.Thread(target=_a_long_read, args=(cursor, started, ended), daemon=True).start()
+        threading.Thread(target=a_long_read, args=(cursor, started, ended), daemon=True).start()
         started.wait()
         began = time.monotonic()
         assert close_interrupting(cursor)

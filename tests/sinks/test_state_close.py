@@ -4,7 +4,6 @@ and the rows it could not write wait in the WAL for the next open."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import random
 import resource
 import signal
@@ -21,7 +20,7 @@ from sinks.duck import Limits
 from sinks.errors import StateLocationError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
-from tests.state_support import document_record, parsed, store_large_notes
+from tests.state_support import a_long_read, document_record, parsed, store_large_notes
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -129,13 +128,6 @@ def test_a_write_after_the_close_raises_at_once_and_never_reopens_the_file(
         again.close()
 
 
-def _a_long_read(cursor: duckdb.DuckDBPyConnection, started: threading.Event, ended: threading.Event) -> None:
-    started.set()
-    with contextlib.suppress(duckdb.Error):  # interrupted, or the state closed before it began
-        cursor.execute("SELECT sum(hash(a.range * b.range)) FROM range(100000) a, range(100000) b")
-    ended.set()
-
-
 @pytest.mark.timeout(300)
 def test_a_stop_as_a_read_on_the_state_begins_interrupts_it_and_does_not_wait_for_it(tmp_path: Path) -> None:
     """A stop as a briefing's read (or /status's) began: DuckDB's close waited for the read (minutes at 100k), the
@@ -145,7 +137,7 @@ def test_a_stop_as_a_read_on_the_state_begins_interrupts_it_and_does_not_wait_fo
         state = StateStore(tmp_path / f"worker-{i}.duckdb")
         started, ended = threading.Event(), threading.Event()
         reader = state.reader()._db  # the cursor a read of /status or the browser runs on
-        threading.Thread(target=_a_long_read, args=(reader, started, ended), daemon=True).start()
+        threading.Thread(target=a_long_read, args=(reader, started, ended), daemon=True).start()
         started.wait()
         time.sleep(i % 30 / 10_000)  # the read's start takes a moment: the stop comes at each point of it
         began = time.monotonic()
