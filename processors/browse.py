@@ -9,7 +9,7 @@ Every value reaches the page through Jinja's autoescape; document text through `
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ from markupsafe import Markup
 from processors.i18n import Lang
 from processors.inert import html_inline
 from processors.models import Briefing, Discrepancy, Document
+from processors.units import split_ref
 
 _TIME = "%Y-%m-%d %H:%M"
 
@@ -165,13 +166,10 @@ def section_anchor(label: str) -> str:
     return "sec-" + (re.sub(r"\s+", "-", label.strip().lstrip("§").strip()) or "x")
 
 
-def source_url(ref: str, paths: Collection[str] = frozenset()) -> str:
-    """A briefing's source, `path` or `path#section` (processors.units), as a link to the note and section; a
-    note of `paths` whose own name holds `#` keeps it (a heading may hold one too: its name decides)."""
-    at = next((i for i, ch in enumerate(ref) if ch == "#" and ref[:i] in paths), -1)
-    if ref in paths or (at < 0 and "#" not in ref):
-        return note_url(ref)
-    path, section = (ref[:at], ref[at + 1 :]) if at >= 0 else ref.split("#", 1)
+def source_url(ref: str, paths: Container[str] = frozenset()) -> str:
+    """A briefing's source, `path` or `path#section` (processors.units), as a link to the note and section; `paths`
+    the briefing's notes, matched whole first (a name may hold `#`)."""
+    path, section = split_ref(ref, paths)
     return note_url(path, section_anchor(section) if section else None)
 
 

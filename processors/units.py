@@ -14,7 +14,7 @@ every pass linear in the note.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 from processors.arxiv_ids import extract_arxiv_ids
@@ -77,6 +77,15 @@ def section_ref(doc: DocumentSummary, section: Section | SectionNode | None) -> 
     if section is None or section.level <= 1:
         return doc.path
     return f"{doc.path}#{section.number or section.heading}"
+
+
+def split_ref(ref: str, paths: Container[str]) -> tuple[str, str]:
+    """A source ref's note and section (`""`: the whole note), cut after a name of `paths` (the known notes, whose
+    names may hold `#`), else at its first `#`."""
+    if ref in paths:
+        return ref, ""
+    at = next((i for i, ch in enumerate(ref) if ch == "#" and ref[:i] in paths), ref.find("#"))
+    return (ref, "") if at < 0 else (ref[:at], ref[at + 1 :])
 
 
 def cites(ref: str, path: str) -> bool:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from processors.id_titles import clean_title
 from processors.structure import parse_structure
-from processors.units import Unit, paper_title, units_of
+from processors.units import Unit, paper_title, split_ref, units_of
 from tests.processors.notes import note
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -236,3 +236,16 @@ def test_cleaning_a_title_only_removes_characters(text: str) -> None:
     cleaned = clean_title(text)
     assert len(cleaned) <= len(text)
     assert set(cleaned) - {" "} <= set(text)
+
+
+def test_a_source_ref_is_cut_after_the_note_it_names_even_when_the_name_holds_a_hash() -> None:
+    # Cut at the first `#`, `inbox/C#/a.md#§2` named a note `inbox/C` and the section `/a.md#§2`.
+    notes = {"inbox/C#/a.md", "inbox/jay/b.md"}
+    assert split_ref("inbox/C#/a.md#§2 C# bindings", notes) == ("inbox/C#/a.md", "§2 C# bindings")
+    assert split_ref("inbox/C#/a.md", notes) == ("inbox/C#/a.md", "")
+    assert split_ref("inbox/jay/b.md#C# tips", notes) == ("inbox/jay/b.md", "C# tips")
+    assert split_ref("inbox/jay/unknown.md#§1", notes) == (
+        "inbox/jay/unknown.md",
+        "§1",
+    )  # not known: its first `#`
+    assert split_ref("inbox/jay/unknown.md", notes) == ("inbox/jay/unknown.md", "")
