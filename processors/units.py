@@ -80,17 +80,19 @@ def section_ref(doc: DocumentSummary, section: Section | SectionNode | None) -> 
 
 
 def split_ref(ref: str, paths: Container[str]) -> tuple[str, str]:
-    """A source ref's note and section (`""`: the whole note), cut after a name of `paths` (the known notes, whose
-    names may hold `#`), else at its first `#`."""
+    """A source ref's note and section (`""`: the whole note), cut after the longest name of `paths` (the known
+    notes, whose names may hold `#`) it starts with, else at its first `#`."""
     if ref in paths:
         return ref, ""
-    at = next((i for i, ch in enumerate(ref) if ch == "#" and ref[:i] in paths), ref.find("#"))
+    # Longest first: of notes `a/C` and `a/C#b.md`, `a/C#b.md#§1` cites the second.
+    cuts = (i for i in range(len(ref) - 1, -1, -1) if ref[i] == "#" and ref[:i] in paths)
+    at = next(cuts, ref.find("#"))
     return (ref, "") if at < 0 else (ref[:at], ref[at + 1 :])
 
 
-def cites(ref: str, path: str) -> bool:
-    """Whether a source ref (`section_ref`) cites the note at `path`, whose own name may hold `#`."""
-    return ref == path or ref.startswith(path + "#")
+def cites(ref: str, path: str, paths: Container[str]) -> bool:
+    """Whether a source ref (`section_ref`) cites the note at `path`; `paths` the known notes (split_ref)."""
+    return split_ref(ref, paths)[0] == path
 
 
 def urls_in(text: str) -> list[str]:

@@ -75,14 +75,15 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
             "kind": source.duplicate_kind,
             "similarity": source.similarity,
         }
+    paths = {s.path for s in briefing.sources}
     joined = [
         {
             "rank": inc.rank,
             "title": inc.title,
-            "from": [s for s in inc.sources if cites(s, source.path)],
+            "from": [s for s in inc.sources if cites(s, source.path, paths)],
         }
         for inc in briefing.increments
-        if any(cites(s, source.path) for s in inc.sources)
+        if any(cites(s, source.path, paths) for s in inc.sources)
     ]
     if joined:
         said["increments"] = joined

@@ -249,3 +249,10 @@ def test_a_source_ref_is_cut_after_the_note_it_names_even_when_the_name_holds_a_
         "§1",
     )  # not known: its first `#`
     assert split_ref("inbox/jay/unknown.md", notes) == ("inbox/jay/unknown.md", "")
+
+
+def test_a_source_ref_names_the_longest_of_two_notes_whose_names_prefix_each_other() -> None:
+    # The shortest cut linked `a/C#b.md`'s increments to the note `a/C` in the browse page and `explain`.
+    notes = {"inbox/a/C", "inbox/a/C#b.md"}
+    assert split_ref("inbox/a/C#b.md#§1", notes) == ("inbox/a/C#b.md", "§1")
+    assert split_ref("inbox/a/C#§1", notes) == ("inbox/a/C", "§1")

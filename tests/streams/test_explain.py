@@ -74,6 +74,23 @@ def test_a_note_whose_name_holds_a_hash_is_explained_with_its_increments(tmp_pat
     assert axis["increments"][0]["from"] == [f"{path}#C# bindings"]
 
 
+def test_a_note_is_not_explained_with_the_increments_of_a_note_whose_name_it_prefixes(tmp_path: Path) -> None:
+    # `a.md#b.md#§…` starts with `a.md#`: `a.md` was said to have given the other note's increments too.
+    out = tmp_path / "out"
+    short, long = "inbox/jay/kv.md", "inbox/jay/kv.md#C#-serving.md"
+    texts = {
+        short: "# KV offload\n\n## Offload\n\nKV cache offload to CPU arXiv:2609.23131 cuts TTFT 2.1× on H100\n",
+        long: "# C# serving\n\n## C# bindings\n\nvLLM KV cache serving arXiv:2609.23130 throughput 3.8× on H100\n",
+    }
+    briefing = brief([*example_documents(), *(note(p, t) for p, t in texts.items())])
+    written(out, briefing)
+    code, said = explain(out, short, "--axis", "inference")
+    (axis,) = said["axes"]
+    theirs = [i.rank for i in briefing.increments if f"{long}#C# bindings" in i.sources]
+    assert code == 0 and theirs
+    assert not {i["rank"] for i in axis.get("increments", [])} & set(theirs)
+
+
 def test_a_note_no_briefing_lists_answers_1_and_an_unknown_axis_2(tmp_path: Path) -> None:
     out = tmp_path / "out"
     written(out, brief(example_documents()))
