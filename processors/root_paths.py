@@ -43,41 +43,65 @@ def top_folder(rel: str) -> str:
     return rel.split("/", 1)[0]
 
 
-_ESCAPE = re.compile(r"\\(\\|x[89a-f][0-9a-f])")  # what text_rel writes: a doubled backslash, or `\\xff`
+_ESCAPE = re.compile(r"\\(\\|x[89a-f][0-9a-f])")  # what _escape writes: a doubled backslash, or `\\xff`
 
 
 def text_rel(rel: str) -> str:
-    """`rel` itself when its name is valid UTF-8; else the path up to its first part that is not, that part
-    escaped (each such byte as `\\xff`, each backslash doubled, so that two such names never share one)."""
-    if rel.isascii():
+    """The text a path (as os.fsdecode gives it) is keyed and shown by: itself, but for each part that is not valid
+    UTF-8, or that reads as such a part's escape, escaped (each such byte as `\\xff`, each backslash doubled)."""
+    # Any UTF-8 text is a valid file name: a file literally named `a\xff.md` is keyed `a\\xff.md`, so that it
+    # and the file whose name holds byte 0xff never share a key (_stands_for_bad). Other names are themselves.
+    if "\\" not in rel and (rel.isascii() or is_text(rel)):
         return rel
-    parts = rel.split("/")
-    for i, part in enumerate(parts):
-        if not _is_text(part):
-            raw = part.encode("utf-8", "surrogateescape").replace(b"\\", b"\\\\")
-            return "/".join([*parts[:i], raw.decode("utf-8", "backslashreplace")])
-    return rel
+    return "/".join(_text_name(part) for part in rel.split("/"))
 
 
-def escaped_bytes(rel: str) -> bytes | None:
-    """The file system's bytes of a path `text_rel` escaped; None when `rel` is no such escape."""
-    # text_rel escapes the last part alone: the folders before it are valid names, taken as they are written.
-    folder, _, last = rel.rpartition("/")
-    if "\\" not in last or "\\" in _ESCAPE.sub("", last):
-        return None  # no backslash, or one that is no escape of ours: a name written that way
-    # Each escaped byte back as the surrogate os.fsencode turns into that byte.
-    name = _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(0xDC00 + int(m[1][1:], 16)), last)
-    raw = name.encode("utf-8", "surrogateescape")
+def fs_rel(rel: str) -> str:
+    """The path on the file system (as os.fsdecode gives it) that `text_rel` keyed `rel`."""
+    if "\\" not in rel:
+        return rel
+    return "/".join(_fs_name(part) for part in rel.split("/"))
+
+
+def _stands_for_bad(part: str) -> bool:
+    """True when a valid name, unescaped again and again, comes to one that is not UTF-8: text_rel escapes it."""
+    name = _unescape(part)
+    while name is not None:
+        if not is_text(name):
+            return True
+        name = _unescape(name)
+    return False
+
+
+def is_text(name: str) -> bool:
+    """True when a name as os.fsdecode gives it is valid UTF-8 (no byte escaped as a surrogate)."""
     try:
-        raw.decode()
-    except UnicodeDecodeError:
-        return f"{folder}/".encode("utf-8", "surrogateescape") + raw if folder else raw
-    return None  # its bytes are UTF-8: a valid name written with backslashes, never one of ours
-
-
-def _is_text(part: str) -> bool:
-    try:
-        part.encode()
+        name.encode()
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _text_name(name: str) -> str:
+    return _escape(name) if not is_text(name) or _stands_for_bad(name) else name
+
+
+def _fs_name(part: str) -> str:
+    # Escaped by text_rel exactly when unescaping it comes to a bad name; any other part is a name as written.
+    name = _unescape(part) if _stands_for_bad(part) else None
+    return part if name is None else name
+
+
+def _escape(name: str) -> str:
+    raw = name.encode("utf-8", "surrogateescape").replace(b"\\", b"\\\\")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _unescape(name: str) -> str | None:
+    """The name whose `_escape` is `name`; None when it is none's (a backslash of another kind, or an escape of
+    bytes that are UTF-8 together, which `_escape` would have written as their character)."""
+    if "\\" not in name or "\\" in _ESCAPE.sub("", name):
+        return None
+    # Each escaped byte back as the surrogate os.fsdecode makes of it.
+    raw = _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(0xDC00 + int(m[1][1:], 16)), name)
+    return raw if _escape(raw) == name else None

@@ -114,7 +114,8 @@ class Publisher:
             return self._gone(rel, p)
         if isinstance(read, root_files.Folder):
             out.folders.append(rel)
-            return None
+            # A file the ledger knows is gone as a file (a bad folder's own row, listed until 2026-12-07, too).
+            return self._gone(rel, p) if self._ledger.get(rel) is not None else None
         if isinstance(read, root_files.Changed):
             out.again.append(rel)
             return None

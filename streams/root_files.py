@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.models import RawFile
-from processors.root_paths import REFUSAL_TEXT, FileRefusal, escaped_bytes, ignored, text_rel
+from processors.root_paths import REFUSAL_TEXT, FileRefusal, fs_rel, ignored, is_text, text_rel
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -118,10 +118,9 @@ def walk_sorted(root: Path, rel: str) -> Iterator[Entry]:
 def _alone(root: Path, rel: str) -> list[Entry] | None:
     """None when `root/rel` is a folder; else its entry, or nothing when it is not there."""
     try:
-        top = os.lstat(f"{os.fspath(root)}/{rel}")
+        top = os.lstat(f"{os.fspath(root)}/{fs_rel(rel)}")
     except OSError:
-        seen = _bad_name_stat(root, rel)
-        return [] if seen is None else [Entry(rel, *seen)]
+        return []
     return None if stat.S_ISDIR(top.st_mode) else [Entry(rel, top.st_size, top.st_mtime)]
 
 
@@ -142,18 +141,18 @@ def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
     ([], []) when it vanished or cannot be read (its files are not there to publish)."""
     # Paths as strings, not pathlib objects: a rescan lists 100,000 files, and pathlib took half its time.
     try:
-        with os.scandir(f"{os.fspath(root)}/{rel}") as it:
+        with os.scandir(f"{os.fspath(root)}/{fs_rel(rel)}") as it:
             entries = sorted((e for e in it if not ignored(e.name)), key=lambda e: e.name)
     except OSError:
         return [], []
     files: list[Entry] = []
     folders: list[str] = []
     for e in entries:
-        name = e.name if e.name.isascii() else text_rel(e.name)
+        # A name that is not UTF-8 is listed escaped (its files refused, never read), a folder so named entered.
+        name = e.name if e.name.isascii() and "\\" not in e.name else text_rel(e.name)
         try:
-            # A name that is not UTF-8 is listed escaped, a folder too (not entered): refused, never read.
-            if name == e.name and e.is_dir(follow_symlinks=False):
-                folders.append(f"{rel}/{e.name}")
+            if e.is_dir(follow_symlinks=False):
+                folders.append(f"{rel}/{name}")
                 continue
             st = e.stat(follow_symlinks=False)
         except OSError:
@@ -165,44 +164,42 @@ def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
 def lstat(root: Path, rel: str) -> tuple[int, float] | None:
     """(size, mtime) of the path itself, not of what a link points to; None when it is not there."""
     try:
-        st = os.lstat(f"{os.fspath(root)}/{rel}")  # not root / rel: pathlib costs more than the system call
+        # not root / rel: pathlib costs more than the system call
+        st = os.lstat(f"{os.fspath(root)}/{fs_rel(rel)}")
     except OSError:
-        return _bad_name_stat(root, rel)
+        return None
     return st.st_size, st.st_mtime
 
 
-def _bad_name_stat(root: Path, rel: str) -> tuple[int, float] | None:
-    """The lstat of the file a `text_rel` escape names; None when `rel` is no escape or nothing is there.
-
-    Tried only after the path as written: a name that merely looks like an escape is read as it is."""
-    name = escaped_bytes(rel)
-    if name is None:
-        return None
+def _on_disk(root: Path, rel: str) -> str | FileOutcome:
+    """The path `rel` keys on the file system; refused when a part of it is not UTF-8 (never read)."""
+    if "\\" not in rel:
+        return rel
+    path = fs_rel(rel)
+    if is_text(path):
+        return path
     try:
-        st = os.lstat(os.fsencode(root) + b"/" + name)
+        st = os.lstat(f"{os.fspath(root)}/{path}")
     except OSError:
-        return None
-    return st.st_size, st.st_mtime
-
-
-def _unless_bad_name(root: Path, rel: str, read: FileOutcome) -> FileOutcome:
-    """A path not there as written may be a name that is not UTF-8, escaped: refused, never read."""
-    if not isinstance(read, Missing):
-        return read
-    seen = _bad_name_stat(root, rel)
-    return read if seen is None else Refused("bad_name", REFUSAL_TEXT["bad_name"], *seen)
+        return Missing()
+    if stat.S_ISDIR(st.st_mode):
+        return Folder()  # its files are keyed and refused one by one
+    return Refused("bad_name", REFUSAL_TEXT["bad_name"], st.st_size, st.st_mtime)
 
 
 def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
     """Open `root/rel` without following any link, check what was opened, read at most max_bytes + 1 from it."""
-    parts = rel.split("/")
+    path = _on_disk(root, rel)
+    if not isinstance(path, str):
+        return path
+    parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return _refused("outside")
     folder = _open_folder(root, parts[:-1])
     if not isinstance(folder, int):
-        return _unless_bad_name(root, rel, folder)
+        return folder
     try:
-        return _unless_bad_name(root, rel, _read_in(folder, parts[-1], max_bytes))
+        return _read_in(folder, parts[-1], max_bytes)
     finally:
         os.close(folder)
 
@@ -217,7 +214,11 @@ def read_many(root: Path, rels: Sequence[str], max_bytes: int) -> Generator[File
     held: tuple[list[str], int | FileOutcome] | None = None  # the folder's parts, its descriptor or outcome
     try:
         for rel in rels:
-            parts = rel.split("/")
+            path = _on_disk(root, rel)
+            if not isinstance(path, str):
+                yield path
+                continue
+            parts = path.split("/")
             if any(p in ("", ".", "..") for p in parts):
                 yield _refused("outside")
                 continue
@@ -229,8 +230,7 @@ def read_many(root: Path, rels: Sequence[str], max_bytes: int) -> Generator[File
                     os.close(old[1])
                 held = (parts[:-1], _open_folder(root, parts[:-1]))
             folder = held[1]
-            read = _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
-            yield _unless_bad_name(root, rel, read)
+            yield _read_in(folder, parts[-1], max_bytes) if isinstance(folder, int) else folder
     finally:
         if held is not None and isinstance(held[1], int):
             os.close(held[1])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.quiet import Stat, changed_paths
+from processors.root_paths import fs_rel
 from sinks.clock import epoch_seconds
 from streams import root_files
 
@@ -79,7 +80,7 @@ class TreeListing:
         while stack:
             rel = stack.pop()
             try:
-                st = os.lstat(f"{os.fspath(self._root)}/{rel}")
+                st = os.lstat(f"{os.fspath(self._root)}/{fs_rel(rel)}")
             except OSError:
                 continue
             if not stat.S_ISDIR(st.st_mode):

@@ -28,21 +28,33 @@ NOTE = "inbox/jay/2026-12-07-note.md"
 BAD = {
     b"inbox/jay/2026-12-07-\xff\xfe.md": "inbox/jay/2026-12-07-\\xff\\xfe.md",
     b"inbox/jay/2026-12-07-\\xff\xfe.md": "inbox/jay/2026-12-07-\\\\xff\\xfe.md",
-    b"inbox/tom\xe9": "inbox/tom\\xe9",  # a folder: refused as one, its files not read
+    # Under a folder so named, each file (it was one row, the folder's, its files unnamed)
+    b"inbox/tom\xe9/2026-12-07-inside.md": "inbox/tom\\xe9/2026-12-07-inside.md",
+    b"inbox/tom\xe9/2026-12-07-also.md": "inbox/tom\\xe9/2026-12-07-also.md",
+}
+# Valid names typed as the escapes above (with real backslashes), beside them: read, and keyed apart (they took
+# the bad names' keys, so that those were never listed).
+LOOKALIKE = {
+    b"inbox/jay/2026-12-07-\\xff\\xfe.md": "inbox/jay/2026-12-07-\\\\xff\\\\xfe.md",
+    b"inbox/tom\\xe9/2026-12-07-inside.md": "inbox/tom\\\\xe9/2026-12-07-inside.md",
 }
 
 
 def _make_root(root: Path) -> None:
     (root / "inbox/jay").mkdir(parents=True)
     (root / NOTE).write_text("# vLLM 推理\n", encoding="utf-8")
-    base = os.fsencode(root)
     for name in BAD:
-        if name.endswith(b"\xe9"):
-            os.mkdir(base + b"/" + name)
-            name += b"/2026-12-07-inside.md"
-        fd = os.open(base + b"/" + name, os.O_CREAT | os.O_WRONLY)
-        os.write(fd, b"# vLLM secret-of-a-bad-name\n")
-        os.close(fd)
+        _write(root, name, b"# vLLM secret-of-a-bad-name\n")
+    for name in LOOKALIKE:
+        _write(root, name, b"# vLLM look-alike\n")
+
+
+def _write(root: Path, name: bytes, data: bytes) -> None:
+    path = os.fsencode(root) + b"/" + name
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY)
+    os.write(fd, data)
+    os.close(fd)
 
 
 async def _raw(settings: Settings) -> dict[str, list[RawFile]]:
@@ -90,8 +102,11 @@ async def _raw_until(
 
 
 def _assert_refused(found: dict[str, list[RawFile]], caplog: pytest.LogCaptureFixture) -> None:
-    assert sorted(found) == sorted([NOTE, *BAD.values()])
+    assert sorted(found) == sorted([NOTE, *BAD.values(), *LOOKALIKE.values()])
     assert found[NOTE][0].content == "# vLLM 推理\n".encode()
+    for rel in LOOKALIKE.values():
+        [raw] = found[rel]
+        assert (raw.content, raw.refused_code) == (b"# vLLM look-alike\n", None)
     for rel in BAD.values():
         [raw] = found[rel]
         assert (raw.content, raw.refused_code) == (b"", "bad_name")
@@ -106,7 +121,7 @@ async def test_the_watcher_s_scan_refuses_a_name_that_is_not_utf8_once_and_publi
     settings = make_settings()
     _make_root(settings.root)
     caplog.set_level(logging.INFO)
-    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 1 + len(BAD)
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 1 + len(BAD) + len(LOOKALIKE)
     _assert_refused(await _raw(settings), caplog)
     # Not sent again by the next scan; renamed, its refusal is deleted and the file published under its new name.
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
@@ -125,10 +140,29 @@ async def test_the_backfill_refuses_a_name_that_is_not_utf8_and_the_watcher_does
     _make_root(settings.root)
     caplog.set_level(logging.INFO)
     report = await backfill(settings)
-    assert (report.files, report.published, report.refused) == (1 + len(BAD), 1, len(BAD))
+    files = 1 + len(BAD) + len(LOOKALIKE)
+    assert (report.files, report.published, report.refused) == (files, 1 + len(LOOKALIKE), len(BAD))
     _assert_refused(await _raw(settings), caplog)
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
     assert (await backfill(settings)).published == 0
+
+
+async def test_a_bad_folder_s_own_row_listed_until_2026_12_07_is_deleted_and_its_files_listed(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # The row a scan of an older version left for the folder (refused as one entry): a file of that name here.
+    settings = make_settings()
+    _make_note(settings.root)
+    _write(settings.root, b"inbox/tom\xe9", b"")
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 2
+    os.remove(os.fsencode(settings.root) + b"/inbox/tom\xe9")
+    _write(settings.root, b"inbox/tom\xe9/2026-12-07-inside.md", b"# inside\n")
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 2
+    found = await _raw(settings)
+    assert found["inbox/tom\\xe9"][-1].deleted  # out of the briefings, not listed for good
+    [raw] = found["inbox/tom\\xe9/2026-12-07-inside.md"]
+    assert raw.refused_code == "bad_name"
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
 
 
 async def test_watch_refuses_a_name_that_is_not_utf8_written_while_it_runs_and_goes_on_watching(

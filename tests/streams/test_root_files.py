@@ -19,7 +19,7 @@ from processors.root_paths import REFUSAL_TEXT
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
-from streams.root_files import Folder, Missing, Refused, Regular, read_file, walk
+from streams.root_files import Folder, Missing, Refused, Regular, read_file, read_many, walk, walk_sorted
 from streams.settings import KafkaSettings, Settings
 from streams.watcher import Watcher
 from tests.streams.watcher_support import FakeProducer
@@ -319,16 +319,26 @@ def test_the_reader_is_the_one_module_that_opens_files_under_the_root() -> None:
 def test_a_name_that_is_not_utf8_is_listed_escaped_and_refused_unread(root: Path) -> None:
     base = os.fsencode(root)
     os.close(os.open(base + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
-    os.mkdir(base + b"/inbox/tom\xe9")  # a folder: listed as one entry, not entered
-    (root / "inbox/jay/2026-12-07-\\xfe.md").write_bytes(NOTE)  # a valid name that looks like an escape
+    os.mkdir(base + b"/inbox/tom\xe9")  # a folder: entered, each file under it refused
+    os.close(os.open(base + b"/inbox/tom\xe9/2026-12-07-x.md", os.O_CREAT | os.O_WRONLY))
+    # A valid name that reads as a bad name's escape: keyed with its backslash doubled, read
+    (root / "inbox/jay/2026-12-07-\\xfe.md").write_bytes(NOTE)
     rels = sorted(e.rel for e in walk(root, "inbox"))
-    assert rels == ["inbox/jay/2026-12-07-\\xfe.md", "inbox/jay/2026-12-07-\\xff.md", "inbox/tom\\xe9"]
-    for rel in rels[1:]:
+    assert rels == [
+        "inbox/jay/2026-12-07-\\\\xfe.md",
+        "inbox/jay/2026-12-07-\\xff.md",
+        "inbox/tom\\xe9/2026-12-07-x.md",
+    ]
+    assert sorted(e.rel for e in walk_sorted(root, "inbox")) == rels
+    reads = list(read_many(root, rels, 1024))
+    for rel, many in zip(rels[1:], reads[1:], strict=True):
         read = read_file(root, rel, 1024)
         assert isinstance(read, Refused) and read.reason == "bad_name", read
+        assert many == read
         assert root_files.lstat(root, rel) is not None  # the rescans see it unchanged, not gone
     read = read_file(root, rels[0], 1024)
-    assert isinstance(read, Regular) and read.data == NOTE
+    assert isinstance(read, Regular) and read.data == NOTE and reads[0] == read
+    assert isinstance(read_file(root, "inbox/tom\\xe9", 1024), Folder)  # its row until 2026-12-07: no file
 
 
 def test_a_bad_name_under_a_folder_named_with_a_backslash_is_refused_not_missing(root: Path) -> None:
