@@ -38,6 +38,7 @@ from tests.streams.parse_routes import (
     says_its_heap,
     says_its_niceness,
     slow_telling,
+    wait_for,
 )
 
 # Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
@@ -342,14 +343,12 @@ async def test_a_death_under_a_batch_it_has_not_looked_at_yet_is_not_said_to_be_
     pool = ParsePool(params, 2, route=dies_on_poison)
     try:
         await pool.start()
-        started = _starting(os.getpid(), before)
+        started = sorted(_starting(os.getpid(), before))
         first = asyncio.ensure_future(pool.route(older, NOW))
         await asyncio.sleep(0)  # its chunk handed to the pool, which it looks at next in 0.2 s
         # The event loop held until the pool's thread has seen the death (it then kills the other process): the
         # younger batch's first step runs before the older batch's look, as the loop's callbacks are queued.
-        deadline = time.monotonic() + 60
-        while _running(started) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until_ended(started)
         second = asyncio.ensure_future(pool.route(younger, NOW))
         routed = await asyncio.wait_for(asyncio.gather(first, second), 100)
     finally:
@@ -370,8 +369,7 @@ async def test_a_batch_cancelled_by_the_stop_begins_no_more_notes_in_the_process
     try:
         await pool.start()
         routing = asyncio.ensure_future(pool.route(values, NOW))
-        while len(list(tmp_path.iterdir())) < 4:
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(wait_for, tmp_path / "1")  # its notes under way
         routing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await routing
@@ -384,6 +382,13 @@ async def test_a_batch_cancelled_by_the_stop_begins_no_more_notes_in_the_process
     assert len(later) <= 2, f"{len(later)} notes of the cancelled batch began after its cancellation"
     inline = await ParsePool(params, 0).route(values, NOW)
     assert [_told(r) for r in again] == [_told(r) for r in inline]
+
+
+def _until_ended(pids: Sequence[int]) -> None:
+    """Until none of `pids` runs (60 s at most), holding the caller's thread (an event loop's too)."""
+    deadline = time.monotonic() + 60
+    while _running(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _running(pids: Sequence[int]) -> list[int]:
