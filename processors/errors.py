@@ -32,7 +32,8 @@ class ParseError(ProcessorError):
 
 
 class BuildCancelledError(ProcessorError):
-    """A briefing's build ended between two of its steps: its request's `stop` was set (the worker stopping)."""
+    """A briefing's build ended between two of its steps (its request's `stop`, a read of the state, a piece of its
+    packing) in the thread running it: the briefing was cancelled."""
 
 
 class MissingRowError(ProcessorError, ValueError):

@@ -15,6 +15,7 @@ import duckdb
 from processors.arxiv_atom import EnrichedId
 from processors.briefing import WindowReads, briefing_of, read_window
 from processors.briefing_request import BriefingHistory, BriefingRequest, Loader
+from processors.errors import BuildCancelledError
 from processors.models import AxisSpec, Briefing, ControlCommand, Document
 from processors.window import window_bounds
 from sinks.clock import Clock
@@ -22,7 +23,6 @@ from sinks.enrichment import Enricher
 from sinks.state import StateStore
 from sinks.unreadable import Unreadable
 from sinks.window_reads import StoredWindow
-from streams.errors import BriefingCancelledError
 from streams.logs import doc_context
 from streams.settings import Settings
 
@@ -215,7 +215,7 @@ def unless(cancelled: threading.Event, step: Callable[P, T]) -> Callable[P, T]:
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         if cancelled.is_set():
-            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+            raise BuildCancelledError("the briefing's build was cancelled")
         return step(*args, **kwargs)
 
     return run
@@ -225,5 +225,5 @@ def each_unless(cancelled: threading.Event, pieces: Iterable[T]) -> Iterator[T]:
     """`pieces`, until a briefing is `cancelled` (as `unless`): its packing's thread ends at its next piece."""
     for piece in pieces:
         if cancelled.is_set():
-            raise BriefingCancelledError("the briefing was cancelled by the worker's stop")
+            raise BuildCancelledError("the briefing's build was cancelled")
         yield piece

@@ -38,6 +38,13 @@ class BuildStop:
             if build.task.cancel() and build.command is not None:
                 self.left.add(build.command)
 
+    def cancelled_by(self) -> str:
+        """Who cancelled a briefing, and what becomes of its command, for its WARNING."""
+        if self.begun:
+            return " by the worker's stop: its command, unacknowledged, is briefed again after the restart"
+        # The task answering its command was cancelled otherwise: nothing here knows what comes of the command.
+        return ", not by the worker's stop (its partition revoked, or its agent cancelled): nothing of it is recorded"
+
     async def build(
         self, work: Callable[[], Awaitable[T]], cancelled: threading.Event, command: RecordKey | None
     ) -> T:

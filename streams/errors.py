@@ -32,10 +32,6 @@ class StoppedBySignalError(StreamsError):
         self.signum = signum
 
 
-class BriefingCancelledError(StreamsError):
-    """Raised in a cancelled briefing's thread at its next read of the state: the thread ends there."""
-
-
 class TerminatedError(SystemExit):
     """SIGTERM before a command installed its own handler. A SystemExit (143): no `except Exception` takes it for a
     failure, asyncio re-raises it from any task or callback, and uncaught it exits 143 without a traceback."""

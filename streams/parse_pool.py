@@ -10,8 +10,6 @@ import asyncio
 import logging
 import os
 import signal
-import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -19,99 +17,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing import connection
 from multiprocessing.context import SpawnContext, SpawnProcess
-from multiprocessing.sharedctypes import Synchronized
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
-from processors.parse_stage import Routed, RouteParams, packed, refuse_value, route_value, route_values
+from processors.parse_stage import Routed, RouteParams, refuse_value, route_value, route_values
 from sinks.clock import SYSTEM_CLOCK, Clock
-from streams import heap
+from streams.parse_process import HELD, Progress, Route, route_chunk, start_process
 
 log = logging.getLogger(__name__)
 
-ORPHAN_CHECK_SECONDS = 1.0
 CHUNKS_PER_PROCESS = 4
 CHUNK_MIN = 8
 NOTE_SECONDS = 30.0  # a 4 MiB note parses in a few seconds: a process this late on one note is stuck
 POLL_SECONDS = 0.2  # how often the notes in progress are looked at
-Route = Callable[[Sequence[tuple[bytes, int | None]], RouteParams, datetime], list[Routed]]
 Values = Sequence[tuple[bytes, int | None]]
-_Chunk = list[tuple[int, bytes, int | None]]  # (index in the batch, raw value, raw offset)
-_HELD = {signal.SIGINT, signal.SIGTERM}  # the worker's to answer: its parse processes ignore them
 P = ParamSpec("P")
 T = TypeVar("T")
-
-if TYPE_CHECKING:
-    from ctypes import Array, c_longlong
-
-    Board = Array[c_longlong]
-else:
-    Board = object
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where each parse process says which note it starts: its slot of a shared array holds its process id and
-    (attempt << 32 | index in the batch), one 8-byte store, in memory that outlives a process dying right after.
-    The worker looks at it each poll, not at a message per note (a pipe read, a lock and a pickle: ~6-20 µs a
-    note on its event loop)."""
-
-    board: Board  # [pid, attempt << 32 | index] per slot
-    claimed: Synchronized[int]  # slots handed out, one per process as it starts
-
-    def read(self) -> list[tuple[int, int, int]]:
-        """(process id, attempt, index) of each process that has said anything."""
-        out = []
-        for slot in range(len(self.board) // 2):
-            pid, said = self.board[2 * slot], self.board[2 * slot + 1]
-            if pid:
-                out.append((pid, said >> 32, said & 0xFFFFFFFF))
-        return out
-
-
-_progress: tuple[Board, int] | None = None  # in a parse process: the board and its slot
-
-
-def _start_process(parent: int, progress: Progress, nice: int) -> None:
-    """In each parse process: take a slot of the progress board, yield the CPU to the worker by `nice` steps, and
-    exit once the worker is gone (a SIGKILLed worker cannot stop its pool)."""
-    global _progress
-    os.nice(nice)
-    with progress.claimed.get_lock():
-        slot = progress.claimed.value
-        progress.claimed.value += 1
-    progress.board[2 * slot] = os.getpid()
-    _progress = (progress.board, slot)
-    # glibc's own thresholds gave a chunk's large buffers (its pickles in and out, the zstd input) back to the
-    # system and faulted them in again: ~12 page faults and ~30 µs of system time a note; ~0.5 and ~10 with the
-    # worker's ingest thresholds, for the same resident set (docs/performance.md).
-    heap.keep_for_ingest()
-    # A Ctrl-C reaches the whole process group (a SIGTERM too, where the group is signalled): the worker stops
-    # its pool (SIGKILL), which must not die mid-note or mid-start, with a KeyboardInterrupt traceback in the
-    # operator's terminal. Blocked since the process's first instruction (`_Pool.submit`): one that came is dropped.
-    for sig in _HELD:
-        signal.signal(sig, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_CHECK_SECONDS)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _route_chunk(
-    route: Route, attempt: int, chunk: _Chunk, params: RouteParams, seen_at: datetime
-) -> list[Routed]:
-    """In a parse process: each note of the chunk routed on its own, announced before it starts; their records
-    compressed together here, where a core is to spare (the worker's producer compressed them before)."""
-    out = []
-    for index, value, offset in chunk:
-        if _progress is not None:
-            board, slot = _progress
-            board[2 * slot + 1] = attempt << 32 | index
-        out.extend(route([(value, offset)], params, seen_at))
-    return packed(out, params)
 
 
 @dataclass
@@ -154,6 +74,7 @@ class ParsePool:
         self._progress: Progress | None = None
         self._attempts = 0
         self._routes: dict[int, asyncio.Future[None]] = {}  # the routes in progress, oldest first: their ends
+        self._using: dict[int, ProcessPoolExecutor] = {}  # the attempts in progress and their pools
         self._calls = 0
 
     @property
@@ -161,8 +82,10 @@ class ParsePool:
         return self._params
 
     def _executor(self) -> tuple[ProcessPoolExecutor, Progress]:
-        if self._pool is not None and self._pool._broken:  # a process died between batches: none of theirs
-            log.warning("a parse process died while idle; the next batch goes to a fresh pool")
+        if (pool := self._pool) is not None and pool._broken:
+            # Under an attempt, the death is that attempt's to say, with its suspects, at its next poll (0.2 s).
+            if all(used is not pool for used in self._using.values()):
+                log.warning("a parse process died while idle; the next batch goes to a fresh pool")
             self.close(kill=True)
         if self._pool is None or self._progress is None:
             self._pool, self._progress = _new_pool(self._processes, self._nice)
@@ -177,7 +100,7 @@ class ParsePool:
                 datetime.fromtimestamp(0, UTC),
             )  # routes nothing: any time will do
             calls = [
-                loop.run_in_executor(pool, _route_chunk, self._route, 0, [], self._params, epoch)
+                loop.run_in_executor(pool, route_chunk, self._route, 0, [], self._params, epoch)
                 for _ in range(self._processes)
             ]
             await asyncio.gather(*calls)
@@ -266,7 +189,7 @@ class ParsePool:
         futures = {
             loop.run_in_executor(
                 pool,
-                _route_chunk,
+                route_chunk,
                 self._route,
                 token,
                 [(i, *values[i]) for i in chunk],
@@ -277,6 +200,7 @@ class ParsePool:
         }
         attempt, started = _Attempt(), dict[int, tuple[int, float]]()  # process → (note, since)
         pending: set[asyncio.Future[list[Routed]]] = set(futures)
+        self._using[token] = pool
         try:
             while pending:
                 done, pending = await asyncio.wait(pending, timeout=POLL_SECONDS)
@@ -309,10 +233,14 @@ class ParsePool:
                         self.close(kill=True)
                     break
         finally:
-            # Chunks left to a pool being killed (a fault, or the worker's stop cancelling the batch): their
-            # BrokenProcessPool is nobody's news, and asyncio would log it as an exception never retrieved. Not
-            # cancelled from here: the pool's thread, failing the chunks of a pool it finds broken, raised on one
-            # cancelled meanwhile and logged a traceback (CPython gh-107219, unfixed in 3.11).
+            del self._using[token]
+            # Chunks left to a pool being killed (a fault) or to go on (the worker's stop cancelling the batch):
+            # their notes not begun are skipped, and their outcome (BrokenProcessPool) is nobody's news, which
+            # asyncio would log as an exception never retrieved. Not cancelled from here: the pool's thread,
+            # failing the chunks of a pool it finds broken, raised on one cancelled meanwhile and logged a
+            # traceback (CPython gh-107219, unfixed in 3.11); and those already queued to a process would run.
+            if pending:
+                progress.drop(token)
             for fut in pending:
                 fut.add_done_callback(_unheeded)
         return attempt
@@ -331,7 +259,7 @@ class _Pool(ProcessPoolExecutor):
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # Every process starts in here, in the caller's thread (spawn: fork and exec keep its signal mask), and
         # so does the pool's own thread, which keeps that mask; the worker's signal waits or goes to another thread.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
         try:
             return super().submit(fn, *args, **kwargs)
         finally:
@@ -351,12 +279,11 @@ class _Spawn(SpawnContext):
 
 def _new_pool(processes: int, nice: int) -> tuple[ProcessPoolExecutor, Progress]:
     context = _Spawn()
-    # A fresh board with each pool: its processes take its slots from the first.
-    progress = Progress(context.RawArray("q", 2 * processes), context.Value("i", 0))
+    progress = Progress.new(context, processes)
     pool = _Pool(
         max_workers=processes,
         mp_context=context,
-        initializer=_start_process,
+        initializer=start_process,
         initargs=(os.getpid(), progress, nice),
     )
     return pool, progress

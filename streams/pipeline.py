@@ -260,11 +260,11 @@ class Pipeline:
         except asyncio.CancelledError:  # nothing recorded yet: the restart makes it again
             cancelled.set()
             log.warning(
-                "the %s briefing of %s ending %s was cancelled by the worker's stop: its command, unacknowledged, "
-                "is briefed again after the restart",
+                "the %s briefing of %s ending %s was cancelled%s",
                 command.trigger,
                 axis.name,
                 command.end.isoformat(),
+                self.build_stop.cancelled_by(),
                 extra={"axis": axis.name},
             )
             raise

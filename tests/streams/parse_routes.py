@@ -13,7 +13,7 @@ from pathlib import Path
 
 from processors.parse_stage import Routed, RouteParams, route_values
 from streams import heap
-from streams.parse_pool import Route
+from streams.parse_process import Route
 
 POISON = 3  # the note a broken parser dies or hangs on
 
@@ -62,6 +62,16 @@ def dies_in_turn(
             wait_for(folder / ("go" if offset == 47 else "younger"))
         (folder / "older").touch()
         os._exit(1)  # as an OOM kill would
+    return route_values(values, params, seen_at)
+
+
+def slow_telling(
+    folder: Path, values: Sequence[tuple[bytes, int | None]], params: RouteParams, seen_at: datetime
+) -> list[Routed]:
+    """Leaves in `folder` a file named for each note's offset as it begins, and takes 50 ms a note."""
+    for _, offset in values:
+        (folder / str(offset)).touch()
+    time.sleep(0.05)
     return route_values(values, params, seen_at)
 
 

@@ -241,8 +241,20 @@ def test_a_briefing_cancelled_mid_read_is_cancelled_and_closes_its_cursor(
         pipeline.state.close()
 
 
-def test_a_briefing_cancelled_by_the_stop_ends_its_thread_at_its_next_read_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("stop", "why"),
+    [
+        (True, " by the worker's stop: its command, unacknowledged, is briefed again after the restart"),
+        # It said the worker had stopped, and that the command would be briefed after a restart not coming.
+        (
+            False,
+            ", not by the worker's stop (its partition revoked, or its agent cancelled): nothing of it is recorded",
+        ),
+    ],
+    ids=["the stop", "not the stop"],
+)
+def test_a_cancelled_briefing_ends_its_thread_at_its_next_read_and_says_who_cancelled_it(
+    stop: bool, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The task's cancellation never reached the briefing's thread: it briefed on, past the worker's stop, which then
     waited for it (or exited hard at 15 s). Now it ends at its next read, and one line names the briefing."""
@@ -260,14 +272,11 @@ def test_a_briefing_cancelled_by_the_stop_ends_its_thread_at_its_next_read_and_s
 
     monkeypatch.setattr("streams.assembly.read_window", long_read)
     try:
-        asyncio.run(_brief_then_cancel(pipeline, reading, ended))
+        asyncio.run(_brief_then_cancel(pipeline, reading, ended, stop))
     finally:
         pipeline.state.close()
     lines = [r.getMessage() for r in caplog.records if "cancelled" in r.getMessage()]
-    assert lines == [
-        f"the flush briefing of inference ending {END.isoformat()} was cancelled by the worker's stop: its "
-        "command, unacknowledged, is briefed again after the restart"
-    ]
+    assert lines == [f"the flush briefing of inference ending {END.isoformat()} was cancelled{why}"]
 
 
 def test_a_briefing_cancelled_while_packed_ends_its_thread_and_records_nothing(
@@ -352,13 +361,18 @@ async def _brief_then_stop(pipeline: Pipeline, building: threading.Event, ended:
     return took
 
 
-async def _brief_then_cancel(pipeline: Pipeline, started: threading.Event, ended: threading.Event) -> None:
-    """A flush briefing cancelled as the stop cancels it, once `started`; its thread must set `ended` within 2 s."""
+async def _brief_then_cancel(
+    pipeline: Pipeline, started: threading.Event, ended: threading.Event, stop: bool = True
+) -> None:
+    """A flush briefing cancelled once `started`, as the worker's stop cancels it (begun, then the agent cancelled),
+    or without the `stop`; its thread must set `ended` within 2 s."""
     command = ControlCommand(
         axis="inference", trigger="flush", end=END, requested_at=datetime.now(UTC), request_id="t"
     )
     task = asyncio.ensure_future(pipeline.brief(command))
     assert await asyncio.to_thread(started.wait, 60)
+    if stop:
+        pipeline.build_stop.begin()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -23,7 +23,8 @@ from processors.parse_stage import Routed, RouteParams, documents_records
 from processors.wire import decode_rows
 from sinks.clock import SYSTEM_CLOCK
 from streams import heap
-from streams.parse_pool import ParsePool, Route
+from streams.parse_pool import ParsePool
+from streams.parse_process import Route
 from streams.pipeline import route_params
 from streams.settings import Settings
 from tests.clocks import ManualClock
@@ -36,6 +37,8 @@ from tests.streams.parse_routes import (
     poisoned_at,
     says_its_heap,
     says_its_niceness,
+    slow_telling,
+    wait_for,
 )
 
 # Slower than a unit test by design (many cases, worst-case inputs, or processes): its own bound.
@@ -327,6 +330,65 @@ async def test_a_parse_process_dying_while_its_pool_waits_leaves_no_other_behind
         pool.close(kill=True)
     inline = await ParsePool(route_params(Settings()), 0).route(values, NOW)
     assert [_told(r) for r in routed] == [_told(r) for r in inline]
+
+
+async def test_a_death_under_a_batch_it_has_not_looked_at_yet_is_not_said_to_be_while_idle(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The next batch found the pool broken before the batch it died under looked at it (every 0.2 s), and said
+    # `a parse process died while idle` beside that batch's own line: two deaths in the log for one, one false.
+    params = route_params(Settings())
+    older, younger = [(_value(i), i) for i in range(8)], [(_value(i), i) for i in range(40, 48)]
+    before = _children(os.getpid())
+    pool = ParsePool(params, 2, route=dies_on_poison)
+    try:
+        await pool.start()
+        started = sorted(_starting(os.getpid(), before))
+        first = asyncio.ensure_future(pool.route(older, NOW))
+        await asyncio.sleep(0)  # its chunk handed to the pool, which it looks at next in 0.2 s
+        # The event loop held until the pool's thread has seen the death (it then kills the other process): the
+        # younger batch's first step runs before the older batch's look, as the loop's callbacks are queued.
+        _until_ended(started)
+        second = asyncio.ensure_future(pool.route(younger, NOW))
+        routed = await asyncio.wait_for(asyncio.gather(first, second), 100)
+    finally:
+        pool.close(kill=True)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said and not [line for line in said if "idle" in line], said
+    assert [r.rejection is not None for r in routed[0]] == [offset == POISON for _, offset in older]
+    assert all(r.rejection is None for r in routed[1])
+
+
+async def test_a_batch_cancelled_by_the_stop_begins_no_more_notes_in_the_processes(tmp_path: Path) -> None:
+    # A stop cancels the batches in flight (streams.parse_flow.stop), unacked, for the restart to parse again; their
+    # chunks already handed to the pool ran on in its processes until the stop killed them (a batch of 500 notes:
+    # up to ~0.5 s of CPU, for nothing, beside the stop's checkpoint).
+    params = route_params(Settings())
+    values = [(_value(i), i) for i in range(80)]  # eight chunks of 10 notes, 50 ms each
+    pool = ParsePool(params, 2, route=partial(slow_telling, tmp_path))
+    try:
+        await pool.start()
+        routing = asyncio.ensure_future(pool.route(values, NOW))
+        await asyncio.to_thread(wait_for, tmp_path / "1")  # its notes under way
+        routing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await routing
+        begun = {f.name for f in tmp_path.iterdir()}
+        await asyncio.sleep(1)  # 20 notes' time for each process
+        later = {f.name for f in tmp_path.iterdir()} - begun
+        again = await pool.route(values, NOW)  # what the restart does with the batch: each note is routed
+    finally:
+        pool.close(kill=True)
+    assert len(later) <= 2, f"{len(later)} notes of the cancelled batch began after its cancellation"
+    inline = await ParsePool(params, 0).route(values, NOW)
+    assert [_told(r) for r in again] == [_told(r) for r in inline]
+
+
+def _until_ended(pids: Sequence[int]) -> None:
+    """Until none of `pids` runs (60 s at most), holding the caller's thread (an event loop's too)."""
+    deadline = time.monotonic() + 60
+    while _running(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _running(pids: Sequence[int]) -> list[int]:
