@@ -1,5 +1,6 @@
 """A process's claim on a DuckDB file that outlives its connection: DuckDB's own lock goes with the connection,
-and the ledger closes one that a refusal invalidated, the next write opening the file again (1-60 s later)."""
+which the ledger closes after a refusal that invalidated it (the next write opens the file again, 1-60 s later)
+and the worker's state after a checkpoint out of memory (opened again with more memory, or left closed)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from sinks.duck import DuckFile, make_folder
@@ -30,9 +32,12 @@ def lock_path(path: Path) -> Path:
 
 class FileClaim:
     """An exclusive flock on the file's `.lock` beside it, from the first open to the last close: a second process
-    (a watcher, a backfill) is refused while this one's connection is closed too. The kernel lets go at its exit."""
+    (a watcher, a worker, …) is refused while this one's connection is closed too. The kernel lets go at its exit."""
 
     def __init__(self, path: Path, file: DuckFile) -> None:
+        if str(path) == ":memory:":  # DuckDB's database in memory (a test's, a bench's): no file to claim
+            self._release: Callable[[], object] = lambda: None
+            return
         make_folder(path, file)
         self.path = lock_path(path)
         try:
