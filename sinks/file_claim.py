@@ -1,5 +1,6 @@
 """A process's claim on a DuckDB file that outlives its connection: DuckDB's own lock goes with the connection,
-and the ledger closes one that a refusal invalidated, the next write opening the file again (1-60 s later)."""
+which the ledger closes after a refusal that invalidated it (the next write opens the file again, 1-60 s later)
+and the worker's state after a checkpoint out of memory (opened again with more memory, or left closed)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,21 @@ import contextlib
 import fcntl
 import os
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from sinks.duck import DuckFile, make_folder
 from sinks.errors import StateLocationError, StateLockedError
+
+# What this process is (its predigest command: "backfill"), written beside its PID for a process it refuses to
+# name: the command line sets it at its start; left empty (a test, a bench script), the PID stands alone.
+_command = ""
+
+
+def name_holder(command: str) -> None:
+    """Name this process's claims from now on (`predigest <command>` in a refused process's line)."""
+    global _command
+    _command = command
 
 
 def lock_path(path: Path) -> Path:
@@ -20,9 +32,12 @@ def lock_path(path: Path) -> Path:
 
 class FileClaim:
     """An exclusive flock on the file's `.lock` beside it, from the first open to the last close: a second process
-    (a watcher, a backfill) is refused while this one's connection is closed too. The kernel lets go at its exit."""
+    (a watcher, a worker, …) is refused while this one's connection is closed too. The kernel lets go at its exit."""
 
     def __init__(self, path: Path, file: DuckFile) -> None:
+        if str(path) == ":memory:":  # DuckDB's database in memory (a test's, a bench's): no file to claim
+            self._release: Callable[[], object] = lambda: None
+            return
         make_folder(path, file)
         self.path = lock_path(path)
         try:
@@ -40,8 +55,7 @@ class FileClaim:
             holder = _holder(fd)
             os.close(fd)
             raise StateLockedError(
-                f"cannot open the {file.what} {path}: its lock file {self.path} is held by another process{holder}. "
-                f"{file.if_locked}"
+                f"cannot open the {file.what} {path}: its lock file {self.path} is held by {holder}. {file.if_locked}"
             ) from None
         except OSError as exc:  # a filesystem without locks: DuckDB's own lock would fail there too
             os.close(fd)
@@ -55,7 +69,7 @@ class FileClaim:
         # release), the start going on as DuckDB's open of the ledger does.
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            os.pwrite(fd, f"{os.getpid()} {_command}".strip().encode() + b"\n", 0)
 
     def release(self) -> None:
         """Let go (once; again is a no-op)."""
@@ -63,6 +77,9 @@ class FileClaim:
 
 
 def _holder(fd: int) -> str:
-    """' (PID n)' as the holder wrote it, or '' while it has not yet."""
-    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    return f" (PID {text})" if text.isdigit() else ""
+    """Who holds it as the holder wrote it: `predigest backfill` (PID n), another process (PID n) as a lock file
+    of a release before 2026-12-07 says (its PID alone), or another process while it has not written yet."""
+    pid, _, command = os.pread(fd, 64, 0).decode("ascii", "replace").strip().partition(" ")
+    if not pid.isdigit():
+        return "another process"
+    return f"`predigest {command}` (PID {pid})" if command.isidentifier() else f"another process (PID {pid})"

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 LEDGER = duck.DuckFile(
     "watcher ledger",
-    if_locked="Is another watcher running on this root?",
+    # Said after the holder (`predigest backfill` (PID n)), or after DuckDB's own lock's line (a `duckdb` shell).
+    if_locked="One watcher or backfill at a time runs on a root: wait for its end, or stop it",
     if_damaged="move it aside and start the watcher again: it republishes every file, which the worker stores once",
 )
 FLUSH_ROWS = 2000  # acknowledgements written in one statement

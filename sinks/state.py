@@ -28,6 +28,7 @@ from sinks.documents import Documents
 from sinks.emission_bodies import Body
 from sinks.emissions import EmissionRecord, Emissions
 from sinks.errors import DuckFileError, StateBusyError, StateMemoryError
+from sinks.file_claim import FileClaim
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
@@ -81,10 +82,14 @@ class StateStore(StateReads):
         self._closed = False  # by `close`, for good
         self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
         self._lock = threading.RLock()  # one user of the connection at a time (sinks.state_reads.Serialised)
+        # DuckDB's lock goes with the connection, which a checkpoint out of memory closes to reopen: held till close.
+        self._claim = FileClaim(path, STATE)
         try:
             db = duck.open_checked(path, STATE, schema.ensure, limits)
-        except StateMemoryError:
-            self._refused("open")
+        except BaseException as exc:
+            self._claim.release()
+            if isinstance(exc, StateMemoryError):
+                self._refused("open")
             raise
         self._open(db)
 
@@ -137,12 +142,13 @@ class StateStore(StateReads):
             if checkpoint:
                 self._checkpoint()
         finally:
-            if not self._close_interrupting():
+            if not self._close_interrupting():  # its DuckDB lock held till then
                 log.warning(
                     "the %s %s closes once a read still running on it (or its close's own write) ends",
                     STATE.what,
                     self._path,
                 )
+            self._claim.release()
 
     def _checkpoint(self) -> None:
         if self._refusal is not None:  # closed already when it refused: its WAL keeps what it held

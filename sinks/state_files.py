@@ -12,6 +12,7 @@ import duckdb
 
 from sinks import duck, schema
 from sinks.errors import RebuildRequiredError, StateMemoryError, StateUnreadableError
+from sinks.file_claim import FileClaim
 from sinks.metrics import Metrics
 from sinks.state import STATE, StateStore
 
@@ -62,6 +63,15 @@ def check_version(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> None:
     """
     if not path.exists():
         return
+    # Before its WAL's replay or its migration: a worker holding the file refuses this start.
+    claim = FileClaim(path, STATE)
+    try:
+        _check_version(path, limits)
+    finally:
+        claim.release()
+
+
+def _check_version(path: Path, limits: duck.Limits) -> None:
     try:
         db = _replayed(path, limits)
     except StateUnreadableError:
@@ -135,11 +145,18 @@ def _replay(path: Path, limits: duck.Limits) -> duckdb.DuckDBPyConnection:
     return db
 
 
-def reason_to_replace(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> str:
-    """Why `predigest rebuild` sets the file aside: "unreadable" when damaged (logged), else "rebuild".
+def set_aside_to_rebuild(path: Path, now: datetime, limits: duck.Limits = duck.NO_LIMITS) -> Path | None:
+    """`predigest rebuild`'s first step: the file (and its WAL) set aside as `reason_to_replace` says, under its
+    claim. Raises StateLockedError while a worker holds it: a rebuild under a running worker would be lost."""
+    claim = FileClaim(path, STATE)
+    try:
+        return duck.set_aside(path, now, reason_to_replace(path, limits))
+    finally:
+        claim.release()  # the rebuild's state claims it again at its open, a moment later
 
-    Raises StateLockedError while a worker holds the file: a rebuild under a running worker would be lost.
-    """
+
+def reason_to_replace(path: Path, limits: duck.Limits = duck.NO_LIMITS) -> str:
+    """Why `predigest rebuild` sets the file aside: "unreadable" when damaged (logged), else "rebuild"."""
     if not path.exists():
         return "rebuild"
     try:

@@ -218,6 +218,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
     end = commands.parse_end(getattr(args, "end", None), clock)
     if command == "flush":
         return commands.flush(settings, args.axis, end, clock)
+    from sinks import file_claim  # imports DuckDB: only for the commands below, which open its files
+
+    file_claim.name_holder(command)  # a process its claim refuses names it (`predigest backfill`)
     if command in ("run", "worker", "once"):
         web_guard.exposure_warning(settings)  # its worker would refuse to start: say so before anything runs
     if command in _NEEDS_ROOT:

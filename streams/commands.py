@@ -222,9 +222,18 @@ def _broker_left_stopping() -> None:
 
 
 def watch(settings: Settings) -> int:
-    from streams import oneshot
+    from sinks.ledger import Ledger
+    from streams import kafka_io, oneshot
 
-    asyncio.run(oneshot.watch(kafka_local.resolve_bootstrap(settings)))
+    # Its ledger first: a second watcher is refused for it, not for a Kafka it cannot reach (nor starts a broker).
+    ledger = Ledger(settings.ledger_file)
+    try:
+        settings = kafka_local.resolve_bootstrap(settings)
+        asyncio.run(kafka_io.ensure_topics(settings))
+    except BaseException:
+        ledger.close(write=False)  # nothing acknowledged yet
+        raise
+    asyncio.run(oneshot.watch(settings, ledger))
     return 0
 
 

@@ -22,6 +22,7 @@ from streams.watcher import publish_root
 from streams.worker_process import STOP_CHILD_SECONDS, spawn_worker, stop_process
 
 if TYPE_CHECKING:
+    from sinks.ledger import Ledger
     from streams.commands import RunRequest
 
 log = logging.getLogger(__name__)
@@ -100,13 +101,12 @@ async def drop_run_topics(settings: Settings) -> None:
     log.info("deleted this run's %d topic(s): %s", len(names), ", ".join(names))
 
 
-async def watch(settings: Settings) -> None:
-    """`predigest watch`: publish the root continuously until SIGINT/SIGTERM (a second one exits at once, as
-    `once` and `run` do)."""
-    await kafka_io.ensure_topics(settings)
+async def watch(settings: Settings, ledger: Ledger) -> None:
+    """`predigest watch` on its `ledger` (closed here): publish the root continuously until SIGINT/SIGTERM (a
+    second one exits at once, as `once` and `run` do)."""
     stop = asyncio.Event()
     install_stop(stop, again_exits=True)
-    await publish_root(settings, follow=True, stop=stop)
+    await publish_root(settings, follow=True, stop=stop, ledger=ledger)
 
 
 def _a_note(root: Path) -> str:

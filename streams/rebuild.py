@@ -12,10 +12,9 @@ import logging
 from dataclasses import dataclass
 
 from sinks.clock import Clock
-from sinks.duck import set_aside
 from sinks.metrics import Metrics
 from sinks.state import StateStore
-from sinks.state_files import reason_to_replace
+from sinks.state_files import set_aside_to_rebuild
 from streams import kafka_io
 from streams.pipeline import Pipeline
 from streams.replay import ReplayProgress, replay_briefings, replay_documents, warn_missing_living
@@ -36,8 +35,7 @@ async def rebuild(settings: Settings, clock: Clock) -> Rebuilt:
     """Set the state file aside and replay the topics into a fresh one."""
     path = settings.state_file
     # Fails with StateLockedError while a worker holds the file; a WAL it replays is replayed within the limits.
-    reason = reason_to_replace(path, state_limits(settings))
-    aside = set_aside(path, clock.now(), reason)
+    aside = set_aside_to_rebuild(path, clock.now(), state_limits(settings))
     if aside is not None:
         log.info("old state set aside as %s (delete it once the rebuilt state looks right)", aside)
     state = StateStore(path, state_limits(settings))

@@ -349,12 +349,15 @@ async def started_producer(settings: Settings) -> AIOKafkaProducer:
     return producer
 
 
-async def publish_root(settings: Settings, *, follow: bool, stop: asyncio.Event) -> int:
-    """Scan the root into `predigest.raw`; with follow, keep watching until stop is set."""
+async def publish_root(
+    settings: Settings, *, follow: bool, stop: asyncio.Event, ledger: Ledger | None = None
+) -> int:
+    """Scan the root into `predigest.raw`; with follow, keep watching until stop is set. `ledger`: the one its
+    caller opened (`predigest watch`, before Kafka), closed here; else opened here."""
     metrics = WatcherMetrics()
     # First, as the backfill does: a second watcher on this ledger is refused with nothing started (its producer
     # was left unclosed, which asyncio said in a second ERROR line).
-    ledger = Ledger(settings.ledger_file)
+    ledger = Ledger(settings.ledger_file) if ledger is None else ledger
     try:
         producer = await started_producer(settings)
     except BaseException:

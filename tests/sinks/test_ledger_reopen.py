@@ -68,7 +68,7 @@ def test_rows_whose_reopen_another_process_locked_are_kept_and_written_by_the_st
         assert holder.stdin is not None and holder.stdout is not None
         assert holder.stdout.readline() == "held\n"
         now[0] += FLUSH_SECONDS
-        with pytest.raises(LedgerWriteError, match=r"cannot write 3000 .*Is another watcher running"):
+        with pytest.raises(LedgerWriteError, match=r"cannot write 3000 .*One watcher or backfill at a time"):
             ledger.flush_if_due()
         holder.stdin.close()  # it lets go
     ledger.forget("inbox/jay/a.md")
@@ -101,7 +101,7 @@ def test_no_second_process_opens_the_ledger_while_its_connection_waits_to_be_ope
     said = second.stdout.strip()
     assert said == (
         f"cannot open the watcher ledger {path}: its lock file {path}.lock is held by another process "
-        f"(PID {os.getpid()}). Is another watcher running on this root?"
+        f"(PID {os.getpid()}). One watcher or backfill at a time runs on a root: wait for its end, or stop it"
     )
     now[0] += FLUSH_SECONDS
     ledger.flush_if_due()  # the disk has room again: written, still held
@@ -127,8 +127,8 @@ def test_the_first_start_on_a_full_disk_opens_the_ledger_and_its_lock_names_no_p
     second = _second(path)
     assert second.returncode == 3, second.stderr
     assert second.stdout.strip() == (
-        f"cannot open the watcher ledger {path}: its lock file {path}.lock is held by another process. Is another "
-        "watcher running on this root?"
+        f"cannot open the watcher ledger {path}: its lock file {path}.lock is held by another process. One watcher "
+        "or backfill at a time runs on a root: wait for its end, or stop it"
     )
     ledger.close()
 

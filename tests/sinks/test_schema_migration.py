@@ -221,7 +221,7 @@ def test_a_migration_that_fails_in_duckdb_keeps_the_file_and_does_not_set_it_asi
     monkeypatch.setattr(schema_migration, "pack_body", fails)
     with pytest.raises(StateMigrationError, match=r"schema version 6 could not be migrated.*kept as it was"):
         open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb", "worker.duckdb.lock"]  # none aside
     assert _dump(path) == old
 
 
@@ -252,7 +252,7 @@ def test_a_migration_out_of_memory_names_the_limit_and_does_not_set_the_file_asi
     monkeypatch.setattr(schema_migration, "pack_body", fails)
     with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
         open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]  # nothing set aside as damaged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb", "worker.duckdb.lock"]  # none aside
     assert _dump(path) == old
 
 
@@ -315,7 +315,11 @@ def test_a_migration_whose_checkpoint_runs_out_of_memory_keeps_the_file_and_its_
     with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
         open_state(path, datetime(2026, 9, 28, tzinfo=UTC))
     # Nothing set aside (the close after the failure may have checkpointed the WAL already).
-    assert {p.name for p in tmp_path.iterdir()} <= {"worker.duckdb", "worker.duckdb.wal"}
+    assert {p.name for p in tmp_path.iterdir()} <= {
+        "worker.duckdb",
+        "worker.duckdb.wal",
+        "worker.duckdb.lock",
+    }
     monkeypatch.undo()
     StateStore(path).close()  # the committed migration kept
     assert _version(path)[0] == schema.VERSION

@@ -45,13 +45,16 @@ os._exit(0)  # as SIGKILL: no close, so no checkpoint
 """
 
 
-# A worker running on the file: a note stored, so its WAL is there, and the file held.
+# A worker running on the file (named as `predigest worker` names its claim): a note stored, so its WAL is there,
+# and the file held.
 _RUNNING = """
 import sys, time
 from pathlib import Path
+from sinks import file_claim
 from sinks.state import StateStore
 from tests.state_support import parsed, put_document
 
+file_claim.name_holder("worker")
 state = StateStore(Path(sys.argv[1]))
 put_document(state, "inference", parsed("inbox/jay/a.md", "# a\\n"), raw_offset=None)
 print("open", flush=True)
@@ -162,8 +165,9 @@ def test_a_wal_that_does_not_replay_within_the_ceiling_stops_the_start_with_one_
 def test_a_start_beside_a_running_worker_stops_on_its_lock_and_never_says_a_stop_left_its_wal(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A running worker's file has a WAL too: the second start's line before the replay must not tell the
-    operator a stop left it (it said "left by a stop that did not checkpoint"), and the lock refuses the start."""
+    """A running worker's file has a WAL too: the second start must not tell the operator a stop left it (it said
+    "left by a stop that did not checkpoint"). The file's claim refuses the start, naming the worker, before the
+    replay (until 2026-12-07 DuckDB's lock did, after a line saying it replays the WAL)."""
     path = tmp_path / "worker.duckdb"
     with subprocess.Popen(
         [sys.executable, "-c", _RUNNING, str(path)], cwd=PROJECT, stdout=subprocess.PIPE, text=True
@@ -173,10 +177,13 @@ def test_a_start_beside_a_running_worker_stops_on_its_lock_and_never_says_a_stop
             assert _wal(path).exists()
             with (
                 caplog.at_level(logging.INFO, logger="sinks.state_files"),
-                pytest.raises(StateLockedError, match="Could not set lock"),
+                pytest.raises(StateLockedError) as refused,
             ):
                 check_version(path, Limits(memory_mib=64, threads=1, ceiling_mib=512))
         finally:
             running.kill()
-    assert "replaying the WAL of the state file" in caplog.text
-    assert "stop" not in caplog.text, caplog.text
+    assert str(refused.value) == (
+        f"cannot open the state file {path}: its lock file {path}.lock is held by `predigest worker` (PID "
+        f"{running.pid}). {STATE.if_locked}"
+    )
+    assert "replaying" not in caplog.text and "stop" not in caplog.text, caplog.text

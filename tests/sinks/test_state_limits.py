@@ -222,7 +222,7 @@ def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names
     metrics = Metrics()
     with pytest.raises(StateMemoryError, match="PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB"):
         open_state(path, datetime(2026, 12, 4, tzinfo=UTC), Limits(memory_mib=64, threads=1), metrics)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.duckdb", "worker.duckdb.lock"]
     assert metrics.registry.get_sample_value(REFUSED, {"operation": "open"}) == 1
 
 

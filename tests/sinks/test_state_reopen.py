@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import resource
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +20,7 @@ import pytest
 from sinks import state as state_module
 from sinks.duck import Limits
 from sinks.errors import StateBusyError, StateLocationError
+from sinks.file_claim import lock_path
 from sinks.metrics import Metrics
 from sinks.state import StateStore
 from tests.state_support import (
@@ -142,3 +147,45 @@ def test_a_state_file_that_cannot_be_opened_again_at_the_reopen_is_named_on_ever
             put_document(state, "inference", parsed("inbox/jay/later.md", "# later\n"), raw_offset=None)
     finally:
         state.close()
+
+
+# A second worker (or a rebuild, a migration): the state's open of another process on the same file.
+_SECOND = (
+    "import sys; from pathlib import Path; from sinks.errors import StateLockedError; from sinks.state import "
+    "StateStore\ntry:\n    StateStore(Path(sys.argv[1])).close()\nexcept StateLockedError as exc:\n    print(exc); "
+    "sys.exit(3)\n"
+)
+
+
+def _second(path: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-c", _SECOND, str(path)]
+    cwd = Path(__file__).resolve().parents[2]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.usefixtures("merging")
+def test_no_second_process_opens_the_state_while_its_checkpoint_out_of_memory_reopens_it(
+    tmp_path: Path,
+) -> None:
+    """Closed to be reopened with more memory, the state's file had no DuckDB lock on it: a second worker (or a
+    rebuild) started then opened it, both writing; the file's claim refuses it, naming the lock and the holder."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
+    seconds: list[subprocess.CompletedProcess[str]] = []
+    try:
+        with _at_reopen(lambda: seconds.append(_second(path))) as hook:
+            stored = store_large_notes(state)
+        assert state.document_count() == stored
+    finally:
+        state.close()
+    assert hook.reopens >= 1 and len(seconds) == hook.reopens
+    for second in seconds:
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert second.stdout.strip() == (
+            f"cannot open the state file {path}: its lock file {path}.lock is held by another process (PID "
+            f"{os.getpid()}). {state_module.STATE.if_locked}"
+        )
+    # Let go at its close (DuckDB's own lock goes once the close's checkpoint, in a thread of its own, is done).
+    with lock_path(path).open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from sinks.ledger import Ledger
 from streams.worker_process import free_port
 from tests.ledger_support import invalidated
-from tests.streams.cli_support import predigest
+from tests.streams.cli_support import PROJECT, predigest
 
 END = "2026-09-27T22:20:00+08:00"
 
@@ -158,8 +161,61 @@ def test_a_backfill_on_a_ledger_whose_watcher_waits_to_reopen_it_is_refused_befo
         f"its lock file {state}/watcher-ledger.duckdb.lock is held by another process (PID {os.getpid()})"
         in line
     )
-    assert line.endswith("Is another watcher running on this root?")
+    assert line.endswith("One watcher or backfill at a time runs on a root: wait for its end, or stop it")
     held.close()
+
+
+def test_a_second_watcher_with_no_kafka_is_refused_for_the_ledger_not_for_kafka(tmp_path: Path) -> None:
+    # Before: `predigest watch` made its topics first, and with no broker said "Kafka cannot be reached", not that
+    # another watcher holds its ledger (the operator looked for a broker fault while a watcher ran).
+    state = tmp_path / "state"
+    held = Ledger(state / "watcher-ledger.duckdb")
+    env = {"PREDIGEST_STATE_DIR": str(state), "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}"}
+    try:
+        line = refused("watch", "--root", "examples/root", env=env)
+    finally:
+        held.close()
+    assert f"watcher-ledger.duckdb.lock is held by another process (PID {os.getpid()})" in line, line
+    assert "Kafka" not in line
+
+
+# A backfill holding the ledger: what `predigest backfill` writes in its lock file beside its PID.
+_BACKFILL = (
+    "import sys; from pathlib import Path; from sinks import file_claim; from sinks.ledger import Ledger\n"
+    "file_claim.name_holder('backfill'); held = Ledger(Path(sys.argv[1])); print('held', flush=True)\n"
+    "sys.stdin.read(); held.close()\n"
+)
+
+
+def test_a_watcher_refused_by_a_backfill_names_the_backfill(tmp_path: Path) -> None:
+    # Before: the refusal asked "Is another watcher running on this root?" whoever held the ledger.
+    ledger = tmp_path / "state" / "watcher-ledger.duckdb"
+    argv = [sys.executable, "-c", _BACKFILL, str(ledger)]
+    with subprocess.Popen(
+        argv, cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        env = {
+            "PREDIGEST_STATE_DIR": str(ledger.parent),
+            "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}",
+        }
+        line = refused("watch", "--root", "examples/root", env=env)
+        holder.stdin.close()
+    assert line.endswith(
+        f"its lock file {ledger}.lock is held by `predigest backfill` (PID {holder.pid}). One watcher or "
+        "backfill at a time runs on a root: wait for its end, or stop it"
+    ), line
+
+
+def test_a_watcher_writes_its_command_beside_its_pid_in_the_ledger_s_lock(tmp_path: Path) -> None:
+    # What a second watcher or backfill names (above): here the watch ends at once, finding no Kafka.
+    state = tmp_path / "state"
+    env = {"PREDIGEST_STATE_DIR": str(state), "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}"}
+    done = predigest("watch", "--root", "examples/root", env=env)
+    assert done.returncode == 2 and "Kafka" in done.stderr, done.stderr
+    pid, command = (state / "watcher-ledger.duckdb.lock").read_text(encoding="utf-8").split()
+    assert pid.isdigit() and int(pid) != os.getpid() and command == "watch"
 
 
 def test_flush_of_an_unknown_axis_is_refused_before_the_broker_starts(tmp_path: Path) -> None:
