@@ -13,7 +13,10 @@ _CITED = re.compile(r"([\w/]*test_\w+\.py)::(\w+)")
 
 
 def _pages() -> dict[str, str]:
-    return {name: (PROJECT / name if name == "README.md" else PROJECT / "docs" / name).read_text() for name in PAGES}
+    return {
+        name: (PROJECT / name if name == "README.md" else PROJECT / "docs" / name).read_text()
+        for name in PAGES
+    }
 
 
 def _defined(file: str, name: str) -> bool:
