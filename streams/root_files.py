@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.models import RawFile
-from processors.root_paths import REFUSAL_TEXT, FileRefusal, fs_rel, ignored, is_text, text_rel
+from processors.root_paths import BAD_FOLDER_TEXT, REFUSAL_TEXT, FileRefusal, fs_rel, ignored, is_text, text_rel
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -184,7 +184,8 @@ def _on_disk(root: Path, rel: str) -> str | FileOutcome:
         return Missing()
     if stat.S_ISDIR(st.st_mode):
         return Folder()  # its files are keyed and refused one by one
-    return Refused("bad_name", REFUSAL_TEXT["bad_name"], st.st_size, st.st_mtime)
+    why = REFUSAL_TEXT["bad_name"] if is_text(path.rpartition("/")[0]) else BAD_FOLDER_TEXT
+    return Refused("bad_name", why, st.st_size, st.st_mtime)
 
 
 def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:
