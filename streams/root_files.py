@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.models import RawFile
-from processors.root_paths import BAD_FOLDER_TEXT, REFUSAL_TEXT, FileRefusal, fs_rel, ignored, is_text, text_rel
+from processors.root_paths import (
+    BAD_FOLDER_TEXT,
+    REFUSAL_TEXT,
+    FileRefusal,
+    fs_rel,
+    ignored,
+    is_text,
+    text_rel,
+)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
