@@ -164,6 +164,32 @@ async def test_a_renamed_folder_deletes_the_old_paths_and_publishes_the_new_ones
     assert ledger.paths() == {"inbox/jay-archive/2026-09-27-a.md", "inbox/jay-archive/2026-09-27-b.md"}
 
 
+async def test_a_note_replaced_by_a_folder_of_its_name_is_deleted_at_the_folder_s_event_and_back(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+) -> None:
+    # The event named the folder, whose walk lists what is under it only: the note stayed in the briefings until
+    # the next rescan (a minute by default), beside the notes now under its name.
+    watcher, producer, ledger, _m = parts
+    note = "inbox/jay/2026-09-27-a.md"
+    write_old(root / note, "# a\n")
+    assert await watcher.scan() == 1
+    (root / note).unlink()
+    (root / note).mkdir()
+    write_old(root / note / "inside.md", "# inside\n")
+    watcher.mark_tree(note)  # what _watch does for the folder's event
+    assert await watcher.settle(force=True) == 2
+    assert [(r.path, r.deleted) for r in producer.sent[1:]] == [(note, True), (f"{note}/inside.md", False)]
+    assert ledger.paths() == {f"{note}/inside.md"}
+    # And back: the folder's note deleted, the note published again.
+    (root / note / "inside.md").unlink()
+    (root / note).rmdir()
+    write_old(root / note, "# a again\n")
+    watcher.mark(note)
+    watcher.mark(f"{note}/inside.md")
+    assert await watcher.settle(force=True) == 2
+    assert ledger.paths() == {note}
+
+
 async def test_a_scan_survives_files_vanishing_under_it(
     parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
