@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -188,6 +189,27 @@ async def test_a_note_replaced_by_a_folder_of_its_name_is_deleted_at_the_folder_
     watcher.mark(f"{note}/inside.md")
     assert await watcher.settle(force=True) == 2
     assert ledger.paths() == {note}
+
+
+async def test_a_note_read_under_a_bad_name_s_key_before_the_upgrade_is_deleted_not_listed_twice(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+) -> None:
+    # Until 2026-12-07 a valid `a\xff.md` (typed with a backslash) was read under the key of `a<0xff>.md` beside
+    # it. Keyed apart now, its note was published again at `a\\xff.md` and the old key only refused: its old note
+    # stayed current there, so the same note was a source twice.
+    watcher, producer, ledger, _m = parts
+    old_key = "inbox/jay/2026-12-07-a\\xff.md"
+    write_old(root / old_key, "# look-alike\n")  # the valid name: a real backslash
+    bad = os.fsencode(root) + b"/inbox/jay/2026-12-07-a\xff.md"
+    os.close(os.open(bad, os.O_CREAT | os.O_WRONLY))
+    digest = hashlib.sha256(b"# look-alike\n").hexdigest()
+    ledger.acknowledge(old_key, 13, 1.0, digest)  # the row the old release left: the look-alike read there
+    assert await watcher.scan() + await watcher.drain() == 3
+    said = [(r.path, r.deleted, r.refused_code) for r in producer.sent]
+    assert said[0] == ("inbox/jay/2026-12-07-a\\\\xff.md", False, None)  # the look-alike at its own key
+    # Its old note deleted, then the file beside it refused under that key.
+    assert said[1:] == [(old_key, True, None), (old_key, False, "bad_name")]
+    assert await watcher.scan() + await watcher.drain() == 0
 
 
 async def test_a_scan_survives_files_vanishing_under_it(
