@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from processors.metric_labels import writer_label
 from processors.models import RawFile
 from processors.quiet import Pending
-from processors.root_paths import FileRefusal, top_folder
+from processors.root_paths import FileRefusal, fs_rel, top_folder
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
@@ -175,7 +175,8 @@ class Publisher:
         if record.refusal is not None:
             if record.refusal == "symlink":
                 with contextlib.suppress(OSError):
-                    log.warning("%s is a symlink to %s", rel, os.readlink(self._root / rel), extra=ctx)
+                    link = f"{os.fspath(self._root)}/{fs_rel(rel)}"  # a name keyed escaped: its own on disk
+                    log.warning("%s is a symlink to %s", rel, os.readlink(link), extra=ctx)
             log.warning("refused %s: it %s", rel, record.detail, extra=ctx)
             self._metrics.documents_rejected.labels(reason=record.refusal).inc()
             return

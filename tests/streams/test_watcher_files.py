@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -210,6 +211,22 @@ async def test_a_note_read_under_a_bad_name_s_key_before_the_upgrade_is_deleted_
     # Its old note deleted, then the file beside it refused under that key.
     assert said[1:] == [(old_key, True, None), (old_key, False, "bad_name")]
     assert await watcher.scan() + await watcher.drain() == 0
+
+
+async def test_a_symlink_keyed_escaped_is_said_to_point_where_it_points(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its target was read at the key (`a\\xff.md`): a symlink literally so named answered for it, or none did.
+    watcher, _producer, _ledger, _m = parts
+    os.symlink("/etc/hostname", root / "inbox/jay/a\\xff.md")
+    os.symlink("/etc/passwd", root / "inbox/jay/a\\\\xff.md")
+    caplog.set_level(logging.WARNING)
+    assert await watcher.scan() + await watcher.drain() == 2
+    said = sorted(r.getMessage() for r in caplog.records if "is a symlink to" in r.getMessage())
+    assert said == [
+        "inbox/jay/a\\\\\\\\xff.md is a symlink to /etc/passwd",
+        "inbox/jay/a\\\\xff.md is a symlink to /etc/hostname",
+    ]
 
 
 async def test_a_scan_survives_files_vanishing_under_it(
