@@ -186,10 +186,17 @@ def _on_disk(root: Path, rel: str) -> str | FileOutcome:
     path = fs_rel(rel)
     if is_text(path):
         return path
+    # Its folders opened as any file's are (no link followed): a plain lstat went through a symlinked folder.
+    folder, _, name = path.rpartition("/")
+    opened = _open_folder(root, folder.split("/") if folder else [])
+    if not isinstance(opened, int):
+        return opened
     try:
-        st = os.lstat(f"{os.fspath(root)}/{path}")
+        st = os.stat(name, dir_fd=opened, follow_symlinks=False)
     except OSError:
         return Missing()
+    finally:
+        os.close(opened)
     if stat.S_ISDIR(st.st_mode):
         return Folder()  # its files are keyed and refused one by one
     why = REFUSAL_TEXT["bad_name"] if is_text(path.rpartition("/")[0]) else BAD_FOLDER_TEXT

@@ -356,6 +356,18 @@ def test_a_file_refused_for_its_folder_s_name_says_to_rename_the_folder(root: Pa
     }
 
 
+def test_a_folder_not_utf8_swapped_for_a_symlink_leaks_not_even_a_stat(root: Path, tmp_path: Path) -> None:
+    # Its files' keys were looked up with lstat, which follows a symlinked folder on the way: an outside file's
+    # size and time went out in the refusal (the same path through a folder of a valid name is "outside").
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/2026-12-07-x.md").write_bytes(b"x" * 4321)
+    os.symlink(tmp_path / "elsewhere", os.fsencode(root) + b"/inbox/tom\xe9")
+    read = read_file(root, "inbox/tom\\xe9/2026-12-07-x.md", 1024)
+    assert isinstance(read, Refused) and (read.reason, read.size) == ("outside", None), read
+    [many] = read_many(root, ["inbox/tom\\xe9/2026-12-07-x.md"], 1024)
+    assert many == read
+
+
 def test_a_bad_name_under_a_folder_named_with_a_backslash_is_refused_not_missing(root: Path) -> None:
     (root / "inbox/C:\\jay").mkdir()
     os.close(os.open(os.fsencode(root) + b"/inbox/C:\\jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
