@@ -9,7 +9,7 @@ Every value reaches the page through Jinja's autoescape; document text through `
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -22,7 +22,7 @@ from markupsafe import Markup
 from processors.i18n import Lang
 from processors.inert import html_inline
 from processors.models import Briefing, Discrepancy, Document
-from processors.units import split_ref
+from processors.units import NoteNames, split_ref
 
 _TIME = "%Y-%m-%d %H:%M"
 
@@ -166,7 +166,10 @@ def section_anchor(label: str) -> str:
     return "sec-" + (re.sub(r"\s+", "-", label.strip().lstrip("§").strip()) or "x")
 
 
-def source_url(ref: str, paths: Container[str] = frozenset()) -> str:
+_NO_NOTES = NoteNames()
+
+
+def source_url(ref: str, paths: NoteNames = _NO_NOTES) -> str:
     """A briefing's source, `path` or `path#section` (processors.units), as a link to the note and section; `paths`
     the briefing's notes, matched whole first (a name may hold `#`)."""
     path, section = split_ref(ref, paths)
@@ -261,10 +264,10 @@ def briefing_page(page: BriefingPage, zone: ZoneInfo, lang: Lang) -> str:
     )
 
 
-def _paths(b: Briefing, c: Changes) -> frozenset[str]:
+def _paths(b: Briefing, c: Changes) -> NoteNames:
     """The notes a briefing's page names: its sources, the living document, the sources gone since the last."""
     living = [b.living_doc.path] if b.living_doc.path else []
-    return frozenset([s.path for s in b.sources] + [r.path for r in b.rejected] + c.sources_gone + living)
+    return NoteNames([s.path for s in b.sources] + [r.path for r in b.rejected] + c.sources_gone + living)
 
 
 def _claims(d: Discrepancy) -> list[tuple[str, str]]:

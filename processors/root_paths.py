@@ -23,6 +23,10 @@ REFUSAL_TEXT: dict[FileRefusal, str] = {
     "unreadable": "is unreadable",
     "bad_name": "has a name that is not valid UTF-8 (shown escaped); rename it to be read",
 }
+# A file whose own name is valid, refused for its folder's: renaming the file would not help (code bad_name too).
+BAD_FOLDER_TEXT = (
+    "lies in a folder whose name is not valid UTF-8 (shown escaped); rename that folder to be read"
+)
 
 
 def ignored(name: str) -> bool:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from processors.models import AxisSpec, Briefing, Rejection, SourceEntry
 from processors.reasons import UNREAD_CODES
-from processors.units import cites
+from processors.units import NoteNames, cites
 from streams.errors import ConfigError
 from streams.settings import Settings
 
@@ -75,7 +75,7 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
             "kind": source.duplicate_kind,
             "similarity": source.similarity,
         }
-    paths = {s.path for s in briefing.sources}
+    paths = NoteNames(s.path for s in briefing.sources)
     joined = [
         {
             "rank": inc.rank,

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processors.models import RawFile
-from processors.root_paths import REFUSAL_TEXT, FileRefusal, fs_rel, ignored, is_text, text_rel
+from processors.root_paths import (
+    BAD_FOLDER_TEXT,
+    REFUSAL_TEXT,
+    FileRefusal,
+    fs_rel,
+    ignored,
+    is_text,
+    text_rel,
+)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -178,13 +186,21 @@ def _on_disk(root: Path, rel: str) -> str | FileOutcome:
     path = fs_rel(rel)
     if is_text(path):
         return path
+    # Its folders opened as any file's are (no link followed): a plain lstat went through a symlinked folder.
+    folder, _, name = path.rpartition("/")
+    opened = _open_folder(root, folder.split("/") if folder else [])
+    if not isinstance(opened, int):
+        return opened
     try:
-        st = os.lstat(f"{os.fspath(root)}/{path}")
+        st = os.stat(name, dir_fd=opened, follow_symlinks=False)
     except OSError:
         return Missing()
+    finally:
+        os.close(opened)
     if stat.S_ISDIR(st.st_mode):
         return Folder()  # its files are keyed and refused one by one
-    return Refused("bad_name", REFUSAL_TEXT["bad_name"], st.st_size, st.st_mtime)
+    why = REFUSAL_TEXT["bad_name"] if is_text(path.rpartition("/")[0]) else BAD_FOLDER_TEXT
+    return Refused("bad_name", why, st.st_size, st.st_mtime)
 
 
 def read_file(root: Path, rel: str, max_bytes: int) -> FileOutcome:

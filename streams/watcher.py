@@ -130,7 +130,9 @@ class Watcher:
     def mark_tree(self, rel: str) -> None:
         """A folder appeared, vanished or was renamed: every file under it, and every one known there before."""
         listed = (e.rel for e in root_files.walk(self._root, rel))
-        for path in sorted({*under(rel, self._ledger.known()), *under(rel, self._quiet.paths()), *listed}):
+        known = self._ledger.known()
+        own = [rel] if rel in known else []  # a note now a folder of its name: deleted (Publisher._prepare)
+        for path in sorted({*own, *under(rel, known), *under(rel, self._quiet.paths()), *listed}):
             self.mark(path)
 
     async def settle(self, *, force: bool = False) -> int:

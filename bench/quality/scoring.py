@@ -14,7 +14,7 @@ from bench.quality.figures import Figure, Tally, count_figure, ratio_figure
 from bench.quality.runner import Briefed, RootRun
 from bench.quality.titles import norm
 from bench.quality.truth import FileTruth, LivingSection, RootTruth, UnitTruth, clean_heading
-from processors.units import split_ref
+from processors.units import NoteNames, split_ref
 
 
 def closes(run: RootRun, scored_only: bool = True) -> list[Briefed]:
@@ -26,7 +26,7 @@ def closes(run: RootRun, scored_only: bool = True) -> list[Briefed]:
 
 def resolve(truth: RootTruth, ref: str) -> tuple[FileTruth | None, UnitTruth | None]:
     """The file and section a source ref (`path`, `path#§3`, `path#heading`) names; (file, None) for the whole."""
-    path, frag = split_ref(ref, truth.files)
+    path, frag = split_ref(ref, NoteNames(truth.files))  # per ref: baselines join the files at run time
     f = truth.files.get(path)
     if f is None or not frag:
         return f, None

@@ -20,6 +20,7 @@ from processors.browse import (
     source_url,
 )
 from processors.models import Document
+from processors.units import NoteNames
 from tests.processors.notes import END, SH, brief, example_documents, living, note
 
 # In code spans, which the parser keeps as written: the markup reaches the briefing as text.
@@ -105,7 +106,7 @@ def test_a_note_whose_name_holds_a_hash_links_to_itself_and_to_its_sections() ->
     assert path in {s.path for s in b.sources}
     page = briefing_page(BriefingPage(b, changes(b, None, None), history([], [])), SH, "en")
     assert f'href="{note_url(path)}"'.replace("&", "&amp;") in page
-    paths = {path, "inbox/jay/a.md"}
+    paths = NoteNames({path, "inbox/jay/a.md"})
     assert source_url(f"{path}#C# bindings", paths) == note_url(path, section_anchor("C# bindings"))
     assert source_url("inbox/jay/a.md#C# bindings", paths) == note_url(
         "inbox/jay/a.md", section_anchor("C# bindings")

@@ -6,6 +6,7 @@ Notes are real: the vendored corpus (tests/corpus) and the quality roots' templa
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from processors.id_titles import clean_title
 from processors.structure import parse_structure
-from processors.units import Unit, paper_title, split_ref, units_of
+from processors.units import NoteNames, Unit, paper_title, split_ref, units_of
 from tests.processors.notes import note
 
 CORPUS = Path(__file__).parents[1] / "corpus"
@@ -240,7 +241,7 @@ def test_cleaning_a_title_only_removes_characters(text: str) -> None:
 
 def test_a_source_ref_is_cut_after_the_note_it_names_even_when_the_name_holds_a_hash() -> None:
     # Cut at the first `#`, `inbox/C#/a.md#§2` named a note `inbox/C` and the section `/a.md#§2`.
-    notes = {"inbox/C#/a.md", "inbox/jay/b.md"}
+    notes = NoteNames({"inbox/C#/a.md", "inbox/jay/b.md"})
     assert split_ref("inbox/C#/a.md#§2 C# bindings", notes) == ("inbox/C#/a.md", "§2 C# bindings")
     assert split_ref("inbox/C#/a.md", notes) == ("inbox/C#/a.md", "")
     assert split_ref("inbox/jay/b.md#C# tips", notes) == ("inbox/jay/b.md", "C# tips")
@@ -253,6 +254,31 @@ def test_a_source_ref_is_cut_after_the_note_it_names_even_when_the_name_holds_a_
 
 def test_a_source_ref_names_the_longest_of_two_notes_whose_names_prefix_each_other() -> None:
     # The shortest cut linked `a/C#b.md`'s increments to the note `a/C` in the browse page and `explain`.
-    notes = {"inbox/a/C", "inbox/a/C#b.md"}
+    notes = NoteNames({"inbox/a/C", "inbox/a/C#b.md"})
     assert split_ref("inbox/a/C#b.md#§1", notes) == ("inbox/a/C#b.md", "§1")
     assert split_ref("inbox/a/C#§1", notes) == ("inbox/a/C", "§1")
+
+
+def test_a_source_ref_whose_heading_holds_many_hashes_is_cut_in_time_linear_in_it() -> None:
+    # Each `#` of the heading was tried as the end of a note's name, a slice of the ref each: a hostile note's
+    # heading of 64,000 `#` took 0.6 s per link on its briefing's browse page (and per increment in `explain`).
+    notes = NoteNames({"inbox/jay/a.md", "inbox/a/C#b.md"})
+
+    def cpu(n: int) -> float:
+        ref = "inbox/jay/a.md#C" + "#" * n
+        began = time.process_time()
+        assert split_ref(ref, notes) == ("inbox/jay/a.md", ref[len("inbox/jay/a.md#") :])
+        return time.process_time() - began
+
+    assert cpu(200_000) < 0.05  # ~6 s before; a few µs now
+    assert split_ref("inbox/a/C#b.md#" + "#" * 1000, notes)[0] == "inbox/a/C#b.md"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("a#/", max_size=6), max_size=6), st.text("a#/", max_size=12))
+def test_a_source_ref_is_cut_after_the_longest_known_name_it_starts_with(names: list[str], ref: str) -> None:
+    # Looked for only as far in as the longest name reaches: the same cut as trying every `#`.
+    cuts = [i for i, ch in enumerate(ref) if ch == "#" and ref[:i] in names]
+    at = cuts[-1] if cuts else ref.find("#")
+    whole = (ref, "") if ref in names or at < 0 else (ref[:at], ref[at + 1 :])
+    assert split_ref(ref, NoteNames(names)) == whole

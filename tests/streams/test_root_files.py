@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.root_paths import REFUSAL_TEXT
+from processors.root_paths import BAD_FOLDER_TEXT, REFUSAL_TEXT
 from sinks.ledger import Ledger
 from sinks.metrics import WatcherMetrics
 from streams import root_files
@@ -339,6 +339,33 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_refused_unread(root: Path
     read = read_file(root, rels[0], 1024)
     assert isinstance(read, Regular) and read.data == NOTE and reads[0] == read
     assert isinstance(read_file(root, "inbox/tom\\xe9", 1024), Folder)  # its row until 2026-12-07: no file
+
+
+def test_a_file_refused_for_its_folder_s_name_says_to_rename_the_folder(root: Path) -> None:
+    # "has a name that is not valid UTF-8 … rename it" sent the writer to rename a file whose name was fine.
+    base = os.fsencode(root)
+    os.mkdir(base + b"/inbox/tom\xe9")
+    for name in (b"2026-12-07-x.md", b"2026-12-07-\xff.md"):
+        os.close(os.open(base + b"/inbox/tom\xe9/" + name, os.O_CREAT | os.O_WRONLY))
+    os.close(os.open(base + b"/inbox/jay/2026-12-07-\xff.md", os.O_CREAT | os.O_WRONLY))
+    said = {rel: read_file(root, rel, 1024) for rel in sorted(e.rel for e in walk(root, "inbox"))}
+    assert {rel: (r.reason, r.detail) for rel, r in said.items() if isinstance(r, Refused)} == {
+        "inbox/jay/2026-12-07-\\xff.md": ("bad_name", REFUSAL_TEXT["bad_name"]),
+        "inbox/tom\\xe9/2026-12-07-\\xff.md": ("bad_name", BAD_FOLDER_TEXT),  # the folder first
+        "inbox/tom\\xe9/2026-12-07-x.md": ("bad_name", BAD_FOLDER_TEXT),
+    }
+
+
+def test_a_folder_not_utf8_swapped_for_a_symlink_leaks_not_even_a_stat(root: Path, tmp_path: Path) -> None:
+    # Its files' keys were looked up with lstat, which follows a symlinked folder on the way: an outside file's
+    # size and time went out in the refusal (the same path through a folder of a valid name is "outside").
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/2026-12-07-x.md").write_bytes(b"x" * 4321)
+    os.symlink(tmp_path / "elsewhere", os.fsencode(root) + b"/inbox/tom\xe9")
+    read = read_file(root, "inbox/tom\\xe9/2026-12-07-x.md", 1024)
+    assert isinstance(read, Refused) and (read.reason, read.size) == ("outside", None), read
+    [many] = read_many(root, ["inbox/tom\\xe9/2026-12-07-x.md"], 1024)
+    assert many == read
 
 
 def test_a_bad_name_under_a_folder_named_with_a_backslash_is_refused_not_missing(root: Path) -> None:

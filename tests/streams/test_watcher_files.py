@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -162,6 +164,69 @@ async def test_a_renamed_folder_deletes_the_old_paths_and_publishes_the_new_ones
     deleted = sorted(r.path for r in producer.sent if r.deleted)
     assert deleted == ["inbox/jay/2026-09-27-a.md", "inbox/jay/2026-09-27-b.md"]
     assert ledger.paths() == {"inbox/jay-archive/2026-09-27-a.md", "inbox/jay-archive/2026-09-27-b.md"}
+
+
+async def test_a_note_replaced_by_a_folder_of_its_name_is_deleted_at_the_folder_s_event_and_back(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+) -> None:
+    # The event named the folder, whose walk lists what is under it only: the note stayed in the briefings until
+    # the next rescan (a minute by default), beside the notes now under its name.
+    watcher, producer, ledger, _m = parts
+    note = "inbox/jay/2026-09-27-a.md"
+    write_old(root / note, "# a\n")
+    assert await watcher.scan() == 1
+    (root / note).unlink()
+    (root / note).mkdir()
+    write_old(root / note / "inside.md", "# inside\n")
+    watcher.mark_tree(note)  # what _watch does for the folder's event
+    assert await watcher.settle(force=True) == 2
+    assert [(r.path, r.deleted) for r in producer.sent[1:]] == [(note, True), (f"{note}/inside.md", False)]
+    assert ledger.paths() == {f"{note}/inside.md"}
+    # And back: the folder's note deleted, the note published again.
+    (root / note / "inside.md").unlink()
+    (root / note).rmdir()
+    write_old(root / note, "# a again\n")
+    watcher.mark(note)
+    watcher.mark(f"{note}/inside.md")
+    assert await watcher.settle(force=True) == 2
+    assert ledger.paths() == {note}
+
+
+async def test_a_note_read_under_a_bad_name_s_key_before_the_upgrade_is_deleted_not_listed_twice(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+) -> None:
+    # Until 2026-12-07 a valid `a\xff.md` (typed with a backslash) was read under the key of `a<0xff>.md` beside
+    # it. Keyed apart now, its note was published again at `a\\xff.md` and the old key only refused: its old note
+    # stayed current there, so the same note was a source twice.
+    watcher, producer, ledger, _m = parts
+    old_key = "inbox/jay/2026-12-07-a\\xff.md"
+    write_old(root / old_key, "# look-alike\n")  # the valid name: a real backslash
+    bad = os.fsencode(root) + b"/inbox/jay/2026-12-07-a\xff.md"
+    os.close(os.open(bad, os.O_CREAT | os.O_WRONLY))
+    digest = hashlib.sha256(b"# look-alike\n").hexdigest()
+    ledger.acknowledge(old_key, 13, 1.0, digest)  # the row the old release left: the look-alike read there
+    assert await watcher.scan() + await watcher.drain() == 3
+    said = [(r.path, r.deleted, r.refused_code) for r in producer.sent]
+    assert said[0] == ("inbox/jay/2026-12-07-a\\\\xff.md", False, None)  # the look-alike at its own key
+    # Its old note deleted, then the file beside it refused under that key.
+    assert said[1:] == [(old_key, True, None), (old_key, False, "bad_name")]
+    assert await watcher.scan() + await watcher.drain() == 0
+
+
+async def test_a_symlink_keyed_escaped_is_said_to_point_where_it_points(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its target was read at the key (`a\\xff.md`): a symlink literally so named answered for it, or none did.
+    watcher, _producer, _ledger, _m = parts
+    os.symlink("/etc/hostname", root / "inbox/jay/a\\xff.md")
+    os.symlink("/etc/passwd", root / "inbox/jay/a\\\\xff.md")
+    caplog.set_level(logging.WARNING)
+    assert await watcher.scan() + await watcher.drain() == 2
+    said = sorted(r.getMessage() for r in caplog.records if "is a symlink to" in r.getMessage())
+    assert said == [
+        "inbox/jay/a\\\\\\\\xff.md is a symlink to /etc/passwd",
+        "inbox/jay/a\\\\xff.md is a symlink to /etc/hostname",
+    ]
 
 
 async def test_a_scan_survives_files_vanishing_under_it(
