@@ -151,7 +151,8 @@ class Publisher:
 
     def _refusal(self, rel: str, p: Pending, refused: root_files.Refused) -> _Record | None:
         """A refusal (no bytes) so that the worker lists the file as rejected; once per version."""
-        # The path's own stat, as the rescans compare it with the ledger (no content is read for it).
+        # The path's own stat, as the rescans compare it with the ledger (no content is read for it); under a
+        # symlinked folder the link's own: nothing of an outside file leaves the root, not even its size and time.
         seen = root_files.lstat(self._root, rel)
         if refused.size is not None and refused.mtime is not None:
             size, mtime = refused.size, refused.mtime

@@ -125,9 +125,8 @@ def walk_sorted(root: Path, rel: str) -> Iterator[Entry]:
 
 def _alone(root: Path, rel: str) -> list[Entry] | None:
     """None when `root/rel` is a folder; else its entry, or nothing when it is not there."""
-    try:
-        top = os.lstat(f"{os.fspath(root)}/{fs_rel(rel)}")
-    except OSError:
+    top = stat_own(root, rel)
+    if top is None:
         return []
     return None if stat.S_ISDIR(top.st_mode) else [Entry(rel, top.st_size, top.st_mtime)]
 
@@ -147,9 +146,21 @@ def _path_key(item: Entry | str) -> str:
 def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
     """The files (anything but a folder, with its lstat) and the folders right in `root/rel`, sorted by name;
     ([], []) when it vanished or cannot be read (its files are not there to publish)."""
+    # Listed from its descriptor, its folders opened as a read opens them: a listing by name went through a
+    # folder swapped for a symlink meanwhile, and an outside file's name and stat came out as the root's.
+    fd = _open_folder(root, fs_rel(rel).split("/"))
+    if not isinstance(fd, int):
+        return [], []
+    try:
+        return _listed(fd, rel)
+    finally:
+        os.close(fd)
+
+
+def _listed(fd: int, rel: str) -> tuple[list[Entry], list[str]]:
     # Paths as strings, not pathlib objects: a rescan lists 100,000 files, and pathlib took half its time.
     try:
-        with os.scandir(f"{os.fspath(root)}/{fs_rel(rel)}") as it:
+        with os.scandir(fd) as it:
             entries = sorted((e for e in it if not ignored(e.name)), key=lambda e: e.name)
     except OSError:
         return [], []
@@ -162,7 +173,7 @@ def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
             if e.is_dir(follow_symlinks=False):
                 folders.append(f"{rel}/{name}")
                 continue
-            st = e.stat(follow_symlinks=False)
+            st = e.stat(follow_symlinks=False)  # fstatat on the folder's descriptor
         except OSError:
             continue
         files.append(Entry(f"{rel}/{name}", st.st_size, st.st_mtime))
@@ -170,13 +181,37 @@ def list_folder(root: Path, rel: str) -> tuple[list[Entry], list[str]]:
 
 
 def lstat(root: Path, rel: str) -> tuple[int, float] | None:
-    """(size, mtime) of the path itself, not of what a link points to; None when it is not there."""
+    """(size, mtime) of the path itself, not of what a link points to (see `stat_own`); None when not there."""
+    st = stat_own(root, rel)
+    return None if st is None else (st.st_size, st.st_mtime)
+
+
+def stat_own(root: Path, rel: str) -> os.stat_result | None:
+    """The lstat of `root/rel` with no link followed on the way: of the symlinked folder met on it, if any (what a
+    path under it is refused `outside` with); None when it is not there."""
+    # A plain lstat follows a symlinked folder on the way: an outside file's size and time went out in the
+    # refusal of a path under it, and a rescan compared the ledger with them.
+    parts = fs_rel(rel).split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
     try:
-        # not root / rel: pathlib costs more than the system call
-        st = os.lstat(f"{os.fspath(root)}/{fs_rel(rel)}")
+        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
-    return st.st_size, st.st_mtime
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError:
+                st = os.stat(part, dir_fd=dir_fd, follow_symlinks=False)
+                return st if stat.S_ISLNK(st.st_mode) else None
+            os.close(dir_fd)
+            dir_fd = child
+        return os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
 
 
 def _on_disk(root: Path, rel: str) -> str | FileOutcome:
@@ -282,8 +317,11 @@ def _folder_failed(dir_fd: int, name: str, exc: OSError) -> FileOutcome:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
             return Missing()
-        # O_DIRECTORY | O_NOFOLLOW answers ENOTDIR for a symlink: the lstat says which it was.
-        return _refused("outside") if stat.S_ISLNK(st.st_mode) else Missing()
+        # O_DIRECTORY | O_NOFOLLOW answers ENOTDIR for a symlink: the lstat says which it was. The refusal has
+        # the link's own size and time: a path under it is its version, nothing of what it leads to.
+        if stat.S_ISLNK(st.st_mode):
+            return Refused("outside", REFUSAL_TEXT["outside"], st.st_size, st.st_mtime)
+        return Missing()
     return _refused("unreadable", exc)
 
 

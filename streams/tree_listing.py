@@ -9,14 +9,12 @@ seconds is listed again next time too: its mtime can tick before a later change 
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from processors.quiet import Stat, changed_paths
-from processors.root_paths import fs_rel
 from sinks.clock import epoch_seconds
 from streams import root_files
 
@@ -59,6 +57,9 @@ class TreeListing:
         self._rescans += 1
         listing, cached, listed = self._list(full)
         changed, gone = changed_paths(listing, known)
+        # A path under a symlinked folder is never listed: refused once with the link's stat, it is gone only
+        # once the link is (a new link, a new refusal), not at every rescan.
+        gone = [rel for rel in gone if root_files.lstat(self._root, rel) != known[rel]]
         confirmed = []
         for rel, seen in changed:
             if rel.rsplit("/", 1)[0] in cached:  # a file of an unchanged folder differs: look at it itself
@@ -79,9 +80,8 @@ class TreeListing:
         stack = [top for top in reversed(self._tops)]
         while stack:
             rel = stack.pop()
-            try:
-                st = os.lstat(f"{os.fspath(self._root)}/{fs_rel(rel)}")
-            except OSError:
+            st = root_files.stat_own(self._root, rel)  # no symlinked folder followed on the way
+            if st is None:
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 listing[rel] = (st.st_size, st.st_mtime)  # a top folder that is a file or a symlink: refused

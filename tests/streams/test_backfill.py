@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -352,6 +353,43 @@ async def test_links_and_special_files_are_refused_as_the_watcher_refuses_them(
     assert "not a regular file" in (by_path["inbox/jay/2026-09-27-pipe.md"].refused or "")
     assert not any(b"sk-backfill" in r.content for r in by_path.values())
     # The watcher finds the refusals in the shared ledger: it sends none of them again.
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
+    assert (await backfill(settings)).published == 0
+
+
+async def test_a_folder_swapped_for_a_symlink_out_sends_nothing_of_the_outside_file(
+    make_settings: Callable[..., Settings], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A note's folder replaced by a link to outside: its refusal went out with the outside file's size and time.
+    settings = make_settings()
+    caplog.set_level(logging.INFO)
+    (settings.root / "inbox/tom").mkdir()
+    (settings.root / "inbox/tom/2026-12-07-x.md").write_text("# inside\n", encoding="utf-8")
+    assert (await backfill(settings)).published == 1
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "2026-12-07-x.md").write_bytes(b"s" * 7777)
+    os.utime(elsewhere / "2026-12-07-x.md", (1_111_111_111, 1_111_111_111))
+    os.rename(settings.root / "inbox/tom", tmp_path / "tom.old")
+    os.symlink(elsewhere, settings.root / "inbox/tom")
+    # The link, and the note now under it.
+    assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 2
+    link = os.lstat(settings.root / "inbox/tom")
+    by_path = {r.path: r for r in (await _raw(settings))[1:]}
+    assert {rel: r.refused_code for rel, r in by_path.items()} == {
+        "inbox/tom": "symlink",
+        "inbox/tom/2026-12-07-x.md": "outside",
+    }
+    assert {(r.size, r.mtime) for r in by_path.values()} == {(link.st_size, link.st_mtime)}  # the link's own
+    ledger = Ledger(settings.ledger_file)
+    try:
+        assert {row[:2] for rel, row in ledger.known().items() if rel.startswith("inbox/tom/")} == {
+            (link.st_size, link.st_mtime)
+        }
+    finally:
+        ledger.close()
+    assert "7777" not in caplog.text and "1111111111" not in caplog.text
+    # Sent once: neither the watcher's next scan nor a backfill sends it again.
     assert await publish_root(settings, follow=False, stop=asyncio.Event()) == 0
     assert (await backfill(settings)).published == 0
 

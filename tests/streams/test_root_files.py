@@ -131,7 +131,7 @@ def test_a_folder_swapped_between_the_backfill_s_reads_of_its_files_leaks_nothin
     assert isinstance(later[0], Regular) and later[0].data == NOTE
     assert (
         later[1:]
-        == [Refused("outside", REFUSAL_TEXT["outside"])] * 2
+        == [Refused("outside", REFUSAL_TEXT["outside"], *_own(root / "inbox/tom"))] * 2
         == [read_file(root, rel, 1024) for rel in ("inbox/tom/note.md", "inbox/tom/z.md")]
     )
 
@@ -363,7 +363,9 @@ def test_a_folder_not_utf8_swapped_for_a_symlink_leaks_not_even_a_stat(root: Pat
     (tmp_path / "elsewhere/2026-12-07-x.md").write_bytes(b"x" * 4321)
     os.symlink(tmp_path / "elsewhere", os.fsencode(root) + b"/inbox/tom\xe9")
     read = read_file(root, "inbox/tom\\xe9/2026-12-07-x.md", 1024)
-    assert isinstance(read, Refused) and (read.reason, read.size) == ("outside", None), read
+    link = os.fsencode(root) + b"/inbox/tom\xe9"
+    assert isinstance(read, Refused), read
+    assert (read.reason, read.size, read.mtime) == ("outside", *_own(link))
     [many] = read_many(root, ["inbox/tom\\xe9/2026-12-07-x.md"], 1024)
     assert many == read
 
@@ -377,3 +379,41 @@ def test_a_bad_name_under_a_folder_named_with_a_backslash_is_refused_not_missing
     # It was Missing: "vanished" at every rescan, and never in the briefing.
     assert isinstance(read, Refused) and read.reason == "bad_name", read
     assert root_files.lstat(root, entry.rel) == (entry.size, entry.mtime)
+
+
+def _own(path: Path | bytes) -> tuple[int, float]:
+    """The link's own size and time, not those of what it leads to."""
+    st = os.lstat(path)
+    return st.st_size, st.st_mtime
+
+
+def test_a_path_under_a_symlinked_folder_has_the_link_s_own_stat_not_the_outside_file_s(
+    root: Path, tmp_path: Path
+) -> None:
+    # lstat follows every folder on the way but the last part: an outside file's size and time were the path's.
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/x.md").write_bytes(b"s" * 7777)
+    os.utime(tmp_path / "elsewhere/x.md", (1_111_111_111, 1_111_111_111))
+    os.symlink(tmp_path / "elsewhere", root / "inbox/tom")
+    link = _own(root / "inbox/tom")
+    assert root_files.lstat(root, "inbox/tom/x.md") == link == root_files.lstat(root, "inbox/tom/absent.md")
+    assert read_file(root, "inbox/tom/x.md", 1024) == Refused("outside", REFUSAL_TEXT["outside"], *link)
+    assert list(walk(root, "inbox/tom/x.md")) == [root_files.Entry("inbox/tom/x.md", *link)]
+    assert root_files.list_folder(root, "inbox/tom") == ([], [])  # not listed through the link
+
+
+def test_a_folder_swapped_for_a_symlink_during_the_backfill_s_walk_lists_nothing_beyond_it(
+    root: Path, tmp_path: Path
+) -> None:
+    # The walk listed each folder by its name: a folder swapped for a link to outside after its parent was listed
+    # was listed through the link, its outside files' names and stats walked as the root's.
+    (tmp_path / "elsewhere/sub").mkdir(parents=True)
+    (tmp_path / "elsewhere/sub/secret.md").write_bytes(b"s" * 7777)
+    (root / "inbox/tom/sub").mkdir(parents=True)
+    (root / "inbox/tom/a.md").write_bytes(NOTE)
+    (root / "inbox/tom/sub/b.md").write_bytes(NOTE)
+    walking = walk_sorted(root, "inbox/tom")
+    assert next(walking).rel == "inbox/tom/a.md"
+    os.rename(root / "inbox/tom", root / "inbox/tom.old")
+    os.symlink(tmp_path / "elsewhere", root / "inbox/tom")
+    assert list(walking) == []

@@ -94,6 +94,40 @@ async def test_a_path_under_a_symlinked_folder_is_refused_as_outside(
     assert rejected(m, "outside") == 1
 
 
+async def test_a_note_whose_folder_becomes_a_symlink_out_is_refused_with_nothing_of_the_outside_file(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics],
+    root: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watcher, producer, ledger, m = parts
+    caplog.set_level(logging.INFO)
+    (root / "inbox/tom").mkdir()
+    write_old(root / "inbox/tom/2026-12-07-x.md", "# inside\n")
+    assert await watcher.scan() + await watcher.drain() == 1
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("2026-12-07-x.md", "2026-12-07-y.md"):
+        (elsewhere / name).write_bytes(b"s" * 7777)
+        os.utime(elsewhere / name, (1_111_111_111, 1_111_111_111))
+    os.rename(root / "inbox/tom", tmp_path / "tom.old")
+    os.symlink(elsewhere, root / "inbox/tom")
+    assert await watcher.scan() + await watcher.drain() == 2  # the link, and the note now under it
+    watcher.mark("inbox/tom/2026-12-07-y.md")  # as watchfiles reports a file through the link
+    assert await watcher.settle(force=True) == 1
+    link = os.lstat(root / "inbox/tom")
+    refusals = {r.path: r for r in producer.sent[1:]}
+    for rel in ("inbox/tom/2026-12-07-x.md", "inbox/tom/2026-12-07-y.md"):
+        assert refusals[rel].refused_code == "outside"
+        assert (refusals[rel].size, refusals[rel].mtime) == (link.st_size, link.st_mtime)  # the link's own
+        assert ledger.get(rel) == (link.st_size, link.st_mtime, "refused-outside")
+    assert not [r for r in producer.sent if r.size == 7777 or int(r.mtime) == 1_111_111_111]
+    assert "7777" not in caplog.text and "1111111111" not in caplog.text
+    assert await watcher.rescan(full=True) == (0, 0)  # refused once: not "gone" again at every rescan
+    assert await watcher.scan() + await watcher.drain() == 0
+    assert rejected(m, "outside") == 2
+
+
 async def test_a_file_deleted_before_it_was_read_is_counted_and_not_published(
     parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
