@@ -76,6 +76,12 @@ class FileClaim:
         self._release()
 
 
+def check_free(path: Path, file: DuckFile) -> None:
+    """StateLockedError while another process holds `path`: a command's check before it starts a broker or makes
+    topics (its own claim is taken at the file's open, a moment later)."""
+    FileClaim(path, file).release()
+
+
 def _holder(fd: int) -> str:
     """Who holds it as the holder wrote it: `predigest backfill` (PID n), another process (PID n) as a lock file
     of a release before 2026-12-07 says (its PID alone), or another process while it has not written yet."""

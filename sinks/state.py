@@ -52,7 +52,8 @@ SHED_MIB = 16  # the memory limit `shed_cache` sets for a moment: DuckDB evicts 
 
 STATE = duck.DuckFile(
     "state file",
-    if_locked="Only the worker opens it; ask the worker over HTTP (predigest status/flush) or stop the other process.",
+    if_locked="Only the worker or a rebuild opens it, one at a time: wait for a rebuild's end, or stop the other "
+    "process; ask a running worker over HTTP (predigest status/flush)",
     if_damaged="the worker sets it aside and rebuilds it from Kafka, as `predigest rebuild` does while it is stopped",
     if_out_of_memory="raise duckdb.memory_limit_mib (PREDIGEST_DUCKDB__MEMORY_LIMIT_MIB) and restart the worker; "
     "the file is not damaged",

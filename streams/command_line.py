@@ -235,7 +235,6 @@ def _dispatch(args: argparse.Namespace, settings: Settings, clock: Clock) -> int
         return commands.watch(settings)
     if command == "backfill":
         return commands.backfill(settings, args.compression, not args.no_progress and sys.stderr.isatty())
-    settings = kafka_local.resolve_bootstrap(settings)
     if command == "rebuild":
         return commands.rebuild(settings, clock)
     return commands.run_worker(settings, clock)

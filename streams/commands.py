@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from uuid import uuid4
 
 from processors.models import Trigger
@@ -25,6 +25,9 @@ from streams.errors import StreamsError, TerminatedError
 from streams.settings import Settings
 from streams.stopping import Stopping
 from streams.worker_process import free_port
+
+if TYPE_CHECKING:
+    from sinks.ledger import Ledger
 
 log = logging.getLogger("predigest")
 
@@ -62,7 +65,9 @@ def run_worker(settings: Settings, clock: Clock) -> int:
     from streams.services import state_limits
 
     # Another schema: one line and exit 2, not restarts; an older one migrated before the worker joins its group.
+    # Before the local broker starts: a worker running on the file refuses this one at once.
     state_files.check_version(settings.state_file, state_limits(settings))
+    settings = kafka_local.resolve_bootstrap(settings)
     asyncio.run(kafka_io.ensure_topics(settings))
     # The topics decide which axis lives on which partition, whatever kafka.partitions says now.
     partitions = asyncio.run(kafka_io.check_topics(settings))
@@ -90,9 +95,13 @@ def status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
 
 
 def rebuild(settings: Settings, clock: Clock) -> int:
+    from sinks.file_claim import check_free
+    from sinks.state import STATE
     from streams.rebuild import rebuild as replay_all
 
-    done = asyncio.run(replay_all(settings, clock))
+    # A worker running on the file refuses the rebuild before a broker starts.
+    check_free(settings.state_file, STATE)
+    done = asyncio.run(replay_all(kafka_local.resolve_bootstrap(settings), clock))
     log.info(
         "rebuilt %s: %d documents record(s) and %d briefing(s) replayed, %d current document version(s)",
         settings.state_file,
@@ -176,6 +185,7 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
 
     now = clock.now()
     settings = archive_settings(settings, [a.name for a in settings.axes], "flush", request.end, now)
+    ledger = _run_ledger(settings)
     if request.archive:
         # The daily close would brief today's window of an archive's root: empty briefings nobody asked for.
         settings = settings.model_copy(update={"close_enabled": False})
@@ -183,11 +193,16 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
             "--end names an archive's window: the daily close is off (run without --end for a live root)"
         )
     local = not settings.kafka.bootstrap
-    started = local and not kafka_local.local_broker_running(settings)
-    settings = kafka_local.resolve_bootstrap(settings)
+    try:
+        started = local and not kafka_local.local_broker_running(settings)
+        settings = kafka_local.resolve_bootstrap(settings)
+    except BaseException:
+        ledger.close(write=False)  # nothing acknowledged yet
+        raise
     stopping = Stopping()
     try:
-        asyncio.run(oneshot.run(settings, dataclasses.replace(request, broker_started=started), stopping))
+        request = dataclasses.replace(request, broker_started=started)
+        asyncio.run(oneshot.run(settings, request, ledger, stopping))
     finally:
         # The hard exit bounded the watcher's and the worker's stop; the broker's stop has its own bound.
         stopping.disarm()
@@ -198,6 +213,22 @@ def run(settings: Settings, request: RunRequest, clock: Clock) -> int:
                 settings.kafka.bootstrap,
             )
     return code
+
+
+def _run_ledger(settings: Settings) -> Ledger:
+    """The run's watcher's ledger, claimed (and its worker's state found free) before a broker starts or topics are
+    made: a `watch` or a worker running on this root refuses the run at once, for what it holds."""
+    from sinks.file_claim import check_free
+    from sinks.ledger import Ledger
+    from sinks.state import STATE
+
+    ledger = Ledger(settings.ledger_file)
+    try:
+        check_free(settings.state_file, STATE)
+    except BaseException:
+        ledger.close(write=False)
+        raise
+    return ledger
 
 
 def _stop_run_broker(settings: Settings, stopping: Stopping) -> int:
@@ -238,9 +269,12 @@ def watch(settings: Settings) -> int:
 
 
 def backfill(settings: Settings, compression: str, show: bool) -> int:
+    from sinks.file_claim import check_free
+    from sinks.ledger import LEDGER
     from streams import backfill as bulk
     from streams import backfill_cli
 
+    check_free(settings.ledger_file, LEDGER)  # a watcher on this root refuses it before a broker starts
     settings = kafka_local.resolve_bootstrap(settings)
     asyncio.run(backfill_cli.run_cli(settings, cast("bulk.Compression", compression), show=show))
     return 0

@@ -130,18 +130,25 @@ def flush_hint(settings: Settings, request: RunRequest) -> str:
     )
 
 
-async def run(settings: Settings, request: RunRequest, stopping: Stopping | None = None) -> None:
-    """The whole pipeline on one root: worker + watcher, a flush of every axis, then keep running.
+async def run(
+    settings: Settings, request: RunRequest, ledger: Ledger, stopping: Stopping | None = None
+) -> None:
+    """The whole pipeline on one root: worker + watcher (on `ledger`, closed here), a flush of every axis, then
+    keep running.
 
     The hard exit a signal arms bounds the watcher's and the worker's stop; `stopping` (filled in here) lets the
     caller disarm it once this returns, before the local broker's stop, which has a bound of its own."""
-    await kafka_io.ensure_topics(settings)
-    # Its log in this terminal; it dies with this process, whatever happens to it.
-    worker = spawn_worker(settings, settings.state_dir, terminal=True, with_parent=True)
+    try:
+        await kafka_io.ensure_topics(settings)
+        # Its log in this terminal; it dies with this process, whatever happens to it.
+        worker = spawn_worker(settings, settings.state_dir, terminal=True, with_parent=True)
+    except BaseException:
+        ledger.close(write=False)  # nothing acknowledged yet
+        raise
     stop = asyncio.Event()
     kill = _kill_and_name_broker(worker) if request.broker_started else worker.kill
     stopping = install_stop(stop, ONESHOT_GRACE_SECONDS, kill, again_exits=True, state=stopping)
-    watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop))
+    watcher = asyncio.create_task(publish_root(settings, follow=True, stop=stop, ledger=ledger))
     end, timeout = request.end, request.timeout
     try:
         await until_stopped(_beside(watcher, _first_briefings(settings, end, timeout)), stop, stopping)

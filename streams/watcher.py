@@ -355,7 +355,7 @@ async def publish_root(
     settings: Settings, *, follow: bool, stop: asyncio.Event, ledger: Ledger | None = None
 ) -> int:
     """Scan the root into `predigest.raw`; with follow, keep watching until stop is set. `ledger`: the one its
-    caller opened (`predigest watch`, before Kafka), closed here; else opened here."""
+    caller opened (`predigest watch` and `run`, before Kafka), closed here; else opened here."""
     metrics = WatcherMetrics()
     # First, as the backfill does: a second watcher on this ledger is refused with nothing started (its producer
     # was left unclosed, which asyncio said in a second ERROR line).

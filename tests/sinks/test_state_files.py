@@ -187,3 +187,41 @@ def test_a_start_beside_a_running_worker_stops_on_its_lock_and_never_says_a_stop
         f"{running.pid}). {STATE.if_locked}"
     )
     assert "replaying" not in caplog.text and "stop" not in caplog.text, caplog.text
+
+
+# A rebuild under way (named as `predigest rebuild` names its claim): the state's claim held, its file being replayed.
+_REBUILDING = """
+import sys
+from pathlib import Path
+from sinks import file_claim
+from sinks.state import STATE
+
+file_claim.name_holder("rebuild")
+claim = file_claim.FileClaim(Path(sys.argv[1]), STATE)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_worker_started_during_a_rebuild_is_told_to_wait_for_the_rebuild_not_to_ask_a_worker(
+    tmp_path: Path,
+) -> None:
+    # Before: "... held by `predigest rebuild` (PID n). Only the worker opens it; ask the worker over HTTP
+    # (predigest status/flush) or stop the other process.": there was no worker to ask, and the rebuild was to be
+    # waited for, not stopped half-way.
+    path = tmp_path / "worker.duckdb"
+    open_state(path, NOW)[0].close()
+    argv = [sys.executable, "-c", _REBUILDING, str(path)]
+    with subprocess.Popen(
+        argv, cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as rebuilding:
+        assert rebuilding.stdin is not None and rebuilding.stdout is not None
+        assert rebuilding.stdout.readline() == "held\n"
+        with pytest.raises(StateLockedError) as refused:
+            check_version(path)
+        rebuilding.stdin.close()
+    assert str(refused.value) == (
+        f"cannot open the state file {path}: its lock file {path}.lock is held by `predigest rebuild` (PID "
+        f"{rebuilding.pid}). Only the worker or a rebuild opens it, one at a time: wait for a rebuild's end, or "
+        "stop the other process; ask a running worker over HTTP (predigest status/flush)"
+    )

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from sinks.ledger import Ledger
+from sinks.duck import DuckFile
+from sinks.file_claim import FileClaim
+from sinks.ledger import LEDGER, Ledger
+from sinks.state import STATE, StateStore
 from streams.worker_process import free_port
 from tests.ledger_support import invalidated
 from tests.streams.cli_support import PROJECT, predigest
@@ -216,6 +219,43 @@ def test_a_watcher_writes_its_command_beside_its_pid_in_the_ledger_s_lock(tmp_pa
     assert done.returncode == 2 and "Kafka" in done.stderr, done.stderr
     pid, command = (state / "watcher-ledger.duckdb.lock").read_text(encoding="utf-8").split()
     assert pid.isdigit() and int(pid) != os.getpid() and command == "watch"
+
+
+@pytest.mark.parametrize(
+    ("args", "held"),
+    [
+        (("backfill", "--root", "examples/root"), LEDGER),
+        (("run", "--root", "examples/root", "--end", END), LEDGER),
+        (("run", "--root", "examples/root", "--end", END), STATE),
+        (("worker",), STATE),
+        (("rebuild",), STATE),
+    ],
+)
+def test_a_command_beside_a_holder_of_its_file_is_refused_for_it_before_a_broker_starts(
+    tmp_path: Path, args: tuple[str, ...], held: DuckFile
+) -> None:
+    # Before: backfill, worker and rebuild started the local broker (here: failed to) and run made its topics too,
+    # then were refused for the file (a worker's: after a broker start of ~10 s, left running).
+    state = tmp_path / "state"
+    path = state / ("watcher-ledger.duckdb" if held is LEDGER else "worker.duckdb")
+    StateStore(path).close() if held is STATE else None  # a running worker's file is there: a check opens it
+    cache = tmp_path / "kafka-cache"
+    cache.write_text("", encoding="utf-8")  # no broker starts from it: the old order failed at once
+    env = {
+        "PREDIGEST_STATE_DIR": str(state),
+        "PREDIGEST_KAFKA_CACHE": str(cache),
+        "PREDIGEST_WEB_PORT": str(free_port()),
+        "PREDIGEST_WATCHER_METRICS_PORT": str(free_port()),
+    }
+    claim = FileClaim(path, held)
+    try:
+        line = refused(*args, env=env)
+    finally:
+        claim.release()
+    assert line.endswith(
+        f"cannot open the {held.what} {path}: its lock file {path}.lock is held by another process (PID "
+        f"{os.getpid()}). {held.if_locked}"
+    ), line
 
 
 def test_flush_of_an_unknown_axis_is_refused_before_the_broker_starts(tmp_path: Path) -> None:

@@ -45,7 +45,8 @@ from streams import commands, kafka_local, logs, oneshot
 from streams.stopping import install_stop
 from streams.worker_process import load_dumped_settings
 
-async def run(settings, request, stopping):
+async def run(settings, request, ledger, stopping):
+    ledger.close()
     stop = asyncio.Event()
     install_stop(stop, 1.0, again_exits=True, state=stopping)
     print("running", flush=True)
@@ -135,7 +136,8 @@ from streams import commands, kafka_local, logs, oneshot
 from streams.stopping import install_stop
 from streams.worker_process import load_dumped_settings
 
-async def run(settings, request, stopping):
+async def run(settings, request, ledger, stopping):
+    ledger.close()
     install_stop(asyncio.Event(), 1.0, again_exits=True, state=stopping)
 
 logs.configure(log_json=False, level="INFO")
