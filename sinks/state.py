@@ -182,8 +182,9 @@ class StateStore(StateReads):
             self._reopening = None
             return
         raise StateBusyError(
-            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a "
-            "read still runs on it; the write is retried, nothing to do unless this repeats"
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and its "
+            "close has not ended (a read still running, or a slow close); the write is retried, nothing to do unless "
+            "this repeats"
         ) from exc
 
     def _close_interrupting(self) -> bool:

@@ -25,7 +25,7 @@ def merging() -> Iterator[None]:
 def unhurried_close() -> Iterator[None]:
     """A reopen's close waited for up to ~10 s, not 0.2 s, where no read holds the state: only the close's own work
     (60-160 ms at load 4-6) holds it then, which a box at load 6 stretched past 0.2 s, and the write failed for a
-    read that did not exist (StateBusyError: `… and a read still runs on it; the write is retried`)."""
+    read that did not exist (a StateBusyError, which said then that a read still ran on it)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(duck, "CLOSE_ATTEMPTS", 1000)
         yield
