@@ -293,7 +293,9 @@ async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_
     assert "4 consecutive records failed" in line.getMessage() and "offset 3" in line.getMessage()
     assert settings.dead_letter_stop_file.exists()
 
-    # Restarted: the record that stopped it comes again and stops it at once; nothing more is skipped.
+    # Restarted (its state closed as the process's exit would: the state's claim refuses a second holder): the
+    # record that stopped it comes again and stops it at once; nothing more is skipped.
+    first.close()
     again = start(settings, ManualClock(END))
     async with again.agents.parse.test_context() as agent:
         await agent.put(garbage[3], key=b"path")
@@ -301,6 +303,7 @@ async def test_more_consecutive_failures_than_the_limit_stop_the_worker_and_the_
     assert again.outputs.dead_letters == []
 
     # Fixed: the first record that goes through clears the stop.
+    again.close()
     fixed = start(settings, ManualClock(END))
     async with fixed.agents.parse.test_context() as agent:
         await agent.put(raw_value(), key=b"path")
