@@ -160,7 +160,10 @@ class Publisher:
             size, mtime = seen if seen is not None else (0, self._clock())
         digest = f"refused-{refused.reason}"
         entry = self._ledger.get(rel)
-        if entry is not None and entry[2] == digest and (entry[0], entry[1]) == (size, mtime):
+        # Not even stat'ed (a folder on its way not searchable): no version to tell from the last refusal, whose
+        # stand-in time (now) made a new one at every rescan.
+        unknown = seen is None and refused.size is None
+        if entry is not None and entry[2] == digest and (unknown or (entry[0], entry[1]) == (size, mtime)):
             return None
         raw = root_files.refusal_record(rel, size, mtime, refused)
         return _Record(raw, p, (size, mtime, digest), refused.reason, refused.detail)

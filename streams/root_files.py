@@ -27,6 +27,7 @@ from processors.root_paths import (
 )
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a place to stat from, not read
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHUNK = 1024 * 1024
 
@@ -190,18 +191,20 @@ def stat_own(root: Path, rel: str) -> os.stat_result | None:
     """The lstat of `root/rel` with no link followed on the way: of the symlinked folder met on it, if any (what a
     path under it is refused `outside` with); None when it is not there."""
     # A plain lstat follows a symlinked folder on the way: an outside file's size and time went out in the
-    # refusal of a path under it, and a rescan compared the ledger with them.
+    # refusal of a path under it, and a rescan compared the ledger with them. O_PATH, as a plain lstat needs
+    # no more than search permission: opened for reading, a folder that may be searched but not listed gave
+    # its files no stat, and a note there was refused anew (a new time) at every rescan.
     parts = fs_rel(rel).split("/")
     if any(p in ("", ".", "..") for p in parts):
         return None
     try:
-        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        dir_fd = os.open(root, _PATH_FLAGS & ~os.O_NOFOLLOW)  # the root itself is the operator's
     except OSError:
         return None
     try:
         for part in parts[:-1]:
             try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+                child = os.open(part, _PATH_FLAGS, dir_fd=dir_fd)
             except OSError:
                 st = os.stat(part, dir_fd=dir_fd, follow_symlinks=False)
                 return st if stat.S_ISLNK(st.st_mode) else None

@@ -57,9 +57,7 @@ class TreeListing:
         self._rescans += 1
         listing, cached, listed = self._list(full)
         changed, gone = changed_paths(listing, known)
-        # A path under a symlinked folder is never listed: refused once with the link's stat, it is gone only
-        # once the link is (a new link, a new refusal), not at every rescan.
-        gone = [rel for rel in gone if root_files.lstat(self._root, rel) != known[rel]]
+        gone = [rel for rel in gone if not self._same_link(rel, known[rel])]
         confirmed = []
         for rel, seen in changed:
             if rel.rsplit("/", 1)[0] in cached:  # a file of an unchanged folder differs: look at it itself
@@ -102,6 +100,13 @@ class TreeListing:
             stack.extend(reversed(folder.folders))
         self._folders = seen_folders  # folders gone since are forgotten
         return listing, cached, listed
+
+    def _same_link(self, rel: str, known: Stat) -> bool:
+        """A path under a symlinked folder is never listed: refused once with the link's stat, it is gone only once
+        the link is (a new link, a new refusal), not at every rescan."""
+        # Only a link's: any other path not listed (its folder unreadable, deleted mid-rescan) is looked at again.
+        st = root_files.stat_own(self._root, rel)
+        return st is not None and stat.S_ISLNK(st.st_mode) and (st.st_size, st.st_mtime) == known
 
     def _refresh(self, rel: str, seen: Stat) -> None:
         parent = rel.rsplit("/", 1)[0]

@@ -181,6 +181,24 @@ def test_the_walk_lists_links_and_special_files_but_never_enters_a_linked_folder
     assert list(walk(root, "paper_cards")) == []  # not there: nothing
 
 
+def test_a_root_reached_through_a_symlink_is_listed_and_read_as_its_target(
+    root: Path, tmp_path: Path
+) -> None:
+    # Only links under the root are refused: a deployment may mount the root itself through one (`predigest check`
+    # walks the configured root as it is given).
+    linked = tmp_path / "mounted"
+    os.symlink(root, linked)
+    (root / "inbox/jay/sub").mkdir()
+    (root / "inbox/jay/sub/a.md").write_bytes(NOTE)
+    os.symlink(tmp_path, root / "inbox/jay/elsewhere")
+    note = os.stat(root / "inbox/jay/sub/a.md")
+    assert [e.rel for e in walk(linked, "inbox")] == ["inbox/jay/elsewhere", "inbox/jay/sub/a.md"]
+    assert root_files.lstat(linked, "inbox/jay/sub/a.md") == (note.st_size, note.st_mtime)
+    assert read_file(linked, "inbox/jay/sub/a.md", 1024) == Regular(note.st_size, note.st_mtime, NOTE)
+    link = os.lstat(root / "inbox/jay/elsewhere")
+    assert root_files.lstat(linked, "inbox/jay/elsewhere/x.md") == (link.st_size, link.st_mtime)
+
+
 def _exchange() -> Callable[[Path, Path], None]:
     """renameat2(RENAME_EXCHANGE): the two names swap atomically, as the attacker of issue 16 did."""
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
