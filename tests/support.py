@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -130,3 +132,21 @@ def running_worker(settings: Settings, workdir: Path, name: str = "worker") -> I
         raise
     finally:
         stop_process(proc)
+
+
+@contextlib.contextmanager
+def holding(script: str, *args: str) -> Iterator[Popen[str]]:
+    """A Python process running `script`, which prints `held` once it holds what it takes and reads its stdin to the
+    end: held for the block, let go (its stdin closed) and waited for at its end."""
+    argv = [sys.executable, "-c", script, *args]
+    with subprocess.Popen(
+        argv,
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        yield holder
+        holder.stdin.close()

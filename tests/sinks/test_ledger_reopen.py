@@ -15,6 +15,7 @@ from sinks.errors import LedgerWriteError
 from sinks.file_claim import lock_path
 from sinks.ledger import FLUSH_SECONDS, Ledger
 from tests.ledger_support import checkpoint_at_every_commit, full_disk, invalidated
+from tests.support import holding
 
 PROJECT = Path(__file__).resolve().parents[2]
 ROWS = [(f"inbox/tom/{i}.md", i, float(i), f"{i:064x}") for i in range(3000)]
@@ -63,14 +64,10 @@ def test_rows_whose_reopen_another_process_locked_are_kept_and_written_by_the_st
     path = tmp_path / "ledger.duckdb"
     now = [0.0]
     ledger = invalidated(path, lambda: now[0], ROWS)
-    argv = [sys.executable, "-c", _HOLDER, str(path)]
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with holding(_HOLDER, str(path)):  # it lets go at the block's end
         now[0] += FLUSH_SECONDS
         with pytest.raises(LedgerWriteError, match=r"cannot write 3000 .*One watcher or backfill at a time"):
             ledger.flush_if_due()
-        holder.stdin.close()  # it lets go
     ledger.forget("inbox/jay/a.md")
     ledger.close()  # its one try opens the file again, free now
     assert Ledger(path).entries() == {p: (s, m, h) for p, s, m, h in ROWS}
@@ -159,13 +156,8 @@ def test_a_commit_duckdb_calls_durable_is_written_and_the_stop_counts_only_the_r
     assert "holds 10 acknowledgement(s) in its WAL but could not checkpoint them into the file" in caplog.text
     assert "File too large" in caplog.text and "Reopen the database" not in caplog.text
     ledger.acknowledge("inbox/jay/b.md", 2, 2.0, "b")
-    argv = [sys.executable, "-c", _HOLDER, str(path)]
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
-        with pytest.raises(LedgerWriteError) as refused:
-            ledger.close()  # its reopen refused by the holder's lock
-        holder.stdin.close()
+    with holding(_HOLDER, str(path)), pytest.raises(LedgerWriteError) as refused:
+        ledger.close()  # its reopen refused by the holder's lock
     assert str(refused.value).startswith("cannot write 1 acknowledgement(s) to the watcher ledger")
     assert Ledger(path).entries() == {
         "inbox/jay/a.md": (1, 1.0, "a"),

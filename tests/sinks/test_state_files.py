@@ -17,6 +17,7 @@ from sinks.duck import Limits
 from sinks.errors import StateLockedError, StateMemoryError
 from sinks.state import STATE
 from sinks.state_files import check_version, open_state
+from tests.support import holding
 
 PROJECT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
@@ -211,15 +212,8 @@ def test_a_worker_started_during_a_rebuild_is_told_to_wait_for_the_rebuild_not_t
     # waited for, not stopped half-way.
     path = tmp_path / "worker.duckdb"
     open_state(path, NOW)[0].close()
-    argv = [sys.executable, "-c", _REBUILDING, str(path)]
-    with subprocess.Popen(
-        argv, cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as rebuilding:
-        assert rebuilding.stdin is not None and rebuilding.stdout is not None
-        assert rebuilding.stdout.readline() == "held\n"
-        with pytest.raises(StateLockedError) as refused:
-            check_version(path)
-        rebuilding.stdin.close()
+    with holding(_REBUILDING, str(path)) as rebuilding, pytest.raises(StateLockedError) as refused:
+        check_version(path)
     assert str(refused.value) == (
         f"cannot open the state file {path}: its lock file {path}.lock is held by `predigest rebuild` (PID "
         f"{rebuilding.pid}). Only the worker or a rebuild opens it, one at a time: wait for a rebuild's end, or "

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +22,8 @@ from sinks.ledger import LEDGER, Ledger
 from sinks.state import STATE, StateStore
 from streams.worker_process import free_port
 from tests.ledger_support import invalidated
-from tests.streams.cli_support import PROJECT, predigest
+from tests.streams.cli_support import predigest
+from tests.support import holding
 
 END = "2026-09-27T22:20:00+08:00"
 
@@ -193,18 +192,12 @@ _BACKFILL = (
 def test_a_watcher_refused_by_a_backfill_names_the_backfill(tmp_path: Path) -> None:
     # Before: the refusal asked "Is another watcher running on this root?" whoever held the ledger.
     ledger = tmp_path / "state" / "watcher-ledger.duckdb"
-    argv = [sys.executable, "-c", _BACKFILL, str(ledger)]
-    with subprocess.Popen(
-        argv, cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with holding(_BACKFILL, str(ledger)) as holder:
         env = {
             "PREDIGEST_STATE_DIR": str(ledger.parent),
             "PREDIGEST_KAFKA__BOOTSTRAP": f"127.0.0.1:{free_port()}",
         }
         line = refused("watch", "--root", "examples/root", env=env)
-        holder.stdin.close()
     assert line.endswith(
         f"its lock file {ledger}.lock is held by `predigest backfill` (PID {holder.pid}). One watcher or "
         "backfill at a time runs on a root: wait for its end, or stop it"

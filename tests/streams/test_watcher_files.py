@@ -128,45 +128,33 @@ async def test_a_note_whose_folder_becomes_a_symlink_out_is_refused_with_nothing
     assert rejected(m, "outside") == 2
 
 
-async def test_a_note_whose_folder_can_no_longer_be_listed_is_refused_once_not_at_every_rescan(
-    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+@pytest.mark.parametrize(
+    ("mode", "denied"),
+    [(0o311, os.R_OK), (0o600, os.X_OK)],
+    ids=["searchable-not-listed", "not-searchable"],
+)
+async def test_a_note_whose_folder_can_no_longer_be_read_is_refused_once_not_at_every_rescan(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path, mode: int, denied: int
 ) -> None:
+    # 0o311: neither listed nor opened, but stat'ed (its own size); 0o600: not even stat'ed (no size of its own).
     watcher, producer, ledger, m = parts
     write_old(root / "inbox/jay/2026-12-07-x.md", "# inside\n")
     assert await watcher.scan() + await watcher.drain() == 1
-    (root / "inbox/jay").chmod(0o311)  # searchable, not readable: neither listed nor opened, stat'ed
+    (root / "inbox/jay").chmod(mode)
     try:
-        if os.access(root / "inbox/jay", os.R_OK):
-            pytest.skip("this user reads any folder whatever its mode (root)")
+        if os.access(root / "inbox/jay", denied):
+            pytest.skip("this user reads and searches any folder whatever its mode (root)")
         assert await watcher.scan() + await watcher.drain() == 1
         refusal = producer.sent[-1]
-        assert (refusal.refused_code, refusal.size) == ("unreadable", len("# inside\n"))  # its own stat
+        assert refusal.refused_code == "unreadable"
         for _ in range(3):  # each rescan finds it gone again: nothing new to say
             await watcher.rescan(full=True)
             assert await watcher.drain() == 0
     finally:
         (root / "inbox/jay").chmod(0o755)
-    assert ledger.get("inbox/jay/2026-12-07-x.md") == (refusal.size, refusal.mtime, "refused-unreadable")
-    assert rejected(m, "unreadable") == 1
-
-
-async def test_a_note_whose_folder_can_no_longer_be_searched_is_refused_once_not_at_every_rescan(
-    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
-) -> None:
-    watcher, producer, _, m = parts
-    write_old(root / "inbox/jay/2026-12-07-x.md", "# inside\n")
-    assert await watcher.scan() + await watcher.drain() == 1
-    (root / "inbox/jay").chmod(0o600)  # not even stat'ed: the refusal has no size or time of its own
-    try:
-        if os.access(root / "inbox/jay", os.X_OK):
-            pytest.skip("this user searches any folder whatever its mode (root)")
-        assert await watcher.scan() + await watcher.drain() == 1
-        assert producer.sent[-1].refused_code == "unreadable"
-        for _ in range(3):  # each rescan finds it gone again: nothing new to say
-            await watcher.rescan(full=True)
-            assert await watcher.drain() == 0
-    finally:
-        (root / "inbox/jay").chmod(0o755)
+    if mode == 0o311:
+        assert refusal.size == len("# inside\n")  # its own stat
+        assert ledger.get("inbox/jay/2026-12-07-x.md") == (refusal.size, refusal.mtime, "refused-unreadable")
     assert rejected(m, "unreadable") == 1
 
 
