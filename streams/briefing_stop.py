@@ -42,8 +42,9 @@ class BuildStop:
         """Who cancelled a briefing, and what becomes of its command, for its WARNING."""
         if self.begun:
             return " by the worker's stop: its command, unacknowledged, is briefed again after the restart"
-        # The task answering its command was cancelled otherwise: nothing here knows what comes of the command.
-        return ", not by the worker's stop (its partition revoked, or its agent cancelled): nothing of it is recorded"
+        # The task answering its command was cancelled otherwise (a revocation waits for it, so not that): nothing here
+        # knows what comes of the command.
+        return ", not by the worker's stop (its agent was cancelled): nothing of it is recorded"
 
     async def build(
         self, work: Callable[[], Awaitable[T]], cancelled: threading.Event, command: RecordKey | None
@@ -66,7 +67,7 @@ class BuildStop:
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if not self.begun or (current is not None and current.cancelling()):
-                    raise  # the caller's own cancellation: a revocation, or the stop cancelling the agents
+                    raise  # the caller's own cancellation (a revocation waits for the agents in faust 0.15: never it)
             finally:
                 self._build = None
         cancelled.set()

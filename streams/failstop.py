@@ -44,8 +44,9 @@ def halt(code: int = EXIT_CODE) -> NoReturn:
     os._exit(code)
 
 
-# Never a failure of the work: the worker stopping (a cancellation: stop, revoke) or the process exiting. Any other
-# BaseException is (a Rust panic, processors.errors.PROCESS_EXITS): Faust would crash the agent, the worker left up.
+# Never a failure of the work: the worker stopping (the stop's cancellation; a revocation waits) or the process
+# exiting. Any other BaseException is (a Rust panic, processors.errors.PROCESS_EXITS): Faust would crash the agent,
+# the worker left up.
 PASSES_THROUGH: tuple[type[BaseException], ...] = (asyncio.CancelledError, *PROCESS_EXITS)
 
 
@@ -101,7 +102,7 @@ async def retried(
             state.next_action.sleep if state.next_action else 0.0,
         )
 
-    # Exception only: a cancellation (the worker stopping, a revocation) is a BaseException and goes through.
+    # Exception only: a cancellation (the worker stopping) is a BaseException and goes through.
     retry = AsyncRetrying(
         stop=stop_after_attempt(attempts),
         wait=wait_exponential(multiplier=backoff, max=MAX_BACKOFF_SECONDS),

@@ -248,7 +248,7 @@ def test_a_briefing_cancelled_mid_read_is_cancelled_and_closes_its_cursor(
         # It said the worker had stopped, and that the command would be briefed after a restart not coming.
         (
             False,
-            ", not by the worker's stop (its partition revoked, or its agent cancelled): nothing of it is recorded",
+            ", not by the worker's stop (its agent was cancelled): nothing of it is recorded",
         ),
     ],
     ids=["the stop", "not the stop"],
