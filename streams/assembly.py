@@ -83,7 +83,7 @@ class Assembly:
             try:
                 sheds = source.size() >= SHED_FROM
                 living = self.state.living_documents([a.name for a in self.settings.axes], unreadable)
-                rejected = self.state.rejections(window)
+                rejected = self.state.rejections(window, axis.name)
                 history = self._history(axis, command, source, baseline)
             except BaseException:
                 source.close()
