@@ -15,12 +15,20 @@ LEGACY_AXIS = ""  # a row without an axis (schema 8 or before, or a record witho
 NOT_REFUSED = "NOT EXISTS (SELECT 1 FROM rejected r WHERE r.axis=d.axis AND r.path=d.path)"
 
 
+# A refusal's own time (else when the worker saw it) in the window; or the version it hides, where a briefing would
+# have listed it: dated in the window (a note's front matter may date it apart from its file), or the axis's
+# living document, which every briefing of the axis reads.
+_LISTED = (
+    "coalesce(r.event_time, r.seen_at) >= $3 AND coalesce(r.event_time, r.seen_at) < $4 OR EXISTS (SELECT 1 FROM "
+    "documents d WHERE d.axis = r.axis AND d.path = r.path AND d.current AND (d.kind = 'living' OR "
+    "d.event_time >= $3 AND d.event_time < $4))"
+)
+
+
 def rejections(db: duckdb.DuckDBPyConnection, window: WindowBounds, axis: str) -> list[Rejection]:
-    """The files of the axis refused by their latest record whose own time (else the time the worker saw them)
-    falls in the window."""
+    """The files of the axis refused by their latest record that the window's briefing lists (`_LISTED`)."""
     rows = db.execute(
-        "SELECT path, reason, reason_code FROM rejected WHERE axis IN (?, ?) "
-        "AND coalesce(event_time, seen_at) >= ? AND coalesce(event_time, seen_at) < ? ORDER BY path",
+        f"SELECT path, reason, reason_code FROM rejected r WHERE axis IN ($1, $2) AND ({_LISTED}) ORDER BY path",
         [axis, LEGACY_AXIS, window.start, window.end],
     ).fetchall()
     return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]

@@ -140,3 +140,29 @@ def test_a_refused_file_fixed_later_is_a_source_and_no_longer_listed(tmp_path: P
     assert briefed(state, "inference") == [f"rejected {NOTE} (empty)"]
     ingest(state, raw_file(NOTE, b"# vLLM\n"), raw_offset=2)
     assert briefed(state, "inference") == ["# vLLM\n"]
+
+
+def test_a_refused_note_is_listed_in_the_windows_its_stored_version_was_dated_in(tmp_path: Path) -> None:
+    # Its name has no stamp and its front matter dates it: the refusal's own time (the file's mtime, front matter
+    # unread) falls in another window, but the window its text was briefed in still says what became of it.
+    state = StateStore(tmp_path / "worker.duckdb")
+    path = "inbox/jay/kv.md"
+    ingest(state, raw_file(path, b"---\ndate: 2026-09-27T10:00:00+08:00\n---\n# vLLM\n"), raw_offset=1)
+    assert [d.path for d in window_documents(state, "inference", WINDOW)] == [path]
+    later = datetime(2026, 12, 3, 9, 0, tzinfo=SH).timestamp()
+    ingest(state, raw_file(path, b"\x00\x01binary", later), raw_offset=2)
+    assert briefed(state, "inference") == [f"rejected {path} (binary)"]
+
+
+def test_a_refused_living_document_is_listed_by_every_briefing_of_its_axis(tmp_path: Path) -> None:
+    state = StateStore(tmp_path / "worker.duckdb")
+    living = "living/inference.md"
+    ingest(state, raw_file(living, b"# inference.md v3.44\n\n## \xc2\xa71 KV cache\n\ntext\n"), raw_offset=1)
+    assert state.living_document("inference") is not None
+    refused = symlink(living).model_copy(update={"mtime": (SEEN - timedelta(days=5)).timestamp()})
+    ingest(state, refused, raw_offset=2)
+    assert state.living_document("inference") is None  # the file on disk is no living document
+    week_later = window_bounds(WINDOW.end + timedelta(days=7), timedelta(hours=24))
+    for window in (WINDOW, week_later):
+        assert [r.path for r in state.rejections(window, "inference")] == [living]
+        assert state.rejections(window, "risk") == []  # never its axis: listed only in its own time's window

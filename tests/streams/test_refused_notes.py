@@ -3,6 +3,7 @@ rejected only, never its old text as a source, and brief it again once the file 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -60,3 +61,23 @@ async def test_a_note_replaced_by_a_symlink_is_briefed_as_rejected_only_and_agai
     back = await brief(pipeline, "flush", END + timedelta(minutes=1))
     assert [s.path for s in back.sources] == [NOTE] and back.rejected == []
     assert [i.arxiv for i in back.increments] == [i.arxiv for i in before.increments]
+
+
+async def test_a_living_document_refused_since_it_was_stored_is_said_refused_not_never_reached(
+    pipeline: Pipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    living = "living/inference.md"
+    ingest(pipeline, raw_file(NOTE, TEXT), raw_offset=1)
+    ingest(
+        pipeline,
+        raw_file(living, "# inference.md v3.44\n\n## §1 KV cache\n\npaged attention\n"),
+        raw_offset=2,
+    )
+    assert (await brief(pipeline, "flush")).living_doc.path == living
+    ingest(pipeline, symlink(living), raw_offset=3)
+    with caplog.at_level(logging.WARNING, logger="streams.assembly"):
+        refused = await brief(pipeline, "close")
+    assert [(r.path, r.reason_code) for r in refused.rejected] == [(living, "symlink")]
+    assert refused.living_doc.version is None and [s.path for s in refused.sources] == [NOTE]
+    [line] = [r.getMessage() for r in caplog.records if "without its living document" in r.getMessage()]
+    assert "is refused at the door since it was stored (" in line and "never reached" not in line
