@@ -241,7 +241,7 @@ class Documents:
         return {a: next(reversed(whole_documents(r, unreadable)), None) for a, r in of_axis.items()}
 
     def rejections(self, window: WindowBounds, axis: str) -> list[Rejection]:
-        """The files of the axis refused by their latest record, dated in the window (sinks.rejections)."""
+        """The files of the axis refused by their latest record that the window's briefing lists (sinks.rejections)."""
         return rejections(self._db, window, axis)
 
 
