@@ -61,6 +61,8 @@ LABELS: dict[Lang, dict[str, str]] = {
         "versions": "versions",
         "current": "current",
         "deleted": "deleted on every axis",
+        "refused": "refused at the door since this version was stored: briefings list it among the rejected, not "
+        "as a source, until the file can be read again",
         "damaged": "its stored text is damaged and cannot be read; briefings list it among the rejected",
         "nothing": "nothing",
         "gone_rejected": "rejected by this briefing",
@@ -100,6 +102,7 @@ LABELS: dict[Lang, dict[str, str]] = {
         "versions": "版本",
         "current": "当前",
         "deleted": "已在所有主轴删除",
+        "refused": "此版本存储后文件在入口被拒收：在文件恢复可读之前，简报将其列入拒收，不作为来源",
         "damaged": "存储的正文已损坏、无法读取；简报将其列入拒收",
         "nothing": "无",
         "gone_rejected": "本简报拒收",
@@ -274,14 +277,22 @@ def _claims(d: Discrepancy) -> list[tuple[str, str]]:
     return [(c.text, c.source) for c in d.claims]
 
 
+@dataclass(frozen=True)
+class NoteShown:
+    """What a note's page says of it besides its text: deleted, unreadable (why), refused since (why)."""
+
+    deleted: bool = False
+    unreadable: str = ""
+    refused: str = ""
+
+
 def note_page(
     path: str,
     document: Document | None,
     versions: Sequence[tuple[str, datetime, bool]],
-    deleted: bool,
+    shown: NoteShown,
     zone: ZoneInfo,
     lang: Lang,
-    unreadable: str = "",
 ) -> str:
     """A note whole, each section with its anchor (`section_anchor` of its number, else its heading); or, when its
     stored text cannot be read back (`document` None), its path, versions and why."""
@@ -294,6 +305,7 @@ def note_page(
         path=path,
         sections=sections,
         versions=versions,
-        deleted=deleted,
-        unreadable=unreadable,
+        deleted=shown.deleted,
+        unreadable=shown.unreadable,
+        refused=shown.refused,
     )

@@ -11,21 +11,20 @@ import duckdb
 from predigest_native import TextColumns, TypedColumns
 
 from processors.models import Document, Rejection, WindowBounds
-from processors.reasons import REJECTION_CODES, RejectionCode
 from processors.summary_parts import rest_of
-from processors.versions import BatchPlan, Deletion, Key, PathVersions, Version
+from processors.versions import BatchPlan, Deletion, Key, PathVersions, Refused, Version
 from processors.wire import DocumentRecord, StoredDocument
-from sinks.duck import micros
+from sinks.duck import micros, unnest_columns
+from sinks.rejections import LEGACY_AXIS, NOT_REFUSED, rejections, write_refusals
 from sinks.summary_rows import SUMMARY_COLUMNS, WholeRow, summary_joins, with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
 log = logging.getLogger(__name__)
 
-NOT_DELETED = "NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path)"
-# What a briefing of the window sees: the current, undeleted versions dated in it (living documents apart).
-IN_WINDOW = (
-    f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {NOT_DELETED}"
-)
+# The path's latest record is its current version: neither deleted nor refused since.
+NOT_GONE = f"NOT EXISTS (SELECT 1 FROM deletions x WHERE x.axis=d.axis AND x.path=d.path) AND {NOT_REFUSED}"
+# What a briefing of the window sees: the current versions dated in it still there (living documents apart).
+IN_WINDOW = f"axis=? AND current AND kind <> 'living' AND event_time >= ? AND event_time < ? AND {NOT_GONE}"
 
 
 NewContents = dict[tuple[str, str], DocumentRecord]  # (path, sha256) → its first record
@@ -46,19 +45,20 @@ class Written:
 
 @dataclass
 class Held:
-    """What the state holds of some paths: their versions and deletions per axis, contents and rejections."""
+    """What the state holds of some paths: their versions, deletions and refusals per axis, contents, and the paths
+    with a rejection row without an axis (sinks.rejections)."""
 
     versions: dict[Key, PathVersions] = field(default_factory=dict)
     contents: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) with a contents row
-    rejected: set[tuple[str, str]] = field(default_factory=set)  # (path, sha256) listed as rejected
+    legacy: set[str] = field(default_factory=set)
 
     def add(self, other: Held) -> None:
         """Add another path's holdings, copied: the plan changes the versions it is given."""
         for key, path in other.versions.items():
             copied = {sha: Version(v.raw_offset, v.seq) for sha, v in path.versions.items()}
-            self.versions[key] = PathVersions(copied, path.deletion)
+            self.versions[key] = PathVersions(copied, path.deletion, path.refused)
         self.contents |= other.contents
-        self.rejected |= other.rejected
+        self.legacy |= other.legacy
 
     @classmethod
     def after(cls, held: Held, plan: BatchPlan) -> dict[str, Held]:
@@ -75,8 +75,8 @@ class Held:
             of(key[1]).versions[key] = versions
         for path, sha in held.contents | {(p, sha) for _, p, sha in plan.new_versions}:
             of(path).contents.add((path, sha))
-        for path, sha in (held.rejected - plan.unrejected) | set(plan.rejected):
-            of(path).rejected.add((path, sha))
+        for path in (held.legacy - plan.legacy_dropped) | set(plan.legacy):
+            of(path).legacy.add(path)
         return out
 
 
@@ -123,9 +123,9 @@ class Documents:
         """
         documents = sum(1 for r in records if r.header.type == "document")
         held, whole = self._held(records)
-        plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__)
+        plan = BatchPlan(held.versions, iter(self._seqs(documents)).__next__, held.legacy)
         outcomes = [plan.apply(r) for r in records]
-        contents = _write_plan(self._db, plan, held)
+        contents = _write_plan(self._db, plan, held.contents)
         after = Held.after(held, plan)
         pending = self._pending if self._pending is not None else {}
         self._pending = pending | {path: after[path] if path in after else Held() for path in whole}
@@ -138,7 +138,7 @@ class Documents:
         self._pending = None
 
     def _held(self, records: Sequence[DocumentRecord]) -> tuple[Held, set[str]]:
-        """What the state holds of the paths the records touch (versions, deletions, contents, rejections), and
+        """What the state holds of the paths the records touch (versions, deletions, refusals, contents), and
         those paths (all of them held whole: new ones, the last batch's from memory, the others read)."""
         # Read only for the other paths it may hold (`PathFilter`): a backlog of new notes reads nothing, where
         # every read scans the tables (DuckDB has no index on the path alone). The last batch's paths are kept
@@ -161,23 +161,26 @@ class Documents:
 
     def _read(self, paths: list[str], held: Held) -> None:
         rows = self._db.execute(
-            "SELECT 'v', axis, path, sha256, raw_offset, seq, NULL FROM documents WHERE path IN (SELECT unnest($1)) "
-            "UNION ALL SELECT 'x', axis, path, NULL, raw_offset, NULL, deleted_at FROM deletions "
+            "SELECT 'v', axis, path, sha256, raw_offset, seq, NULL, NULL, NULL, NULL FROM documents "
             "WHERE path IN (SELECT unnest($1)) "
-            "UNION ALL SELECT 'r', NULL, path, sha256, NULL, NULL, NULL FROM rejected WHERE path IN (SELECT unnest($1))",
+            "UNION ALL SELECT 'x', axis, path, NULL, raw_offset, NULL, deleted_at, NULL, NULL, NULL FROM deletions "
+            "WHERE path IN (SELECT unnest($1)) "
+            "UNION ALL SELECT 'r', axis, path, sha256, raw_offset, NULL, seen_at, reason, reason_code, event_time "
+            "FROM rejected WHERE path IN (SELECT unnest($1))",
             [paths],
         ).fetchall()
-        for table, axis, path, sha, raw_offset, seq, deleted_at in rows:
+        for table, axis, path, sha, raw_offset, seq, at, reason, code, event_time in rows:
             if table == "v":
                 versions = held.versions.setdefault((axis, path), PathVersions()).versions
                 versions[sha] = Version(raw_offset, seq)
                 held.contents.add((path, sha))
             elif table == "x":
-                held.versions.setdefault((axis, path), PathVersions()).deletion = Deletion(
-                    deleted_at, raw_offset
-                )
+                held.versions.setdefault((axis, path), PathVersions()).deletion = Deletion(at, raw_offset)
+            elif axis == LEGACY_AXIS:
+                held.legacy.add(path)
             else:
-                held.rejected.add((path, sha))
+                refused = Refused(sha, reason, code, at, event_time, raw_offset)
+                held.versions.setdefault((axis, path), PathVersions()).refused = refused
 
     def _seqs(self, n: int) -> list[int]:
         if n == 0:
@@ -206,7 +209,7 @@ class Documents:
     ) -> Document | None:
         """The newest earlier briefing of `axis` dated in [since, before): yesterday's, for the baseline."""
         docs = self._docs(
-            f"axis=? AND current AND kind='baseline' AND event_time >= ? AND event_time < ? AND {NOT_DELETED}",
+            f"axis=? AND current AND kind='baseline' AND event_time >= ? AND event_time < ? AND {NOT_GONE}",
             [axis, since, before],
             unreadable,
         )
@@ -221,7 +224,7 @@ class Documents:
     ) -> dict[str, Document | None]:
         """Each axis's living document (None when it has none), in one scan of `contents`: a briefing reads every
         axis's, and a scan costs ~10 ms at 10k however few it finds (docs/performance.md)."""
-        living = f"d.axis = ANY($1::VARCHAR[]) AND current AND kind='living' AND {NOT_DELETED}"
+        living = f"d.axis = ANY($1::VARCHAR[]) AND current AND kind='living' AND {NOT_GONE}"
         found = self._db.execute(
             f"SELECT DISTINCT path FROM documents d WHERE {living}", [list(axes)]
         ).fetchall()
@@ -237,54 +240,32 @@ class Documents:
         # The latest that can be read, as for any other read of a document.
         return {a: next(reversed(whole_documents(r, unreadable)), None) for a, r in of_axis.items()}
 
-    def rejections(self, window: WindowBounds) -> list[Rejection]:
-        """The files refused whose own time (else the time the worker saw them) falls in the window."""
-        rows = self._db.execute(
-            "SELECT path, reason, reason_code FROM rejected "
-            "WHERE coalesce(event_time, seen_at) >= ? AND coalesce(event_time, seen_at) < ? ORDER BY path",
-            [window.start, window.end],
-        ).fetchall()
-        return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+    def rejections(self, window: WindowBounds, axis: str) -> list[Rejection]:
+        """The files of the axis refused by their latest record that the window's briefing lists (sinks.rejections)."""
+        return rejections(self._db, window, axis)
 
 
-def _code(value: str | None) -> RejectionCode | None:
-    """A stored code this version knows; None for another version's (the message still says why)."""
-    return next((c for c in REJECTION_CODES if c == value), None)
-
-
-def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: Held) -> NewContents:
-    """The planned rows: raised raw offsets, `current` flags, new versions and contents, deletions, rejections;
-    returns the contents it stored."""
+def _write_plan(db: duckdb.DuckDBPyConnection, plan: BatchPlan, held: set[tuple[str, str]]) -> NewContents:
+    """The planned rows: raised raw offsets, `current` flags, new versions and contents (`held`: those with a
+    contents row), deletions, refusals; returns the contents it stored."""
     current = {k: plan.current_of(k) for k in plan.touched}
     if plan.raised:
         db.execute(
             "UPDATE documents SET raw_offset = m.raw_offset FROM (SELECT unnest($1) AS axis, "
             "unnest($2) AS path, unnest($3) AS sha256, unnest($4) AS raw_offset) m "
             "WHERE documents.axis = m.axis AND documents.path = m.path AND documents.sha256 = m.sha256",
-            _columns([(*k, offset) for k, offset in plan.raised.items()]),
+            unnest_columns([(*k, offset) for k, offset in plan.raised.items()]),
         )
     old = [k for k in plan.touched if k in plan.stored_paths]
     if old:
         db.execute(
             "UPDATE documents SET current = (documents.sha256 = c.sha256) FROM (SELECT unnest($1) AS axis, "
             "unnest($2) AS path, unnest($3) AS sha256) c WHERE documents.axis = c.axis AND documents.path = c.path",
-            _columns([(*k, current[k]) for k in old]),
+            unnest_columns([(*k, current[k]) for k in old]),
         )
-    contents = _write_versions(db, plan, current, held.contents) if plan.new_versions else {}
+    contents = _write_versions(db, plan, current, held) if plan.new_versions else {}
     _write_deletions(db, plan.deletions_changed())
-    unrejected = plan.unrejected & held.rejected
-    if unrejected:
-        db.execute(
-            "DELETE FROM rejected USING (SELECT unnest($1) AS path, unnest($2) AS sha256) k "
-            "WHERE rejected.path = k.path AND rejected.sha256 = k.sha256",
-            _columns(list(unrejected)),
-        )
-    if plan.rejected:
-        db.execute(
-            "INSERT OR IGNORE INTO rejected SELECT unnest($1), unnest($2), unnest($3), "
-            "unnest($4::TIMESTAMPTZ[]), unnest($5::VARCHAR[]), unnest($6::TIMESTAMPTZ[])",
-            _columns([(*k, *v) for k, v in plan.rejected.items()]),
-        )
+    write_refusals(db, plan)
     return contents
 
 
@@ -347,16 +328,11 @@ def _write_deletions(db: duckdb.DuckDBPyConnection, changed: Mapping[Key, Deleti
     db.execute(
         "DELETE FROM deletions USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
         "WHERE deletions.axis = k.axis AND deletions.path = k.path",
-        _columns(list(changed)),
+        unnest_columns(list(changed)),
     )
     kept = [(*k, d.deleted_at, d.raw_offset) for k, d in changed.items() if d is not None]
     if kept:
         db.execute(
             "INSERT INTO deletions SELECT unnest($1), unnest($2), unnest($3::TIMESTAMPTZ[]), unnest($4::BIGINT[])",
-            _columns(kept),
+            unnest_columns(kept),
         )
-
-
-def _columns(rows: Sequence[tuple[object, ...]]) -> list[list[object]]:
-    """Rows (at least one) as the columns an `unnest($1), unnest($2) …` statement takes."""
-    return [list(column) for column in zip(*rows, strict=True)]

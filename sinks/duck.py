@@ -7,7 +7,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -83,6 +83,11 @@ def micros(at: datetime) -> int:
     UTC, as the connection's TimeZone reads it."""
     aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
     return (aware - _EPOCH) // _MICROSECOND
+
+
+def unnest_columns(rows: Sequence[tuple[object, ...]]) -> list[list[object]]:
+    """Rows (at least one) as the columns an `unnest($1), unnest($2) …` statement takes."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def connect(path: Path, file: DuckFile, limits: Limits = NO_LIMITS) -> duckdb.DuckDBPyConnection:

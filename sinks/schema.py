@@ -27,15 +27,19 @@ from sinks.schema_migration import Target, copy_contents
 # 7: a note's body as the zstd frame the parse processes made (contents.body_zst), stored as it is.
 # 8: of a note's summary `contents` keeps only what its source rows do not hold (headings, front matter: processors.
 #    summary_parts); a term row its place among its version's counts (source_terms.k), which a summary is rebuilt in.
-VERSION = 8
+# 9: a rejection per (axis, path), kept while it is the path's latest record, with its raw offset (sinks.rejections).
+VERSION = 9
 # Reached in place on open, in one transaction (a process killed half-way leaves the file as it was, and the next
 # open starts again): 5 gains emission_bodies (its emissions keep their texts in their own columns, read as
 # before); the contents of 5, 6 and 7 are copied into a table of 8's, each summary slimmed and (5, 6) each body
-# compressed, and their term rows into one with their places (sinks.schema_migration), the old tables dropped.
+# compressed, and their term rows into one with their places (sinks.schema_migration), the old tables dropped;
+# the rejections of 5 to 8, one per (path, sha256) whatever came after them, are kept as rows without an axis, the
+# latest seen per path: listed on every axis as before, until any later record of the path supersedes them.
 # Any other version is rebuilt (`predigest rebuild`).
-MIGRATED = (5, 6, 7)
+MIGRATED = (5, 6, 7, 8)
 _NEW_CONTENTS = "contents_v8"
 _NEW_TERMS = "source_terms_v8"
+_NEW_REJECTED = "rejected_v9"
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,14 @@ CONTENTS = """CREATE TABLE {table} (
     path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL,
     summary_json VARCHAR USING COMPRESSION zstd NOT NULL,
     body_zst BLOB USING COMPRESSION uncompressed NOT NULL
+);
+"""
+# Each (axis, path) whose latest record refused its file (processors.versions.Refused); axis '' for a row
+# without one. event_time: the file's stamp or mtime (NULL for a record that carried none: then seen_at stands in).
+REJECTED = """CREATE TABLE {table} (
+    axis VARCHAR NOT NULL, path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL,
+    seen_at TIMESTAMPTZ NOT NULL, reason_code VARCHAR, event_time TIMESTAMPTZ, raw_offset BIGINT,
+    PRIMARY KEY (axis, path)
 );
 """
 TERMS = "CREATE TABLE {table} (vid BIGINT NOT NULL, term VARCHAR NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL);\n"
@@ -87,13 +99,9 @@ CREATE TABLE documents (
     axis VARCHAR NOT NULL, path VARCHAR NOT NULL, deleted_at TIMESTAMPTZ NOT NULL, raw_offset BIGINT,
     PRIMARY KEY (axis, path)
 );
--- event_time: the file's stamp or mtime (NULL for a record that carried none: then seen_at stands in).
-CREATE TABLE rejected (
-    path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at TIMESTAMPTZ NOT NULL,
-    reason_code VARCHAR, event_time TIMESTAMPTZ,
-    PRIMARY KEY (path, sha256)
-);
--- Each briefing as recorded before its files and its topic message are made from it. markdown is NULL for
+"""
+    + REJECTED.format(table="rejected")
+    + """-- Each briefing as recorded before its files and its topic message are made from it. markdown is NULL for
 -- one restored from predigest.briefings (the topic carries the JSON); delivered_at is set once the topic has it.
 CREATE TABLE emissions (
     axis VARCHAR NOT NULL, window_end TIMESTAMPTZ NOT NULL, trigger VARCHAR NOT NULL,
@@ -159,14 +167,9 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
     """A file of version `found` (in MIGRATED) brought to VERSION in one transaction, then checkpointed."""
     try:
         with transaction(db):
-            if found == 5:
-                db.execute(_BODIES)
-            db.execute(CONTENTS.format(table=_NEW_CONTENTS))
-            db.execute(TERMS.format(table=_NEW_TERMS))
-            copy_contents(db, path, Target(_NEW_CONTENTS, _NEW_TERMS, packed=found == 7))
-            for old, new in (("contents", _NEW_CONTENTS), ("source_terms", _NEW_TERMS)):
-                db.execute(f"DROP TABLE {old}")
-                db.execute(f"ALTER TABLE {new} RENAME TO {old}")
+            if found < 8:
+                _contents_8(db, path, found)
+            _rejected_9(db)
             db.execute("UPDATE schema_version SET version = ?", [VERSION])
     except duckdb.Error as exc:
         raise _failed(exc, path, found, "it is kept as it was, and the next start migrates it again") from exc
@@ -175,6 +178,32 @@ def _migrate(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
     except duckdb.Error as exc:
         raise _failed(exc, path, found, "it is migrated in its WAL, which the next start replays") from exc
     log.info("state %s: migrated from schema version %d to %d", path, found, VERSION)
+
+
+def _contents_8(db: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
+    if found == 5:
+        db.execute(_BODIES)
+    db.execute(CONTENTS.format(table=_NEW_CONTENTS))
+    db.execute(TERMS.format(table=_NEW_TERMS))
+    copy_contents(db, path, Target(_NEW_CONTENTS, _NEW_TERMS, packed=found == 7))
+    _replace(db, ("contents", _NEW_CONTENTS), ("source_terms", _NEW_TERMS))
+
+
+def _rejected_9(db: duckdb.DuckDBPyConnection) -> None:
+    """Schema 8's rejections, one per (path, sha256), as rows without an axis: the latest seen of each path."""
+    db.execute(REJECTED.format(table=_NEW_REJECTED))
+    db.execute(
+        f"INSERT INTO {_NEW_REJECTED} SELECT '', path, sha256, reason, seen_at, reason_code, event_time, NULL "
+        "FROM rejected QUALIFY row_number() OVER (PARTITION BY path ORDER BY seen_at DESC, sha256) = 1"
+    )
+    _replace(db, ("rejected", _NEW_REJECTED))
+
+
+def _replace(db: duckdb.DuckDBPyConnection, *tables: tuple[str, str]) -> None:
+    """Each (old, new) table: the old dropped, the new renamed to its name."""
+    for old, new in tables:
+        db.execute(f"DROP TABLE {old}")
+        db.execute(f"ALTER TABLE {new} RENAME TO {old}")
 
 
 def _failed(exc: duckdb.Error, path: Path, found: int, kept: str) -> DuckFileError:

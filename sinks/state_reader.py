@@ -44,6 +44,8 @@ class StoredNote:
     versions: list[NoteVersion]
     deleted: bool  # every axis that held it saw it deleted
     unreadable: str = ""
+    # Why its file is refused since its current version was stored (briefings list it among the rejected).
+    refused: str = ""
 
 
 class StateReader:
@@ -101,12 +103,17 @@ class StateReader:
         axes = {a for v in versions for a in v.axes}
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
         deleted = bool(gone and gone[0] >= len(axes) > 0)
+        refused = self._db.execute(
+            "SELECT reason FROM rejected WHERE path=? AND axis <> '' ORDER BY raw_offset DESC NULLS LAST LIMIT 1",
+            [path],
+        ).fetchone()
+        why = str(refused[0]) if refused else ""
         try:
             document = whole_document(summary, row[3])
         except ValueError as exc:
             listed = self._unreadable.report(path, ",".join(sorted(axes)), exc)
-            return StoredNote(None, chosen.sha256, versions, deleted, listed.reason)
-        return StoredNote(document, chosen.sha256, versions, deleted)
+            return StoredNote(None, chosen.sha256, versions, deleted, listed.reason, why)
+        return StoredNote(document, chosen.sha256, versions, deleted, refused=why)
 
     def close(self) -> None:
         self._db.close()

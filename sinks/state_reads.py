@@ -93,8 +93,8 @@ class StateReads(Serialised):
         return self.docs.living_documents(axes, unreadable)
 
     @serialised
-    def rejections(self, window: WindowBounds) -> list[Rejection]:
-        return self.docs.rejections(window)
+    def rejections(self, window: WindowBounds, axis: str) -> list[Rejection]:
+        return self.docs.rejections(window, axis)
 
     @serialised
     def emission(self, axis: str, window_end: datetime, trigger: str) -> Briefing | None:

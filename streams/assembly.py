@@ -16,7 +16,7 @@ from processors.arxiv_atom import EnrichedId
 from processors.briefing import WindowReads, briefing_of, read_window
 from processors.briefing_request import BriefingHistory, BriefingRequest, Loader
 from processors.errors import BuildCancelledError
-from processors.models import AxisSpec, Briefing, ControlCommand, Document
+from processors.models import AxisSpec, Briefing, ControlCommand, Document, Rejection
 from processors.window import window_bounds
 from sinks.clock import Clock
 from sinks.enrichment import Enricher
@@ -46,6 +46,9 @@ _ROW_MISSING = "is stored, but a row of it is missing from the state (listed amo
 _ROW_MISSING_FIX = (
     ": a `predigest rebuild` restores it while the documents topic still holds its record; else edit it"
 )
+# Its file refused at the door since it was stored (a symlink now, over max_bytes …): the stored text is not its.
+_REFUSED = "is refused at the door since it was stored ({}; listed among the briefing's rejected)"
+_REFUSED_FIX = ": make the file a readable regular file again (the same bytes brief it again)"
 _UNREAD: dict[str | None, tuple[str, str]] = {
     "damaged": (_DAMAGED, _DAMAGED_FIX),
     "row_missing": (_ROW_MISSING, _ROW_MISSING_FIX),
@@ -83,7 +86,7 @@ class Assembly:
             try:
                 sheds = source.size() >= SHED_FROM
                 living = self.state.living_documents([a.name for a in self.settings.axes], unreadable)
-                rejected = self.state.rejections(window)
+                rejected = self.state.rejections(window, axis.name)
                 history = self._history(axis, command, source, baseline)
             except BaseException:
                 source.close()
@@ -95,7 +98,7 @@ class Assembly:
                 window=window,
                 generated_at=self.clock.now(),
                 zone=self.settings.tz,
-                living=self._living(axis, living[axis.name], unreadable),
+                living=self._living(axis, living[axis.name], unreadable, rejected),
                 axes=self.settings.axes,
                 other_living={a.name: living[a.name] for a in self.settings.axes if a != axis},
                 rejected=rejected,
@@ -167,10 +170,15 @@ class Assembly:
         baselines = [*source.load(source.own_baselines()), *([baseline] if baseline else [])]
         return BriefingHistory.of(earlier, (d.text for d in baselines), others)
 
-    def _living(self, axis: AxisSpec, living: Document | None, unreadable: Unreadable) -> Document | None:
+    def _living(
+        self, axis: AxisSpec, living: Document | None, unreadable: Unreadable, rejected: Sequence[Rejection]
+    ) -> Document | None:
         if living is None and axis.living_doc:  # said here, not at start-up: the file may be on its way then
             code = next((r.reason_code for r in unreadable.of(axis.name) if r.path == axis.living_doc), None)
             what, fix = _UNREAD.get(code, (_NEVER_STORED, ""))
+            refused = next((r for r in rejected if r.path == axis.living_doc), None)
+            if refused is not None:
+                what, fix = _REFUSED.format(refused.reason), _REFUSED_FIX
             log.warning(
                 "briefing %s without its living document: %s %s; its sections show as TBD until the file changes%s",
                 axis.name,

@@ -12,7 +12,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from processors.browse import BriefingPage, Listing, briefing_page, changes, history, index_page, note_page
+from processors.browse import (
+    BriefingPage,
+    Listing,
+    NoteShown,
+    briefing_page,
+    changes,
+    history,
+    index_page,
+    note_page,
+)
 from sinks.clock import Clock
 from sinks.state_reader import StateReader
 from streams.pipeline import Pipeline
@@ -66,7 +75,8 @@ def _note(reader: StateReader, s: Settings, path: str) -> Page:
     if note is None:
         return Page(404, "")
     versions = [(v.sha256, v.event_time, v.current) for v in note.versions]
-    return Page(200, note_page(path, note.document, versions, note.deleted, s.tz, s.lang, note.unreadable))
+    shown = NoteShown(note.deleted, note.unreadable, note.refused)
+    return Page(200, note_page(path, note.document, versions, shown, s.tz, s.lang))
 
 
 class Browser:

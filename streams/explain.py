@@ -93,6 +93,10 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
     for rejected in briefing.rejected:
         if rejected.path == source.path and rejected.reason_code in UNREAD_CODES:
             said["unreadable"] = rejected.reason  # its stored text did not read back: left out
+        elif rejected.path == source.path:
+            # A briefing written before 2026-12-07 listed a file refused since its version was stored beside that
+            # version (and one fixed since its refusal beside the fix): which holds, only a later briefing says.
+            said["also_rejected"] = {"code": rejected.reason_code, "reason": rejected.reason}
     return said
 
 
@@ -170,5 +174,11 @@ def render(rel: str, answers: list[Explanation], settings: Settings) -> str:
             lines.append(f"    no increment  {n['reason']} ({n['code']})")
         if "unreadable" in said:
             lines.append(f"    unreadable {said['unreadable']} (damaged: left out of the briefing)")
+        if "also_rejected" in said:
+            r = said["also_rejected"]
+            lines.append(
+                f"    also rejected  {r['reason']} ({r['code']}): a briefing before 2026-12-07 listed both; "
+                "the next one lists the file as a source or as rejected, as it is then"
+            )
         lines.extend(f"    warning    {w}" for w in said["warnings"])
     return "\n".join(lines)

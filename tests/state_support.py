@@ -92,7 +92,8 @@ def delete_path(state: StateStore, axis: str, path: str, when: datetime, *, raw_
 # (sinks.window_reads), so that tests compare those with the tables themselves.
 _IN_WINDOW = (
     "d.axis = ? AND d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ? AND NOT EXISTS "
-    "(SELECT 1 FROM deletions x WHERE x.axis = d.axis AND x.path = d.path)"
+    "(SELECT 1 FROM deletions x WHERE x.axis = d.axis AND x.path = d.path) AND NOT EXISTS "
+    "(SELECT 1 FROM rejected r WHERE r.axis = d.axis AND r.path = d.path)"
 )
 _SUPERSEDED = "d.axis = ? AND NOT d.current AND d.kind <> 'living' AND d.event_time >= ? AND d.event_time < ?"
 

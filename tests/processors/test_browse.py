@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from processors.browse import (
     BriefingPage,
     Listing,
+    NoteShown,
     briefing_page,
     changes,
     history,
@@ -146,6 +147,6 @@ def test_the_index_is_axis_by_date_and_a_note_page_anchors_its_sections() -> Non
     assert '/browse/inference/a"' in page and '/browse/risk/b"' in page
 
     doc = living()
-    shown = note_page(doc.path, doc, [("f" * 64, END, True)], False, SH, "en")
+    shown = note_page(doc.path, doc, [("f" * 64, END, True)], NoteShown(), SH, "en")
     numbered = [s.number for s in doc.sections if s.number]
     assert numbered and {section_anchor(n) for n in numbered} <= _parsed(shown).ids

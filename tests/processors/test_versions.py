@@ -1,4 +1,5 @@
-"""The state's version rules, without DuckDB: raw offsets order a path's versions, a newer deletion wins."""
+"""The state's version rules, without DuckDB: raw offsets order a path's versions, a newer deletion or refusal
+wins."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from processors.wire import DocumentRecord, EventHeader, StoredDocument
 NOW = datetime(2026, 9, 27, 12, 0, tzinfo=UTC)
 KEYS: list[Key] = [("inference", "inbox/a.md"), ("inference", "inbox/b.md"), ("risk", "inbox/a.md")]
 SHAS = ("a1", "b2", "c3")
+REFUSED = "refused-symlink"  # a refusal's digest (streams.root_files.refusal_record)
 STORED = StoredDocument(summary_json="{}", body_json="{}")
 
 
 def visible(path: PathVersions) -> str | None:
-    """The sha256 a briefing sees (the state's `current` flag and no deletion row): the current version unless
-    the path is deleted."""
-    return None if path.deletion is not None else path.current()
+    """The sha256 a briefing sees (the state's `current` flag, no deletion row and no rejection row of the axis):
+    the current version unless the path is deleted or refused since."""
+    return None if path.deletion is not None or path.refused is not None else path.current()
 
 
 def document(key: Key, sha: str, raw_offset: int | None) -> DocumentRecord:
@@ -49,24 +51,40 @@ def deletion(key: Key, raw_offset: int | None) -> DocumentRecord:
     return DocumentRecord(header)
 
 
+def rejection(key: Key, raw_offset: int | None, sha: str = REFUSED) -> DocumentRecord:
+    header = EventHeader(
+        type="rejection",
+        path=key[1],
+        sha256=sha,
+        seen_at=NOW + timedelta(seconds=raw_offset or 0),
+        axis=key[0],
+        raw_offset=raw_offset,
+        reason="it is a symlink",
+        reason_code="symlink",
+    )
+    return DocumentRecord(header)
+
+
 def plan() -> BatchPlan:
     return BatchPlan({}, itertools.count(1).__next__)
 
 
 def snapshot(p: BatchPlan, *, with_arrival: bool = False) -> dict[Key, object]:
-    """Per path: the version a briefing sees, the deletion, and each version's raw offset (and arrival)."""
+    """Per path: the version a briefing sees, the deletion and refusal, and each version's raw offset (and
+    arrival)."""
     return {
         k: (
             visible(v),
             v.deletion,
+            v.refused,
             {sha: (x.raw_offset, x.seq if with_arrival else None) for sha, x in v.versions.items()},
         )
         for k, v in p.paths.items()
     }
 
 
-# One path's records in raw order: a version (one of SHAS) or a deletion.
-step = st.one_of(st.sampled_from(SHAS), st.none())
+# One path's records in raw order: a version (one of SHAS), a deletion (None) or a refusal (REFUSED).
+step = st.one_of(st.sampled_from(SHAS), st.none(), st.just(REFUSED))
 histories = st.lists(st.lists(step, max_size=6), min_size=len(KEYS), max_size=len(KEYS))
 
 
@@ -80,16 +98,21 @@ def raw_records(history: list[list[str | None]]) -> list[list[DocumentRecord]]:
             if depth < len(h):
                 sha = h[depth]
                 key = KEYS[i]
-                out[i].append(document(key, sha, next(offsets)) if sha else deletion(key, next(offsets)))
+                offset = next(offsets)
+                if sha == REFUSED:
+                    out[i].append(rejection(key, offset))
+                else:
+                    out[i].append(document(key, sha, offset) if sha else deletion(key, offset))
     return out
 
 
-def expected_visible(history: list[str | None]) -> str | None:
-    """What a reader expects of one path: the last version written, unless a deletion came after it."""
+def expected(history: list[str | None]) -> tuple[str | None, bool]:
+    """What a reader expects of one path: the last version written, unless a deletion or refusal came after it;
+    and whether it is listed as rejected (its last record is a refusal)."""
     visible: str | None = None
     for sha in history:
-        visible = sha  # a deletion (None) after a version hides it; before any version it changes nothing
-    return visible
+        visible = sha if sha != REFUSED else None  # a deletion or refusal after a version hides it
+    return visible, bool(history) and history[-1] == REFUSED
 
 
 @given(history=histories, order=st.lists(st.integers(0, len(KEYS) - 1), max_size=40), data=st.data())
@@ -113,7 +136,8 @@ def test_any_order_that_keeps_each_paths_raw_order_gives_the_same_state(
     assert snapshot(other) == snapshot(reference)
     for i, key in enumerate(KEYS):
         if key in reference.paths:
-            assert visible(reference.paths[key]) == expected_visible(history[i])
+            path = reference.paths[key]
+            assert (visible(path), path.refused is not None) == expected(history[i])
 
     # A replayed record, whichever, changes nothing and is not seen by a briefing again.
     replayed = data.draw(st.sampled_from(in_raw_order)) if in_raw_order else None
@@ -189,3 +213,43 @@ def test_the_plan_says_what_to_write_for_the_paths_the_state_held() -> None:
     changed = p.deletions_changed()
     assert list(changed) == [key]
     assert changed[key] == Deletion(NOW + timedelta(seconds=7), 7)
+
+
+def test_a_refusal_hides_the_versions_before_it_until_the_same_bytes_come_back() -> None:
+    key = KEYS[0]
+    p = plan()
+    assert p.apply(document(key, "a1", 1)) is True
+    assert p.apply(rejection(key, 2)) is True
+    assert visible(p.paths[key]) is None and p.paths[key].refused is not None
+    assert p.apply(document(key, "a1", 1)) is False  # the old version replayed: still refused
+    assert p.apply(rejection(key, 2)) is False  # the refusal replayed: nothing more to do
+    # The file back with the same bytes: a stored version raised, current and seen again, no longer refused.
+    assert p.apply(document(key, "a1", 3)) is True
+    assert visible(p.paths[key]) == "a1" and p.paths[key].refused is None
+    assert list(p.new_versions) == [(*key, "a1")] and p.raised == {}  # stored once, its offset the latest
+    assert p.apply(rejection(key, 2)) is False  # an older refusal arriving late loses
+
+
+def test_a_refused_file_deleted_is_no_longer_refused_and_a_deletion_refused_again_is() -> None:
+    key = KEYS[0]
+    p = plan()
+    assert p.apply(rejection(key, 1)) is True  # refused at once: no version held
+    assert p.apply(deletion(key, 2)) is True  # what a briefing lists changed
+    assert p.paths[key].refused is None and p.paths[key].deletion is None
+    assert p.refusals_changed() == {} and p.deletions_changed() == {}
+    p.apply(document(key, "a1", 3))
+    p.apply(deletion(key, 4))
+    assert p.apply(rejection(key, 5)) is True  # the file back, refused: listed, no longer deleted
+    assert p.paths[key].deletion is None and p.paths[key].refused is not None
+
+
+def test_a_rejection_without_an_axis_is_listed_until_a_record_of_its_path_with_one() -> None:
+    key = KEYS[0]
+    held = BatchPlan({}, itertools.count(1).__next__, legacy={"inbox/b.md"})
+    old = rejection(("", key[1]), 1).header.model_copy(update={"axis": None})
+    assert held.apply(DocumentRecord(old)) is True
+    assert list(held.legacy) == [key[1]]
+    assert held.apply(document(key, "a1", 2)) is True
+    assert held.legacy == {} and held.legacy_dropped == {key[1]}
+    assert held.apply(deletion(("risk", "inbox/b.md"), 3)) is False  # nothing of it held, but its row goes
+    assert held.legacy_dropped == {key[1], "inbox/b.md"}

@@ -1,4 +1,4 @@
-"""A schema-7 (or 6, 5) state is migrated in place on open: its rows as a fresh schema-8 state holds them, and a
+"""A schema-8 (or 7, 6, 5) state is migrated in place on open: its rows as a fresh schema-9 state holds them, and a
 migration stopped half-way leaves the old file whole, migrated again at the next open."""
 
 from __future__ import annotations
@@ -11,21 +11,28 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
 
 from processors.summary_parts import whole_summary
+from processors.window import window_bounds
 from processors.wire_frames import pack_body, unpack_body
 from sinks import schema, schema_migration
 from sinks.errors import StateMemoryError, StateMigrationError
 from sinks.state import StateStore
 from sinks.state_files import check_version, open_state, reason_to_replace
 from sinks.summary_rows import with_rows
-from tests.state_support import parsed, put_document
+from tests.state_support import parsed, put_document, window_documents
 
 _TABLES = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
 # Schema 6's contents table, as main wrote it: each body its JSON, compressed by DuckDB.
+# Schemas 3 to 8's rejected table: a row per (path, sha256), whatever came after it.
+_REJECTED_8 = (
+    "CREATE TABLE rejected (path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, reason VARCHAR NOT NULL, seen_at "
+    "TIMESTAMPTZ NOT NULL, reason_code VARCHAR, event_time TIMESTAMPTZ, PRIMARY KEY (path, sha256))"
+)
 _CONTENTS_6 = (
     "CREATE TABLE contents (path VARCHAR NOT NULL, sha256 VARCHAR NOT NULL, summary_json VARCHAR USING "
     "COMPRESSION zstd NOT NULL, body_json VARCHAR USING COMPRESSION zstd NOT NULL)"
@@ -55,9 +62,25 @@ def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 def _as_version(path: Path, version: int) -> None:
-    """The file rewritten as schema `version` (5, 6 or 7) held it: each summary whole, term rows without their
-    places; bodies as frames (7) or JSON (5, 6: no emission_bodies in 5)."""
+    """The file rewritten as schema `version` (5 to 8) held it: its rejections without axis or raw offset; before 8,
+    each summary whole, term rows without their places; bodies as frames (7) or JSON (5, 6: no emission_bodies in
+    5)."""
     db = duckdb.connect(str(path))
+    db.execute(
+        "CREATE TABLE rejected_8 AS SELECT path, sha256, reason, seen_at, reason_code, event_time FROM rejected"
+    )
+    db.execute("DROP TABLE rejected")
+    db.execute(_REJECTED_8)
+    db.execute("INSERT INTO rejected SELECT * FROM rejected_8")
+    db.execute("DROP TABLE rejected_8")
+    if version < 8:
+        _contents_as(db, version)
+    db.execute("UPDATE schema_version SET version = ?", [version])
+    db.execute("CHECKPOINT")
+    db.close()
+
+
+def _contents_as(db: duckdb.DuckDBPyConnection, version: int) -> None:
     rows = db.execute(
         "SELECT c.path, c.sha256, c.summary_json, c.body_zst, r.vid, r.summary_json FROM contents c "
         "JOIN source_rows r ON r.path = c.path AND r.sha256 = c.sha256 ORDER BY c.rowid"
@@ -76,9 +99,6 @@ def _as_version(path: Path, version: int) -> None:
     db.execute("ALTER TABLE terms_7 RENAME TO source_terms")
     if version == 5:
         db.execute("DROP TABLE emission_bodies")
-    db.execute("UPDATE schema_version SET version = ?", [version])
-    db.execute("CHECKPOINT")
-    db.close()
 
 
 def _schema_6(tmp_path: Path, notes: int = 7) -> tuple[Path, dict[str, list[tuple[object, ...]]]]:
@@ -102,7 +122,7 @@ def _version(path: Path) -> tuple[int, list[str]]:
         db.close()
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
+@pytest.mark.parametrize("version", [5, 6, 7, 8])
 def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     tmp_path: Path, version: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -120,9 +140,9 @@ def test_an_older_state_is_migrated_on_open_to_the_rows_a_fresh_one_holds(
     # Byte for byte: every summary slimmed and body the frame the parse processes would have made, every term row
     # with its place, in the rows' order.
     assert _dump(path) == fresh
-    assert "migrating to schema 8, 7 / 7 notes copied" in caplog.text
+    assert ("migrating to schema 8, 7 / 7 notes copied" in caplog.text) is (version < 8)
     assert (
-        f"migrated from schema version {version} to 8" in caplog.text
+        f"migrated from schema version {version} to 9" in caplog.text
     )  # what docs/operations.md says to wait for
     StateStore(path).close()  # and opens again as it is
     assert _dump(path) == fresh
@@ -137,11 +157,46 @@ def test_the_worker_migrates_before_it_joins_its_group(
     with caplog.at_level(logging.INFO, logger="sinks.schema"):
         check_version(path)
     assert _version(path)[0] == schema.VERSION and _dump(path) == fresh
-    assert "migrated from schema version 6 to 8" in caplog.text
+    assert "migrated from schema version 6 to 9" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="sinks.schema"):
         check_version(path)  # a current file is only read
     assert "migrated" not in caplog.text
+
+
+def test_a_schema_8_state_s_rejections_are_listed_as_before_until_their_path_s_next_record(
+    tmp_path: Path,
+) -> None:
+    # Schema 8 kept a row per (path, sha256) whatever came after it: which came last is not known, so each path's
+    # latest is kept without an axis, listed on every axis and hiding no version, as before.
+    path = tmp_path / "worker.duckdb"
+    _fresh(path, notes=2)
+    _as_version(path, 8)
+    db = duckdb.connect(str(path))
+    t0 = datetime(2026, 9, 27, 3, 0, tzinfo=UTC)
+    kv, blob = "inbox/jay/2026-09-27-1000-kv.md", "inbox/jay/2026-09-27-0900-blob.md"
+    db.executemany(
+        "INSERT INTO rejected VALUES (?, ?, ?, ?, ?, ?)",
+        [(kv, "refused-symlink", "it is a symlink", t0, "symlink", t0),  # refused before or after its text: not known
+         (blob, "b1", "binary", t0, "binary", t0), (blob, "b2", "empty", t0 + timedelta(hours=1), "empty", t0)],
+    )  # fmt: skip
+    db.close()
+    state = StateStore(path)
+    window = window_bounds(
+        datetime(2026, 9, 27, 22, 20, tzinfo=ZoneInfo("Asia/Shanghai")), timedelta(hours=24)
+    )
+    for axis in ("inference", "risk"):
+        assert [(r.path, r.reason_code) for r in state.rejections(window, axis)] == [
+            (blob, "empty"),
+            (kv, "symlink"),
+        ]
+    assert [d.path for d in window_documents(state, "inference", window)] == [
+        kv,
+        "inbox/jay/2026-09-27-1001-kv.md",
+    ]
+    put_document(state, "inference", parsed(kv, "# KV cache\n\nnew text"), raw_offset=9)
+    assert [r.path for r in state.rejections(window, "risk")] == [blob]  # superseded on every axis
+    state.close()
 
 
 def _failing_pack(after: int) -> object:

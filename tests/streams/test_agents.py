@@ -268,7 +268,8 @@ async def test_a_routing_crash_is_rejected_and_dead_lettered_and_its_replay_afte
     await stored(worker, worker.outputs.documents)
     state = worker.services.pipeline().state
     assert state.document_count("inference") == 1
-    assert state.rejections(window_bounds(END, timedelta(hours=24))) == []  # a source now, not rejected
+    window = window_bounds(END, timedelta(hours=24))
+    assert state.rejections(window, "inference") == []  # a source now, not rejected
     assert worker.metric("predigest_dead_letters_total", stage="raw", reason="routing_failed") == 1
 
 

@@ -7,12 +7,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from processors.models import Briefing
+from processors.wire import DocumentRecord, EventHeader
 from sinks.metrics import Metrics
 from streams.browser import Browser
 from streams.services import LazyPipeline
 from streams.settings import KafkaSettings, Settings
 from tests.clocks import ManualClock
-from tests.processors.notes import brief, example_documents, living
+from tests.processors.notes import END, brief, example_documents, living
 from tests.state_support import parsed, put_document
 
 
@@ -61,5 +62,16 @@ async def test_pages_of_a_real_state_and_their_cache(tmp_path: Path) -> None:
     path = "inbox/jay/2026-09-27-0900-a.md"
     put_document(pipeline().state, "inference", parsed(path, "# A note\n\n## §1 One\n\ntext\n"), raw_offset=1)
     note = await browser.note(path)
+    assert note.status == 200 and 'id="sec-1"' in note.html and 'class="refused"' not in note.html
+    # Its file replaced by a symlink since: the page says the version is no longer briefed, and why.
+    refusal = EventHeader(
+        type="rejection", path=path, sha256="refused-symlink", seen_at=END, axis="inference", raw_offset=2,
+        reason="it is a symlink (never followed)", reason_code="symlink",
+    )  # fmt: skip
+    pipeline().state.apply_batch([(DocumentRecord(refusal), None)])
+    clock.advance(6)
+    note = await browser.note(path)
     assert note.status == 200 and 'id="sec-1"' in note.html
+    assert "refused at the door since this version was stored" in note.html
+    assert "it is a symlink (never followed)" in note.html
     pipeline.opened.state.close()  # type: ignore[union-attr]

@@ -167,3 +167,27 @@ def test_a_briefing_of_an_earlier_release_listing_a_damaged_note_as_a_source_too
     assert code == 0 and axis["unreadable"] == reason and "rejected" not in axis and "status" in axis
     done = predigest("explain", ORIGINAL, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
     assert f"unreadable {reason} (damaged: left out of the briefing)" in done.stdout
+
+
+def test_a_note_refused_after_it_was_briefed_is_explained_by_its_refusal(tmp_path: Path) -> None:
+    # A briefing lists a note whose file is refused since (a symlink now) among its rejected only: that is the
+    # answer, not the earlier briefing's source entry. A briefing written before 2026-12-07 listed both ways: its
+    # source entry answers, and says it was listed as rejected too.
+    out = tmp_path / "out"
+    docs = example_documents()
+    reason = "it is a symlink (never followed)"
+    refused = Rejection(path=ORIGINAL, reason=reason, reason_code="symlink")
+    written(out, brief(docs, trigger="flush").model_copy(update={"rejected": [refused]}))
+    code, said = explain(out, ORIGINAL, "--axis", "inference")
+    (axis,) = said["axes"]
+    assert code == 0 and axis["also_rejected"] == {"code": "symlink", "reason": reason} and "status" in axis
+    done = predigest("explain", ORIGINAL, "--axis", "inference", env={"PREDIGEST_OUT_DIR": str(out)})
+    assert f"also rejected  {reason} (symlink): a briefing before 2026-12-07 listed both" in done.stdout
+
+    close = brief([d for d in docs if d.path != ORIGINAL], rejected=[refused])
+    written(out, close.model_copy(update={"generated_at": END + timedelta(hours=1)}))
+    code, said = explain(out, ORIGINAL, "--axis", "inference")
+    (axis,) = said["axes"]
+    assert (
+        code == 0 and axis["rejected"] == {"code": "symlink", "reason": reason} and axis["trigger"] == "close"
+    )

@@ -84,7 +84,7 @@ async def test_the_two_phase_briefing_is_the_one_the_whole_window_gives(pipeline
         axes=s.axes,
         other_living={a.name: state.living_document(a.name) for a in s.axes if a.name != "inference"},
         superseded=superseded_summaries(state, "inference", window),
-        rejected=state.rejections(window),
+        rejected=state.rejections(window, "inference"),
         # What the worker does: D numbers continue from the whole baselines' texts.
         history=BriefingHistory.of([], (d.text for d in whole if d.kind == "baseline")),
         lang=s.lang,

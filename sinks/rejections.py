@@ -1,0 +1,64 @@
+"""The `rejected` table: each (axis, path) whose latest record refused its file, written from the version plan,
+and what a window's briefing lists of them."""
+
+from __future__ import annotations
+
+import duckdb
+
+from processors.models import Rejection, WindowBounds
+from processors.reasons import REJECTION_CODES, RejectionCode
+from processors.versions import BatchPlan, Refused
+from sinks.duck import unnest_columns
+
+LEGACY_AXIS = ""  # a row without an axis (schema 8 or before, or a record without one): listed on every axis
+# A path refused on the axis since its current version was written: that version is not briefed.
+NOT_REFUSED = "NOT EXISTS (SELECT 1 FROM rejected r WHERE r.axis=d.axis AND r.path=d.path)"
+
+
+# A refusal's own time (else when the worker saw it) in the window; or the version it hides, where a briefing would
+# have listed it: dated in the window (a note's front matter may date it apart from its file), or the axis's
+# living document, which every briefing of the axis reads.
+_LISTED = (
+    "coalesce(r.event_time, r.seen_at) >= $3 AND coalesce(r.event_time, r.seen_at) < $4 OR EXISTS (SELECT 1 FROM "
+    "documents d WHERE d.axis = r.axis AND d.path = r.path AND d.current AND (d.kind = 'living' OR "
+    "d.event_time >= $3 AND d.event_time < $4))"
+)
+
+
+def rejections(db: duckdb.DuckDBPyConnection, window: WindowBounds, axis: str) -> list[Rejection]:
+    """The files of the axis refused by their latest record that the window's briefing lists (`_LISTED`)."""
+    rows = db.execute(
+        f"SELECT path, reason, reason_code FROM rejected r WHERE axis IN ($1, $2) AND ({_LISTED}) ORDER BY path",
+        [axis, LEGACY_AXIS, window.start, window.end],
+    ).fetchall()
+    return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+
+
+def _code(value: str | None) -> RejectionCode | None:
+    """A stored code this version knows; None for another version's (the message still says why)."""
+    return next((c for c in REJECTION_CODES if c == value), None)
+
+
+def write_refusals(db: duckdb.DuckDBPyConnection, plan: BatchPlan) -> None:
+    """The refusals the plan set or cleared, and its rows without an axis, in the caller's transaction."""
+    changed = plan.refusals_changed()
+    gone = [*changed, *((LEGACY_AXIS, p) for p in plan.legacy_dropped | set(plan.legacy))]
+    if gone:
+        db.execute(
+            "DELETE FROM rejected USING (SELECT unnest($1) AS axis, unnest($2) AS path) k "
+            "WHERE rejected.axis = k.axis AND rejected.path = k.path",
+            unnest_columns(gone),
+        )
+    rows = [_row(*k, r) for k, r in changed.items() if r is not None]
+    rows += [_row(LEGACY_AXIS, p, r) for p, r in plan.legacy.items()]
+    if rows:
+        db.execute(
+            "INSERT INTO rejected SELECT unnest($1), unnest($2), unnest($3), unnest($4), "
+            "unnest($5::TIMESTAMPTZ[]), unnest($6::VARCHAR[]), unnest($7::TIMESTAMPTZ[]), unnest($8::BIGINT[])",
+            unnest_columns(rows),
+        )
+
+
+def _row(axis: str, path: str, r: Refused) -> tuple[object, ...]:
+    """A row of `rejected`, its columns in order."""
+    return (axis, path, r.sha256, r.reason, r.seen_at, r.code, r.event_time, r.raw_offset)
