@@ -7,7 +7,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +96,28 @@ def start_burst(root: Path, per_writer: int, pause: float) -> Burst:
     for t in threads:
         t.start()
     return Burst(root, per_writer, pause, threads)
+
+
+@dataclass(frozen=True)
+class Faulted:
+    """An ingest a fault landed in with work left: its settings, every path it was given, its processes' folder."""
+
+    settings: Settings
+    paths: set[str]
+    workdir: Path
+
+
+WORK_LEFT_TRIES = 3
+
+
+async def with_work_left(attempt: Callable[[int], Awaitable[Faulted | None]], per_writer: int) -> Faulted:
+    """`attempt(n)` lands a fault in an ingest of n notes a writer, None if the ingest had ended first (the fault
+    tested nothing: a fixed amount of work is all done before it on a fast enough machine). Then four times as many."""
+    for tried in range(WORK_LEFT_TRIES):
+        faulted = await attempt(per_writer * 4**tried)
+        if faulted is not None:
+            return faulted
+    raise AssertionError(f"the ingest had ended before the fault {WORK_LEFT_TRIES} times: it tested nothing")
 
 
 @dataclass(frozen=True)

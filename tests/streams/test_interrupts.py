@@ -256,6 +256,15 @@ def _opened(pid: int, path: Path) -> bool:
     return False
 
 
+def _read_so_far(pid: int) -> int:
+    """The bytes `pid` has read (`rchar`: page cache included), 0 once it has ended."""
+    try:
+        io = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return 0
+    return next(int(line.split()[1]) for line in io.splitlines() if line.startswith("rchar:"))
+
+
 def test_a_sigterm_during_a_duckdb_query_exits_as_the_signal_in_one_line(tmp_path: Path) -> None:
     """SIGTERM while `predigest rebuild` checks the old state, a DuckDB query in the main thread: DuckDB turns the
     signal's exception into "Query interrupted"; the command exits as the signal, where it printed a traceback and
@@ -280,7 +289,14 @@ def test_a_sigterm_during_a_duckdb_query_exits_as_the_signal_in_one_line(tmp_pat
     )
     try:
         wait_for(lambda: proc.poll() is not None or _opened(proc.pid, state), 60, "the state opened", 0.005)
-        time.sleep(0.1)  # into the check's read of the filler
+        # Into the check's read of the filler (~130 MiB): a fixed 0.1 s was past its end on a fast, idle machine.
+        at_open = _read_so_far(proc.pid)
+        wait_for(
+            lambda: proc.poll() is not None or _read_so_far(proc.pid) - at_open >= 8 << 20,
+            60,
+            "the check reading",
+            0.002,
+        )
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -100,8 +100,11 @@ def test_make_runs_hint_briefs_an_edit_and_ctrl_c_stops_it(kafka_bootstrap: str,
         note = Path(re.search(r"\(e\.g\. (\S+)\)", hint)[1])  # type: ignore[index]
         url = re.search(r"'(http://\S+)'", hint)[1]  # type: ignore[index]
         assert "axis=inference" in url and "end=2026-09-27T22%3A21%3A00%2B08%3A00" in url
+        stored = f"stored {note.relative_to(root).as_posix()} for axis inference"
+        before = log.read_text(errors="replace").count(stored)
         note.write_text(note.read_text(encoding="utf-8") + "\n## Edited\nvLLM 推理 EDITED-MARK 4.2× TTFT.\n")
-        time.sleep(3)  # quiet_seconds, then the watcher publishes it
+        # Quiet, published, stored: the flush after it briefs the edit (a 3 s sleep was too short under load).
+        wait_for(lambda: log.read_text(errors="replace").count(stored) > before, 90, "the edit stored")
         answer = httpx.post(url, headers={"X-Predigest-Request": "1"}, timeout=10)
         assert answer.status_code == 202, answer.text
         again = tmp_path / "out/inference/2026-09-27-inference-e1prep-flush-2221.md"

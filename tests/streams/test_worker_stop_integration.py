@@ -31,12 +31,14 @@ from streams.worker_process import free_port, spawn_worker, stop_process
 from tests.arxiv_server import FakeArxiv, Stall, fake_arxiv
 from tests.streams.fault_support import (
     WRITERS,
+    Faulted,
     assert_each_path_stored_once,
     committed,
     note_path,
     note_text,
     printed_logs_on_failure,
     state_rows,
+    with_work_left,
 )
 from tests.support import async_wait_for, read_topic, running_worker
 
@@ -97,14 +99,32 @@ async def _until(check: Callable[[], Awaitable[bool]], what: str, timeout: float
 async def test_sigterm_during_a_backfills_ingest_closes_the_state_and_a_restart_stores_every_note_once(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    s = make_settings(batch_records=10)  # many small batches: work left when the signal comes
+    async def attempt(per_writer: int) -> Faulted | None:
+        return await _stopped_while_ingesting(make_settings, tmp_path / f"{per_writer}-a-writer", per_writer)
+
+    # 3 000 notes to start with: a worker stores ~1 500 a second here, and 600 were all stored before the signal.
+    faulted = await with_work_left(attempt, 1000)
+    s, workdir = faulted.settings, faulted.workdir
+    with running_worker(s, workdir, "worker-2"):
+        await wait_ingested(s, 120)
+    assert_each_path_stored_once(state_rows(s), faulted.paths)
+    _clean(workdir / "worker-2.log")
+    assert not _wal(s).exists()
+
+
+async def _stopped_while_ingesting(
+    make_settings: Callable[..., Settings], workdir: Path, per_writer: int
+) -> Faulted | None:
+    """A worker SIGTERMed once it committed a few records stops cleanly (None: it had stored every note by then)."""
+    s = make_settings(  # many small batches: work left when the signal comes
+        root=workdir / "root", state_dir=workdir / "state", out_dir=workdir / "out", batch_records=10
+    )
     await kafka_io.ensure_topics(s)
-    # 3 000 notes: a worker stores ~1 500 a second now, and 600 were all stored before the signal came.
-    paths = _write(s.root, {note_path(w, i): note_text(w, i) for w in WRITERS for i in range(1000)})
+    paths = _write(s.root, {note_path(w, i): note_text(w, i) for w in WRITERS for i in range(per_writer)})
     assert (await backfill(s)).published == len(paths)
-    log = tmp_path / "worker-1.log"
+    log = workdir / "worker-1.log"
     with printed_logs_on_failure(log):
-        worker = spawn_worker(s, tmp_path, name="worker-1")
+        worker = spawn_worker(s, workdir, name="worker-1")
         try:
             await _until(lambda: _many_committed(s), "three documents records committed")
         finally:
@@ -113,12 +133,9 @@ async def test_sigterm_during_a_backfills_ingest_closes_the_state_and_a_restart_
         text = _clean(log)
     assert text.index("Stopping") < text.index(CLOSED)
     assert not _wal(s).exists(), "a clean stop leaves its rows checkpointed in the file"
-    assert len({r.path for r in state_rows(s)}) < len(paths), "the ingest had ended; the stop tested nothing"
-    with running_worker(s, tmp_path, "worker-2"):
-        await wait_ingested(s, 120)
-    assert_each_path_stored_once(state_rows(s), paths)
-    _clean(tmp_path / "worker-2.log")
-    assert not _wal(s).exists()
+    if len({r.path for r in state_rows(s)}) == len(paths):
+        return None  # the ingest had ended: the stop tested nothing
+    return Faulted(s, paths, workdir)
 
 
 async def _many_committed(s: Settings) -> bool:
