@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,26 @@ def test_a_folder_is_opened_once_for_all_the_paths_in_it(root: Path, monkeypatch
     stats = root_stats.stat_many(root, rels)
     assert all(st is not None for st in stats)
     assert sorted(opened) == sorted([str(root), "inbox", "jay", "inbox", "tom"])
+
+
+def test_a_folder_swapped_for_a_symlink_while_its_paths_are_stat_ed_gives_nothing_of_the_outside(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The folder is opened once for its paths: one swapped for a link to outside once it is opened has its paths
+    # stat'ed in the folder as it was (inside the root), never through the link.
+    (tmp_path / "outside/0.md").write_bytes(b"s" * 7777)
+    inside = os.lstat(root / "inbox/jay/0.md")
+    real = os.open
+
+    def swapping(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = real(path, flags, *args, **kwargs)
+        if path == "jay":
+            os.rename(root / "inbox/jay", root / "inbox/jay.old")
+            os.symlink(tmp_path / "outside", root / "inbox/jay")
+        return fd
+
+    monkeypatch.setattr(os, "open", swapping)
+    first, absent = root_stats.stat_many(root, ["inbox/jay/0.md", "inbox/jay/x.md"])
+    assert _own(first) == _own(inside) and absent is None  # outside/x.md exists; not seen
+    link = os.lstat(root / "inbox/jay")
+    assert _own(root_stats.stat_own(root, "inbox/jay/0.md")) == _own(link)  # the next look: the link's own
