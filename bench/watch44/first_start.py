@@ -42,7 +42,8 @@ def one_run(
     settings = bench_settings(broker.bootstrap, root, run, "w44", rescan_seconds=3.0)
     cfg = dump_settings(settings, run / "settings.json")
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    argv = [*prefix, sys.executable, "-m", "streams.cli", "--settings-json", str(cfg), "watch"]
+    profile = ("-m", "cProfile", "-o", str(run / "watch.prof")) if os.environ.get("WATCH44_CPROFILE") else ()
+    argv = [*prefix, sys.executable, *profile, "-m", "streams.cli", "--settings-json", str(cfg), "watch"]
     load = procs.loadavg()
     kafka = _cpu(broker.pids[0])
     with (run / "watch.log").open("ab") as log:
