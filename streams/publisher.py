@@ -116,8 +116,8 @@ class Publisher:
             out.folders.append(rel)
             # A file the ledger knows is gone as a file (a bad folder's own row, listed until 2026-12-07, too).
             return self._gone(rel, p) if self._ledger.get(rel) is not None else None
-        if isinstance(read, root_files.Changed):
-            out.again.append(rel)
+        if isinstance(read, root_files.Changed):  # changed while read, or replaced since it was opened
+            out.again.append(rel)  # read what is there now once it is quiet
             return None
         if isinstance(read, root_files.Refused):
             if read.reason == "bad_name" and _was_read(self._ledger.get(rel)):
@@ -128,9 +128,6 @@ class Publisher:
             return self._refusal(rel, p, read)
         self._metrics.documents_seen.labels(kind=top_folder(rel), writer=writer_label(rel)).inc()
         data = read.data or b""  # an oversized file travels without its bytes; the parser rejects it
-        if read.data is not None and root_files.lstat(self._root, rel) != (read.size, read.mtime):
-            out.again.append(rel)  # replaced since it was opened: read what is there now once it is quiet
-            return None
         digest = hashlib.sha256(data).hexdigest() if data else f"size-{read.size}"
         entry = self._ledger.get(rel)
         if entry is not None and entry[2] == digest:

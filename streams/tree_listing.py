@@ -16,7 +16,7 @@ from pathlib import Path
 
 from processors.quiet import Stat, changed_paths
 from sinks.clock import epoch_seconds
-from streams import root_files
+from streams import root_files, root_stats
 
 RACY_SECONDS = 2.0
 
@@ -57,11 +57,16 @@ class TreeListing:
         self._rescans += 1
         listing, cached, listed = self._list(full)
         changed, gone = changed_paths(listing, known)
-        gone = [rel for rel in gone if not self._same_link(rel, known[rel])]
+        gone = self._not_same_link(gone, known)
+        # A file of an unchanged folder that differs is looked at itself (all of them at once: during a first
+        # start every note not yet acknowledged is one, at every rescan).
+        looked = [rel for rel, _ in changed if rel.rsplit("/", 1)[0] in cached]
+        own = dict(zip(looked, root_stats.stat_many(self._root, looked), strict=True))
         confirmed = []
         for rel, seen in changed:
-            if rel.rsplit("/", 1)[0] in cached:  # a file of an unchanged folder differs: look at it itself
-                seen = root_files.lstat(self._root, rel) or seen
+            if rel in own:
+                st = own[rel]
+                seen = (st.st_size, st.st_mtime) if st is not None else seen
                 self._refresh(rel, seen)
                 if known.get(rel) == seen:
                     continue
@@ -78,7 +83,7 @@ class TreeListing:
         stack = [top for top in reversed(self._tops)]
         while stack:
             rel = stack.pop()
-            st = root_files.stat_own(self._root, rel)  # no symlinked folder followed on the way
+            st = root_stats.stat_own(self._root, rel)  # no symlinked folder followed on the way
             if st is None:
                 continue
             if not stat.S_ISDIR(st.st_mode):
@@ -101,12 +106,15 @@ class TreeListing:
         self._folders = seen_folders  # folders gone since are forgotten
         return listing, cached, listed
 
-    def _same_link(self, rel: str, known: Stat) -> bool:
+    def _not_same_link(self, gone: list[str], known: Mapping[str, Stat]) -> list[str]:
         """A path under a symlinked folder is never listed: refused once with the link's stat, it is gone only once
         the link is (a new link, a new refusal), not at every rescan."""
         # Only a link's: any other path not listed (its folder unreadable, deleted mid-rescan) is looked at again.
-        st = root_files.stat_own(self._root, rel)
-        return st is not None and stat.S_ISLNK(st.st_mode) and (st.st_size, st.st_mtime) == known
+        return [
+            rel
+            for rel, st in zip(gone, root_stats.stat_many(self._root, gone), strict=True)
+            if not (st is not None and stat.S_ISLNK(st.st_mode) and (st.st_size, st.st_mtime) == known[rel])
+        ]
 
     def _refresh(self, rel: str, seen: Stat) -> None:
         parent = rel.rsplit("/", 1)[0]

@@ -34,6 +34,7 @@ from streams.publisher import Publisher
 from streams.raw_producer import RawProducer
 from streams.readyz import readyz_answer
 from streams.renames import RenameWatch
+from streams.root_stats import stat_many
 from streams.settings import Settings
 from streams.tree_listing import Changes, TreeListing
 
@@ -114,6 +115,10 @@ class Watcher:
     def _stat(self, rel: str) -> Stat | None:
         return root_files.lstat(self._root, rel)
 
+    def _stats(self, rels: list[str]) -> list[Stat | None]:
+        """`_stat` of each path, their folders opened once (a settle looks at up to BATCH_FILES)."""
+        return [None if st is None else (st.st_size, st.st_mtime) for st in stat_many(self._root, rels)]
+
     def mark(
         self, rel: str, *, since: float | None = None, complete: bool = False, urgent: bool = True
     ) -> None:
@@ -141,9 +146,9 @@ class Watcher:
         self.kafka_failed = False
         due = self._quiet.due(BATCH_FILES)
         ready = []
-        for rel in due:
+        for rel, seen in zip(due, self._stats(due), strict=True):
             self._beat()
-            p = self._quiet.check(rel, self._stat(rel), now, force=force)
+            p = self._quiet.check(rel, seen, now, force=force)
             if p is not None:
                 ready.append((rel, p))
         self._more = len(due) >= BATCH_FILES
@@ -167,8 +172,8 @@ class Watcher:
         for rel, seen in changed:
             # A file untouched since its mtime has been quiet that long already; a growing one has not.
             self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
-        for rel in gone:
-            self._quiet.mark(rel, self._stat(rel), now, urgent=False)
+        for rel, st in zip(gone, self._stats(gone), strict=True):
+            self._quiet.mark(rel, st, now, urgent=False)
         self._beat()
         return len(changed), len(gone)
 

@@ -1,0 +1,85 @@
+"""The root's stats with no symlinked folder followed on the way: many paths at once answer as each would alone,
+with each folder opened once for all of them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams import root_stats
+from tests.streams.watcher_support import counting_opens
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for writer in ("jay", "tom"):
+        (tmp_path / "root/inbox" / writer).mkdir(parents=True)
+        for i in range(3):
+            (tmp_path / "root/inbox" / writer / f"{i}.md").write_text(f"{writer} {i}", encoding="utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/x.md").write_bytes(b"s" * 7777)
+    os.symlink(tmp_path / "outside", tmp_path / "root/inbox/linked")
+    (tmp_path / "root/inbox/tom/plain").write_text("a file where a folder is looked for", encoding="utf-8")
+    return tmp_path / "root"
+
+
+def _own(st: os.stat_result | None) -> tuple[int, float, int] | None:
+    return None if st is None else (st.st_size, st.st_mtime, st.st_mode)
+
+
+def test_many_paths_at_once_answer_as_each_alone_a_link_on_the_way_with_its_own_stat(root: Path) -> None:
+    rels = [
+        "inbox/jay/0.md",
+        "inbox/linked/x.md",  # under a symlinked folder: the link's own stat
+        "inbox/tom/2.md",
+        "inbox/linked/absent.md",
+        "inbox/jay/absent.md",
+        "inbox/absent/0.md",
+        "inbox/tom/plain/0.md",  # a file where a folder is: nothing
+        "inbox/jay/../tom/0.md",
+        "inbox/jay/",
+        "inbox",
+        "inbox/jay/1.md",
+    ]
+    many = [_own(st) for st in root_stats.stat_many(root, rels)]
+    assert many == [_own(root_stats.stat_own(root, rel)) for rel in rels]
+    link = os.lstat(root / "inbox/linked")
+    assert many[1] == many[3] == (link.st_size, link.st_mtime, link.st_mode)
+    assert many[0] == _own(os.lstat(root / "inbox/jay/0.md"))
+    assert many[4:9] == [None] * 5
+
+
+def test_a_folder_is_opened_once_for_all_the_paths_in_it(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Opened again for each path, the root and its folders were three opens a note at every look: a rescan in a
+    # 100k first start looks at every note not yet acknowledged, and the watcher's CPU rose 40 % (watch44).
+    rels = [f"inbox/{w}/{i}.md" for i in range(3) for w in ("jay", "tom")]
+    opened = counting_opens(monkeypatch)
+    stats = root_stats.stat_many(root, rels)
+    assert all(st is not None for st in stats)
+    assert sorted(opened) == sorted([str(root), "inbox", "jay", "inbox", "tom"])
+
+
+def test_a_folder_swapped_for_a_symlink_while_its_paths_are_stat_ed_gives_nothing_of_the_outside(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The folder is opened once for its paths: one swapped for a link to outside once it is opened has its paths
+    # stat'ed in the folder as it was (inside the root), never through the link.
+    (tmp_path / "outside/0.md").write_bytes(b"s" * 7777)
+    inside = os.lstat(root / "inbox/jay/0.md")
+    real = os.open
+
+    def swapping(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = real(path, flags, *args, **kwargs)
+        if path == "jay":
+            os.rename(root / "inbox/jay", root / "inbox/jay.old")
+            os.symlink(tmp_path / "outside", root / "inbox/jay")
+        return fd
+
+    monkeypatch.setattr(os, "open", swapping)
+    first, absent = root_stats.stat_many(root, ["inbox/jay/0.md", "inbox/jay/x.md"])
+    assert _own(first) == _own(inside) and absent is None  # outside/x.md exists; not seen
+    link = os.lstat(root / "inbox/jay")
+    assert _own(root_stats.stat_own(root, "inbox/jay/0.md")) == _own(link)  # the next look: the link's own
