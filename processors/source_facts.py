@@ -162,7 +162,8 @@ def document_facts(values: Mapping[str, Any]) -> tuple[bytes, bytes]:
             values["length"] or sum(terms.values()),
             bool(terms),
             values["arxiv_ids"],
-            _titled_rows(stated_rows(list(values["titled"] or ()))),
+            # Most notes state no title: their rows skip `within_bound`'s Counter (~2 µs a note).
+            _titled_rows(stated_rows(list(values["titled"]))) if values["titled"] else [],
         ]
     )
     facts = [
