@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from processors.root_paths import fs_rel
 from streams import root_stats
+from tests.streams.test_root_files import Swapper
 from tests.streams.watcher_support import counting_opens
 
 
@@ -161,3 +162,25 @@ def test_many_paths_answer_as_a_walk_of_lstats_with_links_at_every_depth(
     # root: a path with an empty, `.` or `..` part is none, as it was for stat_own before paths were grouped.
     many = root_stats.stat_many(every_depth, rels)
     assert [_own(st) for st in many] == [_reference(every_depth, rel) for rel in rels]
+
+
+@pytest.mark.timeout(60)
+def test_a_folder_swapped_with_a_link_out_again_and_again_gives_nothing_of_the_outside(
+    root: Path, tmp_path: Path
+) -> None:
+    # A real race, not a hook: renameat2 swaps jay's folder with a link to outside between any two system calls
+    # of a batch (its open of a folder, its stats in it). Outside, every name in jay has a file of 7777 bytes.
+    for i in range(3):
+        (tmp_path / f"outside/{i}.md").write_bytes(b"s" * 7777)
+    os.symlink(tmp_path / "outside", root / "inbox/.out")
+    link = os.lstat(root / "inbox/.out")
+    inside = {os.lstat(root / f"inbox/jay/{i}.md").st_size for i in range(3)}
+    rels = [f"inbox/jay/{i}.md" for i in range(3)] * 20
+    sizes: set[int | None] = set()
+    with Swapper(root / "inbox/jay", [root / "inbox/.out"]) as swapper:
+        for _ in range(2000):
+            sizes |= {None if st is None else st.st_size for st in root_stats.stat_many(root, rels)}
+            if link.st_size in sizes and inside <= sizes and swapper.swaps > 100:
+                break
+    assert link.st_size in sizes and inside <= sizes  # the race was met: both sides answered
+    assert sizes <= {*inside, link.st_size, None}  # never 7777
