@@ -35,7 +35,9 @@ def stat_many(root: Path, rels: Sequence[str]) -> list[os.stat_result | None]:
     out: list[os.stat_result | None] = [None] * len(rels)
     by_folder: dict[str, list[tuple[int, str]]] = {}
     for i, rel in enumerate(rels):
-        folder, _, name = fs_rel(rel).rpartition("/")
+        folder, sep, name = fs_rel(rel).rpartition("/")
+        if sep and not folder:  # "/name": its empty first part makes it none, not the root's own entry
+            continue
         by_folder.setdefault(folder, []).append((i, name))
     try:
         root_fd = os.open(root, _PATH_FLAGS & ~os.O_NOFOLLOW)  # the root itself is the operator's

@@ -4,12 +4,17 @@ with each folder opened once for all of them."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from processors.root_paths import fs_rel
 from streams import root_stats
+from tests.streams.test_root_files import Swapper
 from tests.streams.watcher_support import counting_opens
 
 
@@ -83,3 +88,99 @@ def test_a_folder_swapped_for_a_symlink_while_its_paths_are_stat_ed_gives_nothin
     assert _own(first) == _own(inside) and absent is None  # outside/x.md exists; not seen
     link = os.lstat(root / "inbox/jay")
     assert _own(root_stats.stat_own(root, "inbox/jay/0.md")) == _own(link)  # the next look: the link's own
+
+
+# Every kind of entry at every depth: a link to outside, to inside and to a file, a FIFO, a file where a folder is
+# looked for, a folder whose name is not UTF-8 (keyed escaped), the watched top folder itself a link.
+_PARTS = [
+    "inbox",
+    "living",
+    "jay",
+    "deep",
+    "er",
+    "out",
+    "in",
+    "file",
+    "pipe",
+    "a.md",
+    "a-link.md",
+    "absent",
+    "\\xff",
+    "..",
+    ".",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def every_depth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("every-depth")
+    root = base / "root"
+    for folder in ("inbox", "inbox/jay", "inbox/jay/deep", "inbox/jay/deep/er", os.fsdecode(b"inbox/\xff")):
+        for where in (root / folder, base / "outside" / folder.removeprefix("inbox").lstrip("/")):
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "a.md").write_bytes(b"x" * (len(folder) + len(where.parts)))
+            (where / "file").write_bytes(b"y" * 777)
+    for folder in ("inbox", "inbox/jay", "inbox/jay/deep", "inbox/jay/deep/er"):
+        os.symlink(base / "outside", root / folder / "out")
+        os.symlink(root / "inbox/jay", root / folder / "in")
+        os.mkfifo(root / folder / "pipe")
+    os.symlink(base / "outside/jay/a.md", root / "inbox/jay/deep/a-link.md")
+    os.symlink(base / "outside", root / "living")
+    return root
+
+
+def _reference(root: Path, rel: str) -> tuple[int, float, int] | None:
+    """stat_own by names, no descriptor held: each folder on the way lstat'ed, the first link met answering."""
+    parts = fs_rel(rel).split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    at = root
+    for part in parts[:-1]:
+        at = at / part
+        try:
+            seen = os.lstat(at)
+        except OSError:
+            return None
+        if stat.S_ISLNK(seen.st_mode):
+            return _own(seen)
+        if not stat.S_ISDIR(seen.st_mode):
+            return None
+    try:
+        return _own(os.lstat(at / parts[-1]))
+    except OSError:
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(rels=st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=5).map("/".join), max_size=12))
+@example(rels=["/inbox", "/living", "/inbox/a.md"])  # found at ~3000 examples: the root's own entry answered
+def test_many_paths_answer_as_a_walk_of_lstats_with_links_at_every_depth(
+    every_depth: Path, rels: list[str]
+) -> None:
+    # Nothing of what a link leads to (outside/ holds files of the same names, other sizes) and nothing above the
+    # root: a path with an empty, `.` or `..` part is none, as it was for stat_own before paths were grouped.
+    many = root_stats.stat_many(every_depth, rels)
+    assert [_own(st) for st in many] == [_reference(every_depth, rel) for rel in rels]
+
+
+@pytest.mark.timeout(60)
+def test_a_folder_swapped_with_a_link_out_again_and_again_gives_nothing_of_the_outside(
+    root: Path, tmp_path: Path
+) -> None:
+    # A real race, not a hook: renameat2 swaps jay's folder with a link to outside between any two system calls
+    # of a batch (its open of a folder, its stats in it). Outside, every name in jay has a file of 7777 bytes.
+    for i in range(3):
+        (tmp_path / f"outside/{i}.md").write_bytes(b"s" * 7777)
+    os.symlink(tmp_path / "outside", root / "inbox/.out")
+    link = os.lstat(root / "inbox/.out")
+    inside = {os.lstat(root / f"inbox/jay/{i}.md").st_size for i in range(3)}
+    rels = [f"inbox/jay/{i}.md" for i in range(3)] * 20
+    sizes: set[int | None] = set()
+    with Swapper(root / "inbox/jay", [root / "inbox/.out"]) as swapper:
+        for _ in range(2000):
+            sizes |= {None if st is None else st.st_size for st in root_stats.stat_many(root, rels)}
+            if link.st_size in sizes and inside <= sizes and swapper.swaps > 100:
+                break
+    assert link.st_size in sizes and inside <= sizes  # the race was met: both sides answered
+    assert sizes <= {*inside, link.st_size, None}  # never 7777
