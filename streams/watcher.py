@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 WATCH_PAUSE_MAX = 60.0  # the longest wait before watching again after watchfiles gave up on a name
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
 BATCH_FILES = 500  # files read and sent per pass: a new note waits behind one pass at most
+UNREADABLE = "refused-unreadable"  # the ledger's digest of a file refused unreadable (streams.publisher)
 
 
 class Watcher:
@@ -167,7 +168,10 @@ class Watcher:
         for rel, seen in changed:
             # A file untouched since its mtime has been quiet that long already; a growing one has not.
             self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
-        for rel in gone:
+        # A file readable again keeps the size and time its refusal recorded (its mode changed), and its refusal
+        # hides its stored text from every briefing: a full rescan looks at it (refused again only if it changed).
+        again = [r for r, row in self._ledger.known().items() if row[2] == UNREADABLE] if found.full else []
+        for rel in [*gone, *again]:
             self._quiet.mark(rel, self._stat(rel), now, urgent=False)
         self._beat()
         return len(changed), len(gone)
