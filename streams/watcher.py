@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 WATCH_PAUSE_MAX = 60.0  # the longest wait before watching again after watchfiles gave up on a name
 SETTLE_TICK_SECONDS = 0.1  # how often quiet periods are checked; a file renamed into place wakes it at once
 BATCH_FILES = 500  # files read and sent per pass: a new note waits behind one pass at most
-UNREADABLE = "refused-unreadable"  # the ledger's digest of a file refused unreadable (streams.publisher)
 
 
 class Watcher:
@@ -170,7 +169,11 @@ class Watcher:
             self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
         # A file readable again keeps the size and time its refusal recorded (its mode changed), and its refusal
         # hides its stored text from every briefing: a full rescan looks at it (refused again only if it changed).
-        again = [r for r, row in self._ledger.known().items() if row[2] == UNREADABLE] if found.full else []
+        again = (
+            [r for r, row in self._ledger.known().items() if row[2] == root_files.UNREADABLE]
+            if found.full
+            else []
+        )
         for rel in [*gone, *again]:
             self._quiet.mark(rel, self._stat(rel), now, urgent=False)
         self._beat()
