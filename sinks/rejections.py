@@ -13,6 +13,9 @@ from sinks.duck import unnest_columns
 LEGACY_AXIS = ""  # a row without an axis (schema 8 or before, or a record without one): listed on every axis
 # A path refused on the axis since its current version was written: that version is not briefed.
 NOT_REFUSED = "NOT EXISTS (SELECT 1 FROM rejected r WHERE r.axis=d.axis AND r.path=d.path)"
+# A refusal no axis holds a later version of: a refusal goes to every axis, a living document's version only to
+# its own, so the other axes' refusals of a living document fixed since stay behind it (not listed).
+LATEST = "NOT EXISTS (SELECT 1 FROM documents o WHERE o.path = r.path AND o.raw_offset > r.raw_offset)"
 
 
 # A refusal's own time (else when the worker saw it) in the window; or the version it hides, where a briefing would
@@ -28,7 +31,8 @@ _LISTED = (
 def rejections(db: duckdb.DuckDBPyConnection, window: WindowBounds, axis: str) -> list[Rejection]:
     """The files of the axis refused by their latest record that the window's briefing lists (`_LISTED`)."""
     rows = db.execute(
-        f"SELECT path, reason, reason_code FROM rejected r WHERE axis IN ($1, $2) AND ({_LISTED}) ORDER BY path",
+        f"SELECT path, reason, reason_code FROM rejected r WHERE axis IN ($1, $2) AND {LATEST} AND ({_LISTED}) "
+        "ORDER BY path",
         [axis, LEGACY_AXIS, window.start, window.end],
     ).fetchall()
     return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]

@@ -20,6 +20,7 @@ from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
+from sinks.rejections import LATEST
 from sinks.summary_rows import SUMMARY_COLUMNS, summary_joins, with_rows
 from sinks.unreadable import Unreadable, whole_document
 from sinks.window_reads import StoredWindow
@@ -104,7 +105,8 @@ class StateReader:
         gone = self._db.execute("SELECT count(DISTINCT axis) FROM deletions WHERE path=?", [path]).fetchone()
         deleted = bool(gone and gone[0] >= len(axes) > 0)
         refused = self._db.execute(
-            "SELECT reason FROM rejected WHERE path=? AND axis <> '' ORDER BY raw_offset DESC NULLS LAST LIMIT 1",
+            f"SELECT reason FROM rejected r WHERE path=? AND axis <> '' AND {LATEST} "
+            "ORDER BY raw_offset DESC NULLS LAST LIMIT 1",
             [path],
         ).fetchone()
         why = str(refused[0]) if refused else ""

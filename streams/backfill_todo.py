@@ -12,7 +12,7 @@ from pathlib import Path
 
 from processors.root_paths import WATCHED
 from streams import root_files
-from streams.root_files import Entry
+from streams.root_files import UNREADABLE, Entry
 
 Known = dict[str, tuple[int, float, str]]  # the ledger's entries: path → (size, mtime, sha256)
 
@@ -68,7 +68,13 @@ class Todo:
                     return
                 self.files += 1
                 entry = self._known.get(c.rel)
-                if entry is not None and entry[0] == c.size and entry[1] == c.mtime:
+                # A file refused unreadable is read again: a chmod back leaves its size and time as they were.
+                if (
+                    entry is not None
+                    and entry[0] == c.size
+                    and entry[1] == c.mtime
+                    and entry[2] != UNREADABLE
+                ):
                     self.skipped += 1
                     continue
                 chunk.append(c)

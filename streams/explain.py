@@ -95,7 +95,8 @@ def _said(briefing: Briefing, source: SourceEntry) -> dict[str, Any]:
             said["unreadable"] = rejected.reason  # its stored text did not read back: left out
         elif rejected.path == source.path:
             # A briefing written before 2026-12-07 listed a file refused since its version was stored beside that
-            # version (and one fixed since its refusal beside the fix): which holds, only a later briefing says.
+            # version (and one fixed since its refusal beside the fix), and so does a state migrated from schema 8
+            # until the path's next record (sinks.schema): which holds, only a later briefing says.
             said["also_rejected"] = {"code": rejected.reason_code, "reason": rejected.reason}
     return said
 
@@ -177,8 +178,8 @@ def render(rel: str, answers: list[Explanation], settings: Settings) -> str:
         if "also_rejected" in said:
             r = said["also_rejected"]
             lines.append(
-                f"    also rejected  {r['reason']} ({r['code']}): a briefing before 2026-12-07 listed both; "
-                "the next one lists the file as a source or as rejected, as it is then"
+                f"    also rejected  {r['reason']} ({r['code']}): a briefing before 2026-12-07, or of a state migrated "
+                "from then until the file's next change, listed both; a later one lists it as a source or as rejected"
             )
         lines.extend(f"    warning    {w}" for w in said["warnings"])
     return "\n".join(lines)

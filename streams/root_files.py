@@ -60,6 +60,9 @@ class Refused:
     mtime: float | None = None
 
 
+UNREADABLE = "refused-unreadable"  # the ledger's digest of a file refused unreadable (refusal_record's)
+
+
 def refusal_record(rel: str, size: int, mtime: float, refused: Refused) -> RawFile:
     """The record that tells the worker a file was refused (no bytes; one digest per reason, sent once)."""
     return RawFile(

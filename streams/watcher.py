@@ -172,7 +172,11 @@ class Watcher:
         for rel, seen in changed:
             # A file untouched since its mtime has been quiet that long already; a growing one has not.
             self._quiet.mark(rel, seen, now, since=seen[1], urgent=False)
-        for rel, st in zip(gone, self._stats(gone), strict=True):
+        # A file readable again keeps the size and time its refusal recorded (its mode changed), and its refusal
+        # hides its stored text from every briefing: a full rescan looks at it (refused again only if it changed).
+        ledger = self._ledger.known().items() if found.full else ()
+        looked = [*gone, *(r for r, row in ledger if row[2] == root_files.UNREADABLE)]
+        for rel, st in zip(looked, self._stats(looked), strict=True):
             self._quiet.mark(rel, st, now, urgent=False)
         self._beat()
         return len(changed), len(gone)

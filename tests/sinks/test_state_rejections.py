@@ -166,3 +166,24 @@ def test_a_refused_living_document_is_listed_by_every_briefing_of_its_axis(tmp_p
     for window in (WINDOW, week_later):
         assert [r.path for r in state.rejections(window, "inference")] == [living]
         assert state.rejections(window, "risk") == []  # never its axis: listed only in its own time's window
+
+
+def test_a_refused_living_document_fixed_later_is_listed_by_no_axis_and_its_page_says_it_is_briefed(
+    tmp_path: Path,
+) -> None:
+    # Its refusal went to every axis (its kind unread), its fixed version only to its own: the other axes' refusals
+    # are older than the path's latest record, so no briefing lists it, and its note page does not say refused.
+    state = StateStore(tmp_path / "worker.duckdb")
+    living = "living/inference.md"
+    text = b"# inference.md v3.44\n\n## \xc2\xa71 KV cache\n\ntext\n"
+    ingest(state, raw_file(living, text), raw_offset=1)
+    ingest(
+        state, raw_file(living, b"", SEEN.timestamp()), raw_offset=2
+    )  # an editor's truncate before its write
+    assert [r.path for r in state.rejections(WINDOW, "risk")] == [living]
+    ingest(state, raw_file(living, text + b"more\n"), raw_offset=3)
+    assert state.living_document("inference") is not None
+    assert state.rejections(WINDOW, "inference") == state.rejections(WINDOW, "risk") == []
+    with state.reader() as reader:
+        note = reader.note(living)
+        assert note is not None and note.refused == ""

@@ -137,3 +137,16 @@ async def test_a_backfill_that_ends_early_stops_its_walk(root: Path, monkeypatch
         held.set()
     # The pool's shutdown waited for the walk, which stopped at the first file after the stop: none further.
     assert 2 <= todo.files <= sum(rel.startswith("inbox/") for rel in NAMES)
+
+
+async def test_a_file_refused_unreadable_is_sent_again_though_its_size_and_time_are_as_the_ledger_says(
+    root: Path,
+) -> None:
+    # Its mode fixed since (a chmod leaves both as they were): its refusal hides its stored text from every
+    # briefing, so a backfill reads it again (refused once more only if it still cannot be read).
+    path = root / "inbox/a/x.md"
+    known = {"inbox/a/x.md": (path.stat().st_size, path.stat().st_mtime, "refused-unreadable")}
+    todo = Todo(root, known, 100, lambda t: None)
+    with ThreadPoolExecutor(1) as pool:
+        [chunk] = await _chunks(todo, pool)
+    assert "inbox/a/x.md" in chunk and todo.skipped == 0

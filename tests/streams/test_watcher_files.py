@@ -157,6 +157,34 @@ async def test_a_note_whose_folder_can_no_longer_be_read_is_refused_once_not_at_
     assert rejected(m, "unreadable") == 1
 
 
+async def test_a_note_readable_again_with_its_size_and_time_unchanged_is_published_by_the_next_full_rescan(
+    parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
+) -> None:
+    # Its refusal hides its stored text from every briefing: a chmod back leaves its size and time as the refusal
+    # recorded them, so a watcher that missed the event (stopped meanwhile, events lost) must look at it again.
+    watcher, producer, ledger, _m = parts
+    rel = "inbox/jay/2026-12-07-x.md"
+    write_old(root / rel, "# inside\n")
+    assert await watcher.scan() + await watcher.drain() == 1
+    (root / rel).chmod(0)
+    try:
+        if os.access(root / rel, os.R_OK):
+            pytest.skip("this user reads any file whatever its mode (root)")
+        watcher.mark(rel)  # its event
+        assert await watcher.drain() == 1 and producer.sent[-1].refused_code == "unreadable"
+        await watcher.rescan(full=True)
+        assert await watcher.drain() == 0  # still unreadable: refused once, not at every rescan
+    finally:
+        (root / rel).chmod(0o644)
+    await watcher.rescan(full=True)
+    assert await watcher.drain() == 1
+    assert producer.sent[-1].content == b"# inside\n" and ledger.get(rel) == (
+        producer.sent[-1].size,
+        producer.sent[-1].mtime,
+        producer.sent[-1].sha256,
+    )
+
+
 async def test_a_file_deleted_before_it_was_read_is_counted_and_not_published(
     parts: tuple[Watcher, FakeProducer, Ledger, WatcherMetrics], root: Path
 ) -> None:
