@@ -107,7 +107,9 @@ class Faulted:
     workdir: Path
 
 
-WORK_LEFT_TRIES = 3
+# Two: a third try (48k notes) would outlast the restart's 120 s wait on a loaded machine, whose late kill lands after
+# the end for another reason than speed; 12k notes all stored before a kill takes a worker ~10x today's.
+WORK_LEFT_TRIES = 2
 
 
 async def with_work_left(attempt: Callable[[int], Awaitable[Faulted | None]], per_writer: int) -> Faulted:
