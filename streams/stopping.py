@@ -222,10 +222,16 @@ def _hard_exit_timer(
 
 def _exit_hard(state: Stopping, signum: int, why: str) -> None:
     """Exit with 128 + `signum` now, after `state.before_exit` (a child killed), saying `why` in one line."""
-    log.error("%s (unacknowledged files are sent again at the next start)", why)
-    if state.before_exit is not None:
-        state.before_exit()
-    os._exit(128 + signum)
+    line = f"{why} (unacknowledged files are sent again at the next start)"
+    try:
+        try:
+            log.error("%s", line)
+        except Exception:  # a signal inside a write to stderr: "reentrant call" (rich's bar)
+            os.write(2, f"ERROR {line}\n".encode())
+        if state.before_exit is not None:
+            state.before_exit()
+    finally:
+        os._exit(128 + signum)
 
 
 def exit_with_parent(parent: int) -> None:

@@ -107,3 +107,33 @@ def test_an_interrupted_query_is_the_signal_only_after_one_was_raised(
     monkeypatch.setattr("streams.stopping._RAISED", [signal.SIGTERM])
     assert stopping.signal_behind(interrupted) == signal.SIGTERM
     assert stopping.signal_behind(RuntimeError("another failure")) is None
+
+
+# While a backfill's bar is live, sys.stderr is rich's proxy: a second signal that lands inside its write to the
+# terminal finds every write to stderr refused ("reentrant call"), the logging handler's and its error report's.
+SECOND_SIGNAL_INSIDE_A_WRITE = """
+import asyncio, io, logging, os, signal, sys
+from streams import stopping
+
+class Reentered(io.TextIOBase):
+    def write(self, text):
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stderr>'>")
+
+async def command():
+    stopping.install_stop(asyncio.Event(), again_exits=True, state=stopping.Stopping(signum=signal.SIGTERM))
+    logging.basicConfig(stream=Reentered(), level=logging.INFO)
+    sys.stderr = Reentered()
+    os.kill(os.getpid(), signal.SIGINT)
+    await asyncio.sleep(10)
+
+asyncio.run(command())
+"""
+
+
+def test_a_second_signal_inside_a_write_to_stderr_still_exits_with_its_line() -> None:
+    # Before: the hard exit's log line raised "RuntimeError: reentrant call" out of the handler (logging's own
+    # error report wrote to the same stderr), and `predigest backfill` exited 1 with a traceback (a fresh clone's
+    # test_backfill_cli, the second signal while the bar is drawn).
+    done = _python(SECOND_SIGNAL_INSIDE_A_WRITE)
+    assert done.returncode == 128 + signal.SIGINT, done.stderr[-500:]
+    assert "SIGINT again: exiting now" in done.stderr
