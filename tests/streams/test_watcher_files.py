@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,19 @@ def parts(root: Path, tmp_path: Path) -> Iterator[tuple[Watcher, FakeProducer, L
     producer, ledger, metrics = FakeProducer(), Ledger(s.ledger_file), WatcherMetrics()
     yield Watcher(s, producer, ledger, metrics), producer, ledger, metrics
     ledger.close()
+
+
+def after_the_next_read(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> None:
+    """`then()` right after the watcher's next read of a file's bytes (a writer racing it), once."""
+    real = root_files._read_at_most
+
+    def read_then(fd: int, limit: int) -> bytes:
+        data = real(fd, limit)
+        then()
+        monkeypatch.setattr(root_files, "_read_at_most", real)
+        return data
+
+    monkeypatch.setattr(root_files, "_read_at_most", read_then)
 
 
 def rejected(m: WatcherMetrics, reason: str) -> float:
@@ -225,16 +238,12 @@ async def test_a_file_that_changes_while_it_is_read_is_read_again_later(
     watcher, producer, _ledger, _m = parts
     note = root / "inbox/jay/2026-09-27-race.md"
     note.write_text("# v1\n", encoding="utf-8")
-    real = root_files._read_at_most
 
-    def read_then_append(fd: int, limit: int) -> bytes:
-        data = real(fd, limit)
+    def append() -> None:
         with note.open("a", encoding="utf-8") as fh:  # a writer appends right behind the read
             fh.write("more\n")
-        monkeypatch.setattr(root_files, "_read_at_most", real)
-        return data
 
-    monkeypatch.setattr(root_files, "_read_at_most", read_then_append)
+    after_the_next_read(monkeypatch, append)
     watcher.mark("inbox/jay/2026-09-27-race.md")
     assert await watcher.settle(force=True) == 0
     assert await watcher.settle(force=True) == 1
@@ -509,16 +518,14 @@ async def test_a_note_replaced_while_it_is_read_is_read_again_not_published_from
     note = root / "inbox/jay/2026-09-27-swap.md"
     note.write_text("# old\n", encoding="utf-8")
     os.utime(note, (1_000_000_000, 1_000_000_000))
-    real = root_files._read_at_most
 
-    def read_then_replace(fd: int, limit: int) -> bytes:
-        data = real(fd, limit)  # the old file, read whole from its descriptor
+    def replace() -> (
+        None
+    ):  # the old file read whole from its descriptor, a writer renames the new version over it
         (root / "inbox/jay/.swap.tmp").write_text("# new, longer\n", encoding="utf-8")
-        os.replace(root / "inbox/jay/.swap.tmp", note)  # a writer renames the new version over it
-        monkeypatch.setattr(root_files, "_read_at_most", real)
-        return data
+        os.replace(root / "inbox/jay/.swap.tmp", note)
 
-    monkeypatch.setattr(root_files, "_read_at_most", read_then_replace)
+    after_the_next_read(monkeypatch, replace)
     watcher.mark("inbox/jay/2026-09-27-swap.md")
     assert await watcher.settle(force=True) == 0
     assert await watcher.settle(force=True) == 1
