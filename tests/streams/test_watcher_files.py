@@ -519,9 +519,8 @@ async def test_a_note_replaced_while_it_is_read_is_read_again_not_published_from
     note.write_text("# old\n", encoding="utf-8")
     os.utime(note, (1_000_000_000, 1_000_000_000))
 
-    def replace() -> (
-        None
-    ):  # the old file read whole from its descriptor, a writer renames the new version over it
+    # The old file read whole from its descriptor, a writer renames the new version over it.
+    def replace() -> None:
         (root / "inbox/jay/.swap.tmp").write_text("# new, longer\n", encoding="utf-8")
         os.replace(root / "inbox/jay/.swap.tmp", note)
 
