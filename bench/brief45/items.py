@@ -119,7 +119,8 @@ def install(fine: bool) -> None:
     _patch(StoredWindow, "duplicates", "2 . duplicates")
     _patch(StoredWindow, "statistics", "2 . statistics")
     _patch(StoredWindow, "_frequencies", "2 . frequencies (in AxisSpace.of)")
-    AxisSpace.of = classmethod(timed("2 . AxisSpace.of", AxisSpace.of.__func__))  # type: ignore[method-assign]
+    of = vars(AxisSpace)["of"].__func__  # a classmethod: wrapped as one
+    AxisSpace.of = classmethod(timed("2 . AxisSpace.of", of))  # type: ignore[assignment]
     _patch(StoredWindow, "superseded", "2 . superseded")
     _patch(pb, "scan_window", "2 . scan_window (rows fetched, weighed, listed)")
     _patch(pb, "read_whole", "2 . read_whole")
