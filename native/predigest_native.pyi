@@ -123,6 +123,9 @@ def is_utf8(data: bytes) -> bool:
 def json_string(text: str) -> bytes:
     """`text` as JSON, the bytes of `pydantic_core.to_json(text)`; UnicodeEncodeError for a lone surrogate."""
 
+def markdown_plain(text: str) -> bool:
+    """Whether `processors.inert.markdown_inline` leaves `text` as it is: no double space, no escaped character."""
+
 def json_ints(values: object) -> bytes | None:
     """`pydantic_core.to_json(values)` of a list or tuple of ints within 64 bits; None for anything else."""
 

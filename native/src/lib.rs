@@ -11,6 +11,7 @@ mod front_matter;
 mod json_indent;
 mod json_rows;
 mod json_string;
+mod markdown_plain;
 mod markup;
 mod minhash;
 mod near_pairs;
@@ -610,6 +611,7 @@ fn predigest_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summary_rest::summary_rest, m)?)?;
     m.add_function(wrap_pyfunction!(text_columns::is_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_string, m)?)?;
+    m.add_function(wrap_pyfunction!(markdown_plain::markdown_plain, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_ints, m)?)?;
     m.add_function(wrap_pyfunction!(json_string::json_counts, m)?)?;
     m.add_function(wrap_pyfunction!(raw_record::raw_content, m)?)?;
