@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-import time
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -290,58 +286,6 @@ def _tables(db: duckdb.DuckDBPyConnection) -> list[str]:
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1"
     ).fetchall()
     return [table for (table,) in rows]
-
-
-# 10 ms apart, on the event loop: an interrupted read gives its cursor back within milliseconds; one that does
-# not is left to whoever closes the connection next.
-CLOSE_ATTEMPTS = 20
-
-
-def close_interrupting(
-    closing: duckdb.DuckDBPyConnection, reads: Callable[[], Iterable[duckdb.DuckDBPyConnection]] | None = None
-) -> bool:
-    """Close `closing` (a cursor, or a connection with `reads()` its cursors), interrupting the reads still running;
-    False if one still ran after CLOSE_ATTEMPTS (the close then ends with the read)."""
-    # DuckDB refuses to close a busy cursor ("connection is busy"), but a read only starting blocks the close until
-    # it ends, and an interrupt sent before it started is lost: a briefing's read of minutes froze the event loop.
-    # So the close waits in a thread of its own while this one interrupts the reads until the close is done.
-    closed = _closing(closing)
-    for _ in range(CLOSE_ATTEMPTS):
-        for cursor in reads() if reads is not None else (closing,):
-            with contextlib.suppress(duckdb.ConnectionException):  # closed by its read already
-                cursor.interrupt()
-        if closed.wait(0.01):
-            return True
-    return closed.is_set()
-
-
-# The closes under way, so that a second call (the next write's reopen) waits for the first rather than closing
-# the same connection beside it.
-_CLOSES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, threading.Event] = weakref.WeakKeyDictionary()
-_CLOSES_LOCK = threading.Lock()
-
-
-def _closing(connection: duckdb.DuckDBPyConnection) -> threading.Event:
-    """Set once `connection` is closed, by a thread started on the first call."""
-    with _CLOSES_LOCK:
-        if (closed := _CLOSES.get(connection)) is None:
-            closed = _CLOSES[connection] = threading.Event()
-            # Not a daemon: the exit waits for it as for the read it waits for (an executor's thread). A daemon still in
-            # DuckDB's close as the interpreter finalized aborted the process (SIGABRT, "FATAL: exception not
-            # rethrown") after a stop that had gone well.
-            threading.Thread(target=_close, args=(connection, closed), name="duckdb-close").start()
-    return closed
-
-
-def _close(connection: duckdb.DuckDBPyConnection, closed: threading.Event) -> None:
-    with contextlib.suppress(duckdb.ConnectionException):  # closed already: a cursor by the state's close
-        while True:
-            try:
-                connection.close()
-                break
-            except duckdb.ResourceInUseException:
-                time.sleep(0.01)  # the interrupted read is giving its connection back
-    closed.set()
 
 
 def unusable(exc: duckdb.Error) -> bool:

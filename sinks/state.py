@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,7 +21,7 @@ import duckdb
 
 from processors.models import Briefing, Document, WindowBounds
 from processors.wire import DocumentRecord
-from sinks import collector, duck, pool_shed, schema, vacuum
+from sinks import collector, duck, duck_close, pool_shed, schema, vacuum
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emission_bodies import Body
@@ -32,6 +31,7 @@ from sinks.file_claim import FileClaim
 from sinks.metrics import Metrics
 from sinks.offsets import AppliedOffsets, Position
 from sinks.source_rows import SourceRows
+from sinks.state_cursors import Cursors
 from sinks.state_reader import StateReader
 from sinks.state_reads import StateReads, serialised
 from sinks.state_retry import CheckpointLost, retried
@@ -42,9 +42,6 @@ __all__ = ["STATE", "EmissionRecord", "Position", "StateStore", "Vacuumed"]
 
 log = logging.getLogger(__name__)
 
-# A read still running when the state closes is interrupted; one that outlasts duck.CLOSE_ATTEMPTS is left to the
-# write's retry (StateBusyError), a moment later, rather than blocking the loop.
-CLOSE_ATTEMPTS = duck.CLOSE_ATTEMPTS
 # A raised memory limit is halved back toward the configured one after this many writes: a reader's pinch (a
 # briefing holding memory at a commit) is not kept for good, and large notes raise it again, one retry per 100.
 RAISED_WRITES = 100
@@ -81,7 +78,9 @@ class StateStore(StateReads):
         # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
         self._reopening: tuple[str, duckdb.Error] | None = None
         self._closed = False  # by `close`, for good
-        self._cursors_lock = threading.Lock()  # readers open cursors of their own cursor in their thread
+        # Rounds of interrupts a read may refuse a close in (duck_close): a write's reopen holds the event loop, a
+        # stop's close has its thread and the stop's 15 s.
+        self._close_attempts = duck_close.CLOSE_ATTEMPTS
         self._lock = threading.RLock()  # one user of the connection at a time (sinks.state_reads.Serialised)
         # DuckDB's lock goes with the connection, which a checkpoint out of memory closes to reopen: held till close.
         self._claim = FileClaim(path, STATE)
@@ -96,9 +95,7 @@ class StateStore(StateReads):
 
     def _open(self, db: duckdb.DuckDBPyConnection) -> None:
         self._db = db
-        # The cursors handed to reads in other threads (a briefing, /status, the check), to stop their queries
-        # when the invalidated state must be closed.
-        self._cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        self._cursors = Cursors()  # handed to reads in other threads: their queries are stopped at a close
         self.offsets = AppliedOffsets(self._db)
         self.docs = Documents(self._db)
         self.sources = SourceRows(self._db)
@@ -140,14 +137,16 @@ class StateStore(StateReads):
             return
         self._closed = True
         try:
-            if checkpoint:
+            if checkpoint:  # a stop's close, in its own thread and the stop's 15 s (not a replaced state's)
+                self._close_attempts = duck_close.STOP_ATTEMPTS
                 self._checkpoint()
         finally:
             if not self._close_interrupting():  # its DuckDB lock held till then
                 log.warning(
-                    "the %s %s closes once a read still running on it (or its close's own write) ends",
+                    "the %s %s closes once a read still running on it ends: it refused %d rounds of interrupts",
                     STATE.what,
                     self._path,
+                    self._close_attempts,
                 )
             self._claim.release()
 
@@ -169,9 +168,7 @@ class StateStore(StateReads):
             return self._track(self._db.cursor())
 
     def _track(self, cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-        with self._cursors_lock:
-            self._cursors.add(cursor)
-        return cursor
+        return self._cursors.track(cursor)  # the cursors of the connection open now, not of one it reopened
 
     def _close_invalidated(self, reason: str, exc: duckdb.Error) -> None:
         """Close the invalidated state to reopen it: DuckDB refuses while a cursor runs a query, so the reads
@@ -182,19 +179,15 @@ class StateStore(StateReads):
             self._reopening = None
             return
         raise StateBusyError(
-            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and its "
-            "close has not ended (a read still running, or a slow close); the write is retried, nothing to do unless "
-            "this repeats"
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a read "
+            f"still refused its close after {self._close_attempts} rounds of interrupts; the write is retried, nothing "
+            "to do unless this repeats"
         ) from exc
 
     def _close_interrupting(self) -> bool:
-        """Close the connection, interrupting the reads running on its cursors (duck.close_interrupting); False if
-        one still ran after CLOSE_ATTEMPTS."""
-        return duck.close_interrupting(self._db, self._tracked)
-
-    def _tracked(self) -> list[duckdb.DuckDBPyConnection]:
-        with self._cursors_lock:
-            return list(self._cursors)
+        """Close the connection, interrupting the reads on its cursors until it is closed; False once a read refused
+        it in `_close_attempts` rounds (a slow close of its own is waited for)."""
+        return self._cursors.close(self._db, f"the {STATE.what} {self._path}", self._close_attempts)
 
     # Writes: each record with its offset, in one transaction.
 
@@ -288,9 +281,8 @@ class StateStore(StateReads):
         """DuckDB's memory limit at `mib` inside the block (cached blocks evicted), under the state's lock; False when
         DuckDB could not, has no limit, or a reader's cursor other than `idle`'s is open."""
         with self._lock:
-            with self._cursors_lock:  # a read in another thread must never meet the lowered limit
-                reading = any(idle is None or not idle.reads_on(c) for c in self._cursors)
-            memory = None if reading else self._limits.memory_mib
+            # A read in another thread must never meet the lowered limit.
+            memory = None if self._cursors.reading(idle) else self._limits.memory_mib
             with pool_shed.lowered_limit(self._db, memory, mib) as lowered:
                 yield lowered
 

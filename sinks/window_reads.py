@@ -32,7 +32,7 @@ from processors.near_duplicates import (
 from processors.window_rows import SourceRow, StatedTitles, WindowStatistics
 from processors.wire import load_summary
 from sinks.documents import IN_WINDOW
-from sinks.duck import close_interrupting
+from sinks.duck_close import close_interrupting
 from sinks.summary_rows import SUMMARY_COLUMNS, with_rows
 from sinks.unreadable import Unreadable, whole_documents
 
@@ -138,7 +138,9 @@ class StoredWindow:
     def close(self) -> None:
         """Close the window's cursor, interrupting a read still running on it (the thread of a cancelled
         briefing); one that does not stop is closed with the state."""
-        if not close_interrupting(self._db):
+        if not close_interrupting(
+            self._db, what=f"the cursor of a briefing's read of the {self._axis} window"
+        ):
             log.warning(
                 "a cancelled briefing's read of the %s window still runs: closed with the state", self._axis
             )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 
+import duckdb
 import pytest
 
-from sinks import duck
+from sinks import duck_close
 from sinks import state as state_module
 
 
@@ -21,11 +24,42 @@ def merging() -> Iterator[None]:
         yield
 
 
+@dataclass
+class HeldClose:
+    """DuckDB's closes held back until the closer says it has been closing for over 1 s; `then` runs at that line,
+    before they go on."""
+
+    said: threading.Event = field(default_factory=threading.Event)
+    then: Callable[[], object] = lambda: None
+
+
+class _Said(logging.Handler):
+    def __init__(self, held: HeldClose) -> None:
+        super().__init__()
+        self._held = held
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "has been closing for over 1 s" in record.getMessage() and not self._held.said.is_set():
+            self._held.then()
+            self._held.said.set()
+
+
 @pytest.fixture
-def unhurried_close() -> Iterator[None]:
-    """A reopen's close waited for up to ~10 s, not 0.2 s, where no read holds the state: only the close's own work
-    (60-160 ms at load 4-6) holds it then, which a box at load 6 stretched past 0.2 s, and the write failed for a
-    read that did not exist (a StateBusyError, which said then that a read still ran on it)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(duck, "CLOSE_ATTEMPTS", 1000)
-        yield
+def held_close() -> Iterator[HeldClose]:
+    """A close slower than any budget of interrupts, with no read on it, as DuckDB's checkpoint of a large WAL is on
+    a loaded machine (0.2 s of interrupts ran out at load 6-13): held by an event, not a duration."""
+    held, real = HeldClose(), duck_close._close
+    handler, logger = _Said(held), logging.getLogger(duck_close.__name__)
+
+    def close(connection: duckdb.DuckDBPyConnection, *rest: object) -> None:
+        held.said.wait(60)  # the closer's line, or the test's end
+        real(connection, *rest)  # type: ignore[arg-type]
+
+    logger.addHandler(handler)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(duck_close, "_close", close)
+            yield held
+    finally:
+        held.said.set()
+        logger.removeHandler(handler)

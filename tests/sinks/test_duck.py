@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 
-import sinks.duck
 from processors.window import window_bounds
 from sinks.arxiv_cache import ArxivCache
 from sinks.duck import (
     Limits,
     checkpoint_out_of_memory,
-    close_interrupting,
     out_of_memory,
     set_aside,
     unusable,
@@ -26,7 +23,7 @@ from sinks.ledger import Ledger
 from sinks.state import Position, StateStore
 from sinks.state_files import open_state
 from tests.clocks import ManualClock
-from tests.state_support import SH, a_long_read, document_record, parsed, window_documents
+from tests.state_support import SH, document_record, parsed, window_documents
 
 NOW = datetime(2026, 9, 28, 1, 2, 3, tzinfo=UTC)
 WINDOW = window_bounds(datetime(2026, 9, 27, 22, 20, tzinfo=SH), timedelta(hours=24))
@@ -249,27 +246,3 @@ def test_a_check_interrupted_under_it_is_not_taken_for_damage(tmp_path: Path) ->
         checking.join(0.001)
     state.close()
     assert len(outcome) == 1 and isinstance(outcome[0], duckdb.InterruptException), outcome
-
-
-# 200 fresh databases (the unfixed close hung at the 3rd to 197th; on one database's cursors never in 600), each
-# with threads to start and join: ~5 s of CPU but 88-132 s of wall at load 14-15 (the old 120 failed at 18-20).
-@pytest.mark.timeout(400)
-def test_closing_a_cursor_whose_read_is_only_starting_interrupts_it_and_does_not_wait_for_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A briefing cancelled as its read began: DuckDB's close blocked until the read (minutes at 100k) ended, the
-    interrupt sent before it started lost, and the worker's event loop froze with it (1 in 4-12 before)."""
-    # Interrupts for up to 10 s, the bound asserted below, not the product's 0.2 s: a thread starved that long at
-    # load 20 is the machine, and a lost interrupt still leaves the close waiting for a read that never ends.
-    monkeypatch.setattr(sinks.duck, "CLOSE_ATTEMPTS", 1000)
-    slowest = 0.0
-    for _ in range(200):
-        cursor = duckdb.connect(":memory:").cursor()
-        started, ended = threading.Event(), threading.Event()
-        threading.Thread(target=a_long_read, args=(cursor, started, ended), daemon=True).start()
-        started.wait()
-        began = time.monotonic()
-        assert close_interrupting(cursor)
-        slowest = max(slowest, time.monotonic() - began)
-        assert ended.wait(30), "the read ran on after its cursor's close"
-    assert slowest < 10, slowest  # the read alone takes minutes

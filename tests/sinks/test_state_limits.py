@@ -122,7 +122,7 @@ def test_a_state_larger_than_its_memory_limit_is_stored_within_it(tmp_path: Path
 
 
 @pytest.mark.timeout(180)  # ~160 MB of notes through the real write path
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -151,7 +151,7 @@ def test_a_checkpoint_past_the_limit_is_retried_with_more_memory_and_nothing_is_
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_the_memory_raise_stops_at_its_ceiling(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Doubling 64 MiB would pass a 100 MiB ceiling (docker: the container's memory, where the kernel kills the
     worker): the raise takes the ceiling, and past it the state refuses naming the setting."""
@@ -207,7 +207,7 @@ def test_batches_of_large_notes_are_checkpointed_within_the_limit_without_a_retr
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_state_too_large_to_check_within_the_limit_is_kept_and_the_error_names_the_setting(
     tmp_path: Path,
 ) -> None:
@@ -252,7 +252,7 @@ def test_a_briefing_larger_than_the_limit_is_recorded_within_it_byte_for_byte(tm
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_loses_nothing_committed(
     tmp_path: Path,
 ) -> None:
@@ -280,7 +280,7 @@ def test_a_refused_checkpoint_keeps_naming_the_setting_on_every_later_write_and_
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_write_past_the_limit_while_readers_are_busy_gets_more_memory_and_keeps_every_note(
     tmp_path: Path,
 ) -> None:
@@ -323,7 +323,7 @@ def test_a_write_past_the_limit_while_readers_are_busy_gets_more_memory_and_keep
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_batches_stored_while_reads_scan_the_state_keep_every_note(tmp_path: Path) -> None:
     """Reads in other threads (a briefing, /status, the check) take memory from the same limit while batches
     commit: DuckDB then fails a statement, a commit (rolled back, or invalidating the database when it could not

@@ -60,7 +60,7 @@ def _at_reopen(act: Callable[[], None]) -> Iterator[_AtReopen]:
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_checkpoint_failing_for_its_disk_after_a_reopen_says_so_and_does_not_ask_for_memory(
     tmp_path: Path,
 ) -> None:
@@ -127,7 +127,7 @@ def test_a_reopen_a_read_holds_up_fails_the_write_at_once_and_the_next_write_reo
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_a_state_file_that_cannot_be_opened_again_at_the_reopen_is_named_on_every_later_write(
     tmp_path: Path,
 ) -> None:
@@ -164,7 +164,7 @@ def _second(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.usefixtures("merging", "unhurried_close")
+@pytest.mark.usefixtures("merging")
 def test_no_second_process_opens_the_state_while_its_checkpoint_out_of_memory_reopens_it(
     tmp_path: Path,
 ) -> None:
