@@ -73,6 +73,15 @@ def axis_refusals(db: duckdb.DuckDBPyConnection, axis: str) -> AxisRefusals:
     return AxisRefusals(int(row[4]), _refusal(row)) if row else AxisRefusals(0, None)
 
 
+def path_refusal(db: duckdb.DuckDBPyConnection, path: str) -> Refusal | None:
+    """The refusal of the path's latest record on any axis (or a row without one); None if none stands."""
+    row = db.execute(
+        f"SELECT r.path, r.reason, r.reason_code, r.seen_at FROM rejected r WHERE path = $1 AND {LATEST} {_NEWEST}",
+        [path],
+    ).fetchone()
+    return _refusal(row) if row else None
+
+
 def _refusal(row: tuple[object, ...]) -> Refusal:
     seen_at = row[3]
     assert isinstance(seen_at, datetime)  # TIMESTAMPTZ NOT NULL
