@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import jinja2
 from markupsafe import Markup
 
-from processors.i18n import Lang
+from processors.i18n import Lang, rejection_label
 from processors.inert import html_inline
 from processors.models import Briefing, Discrepancy, Document
 from processors.units import NoteNames, split_ref
@@ -64,6 +64,9 @@ LABELS: dict[Lang, dict[str, str]] = {
         "refused": "refused at the door since this version was stored: briefings list it among the rejected, not "
         "as a source, until the file can be read again",
         "damaged": "its stored text is damaged and cannot be read; briefings list it among the rejected",
+        "never_stored": "refused at the door, no version of it stored: briefings list it among the rejected until "
+        "the file can be read",
+        "refused_at": "refused",
         "nothing": "nothing",
         "gone_rejected": "rejected by this briefing",
         "gone_damaged": "rejected by this briefing: its stored text is damaged and cannot be read",
@@ -104,6 +107,8 @@ LABELS: dict[Lang, dict[str, str]] = {
         "deleted": "已在所有主轴删除",
         "refused": "此版本存储后文件在入口被拒收：在文件恢复可读之前，简报将其列入拒收，不作为来源",
         "damaged": "存储的正文已损坏、无法读取；简报将其列入拒收",
+        "never_stored": "在入口被拒收，未存储任何版本：在文件恢复可读之前，简报将其列入拒收",
+        "refused_at": "拒收于",
         "nothing": "无",
         "gone_rejected": "本简报拒收",
         "gone_damaged": "本简报拒收：存储的正文已损坏、无法读取",
@@ -279,11 +284,14 @@ def _claims(d: Discrepancy) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class NoteShown:
-    """What a note's page says of it besides its text: deleted, unreadable (why), refused since (why)."""
+    """What a note's page says of it besides its text: deleted, unreadable (why), refused since (why); of a path
+    refused and never stored, also the refusal's code and when the worker saw it (`refused_at`)."""
 
     deleted: bool = False
     unreadable: str = ""
     refused: str = ""
+    refused_code: str | None = None
+    refused_at: datetime | None = None
 
 
 def note_page(
@@ -295,7 +303,7 @@ def note_page(
     lang: Lang,
 ) -> str:
     """A note whole, each section with its anchor (`section_anchor` of its number, else its heading); or, when its
-    stored text cannot be read back (`document` None), its path, versions and why."""
+    stored text cannot be read back, or it was refused and never stored (`document` None), its path and why."""
     sections = [(section_anchor(s.number or s.heading), s) for s in document.sections] if document else []
     return _render(
         "note.html.j2",
@@ -308,4 +316,6 @@ def note_page(
         deleted=shown.deleted,
         unreadable=shown.unreadable,
         refused=shown.refused,
+        refused_at=shown.refused_at,
+        refused_why=rejection_label(shown.refused_code, lang),
     )

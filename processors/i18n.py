@@ -226,6 +226,11 @@ def relevance_label(code: RelevanceCode, lang: Lang) -> str:
     return RELEVANCE[code][lang]
 
 
+def rejection_label(code: str | None, lang: Lang) -> str | None:
+    """The display text of a rejection code (`a symlink`, `符号链接` …); None without one, or for one unknown here."""
+    return LABELS[lang].get(f"reject.{code}") if code else None
+
+
 def say(key: str, lang: Lang, **values: object) -> str:
     """The phrase `key` in `lang`, formatted with `values`."""
     return PHRASES[key][lang].format(**values)

@@ -1,4 +1,4 @@
-"""Status counts of the state: documents held per axis and in a window, without decoding any."""
+"""Status counts of the state: documents held per axis and in a window, without decoding any; refused files."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import duckdb
 
 from processors.models import WindowBounds
 from sinks.documents import IN_WINDOW
+from sinks.rejections import AxisRefusals, axis_refusals
 
 
 class Counts:
@@ -42,3 +43,7 @@ class Counts:
             "superseded": int(row[1]) if row else 0,
             "deleted": self._count("SELECT count(*) FROM deletions WHERE axis=?", [axis]),
         }
+
+    def refusals(self, axis: str) -> AxisRefusals:
+        """The axis's files refused by their latest record (sinks.rejections): how many, and the newest."""
+        return axis_refusals(self._db, axis)

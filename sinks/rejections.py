@@ -3,6 +3,9 @@ and what a window's briefing lists of them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 import duckdb
 
 from processors.models import Rejection, WindowBounds
@@ -36,6 +39,53 @@ def rejections(db: duckdb.DuckDBPyConnection, window: WindowBounds, axis: str) -
         [axis, LEGACY_AXIS, window.start, window.end],
     ).fetchall()
     return [Rejection(path=r[0], reason=r[1], reason_code=_code(r[2])) for r in rows]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A refusal as the state holds it: the file, why (its code, None before codes, and message), when seen."""
+
+    path: str
+    reason: str
+    code: RejectionCode | None
+    seen_at: datetime
+
+
+@dataclass(frozen=True)
+class AxisRefusals:
+    """What `predigest status` says of an axis's refused files: how many, and the one the worker saw last."""
+
+    count: int
+    newest: Refusal | None
+
+
+# The worker's time of the refusal, then the raw record's order: the newest first.
+_NEWEST = "ORDER BY r.seen_at DESC, r.raw_offset DESC NULLS LAST, r.path LIMIT 1"
+
+
+def axis_refusals(db: duckdb.DuckDBPyConnection, axis: str) -> AxisRefusals:
+    """The files of the axis its briefings list as rejected in the windows they fall in, whatever the window."""
+    row = db.execute(
+        f"SELECT r.path, r.reason, r.reason_code, r.seen_at, count(*) OVER () FROM rejected r "
+        f"WHERE axis IN ($1, $2) AND {LATEST} {_NEWEST}",
+        [axis, LEGACY_AXIS],
+    ).fetchone()
+    return AxisRefusals(int(row[4]), _refusal(row)) if row else AxisRefusals(0, None)
+
+
+def path_refusal(db: duckdb.DuckDBPyConnection, path: str) -> Refusal | None:
+    """The refusal of the path's latest record on any axis (or a row without one); None if none stands."""
+    row = db.execute(
+        f"SELECT r.path, r.reason, r.reason_code, r.seen_at FROM rejected r WHERE path = $1 AND {LATEST} {_NEWEST}",
+        [path],
+    ).fetchone()
+    return _refusal(row) if row else None
+
+
+def _refusal(row: tuple[object, ...]) -> Refusal:
+    seen_at = row[3]
+    assert isinstance(seen_at, datetime)  # TIMESTAMPTZ NOT NULL
+    return Refusal(str(row[0]), str(row[1]), _code(row[2] if isinstance(row[2], str) else None), seen_at)
 
 
 def _code(value: str | None) -> RejectionCode | None:

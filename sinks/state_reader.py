@@ -20,7 +20,7 @@ from sinks import duck
 from sinks.counts import Counts
 from sinks.documents import Documents
 from sinks.emissions import Emissions
-from sinks.rejections import LATEST
+from sinks.rejections import LATEST, Refusal, path_refusal
 from sinks.summary_rows import SUMMARY_COLUMNS, summary_joins, with_rows
 from sinks.unreadable import Unreadable, whole_document
 from sinks.window_reads import StoredWindow
@@ -116,6 +116,10 @@ class StateReader:
             listed = self._unreadable.report(path, ",".join(sorted(axes)), exc)
             return StoredNote(None, chosen.sha256, versions, deleted, listed.reason, why)
         return StoredNote(document, chosen.sha256, versions, deleted, refused=why)
+
+    def refusal(self, path: str) -> Refusal | None:
+        """Why the path's latest record refused its file, and when; None if it does not stand (or never came)."""
+        return path_refusal(self._db, path)
 
     def close(self) -> None:
         self._db.close()

@@ -73,10 +73,19 @@ def _briefing(reader: StateReader, s: Settings, axis: str, basename: str) -> Pag
 def _note(reader: StateReader, s: Settings, path: str) -> Page:
     note = reader.note(path)
     if note is None:
-        return Page(404, "")
+        return _never_stored(reader, s, path)
     versions = [(v.sha256, v.event_time, v.current) for v in note.versions]
     shown = NoteShown(note.deleted, note.unreadable, note.refused)
     return Page(200, note_page(path, note.document, versions, shown, s.tz, s.lang))
+
+
+def _never_stored(reader: StateReader, s: Settings, path: str) -> Page:
+    """A path refused at the door before any version of it was stored: its refusal, why and when; else 404."""
+    refusal = reader.refusal(path)
+    if refusal is None:
+        return Page(404, "")
+    shown = NoteShown(refused=refusal.reason, refused_code=refusal.code, refused_at=refusal.seen_at)
+    return Page(200, note_page(path, None, [], shown, s.tz, s.lang))
 
 
 class Browser:

@@ -87,7 +87,7 @@ def status(settings: Settings, workers: list[str] | None, as_json: bool) -> int:
     text = (
         json.dumps(report, indent=2, ensure_ascii=False)
         if as_json
-        else status_table.render(report, settings.tz)
+        else status_table.render(report, settings.tz, settings.lang)
     )
     sys.stdout.write(text + "\n")
     answered = [w for w in report["workers"] if "error" not in w]

@@ -1,4 +1,5 @@
-"""What `GET /status` answers: per owned axis, the window, its documents and duplicates, the last briefing, lag.
+"""What `GET /status` answers: per owned axis, the window, its documents and duplicates, its refused files, the
+last briefing, lag.
 
 The worker alone opens its DuckDB file (duckdb#17158), so `predigest status` asks the workers over HTTP;
 each reports the axes it owns. Reads must not slow ingest (issue 16): the answer comes from a snapshot taken at
@@ -65,6 +66,18 @@ def _last_briefing(reader: StateReader, axis: str) -> dict[str, Any] | None:
     }
 
 
+def _refused(reader: StateReader, axis: str) -> dict[str, Any]:
+    """The axis's files refused by their latest record: how many, and the newest (its code, message, time)."""
+    found = reader.counts.refusals(axis)
+    r = found.newest
+    newest = (
+        {"path": r.path, "reason_code": r.code, "reason": r.reason, "seen_at": r.seen_at.isoformat()}
+        if r
+        else None
+    )
+    return {"count": found.count, "newest": newest}
+
+
 def _read_axes(
     reader: StateReader, settings: Settings, axes: Sequence[str], window: WindowBounds
 ) -> dict[str, dict[str, Any]]:
@@ -76,6 +89,7 @@ def _read_axes(
                 "duplicates": _duplicates(reader, settings, axis, window),
                 "stored": reader.counts.axis_summary(axis),
                 "last_briefing": _last_briefing(reader, axis),
+                "refused": _refused(reader, axis),
             }
             for axis in axes
         }

@@ -11,10 +11,11 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from processors.i18n import Lang, rejection_label
 from streams.settings import Settings
 
 TIMEOUT_SECONDS = 10.0
-COLUMNS = ("AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "LAST BRIEFING", "LAG")
+COLUMNS = ("AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "REFUSED", "LAST BRIEFING", "LAG")
 
 
 async def fetch(urls: list[str], token: str | None = None) -> list[dict[str, Any]]:
@@ -55,10 +56,21 @@ def _local(text: str | None, zone: ZoneInfo, fmt: str) -> str:
     return datetime.fromisoformat(text).astimezone(zone).strftime(fmt) if text else "-"
 
 
-def _row(entry: dict[str, Any], zone: ZoneInfo) -> tuple[str, ...]:
+def _refused(refused: dict[str, Any] | None, zone: ZoneInfo, lang: Lang) -> str:
+    """`3 (newest: a symlink, 09-27 22:20)`: the reason in the configured language, else as the worker wrote it."""
+    if refused is None:  # a worker of a release before
+        return "-"
+    newest = refused["newest"]
+    if newest is None:
+        return str(refused["count"])
+    why = rejection_label(newest["reason_code"], lang) or newest["reason"]
+    return f"{refused['count']} (newest: {why}, {_local(newest['seen_at'], zone, '%m-%d %H:%M')})"
+
+
+def _row(entry: dict[str, Any], zone: ZoneInfo, lang: Lang) -> tuple[str, ...]:
     part = "-" if entry.get("partition") is None else str(entry["partition"])
     if entry.get("worker") is None:
-        return (entry["axis"], part, "(no worker answered for it)", "-", "-", "-", "-", "-")
+        return (entry["axis"], part, "(no worker answered for it)", "-", "-", "-", "-", "-", "-")
     window = entry["window"]
     span = f"{_local(window['start'], zone, '%m-%d %H:%M')} → {_local(window['end'], zone, '%m-%d %H:%M')}"
     dups = entry["duplicates"]
@@ -81,6 +93,7 @@ def _row(entry: dict[str, Any], zone: ZoneInfo) -> tuple[str, ...]:
         span,
         docs,
         f"{dups['exact']}+{dups['near']}",
+        _refused(entry.get("refused"), zone, lang),
         brief,
         lag_text,
     )
@@ -96,18 +109,22 @@ def _parse_lag(answers: list[dict[str, Any]], zone: ZoneInfo) -> str:
     return f"parse lag: {latest['parse']} raw record(s) not parsed yet (as of {when}, as the lag gauges show)"
 
 
-def render(report: dict[str, Any], zone: ZoneInfo) -> str:
-    """A fixed-width table (rich's, plain text); unreachable workers are listed under it."""
+def render(report: dict[str, Any], zone: ZoneInfo, lang: Lang) -> str:
+    """A fixed-width table (rich's, plain text), reasons in `lang`; unreachable workers are listed under it."""
     table = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1), header_style="")
     for name in COLUMNS:
         table.add_column(name, no_wrap=True, overflow="ignore")
     for entry in report["axes"]:
-        table.add_row(*_row(entry, zone))
+        table.add_row(*_row(entry, zone, lang))
     out = io.StringIO()
     Console(file=out, width=100_000, color_system=None, highlight=False).print(table)
     lines = [line.rstrip() for line in out.getvalue().splitlines()]
     lines.append(
         f"window times in {zone.key}; DUPS = exact+near in the window; LAG = records the group has not processed"
+    )
+    lines.append(
+        "REFUSED = files whose latest record refused them (briefed as rejected): fix or remove each; "
+        "--json names the newest, /browse/note?path=… says why"
     )
     lines.append(_parse_lag(report["workers"], zone))
     for answer in report["workers"]:

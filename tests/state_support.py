@@ -19,8 +19,9 @@ from processors.briefing_request import BriefingRequest
 from processors.documents import parse_document
 from processors.fan_out import DocumentEvent
 from processors.models import AxisSpec, Briefing, Document, DocumentSummary, RawFile, WindowBounds
+from processors.parse_stage import RouteParams, route_file
 from processors.window import window_bounds
-from processors.wire import DocumentRecord, EventHeader, load_document, store_document
+from processors.wire import DocumentRecord, EventHeader, decode_rows, load_document, store_document
 from sinks.state import Position, StateStore
 from sinks.summary_rows import with_rows
 from sinks.unreadable import whole_document
@@ -80,6 +81,14 @@ def put_document(
 ) -> bool:
     """Store one version as the window agent would; True if a briefing now sees it."""
     return state.apply_batch([(document_record(axis, doc, raw_offset), position)])[0]
+
+
+def route_into(
+    state: StateStore, raw: RawFile, params: RouteParams, seen_at: datetime, raw_offset: int
+) -> None:
+    """One raw record through the parse stage and the window agent's write (every axis's rows), as the worker does."""
+    routed = route_file(raw, params, seen_at, raw_offset=raw_offset)
+    state.apply_batch([(row, None) for _, value in routed.records for row in decode_rows(value)])
 
 
 def delete_path(state: StateStore, axis: str, path: str, when: datetime, *, raw_offset: int | None) -> bool:

@@ -1,20 +1,27 @@
 """The browser's reads of a real state: the index and a briefing page with its previous one and D-item history,
-a note, 404s, and pages kept for `status_refresh_seconds` (readers cannot make the worker read more often)."""
+a note, 404s, and pages kept for `status_refresh_seconds` (readers cannot make the worker read more often); a
+path refused and never stored, answered by the worker's web server."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
 
-from processors.models import Briefing
+from aiohttp.test_utils import TestClient, TestServer
+
+from processors.models import Briefing, RawFile
 from processors.wire import DocumentRecord, EventHeader
 from sinks.metrics import Metrics
+from sinks.state import StateStore
+from streams.app import create_app
 from streams.browser import Browser
+from streams.pipeline import route_params
 from streams.services import LazyPipeline
 from streams.settings import KafkaSettings, Settings
-from tests.clocks import ManualClock
+from tests.clocks import START, ManualClock
 from tests.processors.notes import END, brief, example_documents, living
-from tests.state_support import parsed, put_document
+from tests.state_support import parsed, put_document, raw_file, route_into
+from tests.streams.agent_support import in_process_settings
 
 
 def _setup(tmp_path: Path) -> tuple[Browser, LazyPipeline, ManualClock]:
@@ -75,3 +82,30 @@ async def test_pages_of_a_real_state_and_their_cache(tmp_path: Path) -> None:
     assert "refused at the door since this version was stored" in note.html
     assert "it is a symlink (never followed)" in note.html
     pipeline.opened.state.close()  # type: ignore[union-attr]
+
+
+async def test_a_path_refused_and_never_stored_has_a_page_saying_why_and_when_not_404(tmp_path: Path) -> None:
+    s = in_process_settings(tmp_path, lang="en")
+    link, blob = "inbox/jay/2026-09-27-0900-link.md", "inbox/jay/2026-09-27-1000-<b>blob</b>.md"
+    s.state_dir.mkdir(parents=True)
+    state = StateStore(s.state_file)  # the worker's own state file, written as its window agent writes it
+    symlink = RawFile(
+        path=link, content=b"", size=9, mtime=0.0, sha256="refused-symlink",
+        refused="it is a symlink (never followed)", refused_code="symlink",
+    )  # fmt: skip
+    route_into(state, symlink, route_params(s), START, 1)
+    route_into(state, raw_file(blob, b"\x00\x01binary"), route_params(s), START + timedelta(minutes=5), 2)
+    state.close()
+    app = create_app(s, ManualClock())
+    async with TestClient(TestServer(app.web.web_app)) as http:  # type: ignore[attr-defined]  # aiohttp driver
+        page = await http.get("/browse/note", params={"path": link})
+        html = await page.text()
+        assert page.status == 200 and "refused at the door, no version of it stored" in html
+        # Why, in the page's language and as the watcher said it, and when the worker saw it (in `zone`).
+        assert f"a symlink: {link}: it is a symlink (never followed) · refused 2026-09-27 22:30" in html
+        binary = await http.get("/browse/note", params={"path": blob})
+        assert binary.status == 200 and "binary file (NUL bytes)" in await binary.text()
+        assert "<b>blob</b>" not in await binary.text()  # the name escaped like any document text
+        assert (await http.get("/browse/note", params={"path": "inbox/jay/never.md"})).status == 404
+    assert app.closing is not None
+    await app.closing()  # closes the state the requests opened

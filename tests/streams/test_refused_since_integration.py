@@ -1,5 +1,6 @@
 """Through the real watcher, Kafka and worker: a published note replaced by a symlink is briefed as rejected only,
-and again as a source once the same bytes are back; a refused file deleted is no longer listed."""
+and again as a source once the same bytes are back; a refused file deleted is no longer listed; `/status` counts a
+refused file and its note page says why."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from processors.models import Briefing, RawFile
@@ -21,7 +24,7 @@ from streams.oneshot import wait_ingested
 from streams.settings import Settings
 from streams.worker_process import stop_process
 from tests.streams.fault_support import printed_logs_on_failure, spawn_watcher
-from tests.support import read_topic, running_worker
+from tests.support import read_topic, running_worker, worker_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -46,7 +49,17 @@ async def _flush(s: Settings, minutes: int) -> Briefing:
     return await await_briefing(s, "inference", end, "flush", 90)
 
 
-async def _run(s: Settings, workdir: Path) -> list[Briefing]:
+async def _seen_by_operator(s: Settings) -> tuple[dict[str, Any], str]:
+    """What an operator reads of the inference axis's refused files: `/status`'s count and the binary's page."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        body = (await http.get(worker_url(s, "/status"))).json()
+        page = await http.get(worker_url(s, "/browse/note"), params={"path": BLOB})
+        assert page.status_code == 200, page.text  # refused, never stored: not "not found"
+    refused: dict[str, Any] = next(a["refused"] for a in body["axes"] if a["axis"] == "inference")
+    return refused, page.text
+
+
+async def _run(s: Settings, workdir: Path) -> tuple[list[Briefing], tuple[dict[str, Any], str]]:
     await kafka_io.ensure_topics(s)
     (s.root / NOTE).parent.mkdir(parents=True)
     (s.root / NOTE).write_bytes(TEXT.encode())
@@ -59,6 +72,7 @@ async def _run(s: Settings, workdir: Path) -> list[Briefing]:
         try:
             await _until(s, lambda r: {NOTE, BLOB} <= {x.path for x in r}, "both files")
             briefings.append(await _flush(s, 1))
+            seen = await _seen_by_operator(s)
             link = s.root / f"{NOTE}.tmp"
             os.symlink(workdir / "outside.md", link)
             os.replace(link, s.root / NOTE)  # the note replaced by a link at once, as a writer's rename does
@@ -80,14 +94,14 @@ async def _run(s: Settings, workdir: Path) -> list[Briefing]:
             briefings.append(await _flush(s, 3))
         finally:
             stop_process(watcher)
-    return briefings
+    return briefings, seen
 
 
 def test_a_note_replaced_by_a_symlink_is_rejected_only_until_it_is_back_and_a_deleted_refusal_is_gone(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     s = make_settings(quiet_seconds=0.5)
-    before, refused, back = asyncio.run(_run(s, tmp_path))
+    (before, refused, back), (status, page) = asyncio.run(_run(s, tmp_path))
 
     def listed(b: Briefing) -> tuple[list[str], list[tuple[str, str | None]]]:
         return [x.path for x in b.sources], [(r.path, r.reason_code) for r in b.rejected]
@@ -96,3 +110,9 @@ def test_a_note_replaced_by_a_symlink_is_rejected_only_until_it_is_back_and_a_de
     assert listed(refused) == ([], [(NOTE, "symlink")])  # not its old text; the deleted blob nowhere
     assert refused.increments == [] and "24x" not in refused.model_dump_json()
     assert listed(back) == ([NOTE], [])
+    # Before the note's refusal: the binary, refused at the door and never stored, is what status and its page show.
+    assert status["count"] == 1 and (status["newest"]["path"], status["newest"]["reason_code"]) == (
+        BLOB,
+        "binary",
+    )
+    assert s.lang == "zh" and "二进制文件（含 NUL 字节）" in page  # the page in the configured language

@@ -3,18 +3,22 @@ worker's partitions change, and its lag is the reading the lag gauges hold."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from aiokafka import TopicPartition
 
+from processors.models import RawFile
 from sinks.metrics import Metrics
 from streams.lag_probe import LagProbe, LagReading
 from streams.ownership import Ownership
+from streams.pipeline import route_params
 from streams.services import LazyPipeline
 from streams.settings import KafkaSettings, Settings
 from streams.status import StatusSnapshot
+from streams.status_table import merge, render
 from tests.clocks import ManualClock
-from tests.state_support import parsed, put_document
+from tests.state_support import parsed, put_document, raw_file, route_into
 
 TEXT = "# KV cache\n\nvLLM serving: arXiv:2609.23130 cache hit 92.2% on a long context benchmark.\n"
 
@@ -93,5 +97,45 @@ async def test_the_lag_shown_is_the_reading_the_gauges_hold(tmp_path: Path) -> N
     down = await status.get()
     assert (
         down["lag"] == {**down["lag"], "ok": False, "error": "no broker"} and down["axes"][0]["lag"] is None
+    )
+    pipeline.opened.state.close()  # type: ignore[union-attr]
+
+
+async def test_each_axis_counts_its_refused_files_and_names_the_newest_reason_in_the_table(
+    tmp_path: Path,
+) -> None:
+    status, s, _, pipeline, lag, clock = _parts(tmp_path)
+    lag.last = _reading(s, clock, 0, 0)
+    state, params = pipeline().state, route_params(s)
+    assert (await status.get())["axes"][0]["refused"] == {"count": 0, "newest": None}
+    blob, link = "inbox/jay/2026-09-27-0900-blob.md", "inbox/tom/2026-09-27-1000-link.md"
+    route_into(state, raw_file(blob, b"\x00\x01binary"), params, clock.now(), 1)
+    clock.advance(60)
+    seen = clock.now()
+    link_file = RawFile(
+        path=link, content=b"", size=9, mtime=0.0, sha256="refused-symlink",
+        refused="it is a symlink (never followed)", refused_code="symlink",
+    )  # fmt: skip
+    route_into(state, link_file, params, seen, 2)
+    clock.advance(6)
+    body = await status.get()
+    newest = {"path": link, "reason_code": "symlink", "reason": f"{link}: it is a symlink (never followed)"}
+    for entry in body["axes"]:  # a refusal goes to every axis: the file's kind is never read
+        refused = entry["refused"]
+        assert refused["count"] == 2 and datetime.fromisoformat(refused["newest"]["seen_at"]) == seen
+        assert {k: v for k, v in refused["newest"].items() if k != "seen_at"} == newest
+    # The table says it in the configured language, the JSON by code.
+    table = render(merge(s, [{**body, "worker": "http://127.0.0.1:6066"}]), s.tz, "zh")
+    inference = next(line for line in table.splitlines() if line.startswith("inference"))
+    assert "2 (newest: 符号链接, 09-27 22:31)" in inference
+    # Fixed (a readable version since): no longer refused, and the newest refusal is the one still standing.
+    route_into(state, raw_file(link, b"# link\n\nnow a note\n"), params, clock.now(), 3)
+    clock.advance(6)
+    after = (await status.get())["axes"][0]["refused"]
+    assert (
+        after["count"] == 1 and after["newest"]["path"] == blob and after["newest"]["reason_code"] == "binary"
+    )
+    assert "1 (newest: binary file (NUL bytes), 09-27 22:30)" in render(
+        merge(s, [{**(await status.get()), "worker": "w"}]), s.tz, "en"
     )
     pipeline.opened.state.close()  # type: ignore[union-attr]

@@ -31,6 +31,15 @@ ANSWER: dict[str, Any] = {
                 "sources": 14,
                 "increments": 5,
             },
+            "refused": {
+                "count": 3,
+                "newest": {
+                    "path": "inbox/jay/2026-09-27-0900-link.md",
+                    "reason_code": "symlink",
+                    "reason": "it is a symlink (never followed)",
+                    "seen_at": "2026-09-27T14:10:00+00:00",
+                },
+            },
             "lag": {"documents": 0, "control": 1},
         },
         {
@@ -57,13 +66,18 @@ def test_the_table_has_a_row_per_axis_and_names_who_is_missing(tmp_path: Path) -
     down = {"worker": "http://127.0.0.1:6068", "error": "connection refused"}
     report = merge(s, [ANSWER, down])
     assert [row["axis"] for row in report["axes"]] == [a.name for a in s.axes]
-    text = render(report, s.tz)
+    text = render(report, s.tz, "en")
     lines = text.splitlines()
-    assert lines[0].split() == ["AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "LAST", "BRIEFING", "LAG"]
+    header = ["AXIS", "PART", "WORKER", "WINDOW", "DOCS", "DUPS", "REFUSED", "LAST", "BRIEFING", "LAG"]
+    assert lines[0].split() == header
     inference = next(line for line in lines if line.startswith("inference"))
     assert "09-26 22:20 → 09-27 22:20" in inference  # shown in the configured zone
     cells = dict(zip(re.split(r"\s{2,}", lines[0]), re.split(r"\s{2,}", inference), strict=True))
     assert (cells["DOCS"], cells["DUPS"]) == ("12", "1+2") and "2026-09-27 22:20 close" in inference
+    assert cells["REFUSED"] == "3 (newest: a symlink, 09-27 22:10)"
+    # A worker of the release before says nothing of refusals: nothing is made up for it.
+    infra = next(line for line in lines if line.startswith("llm-infra"))
+    assert dict(zip(re.split(r"\s{2,}", lines[0]), re.split(r"\s{2,}", infra), strict=True))["REFUSED"] == "-"
     assert "docs 0 / ctl 1" in inference
     assert "unknown (catching up)" in next(line for line in lines if line.startswith("llm-infra"))
     risk = next(line for line in lines if line.startswith("risk"))
@@ -85,12 +99,12 @@ def test_an_axis_whose_briefings_cannot_be_written_is_named_under_the_table(tmp_
             "next_attempt_in_seconds": 19.6,
         }
     }
-    text = render(merge(s, [{**ANSWER, "briefing_failures": failing}]), s.tz)
+    text = render(merge(s, [{**ANSWER, "briefing_failures": failing}]), s.tz, "en")
     assert text.splitlines()[-1] == (
         "briefings of risk cannot be written on http://127.0.0.1:6066 (no_space): 2 waiting, 3 attempt(s) since "
         "09-27 22:20, next in 20 s: [Errno 28] No space left on device"
     )
-    assert "cannot be written" not in render(merge(s, [ANSWER]), s.tz)
+    assert "cannot be written" not in render(merge(s, [ANSWER]), s.tz, "en")
 
 
 @pytest.mark.parametrize("path", ["/", ""])
