@@ -1,5 +1,6 @@
 """Closing a DuckDB connection or cursor that reads in other threads may still hold: the reads are interrupted
-until the close ends, and the close's own work (DuckDB writing its WAL into the file) is waited for, however long."""
+until the close ends, and the close's own work (DuckDB writing its WAL into the file) is waited for: at a stop however
+long, on the event loop 1 s at most."""
 
 from __future__ import annotations
 
@@ -16,12 +17,26 @@ import duckdb
 log = logging.getLogger(__name__)
 
 ROUND_SECONDS = 0.01  # the reads are interrupted this often, on the caller's thread, while the close runs
-# A read that still refuses the close after this many rounds of interrupts (0.2 s at least) is left running and the
-# close is given up on: a write's reopen then fails at once (StateBusyError, retried) rather than holding the loop.
-CLOSE_ATTEMPTS = 20
-# The same at the state's last close, a stop's (10 s at least, of the 15 s a stop has): its thread may wait.
-STOP_ATTEMPTS = 1000
 LONG_ROUNDS = 100  # a close still under way after this many rounds (1 s at least) says what it waits for
+CLOSE_ATTEMPTS = 20  # rounds a read may refuse a close in on the event loop (0.2 s at least)
+STOP_ATTEMPTS = 1000  # the same at a stop's close (10 s at least, of the 15 s a stop has)
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How long a close is waited for: until a read refused it in `refused` rounds of interrupts, or after `rounds`
+    in all whatever holds it (None: DuckDB's own close waited for however long)."""
+
+    refused: int
+    rounds: int | None
+
+
+# On the event loop (a write's reopen of the state, a replaced state's close, a cancelled briefing's cursor): a read
+# refusing the close, or a close of its own (an invalidated connection's, a loaded machine), holds the loop 1 s at
+# most; the write then fails (StateBusyError, retried) and the next one waits for the same close, still under way.
+ON_LOOP = Patience(CLOSE_ATTEMPTS, LONG_ROUNDS)
+# A stop's close runs in its own thread, and the stop's hard exit bounds it (15 s after the signal).
+AT_STOP = Patience(STOP_ATTEMPTS, None)
 
 
 @dataclass
@@ -36,17 +51,18 @@ class _Close:
 def close_interrupting(
     closing: duckdb.DuckDBPyConnection,
     reads: Callable[[], Iterable[duckdb.DuckDBPyConnection]] | None = None,
-    attempts: int | None = None,  # CLOSE_ATTEMPTS
+    patience: Patience = ON_LOOP,
     what: str = "a DuckDB connection",
 ) -> bool:
     """Close `closing` (a cursor, or a connection with `reads()` its cursors), interrupting the reads still running
-    until it is closed; False once a read refused it in `attempts` rounds (the close then ends with the read)."""
+    until it is closed; False once `patience` ran out (the close goes on in its thread, uninterrupted)."""
     # DuckDB refuses to close a busy cursor ("connection is busy"), but a read only starting blocks the close until
     # it ends, and an interrupt sent before it started is lost: a briefing's read of minutes froze the event loop.
     # So the close waits in a thread of its own while this one interrupts the reads until the close is done. Only
-    # the rounds DuckDB refused it count: a close slowed by its own checkpoint (a large WAL, a loaded machine) has
-    # no read to interrupt, and was taken for a busy one after 0.2 s (a clean stop raised StateBusyError).
-    close, bound = _closing(closing), CLOSE_ATTEMPTS if attempts is None else attempts
+    # the rounds DuckDB refused it count toward `patience.refused`: a close slowed by its own checkpoint (a large WAL,
+    # a loaded machine) has no read to interrupt, and was taken for a busy one after 0.2 s (a clean stop raised
+    # StateBusyError). `patience.rounds` bounds the rest where the caller holds the event loop.
+    close = _closing(closing)
     rounds = busy = last_busy = 0
     seen = close.refused
     while True:
@@ -58,8 +74,8 @@ def close_interrupting(
         rounds += 1
         if close.refused != seen:
             seen, busy, last_busy = close.refused, busy + 1, rounds
-            if busy >= bound:
-                return False
+        if busy >= patience.refused or rounds == patience.rounds:
+            return False
         if rounds == LONG_ROUNDS:
             _say_waiting(what, reading=rounds - last_busy < 5)  # refused within the last rounds
 

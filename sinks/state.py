@@ -78,9 +78,9 @@ class StateStore(StateReads):
         # Invalidated and not closed yet (a read held it): reopened by the next write, with what ran out.
         self._reopening: tuple[str, duckdb.Error] | None = None
         self._closed = False  # by `close`, for good
-        # Rounds of interrupts a read may refuse a close in (duck_close): a write's reopen holds the event loop, a
-        # stop's close has its thread and the stop's 15 s.
-        self._close_attempts = duck_close.CLOSE_ATTEMPTS
+        # How long a close is waited for (duck_close): a write's reopen holds the event loop, 1 s at most; a stop's
+        # close has its thread and the stop's 15 s.
+        self._patience = duck_close.ON_LOOP
         self._lock = threading.RLock()  # one user of the connection at a time (sinks.state_reads.Serialised)
         # DuckDB's lock goes with the connection, which a checkpoint out of memory closes to reopen: held till close.
         self._claim = FileClaim(path, STATE)
@@ -138,15 +138,14 @@ class StateStore(StateReads):
         self._closed = True
         try:
             if checkpoint:  # a stop's close, in its own thread and the stop's 15 s (not a replaced state's)
-                self._close_attempts = duck_close.STOP_ATTEMPTS
+                self._patience = duck_close.AT_STOP
                 self._checkpoint()
         finally:
             if not self._close_interrupting():  # its DuckDB lock held till then
                 log.warning(
-                    "the %s %s closes once a read still running on it ends: it refused %d rounds of interrupts",
+                    "the %s %s closes once what holds it ends (a read still running on it, or DuckDB's own close)",
                     STATE.what,
                     self._path,
-                    self._close_attempts,
                 )
             self._claim.release()
 
@@ -179,15 +178,15 @@ class StateStore(StateReads):
             self._reopening = None
             return
         raise StateBusyError(
-            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and a read "
-            f"still refused its close after {self._close_attempts} rounds of interrupts; the write is retried, nothing "
+            f"the {STATE.what} {self._path} must be reopened (its checkpoint ran out of memory: {reason}) and its close "
+            "has not ended (a read still refusing it, or DuckDB's own close under way); the write is retried, nothing "
             "to do unless this repeats"
         ) from exc
 
     def _close_interrupting(self) -> bool:
-        """Close the connection, interrupting the reads on its cursors until it is closed; False once a read refused
-        it in `_close_attempts` rounds (a slow close of its own is waited for)."""
-        return self._cursors.close(self._db, f"the {STATE.what} {self._path}", self._close_attempts)
+        """Close the connection, interrupting the reads on its cursors until it is closed; False once `_patience` ran
+        out (a read refusing it, or on the event loop a slow close of its own)."""
+        return self._cursors.close(self._db, f"the {STATE.what} {self._path}", self._patience)
 
     # Writes: each record with its offset, in one transaction.
 

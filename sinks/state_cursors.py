@@ -35,10 +35,10 @@ class Cursors:
         with self._lock:
             return any(idle is None or not idle.reads_on(c) for c in self._open)
 
-    def close(self, db: duckdb.DuckDBPyConnection, what: str, attempts: int) -> bool:
+    def close(self, db: duckdb.DuckDBPyConnection, what: str, patience: duck_close.Patience) -> bool:
         """Close `db`, interrupting the reads on these cursors until it is closed (duck_close.close_interrupting);
-        False once a read refused the close in `attempts` rounds of interrupts."""
-        return duck_close.close_interrupting(db, self._listed, attempts, what)
+        False once `patience` ran out."""
+        return duck_close.close_interrupting(db, self._listed, patience, what)
 
     def _listed(self) -> list[duckdb.DuckDBPyConnection]:
         with self._lock:

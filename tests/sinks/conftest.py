@@ -26,8 +26,8 @@ def merging() -> Iterator[None]:
 
 @dataclass
 class HeldClose:
-    """DuckDB's closes held back until the closer says it has been closing for over 1 s; `then` runs at that line,
-    before they go on."""
+    """DuckDB's closes held back until the closer says it has been closing for over 1 s (or the test sets `said`: a
+    close on the event loop gives up before that line); `then` runs at that line, before they go on."""
 
     said: threading.Event = field(default_factory=threading.Event)
     then: Callable[[], object] = lambda: None

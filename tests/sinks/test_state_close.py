@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from sinks.duck import Limits
-from sinks.errors import StateLocationError
+from sinks.errors import StateBusyError, StateLocationError
 from sinks.metrics import Metrics
 from sinks.state import Position, StateStore
 from tests.sinks.conftest import HeldClose
@@ -136,6 +136,31 @@ def test_a_stop_whose_reopen_closes_slower_than_its_interrupts_with_no_read_chec
         again.close()
 
 
+def test_a_writes_reopen_whose_close_is_slow_with_no_read_fails_the_write_after_1_s_and_the_retry_lands(
+    tmp_path: Path, held_close: HeldClose, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write on the event loop must reopen the invalidated state, whose close is slow with its own work and no read
+    on it: the write, and the worker's event loop with it, waited for that close however long. It now fails (a
+    StateBusyError, which the worker retries) and the retry, once the close ended, reopens and stores every note."""
+    path = tmp_path / "worker.duckdb"
+    state = StateStore(path, Limits(memory_mib=64, threads=1, ceiling_mib=512), Metrics())
+    # As a write's checkpoint leaves it when it runs out of memory: to be closed and reopened with more.
+    state._reopening = ("could not allocate", duckdb.OutOfMemoryException("could not allocate"))
+    try:
+        with pytest.raises(StateBusyError, match=r"its close has not ended .* the write is retried"):
+            _store(state, 10)
+        assert not held_close.said.is_set(), "the write waited for the close to end"
+        held_close.said.set()  # DuckDB's own close ends
+        _store(state, 10)  # the worker's retry: every note new
+        assert state.axis_summary("inference")["documents"] == 10
+        assert (
+            "the state's checkpoint ran out of memory (could not allocate); reopened with 128 MiB"
+            in caplog.text
+        )
+    finally:
+        state.close()
+
+
 def test_a_write_after_the_close_raises_at_once_and_never_reopens_the_file(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -214,6 +239,6 @@ def test_a_process_exiting_while_its_states_close_ends_exits_cleanly(tmp_path: P
             timeout=120,
         )
         # What the test sets up: the close gave up interrupting before the read ended.
-        assert "closes once a read still running on it ends" in done.stderr, done.stderr
+        assert "closes once what holds it ends" in done.stderr, done.stderr
         assert done.returncode == 0 and "FATAL" not in done.stderr, (run, done.returncode, done.stderr[-600:])
         assert not _wal(tmp_path / f"worker-{run}.duckdb").exists(), "the close was cut short by the exit"
