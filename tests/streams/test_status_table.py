@@ -107,7 +107,9 @@ def test_an_axis_whose_briefings_cannot_be_written_is_named_under_the_table(tmp_
     assert "cannot be written" not in render(merge(s, [ANSWER]), s.tz, "en")
 
 
-def test_a_refusal_without_a_known_code_is_shown_as_the_worker_wrote_it_brackets_and_all(tmp_path: Path) -> None:
+def test_a_refusal_without_a_known_code_is_shown_as_the_worker_wrote_it_brackets_and_all(
+    tmp_path: Path,
+) -> None:
     s = _settings(tmp_path)
     # A row from before reason codes (or a code this release does not know): the table shows the worker's message,
     # which names the file; rich read `[draft]` as a style and dropped it, and `[/b]` made `predigest status` raise.
