@@ -2,13 +2,13 @@
 
     python -m bench.brief_memory build --n 100000 --state S        # once: the archive's notes stored
     python bench/review45b/status_cost.py refuse S COPY REFUSED    # a copy with REFUSED refused paths
-    PYTHONPATH=TREE python bench/review45b/status_cost.py time COPY RUNS
+    PYTHONPATH=TREE python bench/review45b/status_cost.py time COPY RUNS [empty]
 
 `refuse` adds, in SQL, REFUSED paths refused on every axis as a refusal is (half never stored, half stored notes
 refused since, by a later raw offset) and one refused then fixed (a later version), so each check of
 `sinks.rejections.LATEST` has documents to look at. `time` opens the copy as the worker does and times the
 snapshot's read (`streams.status._read_axes`) over an empty window (the current one, a day after the archive)
-and over the archive's, and each part of it: thread CPU and wall, the median and min of RUNS, load beside.
+and over the archive's (not with `empty`), and each part of it: thread CPU and wall, the median and min of RUNS, load beside.
 """
 
 from __future__ import annotations
@@ -89,12 +89,13 @@ def _snapshot_read(state: StateStore, settings: Settings, window: WindowBounds) 
     return status._read_axes(state.reader(), settings, [a.name for a in settings.axes], window)
 
 
-def timed(copy: Path, runs: int) -> None:
+def timed(copy: Path, runs: int, empty_only: bool) -> None:
     settings = Settings(state_dir=copy.parent)
     axes = [a.name for a in settings.axes]
     state = StateStore(copy)
     out: dict[str, object] = {"tree": str(Path(status.__file__).parents[1]), "load": os.getloadavg()[0]}
-    for name, end in (("empty_window", END + timedelta(days=1)), ("archive_window", END)):
+    windows = (("empty_window", END + timedelta(days=1)), ("archive_window", END))[: 1 if empty_only else 2]
+    for name, end in windows:
         window = window_bounds(end, settings.window_length)
         out[name] = _timed(runs, partial(_snapshot_read, state, settings, window))
     with state.reader() as reader:
@@ -120,4 +121,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "refuse":
         refuse(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
     else:
-        timed(Path(sys.argv[2]), int(sys.argv[3]))
+        timed(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4:] == ["empty"])
