@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 
 from processors.models import WindowBounds
 from sinks.documents import IN_WINDOW
-from sinks.rejections import AxisRefusals, axis_refusals
+from sinks.rejections import AxisRefusals, axes_refusals
 
 
 class Counts:
@@ -44,6 +46,6 @@ class Counts:
             "deleted": self._count("SELECT count(*) FROM deletions WHERE axis=?", [axis]),
         }
 
-    def refusals(self, axis: str) -> AxisRefusals:
-        """The axis's files refused by their latest record (sinks.rejections): how many, and the newest."""
-        return axis_refusals(self._db, axis)
+    def refusals(self, axes: Sequence[str]) -> dict[str, AxisRefusals]:
+        """Each axis's files refused by their latest record (sinks.rejections): how many, and the newest."""
+        return axes_refusals(self._db, axes)

@@ -3,6 +3,7 @@ and what a window's briefing lists of them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -60,17 +61,23 @@ class AxisRefusals:
 
 
 # The worker's time of the refusal, then the raw record's order: the newest first.
-_NEWEST = "ORDER BY r.seen_at DESC, r.raw_offset DESC NULLS LAST, r.path LIMIT 1"
+_ORDER = "seen_at DESC, raw_offset DESC NULLS LAST, path"
+_NEWEST = f"ORDER BY {_ORDER} LIMIT 1"
+# Each asked axis's standing refusals (a row without an axis on every one): how many, and the newest. One query for
+# every axis: LATEST scans the documents' paths (~400k rows at 100k notes) once, not per axis; an ordered `first`,
+# not a window's row_number (whose sort of every refusal was half the read).
+_PER_AXIS = (
+    f"SELECT a.axis, count(*), first(struct_pack(path, reason, reason_code, seen_at) ORDER BY {_ORDER}) FROM "
+    f"(SELECT * FROM rejected r WHERE {LATEST}) s JOIN (SELECT unnest($1) AS axis) a ON s.axis IN (a.axis, $2) "
+    "GROUP BY a.axis"
+)
 
 
-def axis_refusals(db: duckdb.DuckDBPyConnection, axis: str) -> AxisRefusals:
-    """The files of the axis its briefings list as rejected in the windows they fall in, whatever the window."""
-    row = db.execute(
-        f"SELECT r.path, r.reason, r.reason_code, r.seen_at, count(*) OVER () FROM rejected r "
-        f"WHERE axis IN ($1, $2) AND {LATEST} {_NEWEST}",
-        [axis, LEGACY_AXIS],
-    ).fetchone()
-    return AxisRefusals(int(row[4]), _refusal(row)) if row else AxisRefusals(0, None)
+def axes_refusals(db: duckdb.DuckDBPyConnection, axes: Sequence[str]) -> dict[str, AxisRefusals]:
+    """Per axis, its files its briefings list as rejected in the windows they fall in, whatever the window."""
+    rows = db.execute(_PER_AXIS, [list(axes), LEGACY_AXIS]).fetchall()
+    found = {str(r[0]): AxisRefusals(int(r[1]), _refusal(tuple(r[2].values()))) for r in rows}
+    return {axis: found.get(axis, AxisRefusals(0, None)) for axis in axes}
 
 
 def path_refusal(db: duckdb.DuckDBPyConnection, path: str) -> Refusal | None:

@@ -23,6 +23,7 @@ import duckdb
 from processors.models import WindowBounds
 from processors.window import next_close_fire, window_bounds
 from sinks.clock import Clock
+from sinks.rejections import AxisRefusals
 from sinks.state_reader import StateReader
 from streams.lag_probe import CONSUMED_STAGES, LagProbe, LagReading
 from streams.ownership import Ownership
@@ -66,9 +67,8 @@ def _last_briefing(reader: StateReader, axis: str) -> dict[str, Any] | None:
     }
 
 
-def _refused(reader: StateReader, axis: str) -> dict[str, Any]:
+def _refused(found: AxisRefusals) -> dict[str, Any]:
     """The axis's files refused by their latest record: how many, and the newest (its code, message, time)."""
-    found = reader.counts.refusals(axis)
     r = found.newest
     newest = (
         {"path": r.path, "reason_code": r.code, "reason": r.reason, "seen_at": r.seen_at.isoformat()}
@@ -83,13 +83,14 @@ def _read_axes(
 ) -> dict[str, dict[str, Any]]:
     """In a thread: what the state says of each axis (the cursor is closed after)."""
     with reader:
+        refused = reader.counts.refusals(axes)  # every axis at once: one scan of the documents' paths
         return {
             axis: {
                 "documents": reader.counts.window_document_count(axis, window),
                 "duplicates": _duplicates(reader, settings, axis, window),
                 "stored": reader.counts.axis_summary(axis),
                 "last_briefing": _last_briefing(reader, axis),
-                "refused": _refused(reader, axis),
+                "refused": _refused(refused[axis]),
             }
             for axis in axes
         }

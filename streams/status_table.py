@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import httpx
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from processors.i18n import Lang, rejection_label
 from streams.settings import Settings
@@ -114,8 +115,8 @@ def render(report: dict[str, Any], zone: ZoneInfo, lang: Lang) -> str:
     table = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1), header_style="")
     for name in COLUMNS:
         table.add_column(name, no_wrap=True, overflow="ignore")
-    for entry in report["axes"]:
-        table.add_row(*_row(entry, zone, lang))
+    for entry in report["axes"]:  # plain Text: a refusal's message names a file, and `[x]` in it is no markup
+        table.add_row(*(Text(cell) for cell in _row(entry, zone, lang)))
     out = io.StringIO()
     Console(file=out, width=100_000, color_system=None, highlight=False).print(table)
     lines = [line.rstrip() for line in out.getvalue().splitlines()]

@@ -11,7 +11,7 @@ import pytest
 from processors.models import AxisSpec, RawFile
 from processors.parse_stage import RouteParams, route_file
 from processors.window import window_bounds
-from processors.wire import decode_rows
+from processors.wire import DocumentRecord, EventHeader, decode_rows
 from sinks.state import StateStore
 from tests.state_support import raw_file, window_documents
 
@@ -187,3 +187,28 @@ def test_a_refused_living_document_fixed_later_is_listed_by_no_axis_and_its_page
     with state.reader() as reader:
         note = reader.note(living)
         assert note is not None and note.refused == ""
+
+
+def test_status_reads_every_axis_s_refused_files_at_once_each_axis_its_own_and_the_rows_without_one(
+    tmp_path: Path,
+) -> None:
+    # `GET /status` reads them in one query (the documents' paths scanned once, not once per axis): each axis
+    # still counts only its own rows and those without an axis, and names its own newest.
+    state = StateStore(tmp_path / "worker.duckdb")
+    blob, fixed, legacy = (
+        "inbox/jay/2026-09-27-0900-blob.md",
+        "inbox/jay/2026-09-27-1100-b.md",
+        "inbox/old.md",
+    )
+    refuse(state, blob, SEEN)  # routed when inference was the only axis configured
+    ingest(state, symlink(NOTE), raw_offset=2)  # to both axes
+    ingest(state, raw_file(fixed, b"\x00\x01"), raw_offset=3)
+    ingest(state, raw_file(fixed, b"# b\n\nreadable now\n"), raw_offset=4)
+    old = EventHeader(
+        type="rejection", path=legacy, sha256="x", seen_at=SEEN - timedelta(hours=1), reason="old"
+    )
+    state.apply_batch([(DocumentRecord(old), None)])  # a record from before rejections had an axis
+    with state.reader() as reader:
+        found = reader.counts.refusals(["inference", "risk", "llm-infra"])
+    newest = {axis: (f.count, f.newest.path if f.newest else None) for axis, f in found.items()}
+    assert newest == {"inference": (3, NOTE), "risk": (2, NOTE), "llm-infra": (1, legacy)}

@@ -107,6 +107,21 @@ def test_an_axis_whose_briefings_cannot_be_written_is_named_under_the_table(tmp_
     assert "cannot be written" not in render(merge(s, [ANSWER]), s.tz, "en")
 
 
+def test_a_refusal_without_a_known_code_is_shown_as_the_worker_wrote_it_brackets_and_all(
+    tmp_path: Path,
+) -> None:
+    s = _settings(tmp_path)
+    # A row from before reason codes (or a code this release does not know): the table shows the worker's message,
+    # which names the file; rich read `[draft]` as a style and dropped it, and `[/b]` made `predigest status` raise.
+    reason = "inbox/jay/[draft] plan [/b].md: it is a symlink (never followed)"
+    newest = {"path": "inbox/jay/[draft] plan [/b].md", "reason_code": None, "reason": reason}
+    refused = {"count": 1, "newest": {**newest, "seen_at": "2026-09-27T14:10:00+00:00"}}
+    answer = {**ANSWER, "axes": [{**ANSWER["axes"][0], "refused": refused}]}
+    lines = render(merge(s, [answer]), s.tz, "en").splitlines()
+    inference = next(line for line in lines if line.startswith("inference"))
+    assert f"1 (newest: {reason}, 09-27 22:10)" in inference
+
+
 @pytest.mark.parametrize("path", ["/", ""])
 async def test_an_unreachable_worker_is_reported_not_raised(path: str) -> None:
     answers = await fetch([f"http://127.0.0.1:{free_port()}{path}"])
