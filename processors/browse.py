@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import jinja2
 from markupsafe import Markup
 
-from processors.i18n import Lang, rejection_label
+from processors.i18n import Lang, reason_alone, rejection_label
 from processors.inert import html_inline
 from processors.models import Briefing, Discrepancy, Document
 from processors.units import NoteNames, split_ref
@@ -67,6 +67,9 @@ LABELS: dict[Lang, dict[str, str]] = {
         "never_stored": "refused at the door, no version of it stored: briefings list it among the rejected until "
         "the file can be read",
         "refused_at": "refused",
+        "rejected": "Rejected",
+        "reason": "reason",
+        "details": "details",
         "nothing": "nothing",
         "gone_rejected": "rejected by this briefing",
         "gone_damaged": "rejected by this briefing: its stored text is damaged and cannot be read",
@@ -109,6 +112,9 @@ LABELS: dict[Lang, dict[str, str]] = {
         "damaged": "存储的正文已损坏、无法读取；简报将其列入拒收",
         "never_stored": "在入口被拒收，未存储任何版本：在文件恢复可读之前，简报将其列入拒收",
         "refused_at": "拒收于",
+        "rejected": "拒收",
+        "reason": "原因",
+        "details": "详情",
         "nothing": "无",
         "gone_rejected": "本简报拒收",
         "gone_damaged": "本简报拒收：存储的正文已损坏、无法读取",
@@ -269,7 +275,16 @@ def briefing_page(page: BriefingPage, zone: ZoneInfo, lang: Lang) -> str:
         living=b.living_doc.path,
         paths=_paths(b, page.changes),
         claims_of=_claims,
+        rejected=_rejected(b, lang),
     )
+
+
+def _rejected(b: Briefing, lang: Lang) -> list[tuple[str, str | None, str]]:
+    """Per file the briefing rejects: its path, its code's display text (None without one), the message without
+    the path (the row names it)."""
+    return [
+        (r.path, rejection_label(r.reason_code, lang), reason_alone(r.path, r.reason)) for r in b.rejected
+    ]
 
 
 def _paths(b: Briefing, c: Changes) -> NoteNames:
@@ -315,7 +330,7 @@ def note_page(
         versions=versions,
         deleted=shown.deleted,
         unreadable=shown.unreadable,
-        refused=shown.refused,
+        refused=reason_alone(path, shown.refused),  # the page names the path above it
         refused_at=shown.refused_at,
         refused_why=rejection_label(shown.refused_code, lang),
     )

@@ -231,6 +231,12 @@ def rejection_label(code: str | None, lang: Lang) -> str | None:
     return LABELS[lang].get(f"reject.{code}") if code else None
 
 
+def reason_alone(path: str, reason: str) -> str:
+    """A stored rejection's message without the path it starts with (`x.md: it is a symlink` → `it is a symlink`),
+    for a line that already names the path; the message as stored otherwise."""
+    return reason.removeprefix(f"{path}: ") or reason
+
+
 def say(key: str, lang: Lang, **values: object) -> str:
     """The phrase `key` in `lang`, formatted with `values`."""
     return PHRASES[key][lang].format(**values)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from processors.i18n import reason_alone
 from processors.models import AxisSpec, Briefing, Rejection, SourceEntry
 from processors.reasons import UNREAD_CODES
 from processors.units import NoteNames, cites
@@ -156,7 +157,8 @@ def render(rel: str, answers: list[Explanation], settings: Settings) -> str:
             f"  {answer.axis}: {answer.briefing.name} ({said['trigger']}, window ending {said['window_end']})"
         )
         if "rejected" in said:
-            lines.append(f"    rejected   {said['rejected']['reason']} ({said['rejected']['code']})")
+            why = reason_alone(rel, said["rejected"]["reason"])  # the block's first line names the path
+            lines.append(f"    rejected   {why} ({said['rejected']['code']})")
             continue
         r = said["relevance"]
         terms = ", ".join(said["terms"]) or "(not recorded in this briefing)"

@@ -18,6 +18,7 @@ from processors.briefing_names import briefing_basename
 from processors.briefing_parts import Series
 from processors.commands import Refused
 from processors.dead_letters import Failure
+from processors.i18n import reason_alone
 from processors.models import AxisSpec, Briefing, ControlCommand, Trigger
 from processors.parse_stage import Routed, RouteParams
 from processors.render_markdown import load_template, markdown_pieces, render_markdown
@@ -173,14 +174,16 @@ class Pipeline:
         if routed.error is not None:
             log.error("routing %s failed; recorded as rejected\n%s", path, routed.error.rstrip(), extra=ctx)
         if routed.too_big is not None:
-            log.warning("rejected %s (limit): %s", path, routed.too_big, extra=ctx)
+            log.warning("rejected %s (limit): %s", path, reason_alone(path, routed.too_big), extra=ctx)
             self.metrics.documents_rejected.labels(reason="limit").inc()
         elif routed.rejection is not None:
             label = routed.rejection_code or "parse"
             if routed.refused:  # the watcher counted its own refusals already
                 log.info("%s was refused by the watcher (%s); listed as rejected", path, label, extra=ctx)
             else:
-                log.warning("rejected %s (%s): %s", path, label, routed.rejection, extra=ctx)
+                log.warning(
+                    "rejected %s (%s): %s", path, label, reason_alone(path, routed.rejection), extra=ctx
+                )
                 self.metrics.documents_rejected.labels(reason=label).inc()
         if routed.warnings:
             for code in routed.warning_codes:

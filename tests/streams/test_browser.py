@@ -1,6 +1,6 @@
 """The browser's reads of a real state: the index and a briefing page with its previous one and D-item history,
 a note, 404s, and pages kept for `status_refresh_seconds` (readers cannot make the worker read more often); a
-path refused and never stored, answered by the worker's web server."""
+path refused and never stored, and a briefing's rejected files, answered by the worker's web server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
+from processors.browse import note_url
 from processors.models import Briefing, RawFile
+from processors.window import window_bounds
 from processors.wire import DocumentRecord, EventHeader
 from sinks.metrics import Metrics
 from sinks.state import StateStore
@@ -22,6 +24,8 @@ from tests.clocks import START, ManualClock
 from tests.processors.notes import END, brief, example_documents, living
 from tests.state_support import parsed, put_document, raw_file, route_into
 from tests.streams.agent_support import in_process_settings
+
+WINDOW = window_bounds(END, timedelta(hours=24))  # the window of `brief`'s briefings
 
 
 def _setup(tmp_path: Path) -> tuple[Browser, LazyPipeline, ManualClock]:
@@ -102,10 +106,53 @@ async def test_a_path_refused_and_never_stored_has_a_page_saying_why_and_when_no
         html = await page.text()
         assert page.status == 200 and "refused at the door, no version of it stored" in html
         # Why, in the page's language and as the watcher said it, and when the worker saw it (in `zone`).
-        assert f"a symlink: {link}: it is a symlink (never followed) · refused 2026-09-27 22:30" in html
+        assert "a symlink: it is a symlink (never followed) · refused 2026-09-27 22:30" in html
+        assert f"{link}: it is" not in html  # the path is the page's title, not repeated in the reason
         binary = await http.get("/browse/note", params={"path": blob})
         assert binary.status == 200 and "binary file (NUL bytes)" in await binary.text()
         assert "<b>blob</b>" not in await binary.text()  # the name escaped like any document text
         assert (await http.get("/browse/note", params={"path": "inbox/jay/never.md"})).status == 404
     assert app.closing is not None
     await app.closing()  # closes the state the requests opened
+
+
+async def test_a_briefing_page_lists_its_rejected_files_linked_with_why_in_its_language(
+    tmp_path: Path,
+) -> None:
+    s = in_process_settings(tmp_path, lang="zh")
+    link, blob = "inbox/jay/2026-09-27-0900-link.md", "inbox/jay/2026-09-27-1000-<b>blob</b>.md"
+    s.state_dir.mkdir(parents=True)
+    state = StateStore(s.state_file)
+    symlink = RawFile(
+        path=link, content=b"", size=9, mtime=0.0, sha256="refused-symlink",
+        refused="it is a symlink (never followed)", refused_code="symlink",
+    )  # fmt: skip
+    route_into(state, symlink, route_params(s), END - timedelta(hours=2), 1)
+    binary = raw_file(blob, b"\x00\x01binary", mtime=(END - timedelta(hours=1)).timestamp())
+    route_into(state, binary, route_params(s), END - timedelta(hours=1), 2)
+    b = brief(
+        example_documents(), living_doc=living(), lang="zh", rejected=state.rejections(WINDOW, "inference")
+    )
+    state.record_emission(b, "0927-2220-close", "# md\n", emitted_at=END)
+    state.close()
+    app = create_app(s, ManualClock())
+    async with TestClient(TestServer(app.web.web_app)) as http:  # type: ignore[attr-defined]  # aiohttp driver
+        page = await http.get("/browse/inference/0927-2220-close")
+        html = await page.text()
+        assert page.status == 200 and '<h2 id="rejected">拒收</h2>' in html
+        rows = html[
+            html.index('id="rejected-table"') : html.index("</table>", html.index('id="rejected-table"'))
+        ]
+        # Each refused file linked to its note page, why in the page's language, the reason without its path.
+        assert f'<a class="note" href="{note_url(link)}">{link}</a></td><td>符号链接</td>' in rows
+        assert "<td>it is a symlink (never followed)</td>" in rows
+        assert (
+            "<td>二进制文件（含 NUL 字节）</td><td>file contains NUL bytes; binary files are not notes</td>"
+            in rows
+        )
+        assert "<b>blob</b>" not in html and "&lt;b&gt;blob&lt;/b&gt;" in rows  # the name escaped
+        for path in (link, blob):  # each link opens the file's own page, which says why
+            note = await http.get("/browse/note", params={"path": path})
+            assert note.status == 200 and "在入口被拒收" in await note.text()
+    assert app.closing is not None
+    await app.closing()

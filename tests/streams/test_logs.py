@@ -169,6 +169,20 @@ def test_every_pipeline_line_about_a_document_names_its_path_and_axis(
             assert getattr(record, "axis", None) in {a.name for a in s.axes}, record.getMessage()
 
 
+def test_a_rejected_notes_warning_names_its_path_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = Settings(root=tmp_path, state_dir=tmp_path / "state", out_dir=tmp_path / "out", kafka=KafkaSettings())
+    pipeline = Pipeline(s, StateStore(s.state_file), Metrics(), clock=ManualClock(NOW))
+    path = "inbox/a/2026-09-27-0901-bin.md"
+    with caplog.at_level(logging.WARNING, logger="streams.pipeline"):
+        ingest(pipeline, RawFile(path=path, content=b"\0\0bin", size=5, mtime=0.0, sha256="b"), 0)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "streams.pipeline"]
+    # The stored reason starts with the path; the line says it once, then why.
+    assert line == f"rejected {path} (binary): file contains NUL bytes; binary files are not notes"
+    pipeline.state.close()
+
+
 def test_the_lines_a_bar_takes_come_back_to_stderr_after_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # The command's error line, logged after its bar ended by an exception (a signal's), is on stderr again.
     stderr, bar = io.StringIO(), io.StringIO()
