@@ -26,7 +26,7 @@ from processors.units import NoteNames, split_ref
 
 _TIME = "%Y-%m-%d %H:%M"
 
-# What the pages say around the document text, per language (the briefing's own `lang`).
+# What the pages say around the document text, per language (the worker's `lang`: a briefing records none).
 LABELS: dict[Lang, dict[str, str]] = {
     "en": {
         "index": "Briefings",
