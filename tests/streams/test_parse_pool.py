@@ -275,6 +275,17 @@ def _starting(pid: int, before: set[int]) -> set[int]:
     return {c for c in _children(pid) - before if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()}
 
 
+def _exec_ed(pid: int, before: set[int], count: int) -> set[int]:
+    """`_starting`, once `count` of them run their own command line: a child forked but not yet exec'd still
+    shows the parent's (seen at load 8); their imports then take a second, so a signal sent now still lands
+    before their initializer."""
+    for _ in range(400):  # 2 s at most
+        if len(launched := _starting(pid, before)) >= count:
+            return launched
+        time.sleep(0.005)  # blocking on purpose: the pool's loop must not move on meanwhile
+    return _starting(pid, before)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 async def test_parse_processes_signalled_as_they_start_keep_running_and_say_nothing(
     sig: int, capfd: pytest.CaptureFixture[str]
@@ -289,7 +300,7 @@ async def test_parse_processes_signalled_as_they_start_keep_running_and_say_noth
     try:
         starting = asyncio.ensure_future(pool.start())
         await asyncio.sleep(0)  # its processes launched: not yet at their first line of Python
-        launched = _starting(os.getpid(), before)
+        launched = _exec_ed(os.getpid(), before, 2)
         for pid in launched:
             os.kill(pid, sig)
         await starting
