@@ -48,6 +48,12 @@ class QuietTracker:
         yield from self._urgent
         yield from self._later
 
+    def stats(self) -> dict[str, Stat]:
+        """Each pending path's last observed (size, mtime); a copy, for a rescan's thread."""
+        out = {rel: (p.size, p.mtime) for rel, p in self._later.items()}
+        out.update((rel, (p.size, p.mtime)) for rel, p in self._urgent.items())
+        return out
+
     def get(self, rel: str) -> Pending | None:
         return self._urgent.get(rel) or self._later.get(rel)
 

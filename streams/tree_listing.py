@@ -13,12 +13,14 @@ import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from processors.quiet import Stat, changed_paths
 from sinks.clock import epoch_seconds
 from streams import root_files, root_stats
 
 RACY_SECONDS = 2.0
+_NONE_PENDING: Mapping[str, Stat] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -50,16 +52,21 @@ class TreeListing:
         self._folders: dict[str, _Folder] = {}
         self._rescans = 0
 
-    def changes(self, known: Mapping[str, Stat], full: bool = False) -> Changes:
+    def changes(
+        self, known: Mapping[str, Stat], full: bool = False, pending: Mapping[str, Stat] = _NONE_PENDING
+    ) -> Changes:
         """The paths whose lstat differs from `known` (the ledger's), and the known paths gone (in a thread);
-        `full`: every file stat'ed, not only those of changed folders (also every `full_every`-th time)."""
+        `full`: every file stat'ed, not only those of changed folders (also every `full_every`-th time);
+        `pending`: the paths already waiting to be read, at the stat last seen (not reported again at it)."""
         full = full or self._rescans % self._full_every == 0
         self._rescans += 1
         listing, cached, listed = self._list(full)
         changed, gone = changed_paths(listing, known)
         gone = self._not_same_link(gone, known)
-        # A file of an unchanged folder that differs is looked at itself (all of them at once: during a first
-        # start every note not yet acknowledged is one, at every rescan).
+        # A file of an unchanged folder that differs is looked at itself (all of them at once), unless it waits
+        # at the stat listed: its settle stats it before reading it (a first start's notes not yet acknowledged,
+        # 100 000 stats at every rescan otherwise). One rewritten since is seen by that stat.
+        changed = [(rel, seen) for rel, seen in changed if not _waiting(rel, seen, cached, pending)]
         looked = [rel for rel, _ in changed if rel.rsplit("/", 1)[0] in cached]
         own = dict(zip(looked, root_stats.stat_many(self._root, looked), strict=True))
         confirmed = []
@@ -121,3 +128,8 @@ class TreeListing:
         folder = self._folders.get(parent)
         if folder is not None:
             folder.files[rel] = seen
+
+
+def _waiting(rel: str, seen: Stat, cached: set[str], pending: Mapping[str, Stat]) -> bool:
+    """A file of an unchanged folder, pending at the stat its folder's listing recorded."""
+    return pending.get(rel) == seen and rel.rsplit("/", 1)[0] in cached

@@ -34,6 +34,7 @@ from streams.publisher import Publisher
 from streams.raw_producer import RawProducer
 from streams.readyz import readyz_answer
 from streams.renames import RenameWatch
+from streams.rescans import Rescans
 from streams.root_stats import stat_many
 from streams.settings import Settings
 from streams.tree_listing import Changes, TreeListing
@@ -162,7 +163,8 @@ class Watcher:
     async def rescan(self, full: bool = False) -> tuple[int, int]:
         """List the tree in a thread and mark what differs from the ledger; (changed, gone) paths found."""
         began = self._clock.monotonic()
-        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats(), full)
+        # What is pending at the stat the listing has is left to its settle's stat (a first start: every note).
+        found, cpu = await asyncio.to_thread(self._list, self._ledger.stats(), self._quiet.stats(), full)
         kind = "full" if found.full else "changed_folders"
         self._metrics.watcher_rescan.labels(kind).observe(self._clock.monotonic() - began)
         self._metrics.watcher_rescan_cpu.labels(kind).inc(cpu)
@@ -181,10 +183,10 @@ class Watcher:
         self._beat()
         return len(changed), len(gone)
 
-    def _list(self, known: dict[str, Stat], full: bool) -> tuple[Changes, float]:
+    def _list(self, known: dict[str, Stat], pending: dict[str, Stat], full: bool) -> tuple[Changes, float]:
         """In a thread: what changed against `known`, and the CPU time it took."""
         began = time.thread_time()
-        found = self._tree.changes(known, full)
+        found = self._tree.changes(known, full, pending)
         return found, time.thread_time() - began
 
     async def drain(self) -> int:
@@ -229,7 +231,7 @@ class Watcher:
         probe_task = asyncio.create_task(self._probe_every(stop))
         renames = RenameWatch(self._root, WATCHED, self.moved)
         renames.start()
-        rescans = _Rescans(self, self._s.rescan_seconds, self._now)
+        rescans = Rescans(self, self._s.rescan_seconds, self._now)
         backlog, published = True, 0
         try:
             while not stop.is_set():
@@ -322,31 +324,6 @@ class Watcher:
 
     def _knows_folder(self, rel: str) -> bool:
         return self._ledger.has_folder(rel) or bool(under(rel, self._quiet.paths()))
-
-
-class _Rescans:
-    """The periodic rescan as a task of its own, so that the loop goes on settling events while it lists."""
-
-    def __init__(self, watcher: Watcher, every: float, clock: Callable[[], float]) -> None:
-        self._watcher, self._every, self._clock = watcher, every, clock
-        self._last = clock()
-        self._task: asyncio.Task[tuple[int, int]] | None = None
-
-    def step(self) -> None:
-        if self._task is None:
-            if self._watcher.events_lost or self._clock() - self._last >= self._every:
-                # A lost batch may hold edits in place, which leave their folder's mtime as it was: a full one.
-                full, self._watcher.events_lost = self._watcher.events_lost, False
-                self._task = asyncio.create_task(self._watcher.rescan(full))
-        elif self._task.done():
-            changed, gone = self._task.result()
-            if changed or gone:
-                log.info("rescan: %d new or changed file(s), %d gone, that no event reported", changed, gone)
-            self._task, self._last = None, self._clock()
-
-    def cancel(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 async def started_producer(settings: Settings) -> AIOKafkaProducer:
