@@ -119,8 +119,7 @@ def test_a_rescan_looks_at_the_files_not_yet_in_the_ledger_with_their_folder_ope
     # (100 000 notes, a rescan every 3 s: the watcher's CPU over a 100k first start rose by ~40 %, watch44).
     root, known = tree
     listing = TreeListing(root, ("inbox",), full_every=10)
-    new = {rel: _write(root, rel, rel) for rel in (f"inbox/jay/n{i}.md" for i in range(40))}
-    _age_folders(root)
+    new = _forty_new_in_an_aged_folder(root)
     assert sorted(listing.changes(known).changed) == sorted(new.items())
     opened = counting_opens(monkeypatch)
     again = listing.changes(known)  # jay is unchanged: not listed, its new files looked at themselves
@@ -136,8 +135,7 @@ def test_a_rescan_leaves_the_files_pending_at_the_stat_listed_to_their_settle_an
     # its settle's own stat would not (rescan45). One pending at another stat (a settle saw it change) is looked at.
     root, known = tree
     listing = TreeListing(root, ("inbox",), full_every=10)
-    new = {rel: _write(root, rel, rel) for rel in (f"inbox/jay/n{i}.md" for i in range(40))}
-    _age_folders(root)
+    new = _forty_new_in_an_aged_folder(root)
     assert sorted(listing.changes(known, pending=new).changed) == sorted(new.items())  # jay listed: all new
     pending = {**new, "inbox/jay/n0.md": (0, 0.0)}
     opened, stats = counting_opens(monkeypatch), _counting_stats(monkeypatch)
@@ -160,3 +158,10 @@ def _counting_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(root_stats, "stat_many", counted)
     return asked
+
+
+def _forty_new_in_an_aged_folder(root: Path) -> dict[str, Stat]:
+    """Forty notes written into `inbox/jay`, its folders then aged (trusted by the next listing): their stats."""
+    new = {rel: _write(root, rel, rel) for rel in (f"inbox/jay/n{i}.md" for i in range(40))}
+    _age_folders(root)
+    return new
